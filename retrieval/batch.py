@@ -1,0 +1,61 @@
+"""Batch runs: a topic set against an index (and optionally a topic model), as ScoredDocs."""
+from __future__ import annotations
+
+import logging
+import re
+import warnings
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from .index import Index
+from .scoring import LAM, MU, Scorer, top_k
+from .trec import ScoredDoc, Topic, topic_query, write_run
+
+log = logging.getLogger(__name__)
+
+DEPTH = 1000
+RUNS_DIR = Path("topics_runs")
+
+
+def rank(index: Index, scorer: Scorer, qid: str, text: str, depth: int = DEPTH) -> list[ScoredDoc]:
+    """The top ``depth`` documents for one query, best first.
+
+    A query with no term in the index still gets a well-formed ranking (every document ties
+    at score 0 and DOCNO order decides) and a warning, so a run never silently lacks a topic.
+    """
+    query = scorer.query(text, index.analyze(text))
+    if query.unknown:
+        log.info("topic %s: terms not in the index: %s", qid, " ".join(query.unknown))
+    if len(query.term_ids) == 0:
+        why = "only stopwords" if not query.terms else f"no indexed term ({' '.join(query.terms)})"
+        warnings.warn(f"topic {qid}: query {text!r} has {why}; every document scores 0 and "
+                      f"DOCNO order decides the ranking", stacklevel=2)
+    scores = scorer.score(query)
+    docnos = index.stats.docnos
+    return [ScoredDoc(qid, docnos[d], float(scores[d])) for d in top_k(scores, depth)]
+
+
+def run_topics(index: Index, topics: list[Topic], *, field: str = "title", mu: float = MU,
+               lam: float = LAM, model=None, depth: int = DEPTH, progress: bool = True) -> list[ScoredDoc]:
+    """Rank every topic's ``field`` query over the whole collection with (topic-smoothed) QL."""
+    scorer = Scorer(index.stats, mu=mu, lam=lam, model=model)
+    run = []
+    for topic in tqdm(topics, desc="ranking topics", unit=" topics", disable=not progress, mininterval=1):
+        run.extend(rank(index, scorer, topic.qid, topic_query(topic, field), depth))
+    return run
+
+
+def run_name(topics_name: str, model_name: str, **params) -> str:
+    """``run.<topics>.<model>.<params>.txt`` as Anserini's regression pages name runs."""
+    def clean(s) -> str:
+        return re.sub(r"[^\w.+-]+", "-", str(s)).strip("-")
+    settings = "_".join(f"{k}{clean(v)}" for k, v in params.items())
+    return ".".join(p for p in ("run", clean(topics_name), clean(model_name), settings, "txt") if p)
+
+
+def save_run(run: list[ScoredDoc], path, tag: str, depth: int = DEPTH) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_run(path, run, tag=tag, depth=depth)
+    return path

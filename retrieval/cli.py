@@ -1,0 +1,214 @@
+"""The ``topicir`` command: argparse only; every subcommand is one library call."""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import warnings
+from pathlib import Path
+
+from . import __version__
+
+log = logging.getLogger("topicir")
+
+
+def _floats(text: str) -> list[float]:
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or comma-separated numbers, got {text!r}") from None
+
+
+def _topics_name(source: str) -> str:
+    return source.removeprefix("irds:").replace("/", "-") if source.startswith("irds:") else Path(source).name.split(".")[0]
+
+
+def cmd_index(args) -> int:
+    from .index import build_index
+
+    index = build_index(args.sources, args.out, threads=args.threads, force=args.force)
+    m = index.manifest
+    print(f"{index.path}: {m['n_docs']} documents, {m['n_terms']} terms, {m['n_tokens']} tokens, "
+          f"fingerprint {m['fingerprint']} ({m['build_seconds']} s)")
+    return 0
+
+
+def cmd_run(args) -> int:
+    from .baselines import run_baseline
+    from .batch import RUNS_DIR, run_name, run_topics, save_run
+    from .index import Index
+    from .sources import load_topics
+
+    index = Index(args.index)
+    topics = load_topics(args.topics)
+    tname = args.topics_name or _topics_name(args.topics)
+    out_dir = Path(args.out_dir)
+    if args.baseline:
+        run = run_baseline(index, topics, args.baseline, field=args.field, depth=args.depth, mu=args.mu[0])
+        path = Path(args.out) if args.out else out_dir / run_name(f"{index.name}.{tname}.{args.field}", args.baseline)
+        print(save_run(run, path, tag=args.tag or f"topicir-{args.baseline}", depth=args.depth))
+        return 0
+    model, model_name, lams = None, "ql", [1.0]
+    if args.model:
+        from .models_io import load_model
+
+        model = load_model(args.model, index)
+        model_name, lams = Path(args.model).name, args.lam
+    settings = [(mu, lam) for mu in args.mu for lam in lams]
+    if args.out and len(settings) > 1:
+        raise ValueError("--out names one file; a sweep writes one run per setting into --out-dir")
+    for mu, lam in settings:
+        run = run_topics(index, topics, field=args.field, mu=mu, lam=lam, model=model, depth=args.depth)
+        params = {"mu": f"{mu:g}"} | ({"lam": f"{lam:g}"} if model is not None else {})
+        path = Path(args.out) if args.out else out_dir / run_name(f"{index.name}.{tname}.{args.field}", model_name, **params)
+        print(save_run(run, path, tag=args.tag or f"topicir-{model_name}", depth=args.depth))
+    return 0
+
+
+def cmd_eval(args) -> int:
+    from .evaluate import aggregate, per_topic
+    from .experiment import format_table
+    from .sources import load_qrels
+    from .trec import read_run
+
+    qrels = load_qrels(args.qrels)
+    rows = []
+    for path in args.runs:
+        run = read_run(Path(path))
+        if args.per_topic:
+            table = per_topic(run, qrels, args.measures)
+            qids = sorted(next(iter(table.values())), key=lambda q: (len(q), q))
+            print(format_table([{"topic": q, **{m: v[q] for m, v in table.items()}} for q in qids], title=path))
+        rows.append({"run": Path(path).name, **aggregate(run, qrels, args.measures)})
+    print(format_table(rows, title=f"qrels: {args.qrels}"))
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from .experiment import compare, format_table
+    from .index import Index
+    from .sources import load_qrels, load_topics
+
+    index = Index(args.index)
+    rows = compare(index, load_topics(args.topics), load_qrels(args.qrels), methods=args.methods,
+                   field=args.field, mu=args.mu, depth=args.depth, measures=args.measures,
+                   topics_name=_topics_name(args.topics))
+    print(format_table(rows, title=f"{index.name}: {args.topics} ({args.field})"))
+    return 0
+
+
+def cmd_regressions(args) -> int:
+    from .experiment import format_table
+    from .regressions import check, run_collection
+
+    rows = []
+    for name in args.collections:
+        rows += run_collection(Path(args.data), name, Path(args.indexes))
+    print(format_table(rows, title="Shared collections: title queries, mu=1000, depth 1000, judged topics"))
+    misses = check(rows)
+    for miss in misses:
+        print(f"REGRESSION: {miss}", file=sys.stderr)
+    return 1 if misses else 0
+
+
+def cmd_demo(args) -> int:
+    from .demo import run_demo
+
+    print(run_demo(Path(args.indexes), args.dataset))
+    return 0
+
+
+def cmd_bench(args) -> int:
+    if args.area == "ql":
+        from .bench_ql import main as bench
+    else:
+        from .bench_lda import main as bench
+    return bench(args.rest) or 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .baselines import BASELINES
+    from .batch import DEPTH, RUNS_DIR
+    from .demo import DATASET
+    from .evaluate import DEFAULT_MEASURES
+    from .experiment import METHODS
+    from .regressions import COLLECTIONS
+    from .scoring import LAM, MU
+    from .trec import TOPIC_FIELDS
+
+    p = argparse.ArgumentParser(prog="topicir", description="Topic-model-smoothed query likelihood over Lucene indexes.")
+    p.add_argument("--version", action="version", version=f"topicir {__version__}")
+    p.add_argument("-q", "--quiet", action="store_true", help="log warnings only")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("index", help="index TREC SGML files/dirs (plain or .gz), JSON lines, or irds:<id>")
+    s.add_argument("sources", nargs="+", help="files, directories, or irds:<dataset-id>")
+    s.add_argument("--out", required=True, help="index directory, e.g. indexes/ap")
+    s.add_argument("--threads", type=int, default=2)
+    s.add_argument("--force", action="store_true", help="replace an existing index (atomically)")
+    s.set_defaults(func=cmd_index)
+
+    def add_query_args(s):
+        s.add_argument("--index", required=True)
+        s.add_argument("--topics", required=True, help="TREC topics file, TSV, or irds:<id>")
+        s.add_argument("--field", default="title", choices=TOPIC_FIELDS)
+        s.add_argument("--depth", type=int, default=DEPTH)
+
+    s = sub.add_parser("run", help="rank topics over the whole collection and write TREC run files")
+    add_query_args(s)
+    s.add_argument("--mu", type=_floats, default=[MU], help="Dirichlet prior; comma list for a sweep")
+    s.add_argument("--lam", type=_floats, default=[LAM], help="weight of QL against the topic model; comma list for a sweep")
+    s.add_argument("--model", help="topic model directory (topicir train ...)")
+    s.add_argument("--baseline", choices=BASELINES, help="run a Lucene baseline instead")
+    s.add_argument("--out", help="run file (default: topics_runs/run.<index>.<topics>.<field>.<model>.<params>.txt)")
+    s.add_argument("--out-dir", default=str(RUNS_DIR))
+    s.add_argument("--topics-name", help="name used in run file names (default: from --topics)")
+    s.add_argument("--tag", help="run tag (last column)")
+    s.set_defaults(func=cmd_run)
+
+    s = sub.add_parser("eval", help="evaluate TREC runs with ir-measures")
+    s.add_argument("runs", nargs="+")
+    s.add_argument("--qrels", required=True, help="TREC qrels file or irds:<id>")
+    s.add_argument("--measures", nargs="+", default=list(DEFAULT_MEASURES), help="e.g. MAP P@10 nDCG@10 R@1000")
+    s.add_argument("--per-topic", action="store_true")
+    s.set_defaults(func=cmd_eval)
+
+    s = sub.add_parser("compare", help="exact QL and the Lucene baselines side by side")
+    add_query_args(s)
+    s.add_argument("--qrels", required=True)
+    s.add_argument("--mu", type=float, default=MU)
+    s.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    s.add_argument("--measures", nargs="+", default=list(DEFAULT_MEASURES))
+    s.set_defaults(func=cmd_compare)
+
+    s = sub.add_parser("regressions", help="build and check every shared test collection")
+    s.add_argument("--data", default="../shared/data")
+    s.add_argument("--indexes", default="indexes")
+    s.add_argument("--collections", nargs="+", default=list(COLLECTIONS), choices=COLLECTIONS)
+    s.set_defaults(func=cmd_regressions)
+
+    s = sub.add_parser("demo", help="index Cranfield (ir_datasets), run its 225 topics, print MAP")
+    s.add_argument("--dataset", default=DATASET)
+    s.add_argument("--indexes", default="indexes")
+    s.set_defaults(func=cmd_demo)
+
+    s = sub.add_parser("bench", help="benchmarks (ql: ranking speed; lda: training speed vs tomotopy)")
+    s.add_argument("area", choices=("ql", "lda"))
+    s.add_argument("rest", nargs=argparse.REMAINDER, help="options of the benchmark (see topicir bench AREA -- --help)")
+    s.set_defaults(func=cmd_bench)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    warnings.simplefilter("default")
+    try:
+        return args.func(args)
+    except (ValueError, KeyError, FileNotFoundError, FileExistsError) as exc:
+        print(f"topicir {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"topicir {args.command}: interrupted", file=sys.stderr)
+        return 130

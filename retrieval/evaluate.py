@@ -1,0 +1,61 @@
+"""Evaluation: a thin layer over ir_measures.
+
+Averages are over the topics that have at least one relevant document in the qrels; a topic
+of those missing from a run counts as 0 (as trec_eval -c does), with a warning.
+"""
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Sequence
+
+import ir_measures
+
+from .trec import Qrel, ScoredDoc
+
+DEFAULT_MEASURES = ("AP", "P@10", "nDCG@10", "R@1000")
+ALIASES = {"MAP": "AP", "map": "AP", "ndcg@10": "nDCG@10", "p@10": "P@10", "recall@1000": "R@1000"}
+
+
+def parse_measures(names: Iterable[str]) -> list:
+    out = []
+    for name in names:
+        try:
+            out.append(ir_measures.parse_measure(ALIASES.get(name, name)))
+        except (ValueError, NameError, SyntaxError) as exc:
+            raise ValueError(f"unknown measure {name!r}; try MAP, P@10, nDCG@10, R@1000 ({exc})") from None
+    return out
+
+
+def judged_topics(qrels: Sequence[Qrel]) -> set[str]:
+    """Topics with at least one relevant (rel > 0) document."""
+    return {q.qid for q in qrels if q.rel > 0}
+
+
+def per_topic(run: Sequence[ScoredDoc], qrels: Sequence[Qrel], measures=DEFAULT_MEASURES) -> dict[str, dict[str, float]]:
+    """``{measure: {qid: value}}`` over the judged topics; judged topics absent from the run get 0."""
+    measures = parse_measures(measures)
+    topics = judged_topics(qrels)
+    run_topics = {r.qid for r in run}
+    missing = sorted(topics - run_topics)
+    if missing:
+        warnings.warn(f"{len(missing)} judged topics have no results in the run and count as 0: "
+                      f"{', '.join(missing[:10])}", stacklevel=2)
+    irm_qrels = [ir_measures.Qrel(q.qid, q.docno, q.rel) for q in qrels if q.qid in topics]
+    irm_run = [ir_measures.ScoredDoc(r.qid, r.docno, r.score) for r in run if r.qid in topics]
+    out = {str(m): {qid: 0.0 for qid in topics} for m in measures}
+    for metric in ir_measures.iter_calc(measures, irm_qrels, irm_run):
+        out[str(metric.measure)][metric.query_id] = float(metric.value)
+    return out
+
+
+def aggregate(run: Sequence[ScoredDoc], qrels: Sequence[Qrel], measures=DEFAULT_MEASURES) -> dict[str, float]:
+    """Mean of each measure over the judged topics."""
+    return {m: (sum(v.values()) / len(v) if v else float("nan")) for m, v in per_topic(run, qrels, measures).items()}
+
+
+def check_topics(qrels: Sequence[Qrel], topic_ids: Iterable[str], qrels_name: str) -> None:
+    """Warn when qrels judge topics the topic set does not have (often a wrong file)."""
+    unknown = sorted(judged_topics(qrels) - set(topic_ids), key=lambda q: (len(q), q))
+    if unknown:
+        warnings.warn(f"{qrels_name}: {len(unknown)} judged topics are not in the topics: "
+                      f"{', '.join(unknown[:10])}{' ...' if len(unknown) > 10 else ''}", stacklevel=2)

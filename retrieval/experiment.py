@@ -1,0 +1,59 @@
+"""Side-by-side comparisons: exact QL (ours) and the Lucene baselines on one topic set."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from .baselines import BASELINES, run_baseline
+from .batch import DEPTH, RUNS_DIR, run_name, run_topics, save_run
+from .evaluate import DEFAULT_MEASURES, aggregate, check_topics, judged_topics
+from .index import Index
+from .scoring import MU
+from .trec import Qrel, ScoredDoc, Topic
+
+log = logging.getLogger(__name__)
+
+METHODS = ("ql",) + BASELINES
+LABELS = {"ql": "QL (exact Dirichlet)", "qld": "Lucene QLD", "bm25": "BM25", "bm25+rm3": "BM25+RM3"}
+
+
+def produce_run(index: Index, topics: list[Topic], method: str, *, field: str = "title",
+                mu: float = MU, depth: int = DEPTH) -> list[ScoredDoc]:
+    if method == "ql":
+        return run_topics(index, topics, field=field, mu=mu, lam=1.0, depth=depth, progress=False)
+    params = {"mu": mu} if method == "qld" else {}
+    return run_baseline(index, topics, method, field=field, depth=depth, progress=False, **params)
+
+
+def compare(index: Index, topics: list[Topic], qrels: list[Qrel], *, methods=METHODS,
+            field: str = "title", mu: float = MU, depth: int = DEPTH, measures=DEFAULT_MEASURES,
+            topics_name: str = "topics", runs_dir: Path | None = RUNS_DIR) -> list[dict]:
+    """Run each method on the judged topics, save the runs, and return one row of measures per method."""
+    check_topics(qrels, [t.qid for t in topics], topics_name)
+    judged = judged_topics(qrels)
+    topics = [t for t in topics if t.qid in judged]
+    rows = []
+    for method in methods:
+        run = produce_run(index, topics, method, field=field, mu=mu, depth=depth)
+        if runs_dir is not None:
+            params = {"mu": f"{mu:g}"} if method in ("ql", "qld") else {}
+            path = save_run(run, Path(runs_dir) / run_name(f"{index.name}.{topics_name}.{field}", method, **params),
+                            tag=f"topicir-{method}", depth=depth)
+            log.info("%s: wrote %s", method, path)
+        rows.append({"method": LABELS[method], **aggregate(run, qrels, measures)})
+    return rows
+
+
+def format_table(rows: list[dict], title: str | None = None, digits: int = 4) -> str:
+    """A plain-text table; the first key of the rows is the label column."""
+    if not rows:
+        return ""
+    keys = list(rows[0])
+    cells = [[str(r[keys[0]])] + [f"{r[k]:.{digits}f}" if isinstance(r[k], float) else str(r[k]) for k in keys[1:]]
+             for r in rows]
+    header = [keys[0]] + ["MAP" if k == "AP" else k for k in keys[1:]]
+    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(header)]
+    line = lambda cs: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cs, widths)))
+    out = [title] if title else []
+    out += [line(header), "  ".join("-" * w for w in widths)] + [line(c) for c in cells]
+    return "\n".join(out)

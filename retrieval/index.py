@@ -1,0 +1,183 @@
+"""Building and opening topicir indexes: a Lucene index plus a manifest and collection statistics.
+
+An index directory holds the Lucene files Anserini writes (positions, document vectors and
+the raw JSON of each document stored), ``topicir.json`` (the manifest: sources, counts,
+analyzer, term-dictionary fingerprint) and ``topicir-stats/`` (see :mod:`retrieval.stats`).
+Builds happen in a hidden sibling directory that is renamed into place when complete, so an
+interrupted build never leaves anything that looks like an index.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+import warnings
+from functools import cached_property
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from . import __version__
+from .jvm import ANSERINI_VERSION, jclass
+from .sources import iter_docs
+from .stats import CollectionStats, StatsBuilder, parse_term_positions
+
+log = logging.getLogger(__name__)
+
+MANIFEST = "topicir.json"
+ANALYZER = {"name": "DefaultEnglishAnalyzer", "stemmer": "porter", "stopwords": "lucene-english"}
+_SHARD_DOCS = 50_000
+
+
+def _write_jsonl_shards(sources, staging: Path) -> tuple[list[str], int, list[str]]:
+    """Validate the documents and write them as Anserini JsonCollection shards.
+
+    Returns the docnos in input order, the number of documents left out for having no text
+    (Anserini would skip them silently) and a few of their docnos.
+    """
+    docnos, empty = [], []
+    out, n_in_shard = None, 0
+    try:
+        for doc in tqdm(iter_docs(sources), desc="reading documents", unit=" docs", mininterval=2):
+            contents = doc.contents
+            if not contents.strip():
+                empty.append(f"{doc.docno} ({doc.source}:{doc.line})")
+                continue
+            if out is None or n_in_shard == _SHARD_DOCS:
+                if out is not None:
+                    out.close()
+                out = open(staging / f"docs-{len(docnos) // _SHARD_DOCS:05d}.jsonl", "w", encoding="utf-8")
+                n_in_shard = 0
+            out.write(json.dumps({"id": doc.docno, "contents": contents, "title": doc.title}) + "\n")
+            docnos.append(doc.docno)
+            n_in_shard += 1
+    finally:
+        if out is not None:
+            out.close()
+    if empty:
+        warnings.warn(f"{len(empty)} documents have no text and are left out of the index, "
+                      f"e.g. {', '.join(empty[:3])}", stacklevel=3)
+    if not docnos:
+        raise ValueError(f"no documents with text in {', '.join(map(str, sources))}")
+    return docnos, len(empty), empty[:10]
+
+
+def _read_stats(lucene_dir: Path, docnos: list[str]) -> CollectionStats:
+    """Exact term positions of every document, read back from the Lucene index."""
+    utils = jclass("io.anserini.index.IndexReaderUtils")
+    reader = utils.getReader(str(lucene_dir))
+    try:
+        if reader.numDocs() != len(docnos):
+            raise RuntimeError(f"Lucene indexed {reader.numDocs()} documents of {len(docnos)} given; "
+                               f"see the warnings above")
+        builder = StatsBuilder()
+        for docno in tqdm(docnos, desc="reading term positions", unit=" docs", mininterval=2):
+            builder.add(parse_term_positions(utils.getTermPositions(reader, docno).toString()))
+    finally:
+        reader.close()
+    return builder.finish(docnos)
+
+
+def build_index(sources, out, *, threads: int = 2, force: bool = False) -> "Index":
+    """Index ``sources`` (TREC SGML files/dirs, JSON lines, ``irds:`` ids) into directory ``out``.
+
+    The build happens in a hidden temporary sibling of ``out`` and is renamed into place only
+    when Lucene, the statistics and the manifest are all written.
+    """
+    sources = [str(s) for s in ([sources] if isinstance(sources, (str, os.PathLike)) else sources)]
+    out = Path(out)
+    if out.exists() and not force:
+        raise FileExistsError(f"{out} already exists; pass --force to replace it")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=out.parent))
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.jsonl-", dir=out.parent))
+    start = time.perf_counter()
+    try:
+        docnos, n_empty, empty = _write_jsonl_shards(sources, staging)
+        log.info("indexing %d documents with Anserini %s", len(docnos), ANSERINI_VERSION)
+        jclass("io.anserini.index.IndexCollection").main([
+            "-collection", "JsonCollection", "-input", str(staging), "-index", str(tmp),
+            "-threads", str(threads), "-storePositions", "-storeDocvectors", "-storeRaw", "-quiet"])
+        stats = _read_stats(tmp, docnos)
+        stats.save(tmp)
+        manifest = {
+            "topicir_version": __version__, "anserini_version": ANSERINI_VERSION,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "sources": [s if s.startswith("irds:") else str(Path(s).resolve()) for s in sources],
+            "n_docs": stats.n_docs, "n_terms": stats.n_terms, "n_tokens": stats.n_tokens,
+            "n_empty_docs_skipped": n_empty, "empty_docs_skipped": empty,
+            "analyzer": ANALYZER, "fingerprint": stats.fingerprint,
+            "build_seconds": round(time.perf_counter() - start, 1),
+        }
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+        if out.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+            os.replace(out, old / out.name)
+            os.replace(tmp, out)
+            shutil.rmtree(old)
+        else:
+            os.replace(tmp, out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+    log.info("index %s: %d docs, %d terms, %d tokens in %.1f s", out, manifest["n_docs"],
+             manifest["n_terms"], manifest["n_tokens"], manifest["build_seconds"])
+    return Index(out)
+
+
+class Index:
+    """An index built by :func:`build_index`: manifest, statistics, analyzer and stored documents."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+        manifest = self.path / MANIFEST
+        if not manifest.is_file():
+            hint = " (an interrupted build?)" if self.path.name.startswith(".") else ""
+            raise FileNotFoundError(f"{self.path}: not a topicir index{hint}: {MANIFEST} is missing; "
+                                    f"build one with `topicir index SOURCE --out {self.path}`")
+        self.manifest = json.loads(manifest.read_text())
+
+    def __repr__(self) -> str:
+        m = self.manifest
+        return f"Index({str(self.path)!r}, n_docs={m['n_docs']}, n_terms={m['n_terms']})"
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def fingerprint(self) -> str:
+        return self.manifest["fingerprint"]
+
+    @cached_property
+    def stats(self) -> CollectionStats:
+        stats = CollectionStats.load(self.path)
+        if stats.fingerprint != self.fingerprint:
+            raise ValueError(f"{self.path}: statistics fingerprint {stats.fingerprint} does not match "
+                             f"the manifest's {self.fingerprint}; rebuild the index")
+        return stats
+
+    @cached_property
+    def _analyzer(self):
+        return jclass("io.anserini.analysis.DefaultEnglishAnalyzer").newDefaultInstance()
+
+    def analyze(self, text: str) -> list[str]:
+        """Terms of ``text`` as the index's analyzer produces them (Porter stemming, Lucene stopwords)."""
+        if not text.strip():
+            return []
+        joined = jclass("io.anserini.analysis.AnalyzerUtils").analyze(self._analyzer, text).toString()
+        return joined[1:-1].split(", ") if len(joined) > 2 else []
+
+    @cached_property
+    def _reader(self):
+        return jclass("io.anserini.index.IndexReaderUtils").getReader(str(self.path))
+
+    def document(self, docno: str) -> dict:
+        """The stored document: ``{"id", "contents", "title"}``."""
+        raw = jclass("io.anserini.index.IndexReaderUtils").documentRaw(self._reader, docno)
+        if raw is None:
+            raise KeyError(f"{docno!r} is not a document of {self.path}")
+        return json.loads(raw)

@@ -1,0 +1,202 @@
+"""Collection statistics: the exact term counts of a Lucene index as numpy arrays.
+
+Built once from the index's stored term positions and cached beside it as ``.npy`` files that
+are memory-mapped on load, so ranking and training never go back to Lucene for counts.
+Rows follow the order in which documents were given to ``topicir index``.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from array import array
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+STATS_DIR = "topicir-stats"
+FORMAT_VERSION = 1
+_ARRAYS = ("doc_ptr", "term_ids", "positions", "post_ptr", "post_doc", "post_tf")
+
+
+def _pack_strings(strings) -> np.ndarray:
+    # Newline-joined UTF-8: compact for 10^5-10^6 short strings, unlike fixed-width numpy unicode.
+    return np.frombuffer("\n".join(strings).encode("utf-8"), dtype=np.uint8)
+
+
+def _unpack_strings(buf: np.ndarray) -> list[str]:
+    return bytes(buf).decode("utf-8").split("\n") if len(buf) else []
+
+
+def parse_term_positions(text: str) -> list[tuple[str, list[int]]]:
+    """Parse Java's ``Map<String, List<Integer>>.toString()``: ``{term=[0, 5], 3,000=[2]}``.
+
+    Analysed terms never contain ``]`` or ``=[`` (StandardTokenizer drops brackets), but may
+    contain commas ("3,000"), so entries are split on ``], ``.
+    """
+    body = text[1:-1]
+    if not body:
+        return []
+    out = []
+    for entry in body[:-1].split("], "):
+        term, pos = entry.rsplit("=[", 1)
+        out.append((term, [int(p) for p in pos.split(", ")]))
+    return out
+
+
+class StatsBuilder:
+    """Accumulates documents' terms and positions compactly (array.array, not Python lists)."""
+
+    def __init__(self):
+        self.vocab: dict[str, int] = {}
+        self.term_ids = array("i")
+        self.positions = array("i")
+        self.lens = [0]
+
+    def add(self, entries) -> None:
+        vocab, n = self.vocab, 0
+        for term, pos in entries:
+            tid = vocab.setdefault(term, len(vocab))
+            self.term_ids.extend([tid] * len(pos))
+            self.positions.extend(pos)
+            n += len(pos)
+        self.lens.append(n)
+
+    def finish(self, docnos) -> "CollectionStats":
+        if len(docnos) != len(self.lens) - 1:
+            raise ValueError(f"{len(docnos)} docnos for {len(self.lens) - 1} documents")
+        return CollectionStats.from_arrays(
+            docnos, self.vocab, np.asarray(self.lens, dtype=np.int64),
+            np.frombuffer(self.term_ids, dtype=np.int32), np.frombuffer(self.positions, dtype=np.int32))
+
+
+class CollectionStats:
+    """Counts of one index.
+
+    Attributes
+    ----------
+    docnos : list of str, length n_docs
+    terms : list of str, length n_terms, sorted
+    doc_ptr : ndarray of shape (n_docs + 1,), int64
+        Tokens of doc d are ``term_ids[doc_ptr[d]:doc_ptr[d + 1]]``, in position order.
+    term_ids, positions : ndarray of shape (n_tokens,), int32
+        Term of each token and its Lucene position; a gap of more than 1 between consecutive
+        positions marks removed stopwords.
+    post_ptr : ndarray of shape (n_terms + 1,), int64
+        Postings of term w are ``post_doc[post_ptr[w]:post_ptr[w + 1]]`` (ascending) with
+        frequencies ``post_tf[...]``: the term-document matrix in CSC form.
+    """
+
+    def __init__(self, docnos, terms, arrays: dict[str, np.ndarray]):
+        self.docnos = list(docnos)
+        self.terms = list(terms)
+        for name in _ARRAYS:
+            setattr(self, name, arrays[name])
+
+    @property
+    def n_docs(self) -> int:
+        return len(self.docnos)
+
+    @property
+    def n_terms(self) -> int:
+        return len(self.terms)
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.doc_ptr[-1])
+
+    @cached_property
+    def doc_len(self) -> np.ndarray:
+        return np.diff(self.doc_ptr)
+
+    @cached_property
+    def cf(self) -> np.ndarray:
+        """Collection frequency of each term, int64."""
+        return np.add.reduceat(self.post_tf.astype(np.int64), self.post_ptr[:-1]) if self.n_terms else np.zeros(0, np.int64)
+
+    @cached_property
+    def df(self) -> np.ndarray:
+        return np.diff(self.post_ptr)
+
+    @cached_property
+    def p_c(self) -> np.ndarray:
+        """P(w|C) = cf(w) / n_tokens, float64."""
+        return self.cf / max(self.n_tokens, 1)
+
+    @cached_property
+    def term_index(self) -> dict[str, int]:
+        return {t: i for i, t in enumerate(self.terms)}
+
+    @cached_property
+    def doc_index(self) -> dict[str, int]:
+        return {d: i for i, d in enumerate(self.docnos)}
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """SHA-256 of the term dictionary (terms and their collection frequencies) and the doc count."""
+        h = hashlib.sha256()
+        h.update(f"{self.n_docs}\n".encode())
+        h.update(_pack_strings(self.terms).tobytes())
+        h.update(np.ascontiguousarray(self.cf, dtype="<i8").tobytes())
+        return h.hexdigest()[:16]
+
+    def postings(self, term: int) -> tuple[np.ndarray, np.ndarray]:
+        lo, hi = self.post_ptr[term], self.post_ptr[term + 1]
+        return self.post_doc[lo:hi], self.post_tf[lo:hi]
+
+    # -- construction and storage ------------------------------------------------------------
+
+    @classmethod
+    def from_token_lists(cls, docnos, doc_terms) -> "CollectionStats":
+        """Build from per-document ``[(term, [positions])]`` lists (as parsed from Lucene)."""
+        builder = StatsBuilder()
+        for entries in doc_terms:
+            builder.add(entries)
+        return builder.finish(docnos)
+
+    @classmethod
+    def from_arrays(cls, docnos, vocab, lens, term_ids, positions) -> "CollectionStats":
+        """Build from flat arrays: ``lens`` (n_docs + 1, leading 0) and tokens whose ids index ``vocab``
+        (``{term: id}``); ids are renumbered so that terms are sorted."""
+        n_docs = len(docnos)
+        terms = sorted(vocab)
+        remap = np.empty(len(vocab), dtype=np.int32)
+        remap[[vocab[t] for t in terms]] = np.arange(len(terms), dtype=np.int32)
+        doc_ptr = np.cumsum(lens)
+        term_ids = remap[term_ids] if len(term_ids) else term_ids
+        doc_of = np.repeat(np.arange(n_docs, dtype=np.int64), np.diff(doc_ptr))
+        # Order tokens by position within each doc (Lucene hands them out term by term).
+        order = np.lexsort((positions, doc_of))
+        term_ids, positions = term_ids[order], positions[order]
+        # Term-major postings: one (term, doc) pair per unique key, with its count.
+        keys, tf = np.unique(term_ids.astype(np.int64) * max(n_docs, 1) + doc_of, return_counts=True)
+        post_ptr = np.zeros(len(terms) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(keys // max(n_docs, 1), minlength=len(terms)), out=post_ptr[1:])
+        arrays = dict(doc_ptr=doc_ptr, term_ids=term_ids, positions=positions, post_ptr=post_ptr,
+                      post_doc=(keys % max(n_docs, 1)).astype(np.int32), post_tf=tf.astype(np.int32))
+        return cls(docnos, terms, arrays)
+
+    def save(self, index_dir: Path) -> None:
+        out = Path(index_dir) / STATS_DIR
+        out.mkdir(parents=True, exist_ok=True)
+        for name in _ARRAYS:
+            np.save(out / f"{name}.npy", getattr(self, name))
+        np.save(out / "docnos.npy", _pack_strings(self.docnos))
+        np.save(out / "terms.npy", _pack_strings(self.terms))
+        meta = dict(format=FORMAT_VERSION, n_docs=self.n_docs, n_terms=self.n_terms,
+                    n_tokens=self.n_tokens, fingerprint=self.fingerprint)
+        (out / "meta.json").write_text(json.dumps(meta, indent=1))
+
+    @classmethod
+    def load(cls, index_dir: Path) -> "CollectionStats":
+        src = Path(index_dir) / STATS_DIR
+        meta_path = src / "meta.json"
+        if not meta_path.is_file():
+            raise FileNotFoundError(f"{src}: no collection statistics; rebuild the index with `topicir index`")
+        meta = json.loads(meta_path.read_text())
+        if meta.get("format") != FORMAT_VERSION:
+            raise ValueError(f"{meta_path}: statistics format {meta.get('format')}, this topicir reads "
+                             f"{FORMAT_VERSION}; rebuild the index with `topicir index`")
+        arrays = {name: np.load(src / f"{name}.npy", mmap_mode="r") for name in _ARRAYS}
+        stats = cls(_unpack_strings(np.load(src / "docnos.npy")), _unpack_strings(np.load(src / "terms.npy")), arrays)
+        return stats

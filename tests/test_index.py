@@ -1,0 +1,149 @@
+"""Indexing through Anserini, collection statistics, atomic builds, exact QL scores."""
+import json
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from retrieval.batch import rank, run_topics
+from retrieval.index import MANIFEST, Index, build_index
+from retrieval.scoring import Scorer, top_k
+from retrieval.stats import CollectionStats, parse_term_positions
+from retrieval.trec import Topic, TrecFormatError
+
+TWO_DOCS = """<DOC>
+<DOCNO> D1 </DOCNO>
+<HEAD>Apples</HEAD>
+<TEXT>apple banana apple</TEXT>
+</DOC>
+<DOC>
+<DOCNO> D2 </DOCNO>
+<TEXT>banana cherry, the cherry of cherries</TEXT>
+</DOC>
+"""
+
+
+@pytest.fixture(scope="module")
+def two_doc_index(tmp_path_factory) -> Index:
+    root = tmp_path_factory.mktemp("idx")
+    (root / "docs.trec").write_text(TWO_DOCS)
+    return build_index([root / "docs.trec"], root / "two")
+
+
+def test_parse_term_positions_handles_commas_in_terms():
+    assert parse_term_positions("{3,000=[2], appl=[0, 5]}") == [("3,000", [2]), ("appl", [0, 5])]
+    assert parse_term_positions("{}") == []
+
+
+def test_stats_are_exact_counts_in_position_order(two_doc_index):
+    s = two_doc_index.stats
+    assert s.docnos == ["D1", "D2"]
+    assert s.terms == ["appl", "banana", "cherri"]
+    # D1: title "Apples" then text: appl appl banana appl; D2: banana cherri [the] cherri [of] cherri
+    assert [s.terms[t] for t in s.term_ids[s.doc_ptr[0]:s.doc_ptr[1]]] == ["appl", "appl", "banana", "appl"]
+    assert s.doc_len.tolist() == [4, 4]
+    assert dict(zip(s.terms, s.cf.tolist())) == {"appl": 3, "banana": 2, "cherri": 3}
+    assert s.df.tolist() == [1, 2, 1]
+    # Stopwords leave gaps in positions (used later for collocations).
+    d2 = s.positions[s.doc_ptr[1]:s.doc_ptr[2]].tolist()
+    assert d2 == [0, 1, 3, 5]
+    docs, tf = s.postings(s.term_index["banana"])
+    assert docs.tolist() == [0, 1] and tf.tolist() == [1, 1]
+
+
+def test_manifest_and_stored_documents(two_doc_index):
+    m = two_doc_index.manifest
+    assert m["n_docs"] == 2 and m["n_tokens"] == 8 and m["n_terms"] == 3
+    assert m["analyzer"]["stemmer"] == "porter"
+    assert m["fingerprint"] == two_doc_index.stats.fingerprint
+    assert two_doc_index.document("D1")["title"] == "Apples"
+    with pytest.raises(KeyError, match="NOPE"):
+        two_doc_index.document("NOPE")
+
+
+def test_ql_scores_match_hand_computation(two_doc_index):
+    s = two_doc_index.stats
+    scorer = Scorer(s, mu=1000.0, lam=1.0)
+    scores = scorer.score(scorer.query("apples", two_doc_index.analyze("apples")))
+    p_c = 3 / 8  # cf(appl) / tokens
+    assert scores[0] == pytest.approx(math.log((3 + 1000 * p_c) / (4 + 1000)), rel=1e-12)
+    assert scores[1] == pytest.approx(math.log((0 + 1000 * p_c) / (4 + 1000)), rel=1e-12)
+    # Repeated query terms count twice; unknown terms are reported, not scored.
+    q = scorer.query("apple apple zebra", two_doc_index.analyze("apple apple zebra"))
+    assert q.weights.tolist() == [2.0] and q.unknown == ["zebra"]
+    assert scorer.score(q)[0] == pytest.approx(2 * scores[0], rel=1e-12)
+
+
+def test_mixture_with_a_topic_model(two_doc_index):
+    s = two_doc_index.stats
+
+    class Uniform:  # P_TM(w|d) = 1/3 for every term and doc
+        def p_w_d(self, term_ids):
+            return np.full((s.n_docs, len(term_ids)), 1 / 3)
+
+    q = Scorer(s).query("cherry", ["cherri"])
+    mixed = Scorer(s, mu=1000.0, lam=0.7, model=Uniform()).score(q)
+    p_c = 3 / 8
+    assert mixed[1] == pytest.approx(math.log(0.7 * (3 + 1000 * p_c) / 1004 + 0.3 / 3), rel=1e-12)
+    # lam = 1 reproduces plain QL exactly.
+    assert np.array_equal(Scorer(s, lam=1.0, model=Uniform()).score(q), Scorer(s, lam=1.0).score(q))
+
+
+def test_query_without_usable_terms_still_ranks(two_doc_index):
+    scorer = Scorer(two_doc_index.stats)
+    with pytest.warns(UserWarning, match="topic 7: .*only stopwords"):
+        hits = rank(two_doc_index, scorer, "7", "the of and")
+    assert [h.docno for h in hits] == ["D1", "D2"] and all(h.score == 0.0 for h in hits)
+    with pytest.warns(UserWarning, match="no indexed term"):
+        run = run_topics(two_doc_index, [Topic("8", "zebra", "", "")], progress=False)
+    assert len(run) == 2
+
+
+def test_top_k_breaks_ties_by_doc_order():
+    scores = np.array([1.0, 3.0, 3.0, 2.0, 3.0])
+    assert top_k(scores, 2).tolist() == [1, 2]
+    assert top_k(scores, 10).tolist() == [1, 2, 4, 3, 0]
+
+
+def test_build_is_atomic_and_refuses_to_overwrite(tmp_path):
+    (tmp_path / "bad.trec").write_text(TWO_DOCS + "<DOC>\n<DOCNO> D1 </DOCNO>\n<TEXT>again</TEXT>\n</DOC>\n")
+    with pytest.raises(TrecFormatError, match=r"bad.trec:\d+: .*D1"):
+        build_index([tmp_path / "bad.trec"], tmp_path / "idx")
+    assert not (tmp_path / "idx").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["bad.trec"]  # no temp dirs left behind
+    (tmp_path / "good.trec").write_text(TWO_DOCS)
+    first = build_index([tmp_path / "good.trec"], tmp_path / "idx")
+    with pytest.raises(FileExistsError, match="--force"):
+        build_index([tmp_path / "good.trec"], tmp_path / "idx")
+    again = build_index([tmp_path / "good.trec"], tmp_path / "idx", force=True)
+    assert again.fingerprint == first.fingerprint
+
+
+def test_not_an_index(tmp_path):
+    with pytest.raises(FileNotFoundError, match="not a topicir index"):
+        Index(tmp_path)
+
+
+def test_empty_documents_are_left_out_with_a_warning(tmp_path):
+    (tmp_path / "d.jsonl").write_text(json.dumps({"id": "A", "contents": "alpha beta"}) + "\n"
+                                      + json.dumps({"id": "B", "contents": "  "}) + "\n")
+    with pytest.warns(UserWarning, match=r"1 documents have no text .*B \(.*d.jsonl:2\)"):
+        index = build_index([tmp_path / "d.jsonl"], tmp_path / "idx")
+    assert index.stats.docnos == ["A"]
+    assert index.manifest["n_empty_docs_skipped"] == 1
+
+
+def test_bad_jsonl_names_file_and_line(tmp_path):
+    (tmp_path / "d.jsonl").write_text('{"id": "A", "contents": "x"}\n{"id": "B"}\n')
+    with pytest.raises(TrecFormatError, match=r"d.jsonl:2: expected a JSON object"):
+        build_index([tmp_path / "d.jsonl"], tmp_path / "idx")
+
+
+def test_stats_round_trip_through_memory_maps(two_doc_index, tmp_path):
+    s = two_doc_index.stats
+    s.save(tmp_path)
+    t = CollectionStats.load(tmp_path)
+    assert t.docnos == s.docnos and t.terms == s.terms and t.fingerprint == s.fingerprint
+    assert np.array_equal(t.post_doc, s.post_doc) and np.array_equal(t.positions, s.positions)
