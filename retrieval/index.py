@@ -58,8 +58,8 @@ def _write_jsonl_shards(sources, staging: Path) -> tuple[list[str], int, list[st
         if out is not None:
             out.close()
     if empty:
-        warnings.warn(f"{len(empty)} documents have no text and are left out of the index, "
-                      f"e.g. {', '.join(empty[:3])}", stacklevel=3)
+        warnings.warn(f"{len(empty)} documents have no text and are left out of the index "
+                      f"(as Anserini does), e.g. {', '.join(empty[:3])}", stacklevel=3)
     if not docnos:
         raise ValueError(f"no documents with text in {', '.join(map(str, sources))}")
     return docnos, len(empty), empty[:10]

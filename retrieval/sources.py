@@ -67,6 +67,7 @@ def iter_docs(sources: Iterable) -> Iterator[Doc]:
     """Documents from each source in turn: TREC SGML files/dirs (plain or .gz), JSON lines, irds ids.
 
     DOCNOs must be unique across all sources; a duplicate is an error naming both places.
+    Documents without text are yielded; the indexer decides about them.
     """
     seen: dict[str, tuple[str, int]] = {}
     for source in sources:
@@ -76,7 +77,7 @@ def iter_docs(sources: Iterable) -> Iterator[Doc]:
             path = Path(source)
             if not path.exists():
                 raise FileNotFoundError(f"{path}: no such file or directory")
-            docs = read_jsonl_docs(path) if path.is_file() and _is_jsonl(path) else read_collection(path)
+            docs = read_jsonl_docs(path) if path.is_file() and _is_jsonl(path) else read_collection(path, warn_empty=False)
         for doc in docs:
             first = seen.setdefault(doc.docno, (doc.source, doc.line))
             if first != (doc.source, doc.line):

@@ -206,6 +206,7 @@ def read_collection(
     title_tags: Iterable[str] = DEFAULT_TITLE_TAGS,
     text_tags: Iterable[str] = DEFAULT_TEXT_TAGS,
     on_error: str = "raise",
+    warn_empty: bool = True,
 ) -> Iterator[Doc]:
     """Read a TREC SGML collection (AP88-90, SJMN91, ../shared/data/*/docs), one Doc at a time.
 
@@ -223,11 +224,14 @@ def read_collection(
         before) or text outside <DOC>: raise `TrecFormatError`, or warn and skip it
         (keeping the first of two documents with the same DOCNO).
 
+    warn_empty : bool
+        Warn once at the end about documents without text (callers that handle them
+        themselves, like the indexer, turn this off).
+
     Yields
     ------
     Doc
-        In file order. Documents without text are yielded too; one warning at the end
-        counts them.
+        In file order. Documents without text are yielded too.
 
     Raises
     ------
@@ -244,7 +248,7 @@ def read_collection(
             f"tags {sorted(reserved)} are in both title_tags and text_tags, or are DOC/DOCNO; "
             "give each element one role"
         )
-    return _iter_collection(source, title_tags, text_tags, on_error)
+    return _iter_collection(source, title_tags, text_tags, on_error, warn_empty)
 
 
 def _collection_files(source) -> list:
@@ -263,7 +267,7 @@ def _collection_files(source) -> list:
     return files
 
 
-def _iter_collection(source, title_tags, text_tags, on_error) -> Iterator[Doc]:
+def _iter_collection(source, title_tags, text_tags, on_error, warn_empty) -> Iterator[Doc]:
     seen: dict[str, tuple[str, int]] = {}  # docno -> (file, line) of its first <DOC>
     n_empty = 0
     empty_examples: list[str] = []
@@ -289,7 +293,7 @@ def _iter_collection(source, title_tags, text_tags, on_error) -> Iterator[Doc]:
                     if len(empty_examples) < _N_EMPTY_EXAMPLES:
                         empty_examples.append(f"{item.docno} ({item.source}:{item.line})")
                 yield item
-    if n_empty:
+    if n_empty and warn_empty:
         have = "documents have" if n_empty > 1 else "document has"
         warnings.warn(
             f"{_source_name(source)}: {n_empty} {have} no text, "

@@ -1,0 +1,19 @@
+# Quick start:  make demo   (index Cranfield, run its 225 topics, print MAP)
+#               make test   (the test suite)
+# Both install topicir and its dependencies into the current Python first (idempotent).
+PYTHON ?= python3
+IR_DATASETS_HOME ?= $(HOME)/.ir_datasets
+SHARED_IRDS := ../shared/data/irds-cache/cranfield/cran.tar.gz
+
+.PHONY: install demo test
+install:
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+
+demo: install
+	@# Offline machines: seed ir_datasets' download cache from the shared data when it is there.
+	@if [ -f $(SHARED_IRDS) ] && [ ! -f $(IR_DATASETS_HOME)/cranfield/cran.tar.gz ]; then \
+		mkdir -p $(IR_DATASETS_HOME)/cranfield && cp $(SHARED_IRDS) $(IR_DATASETS_HOME)/cranfield/; fi
+	IR_DATASETS_HOME=$(IR_DATASETS_HOME) $(PYTHON) -m retrieval demo
+
+test: install
+	$(PYTHON) -m pytest -q
