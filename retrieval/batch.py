@@ -26,7 +26,7 @@ def rank(index: Index, scorer: Scorer, qid: str, text: str, depth: int = DEPTH) 
     """
     query = scorer.query(text, index.analyze(text))
     if query.unknown:
-        log.info("topic %s: terms not in the index: %s", qid, " ".join(query.unknown))
+        log.debug("topic %s: terms not in the index: %s", qid, " ".join(query.unknown))
     if len(query.term_ids) == 0:
         why = "only stopwords" if not query.terms else f"no indexed term ({' '.join(query.terms)})"
         warnings.warn(f"topic {qid}: query {text!r} has {why}; every document scores 0 and "

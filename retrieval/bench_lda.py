@@ -1,0 +1,179 @@
+"""Benchmark: LDA training throughput of topicir vs tomotopy, and an AP-scale synthetic run.
+
+    topicir bench lda                          # 20 Newsgroups, K = 100 and 800, 50 sweeps
+    topicir bench lda -- --k 800 --iters 100
+    topicir bench lda -- --synthetic           # 250,000 docs, ~60 M tokens, K = 800, 3 chains
+
+20 Newsgroups: every post of the bydate tarball (train + test), tokenised as described in
+``retrieval/newsgroups.py`` (lowercase ``[a-z][a-z0-9]+``, NLTK stopwords out, doc freq >= 2).
+Both samplers get the same integer tokens (tomotopy as strings of term ids, ``tw=ONE``, no
+``min_cf``/``rm_top``), the same K, alpha = 50/K, beta = 0.01, the same number of sweeps, and 2
+threads (``train(workers=2)``; tomotopy's alpha optimisation is switched off). One chain each.
+Reported throughput = tokens x sweeps / wall seconds of training (numba compilation is done by a
+warm-up run first and not counted; tomotopy's one-off initialisation ``train(0)`` neither).
+
+Log-likelihood per token: ``ll/token`` is the collapsed joint log p(w, z) / n_tokens
+(Griffiths & Steyvers 2004, eq. 2-3) computed with ``models.lda.joint_log_lik`` from each
+sampler's final assignments (same formula for both); tomotopy's own ``ll_per_word`` is shown
+next to it. Peak memory is ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` of the whole process
+after each row (it only grows).
+"""
+import argparse
+import resource
+import time
+
+import numpy as np
+
+from models.corpus import Corpus, make_corpus, synthetic_corpus
+from models.lda import LDA, joint_log_lik
+
+DEFAULT_20NEWS = "/work/shared/data/20news/20news-bydate.tar.gz"
+
+
+def _peak_rss_gib():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def warm_up(n_shards):
+    """Compile (or load from cache) every kernel the timed runs use."""
+    c = synthetic_corpus(200, 500, 30, seed=0, n_latent=5)
+    LDA(n_topics=8, n_chains=1, n_iter=2, burn_in=1, sample_every=1, n_shards=n_shards,
+        log_lik_every=1).fit(c)
+    LDA(n_topics=8, n_chains=1, n_iter=2, burn_in=1, sample_every=1, n_shards=1,
+        log_lik_every=1).fit(c)
+    joint_log_lik(c, np.zeros(c.n_tokens, dtype=np.int32), 8, 0.1, 0.01)
+
+
+def run_topicir(corpus, k, iters, n_shards, threads, seed):
+    m = LDA(n_topics=k, n_chains=1, n_iter=iters, burn_in=iters - 1, sample_every=1,
+            n_shards=n_shards, n_jobs=threads, seed=seed, log_lik_every=iters)
+    t = time.perf_counter()
+    m.fit(corpus)
+    secs = time.perf_counter() - t
+    return dict(secs=secs, tps=corpus.n_tokens * iters / secs, ll=float(m.log_lik_[-1, 0]))
+
+
+def run_tomotopy(corpus, k, iters, threads, seed):
+    import tomotopy as tp
+
+    mdl = tp.LDAModel(tw=tp.TermWeight.ONE, k=k, alpha=50.0 / k, eta=0.01, seed=seed)
+    mdl.optim_interval = 0
+    kept = []
+    for d in range(corpus.n_docs):
+        toks = corpus.term_ids[corpus.doc_ptr[d]:corpus.doc_ptr[d + 1]]
+        if len(toks):
+            mdl.add_doc([str(t) for t in toks])
+            kept.append(d)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "may differ even with fixed seed if workers != 1"
+        mdl.train(0, workers=threads)
+        t = time.perf_counter()
+        mdl.train(iters, workers=threads)
+        secs = time.perf_counter() - t
+    # tomotopy's final state, re-indexed to our term ids, scored with our formula
+    vocab = np.array([int(v) for v in mdl.used_vocabs], dtype=np.int32)
+    lens, words, topics = [], [], []
+    for doc in mdl.docs:
+        w = np.asarray(doc.words, dtype=np.int64)
+        lens.append(len(w))
+        words.append(vocab[w])
+        topics.append(np.asarray(doc.topics, dtype=np.int32))
+    tcorpus = make_corpus(np.concatenate([[0], np.cumsum(lens)]), np.concatenate(words),
+                          n_terms=corpus.n_terms, fingerprint="tomotopy")
+    ll = joint_log_lik(tcorpus, np.concatenate(topics), k, 50.0 / k, 0.01)
+    n = int(sum(lens))
+    return dict(secs=secs, tps=n * iters / secs, ll=ll, ll_tp=float(mdl.ll_per_word), n_tokens=n)
+
+
+def bench_newsgroups(args, out):
+    from .newsgroups import newsgroups_corpus
+
+    t = time.perf_counter()
+    corpus, vocab, posts = newsgroups_corpus(args.data)
+    out(f"# 20news-bydate: {corpus.n_docs} docs, {corpus.n_tokens} tokens, {corpus.n_terms} terms "
+        f"(read+tokenised in {time.perf_counter() - t:.1f} s); sweeps={args.iters}, "
+        f"threads={args.threads}, topicir n_shards={args.shards}, seed={args.seed}")
+    header = (f"{'corpus':<8} {'K':>4} {'iters':>5} {'topicir tok/s':>14} {'tomotopy tok/s':>15} "
+              f"{'ratio':>6} {'ll/token topicir':>17} {'ll/token tomotopy':>18} "
+              f"{'(tomotopy ll_per_word)':>22} {'peak GiB':>9}")
+    out(header)
+    rows = []
+    for k in args.k:
+        ours = run_topicir(corpus, k, args.iters, args.shards, args.threads, args.seed)
+        theirs = run_tomotopy(corpus, k, args.iters, args.threads, args.seed) if not args.no_tomotopy else None
+        ratio = ours["tps"] / theirs["tps"] if theirs else float("nan")
+        line = (f"{'20news':<8} {k:>4} {args.iters:>5} {ours['tps'] / 1e6:>12.2f} M "
+                f"{(theirs['tps'] / 1e6 if theirs else float('nan')):>13.2f} M {ratio:>6.2f} "
+                f"{ours['ll']:>17.4f} {(theirs['ll'] if theirs else float('nan')):>18.4f} "
+                f"{(theirs['ll_tp'] if theirs else float('nan')):>22.4f} {_peak_rss_gib():>9.2f}")
+        out(line)
+        rows.append(dict(k=k, topicir=ours, tomotopy=theirs))
+    return rows
+
+
+def bench_synthetic(args, out):
+    t = time.perf_counter()
+    corpus = synthetic_corpus(args.syn_docs, args.syn_terms, args.syn_len, seed=args.seed)
+    out(f"# synthetic: {corpus.n_docs} docs, {corpus.n_tokens} tokens, {corpus.n_terms} terms, "
+        f"{corpus.fingerprint} (built in {time.perf_counter() - t:.1f} s)")
+    k, chains = 800, 3
+    m = LDA(n_topics=k, n_chains=chains, n_iter=args.syn_iters, burn_in=args.syn_iters - 1,
+            sample_every=1, n_shards=args.shards, n_jobs=args.threads, seed=args.seed,
+            log_lik_every=args.syn_iters)
+    times = []
+
+    def cb(model, it, n_iter):
+        times.append(time.perf_counter())
+
+    t0 = time.perf_counter()
+    m.fit(corpus, callback=cb)
+    total = time.perf_counter() - t0
+    per_iter = np.diff([t0] + times)
+    out(f"K={k} chains={chains} sweeps={args.syn_iters}: seconds/iteration (all chains) "
+        f"{' '.join(f'{x:.1f}' for x in per_iter)}; "
+        f"{corpus.n_tokens * chains * args.syn_iters / total / 1e6:.2f} M tokens/s incl. setup; "
+        f"ll/token {m.log_lik_[-1].round(4).tolist()}; peak {_peak_rss_gib():.2f} GiB")
+    # retrieval-side cost: P_LDA(w|d) for 100 queries x 3 terms over every document
+    rng = np.random.default_rng(args.seed)
+    df = np.bincount(corpus.term_ids, minlength=corpus.n_terms)
+    pool = np.flatnonzero((df >= 10) & (df <= 0.05 * corpus.n_tokens))
+    t = time.perf_counter()
+    for _ in range(100):
+        m.p_w_d(rng.choice(pool, size=3, replace=False))
+    out(f"p_w_d: 100 queries x 3 terms over {corpus.n_docs} docs, {m.dk_ptr_.shape[0]} samples: "
+        f"{time.perf_counter() - t:.1f} s; peak {_peak_rss_gib():.2f} GiB")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="topicir bench lda", description=__doc__.split("\n")[0])
+    p.add_argument("--data", default=DEFAULT_20NEWS, help="20news-bydate tarball")
+    p.add_argument("--k", type=int, nargs="+", default=[100, 800], help="topic counts")
+    p.add_argument("--iters", type=int, default=50, help="Gibbs sweeps per run")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--shards", type=int, default=4, help="topicir document shards")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-tomotopy", action="store_true")
+    p.add_argument("--synthetic", action="store_true", help="run the AP-scale synthetic benchmark instead")
+    p.add_argument("--syn-docs", type=int, default=250_000)
+    p.add_argument("--syn-terms", type=int, default=200_000)
+    p.add_argument("--syn-len", type=float, default=240.0)
+    p.add_argument("--syn-iters", type=int, default=3)
+    args = p.parse_args(argv)
+    t = time.perf_counter()
+    warm_up(args.shards)
+    print(f"# numba warm-up/compilation: {time.perf_counter() - t:.1f} s (not counted)", flush=True)
+
+    def out(s):
+        print(s, flush=True)
+
+    if args.synthetic:
+        bench_synthetic(args, out)
+    else:
+        bench_newsgroups(args, out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
