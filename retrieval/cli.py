@@ -53,7 +53,7 @@ def cmd_run(args) -> int:
         from .models_io import load_model
 
         model = load_model(args.model, index)
-        model_name, lams = Path(args.model).name, args.lam
+        model_name, lams = Path(args.model).stem, args.lam
     settings = [(mu, lam) for mu in args.mu for lam in lams]
     if args.out and len(settings) > 1:
         raise ValueError("--out names one file; a sweep writes one run per setting into --out-dir")
@@ -62,6 +62,41 @@ def cmd_run(args) -> int:
         params = {"mu": f"{mu:g}"} | ({"lam": f"{lam:g}"} if model is not None else {})
         path = Path(args.out) if args.out else out_dir / run_name(f"{index.name}.{tname}.{args.field}", model_name, **params)
         print(save_run(run, path, tag=args.tag or f"topicir-{model_name}", depth=args.depth))
+    return 0
+
+
+def cmd_train(args) -> int:
+    from .index import Index
+    from .models_io import train_model
+
+    params = dict(n_topics=args.topics, alpha=args.alpha, beta=args.beta, n_chains=args.chains,
+                  n_iter=args.iterations, burn_in=args.burn_in, sample_every=args.sample_every,
+                  init=args.init, optimize_alpha=args.optimize_alpha, n_shards=args.shards,
+                  seed=args.seed, n_jobs=args.threads)
+    model, path = train_model(Index(args.index), args.kind, args.out, checkpoint=not args.no_checkpoint, **params)
+    print(path)
+    return 0
+
+
+def cmd_iterations(args) -> int:
+    from .experiment import format_table
+    from .index import Index
+    from .iterations import iteration_table
+    from .models_io import load_model
+    from .sources import load_qrels, load_topics
+
+    index = Index(args.index)
+    rows = iteration_table(index, load_model(args.model, index), load_topics(args.topics),
+                           load_qrels(args.qrels), field=args.field, mu=args.mu, lam=args.lam, depth=args.depth)
+    print(format_table(rows, title=f"MAP per sample iteration: {Path(args.model).name} on {index.name} "
+                                   f"(mu={args.mu:g}, lam={args.lam:g})"))
+    if args.csv:
+        import csv
+
+        with open(args.csv, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
     return 0
 
 
@@ -165,6 +200,34 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--topics-name", help="name used in run file names (default: from --topics)")
     s.add_argument("--tag", help="run tag (last column)")
     s.set_defaults(func=cmd_run)
+
+    s = sub.add_parser("train", help="train a topic model on an index (checkpoints; rerun to resume)")
+    s.add_argument("kind", choices=("lda",))
+    s.add_argument("--index", required=True)
+    s.add_argument("--out", help="model file (default: <index>/models/<kind>-k<K>-c<chains>-i<iters>-s<seed>.npz)")
+    s.add_argument("--topics", type=int, default=800, help="number of topics K (papers: 800)")
+    s.add_argument("--alpha", type=float, default=None, help="symmetric alpha (default 50/K)")
+    s.add_argument("--beta", type=float, default=0.01)
+    s.add_argument("--chains", type=int, default=3)
+    s.add_argument("--iterations", type=int, default=100)
+    s.add_argument("--burn-in", type=int, default=50)
+    s.add_argument("--sample-every", type=int, default=10)
+    s.add_argument("--init", choices=("random", "sparse"), default="random")
+    s.add_argument("--optimize-alpha", action="store_true", help="asymmetric alpha by Minka's fixed point")
+    s.add_argument("--shards", type=int, default=4, help="fixed document shards (results never depend on --threads)")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--threads", type=int, default=None)
+    s.add_argument("--no-checkpoint", action="store_true")
+    s.set_defaults(func=cmd_train)
+
+    s = sub.add_parser("iterations", help="MAP per sample iteration: Avg1 (chains alone) and Avg2 (chains averaged)")
+    add_query_args(s)
+    s.add_argument("--model", required=True)
+    s.add_argument("--qrels", required=True)
+    s.add_argument("--mu", type=float, default=MU)
+    s.add_argument("--lam", type=float, default=LAM)
+    s.add_argument("--csv", help="also write the table as CSV (for topicir report --iterations)")
+    s.set_defaults(func=cmd_iterations)
 
     s = sub.add_parser("eval", help="evaluate TREC runs with ir-measures")
     s.add_argument("runs", nargs="+")

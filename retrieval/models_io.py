@@ -1,0 +1,69 @@
+"""Topic models over an index: the training corpus, training, and loading against an index.
+
+The corpus is the index's own token stream (``topicir-stats/``, memory-mapped), so models see
+exactly the terms queries are analysed into; models carry the index fingerprint and refuse to
+load against another index.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from models.checkpoint import read_model_file
+from models.corpus import Corpus, make_corpus
+from models.lda import LDA
+from models.progress import TqdmCallback
+
+from .index import Index
+
+log = logging.getLogger(__name__)
+
+MODEL_CLASSES = {"lda": LDA}
+MODELS_DIR = "models"
+
+
+def index_corpus(index: Index) -> Corpus:
+    s = index.stats
+    return make_corpus(s.doc_ptr, s.term_ids, n_terms=s.n_terms, fingerprint=index.fingerprint)
+
+
+def default_model_path(index: Index, kind: str, params: dict) -> Path:
+    keys = {"n_topics": "k", "n_chains": "c", "n_iter": "i", "seed": "s"}
+    tag = "-".join(f"{short}{params[name]}" for name, short in keys.items() if name in params)
+    return index.path / MODELS_DIR / f"{kind}-{tag}.npz"
+
+
+def train_model(index: Index, kind: str, out=None, *, checkpoint=True, progress: bool = True, **params):
+    """Train a ``kind`` model (``lda``) on ``index`` and save it; returns (model, path).
+
+    With ``checkpoint`` the run writes ``<out>.ckpt`` as it goes and a rerun of the same
+    command resumes from it; the checkpoint is removed once the model is saved.
+    """
+    if kind not in MODEL_CLASSES:
+        raise ValueError(f"unknown model kind {kind!r}; choose from {', '.join(MODEL_CLASSES)}")
+    model = MODEL_CLASSES[kind](**params)
+    out = Path(out) if out else default_model_path(index, kind, model.get_params())
+    out.parent.mkdir(parents=True, exist_ok=True)
+    ckpt = out.with_name(out.name + ".ckpt") if checkpoint else None
+    if ckpt is not None and ckpt.exists():
+        log.info("resuming from checkpoint %s", ckpt)
+    corpus = index_corpus(index)
+    log.info("training %s on %s: %d docs, %d tokens, %d terms, params %s", kind.upper(), index.name,
+             corpus.n_docs, corpus.n_tokens, corpus.n_terms, model.get_params())
+    callback = TqdmCallback(desc=f"{kind.upper()} {index.name}", mininterval=2) if progress else None
+    model.fit(corpus, callback=callback, checkpoint=ckpt)
+    model.save(out)
+    if ckpt is not None:
+        ckpt.unlink(missing_ok=True)
+    log.info("saved %s", out)
+    return model, out
+
+
+def load_model(path, index: Index):
+    """Load a model file for use with ``index`` (refused if trained on another index)."""
+    header = read_model_file(path).header
+    kind = str(header.get("model", "")).lower()
+    if kind not in MODEL_CLASSES:
+        raise ValueError(f"{path}: unknown model type {header.get('model')!r}")
+    model = MODEL_CLASSES[kind].load(path, fingerprint=index.fingerprint)
+    return model
