@@ -46,6 +46,35 @@ def run_topics(index: Index, topics: list[Topic], *, field: str = "title", mu: f
     return run
 
 
+class _Fixed:
+    """A document model whose P_TM(w|d) for the current query is already computed."""
+
+    def __init__(self, p):
+        self.p = p
+
+    def p_w_d(self, term_ids):
+        return self.p
+
+
+def sweep_topics(index: Index, topics: list[Topic], settings: list[tuple[float, float]], *, field: str = "title",
+                 model=None, depth: int = DEPTH, progress: bool = True) -> dict[tuple[float, float], list[ScoredDoc]]:
+    """One run per (mu, lam) setting; the topic model's P_TM(w|d) is computed once per query."""
+    runs = {setting: [] for setting in settings}
+    docnos = index.stats.docnos
+    for topic in tqdm(topics, desc="ranking topics", unit=" topics", disable=not progress, mininterval=1):
+        text = topic_query(topic, field)
+        query = Scorer(index.stats).query(text, index.analyze(text))
+        if len(query.term_ids) == 0:
+            for setting in settings:  # warns once per topic and setting, as a single run would
+                runs[setting].extend(rank(index, Scorer(index.stats, *setting), topic.qid, text, depth))
+            continue
+        fixed = _Fixed(model.p_w_d(query.term_ids)) if model is not None else None
+        for mu, lam in settings:
+            scores = Scorer(index.stats, mu=mu, lam=lam, model=fixed).score(query)
+            runs[(mu, lam)].extend(ScoredDoc(topic.qid, docnos[d], float(scores[d])) for d in top_k(scores, depth))
+    return runs
+
+
 def run_name(topics_name: str, model_name: str, **params) -> str:
     """``run.<topics>.<model>.<params>.txt`` as Anserini's regression pages name runs."""
     def clean(s) -> str:

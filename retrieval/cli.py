@@ -35,7 +35,7 @@ def cmd_index(args) -> int:
 
 def cmd_run(args) -> int:
     from .baselines import run_baseline
-    from .batch import RUNS_DIR, run_name, run_topics, save_run
+    from .batch import run_name, save_run, sweep_topics
     from .index import Index
     from .sources import load_topics
 
@@ -57,8 +57,8 @@ def cmd_run(args) -> int:
     settings = [(mu, lam) for mu in args.mu for lam in lams]
     if args.out and len(settings) > 1:
         raise ValueError("--out names one file; a sweep writes one run per setting into --out-dir")
-    for mu, lam in settings:
-        run = run_topics(index, topics, field=args.field, mu=mu, lam=lam, model=model, depth=args.depth)
+    runs = sweep_topics(index, topics, settings, field=args.field, model=model, depth=args.depth)
+    for (mu, lam), run in runs.items():
         params = {"mu": f"{mu:g}"} | ({"lam": f"{lam:g}"} if model is not None else {})
         path = Path(args.out) if args.out else out_dir / run_name(f"{index.name}.{tname}.{args.field}", model_name, **params)
         print(save_run(run, path, tag=args.tag or f"topicir-{model_name}", depth=args.depth))
@@ -144,6 +144,20 @@ def cmd_regressions(args) -> int:
     for miss in misses:
         print(f"REGRESSION: {miss}", file=sys.stderr)
     return 1 if misses else 0
+
+
+def cmd_smoothing(args) -> int:
+    from .experiment import format_table
+    from .smoothing import TRAIN, smoothing_table
+
+    train = dict(TRAIN, n_chains=args.chains, n_iter=args.iterations, burn_in=args.burn_in,
+                 sample_every=args.sample_every)
+    rows = smoothing_table(Path(args.data), args.collections, Path(args.indexes), ks=args.k, lams=args.lam,
+                           mu=args.mu, kind=args.kind, train=train)
+    print(format_table(rows, title=f"MAP: QL vs {args.kind.upper()} smoothing (title queries, mu={args.mu:g}, "
+                                   f"{args.chains} chains, {args.iterations} sweeps); LOCO = K and lam chosen "
+                                   f"on the other collections"))
+    return 0
 
 
 def cmd_demo(args) -> int:
@@ -249,6 +263,20 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--indexes", default="indexes")
     s.add_argument("--collections", nargs="+", default=list(COLLECTIONS), choices=COLLECTIONS)
     s.set_defaults(func=cmd_regressions)
+
+    s = sub.add_parser("smoothing", help="topic smoothing vs QL on the shared collections (LOCO-tuned K and lam)")
+    s.add_argument("--kind", choices=("lda",), default="lda")
+    s.add_argument("--data", default="../shared/data")
+    s.add_argument("--indexes", default="indexes")
+    s.add_argument("--collections", nargs="+", default=list(COLLECTIONS), choices=COLLECTIONS)
+    s.add_argument("--k", type=lambda t: [int(x) for x in t.split(",")], default=[100, 200, 400, 800])
+    s.add_argument("--lam", type=_floats, default=[0.5, 0.6, 0.7, 0.8, 0.9])
+    s.add_argument("--mu", type=float, default=MU)
+    s.add_argument("--chains", type=int, default=3)
+    s.add_argument("--iterations", type=int, default=100)
+    s.add_argument("--burn-in", type=int, default=50)
+    s.add_argument("--sample-every", type=int, default=10)
+    s.set_defaults(func=cmd_smoothing)
 
     s = sub.add_parser("demo", help="index Cranfield (ir_datasets), run its 225 topics, print MAP")
     s.add_argument("--dataset", default=DATASET)

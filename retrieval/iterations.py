@@ -8,21 +8,11 @@ from __future__ import annotations
 import numpy as np
 from tqdm.auto import tqdm
 
-from .batch import DEPTH
+from .batch import DEPTH, _Fixed
 from .evaluate import aggregate, judged_topics
 from .index import Index
 from .scoring import LAM, MU, Scorer, top_k
 from .trec import Qrel, ScoredDoc, Topic, topic_query
-
-
-class _Fixed:
-    """A document model whose P_TM(w|d) for the current query is already computed."""
-
-    def __init__(self, p):
-        self.p = p
-
-    def p_w_d(self, term_ids):
-        return self.p
 
 
 def iteration_table(index: Index, model, topics: list[Topic], qrels: list[Qrel], *, field: str = "title",
