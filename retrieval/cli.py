@@ -167,6 +167,22 @@ def cmd_demo(args) -> int:
     return 0
 
 
+def cmd_console(args) -> int:
+    from .console import run_console
+
+    return run_console(args.index, model=args.model, mu=args.mu, lam=args.lam, field=args.field,
+                       topics=args.topics, qrels=args.qrels, hits=args.hits, history=args.history)
+
+
+def cmd_report(args) -> int:
+    from .report import build_report
+
+    files = build_report(args.runs, args.qrels, baseline=args.baseline, out_dir=args.out, measures=args.measures,
+                         iterations=args.iterations, model=args.model, index=args.index, title=args.title)
+    print(f"{files.html}\n{files.markdown}")
+    return 0
+
+
 def cmd_bench(args) -> int:
     if args.area == "ql":
         from .bench_ql import main as bench
@@ -178,10 +194,12 @@ def cmd_bench(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from .baselines import BASELINES
     from .batch import DEPTH, RUNS_DIR
+    from .console import HITS
     from .demo import DATASET
     from .evaluate import DEFAULT_MEASURES
     from .experiment import METHODS
     from .regressions import COLLECTIONS
+    from .report import OUT_DIR as REPORTS_DIR
     from .scoring import LAM, MU
     from .trec import TOPIC_FIELDS
 
@@ -282,6 +300,30 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--dataset", default=DATASET)
     s.add_argument("--indexes", default="indexes")
     s.set_defaults(func=cmd_demo)
+
+    s = sub.add_parser("console", help="interactive queries: hits with snippets, score breakdowns, settings on the fly")
+    s.add_argument("--index", required=True)
+    s.add_argument("--model", help="topic model directory (topicir train ...)")
+    s.add_argument("--mu", type=float, default=MU)
+    s.add_argument("--lam", type=float, default=LAM, help="weight of QL against the topic model")
+    s.add_argument("--topics", help="topics file: #QID then runs topic QID")
+    s.add_argument("--field", default="title", choices=TOPIC_FIELDS, help="field of #QID queries")
+    s.add_argument("--qrels", help="qrels: mark relevant hits and show AP of #QID queries")
+    s.add_argument("--hits", type=int, default=HITS, help="hits shown per query")
+    s.add_argument("--history", help="history file (default: ~/.cache/topicir/console_history)")
+    s.set_defaults(func=cmd_console)
+
+    s = sub.add_parser("report", help="HTML and Markdown evaluation report: measures, significance, plots")
+    s.add_argument("runs", nargs="+", help="run files, or LABEL=PATH")
+    s.add_argument("--qrels", required=True, help="TREC qrels file or irds:<id>")
+    s.add_argument("--baseline", help="label or file of the baseline run (default: the first)")
+    s.add_argument("--out", default=str(REPORTS_DIR), help="directory for report.html, report.md and plots/")
+    s.add_argument("--measures", nargs="+", default=list(DEFAULT_MEASURES), help="MAP is always included")
+    s.add_argument("--iterations", help="CSV/JSON table iteration,avg1,avg2 (MAP against Gibbs iteration)")
+    s.add_argument("--model", help="topic model directory: show its topics' top words (needs --index)")
+    s.add_argument("--index", help="the index the model was trained on")
+    s.add_argument("--title")
+    s.set_defaults(func=cmd_report)
 
     s = sub.add_parser("bench", help="benchmarks (ql: ranking speed; lda: training speed vs tomotopy)")
     s.add_argument("area", choices=("ql", "lda"))

