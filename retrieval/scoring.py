@@ -9,6 +9,7 @@ Kernels first, then the :class:`Scorer` that validates and orchestrates them.
 """
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numba
@@ -110,3 +111,49 @@ def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     cand = np.union1d(cand, np.flatnonzero(scores == kth))
     order = np.lexsort((cand, -scores[cand]))
     return cand[order[:k]]
+
+
+# -- the slow, obvious twin: one document at a time, term by term ---------------------------
+
+
+class TermScore(NamedTuple):
+    """One query term's part of a document's score."""
+    term: str
+    weight: float   # query-term frequency
+    tf: int         # frequency in the document
+    p_ql: float     # Dirichlet-smoothed (tf + mu P(w|C)) / (|d| + mu)
+    p_tm: float     # topic model's P_TM(w|d); nan without a model
+    p: float        # lam * p_ql + (1 - lam) * p_tm
+    score: float    # weight * log(p): these sum to the document's score
+
+
+def explain(stats: CollectionStats, query: Query, doc: int, mu: float, lam: float,
+            p_tm: np.ndarray | None = None) -> list[TermScore]:
+    """Break document ``doc``'s score for ``query`` down per distinct query term.
+
+    Parameters
+    ----------
+    stats : CollectionStats
+    query : Query, as from :meth:`Scorer.query`
+    doc : int, row of the document
+    mu, lam : float, as in :class:`Scorer` (lam must be 1 when ``p_tm`` is None)
+    p_tm : ndarray of shape (len(query.term_ids),), float64, or None
+        The topic model's P_TM(w|doc) of each query term.
+
+    Returns
+    -------
+    list of TermScore, in ``query.term_ids`` order; their ``score`` sums to ``Scorer.score(query)[doc]``.
+    """
+    if p_tm is None and lam != 1.0:
+        raise ValueError(f"lam = {lam!r} mixes in a topic model, but no P_TM(w|d) was given")
+    length = int(stats.doc_len[doc])
+    rows = []
+    for j, (w, weight) in enumerate(zip(query.term_ids, query.weights)):
+        docs, tfs = stats.postings(w)
+        i = int(np.searchsorted(docs, doc))
+        tf = int(tfs[i]) if i < len(docs) and docs[i] == doc else 0
+        p_ql = (tf + mu * float(stats.p_c[w])) / (length + mu)
+        tm = float(p_tm[j]) if p_tm is not None else math.nan
+        p = p_ql if p_tm is None else lam * p_ql + (1.0 - lam) * tm
+        rows.append(TermScore(stats.terms[w], float(weight), tf, p_ql, tm, p, float(weight) * math.log(p)))
+    return rows

@@ -147,3 +147,22 @@ def test_stats_round_trip_through_memory_maps(two_doc_index, tmp_path):
     t = CollectionStats.load(tmp_path)
     assert t.docnos == s.docnos and t.terms == s.terms and t.fingerprint == s.fingerprint
     assert np.array_equal(t.post_doc, s.post_doc) and np.array_equal(t.positions, s.positions)
+
+
+def test_fast_scorer_agrees_with_the_term_by_term_twin(two_doc_index):
+    from retrieval.scoring import explain
+
+    s = two_doc_index.stats
+    rng = np.random.default_rng(0)
+    p_tm = rng.dirichlet(np.ones(s.n_terms), size=s.n_docs)
+
+    class Dense:
+        def p_w_d(self, term_ids):
+            return p_tm[:, term_ids]
+
+    q = Scorer(s).query("apple cherry apple banana", ["appl", "cherri", "appl", "banana"])
+    for lam, model in ((1.0, None), (0.6, Dense())):
+        scores = Scorer(s, mu=50.0, lam=lam, model=model).score(q)
+        for d in range(s.n_docs):
+            slow = explain(s, q, d, 50.0, lam, None if model is None else p_tm[d, q.term_ids])
+            assert sum(t.score for t in slow) == pytest.approx(scores[d], abs=1e-12)
