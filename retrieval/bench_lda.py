@@ -10,7 +10,10 @@ Both samplers get the same integer tokens (tomotopy as strings of term ids, ``tw
 ``min_cf``/``rm_top``), the same K, alpha = 50/K, beta = 0.01, the same number of sweeps, and 2
 threads (``train(workers=2)``; tomotopy's alpha optimisation is switched off). One chain each.
 Reported throughput = tokens x sweeps / wall seconds of training (numba compilation is done by a
-warm-up run first and not counted; tomotopy's one-off initialisation ``train(0)`` neither).
+warm-up run first and not counted; tomotopy's one-off initialisation ``train(0)`` neither; for
+topicir everything inside ``fit`` counts, including building the sweep layout and initialising).
+``cpu-s`` is the process CPU time (all threads) of each training run: on a shared machine, wall
+time depends on the other load, CPU seconds much less so.
 
 Log-likelihood per token: ``ll/token`` is the collapsed joint log p(w, z) / n_tokens
 (Griffiths & Steyvers 2004, eq. 2-3) computed with ``models.lda.joint_log_lik`` from each
@@ -34,6 +37,12 @@ def _peak_rss_gib():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
+def _cpu_seconds():
+    """User + system CPU time of this process, all threads (tomotopy's workers included)."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
 def warm_up(n_shards):
     """Compile (or load from cache) every kernel the timed runs use."""
     c = synthetic_corpus(200, 500, 30, seed=0, n_latent=5)
@@ -47,10 +56,11 @@ def warm_up(n_shards):
 def run_topicir(corpus, k, iters, n_shards, threads, seed):
     m = LDA(n_topics=k, n_chains=1, n_iter=iters, burn_in=iters - 1, sample_every=1,
             n_shards=n_shards, n_jobs=threads, seed=seed, log_lik_every=iters)
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), _cpu_seconds()
     m.fit(corpus)
-    secs = time.perf_counter() - t
-    return dict(secs=secs, tps=corpus.n_tokens * iters / secs, ll=float(m.log_lik_[-1, 0]))
+    secs, cpu = time.perf_counter() - t, _cpu_seconds() - cpu
+    return dict(secs=secs, cpu=cpu, tps=corpus.n_tokens * iters / secs,
+                ll=float(m.log_lik_[-1, 0]))
 
 
 def run_tomotopy(corpus, k, iters, threads, seed):
@@ -69,9 +79,9 @@ def run_tomotopy(corpus, k, iters, threads, seed):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "may differ even with fixed seed if workers != 1"
         mdl.train(0, workers=threads)
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), _cpu_seconds()
         mdl.train(iters, workers=threads)
-        secs = time.perf_counter() - t
+        secs, cpu = time.perf_counter() - t, _cpu_seconds() - cpu
     # tomotopy's final state, re-indexed to our term ids, scored with our formula
     vocab = np.array([int(v) for v in mdl.used_vocabs], dtype=np.int32)
     lens, words, topics = [], [], []
@@ -84,7 +94,7 @@ def run_tomotopy(corpus, k, iters, threads, seed):
                           n_terms=corpus.n_terms, fingerprint="tomotopy")
     ll = joint_log_lik(tcorpus, np.concatenate(topics), k, 50.0 / k, 0.01)
     n = int(sum(lens))
-    return dict(secs=secs, tps=n * iters / secs, ll=ll, ll_tp=float(mdl.ll_per_word), n_tokens=n)
+    return dict(secs=secs, cpu=cpu, tps=n * iters / secs, ll=ll, ll_tp=float(mdl.ll_per_word), n_tokens=n)
 
 
 def bench_newsgroups(args, out):
@@ -97,7 +107,8 @@ def bench_newsgroups(args, out):
         f"threads={args.threads}, topicir n_shards={args.shards}, seed={args.seed}")
     header = (f"{'corpus':<8} {'K':>4} {'iters':>5} {'topicir tok/s':>14} {'tomotopy tok/s':>15} "
               f"{'ratio':>6} {'ll/token topicir':>17} {'ll/token tomotopy':>18} "
-              f"{'(tomotopy ll_per_word)':>22} {'peak GiB':>9}")
+              f"{'(tomotopy ll_per_word)':>22} {'cpu-s topicir':>13} {'cpu-s tomotopy':>14} "
+              f"{'peak GiB':>9}")
     out(header)
     rows = []
     for k in args.k:
@@ -107,7 +118,8 @@ def bench_newsgroups(args, out):
         line = (f"{'20news':<8} {k:>4} {args.iters:>5} {ours['tps'] / 1e6:>12.2f} M "
                 f"{(theirs['tps'] / 1e6 if theirs else float('nan')):>13.2f} M {ratio:>6.2f} "
                 f"{ours['ll']:>17.4f} {(theirs['ll'] if theirs else float('nan')):>18.4f} "
-                f"{(theirs['ll_tp'] if theirs else float('nan')):>22.4f} {_peak_rss_gib():>9.2f}")
+                f"{(theirs['ll_tp'] if theirs else float('nan')):>22.4f} {ours['cpu']:>13.1f} "
+                f"{(theirs['cpu'] if theirs else float('nan')):>14.1f} {_peak_rss_gib():>9.2f}")
         out(line)
         rows.append(dict(k=k, topicir=ours, tomotopy=theirs))
     return rows
@@ -119,31 +131,35 @@ def bench_synthetic(args, out):
     out(f"# synthetic: {corpus.n_docs} docs, {corpus.n_tokens} tokens, {corpus.n_terms} terms, "
         f"{corpus.fingerprint} (built in {time.perf_counter() - t:.1f} s)")
     k, chains = 800, 3
-    m = LDA(n_topics=k, n_chains=chains, n_iter=args.syn_iters, burn_in=args.syn_iters - 1,
-            sample_every=1, n_shards=args.shards, n_jobs=args.threads, seed=args.seed,
+    n_samples = min(args.syn_samples, args.syn_iters)
+    m = LDA(n_topics=k, n_chains=chains, n_iter=args.syn_iters,
+            burn_in=args.syn_iters - n_samples, sample_every=1, n_shards=args.shards, n_jobs=args.threads, seed=args.seed,
             log_lik_every=args.syn_iters)
     times = []
 
     def cb(model, it, n_iter):
         times.append(time.perf_counter())
 
-    t0 = time.perf_counter()
+    t0, cpu = time.perf_counter(), _cpu_seconds()
     m.fit(corpus, callback=cb)
-    total = time.perf_counter() - t0
+    total, cpu = time.perf_counter() - t0, _cpu_seconds() - cpu
     per_iter = np.diff([t0] + times)
-    out(f"K={k} chains={chains} sweeps={args.syn_iters}: seconds/iteration (all chains) "
+    out(f"K={k} chains={chains} sweeps={args.syn_iters} samples/chain={n_samples} "
+        f"n_shards={args.shards} threads={args.threads}: seconds/iteration (all chains) "
         f"{' '.join(f'{x:.1f}' for x in per_iter)}; "
-        f"{corpus.n_tokens * chains * args.syn_iters / total / 1e6:.2f} M tokens/s incl. setup; "
+        f"{corpus.n_tokens * chains * args.syn_iters / total / 1e6:.2f} M tokens/s incl. setup "
+        f"({total:.0f} s wall, {cpu:.0f} s CPU); "
         f"ll/token {m.log_lik_[-1].round(4).tolist()}; peak {_peak_rss_gib():.2f} GiB")
     # retrieval-side cost: P_LDA(w|d) for 100 queries x 3 terms over every document
     rng = np.random.default_rng(args.seed)
     df = np.bincount(corpus.term_ids, minlength=corpus.n_terms)
     pool = np.flatnonzero((df >= 10) & (df <= 0.05 * corpus.n_tokens))
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), _cpu_seconds()
     for _ in range(100):
         m.p_w_d(rng.choice(pool, size=3, replace=False))
-    out(f"p_w_d: 100 queries x 3 terms over {corpus.n_docs} docs, {m.dk_ptr_.shape[0]} samples: "
-        f"{time.perf_counter() - t:.1f} s; peak {_peak_rss_gib():.2f} GiB")
+    out(f"p_w_d: 100 queries x 3 terms over {corpus.n_docs} docs, {m.kd_ptr_.shape[0]} samples, "
+        f"{len(m.kd_doc_)} stored (doc, topic) counts: {time.perf_counter() - t:.1f} s wall, "
+        f"{_cpu_seconds() - cpu:.1f} s CPU; peak {_peak_rss_gib():.2f} GiB")
 
 
 def main(argv=None):
@@ -159,7 +175,9 @@ def main(argv=None):
     p.add_argument("--syn-docs", type=int, default=250_000)
     p.add_argument("--syn-terms", type=int, default=200_000)
     p.add_argument("--syn-len", type=float, default=240.0)
-    p.add_argument("--syn-iters", type=int, default=3)
+    p.add_argument("--syn-iters", type=int, default=5)
+    p.add_argument("--syn-samples", type=int, default=5,
+                   help="samples kept per chain (the last ones), as Wei & Croft's 5 per chain")
     args = p.parse_args(argv)
     t = time.perf_counter()
     warm_up(args.shards)

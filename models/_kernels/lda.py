@@ -1,0 +1,683 @@
+"""Numba kernels for LDA by collapsed Gibbs sampling (arrays in, arrays out; no I/O).
+
+Sampler ("fplus"): the exact collapsed conditional (Griffiths & Steyvers 2004, eq. 5)
+
+    p(z_i = k | rest) ~ (n_dk + alpha_k) (n_kw + beta) / (n_k + V beta)
+
+is split into the bucket decomposition of SparseLDA (Yao et al. 2009, eq. 2-3), regrouped in
+word-by-word order as in F+LDA (Yu et al. 2015):
+
+    doc bucket   r_k = n_dk * c_k          (sparse: only the topics present in doc d)
+    word bucket  q_k = alpha_k * c_k       (dense, held in an F+ tree over K leaves)
+    c_k = (n_kw + beta) / (n_k + V beta)   for the current word w
+
+Tokens of one document shard are visited grouped by term, so ``c`` and the tree are built once
+per (shard, term) and then changed in O(log K) per token; the doc bucket costs O(nnz of doc d).
+Both buckets are exact, so the sampler draws from the exact conditional.
+
+Parallelism (AD-LDA, Newman et al. 2009): documents are split into FIXED shards; each shard
+samples against its own copy of ``n_kw``/``n_k`` and the copies are merged (integer sums,
+hence exactly) after the sweep. The shard count is independent of the thread count, and every
+(chain, shard) has its own rng stream, so results never depend on the number of threads.
+
+Layout shared by the kernels
+----------------------------
+ord_doc : (n_tokens,) int32      doc of the i-th token in sweep order (shard, then term, then doc)
+run_word, run_ptr               tokens run_ptr[r]:run_ptr[r+1] (sweep order) all have term run_word[r]
+shard_run_ptr                   runs of shard s are shard_run_ptr[s]:shard_run_ptr[s+1]
+z_ord : (n_tokens,) int32        topic of each token in sweep order; -1 = not yet assigned
+cap_ptr : (n_docs+1,) int64      doc d's sparse topic list lives in dt_*[cap_ptr[d]:cap_ptr[d+1]]
+dt_topic, dt_count, dt_nnz       sorted topics of doc d with their counts, dt_nnz[d] of them used
+"""
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from .rng import randint, uniform
+
+
+# ---------------------------------------------------------------------------------------------
+# F+ tree: a complete binary tree over P = 2**ceil(log2 K) leaves stored in tree[P:2P]; every
+# inner node is the sum of its two children, RECOMPUTED (never updated by deltas) so the tree is
+# a pure function of its leaves and floating-point drift cannot accumulate.
+
+
+@njit(cache=True, inline="always")
+def _tree_set(tree, P, k, value):
+    i = P + k
+    tree[i] = value
+    i >>= 1
+    while i >= 1:
+        tree[i] = tree[2 * i] + tree[2 * i + 1]
+        i >>= 1
+
+
+@njit(cache=True, inline="always")
+def _tree_sample(tree, P, u, K):
+    """Leaf k with prefix(k) <= u < prefix(k+1); u in [0, tree[1])."""
+    i = 1
+    while i < P:
+        left = tree[2 * i]
+        if u < left:
+            i = 2 * i
+        else:
+            u -= left
+            i = 2 * i + 1
+    k = i - P
+    if k >= K:  # only reachable through round-off at the right edge
+        k = K - 1
+    return k
+
+
+@njit(cache=True)
+def _tree_build(tree, P):
+    for i in range(P - 1, 0, -1):
+        tree[i] = tree[2 * i] + tree[2 * i + 1]
+
+
+@njit(cache=True, inline="always")
+def _find(topics, base, nnz, k):
+    """Index j in [0, nnz] of the first topics[base + j] >= k (binary search)."""
+    lo = 0
+    hi = nnz
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if topics[base + mid] < k:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+# ---------------------------------------------------------------------------------------------
+# One shard of one sweep
+
+
+@njit(cache=True)
+def _sweep_shard(r0, r1, run_word, run_ptr, ord_doc, z_ord, n_kw, n_k, cap_ptr, dt_topic,
+                 dt_count, dt_nnz, active, alpha, beta, vbeta, tree, c, pbuf, row, log_ptr,
+                 log_topic, log_delta, log_len, write_through, rng):
+    """Resample every active token of runs r0:r1 once.
+
+    ``n_kw`` is only read (the snapshot every shard samples against); a term occurs in one run
+    per shard, so its row is copied into ``row`` at the start of the run and, at the end, the
+    changes are written to the run's slot of the delta log (log_topic/log_delta from
+    log_ptr[r], log_len[r] entries) for :func:`_apply_log` to merge. With ``write_through`` the
+    row goes straight back into ``n_kw`` instead (the caller guarantees that no other shard
+    reads or writes these terms meanwhile) and the log is untouched.
+
+    Changes in place: z_ord, n_k (this shard's copy), dt_topic, dt_count, dt_nnz (this shard's
+    docs only), the log, tree, c, pbuf, row (scratch) and rng.
+    """
+    K = n_kw.shape[1]
+    P = tree.shape[0] // 2
+    for r in range(r0, r1):
+        w = run_word[r]
+        a = run_ptr[r]
+        b = run_ptr[r + 1]
+        for k in range(K):
+            row[k] = n_kw[w, k]
+        for k in range(K):
+            ck = (row[k] + beta) / (n_k[k] + vbeta)
+            c[k] = ck
+            tree[P + k] = alpha[k] * ck
+        for k in range(K, P):
+            tree[P + k] = 0.0
+        _tree_build(tree, P)
+        for i in range(a, b):
+            d = ord_doc[i]
+            if active[d] == 0:
+                continue
+            k_old = z_ord[i]
+            base = cap_ptr[d]
+            nnz = dt_nnz[d]
+            pos_old = -1
+            if k_old >= 0:
+                row[k_old] -= 1
+                n_k[k_old] -= 1
+                ck = (row[k_old] + beta) / (n_k[k_old] + vbeta)
+                c[k_old] = ck
+                _tree_set(tree, P, k_old, alpha[k_old] * ck)
+                pos_old = _find(dt_topic, base, nnz, k_old)
+                # A count that drops to 0 stays in the list until after sampling; it adds
+                # exactly 0.0 to the doc bucket and can never be selected.
+                dt_count[base + pos_old] -= 1
+            # doc bucket (eq. 3, second term, restricted to the topics of doc d)
+            dsum = 0.0
+            for j in range(nnz):
+                dsum += dt_count[base + j] * c[dt_topic[base + j]]
+                pbuf[j] = dsum
+            total = dsum + tree[1]
+            u = uniform(rng) * total
+            if u < dsum:
+                j = 0
+                while pbuf[j] <= u:
+                    j += 1
+                k_new = dt_topic[base + j]
+                pos_new = j
+            else:
+                k_new = _tree_sample(tree, P, u - dsum, K)
+                pos_new = -1
+            # doc list update
+            if k_new == k_old:
+                dt_count[base + pos_old] += 1
+            else:
+                if pos_old >= 0 and dt_count[base + pos_old] == 0:
+                    for j in range(pos_old, nnz - 1):
+                        dt_topic[base + j] = dt_topic[base + j + 1]
+                        dt_count[base + j] = dt_count[base + j + 1]
+                    nnz -= 1
+                    if pos_new > pos_old:
+                        pos_new -= 1
+                if pos_new >= 0:
+                    dt_count[base + pos_new] += 1
+                else:
+                    j = _find(dt_topic, base, nnz, k_new)
+                    if j < nnz and dt_topic[base + j] == k_new:
+                        dt_count[base + j] += 1
+                    else:
+                        for jj in range(nnz, j, -1):
+                            dt_topic[base + jj] = dt_topic[base + jj - 1]
+                            dt_count[base + jj] = dt_count[base + jj - 1]
+                        dt_topic[base + j] = k_new
+                        dt_count[base + j] = 1
+                        nnz += 1
+                dt_nnz[d] = nnz
+            row[k_new] += 1
+            n_k[k_new] += 1
+            ck = (row[k_new] + beta) / (n_k[k_new] + vbeta)
+            c[k_new] = ck
+            _tree_set(tree, P, k_new, alpha[k_new] * ck)
+            z_ord[i] = k_new
+        if write_through:
+            for k in range(K):
+                n_kw[w, k] = row[k]
+            continue
+        m = 0
+        o = log_ptr[r]
+        for k in range(K):
+            dlt = row[k] - n_kw[w, k]
+            if dlt != 0:
+                log_topic[o + m] = k
+                log_delta[o + m] = dlt
+                m += 1
+        log_len[r] = m
+
+
+@njit(cache=True, parallel=True)
+def _sweep_lda(shard_run_ptr, run_word, run_ptr, ord_doc, z_ord, n_kw, n_k, cap_ptr, dt_topic,
+               dt_count, dt_nnz, active, alpha, beta, local_n_k, trees, cs, pbufs, rows,
+               log_ptr, log_topic, log_delta, log_len, rng):
+    """One Gibbs sweep of one chain over all shards (AD-LDA), then the deterministic merge.
+
+    Parameters
+    ----------
+    local_n_k : ndarray of shape (n_shards, n_topics), int64
+        Each shard's copy of n_k.
+    trees : (n_shards, 2 P) float64; cs, pbufs : (n_shards, n_topics) float64;
+    rows : (n_shards, n_topics) int32
+        Per-shard scratch.
+    log_ptr, log_topic, log_delta, log_len
+        Delta log: run r may write up to log_ptr[r+1] - log_ptr[r] (topic, delta) pairs.
+    rng : ndarray of shape (n_shards, 4), uint64
+        One stream per shard of this chain.
+
+    Changes in place: z_ord, n_kw, n_k, dt_*, the scratch arrays, the log and rng.
+    """
+    n_shards = len(shard_run_ptr) - 1
+    vbeta = n_kw.shape[0] * beta
+    for s in prange(n_shards):
+        local_n_k[s, :] = n_k
+        _sweep_shard(shard_run_ptr[s], shard_run_ptr[s + 1], run_word, run_ptr, ord_doc, z_ord,
+                     n_kw, local_n_k[s], cap_ptr, dt_topic, dt_count, dt_nnz, active,
+                     alpha, beta, vbeta, trees[s], cs[s], pbufs[s], rows[s], log_ptr, log_topic,
+                     log_delta, log_len, False, rng[s])
+    _apply_log(run_word, log_ptr, log_topic, log_delta, log_len, n_kw)
+    K = n_k.shape[0]
+    for k in range(K):
+        g = n_k[k]
+        acc = g
+        for s in range(n_shards):
+            acc += local_n_k[s, k] - g
+        n_k[k] = acc
+
+
+@njit(cache=True, parallel=True)
+def _sweep_lda_partition(block_run_ptr, run_word, run_ptr, ord_doc, z_ord, n_kw, n_k, cap_ptr,
+                         dt_topic, dt_count, dt_nnz, active, alpha, beta, local_n_k, trees, cs,
+                         pbufs, rows, rng):
+    """One Gibbs sweep of one chain in S sub-steps over the (doc shard x term group) grid.
+
+    In sub-step j, shard s samples its tokens whose term lies in group (s + j) mod S. The S
+    blocks of a sub-step share no document and no term, so they update ``n_kw`` in place
+    without races and every token sees exact n_kw and n_dk; only ``n_k`` is a per-shard copy,
+    merged (integer sums) after each sub-step. This is the partition scheme of Yan et al.
+    (2009) and tomotopy's ParallelScheme.PARTITION, over FIXED shards: results do not depend
+    on the thread count.
+
+    block_run_ptr : ndarray of shape (n_shards, n_shards + 1), int64
+        Runs of block (s, g) are block_run_ptr[s, g]:block_run_ptr[s, g + 1].
+
+    Changes in place: z_ord, n_kw, n_k, dt_*, scratch arrays and rng.
+    """
+    S = block_run_ptr.shape[0]
+    vbeta = n_kw.shape[0] * beta
+    K = n_k.shape[0]
+    for j in range(S):
+        for s in prange(S):
+            g = (s + j) % S
+            local_n_k[s, :] = n_k
+            _sweep_shard(block_run_ptr[s, g], block_run_ptr[s, g + 1], run_word, run_ptr,
+                         ord_doc, z_ord, n_kw, local_n_k[s], cap_ptr, dt_topic, dt_count, dt_nnz,
+                         active, alpha, beta, vbeta, trees[s], cs[s], pbufs[s], rows[s],
+                         run_ptr, rows[s], rows[s], run_ptr, True, rng[s])
+        for k in range(K):
+            g0 = n_k[k]
+            acc = g0
+            for s in range(S):
+                acc += local_n_k[s, k] - g0
+            n_k[k] = acc
+
+
+@njit(cache=True)
+def _apply_log(run_word, log_ptr, log_topic, log_delta, log_len, n_kw):
+    """n_kw += every logged delta (integer sums: the result does not depend on the order)."""
+    for r in range(len(run_word)):
+        w = run_word[r]
+        o = log_ptr[r]
+        for j in range(log_len[r]):
+            n_kw[w, log_topic[o + j]] += log_delta[o + j]
+
+
+# ---------------------------------------------------------------------------------------------
+# Initialisation, counts, conversions
+
+
+@njit(cache=True, parallel=True)
+def _init_random(shard_run_ptr, run_ptr, ord_doc, active, z_ord, n_topics, rng):
+    """z_ord[i] ~ Uniform{0..K-1} for tokens of active docs, -1 otherwise; rng (n_shards, 4)."""
+    n_shards = len(shard_run_ptr) - 1
+    for s in prange(n_shards):
+        for i in range(run_ptr[shard_run_ptr[s]], run_ptr[shard_run_ptr[s + 1]]):
+            if active[ord_doc[i]]:
+                z_ord[i] = randint(rng[s], n_topics)
+            else:
+                z_ord[i] = -1
+
+
+@njit(cache=True, parallel=True)
+def _z_to_doc_order(z_ord, ord_pos, out):
+    for i in prange(len(z_ord)):
+        out[ord_pos[i]] = z_ord[i]
+
+
+@njit(cache=True, parallel=True)
+def _z_from_doc_order(z_doc, ord_pos, out):
+    for i in prange(len(out)):
+        out[i] = z_doc[ord_pos[i]]
+
+
+@njit(cache=True)
+def _greedy_groups(order, cf, n_groups, group):
+    """Assign terms (most frequent first, as listed in ``order``) to the group with the fewest
+    tokens so far (ties: lowest group). Writes group (V,) int64."""
+    load = np.zeros(n_groups, dtype=np.int64)
+    for w in order:
+        g = 0
+        for h in range(1, n_groups):
+            if load[h] < load[g]:
+                g = h
+        group[w] = g
+        load[g] += cf[w]
+
+
+@njit(cache=True)
+def _counting_sort(key, n_keys, out):
+    """Stable argsort of small non-negative int keys (< n_keys) into out (n,) int64."""
+    cnt = np.zeros(n_keys + 1, dtype=np.int64)
+    for i in range(len(key)):
+        cnt[key[i] + 1] += 1
+    for j in range(n_keys):
+        cnt[j + 1] += cnt[j]
+    for i in range(len(key)):
+        k = key[i]
+        out[cnt[k]] = i
+        cnt[k] += 1
+
+
+@njit(cache=True, parallel=True)
+def _build_n_kw_runs(run_word, run_ptr, z_ord, n_kw, n_k):
+    """n_kw, n_k from sweep-order z (z = -1 ignored), row by row. Overwrites n_kw, n_k."""
+    V, K = n_kw.shape
+    for w in prange(V):
+        for k in range(K):
+            n_kw[w, k] = 0
+    n_k[:] = 0
+    for r in range(len(run_word)):
+        w = run_word[r]
+        for i in range(run_ptr[r], run_ptr[r + 1]):
+            k = z_ord[i]
+            if k >= 0:
+                n_kw[w, k] += 1
+                n_k[k] += 1
+
+
+@njit(cache=True)
+def _build_n_kw(term_ids, z_doc, n_kw, n_k):
+    """n_kw, n_k from doc-order assignments (z = -1 ignored). Overwrites n_kw, n_k."""
+    n_kw[:, :] = 0
+    n_k[:] = 0
+    for i in range(len(term_ids)):
+        k = z_doc[i]
+        if k >= 0:
+            n_kw[term_ids[i], k] += 1
+            n_k[k] += 1
+
+
+@njit(cache=True, parallel=True)
+def _build_doc_lists(doc_ptr, z_doc, cap_ptr, dt_topic, dt_count, dt_nnz):
+    """Sorted sparse (topic, count) list of every doc from doc-order z. Overwrites dt_*."""
+    n_docs = len(doc_ptr) - 1
+    for d in prange(n_docs):
+        zs = np.sort(z_doc[doc_ptr[d]:doc_ptr[d + 1]])
+        base = cap_ptr[d]
+        nnz = 0
+        prev = -1
+        for t in zs:
+            if t < 0:
+                continue
+            if t == prev:
+                dt_count[base + nnz - 1] += 1
+            else:
+                dt_topic[base + nnz] = t
+                dt_count[base + nnz] = 1
+                nnz += 1
+                prev = t
+        dt_nnz[d] = nnz
+
+
+@njit(cache=True, parallel=True)
+def _compact_doc_lists(cap_ptr, dt_topic, dt_count, dt_nnz, out_ptr, out_topic, out_count):
+    """Copy the used part of the doc lists into CSR arrays (out_ptr = cumsum of dt_nnz)."""
+    n_docs = len(dt_nnz)
+    for d in prange(n_docs):
+        a = cap_ptr[d]
+        o = out_ptr[d]
+        for j in range(dt_nnz[d]):
+            out_topic[o + j] = dt_topic[a + j]
+            out_count[o + j] = dt_count[a + j]
+
+
+@njit(cache=True, parallel=True)
+def _row_nnz(n_kw, out):
+    for w in prange(n_kw.shape[0]):
+        m = 0
+        for k in range(n_kw.shape[1]):
+            if n_kw[w, k] != 0:
+                m += 1
+        out[w] = m
+
+
+@njit(cache=True, parallel=True)
+def _compact_n_kw(n_kw, out_ptr, out_topic, out_count):
+    for w in prange(n_kw.shape[0]):
+        o = out_ptr[w]
+        for k in range(n_kw.shape[1]):
+            v = n_kw[w, k]
+            if v != 0:
+                out_topic[o] = k
+                out_count[o] = v
+                o += 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Log-likelihood (collapsed joint log p(w, z), Griffiths & Steyvers 2004 eq. 2-3)
+
+
+@njit(cache=True, parallel=True)
+def _log_lik_words(n_kw, n_k, beta):
+    """log p(w | z) = sum_k [lgamma(V b) - lgamma(n_k + V b) + sum_w (lgamma(n_kw + b) - lgamma(b))]."""
+    V, K = n_kw.shape
+    lgb = math.lgamma(beta)
+    part = np.zeros(V)
+    for w in prange(V):
+        acc = 0.0
+        for k in range(K):
+            v = n_kw[w, k]
+            if v > 0:
+                acc += math.lgamma(v + beta) - lgb
+        part[w] = acc
+    total = 0.0
+    for w in range(V):
+        total += part[w]
+    vb = V * beta
+    for k in range(K):
+        total += math.lgamma(vb) - math.lgamma(n_k[k] + vb)
+    return total
+
+
+@njit(cache=True, parallel=True)
+def _log_lik_docs(cap_ptr, dt_topic, dt_count, dt_nnz, active, alpha):
+    """log p(z) = sum_d [lgamma(A) - lgamma(n_d + A) + sum_k (lgamma(n_dk + a_k) - lgamma(a_k))]."""
+    n_docs = len(dt_nnz)
+    A = 0.0
+    for k in range(len(alpha)):
+        A += alpha[k]
+    lgA = math.lgamma(A)
+    part = np.zeros(n_docs)
+    for d in prange(n_docs):
+        if active[d] == 0:
+            continue
+        base = cap_ptr[d]
+        n_d = 0
+        acc = 0.0
+        for j in range(dt_nnz[d]):
+            k = dt_topic[base + j]
+            v = dt_count[base + j]
+            n_d += v
+            acc += math.lgamma(v + alpha[k]) - math.lgamma(alpha[k])
+        part[d] = acc + lgA - math.lgamma(n_d + A)
+    total = 0.0
+    for d in range(n_docs):
+        total += part[d]
+    return total
+
+
+# ---------------------------------------------------------------------------------------------
+# Minka's fixed point for an asymmetric alpha with the digamma recurrence over count histograms
+# (Wallach 2008, sec. 2.4; Mallet Dirichlet.learnParameters), with a Gamma(shape, scale) prior.
+
+
+@njit(cache=True)
+def _optimize_alpha(alpha, cap_ptr, dt_topic, dt_count, dt_nnz, active, max_len, n_iter,
+                    shape, scale):
+    """Update alpha (K,) float64 in place from the doc-topic counts of active docs."""
+    K = len(alpha)
+    hist = np.zeros((K, max_len + 1), dtype=np.int64)
+    len_hist = np.zeros(max_len + 1, dtype=np.int64)
+    limit = np.zeros(K, dtype=np.int64)
+    for d in range(len(dt_nnz)):
+        if active[d] == 0:
+            continue
+        base = cap_ptr[d]
+        n_d = 0
+        for j in range(dt_nnz[d]):
+            k = dt_topic[base + j]
+            v = dt_count[base + j]
+            hist[k, v] += 1
+            if v > limit[k]:
+                limit[k] = v
+            n_d += v
+        len_hist[n_d] += 1
+    max_n = 0
+    for n in range(max_len + 1):
+        if len_hist[n] > 0:
+            max_n = n
+    for _ in range(n_iter):
+        A = 0.0
+        for k in range(K):
+            A += alpha[k]
+        denom = 0.0
+        dig = 0.0
+        for n in range(1, max_n + 1):
+            dig += 1.0 / (A + n - 1)
+            denom += len_hist[n] * dig
+        for k in range(K):
+            old = alpha[k]
+            num = 0.0
+            dig = 0.0
+            for n in range(1, limit[k] + 1):
+                dig += 1.0 / (old + n - 1)
+                num += hist[k, n] * dig
+            alpha[k] = (old * num + shape) / (denom + 1.0 / scale)
+            if alpha[k] < 1e-10:
+                alpha[k] = 1e-10
+
+
+# ---------------------------------------------------------------------------------------------
+# Document model P_LDA(w | d) for retrieval
+
+
+@njit(cache=True)
+def _doc_lists_to_postings(cap_ptr, dt_topic, dt_count, dt_nnz, n_topics, post_ptr, post_doc,
+                           post_count):
+    """Topic-major copy of the doc lists: docs with n_dk > 0 of topic k, ascending, are
+    post_doc[post_ptr[k]:post_ptr[k+1]] with counts post_count. Overwrites post_*."""
+    post_ptr[:] = 0
+    for d in range(len(dt_nnz)):
+        base = cap_ptr[d]
+        for j in range(dt_nnz[d]):
+            post_ptr[dt_topic[base + j] + 1] += 1
+    for k in range(n_topics):
+        post_ptr[k + 1] += post_ptr[k]
+    fill = post_ptr[:-1].copy()
+    for d in range(len(dt_nnz)):
+        base = cap_ptr[d]
+        for j in range(dt_nnz[d]):
+            k = dt_topic[base + j]
+            post_doc[fill[k]] = d
+            post_count[fill[k]] = dt_count[base + j]
+            fill[k] += 1
+
+
+@njit(cache=True, parallel=True)
+def _doc_constants(kd_ptr, kd_doc, kd_count, n_k, alpha, beta, n_terms, doc_len, inv_len, smooth):
+    """Per (sample, doc): inv_len = 1 / (n_d + A) and smooth = sum_k n_dk beta / (n_k + V beta),
+    the term-independent part of sum_k n_dk phi_kw. Overwrites inv_len, smooth (n_cs, n_docs)."""
+    n_cs = kd_ptr.shape[0]
+    K = kd_ptr.shape[1] - 1
+    vbeta = n_terms * beta
+    for cs in prange(n_cs):
+        A = 0.0
+        for k in range(K):
+            A += alpha[cs, k]
+        for d in range(len(doc_len)):
+            inv_len[cs, d] = 1.0 / (doc_len[d] + A)
+            smooth[cs, d] = 0.0
+        for k in range(K):
+            b = beta / (n_k[cs, k] + vbeta)
+            for j in range(kd_ptr[cs, k], kd_ptr[cs, k + 1]):
+                smooth[cs, kd_doc[j]] += kd_count[j] * b
+
+
+@njit(cache=True, inline="always")
+def _lower_bound(a, lo, hi, x):
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, parallel=True)
+def _score_p_w_d_sparse(kd_ptr, kd_doc, kd_count, tw_ptr, tw_topic, tw_count, n_k, alpha, beta,
+                        inv_len, smooth, term_ids, n_blocks, out):
+    """out[cs, d, t] = P(w_t | d) in sample cs (Wei & Croft 2006, eq. 3):
+
+        sum_k (n_dk + a_k) (n_kw + b) / (n_k + V b) / (n_d + A)
+        = [smooth[d] + sum_k a_k phi_kw + sum_{k: n_kw > 0} n_dk n_kw / (n_k + V b)] / (n_d + A)
+
+    The last sum only visits the topics in which w occurs, through the topic-major postings, so a
+    query term costs the length of those postings, not of the whole collection. Documents are
+    split into ``n_blocks`` ranges processed in parallel (each posting list is binary-searched).
+    Overwrites out (n_cs, n_docs, n_terms).
+    """
+    n_cs, n_docs, T = out.shape
+    K = kd_ptr.shape[1] - 1
+    V = tw_ptr.shape[1] - 1
+    vbeta = V * beta
+    for blk in prange(n_blocks):
+        d0 = blk * n_docs // n_blocks
+        d1 = (blk + 1) * n_docs // n_blocks
+        for cs in range(n_cs):
+            for t in range(T):
+                w = term_ids[t]
+                # sum_k a_k phi_kw: dense over K, cheap next to the documents
+                ap = 0.0
+                for k in range(K):
+                    ap += alpha[cs, k] * beta / (n_k[cs, k] + vbeta)
+                for j in range(tw_ptr[cs, w], tw_ptr[cs, w + 1]):
+                    ap += alpha[cs, tw_topic[j]] * tw_count[j] / (n_k[cs, tw_topic[j]] + vbeta)
+                for d in range(d0, d1):
+                    out[cs, d, t] = smooth[cs, d] + ap
+                for j in range(tw_ptr[cs, w], tw_ptr[cs, w + 1]):
+                    k = tw_topic[j]
+                    coef = tw_count[j] / (n_k[cs, k] + vbeta)
+                    a = kd_ptr[cs, k]
+                    b = kd_ptr[cs, k + 1]
+                    lo = _lower_bound(kd_doc, a, b, d0)
+                    hi = _lower_bound(kd_doc, lo, b, d1)
+                    for i in range(lo, hi):
+                        out[cs, kd_doc[i], t] += kd_count[i] * coef
+                for d in range(d0, d1):
+                    out[cs, d, t] *= inv_len[cs, d]
+
+
+@njit(cache=True, parallel=True)
+def _mean_over_samples(per, out):
+    n_cs, n_docs, T = per.shape
+    for d in prange(n_docs):
+        for t in range(T):
+            acc = 0.0
+            for cs in range(n_cs):
+                acc += per[cs, d, t]
+            out[d, t] = acc / n_cs
+
+
+# ---------------------------------------------------------------------------------------------
+# For tests: the conditional as the fast sampler decomposes it
+
+
+@njit(cache=True)
+def _token_conditional(w, d, n_kw, n_k, cap_ptr, dt_topic, dt_count, dt_nnz, alpha, beta):
+    """Normalised p(z = k | rest) for a token of term w in doc d, computed through the doc
+    bucket and the F+ tree exactly as ``_sweep_shard`` does. The token must already be removed
+    from the counts. Returns ndarray of shape (K,), float64."""
+    V, K = n_kw.shape
+    vbeta = V * beta
+    P = 1
+    while P < K:
+        P *= 2
+    tree = np.zeros(2 * P)
+    c = np.empty(K)
+    for k in range(K):
+        c[k] = (n_kw[w, k] + beta) / (n_k[k] + vbeta)
+        tree[P + k] = alpha[k] * c[k]
+    _tree_build(tree, P)
+    base = cap_ptr[d]
+    p = np.empty(K)
+    for k in range(K):
+        p[k] = tree[P + k]
+    dsum = 0.0
+    for j in range(dt_nnz[d]):
+        k = dt_topic[base + j]
+        r = dt_count[base + j] * c[k]
+        dsum += r
+        p[k] += r
+    total = dsum + tree[1]
+    for k in range(K):
+        p[k] /= total
+    return p

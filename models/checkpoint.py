@@ -1,0 +1,91 @@
+"""The only reader/writer of model and checkpoint files.
+
+A file is an uncompressed ``.npz`` archive whose entry ``__header__`` holds a UTF-8 JSON header::
+
+    {"format": "topicir-model" | "topicir-checkpoint", "format_version": 1,
+     "topicir_version": "0.1.0", "model": "LDA", "params": {...constructor parameters...},
+     "fingerprint": "...", "corpus_hash": "...", ...}
+
+and every other entry is a plain numpy array (no pickles). Files are written to ``path.tmp``
+and moved into place with ``os.replace``, so a killed writer never leaves a half-written file.
+"""
+import json
+import os
+from typing import NamedTuple
+
+import numpy as np
+
+FORMAT_VERSION = 1
+TOPICIR_VERSION = "0.1.0"
+MODEL_FORMAT = "topicir-model"
+CHECKPOINT_FORMAT = "topicir-checkpoint"
+
+
+class ModelFile(NamedTuple):
+    header: dict
+    arrays: dict
+
+
+def write_model_file(path, header, arrays, kind=MODEL_FORMAT):
+    """Write ``header`` (JSON-serialisable dict) and ``arrays`` (name -> ndarray) atomically.
+
+    ``format``, ``format_version`` and ``topicir_version`` are added to the header.
+    """
+    path = os.fspath(path)
+    header = dict(header, format=kind, format_version=FORMAT_VERSION, topicir_version=TOPICIR_VERSION)
+    blob = np.frombuffer(json.dumps(header, sort_keys=True).encode("utf-8"), dtype=np.uint8)
+    if "__header__" in arrays:
+        raise ValueError("array name '__header__' is reserved")
+    tmp = path + ".tmp"
+    d = os.path.dirname(path)
+    if d:
+        os.makedirs(d, exist_ok=True)
+    with open(tmp, "wb") as f:
+        # A file object keeps numpy from appending ".npz" to the name.
+        np.savez(f, __header__=blob, **{k: np.ascontiguousarray(v) for k, v in arrays.items()})
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def read_model_file(path, kind=MODEL_FORMAT):
+    """Read a file written by :func:`write_model_file`; returns a :class:`ModelFile`.
+
+    Raises ValueError (naming the file) for another format, kind or a newer format version.
+    """
+    path = os.fspath(path)
+    try:
+        npz = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{path}: not a topicir model file ({e}). Was it written by LDA.save?") from e
+    with npz:
+        if "__header__" not in npz.files:
+            raise ValueError(f"{path}: no '__header__' entry; not a topicir model file")
+        header = json.loads(bytes(npz["__header__"]).decode("utf-8"))
+        arrays = {k: npz[k] for k in npz.files if k != "__header__"}
+    if header.get("format") != kind:
+        raise ValueError(f"{path}: expected a {kind!r} file, got format {header.get('format')!r}")
+    if header.get("format_version", 0) > FORMAT_VERSION:
+        raise ValueError(
+            f"{path}: format version {header['format_version']} is newer than this topicir "
+            f"({TOPICIR_VERSION}, format {FORMAT_VERSION}); upgrade topicir to read it"
+        )
+    return ModelFile(header, arrays)
+
+
+def check_fingerprint(path, header, fingerprint, corpus_hash=None):
+    """Refuse a file trained on another corpus/index, naming both fingerprints and the fix."""
+    path = os.fspath(path)
+    stored = header.get("fingerprint")
+    if fingerprint is not None and stored != fingerprint:
+        raise ValueError(
+            f"{path} was trained on a corpus with fingerprint {stored!r}, but the corpus/index given "
+            f"has fingerprint {fingerprint!r}. Use the model trained on this index, or retrain "
+            f"(topicir train) against it."
+        )
+    if corpus_hash is not None and header.get("corpus_hash") not in (None, corpus_hash):
+        raise ValueError(
+            f"{path} was written for corpus content {header.get('corpus_hash')!r} but the corpus given "
+            f"hashes to {corpus_hash!r} (fingerprint {fingerprint!r}): same index name, other tokens. "
+            f"Delete the file or pass the corpus it was trained on."
+        )

@@ -1,0 +1,32 @@
+"""Progress reporting as a training callback (cf. tomotopy's ``train`` callbacks)."""
+
+
+class TqdmCallback:
+    """``callback(model, iteration, n_iter)`` that drives a tqdm bar and shows the last
+    log-likelihood per token.
+
+    Parameters
+    ----------
+    desc : str
+    **tqdm_kwargs
+        Passed to ``tqdm.tqdm``.
+    """
+
+    def __init__(self, desc="LDA", **tqdm_kwargs):
+        self.desc = desc
+        self.tqdm_kwargs = tqdm_kwargs
+        self._bar = None
+
+    def __call__(self, model, iteration, n_iter):
+        if self._bar is None:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=n_iter, desc=self.desc, **self.tqdm_kwargs)
+            self._bar.update(iteration - 1 if iteration > 0 else 0)
+        self._bar.update(iteration - self._bar.n)
+        ll = getattr(model, "_log_lik_rows", None)
+        if ll:
+            self._bar.set_postfix(ll_per_token=f"{sum(ll[-1]) / len(ll[-1]):.4f}")
+        if iteration >= n_iter:
+            self._bar.close()
+            self._bar = None

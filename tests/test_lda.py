@@ -1,0 +1,289 @@
+"""LDA trainer: recovery, invariants, fast-vs-slow equality, reproducibility, resume."""
+import numpy as np
+import pytest
+
+from models import LDA, corpus_from_docs, synthetic_corpus
+from models._kernels import lda as K_
+from models._kernels.rng import make_rng_states
+from tests.reference import lda_reference as ref
+
+
+def block_corpus(n_docs=60, seed=0):
+    """3 topics with 3 disjoint words each; every doc draws 12 tokens from one block."""
+    rng = np.random.default_rng(seed)
+    docs = [3 * (d % 3) + rng.integers(0, 3, size=12) for d in range(n_docs)]
+    return corpus_from_docs(docs, n_terms=9, fingerprint="block")
+
+
+def tiny_corpus():
+    docs = [[0, 1, 2, 1, 3], [4, 5, 4, 6], [0, 2, 2, 7, 1, 1], [5, 6, 7, 4], [3, 3, 0], [7]]
+    return corpus_from_docs(docs, n_terms=8, fingerprint="tiny")
+
+
+def small_corpus():
+    return synthetic_corpus(120, 300, 30, seed=3, n_latent=5)
+
+
+def prepared(model, corpus):
+    """A model with allocated and randomly initialised chains, before any sweep."""
+    model._check_params(corpus)
+    model.fingerprint_ = corpus.fingerprint
+    model._build_layout(corpus)
+    model._alloc_chain_state(corpus)
+    model.rng_ = make_rng_states(model.seed, model.n_chains, model.n_shards)
+    model.alpha_ = np.full((model.n_chains, model.n_topics), model._alpha0())
+    lay = model._lay
+    for c in range(model.n_chains):
+        K_._init_random(lay["shard_run_ptr"], lay["run_ptr"], lay["ord_doc"], model._active[c],
+                        model.z_ord_[c], model.n_topics, model.rng_[c])
+        model._rebuild_counts(corpus, c)
+    return model
+
+
+def check_invariants(model, corpus):
+    for c in range(model.n_chains):
+        z = model._z_doc(c)
+        n_dk, n_kw, n_k = ref.counts_from_z(corpus.doc_ptr, corpus.term_ids, z, model.n_topics,
+                                            corpus.n_terms)
+        assigned = z >= 0
+        assert (model.n_kw_[c] >= 0).all() and (model.n_k_[c] >= 0).all()
+        assert model.n_kw_[c].sum() == assigned.sum()
+        np.testing.assert_array_equal(model.n_kw_[c], n_kw)
+        np.testing.assert_array_equal(model.n_k_[c], n_k)
+        np.testing.assert_array_equal(model.n_kw_[c].sum(0), model.n_k_[c])
+        cap = model._lay["cap_ptr"]
+        for d in range(corpus.n_docs):
+            nnz = model.dt_nnz_[c, d]
+            topics = model.dt_topic_[c, cap[d]:cap[d] + nnz]
+            counts = model.dt_count_[c, cap[d]:cap[d] + nnz]
+            assert (counts > 0).all() and (np.diff(topics) > 0).all()
+            dense = np.zeros(model.n_topics, dtype=np.int64)
+            dense[topics] = counts
+            np.testing.assert_array_equal(dense, n_dk[d])
+            assert dense.sum() == assigned[corpus.doc_ptr[d]:corpus.doc_ptr[d + 1]].sum()
+
+
+@pytest.mark.parametrize("n_docs,n_shards", [(60, 1), (300, 2), (300, 4)])
+def test_block_diagonal_topics_recovered_in_50_sweeps(n_docs, n_shards):
+    # AD-LDA shards sample against stale copies of n_kw; on a 60-doc corpus two shards can chase
+    # each other between labels, so the sharded cases use 300 documents.
+    corpus = block_corpus(n_docs)
+    m = LDA(n_topics=3, alpha=0.1, beta=0.01, n_chains=1, n_iter=50, burn_in=40, sample_every=10,
+            n_shards=n_shards, seed=1).fit(corpus)
+    blocks = set()
+    for k in range(3):
+        ids, probs = m.topic_words(k, top=3)
+        assert probs.sum() > 0.95
+        blocks.add(frozenset(ids.tolist()))
+    assert blocks == {frozenset({0, 1, 2}), frozenset({3, 4, 5}), frozenset({6, 7, 8})}
+    for d in range(corpus.n_docs):
+        ids, probs = m.doc_topics(d, top=1)
+        assert probs[0] > 0.8
+
+
+@pytest.mark.parametrize("init,n_shards,parallel", [
+    ("random", 1, "partition"), ("random", 3, "partition"), ("random", 3, "adlda"),
+    ("sparse", 2, "partition"), ("sparse", 2, "adlda")])
+def test_invariants_after_every_sweep(init, n_shards, parallel):
+    corpus = small_corpus()
+    seen = []
+
+    def cb(model, it, n_iter):
+        check_invariants(model, corpus)
+        seen.append(it)
+
+    LDA(n_topics=7, n_chains=2, n_iter=12, burn_in=10, sample_every=1, init=init,
+        sparse_init_frac=0.25, sparse_init_every=2, n_shards=n_shards, parallel=parallel, seed=5,
+        optimize_alpha=True, optimize_every=3).fit(corpus, callback=cb)
+    assert seen == list(range(1, 13))
+
+
+def test_one_sweep_matches_reference_sampler():
+    corpus = tiny_corpus()
+    for seed in range(3):
+        m = prepared(LDA(n_topics=5, alpha=0.3, beta=0.05, n_chains=1, n_iter=2, burn_in=1,
+                         sample_every=1, n_shards=1, seed=seed), corpus)
+        z0 = m._z_doc(0)
+        rng = m.rng_[0, 0].copy()
+        z_ref = ref.sweep(corpus.doc_ptr, corpus.term_ids, z0, 5, corpus.n_terms,
+                          m.alpha_[0], 0.05, rng)
+        m._sweep(0)
+        np.testing.assert_array_equal(m._z_doc(0), z_ref)
+        np.testing.assert_array_equal(m.rng_[0, 0], rng)
+        # a second sweep from the new state agrees too
+        z_ref2 = ref.sweep(corpus.doc_ptr, corpus.term_ids, z_ref, 5, corpus.n_terms,
+                           m.alpha_[0], 0.05, rng)
+        m._sweep(0)
+        np.testing.assert_array_equal(m._z_doc(0), z_ref2)
+
+
+def test_one_sweep_matches_reference_on_synthetic_corpus():
+    corpus = synthetic_corpus(15, 40, 12, seed=2, n_latent=3)
+    m = prepared(LDA(n_topics=6, n_chains=1, n_iter=2, burn_in=1, sample_every=1, n_shards=1,
+                     seed=11), corpus)
+    for _ in range(3):
+        m._sweep(0)
+    z0 = m._z_doc(0)
+    rng = m.rng_[0, 0].copy()
+    z_ref = ref.sweep(corpus.doc_ptr, corpus.term_ids, z0, 6, corpus.n_terms, m.alpha_[0],
+                      m.beta, rng)
+    m._sweep(0)
+    np.testing.assert_array_equal(m._z_doc(0), z_ref)
+
+
+def test_conditionals_match_reference():
+    corpus = small_corpus()
+    m = prepared(LDA(n_topics=9, alpha=0.2, beta=0.03, n_chains=1, n_iter=2, burn_in=1,
+                     sample_every=1, n_shards=2, seed=4), corpus)
+    for _ in range(3):
+        m._sweep(0)
+    n_dk, n_kw, n_k = ref.counts_from_z(corpus.doc_ptr, corpus.term_ids, m._z_doc(0), 9,
+                                        corpus.n_terms)
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        d = int(rng.integers(corpus.n_docs))
+        w = int(rng.integers(corpus.n_terms))
+        fast = K_._token_conditional(w, d, m.n_kw_[0], m.n_k_[0], m._lay["cap_ptr"],
+                                     m.dt_topic_[0], m.dt_count_[0], m.dt_nnz_[0], m.alpha_[0], 0.03)
+        slow = ref.conditional(w, d, n_dk, n_kw, n_k, m.alpha_[0], 0.03)
+        np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=0)
+
+
+def test_log_lik_matches_reference():
+    corpus = small_corpus()
+    m = LDA(n_topics=4, n_chains=1, n_iter=3, burn_in=2, sample_every=1, log_lik_every=1,
+            n_shards=2, optimize_alpha=True, optimize_every=1).fit(corpus)
+    want = ref.log_lik(corpus.doc_ptr, corpus.term_ids, m._z_doc(0), 4, corpus.n_terms,
+                       m.alpha_[0], m.beta)
+    assert m.log_lik_.shape == (3, 1)
+    np.testing.assert_allclose(m.log_lik_[-1, 0], want, rtol=1e-10)
+
+
+def test_alpha_optimisation_matches_digamma_fixed_point():
+    corpus = small_corpus()
+    m = prepared(LDA(n_topics=6, n_chains=1, n_iter=2, burn_in=1, sample_every=1, n_shards=1,
+                     seed=2), corpus)
+    for _ in range(5):
+        m._sweep(0)
+    n_dk, _, _ = ref.counts_from_z(corpus.doc_ptr, corpus.term_ids, m._z_doc(0), 6, corpus.n_terms)
+    a0 = m.alpha_[0].copy()
+    K_._optimize_alpha(m.alpha_[0], m._lay["cap_ptr"], m.dt_topic_[0], m.dt_count_[0],
+                       m.dt_nnz_[0], m._active[0], int(m._lay["doc_len"].max()), 50, 1.001, 1.0)
+    want = ref.minka_alpha(n_dk, a0, n_iter=50)
+    np.testing.assert_allclose(m.alpha_[0], want, rtol=1e-9)
+    assert not np.allclose(want, a0)
+
+
+@pytest.mark.parametrize("parallel", ["partition", "adlda"])
+def test_same_seed_same_z_whatever_the_thread_count(parallel):
+    corpus = small_corpus()
+    kw = dict(n_topics=10, n_chains=2, n_iter=6, burn_in=4, sample_every=1, n_shards=4, seed=9,
+              parallel=parallel)
+    z1 = LDA(n_jobs=1, **kw).fit(corpus).z_
+    z2 = LDA(n_jobs=2, **kw).fit(corpus).z_
+    np.testing.assert_array_equal(z1, z2)
+    z3 = LDA(n_jobs=2, **kw).fit(corpus).z_
+    np.testing.assert_array_equal(z2, z3)
+    assert z1.dtype == np.int32 and z1.shape == (2, corpus.n_tokens)
+
+
+def test_chains_and_seeds_differ():
+    corpus = small_corpus()
+    kw = dict(n_topics=10, n_chains=2, n_iter=3, burn_in=2, sample_every=1, n_shards=2)
+    z = LDA(seed=1, **kw).fit(corpus).z_
+    assert (z[0] != z[1]).mean() > 0.3
+    z_other = LDA(seed=2, **kw).fit(corpus).z_
+    assert (z[0] != z_other[0]).mean() > 0.3
+
+
+class Killed(Exception):
+    pass
+
+
+@pytest.mark.parametrize("init,parallel", [("random", "partition"), ("sparse", "partition"),
+                                           ("random", "adlda")])
+def test_resume_from_checkpoint_equals_uninterrupted(tmp_path, init, parallel):
+    corpus = small_corpus()
+    kw = dict(n_topics=8, n_chains=2, n_iter=14, burn_in=6, sample_every=2, n_shards=3, seed=3,
+              init=init, parallel=parallel, sparse_init_frac=0.25, sparse_init_every=1, optimize_alpha=True,
+              optimize_every=4, checkpoint_every=3, log_lik_every=2)
+    full = LDA(**kw).fit(corpus)
+    path = tmp_path / "run.ckpt.npz"
+
+    def kill(model, it, n_iter):
+        if it == 10:
+            raise Killed
+
+    with pytest.raises(Killed):
+        LDA(**kw).fit(corpus, callback=kill, checkpoint=path)
+    assert path.exists() and not (tmp_path / "run.ckpt.npz.tmp").exists()
+    resumed = LDA(**dict(kw, n_jobs=1)).fit(corpus, checkpoint=path)
+    np.testing.assert_array_equal(resumed.z_, full.z_)
+    np.testing.assert_array_equal(resumed.alpha_, full.alpha_)
+    np.testing.assert_array_equal(resumed.log_lik_, full.log_lik_)
+    np.testing.assert_array_equal(resumed.sample_iter_, full.sample_iter_)
+    terms = np.arange(corpus.n_terms)
+    np.testing.assert_array_equal(resumed.p_w_d(terms), full.p_w_d(terms))
+
+
+def test_checkpoint_refuses_other_corpus_or_params(tmp_path):
+    corpus = small_corpus()
+    path = tmp_path / "c.npz"
+    kw = dict(n_topics=4, n_chains=1, n_iter=4, burn_in=2, sample_every=1, checkpoint_every=2)
+    LDA(**kw).fit(corpus, checkpoint=path)
+    other = synthetic_corpus(120, 300, 30, seed=4, n_latent=5)
+    with pytest.raises(ValueError, match="fingerprint") as e:
+        LDA(**kw).fit(other, checkpoint=path)
+    assert corpus.fingerprint in str(e.value) and other.fingerprint in str(e.value)
+    with pytest.raises(ValueError, match="n_topics"):
+        LDA(**dict(kw, n_topics=5)).fit(corpus, checkpoint=path)
+
+
+def test_params_are_validated():
+    corpus = tiny_corpus()
+    with pytest.raises(ValueError, match="burn_in"):
+        LDA(n_iter=10, burn_in=10).fit(corpus)
+    with pytest.raises(ValueError, match="init"):
+        LDA(n_topics=3, n_iter=10, burn_in=5, sample_every=5, init="kmeans").fit(corpus)
+    with pytest.raises(ValueError, match="n_topics"):
+        LDA(n_topics=0).fit(corpus)
+    with pytest.raises(ValueError, match="sparse"):
+        LDA(n_topics=3, n_iter=10, burn_in=2, sample_every=1, init="sparse",
+            sparse_init_frac=0.1, sparse_init_every=5).fit(corpus)
+    m = LDA(n_topics=3)
+    assert m.alpha is None and m.get_params()["n_topics"] == 3  # __init__ stores unchanged
+
+
+def test_shard_schemes_agree_with_one_shard_in_distribution():
+    """Both parallel schemes reach the sequential sampler's log-likelihood on a block corpus."""
+    corpus = block_corpus(300)
+    lls = {}
+    for name, kw in {"seq": dict(n_shards=1), "partition": dict(n_shards=4),
+                     "adlda": dict(n_shards=4, parallel="adlda")}.items():
+        m = LDA(n_topics=3, alpha=0.1, n_chains=1, n_iter=40, burn_in=39, sample_every=1,
+                seed=2, **kw).fit(corpus)
+        lls[name] = m.log_lik_[-1, 0]
+    assert abs(lls["partition"] - lls["seq"]) < 0.02 and abs(lls["adlda"] - lls["seq"]) < 0.02
+
+
+def test_layout_partitions_tokens_into_blocks():
+    corpus = small_corpus()
+    m = LDA(n_topics=5, n_shards=3, n_iter=2, burn_in=1, sample_every=1)
+    m._check_params(corpus)
+    m._build_layout(corpus)
+    lay = m._lay
+    np.testing.assert_array_equal(np.sort(lay["ord_pos"]), np.arange(corpus.n_tokens))
+    brp = lay["block_run_ptr"]
+    assert brp[0, 0] == 0 and brp[-1, -1] == len(lay["run_word"])
+    np.testing.assert_array_equal(brp[1:, 0], brp[:-1, -1])
+    group_of = {}
+    for s in range(3):
+        docs = set()
+        for g in range(3):
+            for r in range(brp[s, g], brp[s, g + 1]):
+                w = lay["run_word"][r]
+                assert group_of.setdefault(w, g) == g  # a term is in one group for all shards
+                toks = lay["ord_pos"][lay["run_ptr"][r]:lay["run_ptr"][r + 1]]
+                assert (corpus.term_ids[toks] == w).all() and (np.diff(toks) > 0).all()
+                docs.update(lay["ord_doc"][lay["run_ptr"][r]:lay["run_ptr"][r + 1]].tolist())
+        assert docs <= set(range(lay["shard_doc"][s], lay["shard_doc"][s + 1]))

@@ -1,0 +1,98 @@
+"""P_LDA(w|d), views, model files."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from models import LDA, synthetic_corpus
+from tests.reference import lda_reference as ref
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    corpus = synthetic_corpus(80, 50, 20, seed=7, n_latent=4)
+    m = LDA(n_topics=6, n_chains=2, n_iter=20, burn_in=10, sample_every=5, n_shards=2,
+            optimize_alpha=True, optimize_every=5, seed=1).fit(corpus)
+    return corpus, m
+
+
+def test_p_w_d_rows_are_distributions(fitted):
+    corpus, m = fitted
+    p = m.p_w_d(np.arange(corpus.n_terms))
+    assert p.shape == (corpus.n_docs, corpus.n_terms) and p.dtype == np.float64
+    np.testing.assert_allclose(p.sum(1), 1.0, rtol=1e-12)
+    assert (p > 0).all()
+
+
+def test_p_w_d_is_mean_of_samples_and_matches_formula(fitted):
+    corpus, m = fitted
+    terms = np.array([3, 0, 3, 17])
+    per = m.p_w_d_per_sample(terms)
+    assert per.shape == (2, 2, corpus.n_docs, 4)
+    np.testing.assert_allclose(per.mean((0, 1)), m.p_w_d(terms), rtol=1e-12)
+    np.testing.assert_allclose(m.p_w_d_per_sample(np.arange(corpus.n_terms)).sum(3), 1.0,
+                               rtol=1e-12)
+    # chain 1, sample 0 straight from its counts (Wei & Croft 2006, eq. 3)
+    cs = 1 * m.n_samples_ + 0
+    V, Kt = corpus.n_terms, m.n_topics
+    n_dk = np.zeros((corpus.n_docs, Kt))
+    for k in range(Kt):
+        lo, hi = m.kd_ptr_[cs, k], m.kd_ptr_[cs, k + 1]
+        n_dk[m.kd_doc_[lo:hi], k] = m.kd_count_[lo:hi]
+    np.testing.assert_array_equal(n_dk.sum(1), np.diff(corpus.doc_ptr))
+    n_kw = np.zeros((V, Kt))
+    for w in range(V):
+        lo, hi = m.tw_ptr_[cs, w], m.tw_ptr_[cs, w + 1]
+        n_kw[w, m.tw_topic_[lo:hi]] = m.tw_count_[lo:hi]
+    a = m.alpha_samples_[cs]
+    theta = (n_dk + a) / (n_dk.sum(1, keepdims=True) + a.sum())
+    phi = (n_kw + m.beta) / (n_kw.sum(0) + V * m.beta)
+    np.testing.assert_allclose(per[1, 0], theta @ phi[terms].T, rtol=1e-12)
+
+
+def test_views(fitted):
+    corpus, m = fitted
+    ids, probs = m.doc_topics(3, top=4)
+    assert len(ids) == 4 and (np.diff(probs) <= 0).all() and probs.sum() <= 1 + 1e-12
+    ids, probs = m.topic_words(2, top=5)
+    assert len(ids) == 5 and (np.diff(probs) <= 0).all()
+    full = m.topic_words(2, top=corpus.n_terms)[1]
+    np.testing.assert_allclose(full.sum(), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(m.doc_topics(3, top=m.n_topics)[1].sum(), 1.0, rtol=1e-12)
+
+
+def test_save_load_round_trip_and_fingerprint_refusal(fitted, tmp_path):
+    corpus, m = fitted
+    path = tmp_path / "lda.npz"
+    m.save(path)
+    assert not (tmp_path / "lda.npz.tmp").exists()
+    m2 = LDA.load(path, fingerprint=corpus.fingerprint)
+    terms = np.arange(corpus.n_terms)
+    np.testing.assert_array_equal(m2.p_w_d(terms), m.p_w_d(terms))
+    np.testing.assert_array_equal(m2.doc_topics(5)[1], m.doc_topics(5)[1])
+    assert m2.get_params() == m.get_params() and m2.fingerprint_ == corpus.fingerprint
+    np.testing.assert_array_equal(m2.log_lik_, m.log_lik_)
+    with pytest.raises(ValueError) as e:
+        LDA.load(path, fingerprint="lucene:robust04")
+    assert corpus.fingerprint in str(e.value) and "lucene:robust04" in str(e.value)
+    m.save(path, full=True)
+    np.testing.assert_array_equal(LDA.load(path).z_, m.z_)
+    (tmp_path / "junk.npz").write_bytes(b"not a model")
+    with pytest.raises(ValueError, match="junk.npz"):
+        LDA.load(tmp_path / "junk.npz")
+
+
+def test_log_lik_history_improves(fitted):
+    _, m = fitted
+    assert m.log_lik_.shape == (len(m.log_lik_iter_), 2)
+    assert (m.log_lik_[-1] > m.log_lik_[0]).all()
+
+
+def test_models_does_not_import_retrieval_or_jvm():
+    code = ("import sys, models, models.lda, models.checkpoint, models.corpus;"
+            "bad = [m for m in ('retrieval', 'jnius', 'pyserini') if m in sys.modules];"
+            "print(bad); sys.exit(1 if bad else 0)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       cwd=str(__import__("pathlib").Path(__file__).resolve().parents[1]))
+    assert r.returncode == 0, r.stdout + r.stderr
