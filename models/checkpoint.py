@@ -48,6 +48,16 @@ def write_model_file(path, header, arrays, kind=MODEL_FORMAT):
     os.replace(tmp, path)
 
 
+def read_header(path):
+    """Only the JSON header of a model or checkpoint file (the arrays are not read)."""
+    path = os.fspath(path)
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            return json.loads(bytes(npz["__header__"]).decode("utf-8"))
+    except (OSError, ValueError, KeyError) as e:
+        raise ValueError(f"{path}: not a topicir model file ({e})") from e
+
+
 def read_model_file(path, kind=MODEL_FORMAT):
     """Read a file written by :func:`write_model_file`; returns a :class:`ModelFile`.
 

@@ -9,7 +9,8 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from .index import Index
-from .scoring import LAM, MU, Scorer, top_k
+from .scoring import LAM, MU, OMEGA, Scorer, top_k
+from .sequences import query_collocations
 from .trec import ScoredDoc, Topic, topic_query, write_run
 
 log = logging.getLogger(__name__)
@@ -31,7 +32,14 @@ def rank(index: Index, scorer: Scorer, qid: str, text: str, depth: int = DEPTH) 
         why = "only stopwords" if not query.terms else f"no indexed term ({' '.join(query.terms)})"
         warnings.warn(f"topic {qid}: query {text!r} has {why}; every document scores 0 and "
                       f"DOCNO order decides the ranking", stacklevel=2)
-    scores = scorer.score(query)
+    model = scorer.model
+    if getattr(model, "segments_queries", False) and scorer.lam < 1.0 and len(query.term_ids):
+        # collocation model (TCM): its segmentation of the query adds a term per collocation
+        col = query_collocations(index, model, text)
+        scores = scorer.score_collocations(query, model.p_w_d(query.term_ids), col.postings, col.p_c,
+                                           model.p_c_d(col.term_ids, col.seg_ptr))
+    else:
+        scores = scorer.score(query)
     docnos = index.stats.docnos
     return [ScoredDoc(qid, docnos[d], float(scores[d])) for d in top_k(scores, depth)]
 
@@ -57,8 +65,11 @@ class _Fixed:
 
 
 def sweep_topics(index: Index, topics: list[Topic], settings: list[tuple[float, float]], *, field: str = "title",
-                 model=None, depth: int = DEPTH, progress: bool = True) -> dict[tuple[float, float], list[ScoredDoc]]:
-    """One run per (mu, lam) setting; the topic model's P_TM(w|d) is computed once per query."""
+                 model=None, depth: int = DEPTH, progress: bool = True,
+                 omega: float = OMEGA) -> dict[tuple[float, float], list[ScoredDoc]]:
+    """One run per (mu, lam) setting; the topic model's P_TM(w|d) is computed once per query.
+    ``omega``: weight of the collocation term of a collocation model (TCM), see
+    :meth:`Scorer.score_collocations`."""
     runs = {setting: [] for setting in settings}
     docnos = index.stats.docnos
     for topic in tqdm(topics, desc="ranking topics", unit=" topics", disable=not progress, mininterval=1):
@@ -69,8 +80,14 @@ def sweep_topics(index: Index, topics: list[Topic], settings: list[tuple[float, 
                 runs[setting].extend(rank(index, Scorer(index.stats, *setting), topic.qid, text, depth))
             continue
         fixed = _Fixed(model.p_w_d(query.term_ids)) if model is not None else None
+        col = query_collocations(index, model, text) if getattr(model, "segments_queries", False) else None
+        p_col = model.p_c_d(col.term_ids, col.seg_ptr) if col is not None else None
         for mu, lam in settings:
-            scores = Scorer(index.stats, mu=mu, lam=lam, model=fixed).score(query)
+            scorer = Scorer(index.stats, mu=mu, lam=lam, model=fixed)
+            if col is not None:
+                scores = scorer.score_collocations(query, fixed.p, col.postings, col.p_c, p_col, omega)
+            else:
+                scores = scorer.score(query)
             runs[(mu, lam)].extend(ScoredDoc(topic.qid, docnos[d], float(scores[d])) for d in top_k(scores, depth))
     return runs
 

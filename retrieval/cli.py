@@ -73,6 +73,17 @@ def cmd_train(args) -> int:
                   n_iter=args.iterations, burn_in=args.burn_in, sample_every=args.sample_every,
                   init=args.init, optimize_alpha=args.optimize_alpha, n_shards=args.shards,
                   seed=args.seed, n_jobs=args.threads)
+    if args.kind == "tcm":
+        params = dict(n_topics=args.topics, alpha=args.alpha, alpha0=args.alpha0, p_stop=args.p_stop,
+                      max_len=args.max_len, resample_alpha0=not args.fixed_alpha0, n_chains=args.chains,
+                      n_iter=args.iterations, burn_in=args.burn_in, sample_every=args.sample_every,
+                      init=args.tcm_init, sampler=args.tcm_sampler, n_shards=args.shards, seed=args.seed,
+                      n_jobs=args.threads)
+    if args.kind == "pam":
+        params = dict(n_super=args.super, n_sub=args.sub, alpha_root=args.alpha_root, beta=args.beta,
+                      n_chains=args.chains, n_iter=args.iterations, burn_in=args.burn_in,
+                      sample_every=args.sample_every, init=args.init, sampler=args.sampler,
+                      n_shards=args.shards, seed=args.seed, n_jobs=args.threads)
     model, path = train_model(Index(args.index), args.kind, args.out, checkpoint=not args.no_checkpoint, **params)
     print(path)
     return 0
@@ -152,11 +163,84 @@ def cmd_smoothing(args) -> int:
 
     train = dict(TRAIN, n_chains=args.chains, n_iter=args.iterations, burn_in=args.burn_in,
                  sample_every=args.sample_every)
+    if args.kind == "tcm":
+        from .pam_eval import smoothing_comparison
+
+        rows = smoothing_comparison(Path(args.data), args.collections, Path(args.indexes), ks=args.k,
+                                    lams=args.lam, mu=args.mu, train=train, kinds=("lda", "tcm"))
+        print(format_table(rows, title=f"MAP: QL vs LDA vs TCM smoothing (title queries, mu={args.mu:g}, "
+                                       f"{args.chains} chains, {args.iterations} sweeps; TCM queries segmented "
+                                       f"into collocations); LOCO = K and lam chosen on the other collections"))
+        return 0
+    if args.kind == "pam":
+        from .pam_eval import smoothing_comparison
+
+        rows = smoothing_comparison(Path(args.data), args.collections, Path(args.indexes), ks=args.k,
+                                    lams=args.lam, mu=args.mu, train=train)
+        print(format_table(rows, title=f"MAP: QL vs LDA vs PAM smoothing (title queries, mu={args.mu:g}, "
+                                       f"{args.chains} chains, {args.iterations} sweeps; PAM K = K sub-topics "
+                                       f"under K/8 super-topics); LOCO = K and lam chosen on the other collections"))
+        return 0
     rows = smoothing_table(Path(args.data), args.collections, Path(args.indexes), ks=args.k, lams=args.lam,
                            mu=args.mu, kind=args.kind, train=train)
     print(format_table(rows, title=f"MAP: QL vs {args.kind.upper()} smoothing (title queries, mu={args.mu:g}, "
                                    f"{args.chains} chains, {args.iterations} sweeps); LOCO = K and lam chosen "
                                    f"on the other collections"))
+    return 0
+
+
+def cmd_pam_view(args) -> int:
+    from .index import Index
+    from .models_io import load_model
+    from .pam_views import correlation_figure, correlation_rows, correlation_text
+
+    index = Index(args.index)
+    model = load_model(args.model, index)
+    if not hasattr(model, "correlations"):
+        raise ValueError(f"{args.model}: a {type(model).__name__} model has no super-topics; pass a PAM model")
+    rows = correlation_rows(model, index.stats.terms, chain=args.chain, n_super=args.supers,
+                            n_sub=args.subs, n_words=args.words)
+    print(correlation_text(rows))
+    if args.out:
+        out = Path(args.out)
+        out.write_bytes(correlation_figure(rows, fmt=out.suffix.lstrip(".").lower() or "png"))
+        print(out)
+    return 0
+
+
+def cmd_tcm_view(args) -> int:
+    from .index import Index
+    from .models_io import load_model
+    from .tcm_views import collocation_rows, phrase_rows, view_text
+
+    index = Index(args.index)
+    model = load_model(args.model, index)
+    if not hasattr(model, "topic_collocations"):
+        raise ValueError(f"{args.model}: a {type(model).__name__} model has no collocations; pass a TCM model")
+    terms = index.stats.terms
+    rows = collocation_rows(model, terms, topics=args.topic_ids, n_topics=args.topics, top=args.top,
+                            chain=args.chain, min_len=args.min_len)
+    print(view_text(rows, phrase_rows(model, terms, top=args.phrases, chain=args.chain) if args.phrases else None))
+    return 0
+
+
+def cmd_heldout(args) -> int:
+    from .experiment import format_table
+    from .pam_eval import heldout
+
+    res = heldout(args.data, kinds=args.kinds, seed=args.seed, n_docs=args.samples, n_jobs=args.threads)
+    print(format_table([{"model": k, **v} for k, v in res.items()],
+                       title="comp5 held-out likelihood (empirical likelihood, 75/25 split; lower bits/word is better)"))
+    return 0
+
+
+def cmd_comp5(args) -> int:
+    from .experiment import format_table
+    from .pam_eval import PAPER_COMP5, comp5_accuracy
+
+    res = comp5_accuracy(args.data, kinds=args.kinds, seed=args.seed, n_docs=args.samples, n_jobs=args.threads)
+    rows = [{"model": k, "paper %": PAPER_COMP5.get(k, float("nan")), **v} for k, v in res.items()]
+    print(format_table(rows, title="20 Newsgroups comp5 classification accuracy (%), one model per class", digits=2))
     return 0
 
 
@@ -186,6 +270,13 @@ def cmd_report(args) -> int:
 def cmd_bench(args) -> int:
     if args.area == "ql":
         from .bench_ql import main as bench
+    elif args.area == "tcm":
+        from .bench_tcm import main as bench
+    elif args.area == "pam":
+        from .bench_pam import main as bench
+
+        bench(args.rest)
+        return 0
     else:
         from .bench_lda import main as bench
     return bench(args.rest) or 0
@@ -234,7 +325,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_run)
 
     s = sub.add_parser("train", help="train a topic model on an index (checkpoints; rerun to resume)")
-    s.add_argument("kind", choices=("lda",))
+    s.add_argument("kind", choices=("lda", "pam", "tcm"))
     s.add_argument("--index", required=True)
     s.add_argument("--out", help="model file (default: <index>/models/<kind>-k<K>-c<chains>-i<iters>-s<seed>.npz)")
     s.add_argument("--topics", type=int, default=800, help="number of topics K (papers: 800)")
@@ -250,6 +341,20 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--threads", type=int, default=None)
     s.add_argument("--no-checkpoint", action="store_true")
+    g = s.add_argument_group("pam", "four-level Pachinko Allocation (topicir train pam)")
+    g.add_argument("--super", type=int, default=100, help="super-topics s (paper on AP: 100)")
+    g.add_argument("--sub", type=int, default=800, help="sub-topics s' (paper on AP: 800)")
+    g.add_argument("--alpha-root", type=float, default=0.01, help="fixed symmetric prior over super-topics")
+    g.add_argument("--sampler", choices=("exact", "pruned"), default="exact",
+                   help="pruned: sparse PAM, exact and edge-pruned sweeps alternate")
+    g = s.add_argument_group("tcm", "Topical Collocation Model (topicir train tcm; --alpha defaults to 1/K)")
+    g.add_argument("--alpha0", type=float, default=100.0, help="initial DP concentration (paper: 100)")
+    g.add_argument("--fixed-alpha0", action="store_true", help="do not resample alpha0")
+    g.add_argument("--p-stop", type=float, default=0.5, help="p#, stop probability of P0's collocation length")
+    g.add_argument("--max-len", type=int, default=8, help="longest collocation")
+    g.add_argument("--tcm-sampler", choices=("sparse", "exact"), default="sparse",
+                   help="sparse: bucket decomposition (same conditional, faster); exact: dense O(K)")
+    g.add_argument("--tcm-init", choices=("random", "unigram"), default="random")
     s.set_defaults(func=cmd_train)
 
     s = sub.add_parser("iterations", help="MAP per sample iteration: Avg1 (chains alone) and Avg2 (chains averaged)")
@@ -283,7 +388,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_regressions)
 
     s = sub.add_parser("smoothing", help="topic smoothing vs QL on the shared collections (LOCO-tuned K and lam)")
-    s.add_argument("--kind", choices=("lda",), default="lda")
+    s.add_argument("--kind", choices=("lda", "pam", "tcm"), default="lda",
+                   help="pam, tcm: QL, LDA and PAM (TCM) side by side")
     s.add_argument("--data", default="../shared/data")
     s.add_argument("--indexes", default="indexes")
     s.add_argument("--collections", nargs="+", default=list(COLLECTIONS), choices=COLLECTIONS)
@@ -325,8 +431,39 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--title")
     s.set_defaults(func=cmd_report)
 
-    s = sub.add_parser("bench", help="benchmarks (ql: ranking speed; lda: training speed vs tomotopy)")
-    s.add_argument("area", choices=("ql", "lda"))
+    s = sub.add_parser("pam-view", help="PAM topic correlations: super-topics, sub-topics by alpha_ij, top words")
+    s.add_argument("--index", required=True)
+    s.add_argument("--model", required=True, help="a PAM model file (topicir train pam)")
+    s.add_argument("--chain", type=int, default=0)
+    s.add_argument("--supers", type=int, default=10, help="super-topics shown (largest first)")
+    s.add_argument("--subs", type=int, default=5, help="sub-topics per super-topic")
+    s.add_argument("--words", type=int, default=8)
+    s.add_argument("--out", help="also draw the graph into this .png or .svg file")
+    s.set_defaults(func=cmd_pam_view)
+
+    s = sub.add_parser("tcm-view", help="TCM collocations: top per topic by P(c|t) and smoothed P(t|c)")
+    s.add_argument("--index", required=True)
+    s.add_argument("--model", required=True, help="a TCM model file (topicir train tcm)")
+    s.add_argument("--chain", type=int, default=0)
+    s.add_argument("--topics", type=int, default=10, help="topics shown (largest first)")
+    s.add_argument("--topic-ids", type=lambda t: [int(x) for x in t.split(",")], help="these topics instead")
+    s.add_argument("--top", type=int, default=10, help="collocations per topic and list")
+    s.add_argument("--min-len", type=int, default=1, help="shortest collocation listed (2: phrases only)")
+    s.add_argument("--phrases", type=int, default=30, help="most frequent multi-word collocations shown first")
+    s.set_defaults(func=cmd_tcm_view)
+
+    for name, func, what in (("heldout", cmd_heldout, "held-out likelihood (empirical likelihood) of LDA and PAM on comp5"),
+                             ("comp5", cmd_comp5, "20 Newsgroups comp5 classification with LDA and PAM (paper Table 6)")):
+        s = sub.add_parser(name, help=what)
+        s.add_argument("--data", default="../shared/data/20news/20news-bydate.tar.gz")
+        s.add_argument("--kinds", nargs="+", default=["lda", "pam"], choices=("lda", "pam"))
+        s.add_argument("--samples", type=int, default=1000, help="documents sampled for the empirical likelihood")
+        s.add_argument("--seed", type=int, default=0)
+        s.add_argument("--threads", type=int, default=None)
+        s.set_defaults(func=func)
+
+    s = sub.add_parser("bench", help="benchmarks (ql: ranking speed; lda, pam: training speed vs tomotopy)")
+    s.add_argument("area", choices=("ql", "lda", "pam", "tcm"))
     s.add_argument("rest", nargs=argparse.REMAINDER, help="options of the benchmark (see topicir bench AREA -- --help)")
     s.set_defaults(func=cmd_bench)
     return p

@@ -9,16 +9,19 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from models.checkpoint import read_model_file
+from models.checkpoint import read_header
 from models.corpus import Corpus, make_corpus
 from models.lda import LDA
+from models.pam import PAM
 from models.progress import TqdmCallback
+from models.tcm import TCM
 
 from .index import Index
+from .sequences import index_splits
 
 log = logging.getLogger(__name__)
 
-MODEL_CLASSES = {"lda": LDA}
+MODEL_CLASSES = {"lda": LDA, "tcm": TCM, "pam": PAM}
 MODELS_DIR = "models"
 
 
@@ -28,7 +31,7 @@ def index_corpus(index: Index) -> Corpus:
 
 
 def default_model_path(index: Index, kind: str, params: dict) -> Path:
-    keys = {"n_topics": "k", "n_chains": "c", "n_iter": "i", "seed": "s"}
+    keys = {"n_topics": "k", "n_super": "sup", "n_sub": "sub", "n_chains": "c", "n_iter": "i", "seed": "s"}
     tag = "-".join(f"{short}{params[name]}" for name, short in keys.items() if name in params)
     return index.path / MODELS_DIR / f"{kind}-{tag}.npz"
 
@@ -51,7 +54,9 @@ def train_model(index: Index, kind: str, out=None, *, checkpoint=True, progress:
     log.info("training %s on %s: %d docs, %d tokens, %d terms, params %s", kind.upper(), index.name,
              corpus.n_docs, corpus.n_tokens, corpus.n_terms, model.get_params())
     callback = TqdmCallback(desc=f"{kind.upper()} {index.name}", mininterval=2) if progress else None
-    model.fit(corpus, callback=callback, checkpoint=ckpt)
+    # TCM also needs where collocations must stop (stopwords, punctuation): see retrieval.sequences
+    extra = {"split": index_splits(index, progress=progress)} if kind == "tcm" else {}
+    model.fit(corpus, callback=callback, checkpoint=ckpt, **extra)
     model.save(out)
     if ckpt is not None:
         ckpt.unlink(missing_ok=True)
@@ -61,7 +66,7 @@ def train_model(index: Index, kind: str, out=None, *, checkpoint=True, progress:
 
 def load_model(path, index: Index):
     """Load a model file for use with ``index`` (refused if trained on another index)."""
-    header = read_model_file(path).header
+    header = read_header(path)
     kind = str(header.get("model", "")).lower()
     if kind not in MODEL_CLASSES:
         raise ValueError(f"{path}: unknown model type {header.get('model')!r}")

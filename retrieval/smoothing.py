@@ -29,8 +29,14 @@ PAPER_K, PAPER_LAM = 800, LAM
 TRAIN = dict(n_chains=3, n_iter=100, burn_in=50, sample_every=10, seed=0)
 
 
+def size_params(kind: str, k: int) -> dict:
+    """Model size of grid point K: LDA K topics; PAM K sub-topics under K / 8 super-topics
+    (Li & McCallum's AP setting is 100 super-topics, 800 sub-topics)."""
+    return {"n_super": max(1, k // 8), "n_sub": k} if kind == "pam" else {"n_topics": k}
+
+
 def _model(index, kind: str, k: int, train: dict):
-    params = dict(train, n_topics=k)
+    params = dict(train, **size_params(kind, k))
     path = default_model_path(index, kind, params)
     if path.exists():
         return load_model(path, index)

@@ -1,0 +1,836 @@
+"""Four-level Pachinko Allocation (PAM) by exact sparse collapsed Gibbs sampling, sparse PAM
+(edge pruning), and the PAM-based document model P_PAM(w | d) for retrieval.
+
+Li & McCallum, "Pachinko Allocation: Scalable Mixture Models of Topic Correlations" (the
+four-level model of section 2, sparse PAM of section 3.2). The numerical work lives in
+:mod:`models._kernels.pam`; this class validates, allocates and loops.
+"""
+import math
+import os
+
+import numba
+import numpy as np
+
+from . import checkpoint as ckpt
+from ._kernels import pam as K_
+from ._kernels.rng import make_rng_states
+from .corpus import Corpus, content_hash
+
+SAMPLERS = ("exact", "pruned")
+INITS = ("random", "sparse")
+# Parameters that may differ between a checkpoint and the resuming estimator.
+_RESUME_FREE = ("n_jobs", "callback_every", "checkpoint_every", "log_lik_every")
+_STAT_NAMES = ("tokens", "doc_pairs", "super_terms", "sub_terms", "prior_draws")
+
+
+class PAM:
+    """Four-level PAM trained by collapsed Gibbs sampling with several chains, kept as a
+    document model.
+
+    Root -> ``n_super`` super-topics -> ``n_sub`` sub-topics -> words. Every document draws
+    theta_r ~ Dir(alpha_r) over super-topics and theta_i ~ Dir(alpha_i) over sub-topics for
+    every super-topic i; sub-topics phi_j ~ Dir(beta) are shared. A token draws (i, j) and
+    then its word.
+
+    Parameters
+    ----------
+    n_super : int, default=100
+        s, the super-topics (Li & McCallum use 100 on AP with 800 sub-topics).
+    n_sub : int, default=800
+        s', the sub-topics (>= 2).
+    alpha_root : float, default=0.01
+        Fixed symmetric Dirichlet prior over super-topics (the paper's alpha_r).
+    alpha_sub : float, default=0.01
+        Initial value of every alpha_ij (super-topic i -> sub-topic j).
+    beta : float, default=0.01
+        Symmetric sub-topic-word prior.
+    learn_alpha : bool, default=True
+        Re-estimate alpha_ij by moment matching with one pseudo-document (section 2.4, see
+        :func:`models._kernels.pam._moment_match`) after every ``optimize_every`` sweeps.
+    optimize_every : int, default=1
+    n_chains : int, default=3
+    n_iter : int, default=100
+        Total Gibbs sweeps per chain (burn-in included).
+    burn_in : int, default=50
+    sample_every : int, default=10
+        Samples are kept after sweeps ``burn_in + sample_every, burn_in + 2 sample_every, ...``.
+    init : {"random", "sparse"}, default="random"
+        "random": every token gets a uniform super-topic and a uniform sub-topic. "sparse": the
+        sparse initialisation of section 3.2.3 as ``models.lda.LDA`` does it: start with a
+        ``sparse_init_frac`` share of the documents and double the active set every
+        ``sparse_init_every`` sweeps; a newly added document's tokens are drawn from the
+        conditional given the counts so far. All documents must be active by ``burn_in``.
+    sparse_init_frac : float, default=1/16
+    sparse_init_every : int, default=2
+    sampler : {"exact", "pruned"}, default="exact"
+        "exact": the bucket sampler of :mod:`models._kernels.pam`, which draws from the exact
+        conditional while evaluating O(s + pairs of the document) terms per token (not
+        s * s'). "pruned": sparse PAM's edge pruning (section 3.2.2): from sweep
+        ``prune_start`` on, exact and pruned sweeps alternate; in a pruned sweep the prior part
+        of the conditional only uses each super-topic's kept edges: the fewest sub-topics with
+        the largest alpha_ij that hold ``prune_mass`` of sum_j alpha_ij, at most
+        ``prune_max_edges`` of them (pairs already present in a document stay reachable).
+        Edges are recomputed whenever alpha changes.
+    prune_start : int, default=10
+    prune_mass : float, default=0.9
+    prune_max_edges : int, default=64
+    n_shards : int, default=4
+        Fixed document shards (and term groups) sampled in parallel, each with its own rng
+        stream (partition scheme, see the kernel). Results depend on ``n_shards`` and
+        ``seed``, never on ``n_jobs``. ``n_shards=1`` is the exact sequential sampler.
+    seed : int, default=0
+    n_jobs : int or None, default=None
+        Threads (``numba.set_num_threads``; restored afterwards). None: all numba threads.
+    log_lik_every : int, default=10
+    callback_every : int, default=1
+    checkpoint_every : int, default=10
+
+    Attributes
+    ----------
+    z_ : ndarray of shape (n_chains, n_tokens), int32
+        Current pair key ``i * n_sub + j`` of every token (document order); ``z_super_`` and
+        ``z_sub_`` split it.
+    alpha_ : ndarray of shape (n_chains, n_super, n_sub), float64
+        Current alpha_ij of every chain.
+    log_lik_ : ndarray of shape (n_records, n_chains), float64
+        Collapsed log p(w, z, z') per token; ``log_lik_iter_`` gives the sweep of every row.
+    sweep_stats_ : ndarray of shape (n_iter_, 7), int64
+        Per sweep (all chains): iteration, pruned (0/1), tokens, doc-bucket pairs, super-topic
+        terms, sub-topic terms scanned, prior-bucket draws. ``terms_per_token()`` summarises it.
+    sample_iter_ : ndarray of shape (n_samples,), int64
+    n_iter_ : int
+    fingerprint_ : str
+    """
+
+    def __init__(self, n_super=100, n_sub=800, alpha_root=0.01, alpha_sub=0.01, beta=0.01,
+                 learn_alpha=True, optimize_every=1, n_chains=3, n_iter=100, burn_in=50,
+                 sample_every=10, init="random", sparse_init_frac=1 / 16, sparse_init_every=2,
+                 sampler="exact", prune_start=10, prune_mass=0.9, prune_max_edges=64,
+                 n_shards=4, seed=0, n_jobs=None, log_lik_every=10, callback_every=1,
+                 checkpoint_every=10):
+        self.n_super = n_super
+        self.n_sub = n_sub
+        self.alpha_root = alpha_root
+        self.alpha_sub = alpha_sub
+        self.beta = beta
+        self.learn_alpha = learn_alpha
+        self.optimize_every = optimize_every
+        self.n_chains = n_chains
+        self.n_iter = n_iter
+        self.burn_in = burn_in
+        self.sample_every = sample_every
+        self.init = init
+        self.sparse_init_frac = sparse_init_frac
+        self.sparse_init_every = sparse_init_every
+        self.sampler = sampler
+        self.prune_start = prune_start
+        self.prune_mass = prune_mass
+        self.prune_max_edges = prune_max_edges
+        self.n_shards = n_shards
+        self.seed = seed
+        self.n_jobs = n_jobs
+        self.log_lik_every = log_lik_every
+        self.callback_every = callback_every
+        self.checkpoint_every = checkpoint_every
+
+    # -- parameters ---------------------------------------------------------------------------
+
+    _PARAMS = ("n_super", "n_sub", "alpha_root", "alpha_sub", "beta", "learn_alpha",
+               "optimize_every", "n_chains", "n_iter", "burn_in", "sample_every", "init",
+               "sparse_init_frac", "sparse_init_every", "sampler", "prune_start", "prune_mass",
+               "prune_max_edges", "n_shards", "seed", "n_jobs", "log_lik_every",
+               "callback_every", "checkpoint_every")
+
+    def get_params(self):
+        return {name: getattr(self, name) for name in self._PARAMS}
+
+    def _check_params(self, corpus):
+        def pos_int(name, minimum=1):
+            v = getattr(self, name)
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < minimum:
+                raise ValueError(f"{name} must be an int >= {minimum}, got {v!r}")
+
+        for name in ("n_super", "n_chains", "n_iter", "sample_every", "sparse_init_every",
+                     "optimize_every", "n_shards", "log_lik_every", "callback_every",
+                     "checkpoint_every", "prune_max_edges"):
+            pos_int(name)
+        pos_int("n_sub", 2)
+        pos_int("burn_in", 0)
+        pos_int("seed", 0)
+        pos_int("prune_start", 0)
+        if self.n_super * self.n_sub > 2**31 - 1:
+            raise ValueError(f"n_super * n_sub must fit in int32, got {self.n_super} * {self.n_sub}")
+        for name in ("alpha_root", "alpha_sub", "beta"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.floating, np.integer)) or not v > 0:
+                raise ValueError(f"{name} must be a number > 0, got {v!r}")
+        if not isinstance(self.learn_alpha, (bool, np.bool_)):
+            raise ValueError(f"learn_alpha must be True or False, got {self.learn_alpha!r}")
+        if self.burn_in >= self.n_iter:
+            raise ValueError(
+                f"burn_in ({self.burn_in!r}) must be < n_iter ({self.n_iter!r}) so that at least one "
+                f"sample is kept; e.g. burn_in={self.n_iter - 1}, sample_every=1")
+        if self.burn_in + self.sample_every > self.n_iter:
+            raise ValueError(
+                f"no sample is kept: the first is after sweep burn_in + sample_every = "
+                f"{self.burn_in + self.sample_every} > n_iter = {self.n_iter}; lower sample_every")
+        if self.init not in INITS:
+            raise ValueError(f"init must be one of {INITS}, got {self.init!r}")
+        if self.sampler not in SAMPLERS:
+            raise ValueError(f"sampler must be one of {SAMPLERS}, got {self.sampler!r}")
+        if not (0 < float(self.sparse_init_frac) <= 1):
+            raise ValueError(f"sparse_init_frac must be in (0, 1], got {self.sparse_init_frac!r}")
+        if not (0 < float(self.prune_mass) <= 1):
+            raise ValueError(f"prune_mass must be in (0, 1], got {self.prune_mass!r}")
+        if self.n_jobs is not None:
+            pos_int("n_jobs")
+        if not isinstance(corpus, Corpus):
+            raise TypeError(f"corpus must be a models.corpus.Corpus, got {type(corpus).__name__}")
+        if corpus.n_tokens == 0:
+            raise ValueError("corpus has no tokens")
+        if self.init == "sparse":
+            full = self._sparse_full_iter(corpus.n_docs)
+            if full > self.burn_in:
+                raise ValueError(
+                    f"init='sparse' activates all {corpus.n_docs} documents only at sweep {full}, after "
+                    f"burn_in={self.burn_in}; raise burn_in or sparse_init_frac, or lower sparse_init_every")
+
+    def _sparse_n_active(self, it, n_docs):
+        """Documents active during sweep ``it`` (0-based) under the sparse initialisation."""
+        if self.init != "sparse":
+            return n_docs
+        start = max(1, int(math.ceil(self.sparse_init_frac * n_docs)))
+        return min(n_docs, start << min(60, it // self.sparse_init_every))
+
+    def _sparse_full_iter(self, n_docs):
+        it = 0
+        while self._sparse_n_active(it, n_docs) < n_docs:
+            it += self.sparse_init_every
+        return it
+
+    def _sample_iters(self):
+        return np.arange(self.burn_in + self.sample_every, self.n_iter + 1, self.sample_every,
+                         dtype=np.int64)
+
+    def _is_pruned(self, it):
+        """Whether sweep ``it`` (0-based) is a pruned one."""
+        return (self.sampler == "pruned" and it >= self.prune_start
+                and (it - self.prune_start) % 2 == 1)
+
+    # -- layout -------------------------------------------------------------------------------
+
+    def _build_layout(self, corpus):
+        """Shards (contiguous doc ranges balanced by tokens), term groups, the sweep order."""
+        D, N, V = corpus.n_docs, corpus.n_tokens, corpus.n_terms
+        doc_ptr = corpus.doc_ptr
+        S = self.n_shards
+        cuts = np.searchsorted(doc_ptr, np.arange(1, S) * (N / S), side="left")
+        shard_doc = np.concatenate([[0], np.minimum(cuts, D), [D]]).astype(np.int64)
+        shard_doc = np.maximum.accumulate(shard_doc)
+        doc_len = np.diff(doc_ptr)
+        tok_doc = np.repeat(np.arange(D, dtype=np.int32), doc_len)
+        tok_shard = np.searchsorted(shard_doc, tok_doc, side="right") - 1
+        # S term groups of about equal token counts (greedy, most frequent term first).
+        cf = np.bincount(corpus.term_ids, minlength=V)
+        group = np.zeros(V, dtype=np.int64)
+        if S > 1:
+            load = np.zeros(S, dtype=np.int64)
+            for w in np.argsort(-cf, kind="stable"):
+                g = int(np.argmin(load))
+                group[w] = g
+                load[g] += cf[w]
+        # sweep order: shard, term group, term, then position (stable sort keeps doc order)
+        key = (tok_shard.astype(np.int64) * S + group[corpus.term_ids]) * V + corpus.term_ids
+        ord_pos = np.argsort(key, kind="stable")
+        key_sorted = key[ord_pos]
+        starts = np.flatnonzero(np.concatenate([[True], key_sorted[1:] != key_sorted[:-1]]))
+        run_ptr = np.concatenate([starts, [N]]).astype(np.int64)
+        run_key = key_sorted[starts]
+        run_word = (run_key % V).astype(np.int32)
+        run_block = run_key // V
+        block_run_ptr = np.searchsorted(
+            run_block, np.arange(S)[:, None] * S + np.arange(S + 1)[None, :], side="left"
+        ).astype(np.int64)
+        shard_tok_ptr = np.concatenate([run_ptr[block_run_ptr[:, 0]], [N]]).astype(np.int64)
+        cap = np.minimum(doc_len, self.n_super * self.n_sub)
+        cap_ptr = np.concatenate([[0], np.cumsum(cap)]).astype(np.int64)
+        self._lay = dict(ord_pos=ord_pos.astype(np.int64), ord_doc=tok_doc[ord_pos],
+                         run_ptr=run_ptr, run_word=run_word, block_run_ptr=block_run_ptr,
+                         shard_tok_ptr=shard_tok_ptr, cap_ptr=cap_ptr, doc_len=doc_len,
+                         shard_doc=shard_doc)
+
+    def _alloc_chain_state(self, corpus):
+        C, s, s2 = self.n_chains, self.n_super, self.n_sub
+        V, N, D = corpus.n_terms, corpus.n_tokens, corpus.n_docs
+        cap = int(self._lay["cap_ptr"][-1])
+        self.z_ord_ = np.full((C, N), -1, dtype=np.int32)
+        self.n_wj_ = np.zeros((C, V, s2), dtype=np.int32)
+        self.n_j_ = np.zeros((C, s2), dtype=np.int64)
+        self.n_ds_ = np.zeros((C, D, s), dtype=np.int32)
+        self.dp_key_ = np.zeros((C, cap), dtype=np.int32)
+        self.dp_count_ = np.zeros((C, cap), dtype=np.int32)
+        self.dp_nnz_ = np.zeros((C, D), dtype=np.int32)
+        S = self.n_shards
+        max_len = max(1, int(self._lay["doc_len"].max()))
+        self._local_n_j = np.zeros((S, s2), dtype=np.int64)
+        self._Es = np.zeros((S, s))
+        self._Gs = np.zeros((S, s))
+        self._qbufs = np.zeros((S, s))
+        self._cs = np.zeros((S, s2))
+        self._invs = np.zeros((S, s2))
+        self._sbufs = np.zeros((S, s2))
+        self._rows = np.zeros((S, s2), dtype=np.int32)
+        self._pbufs = np.zeros((S, min(max_len, s * s2)))
+        self._stats = np.zeros((S, K_.N_STATS), dtype=np.int64)
+        self._active = np.ones((C, D), dtype=np.uint8)
+        self._doc_perm = [np.random.default_rng([self.seed, c, 7]).permutation(D) for c in range(C)]
+        self._edges = [None] * C
+
+    def _set_active(self, it, n_docs):
+        n = self._sparse_n_active(it, n_docs)
+        for c in range(self.n_chains):
+            if n >= n_docs:
+                self._active[c] = 1
+            else:
+                self._active[c] = 0
+                self._active[c, self._doc_perm[c][:n]] = 1
+
+    def _rebuild_counts(self, corpus, c):
+        """n_wj, n_j, n_ds and doc lists of chain c from z (Mallet's buildInitialTypeTopicCounts)."""
+        z_doc = self._z_doc(c)
+        K_._build_n_wj(corpus.term_ids, z_doc, self.n_sub, self.n_wj_[c], self.n_j_[c])
+        K_._build_doc_lists(corpus.doc_ptr, z_doc, self.n_sub, self._lay["cap_ptr"],
+                            self.dp_key_[c], self.dp_count_[c], self.dp_nnz_[c], self.n_ds_[c])
+
+    def _z_doc(self, c):
+        out = np.empty(self.z_ord_.shape[1], dtype=np.int32)
+        K_._z_to_doc_order(self.z_ord_[c], self._lay["ord_pos"], out)
+        return out
+
+    @property
+    def z_(self):
+        if not hasattr(self, "z_ord_"):
+            if hasattr(self, "_z_full"):  # loaded with save(full=True)
+                return self._z_full
+            raise AttributeError("z_ is only available after fit or for models saved with full=True")
+        return np.stack([self._z_doc(c) for c in range(self.n_chains)])
+
+    @property
+    def z_super_(self):
+        z = self.z_
+        return np.where(z >= 0, z // self.n_sub, -1).astype(np.int32)
+
+    @property
+    def z_sub_(self):
+        z = self.z_
+        return np.where(z >= 0, z % self.n_sub, -1).astype(np.int32)
+
+    # -- edges (sparse PAM) -------------------------------------------------------------------
+
+    def _make_edges(self, alpha):
+        """Kept edges of every super-topic and their inverse lists (see ``sampler``)."""
+        s, s2 = alpha.shape
+        order = np.argsort(-alpha, axis=1, kind="stable")
+        sorted_a = np.take_along_axis(alpha, order, axis=1)
+        cum = np.cumsum(sorted_a, axis=1)
+        need = float(self.prune_mass) * cum[:, -1:]
+        n_keep = np.minimum((cum < need).sum(1) + 1, min(self.prune_max_edges, s2))
+        subs = [np.sort(order[i, :n_keep[i]]) for i in range(s)]
+        edge_ptr = np.concatenate([[0], np.cumsum(n_keep)]).astype(np.int64)
+        edge_sub = np.concatenate(subs).astype(np.int32)
+        edge_super = np.repeat(np.arange(s, dtype=np.int32), n_keep)
+        edge_alpha = alpha[edge_super, edge_sub].copy()
+        inv = np.lexsort((edge_super, edge_sub))
+        sub_ptr = np.searchsorted(edge_sub[inv], np.arange(s2 + 1)).astype(np.int64)
+        return (edge_ptr, edge_sub, edge_alpha, sub_ptr, edge_super[inv].copy(),
+                edge_alpha[inv].copy())
+
+    # -- training -----------------------------------------------------------------------------
+
+    def fit(self, corpus, callback=None, checkpoint=None):
+        """Train all chains on ``corpus``.
+
+        Parameters
+        ----------
+        corpus : Corpus
+        callback : callable or None
+            ``callback(model, iteration, n_iter)`` after every ``callback_every`` sweeps (and
+            after the last).
+        checkpoint : str or PathLike or None
+            Checkpoint file. If it exists, training resumes from it (same corpus and
+            parameters) and ends with the same model as an uninterrupted run. Rewritten every
+            ``checkpoint_every`` sweeps and after the last one.
+
+        Returns
+        -------
+        self
+        """
+        self._check_params(corpus)
+        prev_threads = numba.get_num_threads()
+        if self.n_jobs is not None:
+            numba.set_num_threads(min(self.n_jobs, numba.config.NUMBA_NUM_THREADS))
+        try:
+            self._fit(corpus, callback, checkpoint)
+        finally:
+            numba.set_num_threads(prev_threads)
+        return self
+
+    def _start(self, corpus):
+        """Fresh chains: rng streams, initial alpha, random assignments of the active docs."""
+        C = self.n_chains
+        self.rng_ = make_rng_states(self.seed, C, self.n_shards)
+        self.alpha_ = np.full((C, self.n_super, self.n_sub), float(self.alpha_sub))
+        self._set_active(0, corpus.n_docs)
+        lay = self._lay
+        for c in range(C):
+            K_._init_random(lay["shard_tok_ptr"], lay["ord_doc"], self._active[c], self.z_ord_[c],
+                            self.n_super, self.n_sub, self.rng_[c])
+            self._rebuild_counts(corpus, c)
+        self._log_lik_rows, self._log_lik_iters, self._stat_rows = [], [], []
+
+    def _fit(self, corpus, callback, checkpoint):
+        C, D = self.n_chains, corpus.n_docs
+        self.fingerprint_ = corpus.fingerprint
+        self.corpus_hash_ = content_hash(corpus.doc_ptr, corpus.term_ids, corpus.n_terms)
+        self.n_terms_ = corpus.n_terms
+        self._build_layout(corpus)
+        self._alloc_chain_state(corpus)
+        self._samples = []
+        self._keep_z_samples = checkpoint is not None
+        sample_iters = set(self._sample_iters().tolist())
+        if checkpoint is not None and os.path.exists(checkpoint):
+            start = self._resume(corpus, checkpoint)
+        else:
+            self._start(corpus)
+            start = 0
+        for it in range(start, self.n_iter):
+            self._set_active(it, D)
+            pruned = self._is_pruned(it)
+            self._stats[:] = 0
+            for c in range(C):
+                self._sweep(c, pruned)
+            done = it + 1
+            self.n_iter_ = done
+            self._stat_rows.append([done, int(pruned)] + self._stats.sum(0).tolist())
+            if self.learn_alpha and done % self.optimize_every == 0:
+                for c in range(C):
+                    self._update_alpha(c)
+            if done % self.log_lik_every == 0 or done == self.n_iter:
+                self._log_lik_rows.append([self._log_lik(c) for c in range(C)])
+                self._log_lik_iters.append(done)
+            if done in sample_iters:
+                for c in range(C):
+                    self._samples.append(self._take_sample(c, done))
+            if checkpoint is not None and (done % self.checkpoint_every == 0 or done == self.n_iter):
+                self._write_checkpoint(checkpoint)
+            if callback is not None and (done % self.callback_every == 0 or done == self.n_iter):
+                callback(self, done, self.n_iter)
+        self._finalize()
+
+    def _update_alpha(self, c):
+        lay = self._lay
+        K_._moment_match(lay["cap_ptr"], self.dp_key_[c], self.dp_count_[c], self.dp_nnz_[c],
+                         self.n_ds_[c], self._active[c], self.alpha_[c])
+        self._edges[c] = None
+
+    def _sweep(self, c, pruned=False):
+        """One sweep of chain c (all shards); exact or pruned."""
+        lay = self._lay
+        alpha = self.alpha_[c]
+        if pruned:
+            if self._edges[c] is None:
+                self._edges[c] = self._make_edges(alpha)
+            edges = self._edges[c]
+        else:
+            z64, z32, zf = np.zeros(1, np.int64), np.zeros(1, np.int32), np.zeros(1)
+            edges = (z64, z32, zf, z64, z32, zf)
+        K_._sweep_pam(lay["block_run_ptr"], lay["run_word"], lay["run_ptr"], lay["ord_doc"],
+                      self.z_ord_[c], self.n_wj_[c], self.n_j_[c], self.n_ds_[c], lay["cap_ptr"],
+                      self.dp_key_[c], self.dp_count_[c], self.dp_nnz_[c], self._active[c],
+                      bool(pruned), float(self.alpha_root), alpha, np.ascontiguousarray(alpha.T),
+                      alpha.sum(1), float(self.beta), *edges, self._local_n_j, self._Es,
+                      self._Gs, self._cs, self._invs, self._rows, self._pbufs, self._qbufs,
+                      self._sbufs, self._stats, self.rng_[c])
+
+    def _log_lik(self, c):
+        n = int(self.n_j_[c].sum())
+        alpha = self.alpha_[c]
+        ll = K_._log_lik_words(self.n_wj_[c], self.n_j_[c], float(self.beta))
+        ll += K_._log_lik_docs(self._lay["cap_ptr"], self.dp_key_[c], self.dp_count_[c],
+                               self.dp_nnz_[c], self.n_ds_[c], self._active[c],
+                               float(self.alpha_root), alpha, alpha.sum(1))
+        return ll / max(n, 1)
+
+    @property
+    def log_lik_(self):
+        return np.array(self._log_lik_rows, dtype=np.float64).reshape(-1, self.n_chains)
+
+    @property
+    def log_lik_iter_(self):
+        return np.array(self._log_lik_iters, dtype=np.int64)
+
+    @property
+    def sweep_stats_(self):
+        return np.array(self._stat_rows, dtype=np.int64).reshape(-1, 2 + K_.N_STATS)
+
+    def terms_per_token(self):
+        """Per sweep: iteration, pruned, and the average per token of doc-bucket pairs,
+        super-topic terms, sub-topic terms scanned, and all three summed ("pairs considered"),
+        as an ndarray of shape (n_sweeps, 6), float64."""
+        st = self.sweep_stats_.astype(np.float64)
+        tok = np.maximum(st[:, 2], 1)
+        per = st[:, 3:6] / tok[:, None]
+        return np.column_stack([st[:, 0], st[:, 1], per, per.sum(1)])
+
+    def _take_sample(self, c, it):
+        lay = self._lay
+        nnz = self.dp_nnz_[c]
+        ptr = np.concatenate([[0], np.cumsum(nnz, dtype=np.int64)])
+        dp_key = np.empty(ptr[-1], dtype=np.int32)
+        dp_count = np.empty(ptr[-1], dtype=np.int32)
+        K_._compact_doc_lists(lay["cap_ptr"], self.dp_key_[c], self.dp_count_[c], nnz, ptr,
+                              dp_key, dp_count)
+        row = np.empty(self.n_wj_.shape[1], dtype=np.int64)
+        K_._row_nnz(self.n_wj_[c], row)
+        tw_ptr = np.concatenate([[0], np.cumsum(row)])
+        sub_dtype = np.uint16 if self.n_sub <= 65535 else np.int32
+        tw_sub = np.empty(tw_ptr[-1], dtype=sub_dtype)
+        tw_count = np.empty(tw_ptr[-1], dtype=np.int32)
+        K_._compact_n_wj(self.n_wj_[c], tw_ptr, tw_sub, tw_count)
+        s = dict(chain=c, iter=it, dp_ptr=ptr, dp_key=dp_key, dp_count=dp_count, tw_ptr=tw_ptr,
+                 tw_sub=tw_sub, tw_count=tw_count, n_j=self.n_j_[c].copy(),
+                 alpha=self.alpha_[c].copy())
+        if self._keep_z_samples:
+            s["z"] = self._z_doc(c)
+        return s
+
+    def _finalize(self):
+        """Stack the kept samples as (chain, sample) = cs = c * n_samples + s."""
+        samples = sorted(self._samples, key=lambda s: (s["chain"], s["iter"]))
+        S = len(samples) // self.n_chains
+        self.n_samples_ = S
+        self.sample_iter_ = np.array([s["iter"] for s in samples[:S]], dtype=np.int64)
+
+        def stack(ptrs, parts):
+            off = np.concatenate([[0], np.cumsum([len(p) for p in parts])]).astype(np.int64)
+            return (np.stack([p + o for p, o in zip(ptrs, off[:-1])]).astype(np.int64),
+                    np.concatenate(parts))
+
+        self.dp_ptr_, self.dp_key_samples_ = stack([s["dp_ptr"] for s in samples],
+                                                   [s["dp_key"] for s in samples])
+        self.dp_count_samples_ = np.concatenate([s["dp_count"] for s in samples])
+        self.tw_ptr_, self.tw_sub_ = stack([s["tw_ptr"] for s in samples],
+                                           [s["tw_sub"] for s in samples])
+        self.tw_count_ = np.concatenate([s["tw_count"] for s in samples])
+        self.n_j_samples_ = np.stack([s["n_j"] for s in samples]).astype(np.int64)
+        self.alpha_samples_ = np.stack([s["alpha"] for s in samples]).astype(np.float64)
+        self.doc_len_ = self._lay["doc_len"].astype(np.int64)
+        if not self._keep_z_samples:
+            self._samples = []
+
+    # -- checkpoints --------------------------------------------------------------------------
+
+    def _write_checkpoint(self, path):
+        header = dict(model=type(self).__name__, params=self.get_params(),
+                      fingerprint=self.fingerprint_, corpus_hash=self.corpus_hash_,
+                      iteration=self.n_iter_, log_lik=self._log_lik_rows,
+                      log_lik_iter=self._log_lik_iters, stats=self._stat_rows,
+                      sample_chain=[s["chain"] for s in self._samples],
+                      sample_iter=[s["iter"] for s in self._samples])
+        arrays = dict(z=self.z_, rng=self.rng_, alpha=self.alpha_)
+        if self._samples:
+            arrays["sample_z"] = np.stack([s["z"] for s in self._samples])
+            arrays["sample_alpha"] = np.stack([s["alpha"] for s in self._samples])
+        ckpt.write_model_file(path, header, arrays, kind=ckpt.CHECKPOINT_FORMAT)
+
+    def _resume(self, corpus, path):
+        f = ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT)
+        h, a = f.header, f.arrays
+        if h.get("model") != type(self).__name__:
+            raise ValueError(f"{os.fspath(path)}: is a {h.get('model')!r} checkpoint, not {type(self).__name__}; "
+                             f"delete it or use another checkpoint path")
+        ckpt.check_fingerprint(path, h, corpus.fingerprint, self.corpus_hash_)
+        mine, theirs = self.get_params(), h["params"]
+        diff = {k: (theirs.get(k), v) for k, v in mine.items()
+                if k not in _RESUME_FREE and theirs.get(k) != v}
+        if diff:
+            listing = ", ".join(f"{k}: checkpoint {t!r} vs now {m!r}" for k, (t, m) in diff.items())
+            raise ValueError(f"{path}: checkpoint was written with other parameters ({listing}); "
+                             f"use the same parameters or delete the checkpoint to start afresh")
+        C = self.n_chains
+        self.rng_ = np.ascontiguousarray(a["rng"], dtype=np.uint64)
+        self.alpha_ = np.ascontiguousarray(a["alpha"], dtype=np.float64)
+        it = int(h["iteration"])
+        self._set_active(max(it - 1, 0), corpus.n_docs)
+        ord_pos = self._lay["ord_pos"]
+        self._log_lik_rows = [list(r) for r in h["log_lik"]]
+        self._log_lik_iters = list(h["log_lik_iter"])
+        self._stat_rows = [list(r) for r in h["stats"]]
+        for j, (c, sit) in enumerate(zip(h["sample_chain"], h["sample_iter"])):
+            K_._z_from_doc_order(np.ascontiguousarray(a["sample_z"][j], dtype=np.int32), ord_pos,
+                                 self.z_ord_[c])
+            self._rebuild_counts(corpus, c)
+            saved = self.alpha_[c].copy()
+            self.alpha_[c] = a["sample_alpha"][j]
+            self._samples.append(self._take_sample(c, int(sit)))
+            self.alpha_[c] = saved
+        for c in range(C):
+            K_._z_from_doc_order(np.ascontiguousarray(a["z"][c], dtype=np.int32), ord_pos,
+                                 self.z_ord_[c])
+            self._rebuild_counts(corpus, c)
+        self.n_iter_ = it
+        return it
+
+    # -- document model -----------------------------------------------------------------------
+
+    def _check_fitted(self):
+        if not hasattr(self, "dp_ptr_"):
+            raise RuntimeError("this PAM is not fitted; call fit(corpus) or PAM.load(path) first")
+
+    @property
+    def n_terms_model_(self):
+        return self.tw_ptr_.shape[1] - 1
+
+    def _tables(self, term_ids):
+        """phi (n_cs, n_sub, T), G = alpha @ phi (n_cs, n_super, T), base = sum_i G_i / S_i."""
+        self._check_fitted()
+        term_ids = np.asarray(term_ids, dtype=np.int64).ravel()
+        V = self.n_terms_model_
+        if term_ids.size and (term_ids.min() < 0 or term_ids.max() >= V):
+            bad = term_ids[(term_ids < 0) | (term_ids >= V)][0]
+            raise ValueError(f"term id {int(bad)!r} is out of range for a model with n_terms = {V}")
+        n_cs = self.dp_ptr_.shape[0]
+        phi = np.empty((n_cs, self.n_sub, len(term_ids)))
+        K_._phi_table(self.tw_ptr_, self.tw_sub_, self.tw_count_, self.n_j_samples_,
+                      float(self.beta), term_ids, phi)
+        G = np.ascontiguousarray(np.matmul(self.alpha_samples_, phi))
+        S = self.alpha_samples_.sum(2)
+        base = np.ascontiguousarray((G / S[:, :, None]).sum(1))
+        return phi, G, base, np.ascontiguousarray(S)
+
+    def p_w_d(self, term_ids):
+        """P_PAM(w | d) for every document, averaged over all kept samples of all chains.
+
+        ``P_PAM(w | d) = sum_i sum_j (n_i^d + a_r) / (n_d + s a_r) * (n_ij^d + a_ij) / (n_i^d + S_i)
+        * (n_jw + beta) / (n_j + V beta)`` per sample.
+
+        Parameters
+        ----------
+        term_ids : array-like of int, shape (n_query_terms,)
+
+        Returns
+        -------
+        ndarray of shape (n_docs, n_query_terms), float64
+        """
+        phi, G, base, S = self._tables(term_ids)
+        out = np.empty((len(self.doc_len_), phi.shape[2]))
+        K_._score_p_w_d(self.dp_ptr_, self.dp_key_samples_, self.dp_count_samples_, self.doc_len_,
+                        self.n_sub, float(self.alpha_root), S, phi, G, base, out)
+        return out
+
+    def p_w_d_per_sample(self, term_ids):
+        """P_PAM(w | d) of every kept sample: ndarray of shape (n_chains, n_samples, n_docs, n_terms)."""
+        phi, G, base, S = self._tables(term_ids)
+        n_cs = phi.shape[0]
+        out = np.empty((n_cs, len(self.doc_len_), phi.shape[2]))
+        K_._score_p_w_d_per_sample(self.dp_ptr_, self.dp_key_samples_, self.dp_count_samples_,
+                                   self.doc_len_, self.n_sub, float(self.alpha_root), S, phi, G,
+                                   base, out)
+        return out.reshape(self.n_chains, n_cs // self.n_chains, *out.shape[1:])
+
+    def _cs_of_chain(self, chain):
+        if not 0 <= chain < self.n_chains:
+            raise ValueError(f"chain must be in [0, {self.n_chains}), got {chain!r}")
+        S = self.dp_ptr_.shape[0] // self.n_chains
+        return range(chain * S, (chain + 1) * S)
+
+    def _doc_pairs(self, cs, doc):
+        lo, hi = self.dp_ptr_[cs, doc], self.dp_ptr_[cs, doc + 1]
+        key = self.dp_key_samples_[lo:hi].astype(np.int64)
+        return key // self.n_sub, key % self.n_sub, self.dp_count_samples_[lo:hi]
+
+    def doc_topics(self, doc, top=10, chain=0):
+        """Most probable super-topics of ``doc``: theta_r averaged over the kept samples of
+        ``chain``. Returns (super-topic ids int64, probabilities float64)."""
+        self._check_fitted()
+        D = len(self.doc_len_)
+        if not 0 <= doc < D:
+            raise ValueError(f"doc must be in [0, {D}), got {doc!r}")
+        a = float(self.alpha_root)
+        theta = np.zeros(self.n_super)
+        css = self._cs_of_chain(chain)
+        for cs in css:
+            t = np.full(self.n_super, a)
+            sup, _, cnt = self._doc_pairs(cs, doc)
+            np.add.at(t, sup, cnt)
+            theta += t / (self.doc_len_[doc] + self.n_super * a)
+        theta /= len(css)
+        ids = np.argsort(-theta, kind="stable")[:top]
+        return ids.astype(np.int64), theta[ids]
+
+    def doc_sub_topics(self, doc, top=10, chain=0):
+        """Most probable sub-topics of ``doc``: sum_i theta_i theta_ij averaged over the kept
+        samples of ``chain``. Returns (sub-topic ids int64, probabilities float64)."""
+        self._check_fitted()
+        a = float(self.alpha_root)
+        mix = np.zeros(self.n_sub)
+        css = self._cs_of_chain(chain)
+        for cs in css:
+            al = self.alpha_samples_[cs]
+            n_is = np.zeros(self.n_super)
+            n_ij = np.zeros((self.n_super, self.n_sub))
+            sup, sub, cnt = self._doc_pairs(cs, doc)
+            np.add.at(n_is, sup, cnt)
+            np.add.at(n_ij, (sup, sub), cnt)
+            th = (n_is + a) / (self.doc_len_[doc] + self.n_super * a)
+            mix += th @ ((n_ij + al) / (n_is + al.sum(1))[:, None])
+        mix /= len(css)
+        ids = np.argsort(-mix, kind="stable")[:top]
+        return ids.astype(np.int64), mix[ids]
+
+    def topic_words(self, sub, top=10, chain=0):
+        """Most probable terms of sub-topic ``sub``: phi averaged over the kept samples of
+        ``chain``. Returns (term ids int64, probabilities float64)."""
+        self._check_fitted()
+        if not 0 <= sub < self.n_sub:
+            raise ValueError(f"sub-topic must be in [0, {self.n_sub}), got {sub!r}")
+        phi = np.zeros(self.n_terms_model_)
+        css = self._cs_of_chain(chain)
+        for cs in css:
+            phi += self.phi_matrix(cs, subs=[sub])[0]
+        phi /= len(css)
+        ids = np.argsort(-phi, kind="stable")[:top]
+        return ids.astype(np.int64), phi[ids]
+
+    def phi_matrix(self, cs, subs=None):
+        """Dense phi of kept sample ``cs`` (= chain * n_samples + sample) for the sub-topics
+        ``subs`` (default all): ndarray of shape (len(subs), n_terms), float64."""
+        self._check_fitted()
+        subs = np.arange(self.n_sub) if subs is None else np.asarray(subs, dtype=np.int64)
+        V = self.n_terms_model_
+        b = float(self.beta)
+        row_of = np.full(self.n_sub, -1, dtype=np.int64)
+        row_of[subs] = np.arange(len(subs))
+        lo, hi = self.tw_ptr_[cs, 0], self.tw_ptr_[cs, V]
+        words = np.repeat(np.arange(V), np.diff(self.tw_ptr_[cs]))
+        rows = row_of[self.tw_sub_[lo:hi].astype(np.int64)]
+        keep = rows >= 0
+        cnt = np.zeros((len(subs), V))
+        cnt[rows[keep], words[keep]] = self.tw_count_[lo:hi][keep]
+        return (cnt + b) / (self.n_j_samples_[cs, subs][:, None] + V * b)
+
+    def super_sub_counts(self, cs):
+        """Corpus-level n_ij of kept sample ``cs``: ndarray of shape (n_super, n_sub), int64."""
+        self._check_fitted()
+        lo, hi = self.dp_ptr_[cs, 0], self.dp_ptr_[cs, -1]
+        key = self.dp_key_samples_[lo:hi].astype(np.int64)
+        out = np.zeros(self.n_super * self.n_sub, dtype=np.int64)
+        np.add.at(out, key, self.dp_count_samples_[lo:hi])
+        return out.reshape(self.n_super, self.n_sub)
+
+    def correlations(self, chain=0, top_subs=5):
+        """Super-topics with their sub-topics ranked by alpha_ij (Figure 4 / Table 13).
+
+        Returns a list, ordered by corpus share, of dicts ``{"super", "share", "alpha_sum",
+        "subs": [(sub, alpha_ij averaged over the chain's samples), ...]}``.
+        """
+        self._check_fitted()
+        css = list(self._cs_of_chain(chain))
+        alpha = self.alpha_samples_[css].mean(0)
+        n_i = np.mean([self.super_sub_counts(cs).sum(1) for cs in css], axis=0)
+        share = n_i / max(n_i.sum(), 1)
+        out = []
+        for i in np.argsort(-share, kind="stable"):
+            order = np.argsort(-alpha[i], kind="stable")[:top_subs]
+            out.append(dict(super=int(i), share=float(share[i]), alpha_sum=float(alpha[i].sum()),
+                            subs=[(int(j), float(alpha[i, j])) for j in order]))
+        return out
+
+    # -- model files --------------------------------------------------------------------------
+
+    _INFERENCE_ARRAYS = ("dp_ptr", "dp_key_samples", "dp_count_samples", "tw_ptr", "tw_sub",
+                         "tw_count", "n_j_samples", "alpha_samples", "doc_len")
+
+    def save(self, path, full=False):
+        """Write the model (atomically) with its parameters and corpus fingerprint.
+
+        ``full=False`` keeps what inference needs: the kept samples' sparse doc-pair and
+        sub-topic-word counts, n_j and alpha. ``full=True`` adds the chains' current ``z_``,
+        ``alpha_`` and rng state.
+        """
+        self._check_fitted()
+        header = dict(model=type(self).__name__, params=self.get_params(),
+                      fingerprint=self.fingerprint_, corpus_hash=self.corpus_hash_,
+                      n_iter=int(self.n_iter_), n_samples=int(self.n_samples_),
+                      sample_iter=self.sample_iter_.tolist(), log_lik=self._log_lik_rows,
+                      log_lik_iter=self._log_lik_iters, stats=self._stat_rows,
+                      n_terms=int(self.n_terms_model_))
+        arrays = {name: getattr(self, name + "_") for name in self._INFERENCE_ARRAYS}
+        if full:
+            arrays.update(z=self.z_, alpha=self.alpha_, rng=self.rng_)
+        ckpt.write_model_file(path, header, arrays)
+
+    @classmethod
+    def load(cls, path, fingerprint=None):
+        """Read a model written by :meth:`save`; with ``fingerprint``, a model trained on
+        another corpus/index is refused (ValueError naming both fingerprints)."""
+        f = ckpt.read_model_file(path)
+        h, a = f.header, f.arrays
+        if h.get("model") != cls.__name__:
+            raise ValueError(f"{os.fspath(path)}: holds a {h.get('model')!r} model, not {cls.__name__}")
+        ckpt.check_fingerprint(path, h, fingerprint)
+        model = cls(**h["params"])
+        model.fingerprint_ = h["fingerprint"]
+        model.corpus_hash_ = h.get("corpus_hash")
+        model.n_iter_ = h["n_iter"]
+        model.n_samples_ = h["n_samples"]
+        model.sample_iter_ = np.array(h["sample_iter"], dtype=np.int64)
+        model._log_lik_rows = h["log_lik"]
+        model._log_lik_iters = h["log_lik_iter"]
+        model._stat_rows = h.get("stats", [])
+        for name in cls._INFERENCE_ARRAYS:
+            setattr(model, name + "_", a[name])
+        if "z" in a:
+            model._z_full = a["z"]
+            model.alpha_ = a["alpha"]
+            model.rng_ = a["rng"]
+        return model
+
+
+def pam_log_lik(corpus, z_super, z_sub, n_super, n_sub, alpha_root, alpha, beta):
+    """Collapsed log p(w, z, z') per token of any assignment (e.g. tomotopy's), with exactly the
+    formula behind ``PAM.log_lik_``.
+
+    Parameters
+    ----------
+    corpus : Corpus
+    z_super, z_sub : ndarray of shape (n_tokens,), int
+        Super- and sub-topic of every token in document order (-1: unassigned, ignored).
+    n_super, n_sub : int
+    alpha_root : float
+    alpha : float or ndarray of shape (n_super, n_sub)
+    beta : float
+
+    Returns
+    -------
+    float
+    """
+    z_super = np.asarray(z_super, dtype=np.int64)
+    z = np.where(z_super >= 0, z_super * n_sub + np.asarray(z_sub, dtype=np.int64), -1).astype(np.int32)
+    alpha = np.ascontiguousarray(np.broadcast_to(np.asarray(alpha, dtype=np.float64),
+                                                 (n_super, n_sub)))
+    n_wj = np.zeros((corpus.n_terms, n_sub), dtype=np.int32)
+    n_j = np.zeros(n_sub, dtype=np.int64)
+    K_._build_n_wj(corpus.term_ids, z, n_sub, n_wj, n_j)
+    doc_len = np.diff(corpus.doc_ptr)
+    cap_ptr = np.concatenate([[0], np.cumsum(np.minimum(doc_len, n_super * n_sub))]).astype(np.int64)
+    dp_key = np.zeros(cap_ptr[-1], dtype=np.int32)
+    dp_count = np.zeros(cap_ptr[-1], dtype=np.int32)
+    dp_nnz = np.zeros(corpus.n_docs, dtype=np.int32)
+    n_ds = np.zeros((corpus.n_docs, n_super), dtype=np.int32)
+    K_._build_doc_lists(corpus.doc_ptr, z, n_sub, cap_ptr, dp_key, dp_count, dp_nnz, n_ds)
+    active = np.ones(corpus.n_docs, dtype=np.uint8)
+    ll = K_._log_lik_words(n_wj, n_j, float(beta))
+    ll += K_._log_lik_docs(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, active, float(alpha_root),
+                           alpha, alpha.sum(1))
+    return ll / max(int(n_j.sum()), 1)

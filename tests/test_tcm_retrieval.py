@@ -1,0 +1,157 @@
+"""TCM over an index: token sequences with splits, query segmentation, collocation scoring, CLI."""
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from retrieval.batch import run_topics, sweep_topics
+from retrieval.cli import main
+from retrieval.index import build_index
+from retrieval.models_io import load_model, train_model
+from retrieval.scoring import Scorer
+from retrieval.sequences import (SPLITS_FILE, SPLITS_META, collocation_postings, index_splits,
+                                 mark_punctuation, query_collocations, query_sequence, stopword_splits)
+from retrieval.sources import load_topics
+from retrieval.stats import STATS_DIR
+
+DATA = Path(__file__).parent / "data"
+DOCS = """<DOC>
+<DOCNO> D1 </DOCNO>
+<TEXT>The boundary layer, in simple shear flow. Heat transfer (rates) measured near the boundary layer</TEXT>
+</DOC>
+<DOC>
+<DOCNO> D2 </DOCNO>
+<TEXT>heat transfer in a boundary layer; shear flow past "plates" -- boundary layer heat transfer</TEXT>
+</DOC>
+"""
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tcm")
+    (root / "docs.trec").write_text(DOCS)
+    return build_index([root / "docs.trec"], root / "tiny")
+
+
+def doc_view(index, split, d):
+    """Doc d as 'term term | term ...' with | at every split."""
+    s = index.stats
+    out = []
+    for i in range(s.doc_ptr[d], s.doc_ptr[d + 1]):
+        out.append(s.terms[s.term_ids[i]])
+        if split[i]:
+            out.append("|")
+    return " ".join(out)
+
+
+def test_punctuation_is_marked():
+    assert mark_punctuation('flow. Heat (rates) "x", y -- z') == \
+        'flow qqsplitqq  Heat  qqsplitqq rates qqsplitqq   qqsplitqq x qqsplitqq  qqsplitqq  y  qqsplitqq  z'
+    assert mark_punctuation("U.S.A. 3,000 e.g. a/b") == "U.S.A qqsplitqq  3,000 e.g qqsplitqq  a/b"
+
+
+def test_splits_from_stopwords_and_punctuation(tiny):
+    split = index_splits(tiny, progress=False)
+    assert split.dtype == np.uint8 and split.shape == (tiny.stats.n_tokens,)
+    assert doc_view(tiny, split, 0) == "boundari layer | simpl shear flow | heat transfer | rate | measur near | boundari layer |"
+    assert doc_view(tiny, split, 1) == "heat transfer | boundari layer | shear flow past | plate | boundari layer heat transfer |"
+    # stopword gaps alone: positions in the index
+    assert doc_view(tiny, stopword_splits(tiny.stats), 0) == \
+        "boundari layer | simpl shear flow heat transfer rate measur near | boundari layer |"
+    # cached beside the index and tied to its fingerprint
+    folder = tiny.path / STATS_DIR
+    meta = json.loads((folder / SPLITS_META).read_text())
+    assert meta["fingerprint"] == tiny.fingerprint and meta["n_fallback"] == 0
+    np.save(folder / SPLITS_FILE, np.zeros_like(split))  # a cache is trusted when its meta matches
+    assert index_splits(tiny, progress=False).sum() == 0
+    meta["fingerprint"] = "another-index"
+    (folder / SPLITS_META).write_text(json.dumps(meta))  # ... and recomputed when it does not
+    np.testing.assert_array_equal(index_splits(tiny, progress=False), split)
+
+
+def test_query_sequence_and_collocation_postings(tiny):
+    q = query_sequence(tiny, "Boundary layers in the heat-transfer of zebras, shear flow")
+    assert q.terms == ["boundari", "layer", "heat", "transfer", "shear", "flow"]
+    assert q.split.tolist() == [0, 1, 0, 1, 0, 0]  # stopwords, an unknown term and a comma split
+    assert q.unknown == ["zebra"]
+    s = tiny.stats
+    split = index_splits(tiny, progress=False)
+    bl = [s.term_index["boundari"], s.term_index["layer"]]
+    docs, tf, cf = collocation_postings(s, split, bl)
+    assert docs.tolist() == [0, 1] and tf.tolist() == [2, 2] and cf == 4
+    # "layer heat" is adjacent in D2 only; in D1 a split (comma + stopword) lies between them
+    lh = [s.term_index["layer"], s.term_index["heat"]]
+    docs, tf, cf = collocation_postings(s, split, lh)
+    assert docs.tolist() == [1] and cf == 1
+    assert collocation_postings(s, split, [s.term_index["flow"], s.term_index["heat"]])[2] == 0
+
+
+def test_collocation_scores_match_hand_computation(tiny):
+    s = tiny.stats
+    scorer = Scorer(s, mu=10.0, lam=0.6, model=object())  # without a model, lam would be 1
+    query = scorer.query("heat transfer", tiny.analyze("heat transfer"))
+    p_w = np.array([[0.1, 0.2], [0.3, 0.05]])  # P_TM(w|d), query terms in id order
+    p_tm = np.array([[0.02], [0.04]])           # P_TM(c|d) of the collocation "heat transfer"
+    postings = [(np.array([0, 1], dtype=np.int32), np.array([1, 2], dtype=np.int32))]
+    p_c = np.array([3 / s.n_tokens])
+    got = scorer.score_collocations(query, p_w, postings, p_c, p_tm, omega=0.5)
+    for d in range(2):
+        want = 0.0
+        for j, w in enumerate(query.term_ids):
+            docs, tf = s.postings(w)
+            tfd = dict(zip(docs.tolist(), tf.tolist())).get(d, 0)
+            p_ql = (tfd + 10.0 * s.p_c[w]) / (s.doc_len[d] + 10.0)
+            want += math.log(0.6 * p_ql + 0.4 * p_w[d, j])
+        p_ql_c = ([1, 2][d] + 10.0 * p_c[0]) / (s.doc_len[d] + 10.0)
+        want += 0.5 * math.log(0.6 * p_ql_c + 0.4 * p_tm[d, 0])
+        assert got[d] == pytest.approx(want, rel=1e-12)
+    # omega = 0 and lam = 1 fall back to the per-term scores
+    np.testing.assert_array_equal(scorer.score_collocations(query, p_w, postings, p_c, p_tm, omega=0.0),
+                                  Scorer(s, mu=10.0, lam=0.6, model=type("M", (), {"p_w_d": lambda self, t: p_w})()).score(query))
+    ql = Scorer(s, mu=10.0, lam=1.0)
+    np.testing.assert_array_equal(Scorer(s, mu=10.0, lam=1.0, model=object()).score_collocations(
+        query, p_w, postings, p_c, p_tm), ql.score(query))
+
+
+@pytest.fixture(scope="module")
+def mini_tcm(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tcm-mini")
+    index = build_index([DATA / "docs.trec"], root / "mini")
+    model, path = train_model(index, "tcm", root / "tcm.npz", progress=False, n_topics=3, n_chains=2,
+                              n_iter=12, burn_in=6, sample_every=3, seed=1)
+    return index, model, path
+
+
+def test_tcm_model_on_an_index(mini_tcm):
+    index, model, path = mini_tcm
+    loaded = load_model(path, index)
+    assert type(loaded).__name__ == "TCM" and loaded.n_samples_ == 2
+    p = loaded.p_w_d(np.arange(index.stats.n_terms))
+    assert p.shape == (index.stats.n_docs, index.stats.n_terms) and (p > 0).all()
+    topics = load_topics(DATA / "topics.trec")
+    runs = sweep_topics(index, topics, [(1000.0, 0.7), (500.0, 1.0)], model=loaded, progress=False)
+    for (mu, lam), run in runs.items():
+        assert run == run_topics(index, topics, mu=mu, lam=lam, model=loaded, progress=False)
+    assert runs[(500.0, 1.0)] == run_topics(index, topics, mu=500.0, lam=1.0, progress=False)
+    col = query_collocations(index, loaded, "Airbus Subsidies")
+    assert len(col.seg_ptr) == len(col.terms) + 1
+
+
+def test_cli_train_view_and_run(tmp_path, capsys):
+    idx = tmp_path / "ap-mini"
+    assert main(["-q", "index", str(DATA / "docs.trec"), "--out", str(idx)]) == 0
+    out = tmp_path / "tcm.npz"
+    assert main(["-q", "train", "tcm", "--index", str(idx), "--out", str(out), "--topics", "3",
+                 "--chains", "1", "--iterations", "6", "--burn-in", "3", "--sample-every", "3",
+                 "--tcm-sampler", "exact", "--max-len", "4"]) == 0
+    assert out.exists() and not Path(str(out) + ".ckpt").exists()
+    capsys.readouterr()
+    assert main(["-q", "tcm-view", "--index", str(idx), "--model", str(out), "--topics", "2", "--top", "3"]) == 0
+    view = capsys.readouterr().out
+    assert "by P(c|t):" in view and "by P(t|c):" in view and view.count("topic ") == 2
+    assert main(["-q", "run", "--index", str(idx), "--topics", str(DATA / "topics.trec"), "--model", str(out),
+                 "--lam", "0.8", "--out-dir", str(tmp_path / "runs")]) == 0
+    assert [p.name for p in (tmp_path / "runs").iterdir()] == ["run.ap-mini.topics.title.tcm.mu1000_lam0.8.txt"]
+    assert main(["-q", "tcm-view", "--index", str(idx), "--model", str(tmp_path / "nope.npz")]) == 2
