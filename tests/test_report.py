@@ -244,3 +244,24 @@ def test_report_on_med_agrees_with_eval(shared_data, tmp_path, capsys):
     assert eval_rows["run.med.topics.title.ql.mu1000.txt"][0] == "0.4955"
     assert eval_rows["run.med.topics.title.bm25+rm3.txt"][0] == "0.5936"
     assert Path(html_path).stat().st_size > 50_000
+
+
+@pytest.mark.parametrize("kind, params, heading", [
+    ("pam", dict(n_super=2, n_sub=3), "## Topic correlations of"),
+    ("tcm", dict(n_topics=3), "## Collocations of"),
+])
+def test_pam_and_tcm_views_in_the_report(tmp_path, runs, kind, params, heading):
+    from retrieval.index import build_index
+    from retrieval.models_io import train_model
+
+    index = build_index([DATA / "docs.trec"], tmp_path / "mini")
+    model, path = train_model(index, kind, tmp_path / f"{kind}.npz", progress=False, n_chains=1, n_iter=10,
+                              burn_in=5, sample_every=5, **params)
+    files = build_report(list(map(str, runs.values())), str(QRELS), out_dir=tmp_path / "out", model=str(path),
+                         index=index)
+    md = files.markdown.read_text()
+    assert heading in md
+    section = md.split(heading)[1]
+    assert any(t in section for t in ("airbu", "subsidi", "rail", "strike"))
+    if kind == "pam":
+        assert "data:image/png;base64," in files.html.read_text().split("Topic correlations of")[1]
