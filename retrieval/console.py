@@ -470,12 +470,24 @@ class Session:
             out += self._doc_topics(doc)
         return out
 
+    def _topic_text(self, k: int, words: int) -> str:
+        if hasattr(self.model, "topic_words"):
+            return " ".join(self.stats.terms[w] for w in self.model.topic_words(k, top=words)[0])
+        from .tcm_views import collocation_rows  # TCM: a topic is a restaurant of collocations
+
+        return "; ".join(c for c, _, _ in collocation_rows(self.model, self.stats.terms, topics=[k], top=words)[0]["p_c_t"])
+
+    def _n_topics(self) -> int:
+        # PAM's word distributions are its sub-topics.
+        return int(getattr(self.model, "n_sub", None) or self.model.n_topics)
+
     def _doc_topics(self, doc: int, top: int = 3, words: int = 8) -> Fragments:
-        topics, probs = self.model.doc_topics(doc, top=top)
+        # PAM: the document's mixture over sub-topics (sum_i theta_i theta_ij), whose words we show.
+        doc_topics = getattr(self.model, "doc_sub_topics", self.model.doc_topics)
+        topics, probs = doc_topics(doc, top=top)
         out = [("class:dim", f"top topics of {self.stats.docnos[doc]} ({self.model_name}):\n")]
         for k, p in zip(topics, probs):
-            term_ids, _ = self.model.topic_words(int(k), top=words)
-            out.append(("", f"  topic {int(k):4d}  {p:.3f}  " + " ".join(self.stats.terms[w] for w in term_ids) + "\n"))
+            out.append(("", f"  topic {int(k):4d}  {p:.3f}  {self._topic_text(int(k), words)}\n"))
         return out
 
     def cmd_doc(self, arg: str) -> Fragments:
@@ -500,13 +512,15 @@ class Session:
     def cmd_topic(self, arg: str) -> Fragments:
         if self.model is None:
             raise ConsoleError(":topic needs a topic model; load one with :model DIR")
-        n = self.model.n_topics
+        n = self._n_topics()
         try:
             k = int(arg)
         except ValueError:
             raise ConsoleError(f":topic K takes a topic number in [0, {n}), got {arg!r}") from None
         if not 0 <= k < n:
             raise ConsoleError(f"topic must be in [0, {n}), got {k}")
+        if not hasattr(self.model, "topic_words"):
+            return [("class:title", f"topic {k} of {n} ({self.model_name})\n"), ("", self._topic_text(k, 20) + "\n")]
         term_ids, probs = self.model.topic_words(k, top=20)
         rows = [{"term": self.stats.terms[w], "P(w|topic)": f"{p:.4f}"} for w, p in zip(term_ids, probs)]
         return [("class:title", f"topic {k} of {n} ({self.model_name})\n"), ("", format_table(rows) + "\n")]
@@ -533,7 +547,7 @@ class Session:
         start = time.perf_counter()
         model = _load_model(arg, self.index)
         self.model, self.model_name = model, Path(arg).stem  # as topicir run names runs
-        return [("", f"model {self.model_name}: {model.n_topics} topics, loaded in "
+        return [("", f"model {self.model_name}: {self._n_topics()} topics, loaded in "
                      f"{time.perf_counter() - start:.1f} s; {self.settings()}\n")]
 
     def cmd_field(self, arg: str) -> Fragments:
