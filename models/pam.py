@@ -4,6 +4,17 @@
 Li & McCallum, "Pachinko Allocation: Scalable Mixture Models of Topic Correlations" (the
 four-level model of section 2, sparse PAM of section 3.2). The numerical work lives in
 :mod:`models._kernels.pam`; this class validates, allocates and loops.
+
+Two behaviours worth knowing (measured, see tests/test_pam.py and the issue report):
+
+- With alpha_r = 0.01 a document's super-topic is settled during the first sweep, before
+  sub-topics mean anything, and token-by-token Gibbs moves can hardly change it later
+  (tomotopy's PAModel behaves the same). Planted super/sub structure is therefore a stable
+  state of the sampler, but random starts need not find it on small corpora.
+- The moment-matching precision S_i is a geometric mean over all s' sub-topics; sub-topics a
+  super-topic never uses contribute m_ij ~ s' - 1 through the pseudo-document, so with many
+  sub-topics (100/800 on small collections) S_i approaches s' and theta_i stays close to its
+  mean, while with few sub-topics S_i can shrink well below 1.
 """
 import math
 import os
