@@ -155,3 +155,27 @@ def test_cli_train_view_and_run(tmp_path, capsys):
                  "--lam", "0.8", "--out-dir", str(tmp_path / "runs")]) == 0
     assert [p.name for p in (tmp_path / "runs").iterdir()] == ["run.ap-mini.topics.title.tcm.mu1000_lam0.8.txt"]
     assert main(["-q", "tcm-view", "--index", str(idx), "--model", str(tmp_path / "nope.npz")]) == 2
+
+
+# MAP of TCM smoothing on med (K = 100, 3 chains x 100 sweeps, seed 0; mu = 1000, lam = 0.8,
+# title queries, depth 1000), as `topicir smoothing --kind tcm` reports it; QL is 0.4955.
+EXPECTED_TCM_MED = 0.5974
+
+
+@pytest.mark.regression
+def test_tcm_smoothing_on_med(shared_data, tmp_path):
+    from retrieval.evaluate import aggregate, judged_topics
+    from retrieval.regressions import ensure_index
+    from retrieval.smoothing import TRAIN, _model
+    from retrieval.sources import load_qrels
+    from retrieval.tcm_views import phrase_rows
+
+    index = ensure_index(shared_data, "med", tmp_path)
+    model = _model(index, "tcm", 100, TRAIN)
+    qrels = load_qrels(shared_data / "med" / "qrels.txt")
+    topics = [t for t in load_topics(shared_data / "med" / "topics.trec") if t.qid in judged_topics(qrels)]
+    runs = sweep_topics(index, topics, [(1000.0, 1.0), (1000.0, 0.8)], model=model, progress=False)
+    assert aggregate(runs[(1000.0, 1.0)], qrels, ["AP"])["AP"] == pytest.approx(0.4955, abs=0.005)
+    assert aggregate(runs[(1000.0, 0.8)], qrels, ["AP"])["AP"] == pytest.approx(EXPECTED_TCM_MED, abs=0.01)
+    phrases = [p for p, _ in phrase_rows(model, index.stats.terms, top=30)]
+    assert {"growth hormon", "bone marrow", "septal defect", "amino acid"} <= set(phrases)
