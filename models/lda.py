@@ -1,25 +1,19 @@
 """Latent Dirichlet allocation by exact sparse collapsed Gibbs sampling, and the LDA-based
 document model of Wei & Croft (2006): P_LDA(w | d) averaged over kept samples and chains.
 
-The numerical work lives in :mod:`models._kernels.lda`; this class validates, allocates and loops.
+The numerical work lives in :mod:`models._kernels.lda` and the fit loop, checkpoints and model
+files in :mod:`models.base`; this class validates, allocates and sweeps.
 """
-import math
-import os
-import warnings
-
 import numba
 import numpy as np
 
-from . import checkpoint as ckpt
 from ._kernels import lda as K_
 from ._kernels.rng import make_rng_states
-from .corpus import Corpus, content_hash
+from .base import SweepOrderModel, block_run_ptrs, key_runs, stack_ptrs, token_shards
 
 SAMPLERS = ("fplus",)
 INITS = ("random", "sparse")
 PARALLEL = ("partition", "adlda")
-# Parameters that may differ between a checkpoint and the resuming estimator.
-_RESUME_FREE = ("n_jobs", "callback_every", "checkpoint_every", "log_lik_every")
 
 
 def _next_pow2(k):
@@ -29,7 +23,7 @@ def _next_pow2(k):
     return p
 
 
-class LDA:
+class LDA(SweepOrderModel):
     """LDA trained by collapsed Gibbs sampling with several chains, kept as a document model.
 
     Parameters
@@ -135,94 +129,29 @@ class LDA:
 
     # -- parameters ---------------------------------------------------------------------------
 
-    def get_params(self):
-        return {name: getattr(self, name) for name in (
-            "n_topics", "alpha", "beta", "n_chains", "n_iter", "burn_in", "sample_every", "init",
-            "sparse_init_frac", "sparse_init_every", "optimize_alpha", "optimize_every",
-            "n_shards", "parallel", "seed", "n_jobs", "sampler", "log_lik_every", "callback_every",
-            "checkpoint_every")}
-
     def _check_params(self, corpus):
-        def pos_int(name, minimum=1):
-            v = getattr(self, name)
-            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < minimum:
-                raise ValueError(f"{name} must be an int >= {minimum}, got {v!r}")
-
-        for name in ("n_topics", "n_chains", "n_iter", "sample_every", "sparse_init_every",
-                     "optimize_every", "n_shards", "log_lik_every", "callback_every",
-                     "checkpoint_every"):
-            pos_int(name)
-        pos_int("burn_in", 0)
-        pos_int("seed", 0)
+        self._check_shared_params("n_topics", "sparse_init_every", "optimize_every")
         if self.n_topics > 65535:
             raise ValueError(f"n_topics must be <= 65535, got {self.n_topics!r}")
         if self.alpha is not None and not (float(self.alpha) > 0):
             raise ValueError(f"alpha must be > 0 or None (50 / n_topics), got {self.alpha!r}")
         if not float(self.beta) > 0:
             raise ValueError(f"beta must be > 0, got {self.beta!r}")
-        if self.burn_in >= self.n_iter:
-            raise ValueError(
-                f"burn_in ({self.burn_in!r}) must be < n_iter ({self.n_iter!r}) so that at least one "
-                f"sample is kept; e.g. burn_in={self.n_iter - 1}, sample_every=1")
-        if self.burn_in + self.sample_every > self.n_iter:
-            raise ValueError(
-                f"no sample is kept: the first is after sweep burn_in + sample_every = "
-                f"{self.burn_in + self.sample_every} > n_iter = {self.n_iter}; lower sample_every")
-        if self.init not in INITS:
-            raise ValueError(f"init must be one of {INITS}, got {self.init!r}")
-        if self.parallel not in PARALLEL:
-            raise ValueError(f"parallel must be one of {PARALLEL}, got {self.parallel!r}")
-        if self.sampler not in SAMPLERS:
-            raise ValueError(f"sampler must be one of {SAMPLERS}, got {self.sampler!r}")
-        if not (0 < float(self.sparse_init_frac) <= 1):
-            raise ValueError(f"sparse_init_frac must be in (0, 1], got {self.sparse_init_frac!r}")
-        if self.n_jobs is not None:
-            pos_int("n_jobs")
-        if not isinstance(corpus, Corpus):
-            raise TypeError(f"corpus must be a models.corpus.Corpus, got {type(corpus).__name__}")
-        if corpus.n_tokens == 0:
-            raise ValueError("corpus has no tokens")
-        if self.init == "sparse":
-            full = self._sparse_full_iter(corpus.n_docs)
-            if full > self.burn_in:
-                raise ValueError(
-                    f"init='sparse' activates all {corpus.n_docs} documents only at sweep {full}, after "
-                    f"burn_in={self.burn_in}; raise burn_in or sparse_init_frac, or lower sparse_init_every")
+        self._check_choice("init", INITS)
+        self._check_choice("parallel", PARALLEL)
+        self._check_choice("sampler", SAMPLERS)
+        self._check_corpus(corpus)
 
     def _alpha0(self):
         return 50.0 / self.n_topics if self.alpha is None else float(self.alpha)
-
-    def _sparse_n_active(self, it, n_docs):
-        """Documents active during sweep ``it`` (0-based) under the sparse initialisation."""
-        if self.init != "sparse":
-            return n_docs
-        start = max(1, int(math.ceil(self.sparse_init_frac * n_docs)))
-        return min(n_docs, start << min(60, it // self.sparse_init_every))
-
-    def _sparse_full_iter(self, n_docs):
-        it = 0
-        while self._sparse_n_active(it, n_docs) < n_docs:
-            it += self.sparse_init_every
-        return it
-
-    def _sample_iters(self):
-        return np.arange(self.burn_in + self.sample_every, self.n_iter + 1, self.sample_every,
-                         dtype=np.int64)
 
     # -- layout -------------------------------------------------------------------------------
 
     def _build_layout(self, corpus):
         """Shards (contiguous doc ranges balanced by tokens) and the word-major sweep order."""
-        D, N, V = corpus.n_docs, corpus.n_tokens, corpus.n_terms
-        doc_ptr = corpus.doc_ptr
+        N, V = corpus.n_tokens, corpus.n_terms
         S = self.n_shards
-        # Shard s holds docs shard_doc[s]:shard_doc[s+1]; cut at token quantiles.
-        cuts = np.searchsorted(doc_ptr, np.arange(1, S) * (N / S), side="left")
-        shard_doc = np.concatenate([[0], np.minimum(cuts, D), [D]]).astype(np.int64)
-        shard_doc = np.maximum.accumulate(shard_doc)
-        doc_len = np.diff(doc_ptr)
-        tok_doc = np.repeat(np.arange(D, dtype=np.int32), doc_len)
-        tok_shard = np.searchsorted(shard_doc, tok_doc, side="right") - 1
+        shard_doc, doc_len, tok_doc, tok_shard = token_shards(corpus, S)
         # Term groups for the partition scheme: S groups of about equal token counts (greedy,
         # most frequent term first, ties to the lowest group), so the blocks of a sub-step match.
         cf = np.bincount(corpus.term_ids, minlength=V)
@@ -236,15 +165,9 @@ class LDA:
         key = tok_shard.astype(np.int64) * V + w_rank[corpus.term_ids]
         ord_pos = np.empty(N, dtype=np.int64)
         K_._counting_sort(key, S * V, ord_pos)
-        key_sorted = key[ord_pos]
-        starts = np.flatnonzero(np.concatenate([[True], key_sorted[1:] != key_sorted[:-1]]))
-        run_ptr = np.concatenate([starts, [N]]).astype(np.int64)
-        run_key = key_sorted[starts]
+        run_ptr, run_key = key_runs(key[ord_pos])
         run_word = w_order[run_key % V].astype(np.int32)
-        run_block = (run_key // V) * S + group[run_word]
-        block_run_ptr = np.searchsorted(
-            run_block, np.arange(S)[:, None] * S + np.arange(S + 1)[None, :], side="left"
-        ).astype(np.int64)
+        block_run_ptr = block_run_ptrs((run_key // V) * S + group[run_word], S)
         shard_run_ptr = np.concatenate([block_run_ptr[:, 0], [len(run_word)]]).astype(np.int64)
         cap = np.minimum(doc_len, self.n_topics)
         cap_ptr = np.concatenate([[0], np.cumsum(cap)]).astype(np.int64)
@@ -279,15 +202,6 @@ class LDA:
         self._active = np.ones((C, D), dtype=np.uint8)
         self._doc_perm = [np.random.default_rng([self.seed, c, 7]).permutation(D) for c in range(C)]
 
-    def _set_active(self, it, n_docs):
-        n = self._sparse_n_active(it, n_docs)
-        for c in range(self.n_chains):
-            if n >= n_docs:
-                self._active[c] = 1
-            else:
-                self._active[c] = 0
-                self._active[c, self._doc_perm[c][:n]] = 1
-
     def _rebuild_counts(self, corpus, c):
         """n_kw, n_k and doc lists of chain c from z (Mallet's buildInitialTypeTopicCounts)."""
         z_doc = self._z_doc(c)
@@ -297,96 +211,32 @@ class LDA:
         K_._build_doc_lists(corpus.doc_ptr, z_doc, self._lay["cap_ptr"], self.dt_topic_[c],
                             self.dt_count_[c], self.dt_nnz_[c])
 
-    def _z_doc(self, c, dtype=np.int32):
-        out = np.empty(self.z_ord_.shape[1], dtype=np.int32)
-        K_._z_to_doc_order(self.z_ord_[c], self._lay["ord_pos"], out)
-        return out if dtype == np.int32 else out.astype(dtype)
-
-    @property
-    def z_(self):
-        if not hasattr(self, "z_ord_"):
-            if hasattr(self, "_z_full"):  # loaded with save(full=True)
-                return self._z_full
-            raise AttributeError("z_ is only available after fit or for models saved with full=True")
-        return np.stack([self._z_doc(c) for c in range(self.n_chains)])
-
     # -- training -----------------------------------------------------------------------------
 
-    def fit(self, corpus, callback=None, checkpoint=None):
-        """Train all chains on ``corpus``.
-
-        Parameters
-        ----------
-        corpus : Corpus
-        callback : callable or None
-            ``callback(model, iteration, n_iter)`` after every ``callback_every`` sweeps (and after
-            the last); progress bars are callbacks (see :class:`models.progress.TqdmCallback`).
-        checkpoint : str or PathLike or None
-            Checkpoint file. If it exists, training resumes from it (it must come from the same
-            corpus and parameters) and ends with the same model as an uninterrupted run. It is
-            rewritten every ``checkpoint_every`` sweeps and after the last one.
-
-        Returns
-        -------
-        self
-        """
-        self._check_params(corpus)
-        prev_threads = numba.get_num_threads()
-        if self.n_jobs is not None:
-            numba.set_num_threads(min(self.n_jobs, numba.config.NUMBA_NUM_THREADS))
-        try:
-            self._fit(corpus, callback, checkpoint)
-        finally:
-            numba.set_num_threads(prev_threads)
-        return self
-
-    def _fit(self, corpus, callback, checkpoint):
-        C, Kt, D, V = self.n_chains, self.n_topics, corpus.n_docs, corpus.n_terms
-        self.fingerprint_ = corpus.fingerprint
-        self.corpus_hash_ = content_hash(corpus.doc_ptr, corpus.term_ids, corpus.n_terms)
-        self.n_terms_ = V
-        self._build_layout(corpus)
-        self._alloc_chain_state(corpus)
-        self._samples = []  # per kept (chain, sample), in order of iteration then chain
-        self._keep_z_samples = checkpoint is not None
-        sample_iters = set(self._sample_iters().tolist())
-        if checkpoint is not None and os.path.exists(checkpoint):
-            start = self._resume(corpus, checkpoint)
-        else:
-            self.rng_ = make_rng_states(self.seed, C, self.n_shards)
-            self.alpha_ = np.full((C, Kt), self._alpha0())
-            self._set_active(0, D)
-            lay = self._lay
-            for c in range(C):
-                K_._init_random(lay["shard_run_ptr"], lay["run_ptr"], lay["ord_doc"],
-                                self._active[c], self.z_ord_[c], Kt, self.rng_[c])
-                self._rebuild_counts(corpus, c)
-            self._log_lik_rows, self._log_lik_iters = [], []
-            start = 0
+    def _start(self, corpus):
+        """Fresh chains: rng streams, initial alpha, random topics of the active docs."""
+        C, Kt = self.n_chains, self.n_topics
+        self.rng_ = make_rng_states(self.seed, C, self.n_shards)
+        self.alpha_ = np.full((C, Kt), self._alpha0())
+        self._set_active(0, corpus.n_docs)
         lay = self._lay
-        for it in range(start, self.n_iter):
-            self._set_active(it, D)
+        for c in range(C):
+            K_._init_random(lay["shard_run_ptr"], lay["run_ptr"], lay["ord_doc"],
+                            self._active[c], self.z_ord_[c], Kt, self.rng_[c])
+            self._rebuild_counts(corpus, c)
+
+    def _step(self, corpus, it):
+        """Sweep ``it`` (0-based) of every chain, then alpha's optimisation when due."""
+        C, lay = self.n_chains, self._lay
+        self._set_active(it, corpus.n_docs)
+        for c in range(C):
+            self._sweep(c)
+        if self.optimize_alpha and (it + 1) % self.optimize_every == 0:
+            max_len = int(lay["doc_len"].max())
             for c in range(C):
-                self._sweep(c)
-            done = it + 1
-            self.n_iter_ = done
-            if self.optimize_alpha and done % self.optimize_every == 0:
-                max_len = int(lay["doc_len"].max())
-                for c in range(C):
-                    K_._optimize_alpha(self.alpha_[c], lay["cap_ptr"], self.dt_topic_[c],
-                                       self.dt_count_[c], self.dt_nnz_[c], self._active[c],
-                                       max_len, 200, 1.001, 1.0)
-            if done % self.log_lik_every == 0 or done == self.n_iter:
-                self._log_lik_rows.append([self._log_lik(c) for c in range(C)])
-                self._log_lik_iters.append(done)
-            if done in sample_iters:
-                for c in range(C):
-                    self._samples.append(self._take_sample(c, done))
-            if checkpoint is not None and (done % self.checkpoint_every == 0 or done == self.n_iter):
-                self._write_checkpoint(checkpoint)
-            if callback is not None and (done % self.callback_every == 0 or done == self.n_iter):
-                callback(self, done, self.n_iter)
-        self._finalize(corpus)
+                K_._optimize_alpha(self.alpha_[c], lay["cap_ptr"], self.dt_topic_[c],
+                                   self.dt_count_[c], self.dt_nnz_[c], self._active[c],
+                                   max_len, 200, 1.001, 1.0)
 
     def _sweep(self, c):
         """One sweep of chain c (all shards)."""
@@ -414,14 +264,6 @@ class LDA:
                                self.dt_nnz_[c], active, self.alpha_[c])
         return ll / max(n, 1)
 
-    @property
-    def log_lik_(self):
-        return np.array(self._log_lik_rows, dtype=np.float64).reshape(-1, self.n_chains)
-
-    @property
-    def log_lik_iter_(self):
-        return np.array(self._log_lik_iters, dtype=np.int64)
-
     def _take_sample(self, c, it):
         """Sparse copies of chain c's counts: topic-major doc postings and term-major n_kw."""
         lay = self._lay
@@ -441,99 +283,33 @@ class LDA:
         s = dict(chain=c, iter=it, kd_ptr=kd_ptr, kd_doc=kd_doc, kd_count=kd_count,
                  tw_ptr=tw_ptr, tw_topic=tw_topic, tw_count=tw_count,
                  n_k=self.n_k_[c].copy(), alpha=self.alpha_[c].copy())
-        if self._keep_z_samples:
+        if self._keep_sample_state:
             s["z"] = self._z_doc(c).astype(np.uint16)
         return s
 
     def _finalize(self, corpus):
-        """Stack the kept samples as (chain, sample) = cs = c * n_samples + s."""
-        samples = sorted(self._samples, key=lambda s: (s["chain"], s["iter"]))
-        C = self.n_chains
-        S = len(samples) // C
-        self.n_samples_ = S
-        self.sample_iter_ = np.array([s["iter"] for s in samples[:S]], dtype=np.int64)
+        samples = self._sorted_samples()
         self.doc_len_ = self._lay["doc_len"].astype(np.int64)
         self._set_inference_arrays(
             kd_ptrs=[s["kd_ptr"] for s in samples], kd_docs=[s["kd_doc"] for s in samples],
             kd_counts=[s["kd_count"] for s in samples], tw_ptrs=[s["tw_ptr"] for s in samples],
             tw_topics=[s["tw_topic"] for s in samples], tw_counts=[s["tw_count"] for s in samples],
             n_k=np.stack([s["n_k"] for s in samples]), alpha=np.stack([s["alpha"] for s in samples]))
-        if not self._keep_z_samples:
-            self._samples = []
 
     def _set_inference_arrays(self, kd_ptrs, kd_docs, kd_counts, tw_ptrs, tw_topics, tw_counts,
                               n_k, alpha):
-        def stack(ptrs, parts):
-            off = np.concatenate([[0], np.cumsum([len(p) for p in parts])]).astype(np.int64)
-            return (np.stack([p + o for p, o in zip(ptrs, off[:-1])]).astype(np.int64),
-                    np.concatenate(parts))
-
-        self.kd_ptr_, self.kd_doc_ = stack(kd_ptrs, kd_docs)
+        self.kd_ptr_, self.kd_doc_ = stack_ptrs(kd_ptrs, kd_docs)
         self.kd_count_ = np.concatenate(kd_counts)
-        self.tw_ptr_, self.tw_topic_ = stack(tw_ptrs, tw_topics)
+        self.tw_ptr_, self.tw_topic_ = stack_ptrs(tw_ptrs, tw_topics)
         self.tw_count_ = np.concatenate(tw_counts)
         self.n_k_samples_ = n_k.astype(np.int64)
         self.alpha_samples_ = alpha.astype(np.float64)
         self._doc_consts = None
 
-    # -- checkpoints --------------------------------------------------------------------------
-
-    def _write_checkpoint(self, path):
-        header = dict(model=type(self).__name__, params=self.get_params(),
-                      fingerprint=self.fingerprint_, corpus_hash=self.corpus_hash_,
-                      iteration=self.n_iter_, log_lik=self._log_lik_rows,
-                      log_lik_iter=self._log_lik_iters,
-                      sample_chain=[s["chain"] for s in self._samples],
-                      sample_iter=[s["iter"] for s in self._samples])
-        arrays = dict(z=self.z_, rng=self.rng_, alpha=self.alpha_)
-        if self._samples:
-            arrays["sample_z"] = np.stack([s["z"] for s in self._samples])
-            arrays["sample_alpha"] = np.stack([s["alpha"] for s in self._samples])
-        ckpt.write_model_file(path, header, arrays, kind=ckpt.CHECKPOINT_FORMAT)
-
-    def _resume(self, corpus, path):
-        f = ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT)
-        h, a = f.header, f.arrays
-        ckpt.check_fingerprint(path, h, corpus.fingerprint, self.corpus_hash_)
-        mine, theirs = self.get_params(), h["params"]
-        diff = {k: (theirs.get(k), v) for k, v in mine.items()
-                if k not in _RESUME_FREE and theirs.get(k) != v}
-        if diff:
-            listing = ", ".join(f"{k}: checkpoint {t!r} vs now {m!r}" for k, (t, m) in diff.items())
-            raise ValueError(f"{path}: checkpoint was written with other parameters ({listing}); "
-                             f"use the same parameters or delete the checkpoint to start afresh")
-        C = self.n_chains
-        self.rng_ = np.ascontiguousarray(a["rng"], dtype=np.uint64)
-        self.alpha_ = np.ascontiguousarray(a["alpha"], dtype=np.float64)
-        it = int(h["iteration"])
-        self._set_active(max(it - 1, 0), corpus.n_docs)
-        for c in range(C):
-            K_._z_from_doc_order(np.ascontiguousarray(a["z"][c], dtype=np.int32),
-                                 self._lay["ord_pos"], self.z_ord_[c])
-            self._rebuild_counts(corpus, c)
-        self._log_lik_rows = [list(r) for r in h["log_lik"]]
-        self._log_lik_iters = list(h["log_lik_iter"])
-        # Rebuild every kept sample from its assignments; the current state is swapped out and back.
-        z_now = self.z_ord_.copy()
-        for j, (c, sit) in enumerate(zip(h["sample_chain"], h["sample_iter"])):
-            K_._z_from_doc_order(a["sample_z"][j].astype(np.int32), self._lay["ord_pos"],
-                                 self.z_ord_[c])
-            self._rebuild_counts(corpus, c)
-            saved_alpha = self.alpha_[c].copy()
-            self.alpha_[c] = a["sample_alpha"][j]
-            self._samples.append(self._take_sample(c, int(sit)))
-            self.alpha_[c] = saved_alpha
-        self.z_ord_[:] = z_now
-        for c in range(C):
-            self._rebuild_counts(corpus, c)
-        self.n_iter_ = it
-        return it
-
     # -- document model -----------------------------------------------------------------------
 
-    def _check_fitted(self):
-        if not hasattr(self, "kd_ptr_"):
-            raise RuntimeError("this LDA is not fitted; call fit(corpus) or LDA.load(path) first")
+    _INFERENCE_ARRAYS = ("kd_ptr", "kd_doc", "kd_count", "tw_ptr", "tw_topic", "tw_count",
+                         "n_k_samples", "alpha_samples", "doc_len")
 
     def _per_sample(self, term_ids):
         self._check_fitted()
@@ -585,12 +361,6 @@ class LDA:
         per = self._per_sample(term_ids)
         return per.reshape(self.n_chains, per.shape[0] // self.n_chains, *per.shape[1:])
 
-    def _cs_of_chain(self, chain):
-        if not 0 <= chain < self.n_chains:
-            raise ValueError(f"chain must be in [0, {self.n_chains}), got {chain!r}")
-        S = self.kd_ptr_.shape[0] // self.n_chains
-        return range(chain * S, (chain + 1) * S)
-
     def doc_topics(self, doc, top=10, chain=0):
         """Most probable topics of ``doc``: theta averaged over the kept samples of ``chain``
         (topics are not aligned across chains). Returns (topic ids int64, probabilities float64)."""
@@ -633,62 +403,6 @@ class LDA:
         phi /= len(css)
         ids = np.argsort(-phi, kind="stable")[:top]
         return ids.astype(np.int64), phi[ids]
-
-    # -- model files --------------------------------------------------------------------------
-
-    def save(self, path, full=False):
-        """Write the model (atomically) with its parameters and corpus fingerprint.
-
-        ``full=False`` keeps what inference needs: the kept samples' sparse doc-topic (topic-major
-        postings) and topic-word counts, n_k and alpha. ``full=True`` adds the chains' current ``z_``,
-        ``alpha_`` and rng state.
-        """
-        self._check_fitted()
-        header = dict(model=type(self).__name__, params=self.get_params(),
-                      fingerprint=self.fingerprint_, corpus_hash=self.corpus_hash_,
-                      n_iter=int(self.n_iter_), n_samples=int(self.n_samples_),
-                      sample_iter=self.sample_iter_.tolist(), log_lik=self._log_lik_rows,
-                      log_lik_iter=self._log_lik_iters, n_terms=int(self.tw_ptr_.shape[1] - 1))
-        arrays = dict(kd_ptr=self.kd_ptr_, kd_doc=self.kd_doc_, kd_count=self.kd_count_,
-                      tw_ptr=self.tw_ptr_, tw_topic=self.tw_topic_, tw_count=self.tw_count_,
-                      n_k_samples=self.n_k_samples_, alpha_samples=self.alpha_samples_,
-                      doc_len=self.doc_len_)
-        if full:
-            arrays.update(z=self.z_, alpha=self.alpha_, rng=self.rng_)
-        ckpt.write_model_file(path, header, arrays)
-
-    @classmethod
-    def load(cls, path, fingerprint=None):
-        """Read a model written by :meth:`save`.
-
-        Parameters
-        ----------
-        fingerprint : str or None
-            Fingerprint of the corpus/index the model will be used with; a model trained on
-            another one is refused with a ValueError naming both fingerprints.
-        """
-        f = ckpt.read_model_file(path)
-        h, a = f.header, f.arrays
-        if h.get("model") != cls.__name__:
-            raise ValueError(f"{os.fspath(path)}: holds a {h.get('model')!r} model, not {cls.__name__}")
-        ckpt.check_fingerprint(path, h, fingerprint)
-        model = cls(**h["params"])
-        model.fingerprint_ = h["fingerprint"]
-        model.corpus_hash_ = h.get("corpus_hash")
-        model.n_iter_ = h["n_iter"]
-        model.n_samples_ = h["n_samples"]
-        model.sample_iter_ = np.array(h["sample_iter"], dtype=np.int64)
-        model._log_lik_rows = h["log_lik"]
-        model._log_lik_iters = h["log_lik_iter"]
-        for name in ("kd_ptr", "kd_doc", "kd_count", "tw_ptr", "tw_topic", "tw_count",
-                     "n_k_samples", "alpha_samples", "doc_len"):
-            setattr(model, name + "_", a[name])
-        if "z" in a:
-            model._z_full = a["z"]
-            model.alpha_ = a["alpha"]
-            model.rng_ = a["rng"]
-        return model
-
 
 def joint_log_lik(corpus, z, n_topics, alpha, beta):
     """Collapsed log p(w, z) per token (Griffiths & Steyvers 2004, eq. 2-3) of any assignment.

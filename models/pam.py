@@ -3,7 +3,8 @@
 
 Li & McCallum, "Pachinko Allocation: Scalable Mixture Models of Topic Correlations" (the
 four-level model of section 2, sparse PAM of section 3.2). The numerical work lives in
-:mod:`models._kernels.pam`; this class validates, allocates and loops.
+:mod:`models._kernels.pam` and the fit loop, checkpoints and model files in :mod:`models.base`;
+this class validates, allocates and sweeps.
 
 Two behaviours worth knowing (measured, see tests/test_pam.py and the issue report):
 
@@ -16,25 +17,18 @@ Two behaviours worth knowing (measured, see tests/test_pam.py and the issue repo
   sub-topics (100/800 on small collections) S_i approaches s' and theta_i stays close to its
   mean, while with few sub-topics S_i can shrink well below 1.
 """
-import math
-import os
-
-import numba
 import numpy as np
 
-from . import checkpoint as ckpt
 from ._kernels import pam as K_
 from ._kernels.rng import make_rng_states
-from .corpus import Corpus, content_hash
+from .base import SweepOrderModel, block_run_ptrs, key_runs, stack_ptrs, token_shards
 
 SAMPLERS = ("exact", "pruned")
 INITS = ("random", "sparse")
-# Parameters that may differ between a checkpoint and the resuming estimator.
-_RESUME_FREE = ("n_jobs", "callback_every", "checkpoint_every", "log_lik_every")
 _STAT_NAMES = ("tokens", "doc_pairs", "super_terms", "sub_terms", "prior_draws")
 
 
-class PAM:
+class PAM(SweepOrderModel):
     """Four-level PAM trained by collapsed Gibbs sampling with several chains, kept as a
     document model.
 
@@ -146,29 +140,14 @@ class PAM:
 
     # -- parameters ---------------------------------------------------------------------------
 
-    _PARAMS = ("n_super", "n_sub", "alpha_root", "alpha_sub", "beta", "learn_alpha",
-               "optimize_every", "n_chains", "n_iter", "burn_in", "sample_every", "init",
-               "sparse_init_frac", "sparse_init_every", "sampler", "prune_start", "prune_mass",
-               "prune_max_edges", "n_shards", "seed", "n_jobs", "log_lik_every",
-               "callback_every", "checkpoint_every")
-
-    def get_params(self):
-        return {name: getattr(self, name) for name in self._PARAMS}
+    # per-sweep sampler statistics (sweep_stats_), kept in checkpoints and model files
+    _TRACES = {"stats": "_stat_rows"}
 
     def _check_params(self, corpus):
-        def pos_int(name, minimum=1):
-            v = getattr(self, name)
-            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < minimum:
-                raise ValueError(f"{name} must be an int >= {minimum}, got {v!r}")
-
-        for name in ("n_super", "n_chains", "n_iter", "sample_every", "sparse_init_every",
-                     "optimize_every", "n_shards", "log_lik_every", "callback_every",
-                     "checkpoint_every", "prune_max_edges"):
-            pos_int(name)
-        pos_int("n_sub", 2)
-        pos_int("burn_in", 0)
-        pos_int("seed", 0)
-        pos_int("prune_start", 0)
+        self._check_shared_params("n_super", "sparse_init_every", "optimize_every",
+                                  "prune_max_edges")
+        self._pos_int("n_sub", 2)
+        self._pos_int("prune_start", 0)
         if self.n_super * self.n_sub > 2**31 - 1:
             raise ValueError(f"n_super * n_sub must fit in int32, got {self.n_super} * {self.n_sub}")
         for name in ("alpha_root", "alpha_sub", "beta"):
@@ -177,51 +156,11 @@ class PAM:
                 raise ValueError(f"{name} must be a number > 0, got {v!r}")
         if not isinstance(self.learn_alpha, (bool, np.bool_)):
             raise ValueError(f"learn_alpha must be True or False, got {self.learn_alpha!r}")
-        if self.burn_in >= self.n_iter:
-            raise ValueError(
-                f"burn_in ({self.burn_in!r}) must be < n_iter ({self.n_iter!r}) so that at least one "
-                f"sample is kept; e.g. burn_in={self.n_iter - 1}, sample_every=1")
-        if self.burn_in + self.sample_every > self.n_iter:
-            raise ValueError(
-                f"no sample is kept: the first is after sweep burn_in + sample_every = "
-                f"{self.burn_in + self.sample_every} > n_iter = {self.n_iter}; lower sample_every")
-        if self.init not in INITS:
-            raise ValueError(f"init must be one of {INITS}, got {self.init!r}")
-        if self.sampler not in SAMPLERS:
-            raise ValueError(f"sampler must be one of {SAMPLERS}, got {self.sampler!r}")
-        if not (0 < float(self.sparse_init_frac) <= 1):
-            raise ValueError(f"sparse_init_frac must be in (0, 1], got {self.sparse_init_frac!r}")
+        self._check_choice("init", INITS)
+        self._check_choice("sampler", SAMPLERS)
         if not (0 < float(self.prune_mass) <= 1):
             raise ValueError(f"prune_mass must be in (0, 1], got {self.prune_mass!r}")
-        if self.n_jobs is not None:
-            pos_int("n_jobs")
-        if not isinstance(corpus, Corpus):
-            raise TypeError(f"corpus must be a models.corpus.Corpus, got {type(corpus).__name__}")
-        if corpus.n_tokens == 0:
-            raise ValueError("corpus has no tokens")
-        if self.init == "sparse":
-            full = self._sparse_full_iter(corpus.n_docs)
-            if full > self.burn_in:
-                raise ValueError(
-                    f"init='sparse' activates all {corpus.n_docs} documents only at sweep {full}, after "
-                    f"burn_in={self.burn_in}; raise burn_in or sparse_init_frac, or lower sparse_init_every")
-
-    def _sparse_n_active(self, it, n_docs):
-        """Documents active during sweep ``it`` (0-based) under the sparse initialisation."""
-        if self.init != "sparse":
-            return n_docs
-        start = max(1, int(math.ceil(self.sparse_init_frac * n_docs)))
-        return min(n_docs, start << min(60, it // self.sparse_init_every))
-
-    def _sparse_full_iter(self, n_docs):
-        it = 0
-        while self._sparse_n_active(it, n_docs) < n_docs:
-            it += self.sparse_init_every
-        return it
-
-    def _sample_iters(self):
-        return np.arange(self.burn_in + self.sample_every, self.n_iter + 1, self.sample_every,
-                         dtype=np.int64)
+        self._check_corpus(corpus)
 
     def _is_pruned(self, it):
         """Whether sweep ``it`` (0-based) is a pruned one."""
@@ -232,15 +171,9 @@ class PAM:
 
     def _build_layout(self, corpus):
         """Shards (contiguous doc ranges balanced by tokens), term groups, the sweep order."""
-        D, N, V = corpus.n_docs, corpus.n_tokens, corpus.n_terms
-        doc_ptr = corpus.doc_ptr
+        N, V = corpus.n_tokens, corpus.n_terms
         S = self.n_shards
-        cuts = np.searchsorted(doc_ptr, np.arange(1, S) * (N / S), side="left")
-        shard_doc = np.concatenate([[0], np.minimum(cuts, D), [D]]).astype(np.int64)
-        shard_doc = np.maximum.accumulate(shard_doc)
-        doc_len = np.diff(doc_ptr)
-        tok_doc = np.repeat(np.arange(D, dtype=np.int32), doc_len)
-        tok_shard = np.searchsorted(shard_doc, tok_doc, side="right") - 1
+        shard_doc, doc_len, tok_doc, tok_shard = token_shards(corpus, S)
         # S term groups of about equal token counts (greedy, most frequent term first).
         cf = np.bincount(corpus.term_ids, minlength=V)
         group = np.zeros(V, dtype=np.int64)
@@ -253,15 +186,9 @@ class PAM:
         # sweep order: shard, term group, term, then position (stable sort keeps doc order)
         key = (tok_shard.astype(np.int64) * S + group[corpus.term_ids]) * V + corpus.term_ids
         ord_pos = np.argsort(key, kind="stable")
-        key_sorted = key[ord_pos]
-        starts = np.flatnonzero(np.concatenate([[True], key_sorted[1:] != key_sorted[:-1]]))
-        run_ptr = np.concatenate([starts, [N]]).astype(np.int64)
-        run_key = key_sorted[starts]
+        run_ptr, run_key = key_runs(key[ord_pos])
         run_word = (run_key % V).astype(np.int32)
-        run_block = run_key // V
-        block_run_ptr = np.searchsorted(
-            run_block, np.arange(S)[:, None] * S + np.arange(S + 1)[None, :], side="left"
-        ).astype(np.int64)
+        block_run_ptr = block_run_ptrs(run_key // V, S)
         shard_tok_ptr = np.concatenate([run_ptr[block_run_ptr[:, 0]], [N]]).astype(np.int64)
         cap = np.minimum(doc_len, self.n_super * self.n_sub)
         cap_ptr = np.concatenate([[0], np.cumsum(cap)]).astype(np.int64)
@@ -297,34 +224,12 @@ class PAM:
         self._doc_perm = [np.random.default_rng([self.seed, c, 7]).permutation(D) for c in range(C)]
         self._edges = [None] * C
 
-    def _set_active(self, it, n_docs):
-        n = self._sparse_n_active(it, n_docs)
-        for c in range(self.n_chains):
-            if n >= n_docs:
-                self._active[c] = 1
-            else:
-                self._active[c] = 0
-                self._active[c, self._doc_perm[c][:n]] = 1
-
     def _rebuild_counts(self, corpus, c):
         """n_wj, n_j, n_ds and doc lists of chain c from z (Mallet's buildInitialTypeTopicCounts)."""
         z_doc = self._z_doc(c)
         K_._build_n_wj(corpus.term_ids, z_doc, self.n_sub, self.n_wj_[c], self.n_j_[c])
         K_._build_doc_lists(corpus.doc_ptr, z_doc, self.n_sub, self._lay["cap_ptr"],
                             self.dp_key_[c], self.dp_count_[c], self.dp_nnz_[c], self.n_ds_[c])
-
-    def _z_doc(self, c):
-        out = np.empty(self.z_ord_.shape[1], dtype=np.int32)
-        K_._z_to_doc_order(self.z_ord_[c], self._lay["ord_pos"], out)
-        return out
-
-    @property
-    def z_(self):
-        if not hasattr(self, "z_ord_"):
-            if hasattr(self, "_z_full"):  # loaded with save(full=True)
-                return self._z_full
-            raise AttributeError("z_ is only available after fit or for models saved with full=True")
-        return np.stack([self._z_doc(c) for c in range(self.n_chains)])
 
     @property
     def z_super_(self):
@@ -358,34 +263,6 @@ class PAM:
 
     # -- training -----------------------------------------------------------------------------
 
-    def fit(self, corpus, callback=None, checkpoint=None):
-        """Train all chains on ``corpus``.
-
-        Parameters
-        ----------
-        corpus : Corpus
-        callback : callable or None
-            ``callback(model, iteration, n_iter)`` after every ``callback_every`` sweeps (and
-            after the last).
-        checkpoint : str or PathLike or None
-            Checkpoint file. If it exists, training resumes from it (same corpus and
-            parameters) and ends with the same model as an uninterrupted run. Rewritten every
-            ``checkpoint_every`` sweeps and after the last one.
-
-        Returns
-        -------
-        self
-        """
-        self._check_params(corpus)
-        prev_threads = numba.get_num_threads()
-        if self.n_jobs is not None:
-            numba.set_num_threads(min(self.n_jobs, numba.config.NUMBA_NUM_THREADS))
-        try:
-            self._fit(corpus, callback, checkpoint)
-        finally:
-            numba.set_num_threads(prev_threads)
-        return self
-
     def _start(self, corpus):
         """Fresh chains: rng streams, initial alpha, random assignments of the active docs."""
         C = self.n_chains
@@ -397,46 +274,20 @@ class PAM:
             K_._init_random(lay["shard_tok_ptr"], lay["ord_doc"], self._active[c], self.z_ord_[c],
                             self.n_super, self.n_sub, self.rng_[c])
             self._rebuild_counts(corpus, c)
-        self._log_lik_rows, self._log_lik_iters, self._stat_rows = [], [], []
 
-    def _fit(self, corpus, callback, checkpoint):
-        C, D = self.n_chains, corpus.n_docs
-        self.fingerprint_ = corpus.fingerprint
-        self.corpus_hash_ = content_hash(corpus.doc_ptr, corpus.term_ids, corpus.n_terms)
-        self.n_terms_ = corpus.n_terms
-        self._build_layout(corpus)
-        self._alloc_chain_state(corpus)
-        self._samples = []
-        self._keep_z_samples = checkpoint is not None
-        sample_iters = set(self._sample_iters().tolist())
-        if checkpoint is not None and os.path.exists(checkpoint):
-            start = self._resume(corpus, checkpoint)
-        else:
-            self._start(corpus)
-            start = 0
-        for it in range(start, self.n_iter):
-            self._set_active(it, D)
-            pruned = self._is_pruned(it)
-            self._stats[:] = 0
+    def _step(self, corpus, it):
+        """Sweep ``it`` (0-based) of every chain, its statistics, then alpha's update when due."""
+        C = self.n_chains
+        self._set_active(it, corpus.n_docs)
+        pruned = self._is_pruned(it)
+        self._stats[:] = 0
+        for c in range(C):
+            self._sweep(c, pruned)
+        done = it + 1
+        self._stat_rows.append([done, int(pruned)] + self._stats.sum(0).tolist())
+        if self.learn_alpha and done % self.optimize_every == 0:
             for c in range(C):
-                self._sweep(c, pruned)
-            done = it + 1
-            self.n_iter_ = done
-            self._stat_rows.append([done, int(pruned)] + self._stats.sum(0).tolist())
-            if self.learn_alpha and done % self.optimize_every == 0:
-                for c in range(C):
-                    self._update_alpha(c)
-            if done % self.log_lik_every == 0 or done == self.n_iter:
-                self._log_lik_rows.append([self._log_lik(c) for c in range(C)])
-                self._log_lik_iters.append(done)
-            if done in sample_iters:
-                for c in range(C):
-                    self._samples.append(self._take_sample(c, done))
-            if checkpoint is not None and (done % self.checkpoint_every == 0 or done == self.n_iter):
-                self._write_checkpoint(checkpoint)
-            if callback is not None and (done % self.callback_every == 0 or done == self.n_iter):
-                callback(self, done, self.n_iter)
-        self._finalize()
+                self._update_alpha(c)
 
     def _update_alpha(self, c):
         lay = self._lay
@@ -473,14 +324,6 @@ class PAM:
         return ll / max(n, 1)
 
     @property
-    def log_lik_(self):
-        return np.array(self._log_lik_rows, dtype=np.float64).reshape(-1, self.n_chains)
-
-    @property
-    def log_lik_iter_(self):
-        return np.array(self._log_lik_iters, dtype=np.int64)
-
-    @property
     def sweep_stats_(self):
         return np.array(self._stat_rows, dtype=np.int64).reshape(-1, 2 + K_.N_STATS)
 
@@ -511,92 +354,26 @@ class PAM:
         s = dict(chain=c, iter=it, dp_ptr=ptr, dp_key=dp_key, dp_count=dp_count, tw_ptr=tw_ptr,
                  tw_sub=tw_sub, tw_count=tw_count, n_j=self.n_j_[c].copy(),
                  alpha=self.alpha_[c].copy())
-        if self._keep_z_samples:
+        if self._keep_sample_state:
             s["z"] = self._z_doc(c)
         return s
 
-    def _finalize(self):
-        """Stack the kept samples as (chain, sample) = cs = c * n_samples + s."""
-        samples = sorted(self._samples, key=lambda s: (s["chain"], s["iter"]))
-        S = len(samples) // self.n_chains
-        self.n_samples_ = S
-        self.sample_iter_ = np.array([s["iter"] for s in samples[:S]], dtype=np.int64)
-
-        def stack(ptrs, parts):
-            off = np.concatenate([[0], np.cumsum([len(p) for p in parts])]).astype(np.int64)
-            return (np.stack([p + o for p, o in zip(ptrs, off[:-1])]).astype(np.int64),
-                    np.concatenate(parts))
-
-        self.dp_ptr_, self.dp_key_samples_ = stack([s["dp_ptr"] for s in samples],
-                                                   [s["dp_key"] for s in samples])
+    def _finalize(self, corpus):
+        samples = self._sorted_samples()
+        self.dp_ptr_, self.dp_key_samples_ = stack_ptrs([s["dp_ptr"] for s in samples],
+                                                        [s["dp_key"] for s in samples])
         self.dp_count_samples_ = np.concatenate([s["dp_count"] for s in samples])
-        self.tw_ptr_, self.tw_sub_ = stack([s["tw_ptr"] for s in samples],
-                                           [s["tw_sub"] for s in samples])
+        self.tw_ptr_, self.tw_sub_ = stack_ptrs([s["tw_ptr"] for s in samples],
+                                                [s["tw_sub"] for s in samples])
         self.tw_count_ = np.concatenate([s["tw_count"] for s in samples])
         self.n_j_samples_ = np.stack([s["n_j"] for s in samples]).astype(np.int64)
         self.alpha_samples_ = np.stack([s["alpha"] for s in samples]).astype(np.float64)
         self.doc_len_ = self._lay["doc_len"].astype(np.int64)
-        if not self._keep_z_samples:
-            self._samples = []
-
-    # -- checkpoints --------------------------------------------------------------------------
-
-    def _write_checkpoint(self, path):
-        header = dict(model=type(self).__name__, params=self.get_params(),
-                      fingerprint=self.fingerprint_, corpus_hash=self.corpus_hash_,
-                      iteration=self.n_iter_, log_lik=self._log_lik_rows,
-                      log_lik_iter=self._log_lik_iters, stats=self._stat_rows,
-                      sample_chain=[s["chain"] for s in self._samples],
-                      sample_iter=[s["iter"] for s in self._samples])
-        arrays = dict(z=self.z_, rng=self.rng_, alpha=self.alpha_)
-        if self._samples:
-            arrays["sample_z"] = np.stack([s["z"] for s in self._samples])
-            arrays["sample_alpha"] = np.stack([s["alpha"] for s in self._samples])
-        ckpt.write_model_file(path, header, arrays, kind=ckpt.CHECKPOINT_FORMAT)
-
-    def _resume(self, corpus, path):
-        f = ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT)
-        h, a = f.header, f.arrays
-        if h.get("model") != type(self).__name__:
-            raise ValueError(f"{os.fspath(path)}: is a {h.get('model')!r} checkpoint, not {type(self).__name__}; "
-                             f"delete it or use another checkpoint path")
-        ckpt.check_fingerprint(path, h, corpus.fingerprint, self.corpus_hash_)
-        mine, theirs = self.get_params(), h["params"]
-        diff = {k: (theirs.get(k), v) for k, v in mine.items()
-                if k not in _RESUME_FREE and theirs.get(k) != v}
-        if diff:
-            listing = ", ".join(f"{k}: checkpoint {t!r} vs now {m!r}" for k, (t, m) in diff.items())
-            raise ValueError(f"{path}: checkpoint was written with other parameters ({listing}); "
-                             f"use the same parameters or delete the checkpoint to start afresh")
-        C = self.n_chains
-        self.rng_ = np.ascontiguousarray(a["rng"], dtype=np.uint64)
-        self.alpha_ = np.ascontiguousarray(a["alpha"], dtype=np.float64)
-        it = int(h["iteration"])
-        self._set_active(max(it - 1, 0), corpus.n_docs)
-        ord_pos = self._lay["ord_pos"]
-        self._log_lik_rows = [list(r) for r in h["log_lik"]]
-        self._log_lik_iters = list(h["log_lik_iter"])
-        self._stat_rows = [list(r) for r in h["stats"]]
-        for j, (c, sit) in enumerate(zip(h["sample_chain"], h["sample_iter"])):
-            K_._z_from_doc_order(np.ascontiguousarray(a["sample_z"][j], dtype=np.int32), ord_pos,
-                                 self.z_ord_[c])
-            self._rebuild_counts(corpus, c)
-            saved = self.alpha_[c].copy()
-            self.alpha_[c] = a["sample_alpha"][j]
-            self._samples.append(self._take_sample(c, int(sit)))
-            self.alpha_[c] = saved
-        for c in range(C):
-            K_._z_from_doc_order(np.ascontiguousarray(a["z"][c], dtype=np.int32), ord_pos,
-                                 self.z_ord_[c])
-            self._rebuild_counts(corpus, c)
-        self.n_iter_ = it
-        return it
 
     # -- document model -----------------------------------------------------------------------
 
-    def _check_fitted(self):
-        if not hasattr(self, "dp_ptr_"):
-            raise RuntimeError("this PAM is not fitted; call fit(corpus) or PAM.load(path) first")
+    _INFERENCE_ARRAYS = ("dp_ptr", "dp_key_samples", "dp_count_samples", "tw_ptr", "tw_sub",
+                         "tw_count", "n_j_samples", "alpha_samples", "doc_len")
 
     @property
     def n_terms_model_(self):
@@ -648,12 +425,6 @@ class PAM:
                                    self.doc_len_, self.n_sub, float(self.alpha_root), S, phi, G,
                                    base, out)
         return out.reshape(self.n_chains, n_cs // self.n_chains, *out.shape[1:])
-
-    def _cs_of_chain(self, chain):
-        if not 0 <= chain < self.n_chains:
-            raise ValueError(f"chain must be in [0, {self.n_chains}), got {chain!r}")
-        S = self.dp_ptr_.shape[0] // self.n_chains
-        return range(chain * S, (chain + 1) * S)
 
     def _doc_pairs(self, cs, doc):
         lo, hi = self.dp_ptr_[cs, doc], self.dp_ptr_[cs, doc + 1]
@@ -756,57 +527,6 @@ class PAM:
             out.append(dict(super=int(i), share=float(share[i]), alpha_sum=float(alpha[i].sum()),
                             subs=[(int(j), float(alpha[i, j])) for j in order]))
         return out
-
-    # -- model files --------------------------------------------------------------------------
-
-    _INFERENCE_ARRAYS = ("dp_ptr", "dp_key_samples", "dp_count_samples", "tw_ptr", "tw_sub",
-                         "tw_count", "n_j_samples", "alpha_samples", "doc_len")
-
-    def save(self, path, full=False):
-        """Write the model (atomically) with its parameters and corpus fingerprint.
-
-        ``full=False`` keeps what inference needs: the kept samples' sparse doc-pair and
-        sub-topic-word counts, n_j and alpha. ``full=True`` adds the chains' current ``z_``,
-        ``alpha_`` and rng state.
-        """
-        self._check_fitted()
-        header = dict(model=type(self).__name__, params=self.get_params(),
-                      fingerprint=self.fingerprint_, corpus_hash=self.corpus_hash_,
-                      n_iter=int(self.n_iter_), n_samples=int(self.n_samples_),
-                      sample_iter=self.sample_iter_.tolist(), log_lik=self._log_lik_rows,
-                      log_lik_iter=self._log_lik_iters, stats=self._stat_rows,
-                      n_terms=int(self.n_terms_model_))
-        arrays = {name: getattr(self, name + "_") for name in self._INFERENCE_ARRAYS}
-        if full:
-            arrays.update(z=self.z_, alpha=self.alpha_, rng=self.rng_)
-        ckpt.write_model_file(path, header, arrays)
-
-    @classmethod
-    def load(cls, path, fingerprint=None):
-        """Read a model written by :meth:`save`; with ``fingerprint``, a model trained on
-        another corpus/index is refused (ValueError naming both fingerprints)."""
-        f = ckpt.read_model_file(path)
-        h, a = f.header, f.arrays
-        if h.get("model") != cls.__name__:
-            raise ValueError(f"{os.fspath(path)}: holds a {h.get('model')!r} model, not {cls.__name__}")
-        ckpt.check_fingerprint(path, h, fingerprint)
-        model = cls(**h["params"])
-        model.fingerprint_ = h["fingerprint"]
-        model.corpus_hash_ = h.get("corpus_hash")
-        model.n_iter_ = h["n_iter"]
-        model.n_samples_ = h["n_samples"]
-        model.sample_iter_ = np.array(h["sample_iter"], dtype=np.int64)
-        model._log_lik_rows = h["log_lik"]
-        model._log_lik_iters = h["log_lik_iter"]
-        model._stat_rows = h.get("stats", [])
-        for name in cls._INFERENCE_ARRAYS:
-            setattr(model, name + "_", a[name])
-        if "z" in a:
-            model._z_full = a["z"]
-            model.alpha_ = a["alpha"]
-            model.rng_ = a["rng"]
-        return model
-
 
 def pam_log_lik(corpus, z_super, z_sub, n_super, n_sub, alpha_root, alpha, beta):
     """Collapsed log p(w, z, z') per token of any assignment (e.g. tomotopy's), with exactly the

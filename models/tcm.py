@@ -3,27 +3,22 @@ ACL 2015): collocations and their topics learned jointly by point-wise Gibbs sam
 boundary variables, and the TCM document model P_TCM(c | d) used for retrieval.
 
 The numerical work lives in :mod:`models._kernels.tcm` (whose docstring gives the model and the
-conditionals); this class validates, allocates and loops.
+conditionals), the fit loop, checkpoints and model files in :mod:`models.base`; this class
+validates, allocates and sweeps.
 """
 import hashlib
-import math
-import os
 
-import numba
 import numpy as np
 
-from . import checkpoint as ckpt
 from ._kernels import tcm as K_
 from ._kernels.rng import make_rng_states
-from .corpus import Corpus, content_hash
+from .base import GibbsModel, shard_docs, stack_ptrs
 
 SAMPLERS = ("sparse", "exact")
 INITS = ("random", "unigram")
 # alpha0 ~ Exponential(rate): vague; the restaurants' counts dominate its posterior.
 ALPHA0_PRIOR_RATE = 1e-3
 ALPHA0_SLICE_STEPS = 5
-# Parameters that may differ between a checkpoint and the resuming estimator.
-_RESUME_FREE = ("n_jobs", "callback_every", "checkpoint_every", "log_lik_every")
 
 
 def p0_table(p_stop, n_terms, max_len):
@@ -72,7 +67,7 @@ def _split_hash(split):
     return hashlib.sha1(np.ascontiguousarray(split, dtype=np.uint8).tobytes()).hexdigest()
 
 
-class TCM:
+class TCM(GibbsModel):
     """Topical Collocation Model trained by point-wise Gibbs sampling with several chains, kept
     as a document model over collocations.
 
@@ -171,23 +166,12 @@ class TCM:
 
     # -- parameters ---------------------------------------------------------------------------
 
-    def get_params(self):
-        return {name: getattr(self, name) for name in (
-            "n_topics", "alpha", "alpha0", "p_stop", "max_len", "resample_alpha0", "n_chains",
-            "n_iter", "burn_in", "sample_every", "init", "sampler", "n_shards", "seed", "n_jobs",
-            "log_lik_every", "callback_every", "checkpoint_every")}
+    _STATE = ("b", "alpha0")
+    # alpha0 of every chain after every sweep (alpha0_trace_), kept in checkpoints and model files
+    _TRACES = {"alpha0_trace": "_alpha0_rows"}
 
     def _check_params(self, corpus):
-        def pos_int(name, minimum=1):
-            v = getattr(self, name)
-            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < minimum:
-                raise ValueError(f"{name} must be an int >= {minimum}, got {v!r}")
-
-        for name in ("n_topics", "n_chains", "n_iter", "sample_every", "n_shards", "max_len",
-                     "log_lik_every", "callback_every", "checkpoint_every"):
-            pos_int(name)
-        pos_int("burn_in", 0)
-        pos_int("seed", 0)
+        self._check_shared_params("n_topics", "max_len")
         if self.n_topics > 65535:
             raise ValueError(f"n_topics must be <= 65535, got {self.n_topics!r}")
         if self.alpha is not None and not (float(self.alpha) > 0):
@@ -196,24 +180,9 @@ class TCM:
             raise ValueError(f"alpha0 must be > 0, got {self.alpha0!r}")
         if not 0.0 < float(self.p_stop) <= 1.0:
             raise ValueError(f"p_stop must be in (0, 1], got {self.p_stop!r}")
-        if self.burn_in >= self.n_iter:
-            raise ValueError(
-                f"burn_in ({self.burn_in!r}) must be < n_iter ({self.n_iter!r}) so that at least one "
-                f"sample is kept; e.g. burn_in={self.n_iter - 1}, sample_every=1")
-        if self.burn_in + self.sample_every > self.n_iter:
-            raise ValueError(
-                f"no sample is kept: the first is after sweep burn_in + sample_every = "
-                f"{self.burn_in + self.sample_every} > n_iter = {self.n_iter}; lower sample_every")
-        if self.init not in INITS:
-            raise ValueError(f"init must be one of {INITS}, got {self.init!r}")
-        if self.sampler not in SAMPLERS:
-            raise ValueError(f"sampler must be one of {SAMPLERS}, got {self.sampler!r}")
-        if self.n_jobs is not None:
-            pos_int("n_jobs")
-        if not isinstance(corpus, Corpus):
-            raise TypeError(f"corpus must be a models.corpus.Corpus, got {type(corpus).__name__}")
-        if corpus.n_tokens == 0:
-            raise ValueError("corpus has no tokens")
+        self._check_choice("init", INITS)
+        self._check_choice("sampler", SAMPLERS)
+        self._check_corpus(corpus)
         p0 = p0_table(float(self.p_stop), corpus.n_terms, self.max_len)
         if not p0[self.max_len] > 0:
             raise ValueError(f"max_len={self.max_len!r} is too long for n_terms={corpus.n_terms}: "
@@ -221,10 +190,6 @@ class TCM:
 
     def _alpha(self):
         return 1.0 / self.n_topics if self.alpha is None else float(self.alpha)
-
-    def _sample_iters(self):
-        return np.arange(self.burn_in + self.sample_every, self.n_iter + 1, self.sample_every,
-                         dtype=np.int64)
 
     # -- training -----------------------------------------------------------------------------
 
@@ -249,77 +214,54 @@ class TCM:
         self
         """
         self._check_params(corpus)
-        split = split_flags(corpus, split)
-        prev_threads = numba.get_num_threads()
-        if self.n_jobs is not None:
-            numba.set_num_threads(min(self.n_jobs, numba.config.NUMBA_NUM_THREADS))
-        try:
-            self._fit(corpus, split, callback, checkpoint)
-        finally:
-            numba.set_num_threads(prev_threads)
-        return self
+        self._split = split_flags(corpus, split)
+        return self._fit_with_threads(corpus, callback, checkpoint)
+
+    def _corpus_hash(self, corpus):
+        # the splits are part of the training data: a checkpoint must not resume across them
+        return hashlib.sha1((super()._corpus_hash(corpus) + _split_hash(self._split)).encode()
+                            ).hexdigest()
 
     def _build_layout(self, corpus):
-        D, N, S = corpus.n_docs, corpus.n_tokens, self.n_shards
-        doc_ptr = corpus.doc_ptr
-        cuts = np.searchsorted(doc_ptr, np.arange(1, S) * (N / S), side="left")
-        shard_doc = np.concatenate([[0], np.minimum(cuts, D), [D]]).astype(np.int64)
-        self._shard_doc = np.maximum.accumulate(shard_doc)
-        doc_len = np.diff(doc_ptr)
+        self._shard_doc = shard_docs(corpus, self.n_shards)
+        doc_len = np.diff(corpus.doc_ptr)
         self._cap_ptr = np.concatenate([[0], np.cumsum(np.minimum(doc_len, self.n_topics))]).astype(np.int64)
 
-    def _fit(self, corpus, split, callback, checkpoint):
-        C, K, D, N, S = self.n_chains, self.n_topics, corpus.n_docs, corpus.n_tokens, self.n_shards
-        self.fingerprint_ = corpus.fingerprint
-        self.corpus_hash_ = hashlib.sha1(
-            (content_hash(corpus.doc_ptr, corpus.term_ids, corpus.n_terms) + _split_hash(split)).encode()
-        ).hexdigest()
-        self.n_terms_ = corpus.n_terms
+    def _alloc_chain_state(self, corpus):
+        C, D, N = self.n_chains, corpus.n_docs, corpus.n_tokens
         self.alpha_ = self._alpha()
         self.p0_len_ = p0_table(float(self.p_stop), corpus.n_terms, self.max_len)
-        self._corpus, self._split = corpus, split
-        self._build_layout(corpus)
+        self._corpus = corpus
         cap = int(self._cap_ptr[-1])
         self.b_ = np.full((C, N), -1, dtype=np.int32)
         self.dt_topic_ = np.zeros((C, cap), dtype=np.int32)
         self.dt_count_ = np.zeros((C, cap), dtype=np.int32)
         self.dt_nnz_ = np.zeros((C, D), dtype=np.int32)
         self._tables = [None] * C
-        self._samples = []
-        self._keep_b_samples = checkpoint is not None
-        sample_iters = set(self._sample_iters().tolist())
-        if checkpoint is not None and os.path.exists(checkpoint):
-            start = self._resume(corpus, checkpoint)
-        else:
-            # streams 0..S-1 sample the shards; stream S resamples alpha0
-            self.rng_ = make_rng_states(self.seed, C, S + 1)
-            self.alpha0_ = np.full(C, float(self.alpha0))
-            for c in range(C):
-                K_._init_random(self._shard_doc, corpus.doc_ptr, split, self.b_[c], K,
-                                float(self.p_stop if self.init == "random" else 1.0), self.max_len,
-                                self.rng_[c, :S])
-                self._rebuild(c)
-            self._log_lik_rows, self._log_lik_iters, self._alpha0_rows = [], [], []
-            start = 0
-        for it in range(start, self.n_iter):
-            for c in range(C):
-                self._sweep(c)
-                if self.resample_alpha0:
-                    self._resample_alpha0(c)
-            done = it + 1
-            self.n_iter_ = done
-            self._alpha0_rows.append(self.alpha0_.tolist())
-            if done % self.log_lik_every == 0 or done == self.n_iter:
-                self._log_lik_rows.append([self._log_lik(c) for c in range(C)])
-                self._log_lik_iters.append(done)
-            if done in sample_iters:
-                for c in range(C):
-                    self._samples.append(self._take_sample(c, done))
-            if checkpoint is not None and (done % self.checkpoint_every == 0 or done == self.n_iter):
-                self._write_checkpoint(checkpoint)
-            if callback is not None and (done % self.callback_every == 0 or done == self.n_iter):
-                callback(self, done, self.n_iter)
-        self._finalize(corpus)
+
+    def _start(self, corpus):
+        """Fresh chains: rng streams, initial alpha0, random boundaries and topics."""
+        C, S = self.n_chains, self.n_shards
+        # streams 0..S-1 sample the shards; stream S resamples alpha0
+        self.rng_ = make_rng_states(self.seed, C, S + 1)
+        self.alpha0_ = np.full(C, float(self.alpha0))
+        for c in range(C):
+            K_._init_random(self._shard_doc, corpus.doc_ptr, self._split, self.b_[c], self.n_topics,
+                            float(self.p_stop if self.init == "random" else 1.0), self.max_len,
+                            self.rng_[c, :S])
+            self._rebuild(c)
+
+    def _step(self, corpus, it):
+        """Sweep ``it`` of every chain, each followed by alpha0's resampling."""
+        for c in range(self.n_chains):
+            self._sweep(c)
+            if self.resample_alpha0:
+                self._resample_alpha0(c)
+        self._alpha0_rows.append(self.alpha0_.tolist())
+
+    def _set_chain_state(self, corpus, c, b):
+        self.b_[c] = b
+        self._rebuild(c)
 
     def _rebuild(self, c):
         """Restaurants and doc lists of chain c from b (Mallet's buildInitialTypeTopicCounts)."""
@@ -359,14 +301,6 @@ class TCM:
         return ll / max(self._corpus.n_tokens, 1)
 
     @property
-    def log_lik_(self):
-        return np.array(self._log_lik_rows, dtype=np.float64).reshape(-1, self.n_chains)
-
-    @property
-    def log_lik_iter_(self):
-        return np.array(self._log_lik_iters, dtype=np.int64)
-
-    @property
     def alpha0_trace_(self):
         return np.array(self._alpha0_rows, dtype=np.float64).reshape(-1, self.n_chains)
 
@@ -387,17 +321,13 @@ class TCM:
                  en_ptr=en_ptr, en_topic=en_topic[:m].astype(np.uint16), en_count=en_count[:m].copy(),
                  dk_ptr=dk_ptr, dk_topic=dk_topic, dk_count=dk_count, n_k=t[12].copy(),
                  alpha0=float(self.alpha0_[c]))
-        if self._keep_b_samples:
+        if self._keep_sample_state:
             s["b"] = self.b_[c].copy()
         return s
 
     def _finalize(self, corpus):
         """Stack the kept samples as cs = c * n_samples + s over one vocabulary of collocation types."""
-        samples = sorted(self._samples, key=lambda s: (s["chain"], s["iter"]))
-        C = self.n_chains
-        S = len(samples) // C
-        self.n_samples_ = S
-        self.sample_iter_ = np.array([s["iter"] for s in samples[:S]], dtype=np.int64)
+        samples = self._sorted_samples()
         # one type vocabulary: occurrences (pos, len) -> padded term rows -> sorted unique rows
         pos = np.concatenate([s["ty_pos"] for s in samples])
         ln = np.concatenate([s["ty_len"] for s in samples]).astype(np.int64)
@@ -440,69 +370,14 @@ class TCM:
         self.ct_type_ = np.concatenate(ct_type)
         self.ct_topic_ = np.concatenate(ct_topic)
         self.ct_count_ = np.concatenate(ct_count)
-        dk_off = np.concatenate([[0], np.cumsum([len(s["dk_topic"]) for s in samples])]).astype(np.int64)
-        self.dk_ptr_ = np.stack([s["dk_ptr"] + o for s, o in zip(samples, dk_off[:-1])]).astype(np.int64)
-        self.dk_topic_ = np.concatenate([s["dk_topic"] for s in samples])
+        self.dk_ptr_, self.dk_topic_ = stack_ptrs([s["dk_ptr"] for s in samples],
+                                                  [s["dk_topic"] for s in samples])
         self.dk_count_ = np.concatenate([s["dk_count"] for s in samples])
         self.n_k_samples_ = np.stack([s["n_k"] for s in samples]).astype(np.int64)
         self.alpha0_samples_ = np.array([s["alpha0"] for s in samples], dtype=np.float64)
-        if not self._keep_b_samples:
-            self._samples = []
         self._corpus = None
 
-    # -- checkpoints --------------------------------------------------------------------------
-
-    def _write_checkpoint(self, path):
-        header = dict(model=type(self).__name__, params=self.get_params(),
-                      fingerprint=self.fingerprint_, corpus_hash=self.corpus_hash_,
-                      iteration=self.n_iter_, log_lik=self._log_lik_rows,
-                      log_lik_iter=self._log_lik_iters, alpha0_trace=self._alpha0_rows,
-                      sample_chain=[s["chain"] for s in self._samples],
-                      sample_iter=[s["iter"] for s in self._samples])
-        arrays = dict(b=self.b_, rng=self.rng_, alpha0=self.alpha0_)
-        if self._samples:
-            arrays["sample_b"] = np.stack([s["b"] for s in self._samples])
-            arrays["sample_alpha0"] = np.array([s["alpha0"] for s in self._samples])
-        ckpt.write_model_file(path, header, arrays, kind=ckpt.CHECKPOINT_FORMAT)
-
-    def _resume(self, corpus, path):
-        f = ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT)
-        h, a = f.header, f.arrays
-        if h.get("model") != type(self).__name__:
-            raise ValueError(f"{os.fspath(path)}: a checkpoint of a {h.get('model')!r} model, not "
-                             f"{type(self).__name__}; delete it or pass another path")
-        ckpt.check_fingerprint(path, h, corpus.fingerprint, self.corpus_hash_)
-        mine, theirs = self.get_params(), h["params"]
-        diff = {k: (theirs.get(k), v) for k, v in mine.items()
-                if k not in _RESUME_FREE and theirs.get(k) != v}
-        if diff:
-            listing = ", ".join(f"{k}: checkpoint {t!r} vs now {m!r}" for k, (t, m) in diff.items())
-            raise ValueError(f"{path}: checkpoint was written with other parameters ({listing}); "
-                             f"use the same parameters or delete the checkpoint to start afresh")
-        self.rng_ = np.ascontiguousarray(a["rng"], dtype=np.uint64)
-        self.alpha0_ = np.ascontiguousarray(a["alpha0"], dtype=np.float64)
-        self._log_lik_rows = [list(r) for r in h["log_lik"]]
-        self._log_lik_iters = list(h["log_lik_iter"])
-        self._alpha0_rows = [list(r) for r in h["alpha0_trace"]]
-        # kept samples first, each rebuilt from its boundaries through the chain's state
-        for j, (c, sit) in enumerate(zip(h["sample_chain"], h["sample_iter"])):
-            self.b_[c] = a["sample_b"][j]
-            self._rebuild(c)
-            saved = self.alpha0_[c]
-            self.alpha0_[c] = a["sample_alpha0"][j]
-            self._samples.append(self._take_sample(c, int(sit)))
-            self.alpha0_[c] = saved
-        self.b_[:] = a["b"]
-        for c in range(self.n_chains):
-            self._rebuild(c)
-        self.n_iter_ = int(h["iteration"])
-        return self.n_iter_
-
     # -- document model -----------------------------------------------------------------------
-
-    def _check_fitted(self):
-        if not hasattr(self, "dk_ptr_"):
-            raise RuntimeError("this TCM is not fitted; call fit(corpus) or TCM.load(path) first")
 
     @property
     def n_types_(self):
@@ -684,12 +559,6 @@ class TCM:
             cuts.append(int(back[cuts[-1]]))
         return np.array(cuts[::-1], dtype=np.int64)
 
-    def _cs_of_chain(self, chain):
-        if not 0 <= chain < self.n_chains:
-            raise ValueError(f"chain must be in [0, {self.n_chains}), got {chain!r}")
-        S = len(self.alpha0_samples_) // self.n_chains
-        return range(chain * S, (chain + 1) * S)
-
     def doc_topics(self, doc, top=10, chain=0):
         """Most probable topics of ``doc`` (theta over its collocations), averaged over the kept
         samples of ``chain``. Returns (topic ids int64, probabilities float64)."""
@@ -773,56 +642,12 @@ class TCM:
 
     # -- model files --------------------------------------------------------------------------
 
-    _ARRAYS = ("type_ptr", "type_terms", "ct_ptr", "ct_type", "ct_topic", "ct_count", "dk_ptr",
-               "dk_topic", "dk_count", "n_k_samples", "alpha0_samples")
+    _INFERENCE_ARRAYS = ("type_ptr", "type_terms", "ct_ptr", "ct_type", "ct_topic", "ct_count",
+                         "dk_ptr", "dk_topic", "dk_count", "n_k_samples", "alpha0_samples")
 
-    def save(self, path, full=False):
-        """Write the model (atomically) with its parameters and corpus fingerprint.
-
-        ``full=False`` keeps what inference needs: the collocation types and, per kept sample,
-        the restaurants' counts, the documents' topic counts, n_k and alpha0. ``full=True`` adds
-        the chains' current ``b_``, ``alpha0_`` and rng state.
-        """
-        self._check_fitted()
-        header = dict(model=type(self).__name__, params=self.get_params(),
-                      fingerprint=self.fingerprint_, corpus_hash=self.corpus_hash_,
-                      n_iter=int(self.n_iter_), n_samples=int(self.n_samples_),
-                      sample_iter=self.sample_iter_.tolist(), log_lik=self._log_lik_rows,
-                      log_lik_iter=self._log_lik_iters, alpha0_trace=self._alpha0_rows,
-                      n_terms=int(self.n_terms_))
-        arrays = {name: getattr(self, name + "_") for name in self._ARRAYS}
-        if full:
-            arrays.update(b=self.b_, alpha0=self.alpha0_, rng=self.rng_)
-        ckpt.write_model_file(path, header, arrays)
-
-    @classmethod
-    def load(cls, path, fingerprint=None):
-        """Read a model written by :meth:`save`; with ``fingerprint``, a model trained on another
-        corpus/index is refused with a ValueError naming both fingerprints."""
-        f = ckpt.read_model_file(path)
-        h, a = f.header, f.arrays
-        if h.get("model") != cls.__name__:
-            raise ValueError(f"{os.fspath(path)}: holds a {h.get('model')!r} model, not {cls.__name__}")
-        ckpt.check_fingerprint(path, h, fingerprint)
-        model = cls(**h["params"])
-        model.fingerprint_ = h["fingerprint"]
-        model.corpus_hash_ = h.get("corpus_hash")
-        model.n_iter_ = h["n_iter"]
-        model.n_samples_ = h["n_samples"]
-        model.sample_iter_ = np.array(h["sample_iter"], dtype=np.int64)
-        model._log_lik_rows = h["log_lik"]
-        model._log_lik_iters = h["log_lik_iter"]
-        model._alpha0_rows = h["alpha0_trace"]
-        model.n_terms_ = int(h["n_terms"])
-        model.alpha_ = model._alpha()
-        model.p0_len_ = p0_table(float(model.p_stop), model.n_terms_, model.max_len)
-        for name in cls._ARRAYS:
-            setattr(model, name + "_", a[name])
-        if "b" in a:
-            model.b_ = a["b"]
-            model.alpha0_ = a["alpha0"]
-            model.rng_ = a["rng"]
-        return model
+    def _after_load(self):
+        self.alpha_ = self._alpha()
+        self.p0_len_ = p0_table(float(self.p_stop), self.n_terms_, self.max_len)
 
 
 def joint_log_lik(corpus, b, n_topics, alpha, alpha0, p_stop=0.5, max_len=8):

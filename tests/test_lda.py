@@ -5,6 +5,7 @@ import pytest
 from models import LDA, corpus_from_docs, synthetic_corpus
 from models._kernels import lda as K_
 from models._kernels.rng import make_rng_states
+from tests.helpers import assert_doc_lists, assert_same_fit, resume_after_kill
 from tests.reference import lda_reference as ref
 
 
@@ -51,16 +52,10 @@ def check_invariants(model, corpus):
         np.testing.assert_array_equal(model.n_kw_[c], n_kw)
         np.testing.assert_array_equal(model.n_k_[c], n_k)
         np.testing.assert_array_equal(model.n_kw_[c].sum(0), model.n_k_[c])
-        cap = model._lay["cap_ptr"]
-        for d in range(corpus.n_docs):
-            nnz = model.dt_nnz_[c, d]
-            topics = model.dt_topic_[c, cap[d]:cap[d] + nnz]
-            counts = model.dt_count_[c, cap[d]:cap[d] + nnz]
-            assert (counts > 0).all() and (np.diff(topics) > 0).all()
-            dense = np.zeros(model.n_topics, dtype=np.int64)
-            dense[topics] = counts
-            np.testing.assert_array_equal(dense, n_dk[d])
-            assert dense.sum() == assigned[corpus.doc_ptr[d]:corpus.doc_ptr[d + 1]].sum()
+        assert_doc_lists(model.dt_topic_[c], model.dt_count_[c], model.dt_nnz_[c],
+                         model._lay["cap_ptr"], n_dk)
+        doc_of = np.repeat(np.arange(corpus.n_docs), np.diff(corpus.doc_ptr))
+        np.testing.assert_array_equal(n_dk.sum(1), np.bincount(doc_of[assigned], minlength=corpus.n_docs))
 
 
 @pytest.mark.parametrize("n_docs,n_shards", [(60, 1), (300, 2), (300, 4)])
@@ -196,10 +191,6 @@ def test_chains_and_seeds_differ():
     assert (z[0] != z_other[0]).mean() > 0.3
 
 
-class Killed(Exception):
-    pass
-
-
 @pytest.mark.parametrize("init,parallel", [("random", "partition"), ("sparse", "partition"),
                                            ("random", "adlda")])
 def test_resume_from_checkpoint_equals_uninterrupted(tmp_path, init, parallel):
@@ -208,22 +199,8 @@ def test_resume_from_checkpoint_equals_uninterrupted(tmp_path, init, parallel):
               init=init, parallel=parallel, sparse_init_frac=0.25, sparse_init_every=1, optimize_alpha=True,
               optimize_every=4, checkpoint_every=3, log_lik_every=2)
     full = LDA(**kw).fit(corpus)
-    path = tmp_path / "run.ckpt.npz"
-
-    def kill(model, it, n_iter):
-        if it == 10:
-            raise Killed
-
-    with pytest.raises(Killed):
-        LDA(**kw).fit(corpus, callback=kill, checkpoint=path)
-    assert path.exists() and not (tmp_path / "run.ckpt.npz.tmp").exists()
-    resumed = LDA(**dict(kw, n_jobs=1)).fit(corpus, checkpoint=path)
-    np.testing.assert_array_equal(resumed.z_, full.z_)
-    np.testing.assert_array_equal(resumed.alpha_, full.alpha_)
-    np.testing.assert_array_equal(resumed.log_lik_, full.log_lik_)
-    np.testing.assert_array_equal(resumed.sample_iter_, full.sample_iter_)
-    terms = np.arange(corpus.n_terms)
-    np.testing.assert_array_equal(resumed.p_w_d(terms), full.p_w_d(terms))
+    resumed = resume_after_kill(LDA, kw, corpus, tmp_path / "run.ckpt.npz", kill_at=10)
+    assert_same_fit(resumed, full, "z_", "alpha_")
 
 
 def test_checkpoint_refuses_other_corpus_or_params(tmp_path):

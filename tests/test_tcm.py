@@ -3,9 +3,10 @@ import numpy as np
 import pytest
 
 from models.corpus import corpus_from_docs, synthetic_corpus
-from models.tcm import TCM, joint_log_lik, p0_table, split_flags
+from models.tcm import TCM, joint_log_lik, split_flags
 from models._kernels import tcm as K_
 from models._kernels.rng import make_rng_states
+from tests.helpers import assert_doc_lists, assert_same_fit, resume_after_kill, save_and_load
 from tests.reference import tcm_reference as ref
 
 
@@ -20,17 +21,10 @@ def prepared(model, corpus, split, alpha0=None):
     model._check_params(corpus)
     model.fingerprint_ = corpus.fingerprint
     model.n_terms_ = corpus.n_terms
-    model.alpha_ = model._alpha()
-    model.p0_len_ = p0_table(model.p_stop, corpus.n_terms, model.max_len)
-    model._corpus, model._split = corpus, split_flags(corpus, split)
+    model._split = split_flags(corpus, split)
     model._build_layout(corpus)
-    C, N, D = model.n_chains, corpus.n_tokens, corpus.n_docs
-    cap = int(model._cap_ptr[-1])
-    model.b_ = np.full((C, N), -1, dtype=np.int32)
-    model.dt_topic_ = np.zeros((C, cap), dtype=np.int32)
-    model.dt_count_ = np.zeros((C, cap), dtype=np.int32)
-    model.dt_nnz_ = np.zeros((C, D), dtype=np.int32)
-    model._tables = [None] * C
+    model._alloc_chain_state(corpus)
+    C = model.n_chains
     model.rng_ = make_rng_states(model.seed, C, model.n_shards + 1)
     model.alpha0_ = np.full(C, float(model.alpha0 if alpha0 is None else alpha0))
     for c in range(C):
@@ -71,15 +65,7 @@ def check_invariants(model, corpus, c=0):
             assert t[9][e] >= 0
             e = t[10][e]
     assert got == {k: v for k, v in n_kc.items() if v}
-    cap = model._cap_ptr
-    for d in range(corpus.n_docs):
-        nnz = model.dt_nnz_[c, d]
-        topics = model.dt_topic_[c, cap[d]:cap[d] + nnz]
-        counts = model.dt_count_[c, cap[d]:cap[d] + nnz]
-        assert (counts > 0).all() and (np.diff(topics) > 0).all()
-        dense = np.zeros(model.n_topics, dtype=np.int64)
-        dense[topics] = counts
-        np.testing.assert_array_equal(dense, n_dk[d])
+    assert_doc_lists(model.dt_topic_[c], model.dt_count_[c], model.dt_nnz_[c], model._cap_ptr, n_dk)
 
 
 @pytest.mark.parametrize("sampler", ["exact", "sparse"])
@@ -183,32 +169,14 @@ def test_same_seed_same_b_whatever_the_thread_count(sampler):
     assert (m1.b_[0] != m3.b_[0]).mean() > 0.3
 
 
-class Killed(Exception):
-    pass
-
-
 def test_resume_from_checkpoint_equals_uninterrupted(tmp_path):
     corpus, split = small_corpus(80)
     kw = dict(n_topics=5, n_chains=2, n_iter=12, burn_in=4, sample_every=2, n_shards=3, seed=3,
               checkpoint_every=3, log_lik_every=2)
     full = TCM(**kw).fit(corpus, split=split)
     path = tmp_path / "run.ckpt.npz"
-
-    def kill(model, it, n_iter):
-        if it == 8:
-            raise Killed
-
-    with pytest.raises(Killed):
-        TCM(**kw).fit(corpus, split=split, callback=kill, checkpoint=path)
-    assert path.exists() and not (tmp_path / "run.ckpt.npz.tmp").exists()
-    resumed = TCM(**dict(kw, n_jobs=1)).fit(corpus, split=split, checkpoint=path)
-    np.testing.assert_array_equal(resumed.b_, full.b_)
-    np.testing.assert_array_equal(resumed.alpha0_, full.alpha0_)
-    np.testing.assert_array_equal(resumed.alpha0_trace_, full.alpha0_trace_)
-    np.testing.assert_array_equal(resumed.log_lik_, full.log_lik_)
-    np.testing.assert_array_equal(resumed.sample_iter_, full.sample_iter_)
-    terms = np.arange(corpus.n_terms)
-    np.testing.assert_array_equal(resumed.p_w_d(terms), full.p_w_d(terms))
+    resumed = resume_after_kill(TCM, kw, corpus, path, kill_at=8, split=split)
+    assert_same_fit(resumed, full, "b_", "alpha0_", "alpha0_trace_")
     # the checkpoint refuses other splits (same tokens) and other parameters
     with pytest.raises(ValueError, match="corpus content"):
         TCM(**kw).fit(corpus, split=1 - split, checkpoint=path)
@@ -220,14 +188,11 @@ def test_save_load_and_fingerprint_refusal(tmp_path):
     corpus, split = small_corpus()
     m = TCM(n_topics=4, n_chains=2, n_iter=6, burn_in=2, sample_every=2, seed=1).fit(corpus, split=split)
     path = tmp_path / "tcm.npz"
-    m.save(path)
-    back = TCM.load(path, fingerprint=corpus.fingerprint)
-    terms = np.arange(corpus.n_terms)
-    np.testing.assert_array_equal(back.p_w_d(terms), m.p_w_d(terms))
+    back = save_and_load(m, path, corpus.fingerprint)
     seg = np.array([0, 2, 3, 6])
     ids = corpus.term_ids[:6]
     np.testing.assert_array_equal(back.p_c_d(ids, seg), m.p_c_d(ids, seg))
-    assert back.get_params() == m.get_params() and back.n_samples_ == 2
+    assert back.n_samples_ == 2
     with pytest.raises(ValueError, match="fingerprint") as e:
         TCM.load(path, fingerprint="other-index")
     assert corpus.fingerprint in str(e.value) and "other-index" in str(e.value)

@@ -1,0 +1,55 @@
+"""Drivers and assertions shared by the tests of the Gibbs-sampled models (LDA, PAM, TCM)."""
+import numpy as np
+import pytest
+
+
+class Killed(Exception):
+    """Raised by a callback to stand for a training run killed mid-way."""
+
+
+def resume_after_kill(cls, kw, corpus, path, kill_at, **fit_kw):
+    """Train ``cls(**kw)`` with checkpoint ``path``, kill it after sweep ``kill_at``, check that
+    no half-written file is left, and resume to the end (with another n_jobs)."""
+    def kill(model, it, n_iter):
+        if it == kill_at:
+            raise Killed
+
+    with pytest.raises(Killed):
+        cls(**kw).fit(corpus, callback=kill, checkpoint=path, **fit_kw)
+    assert path.exists() and not path.with_name(path.name + ".tmp").exists()
+    return cls(**dict(kw, n_jobs=1)).fit(corpus, checkpoint=path, **fit_kw)
+
+
+def assert_doc_lists(dt_topic, dt_count, dt_nnz, cap_ptr, n_dk):
+    """Sparse per-doc lists (ascending topics, positive counts) that hold exactly the dense
+    counts ``n_dk`` of shape (n_docs, n_topics)."""
+    for d in range(len(n_dk)):
+        nnz = dt_nnz[d]
+        topics = dt_topic[cap_ptr[d]:cap_ptr[d] + nnz]
+        counts = dt_count[cap_ptr[d]:cap_ptr[d] + nnz]
+        assert (counts > 0).all() and (np.diff(topics) > 0).all()
+        dense = np.zeros(n_dk.shape[1], dtype=np.int64)
+        dense[topics] = counts
+        np.testing.assert_array_equal(dense, n_dk[d])
+
+
+def save_and_load(model, path, fingerprint):
+    """Save ``model`` and load it back: written atomically, same parameters, fingerprint,
+    log-likelihood trace and P(w | d). Returns the loaded model."""
+    model.save(path)
+    assert not path.with_name(path.name + ".tmp").exists()
+    back = type(model).load(path, fingerprint=fingerprint)
+    assert back.get_params() == model.get_params() and back.fingerprint_ == fingerprint
+    np.testing.assert_array_equal(back.log_lik_, model.log_lik_)
+    terms = np.arange(back.n_terms_)
+    np.testing.assert_array_equal(back.p_w_d(terms), model.p_w_d(terms))
+    return back
+
+
+def assert_same_fit(got, want, *attrs):
+    """``got`` ends as ``want`` did: equal ``attrs``, log-likelihood trace, kept sweeps and
+    P(w | d) of every term."""
+    for name in attrs + ("log_lik_", "sample_iter_"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
+    terms = np.arange(want.n_terms_)
+    np.testing.assert_array_equal(got.p_w_d(terms), want.p_w_d(terms))
