@@ -338,13 +338,13 @@ class GibbsModel:
             model._set_saved_assignments(a[assign])
             setattr(model, prior + "_", a[prior])
             model.rng_ = a["rng"]
-        model._after_load()
+        model._after_load(h)
         return model
 
     def _set_saved_assignments(self, assignments):
         setattr(self, self._STATE[0] + "_", assignments)
 
-    def _after_load(self):
+    def _after_load(self, header):
         """Derived attributes a loaded model needs besides what the file holds."""
 
 

@@ -19,6 +19,11 @@ INITS = ("random", "unigram")
 # alpha0 ~ Exponential(rate): vague; the restaurants' counts dominate its posterior.
 ALPHA0_PRIOR_RATE = 1e-3
 ALPHA0_SLICE_STEPS = 5
+# Default alpha0 gives every one-word collocation the prior mass alpha0 P0(w) = LDA's beta = 0.01.
+# Resampling drives alpha0 far lower (MED: ~85 at K = 100, ~18 at K = 800: 0.004 and 0.0009 per
+# word); topics that sparse, with alpha = 1 / K, smooth documents badly as K grows (MED MAP at
+# lam 0.7, K = 800: 0.547 with the paper's priors, 0.614 with these and alpha = 50 / K).
+ONE_WORD_PRIOR = 0.01
 
 
 def p0_table(p_stop, n_terms, max_len):
@@ -76,17 +81,20 @@ class TCM(GibbsModel):
     n_topics : int, default=100
         K.
     alpha : float or None, default=None
-        Symmetric document-topic prior; None means ``1 / n_topics`` (the paper's choice).
-    alpha0 : float, default=100.0
-        Initial concentration of every topic's DP (the paper starts at 100). Resampled after
-        every sweep when ``resample_alpha0`` (slice sampling on log alpha0 under a vague
-        Exponential(1e-3) prior; the likelihood is the DP's Dirichlet-multinomial marginal).
+        Symmetric document-topic prior; None means ``50 / n_topics`` as for LDA. (The paper uses
+        1 / n_topics; with it documents keep few topics and retrieval worsens as K grows.)
+    alpha0 : float or None, default=None
+        Concentration of every topic's DP (the paper starts at 100); None means
+        ``ONE_WORD_PRIOR / P0(w)``, so that a word's prior mass in a topic is LDA's beta.
+        Resampled after every sweep when ``resample_alpha0`` (slice sampling on log alpha0 under
+        a vague Exponential(1e-3) prior; the likelihood is the DP's Dirichlet-multinomial marginal).
     p_stop : float, default=0.5
         p#, the stopping probability of the geometric length of the base distribution P0.
         With 0.5, P0 gives a two-word collocation the same mass as two one-word collocations.
     max_len : int, default=8
         Longest collocation (P0 is truncated there and renormalised).
-    resample_alpha0 : bool, default=True
+    resample_alpha0 : bool, default=False
+        Off by default: see :data:`ONE_WORD_PRIOR`.
     n_chains : int, default=3
     n_iter : int, default=100
         Total Gibbs sweeps per chain (burn-in included).
@@ -96,8 +104,9 @@ class TCM(GibbsModel):
     init : {"random", "unigram"}, default="random"
         "random": boundaries drawn as P0 draws collocation lengths (a collocation ends after a
         token with probability p#), uniform topics; every frequent phrase starts with some
-        customers, which helps the point-wise sampler, whose moves are one boundary at a
-        time. "unigram": every token its own collocation.
+        customers, which the point-wise sampler needs: merging two words into a collocation
+        no restaurant has costs a factor ~ alpha0 P0(LR) / (P(L|k) P(R|k)), so from "unigram"
+        (every token its own collocation) almost no phrase is ever found and TCM ends as LDA.
     sampler : {"sparse", "exact"}, default="sparse"
         "exact": the K + 1 weights of every position in a dense loop, O(K). "sparse": the
         bucket decomposition of the paper's eq. 8-12, which here draws from the very same
@@ -141,8 +150,8 @@ class TCM(GibbsModel):
     # retrieval segments queries into collocations and scores them with p_c_d (retrieval.batch)
     segments_queries = True
 
-    def __init__(self, n_topics=100, alpha=None, alpha0=100.0, p_stop=0.5, max_len=8,
-                 resample_alpha0=True, n_chains=3, n_iter=100, burn_in=50, sample_every=10,
+    def __init__(self, n_topics=100, alpha=None, alpha0=None, p_stop=0.5, max_len=8,
+                 resample_alpha0=False, n_chains=3, n_iter=100, burn_in=50, sample_every=10,
                  init="random", sampler="sparse", n_shards=4, seed=0, n_jobs=None, log_lik_every=10,
                  callback_every=1, checkpoint_every=10):
         self.n_topics = n_topics
@@ -175,9 +184,9 @@ class TCM(GibbsModel):
         if self.n_topics > 65535:
             raise ValueError(f"n_topics must be <= 65535, got {self.n_topics!r}")
         if self.alpha is not None and not (float(self.alpha) > 0):
-            raise ValueError(f"alpha must be > 0 or None (1 / n_topics), got {self.alpha!r}")
-        if not float(self.alpha0) > 0:
-            raise ValueError(f"alpha0 must be > 0, got {self.alpha0!r}")
+            raise ValueError(f"alpha must be > 0 or None (50 / n_topics), got {self.alpha!r}")
+        if self.alpha0 is not None and not float(self.alpha0) > 0:
+            raise ValueError(f"alpha0 must be > 0 or None (beta-equivalent), got {self.alpha0!r}")
         if not 0.0 < float(self.p_stop) <= 1.0:
             raise ValueError(f"p_stop must be in (0, 1], got {self.p_stop!r}")
         self._check_choice("init", INITS)
@@ -189,7 +198,10 @@ class TCM(GibbsModel):
                              f"P0 of a collocation that long underflows to 0; lower max_len")
 
     def _alpha(self):
-        return 1.0 / self.n_topics if self.alpha is None else float(self.alpha)
+        return 50.0 / self.n_topics if self.alpha is None else float(self.alpha)
+
+    def _alpha0(self, p0_len):
+        return ONE_WORD_PRIOR / p0_len[1] if self.alpha0 is None else float(self.alpha0)
 
     # -- training -----------------------------------------------------------------------------
 
@@ -244,7 +256,7 @@ class TCM(GibbsModel):
         C, S = self.n_chains, self.n_shards
         # streams 0..S-1 sample the shards; stream S resamples alpha0
         self.rng_ = make_rng_states(self.seed, C, S + 1)
-        self.alpha0_ = np.full(C, float(self.alpha0))
+        self.alpha0_ = np.full(C, self._alpha0(self.p0_len_))
         for c in range(C):
             K_._init_random(self._shard_doc, corpus.doc_ptr, self._split, self.b_[c], self.n_topics,
                             float(self.p_stop if self.init == "random" else 1.0), self.max_len,
@@ -645,8 +657,14 @@ class TCM(GibbsModel):
     _INFERENCE_ARRAYS = ("type_ptr", "type_terms", "ct_ptr", "ct_type", "ct_topic", "ct_count",
                          "dk_ptr", "dk_topic", "dk_count", "n_k_samples", "alpha0_samples")
 
-    def _after_load(self):
-        self.alpha_ = self._alpha()
+    def _header(self):
+        # alpha=None has meant 1 / K and now means 50 / K: the file says which was used
+        return dict(super()._header(), alpha_used=float(self.alpha_))
+
+    def _after_load(self, header):
+        # files written before alpha_used was stored had alpha=None meaning 1 / n_topics
+        self.alpha_ = float(header.get("alpha_used", 1.0 / self.n_topics if self.alpha is None
+                                       else self.alpha))
         self.p0_len_ = p0_table(float(self.p_stop), self.n_terms_, self.max_len)
 
 

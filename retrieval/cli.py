@@ -75,7 +75,7 @@ def cmd_train(args) -> int:
                   seed=args.seed, n_jobs=args.threads)
     if args.kind == "tcm":
         params = dict(n_topics=args.topics, alpha=args.alpha, alpha0=args.alpha0, p_stop=args.p_stop,
-                      max_len=args.max_len, resample_alpha0=not args.fixed_alpha0, n_chains=args.chains,
+                      max_len=args.max_len, resample_alpha0=args.resample_alpha0, n_chains=args.chains,
                       n_iter=args.iterations, burn_in=args.burn_in, sample_every=args.sample_every,
                       init=args.tcm_init, sampler=args.tcm_sampler, n_shards=args.shards, seed=args.seed,
                       n_jobs=args.threads)
@@ -347,9 +347,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--alpha-root", type=float, default=0.01, help="fixed symmetric prior over super-topics")
     g.add_argument("--sampler", choices=("exact", "pruned"), default="exact",
                    help="pruned: sparse PAM, exact and edge-pruned sweeps alternate")
-    g = s.add_argument_group("tcm", "Topical Collocation Model (topicir train tcm; --alpha defaults to 1/K)")
-    g.add_argument("--alpha0", type=float, default=100.0, help="initial DP concentration (paper: 100)")
-    g.add_argument("--fixed-alpha0", action="store_true", help="do not resample alpha0")
+    g = s.add_argument_group("tcm", "Topical Collocation Model (topicir train tcm; --alpha defaults to 50/K)")
+    g.add_argument("--alpha0", type=float, default=None,
+                   help="DP concentration (paper: 100, resampled); default: alpha0 P0(w) = 0.01")
+    g.add_argument("--resample-alpha0", action="store_true", help="resample alpha0 after every sweep")
     g.add_argument("--p-stop", type=float, default=0.5, help="p#, stop probability of P0's collocation length")
     g.add_argument("--max-len", type=int, default=8, help="longest collocation")
     g.add_argument("--tcm-sampler", choices=("sparse", "exact"), default="sparse",

@@ -14,9 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
+from models.checkpoint import read_header
+
 from .batch import sweep_topics
 from .evaluate import aggregate, judged_topics
-from .models_io import default_model_path, load_model, train_model
+from .models_io import MODEL_CLASSES, default_model_path, load_model, train_model
 from .regressions import COLLECTIONS, ensure_index
 from .scoring import LAM, MU
 from .sources import load_qrels, load_topics
@@ -38,7 +40,10 @@ def size_params(kind: str, k: int) -> dict:
 def _model(index, kind: str, k: int, train: dict):
     params = dict(train, **size_params(kind, k))
     path = default_model_path(index, kind, params)
-    if path.exists():
+    # the file name holds only K, chains, sweeps and seed: a file trained under other defaults
+    # (e.g. TCM before alpha = 50 / K) is retrained, not reused
+    want = MODEL_CLASSES[kind](**params).get_params()
+    if path.exists() and read_header(path).get("params") == want:
         return load_model(path, index)
     return train_model(index, kind, path, **params)[0]
 

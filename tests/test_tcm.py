@@ -146,7 +146,7 @@ def test_log_lik_matches_reference():
 def test_alpha0_is_resampled_towards_its_posterior():
     corpus, split = small_corpus(80)
     m = TCM(n_topics=4, n_chains=1, n_iter=15, burn_in=14, sample_every=1, alpha0=1000.0,
-            n_shards=2).fit(corpus, split=split)
+            resample_alpha0=True, n_shards=2).fit(corpus, split=split)
     trace = m.alpha0_trace_[:, 0]
     assert len(trace) == 15 and trace[-1] < 300  # 1000 is far too large for ~1,000 tokens
     fixed = TCM(n_topics=4, n_chains=1, n_iter=3, burn_in=2, sample_every=1, alpha0=50.0,
@@ -198,6 +198,29 @@ def test_save_load_and_fingerprint_refusal(tmp_path):
     assert corpus.fingerprint in str(e.value) and "other-index" in str(e.value)
     m.save(tmp_path / "full.npz", full=True)
     np.testing.assert_array_equal(TCM.load(tmp_path / "full.npz").b_, m.b_)
+
+
+def test_default_priors_and_their_model_files(tmp_path):
+    """alpha = 50 / K and a fixed alpha0 with alpha0 P0(w) = 0.01 (LDA's beta); a file keeps the
+    alpha it was trained with, and a file from before alpha_used had alpha=None mean 1 / K."""
+    from models import checkpoint as ckpt
+
+    corpus, split = small_corpus()
+    m = TCM(n_topics=4, n_chains=2, n_iter=6, burn_in=2, sample_every=2, seed=1).fit(corpus, split=split)
+    assert m.alpha_ == 50.0 / 4
+    assert m.alpha0_ * m.p0_len_[1] == pytest.approx([0.01, 0.01], rel=1e-12)
+    assert (m.alpha0_trace_ == m.alpha0_[0]).all() and (m.alpha0_samples_ == m.alpha0_[0]).all()
+    assert TCM(n_topics=4, alpha0=7.0, n_chains=1, n_iter=2, burn_in=1, sample_every=1).fit(
+        corpus, split=split).alpha0_samples_.tolist() == [7.0]
+    m.save(tmp_path / "tcm.npz")
+    assert TCM.load(tmp_path / "tcm.npz").alpha_ == 50.0 / 4
+    f = ckpt.read_model_file(tmp_path / "tcm.npz")
+    del f.header["alpha_used"]
+    ckpt.write_model_file(tmp_path / "old.npz", f.header, f.arrays)
+    old = TCM.load(tmp_path / "old.npz")
+    assert old.alpha_ == 1.0 / 4
+    ids = np.arange(corpus.n_terms)
+    assert not np.allclose(old.p_w_d(ids), m.p_w_d(ids))
 
 
 def test_document_model_matches_counts():
@@ -252,8 +275,10 @@ def planted_corpus(n_docs=120, n_words=40, seed=0):
 
 def test_planted_phrases_are_found():
     corpus, split, phrases = planted_corpus()
-    m = TCM(n_topics=2, n_chains=1, n_iter=60, burn_in=50, sample_every=5, n_shards=2, seed=0,
-            max_len=4).fit(corpus, split=split)
+    # the paper's priors (alpha = 1 / K, alpha0 resampled): the retrieval defaults, 50 / K = 25,
+    # would blur two topics over 24-collocation documents
+    m = TCM(n_topics=2, alpha=0.5, alpha0=100.0, resample_alpha0=True, n_chains=1, n_iter=60, burn_in=50, sample_every=5, n_shards=2,
+            seed=0, max_len=4).fit(corpus, split=split)
     cols = ref.collocations(corpus.doc_ptr, corpus.term_ids, m.b_[0])
     found = {}
     for _, s, e, _ in cols:
