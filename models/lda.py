@@ -16,6 +16,15 @@ INITS = ("random", "sparse")
 PARALLEL = ("partition", "adlda")
 
 
+def count_shift(n_topics, max_doc_len):
+    """Bits left for the count in a packed doc-list entry (topic << shift) | count."""
+    shift = 31 - int(n_topics - 1).bit_length()
+    if max_doc_len >= 1 << shift:
+        raise ValueError(f"a document of {max_doc_len} tokens is too long for {n_topics} topics "
+                         f"(at most {(1 << shift) - 1})")
+    return shift
+
+
 def _next_pow2(k):
     p = 1
     while p < k:
@@ -174,7 +183,7 @@ class LDA(SweepOrderModel):
         self._lay = dict(
             ord_pos=ord_pos.astype(np.int64), ord_doc=tok_doc[ord_pos], run_ptr=run_ptr,
             run_word=run_word, shard_run_ptr=shard_run_ptr, block_run_ptr=block_run_ptr,
-            cap_ptr=cap_ptr, doc_len=doc_len,
+            cap_ptr=cap_ptr, doc_len=doc_len, cshift=count_shift(self.n_topics, doc_len.max()),
             shard_doc=shard_doc)
 
     def _alloc_chain_state(self, corpus):
@@ -183,13 +192,13 @@ class LDA(SweepOrderModel):
         self.z_ord_ = np.full((C, N), -1, dtype=np.int32)
         self.n_kw_ = np.zeros((C, V, Kt), dtype=np.int32)
         self.n_k_ = np.zeros((C, Kt), dtype=np.int64)
-        self.dt_topic_ = np.zeros((C, cap), dtype=np.int32)
-        self.dt_count_ = np.zeros((C, cap), dtype=np.int32)
+        self.dt_ = np.zeros((C, cap), dtype=np.int32)
         self.dt_nnz_ = np.zeros((C, D), dtype=np.int32)
         S = self.n_shards
         P = _next_pow2(Kt)
         self._local_n_k = np.zeros((S, Kt), dtype=np.int64)
         self._rows = np.zeros((S, Kt), dtype=np.int32)
+        self._nzs = np.zeros((S, Kt), dtype=np.int32)
         # A run of n tokens changes at most min(K, 2 n) entries of its term's row.
         run_len = np.diff(self._lay["run_ptr"]) if self.parallel == "adlda" else np.zeros(0, np.int64)
         self._log_ptr = np.concatenate([[0], np.cumsum(np.minimum(2 * run_len, Kt))]).astype(np.int64)
@@ -208,8 +217,8 @@ class LDA(SweepOrderModel):
         lay = self._lay
         K_._build_n_kw_runs(lay["run_word"], lay["run_ptr"], self.z_ord_[c], self.n_kw_[c],
                             self.n_k_[c])
-        K_._build_doc_lists(corpus.doc_ptr, z_doc, self._lay["cap_ptr"], self.dt_topic_[c],
-                            self.dt_count_[c], self.dt_nnz_[c])
+        K_._build_doc_lists(corpus.doc_ptr, z_doc, lay["cap_ptr"], lay["cshift"], self.dt_[c],
+                            self.dt_nnz_[c])
 
     # -- training -----------------------------------------------------------------------------
 
@@ -234,8 +243,8 @@ class LDA(SweepOrderModel):
         if self.optimize_alpha and (it + 1) % self.optimize_every == 0:
             max_len = int(lay["doc_len"].max())
             for c in range(C):
-                K_._optimize_alpha(self.alpha_[c], lay["cap_ptr"], self.dt_topic_[c],
-                                   self.dt_count_[c], self.dt_nnz_[c], self._active[c],
+                K_._optimize_alpha(self.alpha_[c], lay["cap_ptr"], self.dt_[c], lay["cshift"],
+                                   self.dt_nnz_[c], self._active[c],
                                    max_len, 200, 1.001, 1.0)
 
     def _sweep(self, c):
@@ -244,23 +253,23 @@ class LDA(SweepOrderModel):
         if self.parallel == "partition":
             K_._sweep_lda_partition(
                 lay["block_run_ptr"], lay["run_word"], lay["run_ptr"], lay["ord_doc"],
-                self.z_ord_[c], self.n_kw_[c], self.n_k_[c], lay["cap_ptr"], self.dt_topic_[c],
-                self.dt_count_[c], self.dt_nnz_[c], self._active[c], self.alpha_[c],
+                self.z_ord_[c], self.n_kw_[c], self.n_k_[c], lay["cap_ptr"], self.dt_[c],
+                lay["cshift"], self.dt_nnz_[c], self._active[c], self.alpha_[c],
                 float(self.beta), self._local_n_k, self._trees, self._cs, self._pbufs,
-                self._rows, self.rng_[c])
+                self._rows, self._nzs, self.rng_[c])
             return
         K_._sweep_lda(lay["shard_run_ptr"], lay["run_word"], lay["run_ptr"], lay["ord_doc"],
                       self.z_ord_[c], self.n_kw_[c], self.n_k_[c], lay["cap_ptr"],
-                      self.dt_topic_[c], self.dt_count_[c], self.dt_nnz_[c],
+                      self.dt_[c], lay["cshift"], self.dt_nnz_[c],
                       self._active[c], self.alpha_[c], float(self.beta), self._local_n_k,
-                      self._trees, self._cs, self._pbufs, self._rows, self._log_ptr,
+                      self._trees, self._cs, self._pbufs, self._rows, self._nzs, self._log_ptr,
                       self._log_topic, self._log_delta, self._log_len, self.rng_[c])
 
     def _log_lik(self, c):
         active = self._active[c]
         n = int(self.n_k_[c].sum())
         ll = K_._log_lik_words(self.n_kw_[c], self.n_k_[c], float(self.beta))
-        ll += K_._log_lik_docs(self._lay["cap_ptr"], self.dt_topic_[c], self.dt_count_[c],
+        ll += K_._log_lik_docs(self._lay["cap_ptr"], self.dt_[c], self._lay["cshift"],
                                self.dt_nnz_[c], active, self.alpha_[c])
         return ll / max(n, 1)
 
@@ -272,7 +281,7 @@ class LDA(SweepOrderModel):
         kd_ptr = np.zeros(Kt + 1, dtype=np.int64)
         kd_doc = np.empty(nnz, dtype=np.int32)
         kd_count = np.empty(nnz, dtype=np.int32)
-        K_._doc_lists_to_postings(lay["cap_ptr"], self.dt_topic_[c], self.dt_count_[c],
+        K_._doc_lists_to_postings(lay["cap_ptr"], self.dt_[c], lay["cshift"],
                                   self.dt_nnz_[c], Kt, kd_ptr, kd_doc, kd_count)
         row = np.empty(self.n_kw_.shape[1], dtype=np.int64)
         K_._row_nnz(self.n_kw_[c], row)
@@ -430,11 +439,11 @@ def joint_log_lik(corpus, z, n_topics, alpha, beta):
     K_._build_n_kw(corpus.term_ids, z, n_kw, n_k)
     doc_len = np.diff(corpus.doc_ptr)
     cap_ptr = np.concatenate([[0], np.cumsum(np.minimum(doc_len, n_topics))]).astype(np.int64)
-    dt_topic = np.zeros(cap_ptr[-1], dtype=np.int32)
-    dt_count = np.zeros(cap_ptr[-1], dtype=np.int32)
+    cshift = count_shift(n_topics, doc_len.max(initial=0))
+    dt = np.zeros(cap_ptr[-1], dtype=np.int32)
     dt_nnz = np.zeros(corpus.n_docs, dtype=np.int32)
-    K_._build_doc_lists(corpus.doc_ptr, z, cap_ptr, dt_topic, dt_count, dt_nnz)
+    K_._build_doc_lists(corpus.doc_ptr, z, cap_ptr, cshift, dt, dt_nnz)
     active = np.ones(corpus.n_docs, dtype=np.uint8)
     ll = K_._log_lik_words(n_kw, n_k, float(beta))
-    ll += K_._log_lik_docs(cap_ptr, dt_topic, dt_count, dt_nnz, active, alpha)
+    ll += K_._log_lik_docs(cap_ptr, dt, cshift, dt_nnz, active, alpha)
     return ll / max(int(n_k.sum()), 1)

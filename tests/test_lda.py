@@ -52,7 +52,8 @@ def check_invariants(model, corpus):
         np.testing.assert_array_equal(model.n_kw_[c], n_kw)
         np.testing.assert_array_equal(model.n_k_[c], n_k)
         np.testing.assert_array_equal(model.n_kw_[c].sum(0), model.n_k_[c])
-        assert_doc_lists(model.dt_topic_[c], model.dt_count_[c], model.dt_nnz_[c],
+        sh = model._lay["cshift"]
+        assert_doc_lists(model.dt_[c] >> sh, model.dt_[c] & ((1 << sh) - 1), model.dt_nnz_[c],
                          model._lay["cap_ptr"], n_dk)
         doc_of = np.repeat(np.arange(corpus.n_docs), np.diff(corpus.doc_ptr))
         np.testing.assert_array_equal(n_dk.sum(1), np.bincount(doc_of[assigned], minlength=corpus.n_docs))
@@ -112,15 +113,16 @@ def test_one_sweep_matches_reference_sampler():
         np.testing.assert_array_equal(m._z_doc(0), z_ref2)
 
 
-def test_one_sweep_matches_reference_on_synthetic_corpus():
+@pytest.mark.parametrize("K", [6, 37])  # 37: most runs patch a few leaves of the base tree
+def test_one_sweep_matches_reference_on_synthetic_corpus(K):
     corpus = synthetic_corpus(15, 40, 12, seed=2, n_latent=3)
-    m = prepared(LDA(n_topics=6, n_chains=1, n_iter=2, burn_in=1, sample_every=1, n_shards=1,
+    m = prepared(LDA(n_topics=K, n_chains=1, n_iter=2, burn_in=1, sample_every=1, n_shards=1,
                      seed=11), corpus)
     for _ in range(3):
         m._sweep(0)
     z0 = m._z_doc(0)
     rng = m.rng_[0, 0].copy()
-    z_ref = ref.sweep(corpus.doc_ptr, corpus.term_ids, z0, 6, corpus.n_terms, m.alpha_[0],
+    z_ref = ref.sweep(corpus.doc_ptr, corpus.term_ids, z0, K, corpus.n_terms, m.alpha_[0],
                       m.beta, rng)
     m._sweep(0)
     np.testing.assert_array_equal(m._z_doc(0), z_ref)
@@ -139,7 +141,7 @@ def test_conditionals_match_reference():
         d = int(rng.integers(corpus.n_docs))
         w = int(rng.integers(corpus.n_terms))
         fast = K_._token_conditional(w, d, m.n_kw_[0], m.n_k_[0], m._lay["cap_ptr"],
-                                     m.dt_topic_[0], m.dt_count_[0], m.dt_nnz_[0], m.alpha_[0], 0.03)
+                                     m.dt_[0], m._lay["cshift"], m.dt_nnz_[0], m.alpha_[0], 0.03)
         slow = ref.conditional(w, d, n_dk, n_kw, n_k, m.alpha_[0], 0.03)
         np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=0)
 
@@ -162,7 +164,7 @@ def test_alpha_optimisation_matches_digamma_fixed_point():
         m._sweep(0)
     n_dk, _, _ = ref.counts_from_z(corpus.doc_ptr, corpus.term_ids, m._z_doc(0), 6, corpus.n_terms)
     a0 = m.alpha_[0].copy()
-    K_._optimize_alpha(m.alpha_[0], m._lay["cap_ptr"], m.dt_topic_[0], m.dt_count_[0],
+    K_._optimize_alpha(m.alpha_[0], m._lay["cap_ptr"], m.dt_[0], m._lay["cshift"],
                        m.dt_nnz_[0], m._active[0], int(m._lay["doc_len"].max()), 50, 1.001, 1.0)
     want = ref.minka_alpha(n_dk, a0, n_iter=50)
     np.testing.assert_allclose(m.alpha_[0], want, rtol=1e-9)

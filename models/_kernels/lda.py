@@ -11,9 +11,16 @@ word-by-word order as in F+LDA (Yu et al. 2015):
     word bucket  q_k = alpha_k * c_k       (dense, held in an F+ tree over K leaves)
     c_k = (n_kw + beta) / (n_k + V beta)   for the current word w
 
-Tokens of one document shard are visited grouped by term, so ``c`` and the tree are built once
-per (shard, term) and then changed in O(log K) per token; the doc bucket costs O(nnz of doc d).
-Both buckets are exact, so the sampler draws from the exact conditional.
+Tokens of one document shard are visited grouped by term (one "run" per (shard, term)); the
+doc bucket costs O(nnz of doc d) per token. Between runs ``c`` and the tree hold the base state
+of a term absent from the shard, c_k = beta / (n_k + V beta); a run patches only the topics in
+its term's row (found by a scan of the int row) and restores those still nonzero at its end.
+Most runs are of rare terms with 1-3 tokens, so this replaces O(K) divisions and an O(P) tree
+build per run by a few O(log K) leaf updates (a run touching many topics rebuilds in full).
+Inner tree nodes are recomputed from their children, so the tree is a pure function of its
+leaves and does not depend on the order of the updates. c is always rounded as
+(n_kw + beta) * (1 / (n_k + V beta)). Both buckets are exact, so the sampler draws from the
+exact conditional.
 
 Parallelism (AD-LDA, Newman et al. 2009): documents are split into FIXED shards; each shard
 samples against its own copy of ``n_kw``/``n_k`` and the copies are merged (integer sums,
@@ -26,8 +33,12 @@ ord_doc : (n_tokens,) int32      doc of the i-th token in sweep order (shard, th
 run_word, run_ptr               tokens run_ptr[r]:run_ptr[r+1] (sweep order) all have term run_word[r]
 shard_run_ptr                   runs of shard s are shard_run_ptr[s]:shard_run_ptr[s+1]
 z_ord : (n_tokens,) int32        topic of each token in sweep order; -1 = not yet assigned
-cap_ptr : (n_docs+1,) int64      doc d's sparse topic list lives in dt_*[cap_ptr[d]:cap_ptr[d+1]]
-dt_topic, dt_count, dt_nnz       sorted topics of doc d with their counts, dt_nnz[d] of them used
+cap_ptr : (n_docs+1,) int64      doc d's sparse topic list lives in dt[cap_ptr[d]:cap_ptr[d+1]]
+dt : int32, dt_nnz               doc d's topics, sorted, packed with their counts as
+                                (topic << cshift) | count, dt_nnz[d] of them used: one int per
+                                entry halves the traffic of these random accesses, and the
+                                packed values sort as the topics do
+cshift                          31 - bit_length(K - 1); every count is < 2**cshift
 """
 import math
 
@@ -77,13 +88,13 @@ def _tree_build(tree, P):
 
 
 @njit(cache=True, inline="always")
-def _find(topics, base, nnz, k):
-    """Index j in [0, nnz] of the first topics[base + j] >= k (binary search)."""
+def _find(keys, base, nnz, key):
+    """Index j in [0, nnz] of the first keys[base + j] >= key (binary search)."""
     lo = 0
     hi = nnz
     while lo < hi:
         mid = (lo + hi) >> 1
-        if topics[base + mid] < k:
+        if keys[base + mid] < key:
             lo = mid + 1
         else:
             hi = mid
@@ -94,37 +105,86 @@ def _find(topics, base, nnz, k):
 # One shard of one sweep
 
 
+@njit(cache=True, inline="always")
+def _set_c(tree, P, c, alpha, k, ck):
+    c[k] = ck
+    _tree_set(tree, P, k, alpha[k] * ck)
+
+
+@njit(cache=True, inline="always")
+def _c_of(n, n_k, beta, vbeta):
+    """c_k = (n_kw + beta) / (n_k + V beta), always rounded as (n_kw + beta) * (1 / (...))."""
+    return (n + beta) * (1.0 / (n_k + vbeta))
+
+
 @njit(cache=True)
-def _sweep_shard(r0, r1, run_word, run_ptr, ord_doc, z_ord, n_kw, n_k, cap_ptr, dt_topic,
-                 dt_count, dt_nnz, active, alpha, beta, vbeta, tree, c, pbuf, row, log_ptr,
-                 log_topic, log_delta, log_len, write_through, rng):
+def _set_all_c(tree, P, c, alpha, rw, n_k, beta, vbeta):
+    """c and the tree for the term row rw, rebuilt in full (leaves K:P stay 0)."""
+    K = len(c)
+    for k in range(K):
+        ck = _c_of(rw[k], n_k[k], beta, vbeta)
+        c[k] = ck
+        tree[P + k] = alpha[k] * ck
+    _tree_build(tree, P)
+
+
+@njit(cache=True)
+def _set_base_c(tree, P, c, alpha, n_k, beta, vbeta):
+    """c and the tree for an all-zero term row (the base state between runs), in full."""
+    K = len(c)
+    for k in range(K):
+        ck = _c_of(0, n_k[k], beta, vbeta)
+        c[k] = ck
+        tree[P + k] = alpha[k] * ck
+    for k in range(K, P):
+        tree[P + k] = 0.0
+    _tree_build(tree, P)
+
+
+@njit(cache=True)
+def _sweep_shard(r0, r1, run_word, run_ptr, ord_doc, z_ord, n_kw, n_k, cap_ptr, dt, cshift,
+                 dt_nnz, active, alpha, beta, vbeta, tree, c, pbuf, row, nz, log_ptr, log_topic,
+                 log_delta, log_len, write_through, rng):
     """Resample every active token of runs r0:r1 once.
 
     ``n_kw`` is only read (the snapshot every shard samples against); a term occurs in one run
     per shard, so its row is copied into ``row`` at the start of the run and, at the end, the
     changes are written to the run's slot of the delta log (log_topic/log_delta from
     log_ptr[r], log_len[r] entries) for :func:`_apply_log` to merge. With ``write_through`` the
-    row goes straight back into ``n_kw`` instead (the caller guarantees that no other shard
-    reads or writes these terms meanwhile) and the log is untouched.
+    run works on the row of ``n_kw`` itself (the caller guarantees that no other shard reads or
+    writes these terms meanwhile) and the log is untouched.
 
-    Changes in place: z_ord, n_k (this shard's copy), dt_topic, dt_count, dt_nnz (this shard's
-    docs only), the log, tree, c, pbuf, row (scratch) and rng.
+    Changes in place: z_ord, n_k (this shard's copy), dt, dt_nnz (this shard's docs only), the
+    log, tree, c, pbuf, row, nz (scratch) and rng.
     """
     K = n_kw.shape[1]
     P = tree.shape[0] // 2
+    cmask = (1 << cshift) - 1
+    # Patching a leaf costs about log2(P), rebuilding everything about P + K.
+    log_p = 1
+    while (1 << log_p) < P:
+        log_p += 1
+    max_patch = (P + K) // log_p
+    _set_base_c(tree, P, c, alpha, n_k, beta, vbeta)
     for r in range(r0, r1):
         w = run_word[r]
         a = run_ptr[r]
         b = run_ptr[r + 1]
+        if write_through:
+            rw = n_kw[w]  # no other shard touches term w during this block
+        else:
+            rw = row
+            rw[:] = n_kw[w]
+        m = 0
         for k in range(K):
-            row[k] = n_kw[w, k]
-        for k in range(K):
-            ck = (row[k] + beta) / (n_k[k] + vbeta)
-            c[k] = ck
-            tree[P + k] = alpha[k] * ck
-        for k in range(K, P):
-            tree[P + k] = 0.0
-        _tree_build(tree, P)
+            nz[m] = k
+            m += rw[k] != 0
+        if m > max_patch:
+            _set_all_c(tree, P, c, alpha, rw, n_k, beta, vbeta)
+        else:
+            for j in range(m):
+                k = nz[j]
+                _set_c(tree, P, c, alpha, k, _c_of(rw[k], n_k[k], beta, vbeta))
         for i in range(a, b):
             d = ord_doc[i]
             if active[d] == 0:
@@ -134,19 +194,18 @@ def _sweep_shard(r0, r1, run_word, run_ptr, ord_doc, z_ord, n_kw, n_k, cap_ptr, 
             nnz = dt_nnz[d]
             pos_old = -1
             if k_old >= 0:
-                row[k_old] -= 1
+                rw[k_old] -= 1
                 n_k[k_old] -= 1
-                ck = (row[k_old] + beta) / (n_k[k_old] + vbeta)
-                c[k_old] = ck
-                _tree_set(tree, P, k_old, alpha[k_old] * ck)
-                pos_old = _find(dt_topic, base, nnz, k_old)
+                _set_c(tree, P, c, alpha, k_old, _c_of(rw[k_old], n_k[k_old], beta, vbeta))
+                pos_old = _find(dt, base, nnz, k_old << cshift)
                 # A count that drops to 0 stays in the list until after sampling; it adds
                 # exactly 0.0 to the doc bucket and can never be selected.
-                dt_count[base + pos_old] -= 1
+                dt[base + pos_old] -= 1
             # doc bucket (eq. 3, second term, restricted to the topics of doc d)
             dsum = 0.0
             for j in range(nnz):
-                dsum += dt_count[base + j] * c[dt_topic[base + j]]
+                e = dt[base + j]
+                dsum += (e & cmask) * c[e >> cshift]
                 pbuf[j] = dsum
             total = dsum + tree[1]
             u = uniform(rng) * total
@@ -154,45 +213,50 @@ def _sweep_shard(r0, r1, run_word, run_ptr, ord_doc, z_ord, n_kw, n_k, cap_ptr, 
                 j = 0
                 while pbuf[j] <= u:
                     j += 1
-                k_new = dt_topic[base + j]
+                k_new = dt[base + j] >> cshift
                 pos_new = j
             else:
                 k_new = _tree_sample(tree, P, u - dsum, K)
                 pos_new = -1
             # doc list update
             if k_new == k_old:
-                dt_count[base + pos_old] += 1
+                dt[base + pos_old] += 1
             else:
-                if pos_old >= 0 and dt_count[base + pos_old] == 0:
+                if pos_old >= 0 and (dt[base + pos_old] & cmask) == 0:
                     for j in range(pos_old, nnz - 1):
-                        dt_topic[base + j] = dt_topic[base + j + 1]
-                        dt_count[base + j] = dt_count[base + j + 1]
+                        dt[base + j] = dt[base + j + 1]
                     nnz -= 1
                     if pos_new > pos_old:
                         pos_new -= 1
                 if pos_new >= 0:
-                    dt_count[base + pos_new] += 1
+                    dt[base + pos_new] += 1
                 else:
-                    j = _find(dt_topic, base, nnz, k_new)
-                    if j < nnz and dt_topic[base + j] == k_new:
-                        dt_count[base + j] += 1
+                    key = k_new << cshift
+                    j = _find(dt, base, nnz, key)
+                    if j < nnz and (dt[base + j] >> cshift) == k_new:
+                        dt[base + j] += 1
                     else:
                         for jj in range(nnz, j, -1):
-                            dt_topic[base + jj] = dt_topic[base + jj - 1]
-                            dt_count[base + jj] = dt_count[base + jj - 1]
-                        dt_topic[base + j] = k_new
-                        dt_count[base + j] = 1
+                            dt[base + jj] = dt[base + jj - 1]
+                        dt[base + j] = key + 1
                         nnz += 1
                 dt_nnz[d] = nnz
-            row[k_new] += 1
+            rw[k_new] += 1
             n_k[k_new] += 1
-            ck = (row[k_new] + beta) / (n_k[k_new] + vbeta)
-            c[k_new] = ck
-            _tree_set(tree, P, k_new, alpha[k_new] * ck)
+            _set_c(tree, P, c, alpha, k_new, _c_of(rw[k_new], n_k[k_new], beta, vbeta))
             z_ord[i] = k_new
+        # back to the base state; a topic whose row entry is 0 already holds it
+        m = 0
+        for k in range(K):
+            nz[m] = k
+            m += rw[k] != 0
+        if m > max_patch:
+            _set_base_c(tree, P, c, alpha, n_k, beta, vbeta)
+        else:
+            for j in range(m):
+                k = nz[j]
+                _set_c(tree, P, c, alpha, k, _c_of(0, n_k[k], beta, vbeta))
         if write_through:
-            for k in range(K):
-                n_kw[w, k] = row[k]
             continue
         m = 0
         o = log_ptr[r]
@@ -206,9 +270,9 @@ def _sweep_shard(r0, r1, run_word, run_ptr, ord_doc, z_ord, n_kw, n_k, cap_ptr, 
 
 
 @njit(cache=True, parallel=True)
-def _sweep_lda(shard_run_ptr, run_word, run_ptr, ord_doc, z_ord, n_kw, n_k, cap_ptr, dt_topic,
-               dt_count, dt_nnz, active, alpha, beta, local_n_k, trees, cs, pbufs, rows,
-               log_ptr, log_topic, log_delta, log_len, rng):
+def _sweep_lda(shard_run_ptr, run_word, run_ptr, ord_doc, z_ord, n_kw, n_k, cap_ptr, dt, cshift,
+               dt_nnz, active, alpha, beta, local_n_k, trees, cs, pbufs, rows, nzs, log_ptr,
+               log_topic, log_delta, log_len, rng):
     """One Gibbs sweep of one chain over all shards (AD-LDA), then the deterministic merge.
 
     Parameters
@@ -216,23 +280,23 @@ def _sweep_lda(shard_run_ptr, run_word, run_ptr, ord_doc, z_ord, n_kw, n_k, cap_
     local_n_k : ndarray of shape (n_shards, n_topics), int64
         Each shard's copy of n_k.
     trees : (n_shards, 2 P) float64; cs, pbufs : (n_shards, n_topics) float64;
-    rows : (n_shards, n_topics) int32
+    rows, nzs : (n_shards, n_topics) int32
         Per-shard scratch.
     log_ptr, log_topic, log_delta, log_len
         Delta log: run r may write up to log_ptr[r+1] - log_ptr[r] (topic, delta) pairs.
     rng : ndarray of shape (n_shards, 4), uint64
         One stream per shard of this chain.
 
-    Changes in place: z_ord, n_kw, n_k, dt_*, the scratch arrays, the log and rng.
+    Changes in place: z_ord, n_kw, n_k, dt, dt_nnz, the scratch arrays, the log and rng.
     """
     n_shards = len(shard_run_ptr) - 1
     vbeta = n_kw.shape[0] * beta
     for s in prange(n_shards):
         local_n_k[s, :] = n_k
         _sweep_shard(shard_run_ptr[s], shard_run_ptr[s + 1], run_word, run_ptr, ord_doc, z_ord,
-                     n_kw, local_n_k[s], cap_ptr, dt_topic, dt_count, dt_nnz, active,
-                     alpha, beta, vbeta, trees[s], cs[s], pbufs[s], rows[s], log_ptr, log_topic,
-                     log_delta, log_len, False, rng[s])
+                     n_kw, local_n_k[s], cap_ptr, dt, cshift, dt_nnz, active, alpha, beta, vbeta,
+                     trees[s], cs[s], pbufs[s], rows[s], nzs[s], log_ptr, log_topic, log_delta,
+                     log_len, False, rng[s])
     _apply_log(run_word, log_ptr, log_topic, log_delta, log_len, n_kw)
     K = n_k.shape[0]
     for k in range(K):
@@ -245,8 +309,8 @@ def _sweep_lda(shard_run_ptr, run_word, run_ptr, ord_doc, z_ord, n_kw, n_k, cap_
 
 @njit(cache=True, parallel=True)
 def _sweep_lda_partition(block_run_ptr, run_word, run_ptr, ord_doc, z_ord, n_kw, n_k, cap_ptr,
-                         dt_topic, dt_count, dt_nnz, active, alpha, beta, local_n_k, trees, cs,
-                         pbufs, rows, rng):
+                         dt, cshift, dt_nnz, active, alpha, beta, local_n_k, trees, cs, pbufs,
+                         rows, nzs, rng):
     """One Gibbs sweep of one chain in S sub-steps over the (doc shard x term group) grid.
 
     In sub-step j, shard s samples its tokens whose term lies in group (s + j) mod S. The S
@@ -259,7 +323,7 @@ def _sweep_lda_partition(block_run_ptr, run_word, run_ptr, ord_doc, z_ord, n_kw,
     block_run_ptr : ndarray of shape (n_shards, n_shards + 1), int64
         Runs of block (s, g) are block_run_ptr[s, g]:block_run_ptr[s, g + 1].
 
-    Changes in place: z_ord, n_kw, n_k, dt_*, scratch arrays and rng.
+    Changes in place: z_ord, n_kw, n_k, dt, dt_nnz, scratch arrays and rng.
     """
     S = block_run_ptr.shape[0]
     vbeta = n_kw.shape[0] * beta
@@ -269,8 +333,8 @@ def _sweep_lda_partition(block_run_ptr, run_word, run_ptr, ord_doc, z_ord, n_kw,
             g = (s + j) % S
             local_n_k[s, :] = n_k
             _sweep_shard(block_run_ptr[s, g], block_run_ptr[s, g + 1], run_word, run_ptr,
-                         ord_doc, z_ord, n_kw, local_n_k[s], cap_ptr, dt_topic, dt_count, dt_nnz,
-                         active, alpha, beta, vbeta, trees[s], cs[s], pbufs[s], rows[s],
+                         ord_doc, z_ord, n_kw, local_n_k[s], cap_ptr, dt, cshift, dt_nnz, active,
+                         alpha, beta, vbeta, trees[s], cs[s], pbufs[s], rows[s], nzs[s],
                          run_ptr, rows[s], rows[s], run_ptr, True, rng[s])
         for k in range(K):
             g0 = n_k[k]
@@ -376,8 +440,8 @@ def _build_n_kw(term_ids, z_doc, n_kw, n_k):
 
 
 @njit(cache=True, parallel=True)
-def _build_doc_lists(doc_ptr, z_doc, cap_ptr, dt_topic, dt_count, dt_nnz):
-    """Sorted sparse (topic, count) list of every doc from doc-order z. Overwrites dt_*."""
+def _build_doc_lists(doc_ptr, z_doc, cap_ptr, cshift, dt, dt_nnz):
+    """Sorted packed (topic, count) list of every doc from doc-order z. Overwrites dt, dt_nnz."""
     n_docs = len(doc_ptr) - 1
     for d in prange(n_docs):
         zs = np.sort(z_doc[doc_ptr[d]:doc_ptr[d + 1]])
@@ -388,25 +452,12 @@ def _build_doc_lists(doc_ptr, z_doc, cap_ptr, dt_topic, dt_count, dt_nnz):
             if t < 0:
                 continue
             if t == prev:
-                dt_count[base + nnz - 1] += 1
+                dt[base + nnz - 1] += 1
             else:
-                dt_topic[base + nnz] = t
-                dt_count[base + nnz] = 1
+                dt[base + nnz] = (t << cshift) + 1
                 nnz += 1
                 prev = t
         dt_nnz[d] = nnz
-
-
-@njit(cache=True, parallel=True)
-def _compact_doc_lists(cap_ptr, dt_topic, dt_count, dt_nnz, out_ptr, out_topic, out_count):
-    """Copy the used part of the doc lists into CSR arrays (out_ptr = cumsum of dt_nnz)."""
-    n_docs = len(dt_nnz)
-    for d in prange(n_docs):
-        a = cap_ptr[d]
-        o = out_ptr[d]
-        for j in range(dt_nnz[d]):
-            out_topic[o + j] = dt_topic[a + j]
-            out_count[o + j] = dt_count[a + j]
 
 
 @njit(cache=True, parallel=True)
@@ -458,7 +509,7 @@ def _log_lik_words(n_kw, n_k, beta):
 
 
 @njit(cache=True, parallel=True)
-def _log_lik_docs(cap_ptr, dt_topic, dt_count, dt_nnz, active, alpha):
+def _log_lik_docs(cap_ptr, dt, cshift, dt_nnz, active, alpha):
     """log p(z) = sum_d [lgamma(A) - lgamma(n_d + A) + sum_k (lgamma(n_dk + a_k) - lgamma(a_k))]."""
     n_docs = len(dt_nnz)
     A = 0.0
@@ -473,8 +524,8 @@ def _log_lik_docs(cap_ptr, dt_topic, dt_count, dt_nnz, active, alpha):
         n_d = 0
         acc = 0.0
         for j in range(dt_nnz[d]):
-            k = dt_topic[base + j]
-            v = dt_count[base + j]
+            k = dt[base + j] >> cshift
+            v = dt[base + j] & ((1 << cshift) - 1)
             n_d += v
             acc += math.lgamma(v + alpha[k]) - math.lgamma(alpha[k])
         part[d] = acc + lgA - math.lgamma(n_d + A)
@@ -490,7 +541,7 @@ def _log_lik_docs(cap_ptr, dt_topic, dt_count, dt_nnz, active, alpha):
 
 
 @njit(cache=True)
-def _optimize_alpha(alpha, cap_ptr, dt_topic, dt_count, dt_nnz, active, max_len, n_iter,
+def _optimize_alpha(alpha, cap_ptr, dt, cshift, dt_nnz, active, max_len, n_iter,
                     shape, scale):
     """Update alpha (K,) float64 in place from the doc-topic counts of active docs."""
     K = len(alpha)
@@ -503,8 +554,8 @@ def _optimize_alpha(alpha, cap_ptr, dt_topic, dt_count, dt_nnz, active, max_len,
         base = cap_ptr[d]
         n_d = 0
         for j in range(dt_nnz[d]):
-            k = dt_topic[base + j]
-            v = dt_count[base + j]
+            k = dt[base + j] >> cshift
+            v = dt[base + j] & ((1 << cshift) - 1)
             hist[k, v] += 1
             if v > limit[k]:
                 limit[k] = v
@@ -540,7 +591,7 @@ def _optimize_alpha(alpha, cap_ptr, dt_topic, dt_count, dt_nnz, active, max_len,
 
 
 @njit(cache=True)
-def _doc_lists_to_postings(cap_ptr, dt_topic, dt_count, dt_nnz, n_topics, post_ptr, post_doc,
+def _doc_lists_to_postings(cap_ptr, dt, cshift, dt_nnz, n_topics, post_ptr, post_doc,
                            post_count):
     """Topic-major copy of the doc lists: docs with n_dk > 0 of topic k, ascending, are
     post_doc[post_ptr[k]:post_ptr[k+1]] with counts post_count. Overwrites post_*."""
@@ -548,16 +599,16 @@ def _doc_lists_to_postings(cap_ptr, dt_topic, dt_count, dt_nnz, n_topics, post_p
     for d in range(len(dt_nnz)):
         base = cap_ptr[d]
         for j in range(dt_nnz[d]):
-            post_ptr[dt_topic[base + j] + 1] += 1
+            post_ptr[(dt[base + j] >> cshift) + 1] += 1
     for k in range(n_topics):
         post_ptr[k + 1] += post_ptr[k]
     fill = post_ptr[:-1].copy()
     for d in range(len(dt_nnz)):
         base = cap_ptr[d]
         for j in range(dt_nnz[d]):
-            k = dt_topic[base + j]
+            k = dt[base + j] >> cshift
             post_doc[fill[k]] = d
-            post_count[fill[k]] = dt_count[base + j]
+            post_count[fill[k]] = dt[base + j] & ((1 << cshift) - 1)
             fill[k] += 1
 
 
@@ -652,7 +703,7 @@ def _mean_over_samples(per, out):
 
 
 @njit(cache=True)
-def _token_conditional(w, d, n_kw, n_k, cap_ptr, dt_topic, dt_count, dt_nnz, alpha, beta):
+def _token_conditional(w, d, n_kw, n_k, cap_ptr, dt, cshift, dt_nnz, alpha, beta):
     """Normalised p(z = k | rest) for a token of term w in doc d, computed through the doc
     bucket and the F+ tree exactly as ``_sweep_shard`` does. The token must already be removed
     from the counts. Returns ndarray of shape (K,), float64."""
@@ -664,7 +715,7 @@ def _token_conditional(w, d, n_kw, n_k, cap_ptr, dt_topic, dt_count, dt_nnz, alp
     tree = np.zeros(2 * P)
     c = np.empty(K)
     for k in range(K):
-        c[k] = (n_kw[w, k] + beta) / (n_k[k] + vbeta)
+        c[k] = _c_of(n_kw[w, k], n_k[k], beta, vbeta)
         tree[P + k] = alpha[k] * c[k]
     _tree_build(tree, P)
     base = cap_ptr[d]
@@ -673,8 +724,8 @@ def _token_conditional(w, d, n_kw, n_k, cap_ptr, dt_topic, dt_count, dt_nnz, alp
         p[k] = tree[P + k]
     dsum = 0.0
     for j in range(dt_nnz[d]):
-        k = dt_topic[base + j]
-        r = dt_count[base + j] * c[k]
+        k = dt[base + j] >> cshift
+        r = (dt[base + j] & ((1 << cshift) - 1)) * c[k]
         dsum += r
         p[k] += r
     total = dsum + tree[1]

@@ -6,6 +6,8 @@ shard (grouped by term, then document position) and draws from the same rng func
 exactly. The decomposition it samples from is the one of SparseLDA (Yao et al. 2009, eq. 3):
 a document bucket over the topics present in the document, in increasing topic order, then the
 dense bucket alpha_k (n_kw + beta) / (n_k + V beta) selected through an F+ tree (Yu et al. 2015).
+Like the fast sampler, it computes c_k = (n_kw + beta) / (n_k + V beta) as (n_kw + beta) times
+the reciprocal 1 / (n_k + V beta), so both round identically.
 """
 import math
 
@@ -76,7 +78,8 @@ def sweep(doc_ptr, term_ids, z, n_topics, n_terms, alpha, beta, rng_state):
             n_dk[d, k_old] -= 1
             n_kw[w, k_old] -= 1
             n_k[k_old] -= 1
-        c = [(n_kw[w, k] + beta) / (n_k[k] + vbeta) for k in range(n_topics)]
+        # (n_kw + beta) times 1 / (n_k + V beta), rounded as the fast sampler does it
+        c = [(n_kw[w, k] + beta) * (1.0 / (n_k[k] + vbeta)) for k in range(n_topics)]
         doc_topics = [k for k in range(n_topics) if n_dk[d, k] > 0]
         cum, dsum = [], 0.0
         for k in doc_topics:
