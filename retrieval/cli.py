@@ -483,3 +483,7 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print(f"topicir {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
