@@ -45,46 +45,8 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from .ftree import tree_build, tree_sample, tree_set
 from .rng import randint, uniform
-
-
-# ---------------------------------------------------------------------------------------------
-# F+ tree: a complete binary tree over P = 2**ceil(log2 K) leaves stored in tree[P:2P]; every
-# inner node is the sum of its two children, RECOMPUTED (never updated by deltas) so the tree is
-# a pure function of its leaves and floating-point drift cannot accumulate.
-
-
-@njit(cache=True, inline="always")
-def _tree_set(tree, P, k, value):
-    i = P + k
-    tree[i] = value
-    i >>= 1
-    while i >= 1:
-        tree[i] = tree[2 * i] + tree[2 * i + 1]
-        i >>= 1
-
-
-@njit(cache=True, inline="always")
-def _tree_sample(tree, P, u, K):
-    """Leaf k with prefix(k) <= u < prefix(k+1); u in [0, tree[1])."""
-    i = 1
-    while i < P:
-        left = tree[2 * i]
-        if u < left:
-            i = 2 * i
-        else:
-            u -= left
-            i = 2 * i + 1
-    k = i - P
-    if k >= K:  # only reachable through round-off at the right edge
-        k = K - 1
-    return k
-
-
-@njit(cache=True)
-def _tree_build(tree, P):
-    for i in range(P - 1, 0, -1):
-        tree[i] = tree[2 * i] + tree[2 * i + 1]
 
 
 @njit(cache=True, inline="always")
@@ -108,7 +70,7 @@ def _find(keys, base, nnz, key):
 @njit(cache=True, inline="always")
 def _set_c(tree, P, c, alpha, k, ck):
     c[k] = ck
-    _tree_set(tree, P, k, alpha[k] * ck)
+    tree_set(tree, P, k, alpha[k] * ck)
 
 
 @njit(cache=True, inline="always")
@@ -125,7 +87,7 @@ def _set_all_c(tree, P, c, alpha, rw, n_k, beta, vbeta):
         ck = _c_of(rw[k], n_k[k], beta, vbeta)
         c[k] = ck
         tree[P + k] = alpha[k] * ck
-    _tree_build(tree, P)
+    tree_build(tree, P)
 
 
 @njit(cache=True)
@@ -138,7 +100,7 @@ def _set_base_c(tree, P, c, alpha, n_k, beta, vbeta):
         tree[P + k] = alpha[k] * ck
     for k in range(K, P):
         tree[P + k] = 0.0
-    _tree_build(tree, P)
+    tree_build(tree, P)
 
 
 @njit(cache=True)
@@ -216,7 +178,7 @@ def _sweep_shard(r0, r1, run_word, run_ptr, ord_doc, z_ord, n_kw, n_k, cap_ptr, 
                 k_new = dt[base + j] >> cshift
                 pos_new = j
             else:
-                k_new = _tree_sample(tree, P, u - dsum, K)
+                k_new = tree_sample(tree, P, u - dsum, K)
                 pos_new = -1
             # doc list update
             if k_new == k_old:
@@ -717,7 +679,7 @@ def _token_conditional(w, d, n_kw, n_k, cap_ptr, dt, cshift, dt_nnz, alpha, beta
     for k in range(K):
         c[k] = _c_of(n_kw[w, k], n_k[k], beta, vbeta)
         tree[P + k] = alpha[k] * c[k]
-    _tree_build(tree, P)
+    tree_build(tree, P)
     base = cap_ptr[d]
     p = np.empty(K)
     for k in range(K):

@@ -63,6 +63,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from .ftree import tree_build, tree_sample, tree_set
 from .rng import uniform
 
 HASH_SEED = np.uint64(0x2545F4914F6CDD1D)
@@ -405,33 +406,6 @@ def _doc_change(ndk, dt_topic, dt_count, base, nnz, k, delta):
     return nnz
 
 
-@njit(cache=True, inline="always")
-def _tree_set(tree, P, k, value):
-    i = P + k
-    tree[i] = value
-    i >>= 1
-    while i >= 1:
-        tree[i] = tree[2 * i] + tree[2 * i + 1]
-        i >>= 1
-
-
-@njit(cache=True, inline="always")
-def _tree_sample(tree, P, u, K):
-    """Leaf k with prefix(k) <= u < prefix(k+1); u in [0, tree[1])."""
-    i = 1
-    while i < P:
-        left = tree[2 * i]
-        if u < left:
-            i = 2 * i
-        else:
-            u -= left
-            i = 2 * i + 1
-    k = i - P
-    if k >= K:  # only reachable through round-off at the right edge
-        k = K - 1
-    return k
-
-
 # ---------------------------------------------------------------------------------------------
 # One shard of one sweep
 
@@ -471,8 +445,7 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
     if sparse:
         for k in range(K):
             tree[P + k] = 1.0 / (n_k[k] + alpha0)
-        for i in range(P - 1, 0, -1):
-            tree[i] = tree[2 * i] + tree[2 * i + 1]
+        tree_build(tree, P)
     do_record = record.shape[0] > 0
 
     for d in range(d0, d1):
@@ -509,7 +482,7 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
                 nnz = _doc_change(ndk, dt_topic, dt_count, base, nnz, k_old, -1)
                 N_d -= 1
                 if sparse:
-                    _tree_set(tree, P, k_old, 1.0 / (n_k[k_old] + alpha0))
+                    tree_set(tree, P, k_old, 1.0 / (n_k[k_old] + alpha0))
                 nR = 0
                 nLR = 0
                 tR = -1
@@ -539,15 +512,15 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
                     nnz = _doc_change(ndk, dt_topic, dt_count, base, nnz, kr, -1)
                     N_d -= 2
                     if sparse:
-                        _tree_set(tree, P, k_old, 1.0 / (n_k[k_old] + alpha0))
-                        _tree_set(tree, P, kr, 1.0 / (n_k[kr] + alpha0))
+                        tree_set(tree, P, k_old, 1.0 / (n_k[k_old] + alpha0))
+                        tree_set(tree, P, kr, 1.0 / (n_k[kr] + alpha0))
                 else:
                     en_count[_entry_find(en_slot, en_type, en_topic, tLR, kr)] -= 1
                     n_k[kr] -= 1
                     nnz = _doc_change(ndk, dt_topic, dt_count, base, nnz, kr, -1)
                     N_d -= 1
                     if sparse:
-                        _tree_set(tree, P, kr, 1.0 / (n_k[kr] + alpha0))
+                        tree_set(tree, P, kr, 1.0 / (n_k[kr] + alpha0))
             # -- weights (module docstring)
             p0L = alpha0 * p0_len[nL]
             w_none = 0.0
@@ -608,7 +581,7 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
                 leaf_kr = 0.0
                 if kr >= 0:
                     leaf_kr = tree[P + kr]
-                    _tree_set(tree, P, kr, 0.0)
+                    tree_set(tree, P, kr, 0.0)
                 # collocation bucket: topics of L's restaurant entries (sorted), kr excluded
                 n_c = 0
                 csum = 0.0
@@ -664,7 +637,7 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
                             else:
                                 u -= m_doc
                                 v = u / (alpha * p0L * R)
-                                k_new = _tree_sample(tree, P, v, K)
+                                k_new = tree_sample(tree, P, v, K)
                 if do_record:
                     for k in range(K):
                         record[j, 1 + k] = alpha * p0L * tree[P + k] * R
@@ -685,7 +658,7 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
                     for k in range(K + 1):
                         record[j, k] /= total
                 if kr >= 0:
-                    _tree_set(tree, P, kr, leaf_kr)
+                    tree_set(tree, P, kr, leaf_kr)
             # -- add the sampled collocation(s)
             if k_new < 0:
                 # merge: LR with topic kr
@@ -703,7 +676,7 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
                 nnz = _doc_change(ndk, dt_topic, dt_count, base, nnz, kr, 1)
                 N_d += 1
                 if sparse:
-                    _tree_set(tree, P, kr, 1.0 / (n_k[kr] + alpha0))
+                    tree_set(tree, P, kr, 1.0 / (n_k[kr] + alpha0))
                 b[j] = -1
             else:
                 if tL < 0:
@@ -721,7 +694,7 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
                 nnz = _doc_change(ndk, dt_topic, dt_count, base, nnz, k_new, 1)
                 N_d += 1
                 if sparse:
-                    _tree_set(tree, P, k_new, 1.0 / (n_k[k_new] + alpha0))
+                    tree_set(tree, P, k_new, 1.0 / (n_k[k_new] + alpha0))
                 if not forced:
                     # R may be the type just inserted for L
                     tR = _type_find(ty_slot, ty_hash, ty_len, ty_pos, term_ids, hR, j + 1, nR)
@@ -739,7 +712,7 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
                     nnz = _doc_change(ndk, dt_topic, dt_count, base, nnz, kr, 1)
                     N_d += 1
                     if sparse:
-                        _tree_set(tree, P, kr, 1.0 / (n_k[kr] + alpha0))
+                        tree_set(tree, P, kr, 1.0 / (n_k[kr] + alpha0))
                 b[j] = k_new
                 s = j + 1
         dt_nnz[d] = nnz
