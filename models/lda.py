@@ -8,6 +8,7 @@ import numba
 import numpy as np
 
 from ._kernels import lda as K_
+from ._kernels.dirichlet import topic_word_log_lik
 from ._kernels.rng import make_rng_states
 from .base import SweepOrderModel, block_run_ptrs, key_runs, stack_ptrs, token_shards
 
@@ -268,7 +269,7 @@ class LDA(SweepOrderModel):
     def _log_lik(self, c):
         active = self._active[c]
         n = int(self.n_k_[c].sum())
-        ll = K_._log_lik_words(self.n_kw_[c], self.n_k_[c], float(self.beta))
+        ll = topic_word_log_lik(self.n_kw_[c], self.n_k_[c], float(self.beta))
         ll += K_._log_lik_docs(self._lay["cap_ptr"], self.dt_[c], self._lay["cshift"],
                                self.dt_nnz_[c], active, self.alpha_[c])
         return ll / max(n, 1)
@@ -444,6 +445,6 @@ def joint_log_lik(corpus, z, n_topics, alpha, beta):
     dt_nnz = np.zeros(corpus.n_docs, dtype=np.int32)
     K_._build_doc_lists(corpus.doc_ptr, z, cap_ptr, cshift, dt, dt_nnz)
     active = np.ones(corpus.n_docs, dtype=np.uint8)
-    ll = K_._log_lik_words(n_kw, n_k, float(beta))
+    ll = topic_word_log_lik(n_kw, n_k, float(beta))
     ll += K_._log_lik_docs(cap_ptr, dt, cshift, dt_nnz, active, alpha)
     return ll / max(int(n_k.sum()), 1)

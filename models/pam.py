@@ -20,6 +20,7 @@ Two behaviours worth knowing (measured, see tests/test_pam.py and the issue repo
 import numpy as np
 
 from ._kernels import pam as K_
+from ._kernels.dirichlet import topic_word_log_lik
 from ._kernels.rng import make_rng_states
 from .base import SweepOrderModel, block_run_ptrs, key_runs, stack_ptrs, token_shards
 
@@ -317,7 +318,7 @@ class PAM(SweepOrderModel):
     def _log_lik(self, c):
         n = int(self.n_j_[c].sum())
         alpha = self.alpha_[c]
-        ll = K_._log_lik_words(self.n_wj_[c], self.n_j_[c], float(self.beta))
+        ll = topic_word_log_lik(self.n_wj_[c], self.n_j_[c], float(self.beta))
         ll += K_._log_lik_docs(self._lay["cap_ptr"], self.dp_key_[c], self.dp_count_[c],
                                self.dp_nnz_[c], self.n_ds_[c], self._active[c],
                                float(self.alpha_root), alpha, alpha.sum(1))
@@ -561,7 +562,7 @@ def pam_log_lik(corpus, z_super, z_sub, n_super, n_sub, alpha_root, alpha, beta)
     n_ds = np.zeros((corpus.n_docs, n_super), dtype=np.int32)
     K_._build_doc_lists(corpus.doc_ptr, z, n_sub, cap_ptr, dp_key, dp_count, dp_nnz, n_ds)
     active = np.ones(corpus.n_docs, dtype=np.uint8)
-    ll = K_._log_lik_words(n_wj, n_j, float(beta))
+    ll = topic_word_log_lik(n_wj, n_j, float(beta))
     ll += K_._log_lik_docs(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, active, float(alpha_root),
                            alpha, alpha.sum(1))
     return ll / max(int(n_j.sum()), 1)

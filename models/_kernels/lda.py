@@ -449,28 +449,6 @@ def _compact_n_kw(n_kw, out_ptr, out_topic, out_count):
 
 
 @njit(cache=True, parallel=True)
-def _log_lik_words(n_kw, n_k, beta):
-    """log p(w | z) = sum_k [lgamma(V b) - lgamma(n_k + V b) + sum_w (lgamma(n_kw + b) - lgamma(b))]."""
-    V, K = n_kw.shape
-    lgb = math.lgamma(beta)
-    part = np.zeros(V)
-    for w in prange(V):
-        acc = 0.0
-        for k in range(K):
-            v = n_kw[w, k]
-            if v > 0:
-                acc += math.lgamma(v + beta) - lgb
-        part[w] = acc
-    total = 0.0
-    for w in range(V):
-        total += part[w]
-    vb = V * beta
-    for k in range(K):
-        total += math.lgamma(vb) - math.lgamma(n_k[k] + vb)
-    return total
-
-
-@njit(cache=True, parallel=True)
 def _log_lik_docs(cap_ptr, dt, cshift, dt_nnz, active, alpha):
     """log p(z) = sum_d [lgamma(A) - lgamma(n_d + A) + sum_k (lgamma(n_dk + a_k) - lgamma(a_k))]."""
     n_docs = len(dt_nnz)

@@ -584,28 +584,6 @@ def _moment_match(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, active, alpha):
 
 
 @njit(cache=True, parallel=True)
-def _log_lik_words(n_wj, n_j, beta):
-    """sum_j [lgamma(V b) - lgamma(n_j + V b) + sum_w (lgamma(n_wj + b) - lgamma(b))]."""
-    V, n_sub = n_wj.shape
-    lgb = math.lgamma(beta)
-    part = np.zeros(V)
-    for w in prange(V):
-        acc = 0.0
-        for j in range(n_sub):
-            v = n_wj[w, j]
-            if v > 0:
-                acc += math.lgamma(v + beta) - lgb
-        part[w] = acc
-    total = 0.0
-    for w in range(V):
-        total += part[w]
-    vb = V * beta
-    for j in range(n_sub):
-        total += math.lgamma(vb) - math.lgamma(n_j[j] + vb)
-    return total
-
-
-@njit(cache=True, parallel=True)
 def _log_lik_docs(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, active, alpha_r, alpha, alpha_sum):
     """Root and super-topic Dirichlet-multinomial terms of every active document:
 
