@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import shutil
 import signal
 import sys
 import threading
@@ -132,6 +133,33 @@ def snippet(text: str, spans, width: int = SNIPPET_TOKENS) -> Fragments:
     if hi < len(spans):
         frags.append(("", " \u2026"))
     return [f for f in frags if f[1]]
+
+
+def wrap(frags: Fragments, width: int, indent: str) -> Fragments:
+    """Styled fragments as lines of at most ``width`` columns, each starting with ``indent``,
+    broken at spaces only (the terminal's own wrap would break words and lose the indent)."""
+    words: list[list[tuple[str, str]]] = [[]]  # runs of styled pieces between spaces
+    for style, text in frags:
+        for i, piece in enumerate(text.split(" ")):
+            if i:
+                words.append([])
+            if piece:
+                words[-1].append((style, piece))
+    out: Fragments = [("", indent)]
+    col = len(indent)
+    for word in words:
+        n = sum(len(t) for _, t in word)
+        if not n:
+            continue
+        if col > len(indent) and col + 1 + n > width:
+            out += [("", "\n" + indent)]
+            col = len(indent)
+        elif col > len(indent):
+            out.append(("", " "))
+            col += 1
+        out += word
+        col += n
+    return out + [("", "\n")]
 
 
 def to_plain(frags: Fragments, mark: bool = True) -> str:
@@ -422,7 +450,7 @@ class Session:
             body = self._body(doc)
             frags = snippet(body, match_words(body, terms, self.analyze_word))
             if frags:
-                out += [("", "      ")] + frags + [("", "\n")]
+                out += wrap(frags, shutil.get_terminal_size().columns, "      ")
         if len(result.docs) > self.hits:
             out.append(("class:dim", f"({len(result.docs)} kept for :write; :why N explains hit N, :doc N shows it)\n"))
         return out

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from retrieval.console import (Session, explain, highlight, match_words, parse_settings, plain_loop, repl,
-                               snippet, snippet_window, to_plain)
+                               snippet, snippet_window, to_plain, wrap)
 from retrieval.index import build_index
 from retrieval.scoring import Scorer
 from retrieval.trec import read_qrels, read_run, read_topics
@@ -192,6 +192,9 @@ def test_snippet_and_highlight_helpers():
     assert to_plain(highlight(text_, spans)) == text_.replace("Airbus", "*Airbus*").replace("subsidies", "*subsidies*")
     assert to_plain(snippet(text_, spans)) == ("The *Airbus* consortium got *subsidies*. Boeing said "
                                                "*subsidies* break rules")
+    wrapped = to_plain(wrap(snippet(text_, spans), 30, "  "))
+    assert wrapped == "  The *Airbus* consortium got\n  *subsidies*. Boeing said\n  *subsidies* break rules\n"
+    assert all(len(line) <= 30 for line in wrapped.replace("*", "").splitlines())
     words = [(i, i + 1, i in (50, 52)) for i in range(100)]
     assert snippet_window(words, 10) == (47, 57)
     assert snippet_window(words[:5], 10) == (0, 5)
