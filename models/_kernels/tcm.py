@@ -344,8 +344,40 @@ def _build_tables(term_ids, b, n_topics):
                                t, k, 1)
         n_k[k] += 1
         s = i + 1
+    _group_entries(ty_head, n_types, en_slot, en_type, en_topic, en_count, en_next, n_entries)
     return (ty_slot, ty_hash, ty_len, ty_pos, ty_head, n_types, en_slot, en_type, en_topic,
             en_count, en_next, n_entries, n_k)
+
+
+@njit(cache=True)
+def _group_entries(ty_head, n_types, en_slot, en_type, en_topic, en_count, en_next, n_entries):
+    """Renumber the entries type by type, in list order, so that walking a type's list (the
+    collocation bucket) reads consecutive memory instead of chasing entries scattered in order
+    of creation. Lists, counts and lookups are unchanged; only entry ids move."""
+    new_id = np.empty(n_entries, dtype=np.int32)
+    old_of = np.empty(n_entries, dtype=np.int32)
+    e_new = 0
+    for t in range(n_types):
+        e = ty_head[t]
+        while e >= 0:
+            new_id[e] = e_new
+            old_of[e_new] = e
+            e_new += 1
+            e = en_next[e]
+    typ = en_type[:n_entries].copy()
+    top = en_topic[:n_entries].copy()
+    cnt = en_count[:n_entries].copy()
+    nxt = en_next[:n_entries].copy()
+    for j in range(n_entries):
+        e = old_of[j]
+        en_type[j] = typ[e]
+        en_topic[j] = top[e]
+        en_count[j] = cnt[e]
+        en_next[j] = new_id[nxt[e]] if nxt[e] >= 0 else -1
+    for t in range(n_types):
+        if ty_head[t] >= 0:
+            ty_head[t] = new_id[ty_head[t]]
+    _entry_rehash(en_slot, en_type, en_topic, n_entries)
 
 
 @njit(cache=True, parallel=True)
