@@ -10,6 +10,7 @@ import numba
 import numpy as np
 
 from . import checkpoint as ckpt
+from ._kernels.sparse import row_nnz, rows_to_csr
 from .corpus import Corpus, content_hash
 
 # Parameters that may differ between a checkpoint and the resuming estimator.
@@ -49,6 +50,18 @@ def block_run_ptrs(run_block, n_shards):
     return np.searchsorted(
         run_block, np.arange(S)[:, None] * S + np.arange(S + 1)[None, :], side="left"
     ).astype(np.int64)
+
+
+def rows_csr(dense):
+    """The nonzeros of a dense (rows, cols) count table as CSR: (ptr int64, cols, counts int32);
+    columns as uint16 when they fit (topic ids), halving what kept samples store."""
+    nnz = np.empty(dense.shape[0], dtype=np.int64)
+    row_nnz(dense, nnz)
+    ptr = np.concatenate([[0], np.cumsum(nnz)]).astype(np.int64)
+    cols = np.empty(ptr[-1], dtype=np.uint16 if dense.shape[1] <= 65535 else np.int32)
+    counts = np.empty(ptr[-1], dtype=np.int32)
+    rows_to_csr(dense, ptr, cols, counts)
+    return ptr, cols, counts
 
 
 def stack_ptrs(ptrs, parts):

@@ -10,7 +10,7 @@ import numpy as np
 from ._kernels import lda as K_
 from ._kernels.dirichlet import topic_word_log_lik
 from ._kernels.rng import make_rng_states
-from .base import SweepOrderModel, block_run_ptrs, key_runs, stack_ptrs, token_shards
+from .base import SweepOrderModel, block_run_ptrs, key_runs, rows_csr, stack_ptrs, token_shards
 
 SAMPLERS = ("fplus",)
 INITS = ("random", "sparse")
@@ -284,12 +284,7 @@ class LDA(SweepOrderModel):
         kd_count = np.empty(nnz, dtype=np.int32)
         K_._doc_lists_to_postings(lay["cap_ptr"], self.dt_[c], lay["cshift"],
                                   self.dt_nnz_[c], Kt, kd_ptr, kd_doc, kd_count)
-        row = np.empty(self.n_kw_.shape[1], dtype=np.int64)
-        K_._row_nnz(self.n_kw_[c], row)
-        tw_ptr = np.concatenate([[0], np.cumsum(row)])
-        tw_topic = np.empty(tw_ptr[-1], dtype=np.uint16)
-        tw_count = np.empty(tw_ptr[-1], dtype=np.int32)
-        K_._compact_n_kw(self.n_kw_[c], tw_ptr, tw_topic, tw_count)
+        tw_ptr, tw_topic, tw_count = rows_csr(self.n_kw_[c])
         s = dict(chain=c, iter=it, kd_ptr=kd_ptr, kd_doc=kd_doc, kd_count=kd_count,
                  tw_ptr=tw_ptr, tw_topic=tw_topic, tw_count=tw_count,
                  n_k=self.n_k_[c].copy(), alpha=self.alpha_[c].copy())

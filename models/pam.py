@@ -22,7 +22,7 @@ import numpy as np
 from ._kernels import pam as K_
 from ._kernels.dirichlet import topic_word_log_lik
 from ._kernels.rng import make_rng_states
-from .base import SweepOrderModel, block_run_ptrs, key_runs, stack_ptrs, token_shards
+from .base import SweepOrderModel, block_run_ptrs, key_runs, rows_csr, stack_ptrs, token_shards
 
 SAMPLERS = ("exact", "pruned")
 INITS = ("random", "sparse")
@@ -345,13 +345,7 @@ class PAM(SweepOrderModel):
         dp_count = np.empty(ptr[-1], dtype=np.int32)
         K_._compact_doc_lists(lay["cap_ptr"], self.dp_key_[c], self.dp_count_[c], nnz, ptr,
                               dp_key, dp_count)
-        row = np.empty(self.n_wj_.shape[1], dtype=np.int64)
-        K_._row_nnz(self.n_wj_[c], row)
-        tw_ptr = np.concatenate([[0], np.cumsum(row)])
-        sub_dtype = np.uint16 if self.n_sub <= 65535 else np.int32
-        tw_sub = np.empty(tw_ptr[-1], dtype=sub_dtype)
-        tw_count = np.empty(tw_ptr[-1], dtype=np.int32)
-        K_._compact_n_wj(self.n_wj_[c], tw_ptr, tw_sub, tw_count)
+        tw_ptr, tw_sub, tw_count = rows_csr(self.n_wj_[c])
         s = dict(chain=c, iter=it, dp_ptr=ptr, dp_key=dp_key, dp_count=dp_count, tw_ptr=tw_ptr,
                  tw_sub=tw_sub, tw_count=tw_count, n_j=self.n_j_[c].copy(),
                  alpha=self.alpha_[c].copy())

@@ -47,20 +47,7 @@ from numba import njit, prange
 
 from .ftree import tree_build, tree_sample, tree_set
 from .rng import randint, uniform
-
-
-@njit(cache=True, inline="always")
-def _find(keys, base, nnz, key):
-    """Index j in [0, nnz] of the first keys[base + j] >= key (binary search)."""
-    lo = 0
-    hi = nnz
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if keys[base + mid] < key:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+from .sparse import lower_bound
 
 
 # ---------------------------------------------------------------------------------------------
@@ -159,7 +146,7 @@ def _sweep_shard(r0, r1, run_word, run_ptr, ord_doc, z_ord, n_kw, n_k, cap_ptr, 
                 rw[k_old] -= 1
                 n_k[k_old] -= 1
                 _set_c(tree, P, c, alpha, k_old, _c_of(rw[k_old], n_k[k_old], beta, vbeta))
-                pos_old = _find(dt, base, nnz, k_old << cshift)
+                pos_old = lower_bound(dt, base, base + nnz, k_old << cshift) - base
                 # A count that drops to 0 stays in the list until after sampling; it adds
                 # exactly 0.0 to the doc bucket and can never be selected.
                 dt[base + pos_old] -= 1
@@ -194,7 +181,7 @@ def _sweep_shard(r0, r1, run_word, run_ptr, ord_doc, z_ord, n_kw, n_k, cap_ptr, 
                     dt[base + pos_new] += 1
                 else:
                     key = k_new << cshift
-                    j = _find(dt, base, nnz, key)
+                    j = lower_bound(dt, base, base + nnz, key) - base
                     if j < nnz and (dt[base + j] >> cshift) == k_new:
                         dt[base + j] += 1
                     else:
@@ -422,28 +409,6 @@ def _build_doc_lists(doc_ptr, z_doc, cap_ptr, cshift, dt, dt_nnz):
         dt_nnz[d] = nnz
 
 
-@njit(cache=True, parallel=True)
-def _row_nnz(n_kw, out):
-    for w in prange(n_kw.shape[0]):
-        m = 0
-        for k in range(n_kw.shape[1]):
-            if n_kw[w, k] != 0:
-                m += 1
-        out[w] = m
-
-
-@njit(cache=True, parallel=True)
-def _compact_n_kw(n_kw, out_ptr, out_topic, out_count):
-    for w in prange(n_kw.shape[0]):
-        o = out_ptr[w]
-        for k in range(n_kw.shape[1]):
-            v = n_kw[w, k]
-            if v != 0:
-                out_topic[o] = k
-                out_count[o] = v
-                o += 1
-
-
 # ---------------------------------------------------------------------------------------------
 # Log-likelihood (collapsed joint log p(w, z), Griffiths & Steyvers 2004 eq. 2-3)
 
@@ -572,17 +537,6 @@ def _doc_constants(kd_ptr, kd_doc, kd_count, n_k, alpha, beta, n_terms, doc_len,
                 smooth[cs, kd_doc[j]] += kd_count[j] * b
 
 
-@njit(cache=True, inline="always")
-def _lower_bound(a, lo, hi, x):
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if a[mid] < x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
 @njit(cache=True, parallel=True)
 def _score_p_w_d_sparse(kd_ptr, kd_doc, kd_count, tw_ptr, tw_topic, tw_count, n_k, alpha, beta,
                         inv_len, smooth, term_ids, n_blocks, out):
@@ -619,8 +573,8 @@ def _score_p_w_d_sparse(kd_ptr, kd_doc, kd_count, tw_ptr, tw_topic, tw_count, n_
                     coef = tw_count[j] / (n_k[cs, k] + vbeta)
                     a = kd_ptr[cs, k]
                     b = kd_ptr[cs, k + 1]
-                    lo = _lower_bound(kd_doc, a, b, d0)
-                    hi = _lower_bound(kd_doc, lo, b, d1)
+                    lo = lower_bound(kd_doc, a, b, d0)
+                    hi = lower_bound(kd_doc, lo, b, d1)
                     for i in range(lo, hi):
                         out[cs, kd_doc[i], t] += kd_count[i] * coef
                 for d in range(d0, d1):

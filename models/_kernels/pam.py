@@ -57,26 +57,13 @@ import numpy as np
 from numba import njit, prange
 
 from .rng import randint, uniform
+from .sparse import lower_bound
 
 N_STATS = 5
 
 
 # ---------------------------------------------------------------------------------------------
 # Small helpers
-
-
-@njit(cache=True, inline="always")
-def _find(keys, base, nnz, k):
-    """Index q in [0, nnz] of the first keys[base + q] >= k (binary search)."""
-    lo = 0
-    hi = nnz
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if keys[base + mid] < k:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
 
 
 @njit(cache=True, inline="always")
@@ -211,7 +198,7 @@ def _sweep_block(r0, r1, run_word, run_ptr, ord_doc, z_ord, n_wj, n_j, n_ds, cap
                 i0 = key_old // n_sub
                 j0 = key_old - i0 * n_sub
                 n_ds[d, i0] -= 1
-                pos_old = _find(dp_key, base, nnz, key_old)
+                pos_old = lower_bound(dp_key, base, base + nnz, key_old) - base
                 # A pair whose count drops to 0 stays in the list until after sampling; it adds
                 # exactly 0.0 to the doc bucket and can never be selected.
                 dp_count[base + pos_old] -= 1
@@ -291,7 +278,7 @@ def _sweep_block(r0, r1, run_word, run_ptr, ord_doc, z_ord, n_wj, n_j, n_ds, cap
                 if pos_new >= 0:
                     dp_count[base + pos_new] += 1
                 else:
-                    q = _find(dp_key, base, nnz, key_new)
+                    q = lower_bound(dp_key, base, base + nnz, key_new) - base
                     if q < nnz and dp_key[base + q] == key_new:
                         dp_count[base + q] += 1
                     else:
@@ -465,28 +452,6 @@ def _compact_doc_lists(cap_ptr, dp_key, dp_count, dp_nnz, out_ptr, out_key, out_
         for q in range(dp_nnz[d]):
             out_key[o + q] = dp_key[a + q]
             out_count[o + q] = dp_count[a + q]
-
-
-@njit(cache=True, parallel=True)
-def _row_nnz(n_wj, out):
-    for w in prange(n_wj.shape[0]):
-        m = 0
-        for j in range(n_wj.shape[1]):
-            if n_wj[w, j] != 0:
-                m += 1
-        out[w] = m
-
-
-@njit(cache=True, parallel=True)
-def _compact_n_wj(n_wj, out_ptr, out_sub, out_count):
-    for w in prange(n_wj.shape[0]):
-        o = out_ptr[w]
-        for j in range(n_wj.shape[1]):
-            v = n_wj[w, j]
-            if v != 0:
-                out_sub[o] = j
-                out_count[o] = v
-                o += 1
 
 
 @njit(cache=True)

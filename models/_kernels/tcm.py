@@ -65,6 +65,7 @@ from numba import njit, prange
 
 from .ftree import tree_build, tree_sample, tree_set
 from .rng import uniform
+from .sparse import lower_bound
 
 HASH_SEED = np.uint64(0x2545F4914F6CDD1D)
 HASH_STEP = np.uint64(0x9E3779B97F4A7C15)
@@ -411,14 +412,7 @@ def _doc_change(ndk, dt_topic, dt_count, base, nnz, k, delta):
     """n_dk += delta (delta = +1 or -1) in the dense row and the sorted list; returns new nnz."""
     old = ndk[k]
     ndk[k] = old + delta
-    lo = 0
-    hi = nnz
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if dt_topic[base + mid] < k:
-            lo = mid + 1
-        else:
-            hi = mid
+    lo = lower_bound(dt_topic, base, base + nnz, k) - base
     if delta > 0:
         if old == 0:
             for jj in range(nnz, lo, -1):
