@@ -103,6 +103,8 @@ class GibbsModel:
         """Constructor parameters in signature order, found as scikit-learn finds them."""
         return [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
 
+    _RETIRED_PARAMS = ()
+
     def get_params(self):
         return {name: getattr(self, name) for name in self._param_names()}
 
@@ -333,7 +335,8 @@ class GibbsModel:
         if h.get("model") != cls.__name__:
             raise ValueError(f"{os.fspath(path)}: holds a {h.get('model')!r} model, not {cls.__name__}")
         ckpt.check_fingerprint(path, h, fingerprint)
-        model = cls(**h["params"])
+        # training-only parameters a later version retired are ignored, not refused
+        model = cls(**{k: v for k, v in h["params"].items() if k not in cls._RETIRED_PARAMS})
         model.fingerprint_ = h["fingerprint"]
         model.corpus_hash_ = h.get("corpus_hash")
         model.n_iter_ = h["n_iter"]

@@ -9,9 +9,11 @@
 Both samplers get the same integer tokens (tomotopy as strings of term ids, ``tw=ONE``, no
 ``min_cf``/``rm_top``), the same K, alpha = 50/K, beta = 0.01, the same number of sweeps, and 2
 threads (``train(workers=2)``; tomotopy's alpha optimisation is switched off). One chain each.
-Reported throughput = tokens x sweeps / wall seconds of training (numba compilation is done by a
-warm-up run first and not counted; tomotopy's one-off initialisation ``train(0)`` neither; for
-topicir everything inside ``fit`` counts, including building the sweep layout and initialising).
+topicir runs with its defaults (``init="online"``: one sequential pass draws every token given
+those before it, counted in topicir's time). Reported throughput = tokens x sweeps / wall seconds of training (numba
+compilation is done by a warm-up run first and not counted; tomotopy's one-off initialisation
+``train(0)`` neither; for topicir everything inside ``fit`` counts, including building the sweep
+layout and the initialising pass).
 ``cpu-s`` is the process CPU time (all threads) of each training run: on a shared machine, wall
 time depends on the other load, CPU seconds much less so.
 
@@ -27,7 +29,7 @@ import time
 
 import numpy as np
 
-from models.corpus import Corpus, make_corpus, synthetic_corpus
+from models.corpus import make_corpus, synthetic_corpus
 from models.lda import LDA, joint_log_lik
 
 DEFAULT_20NEWS = "/work/shared/data/20news/20news-bydate.tar.gz"
@@ -46,10 +48,9 @@ def _cpu_seconds():
 def warm_up(n_shards):
     """Compile (or load from cache) every kernel the timed runs use."""
     c = synthetic_corpus(200, 500, 30, seed=0, n_latent=5)
-    LDA(n_topics=8, n_chains=1, n_iter=2, burn_in=1, sample_every=1, n_shards=n_shards,
-        log_lik_every=1).fit(c)
-    LDA(n_topics=8, n_chains=1, n_iter=2, burn_in=1, sample_every=1, n_shards=1,
-        log_lik_every=1).fit(c)
+    for shards in (n_shards, 1):
+        LDA(n_topics=8, n_chains=1, n_iter=2, burn_in=1, sample_every=1, n_shards=shards,
+            log_lik_every=1).fit(c)
     joint_log_lik(c, np.zeros(c.n_tokens, dtype=np.int32), 8, 0.1, 0.01)
 
 

@@ -84,6 +84,7 @@ def cmd_train(args) -> int:
                       n_chains=args.chains, n_iter=args.iterations, burn_in=args.burn_in,
                       sample_every=args.sample_every, init=args.init, sampler=args.sampler,
                       n_shards=args.shards, seed=args.seed, n_jobs=args.threads)
+    params = {k: v for k, v in params.items() if not (k == "init" and v is None)}  # model default
     model, path = train_model(Index(args.index), args.kind, args.out, checkpoint=not args.no_checkpoint, **params)
     print(path)
     return 0
@@ -335,7 +336,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--iterations", type=int, default=100)
     s.add_argument("--burn-in", type=int, default=50)
     s.add_argument("--sample-every", type=int, default=10)
-    s.add_argument("--init", choices=("random", "sparse"), default="random")
+    s.add_argument("--init", choices=("online", "random", "sparse"), default=None,
+                   help="LDA default online (the first sweep draws every token given those before "
+                        "it), PAM default random; sparse: the PAM paper's growing document set")
     s.add_argument("--optimize-alpha", action="store_true", help="asymmetric alpha by Minka's fixed point")
     s.add_argument("--shards", type=int, default=4, help="fixed document shards (results never depend on --threads)")
     s.add_argument("--seed", type=int, default=0)

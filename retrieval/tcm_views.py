@@ -58,7 +58,7 @@ def view_text(rows, phrases=None) -> str:
     for row in rows:
         out.append(f"topic {row['topic']} ({row['size']:.0f} collocations)")
         out.append("  by P(c|t): " + "; ".join(c for c, _, _ in row["p_c_t"]))
-        out.append(f"  by P(t|c): " + "; ".join(c for c, _, _ in row["p_t_c"]))
+        out.append("  by P(t|c): " + "; ".join(c for c, _, _ in row["p_t_c"]))
     return "\n".join(out)
 
 

@@ -20,14 +20,15 @@ def resume_after_kill(cls, kw, corpus, path, kill_at, **fit_kw):
     return cls(**dict(kw, n_jobs=1)).fit(corpus, checkpoint=path, **fit_kw)
 
 
-def assert_doc_lists(dt_topic, dt_count, dt_nnz, cap_ptr, n_dk):
-    """Sparse per-doc lists (ascending topics, positive counts) that hold exactly the dense
-    counts ``n_dk`` of shape (n_docs, n_topics)."""
+def assert_doc_lists(dt_topic, dt_count, dt_nnz, cap_ptr, n_dk, ordered=True):
+    """Sparse per-row lists (distinct topics, ascending if ``ordered``; positive counts) that hold
+    exactly the dense counts ``n_dk`` of shape (n_rows, n_topics)."""
     for d in range(len(n_dk)):
         nnz = dt_nnz[d]
         topics = dt_topic[cap_ptr[d]:cap_ptr[d] + nnz]
         counts = dt_count[cap_ptr[d]:cap_ptr[d] + nnz]
-        assert (counts > 0).all() and (np.diff(topics) > 0).all()
+        assert (counts > 0).all() and len(np.unique(topics)) == nnz
+        assert not ordered or (np.diff(topics) > 0).all()
         dense = np.zeros(n_dk.shape[1], dtype=np.int64)
         dense[topics] = counts
         np.testing.assert_array_equal(dense, n_dk[d])

@@ -1,14 +1,12 @@
 """Indexing through Anserini, collection statistics, atomic builds, exact QL scores."""
 import json
 import math
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from retrieval.batch import rank, run_topics
-from retrieval.index import MANIFEST, Index, build_index
+from retrieval.index import Index, build_index
 from retrieval.scoring import Scorer, top_k
 from retrieval.stats import CollectionStats, parse_term_positions
 from retrieval.trec import Topic, TrecFormatError

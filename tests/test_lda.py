@@ -4,7 +4,7 @@ import pytest
 
 from models import LDA, corpus_from_docs, synthetic_corpus
 from models._kernels import lda as K_
-from models._kernels.rng import make_rng_states
+from models._kernels import lda_doc
 from tests.helpers import assert_doc_lists, assert_same_fit, resume_after_kill
 from tests.reference import lda_reference as ref
 
@@ -26,18 +26,12 @@ def small_corpus():
 
 
 def prepared(model, corpus):
-    """A model with allocated and randomly initialised chains, before any sweep."""
+    """A model with allocated and initialised chains, before any sweep."""
     model._check_params(corpus)
     model.fingerprint_ = corpus.fingerprint
     model._build_layout(corpus)
     model._alloc_chain_state(corpus)
-    model.rng_ = make_rng_states(model.seed, model.n_chains, model.n_shards)
-    model.alpha_ = np.full((model.n_chains, model.n_topics), model._alpha0())
-    lay = model._lay
-    for c in range(model.n_chains):
-        K_._init_random(lay["shard_run_ptr"], lay["run_ptr"], lay["ord_doc"], model._active[c],
-                        model.z_ord_[c], model.n_topics, model.rng_[c])
-        model._rebuild_counts(corpus, c)
+    model._start(corpus)
     return model
 
 
@@ -54,15 +48,16 @@ def check_invariants(model, corpus):
         np.testing.assert_array_equal(model.n_kw_[c].sum(0), model.n_k_[c])
         sh = model._lay["cshift"]
         assert_doc_lists(model.dt_[c] >> sh, model.dt_[c] & ((1 << sh) - 1), model.dt_nnz_[c],
-                         model._lay["cap_ptr"], n_dk)
+                         model._lay["cap_ptr"], n_dk, ordered=False)
+        sh = model._lay["wshift"]
+        assert_doc_lists(model.wl_[c] >> sh, model.wl_[c] & ((1 << sh) - 1), model.wl_nnz_[c],
+                         model._lay["wcap_ptr"], n_kw)
         doc_of = np.repeat(np.arange(corpus.n_docs), np.diff(corpus.doc_ptr))
         np.testing.assert_array_equal(n_dk.sum(1), np.bincount(doc_of[assigned], minlength=corpus.n_docs))
 
 
 @pytest.mark.parametrize("n_docs,n_shards", [(60, 1), (300, 2), (300, 4)])
 def test_block_diagonal_topics_recovered_in_50_sweeps(n_docs, n_shards):
-    # AD-LDA shards sample against stale copies of n_kw; on a 60-doc corpus two shards can chase
-    # each other between labels, so the sharded cases use 300 documents.
     corpus = block_corpus(n_docs)
     m = LDA(n_topics=3, alpha=0.1, beta=0.01, n_chains=1, n_iter=50, burn_in=40, sample_every=10,
             n_shards=n_shards, seed=1).fit(corpus)
@@ -77,10 +72,8 @@ def test_block_diagonal_topics_recovered_in_50_sweeps(n_docs, n_shards):
         assert probs[0] > 0.8
 
 
-@pytest.mark.parametrize("init,n_shards,parallel", [
-    ("random", 1, "partition"), ("random", 3, "partition"), ("random", 3, "adlda"),
-    ("sparse", 2, "partition"), ("sparse", 2, "adlda")])
-def test_invariants_after_every_sweep(init, n_shards, parallel):
+@pytest.mark.parametrize("init,n_shards", [("random", 1), ("random", 3), ("sparse", 2), ("online", 3)])
+def test_invariants_after_every_sweep(init, n_shards):
     corpus = small_corpus()
     seen = []
 
@@ -89,31 +82,33 @@ def test_invariants_after_every_sweep(init, n_shards, parallel):
         seen.append(it)
 
     LDA(n_topics=7, n_chains=2, n_iter=12, burn_in=10, sample_every=1, init=init,
-        sparse_init_frac=0.25, sparse_init_every=2, n_shards=n_shards, parallel=parallel, seed=5,
+        sparse_init_frac=0.25, sparse_init_every=2, n_shards=n_shards, seed=5,
         optimize_alpha=True, optimize_every=3).fit(corpus, callback=cb)
     assert seen == list(range(1, 13))
 
 
 def test_one_sweep_matches_reference_sampler():
     corpus = tiny_corpus()
+    ref_sweep = ref.sweep
     for seed in range(3):
         m = prepared(LDA(n_topics=5, alpha=0.3, beta=0.05, n_chains=1, n_iter=2, burn_in=1,
                          sample_every=1, n_shards=1, seed=seed), corpus)
         z0 = m._z_doc(0)
         rng = m.rng_[0, 0].copy()
-        z_ref = ref.sweep(corpus.doc_ptr, corpus.term_ids, z0, 5, corpus.n_terms,
+        z_ref = ref_sweep(corpus.doc_ptr, corpus.term_ids, z0, 5, corpus.n_terms,
                           m.alpha_[0], 0.05, rng)
         m._sweep(0)
         np.testing.assert_array_equal(m._z_doc(0), z_ref)
         np.testing.assert_array_equal(m.rng_[0, 0], rng)
         # a second sweep from the new state agrees too
-        z_ref2 = ref.sweep(corpus.doc_ptr, corpus.term_ids, z_ref, 5, corpus.n_terms,
+        z_ref2 = ref_sweep(corpus.doc_ptr, corpus.term_ids, z_ref, 5, corpus.n_terms,
                            m.alpha_[0], 0.05, rng)
         m._sweep(0)
         np.testing.assert_array_equal(m._z_doc(0), z_ref2)
 
 
-@pytest.mark.parametrize("K", [6, 37])  # 37: most runs patch a few leaves of the base tree
+# K = 37: visits patch a few leaves of the tree; 70: some rebuild it in full
+@pytest.mark.parametrize("K", [6, 37, 70])
 def test_one_sweep_matches_reference_on_synthetic_corpus(K):
     corpus = synthetic_corpus(15, 40, 12, seed=2, n_latent=3)
     m = prepared(LDA(n_topics=K, n_chains=1, n_iter=2, burn_in=1, sample_every=1, n_shards=1,
@@ -140,8 +135,9 @@ def test_conditionals_match_reference():
     for _ in range(50):
         d = int(rng.integers(corpus.n_docs))
         w = int(rng.integers(corpus.n_terms))
-        fast = K_._token_conditional(w, d, m.n_kw_[0], m.n_k_[0], m._lay["cap_ptr"],
-                                     m.dt_[0], m._lay["cshift"], m.dt_nnz_[0], m.alpha_[0], 0.03)
+        fast = lda_doc.token_conditional(
+            w, d, m.n_kw_[0], m.n_k_[0], m._lay["cap_ptr"], m.dt_[0], m._lay["cshift"],
+            m.dt_nnz_[0], m.alpha_[0], 0.03)
         slow = ref.conditional(w, d, n_dk, n_kw, n_k, m.alpha_[0], 0.03)
         np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=0)
 
@@ -171,17 +167,31 @@ def test_alpha_optimisation_matches_digamma_fixed_point():
     assert not np.allclose(want, a0)
 
 
-@pytest.mark.parametrize("parallel", ["partition", "adlda"])
-def test_same_seed_same_z_whatever_the_thread_count(parallel):
+def test_same_seed_same_z_whatever_the_thread_count():
     corpus = small_corpus()
-    kw = dict(n_topics=10, n_chains=2, n_iter=6, burn_in=4, sample_every=1, n_shards=4, seed=9,
-              parallel=parallel)
+    kw = dict(n_topics=10, n_chains=2, n_iter=6, burn_in=4, sample_every=1, n_shards=4, seed=9)
     z1 = LDA(n_jobs=1, **kw).fit(corpus).z_
     z2 = LDA(n_jobs=2, **kw).fit(corpus).z_
     np.testing.assert_array_equal(z1, z2)
     z3 = LDA(n_jobs=2, **kw).fit(corpus).z_
     np.testing.assert_array_equal(z2, z3)
     assert z1.dtype == np.int32 and z1.shape == (2, corpus.n_tokens)
+
+
+def test_online_init_draws_every_token_given_those_before():
+    corpus = block_corpus(300)
+    kw = dict(n_topics=3, alpha=0.1, n_chains=2, n_iter=1, burn_in=0, sample_every=1, seed=4,
+              n_shards=4, log_lik_every=1)
+    m = prepared(LDA(init="online", **kw), corpus)
+    assert (m.z_ord_ >= 0).all()
+    check_invariants(m, corpus)
+    # the sequential pass starts far above uniform noise
+    noise = prepared(LDA(init="random", **kw), corpus)
+    for c in range(2):
+        assert m._log_lik(c) > noise._log_lik(c) + 0.5
+    # and one sweep after it beats one sweep from uniform noise
+    online = LDA(init="online", **kw).fit(corpus)
+    assert online.log_lik_[0, 0] > LDA(init="random", **kw).fit(corpus).log_lik_[0, 0] + 0.1
 
 
 def test_chains_and_seeds_differ():
@@ -193,12 +203,11 @@ def test_chains_and_seeds_differ():
     assert (z[0] != z_other[0]).mean() > 0.3
 
 
-@pytest.mark.parametrize("init,parallel", [("random", "partition"), ("sparse", "partition"),
-                                           ("random", "adlda")])
-def test_resume_from_checkpoint_equals_uninterrupted(tmp_path, init, parallel):
+@pytest.mark.parametrize("init", ["online", "random", "sparse"])
+def test_resume_from_checkpoint_equals_uninterrupted(tmp_path, init):
     corpus = small_corpus()
     kw = dict(n_topics=8, n_chains=2, n_iter=14, burn_in=6, sample_every=2, n_shards=3, seed=3,
-              init=init, parallel=parallel, sparse_init_frac=0.25, sparse_init_every=1, optimize_alpha=True,
+              init=init, sparse_init_frac=0.25, sparse_init_every=1, optimize_alpha=True,
               optimize_every=4, checkpoint_every=3, log_lik_every=2)
     full = LDA(**kw).fit(corpus)
     resumed = resume_after_kill(LDA, kw, corpus, tmp_path / "run.ckpt.npz", kill_at=10)
@@ -233,16 +242,13 @@ def test_params_are_validated():
     assert m.alpha is None and m.get_params()["n_topics"] == 3  # __init__ stores unchanged
 
 
-def test_shard_schemes_agree_with_one_shard_in_distribution():
-    """Both parallel schemes reach the sequential sampler's log-likelihood on a block corpus."""
+def test_shards_agree_with_one_shard_in_distribution():
+    """The partition scheme reaches the sequential sampler's log-likelihood on a block corpus."""
     corpus = block_corpus(300)
-    lls = {}
-    for name, kw in {"seq": dict(n_shards=1), "partition": dict(n_shards=4),
-                     "adlda": dict(n_shards=4, parallel="adlda")}.items():
-        m = LDA(n_topics=3, alpha=0.1, n_chains=1, n_iter=40, burn_in=39, sample_every=1,
-                seed=2, **kw).fit(corpus)
-        lls[name] = m.log_lik_[-1, 0]
-    assert abs(lls["partition"] - lls["seq"]) < 0.02 and abs(lls["adlda"] - lls["seq"]) < 0.02
+    lls = [LDA(n_topics=3, alpha=0.1, n_chains=1, n_iter=40, burn_in=39, sample_every=1, seed=2,
+               n_shards=s, init=init).fit(corpus).log_lik_[-1, 0]
+           for s in (1, 4) for init in ("online", "random")]
+    assert max(lls) - min(lls) < 0.02
 
 
 def test_layout_partitions_tokens_into_blocks():
@@ -251,18 +257,21 @@ def test_layout_partitions_tokens_into_blocks():
     m._check_params(corpus)
     m._build_layout(corpus)
     lay = m._lay
-    np.testing.assert_array_equal(np.sort(lay["ord_pos"]), np.arange(corpus.n_tokens))
-    brp = lay["block_run_ptr"]
-    assert brp[0, 0] == 0 and brp[-1, -1] == len(lay["run_word"])
-    np.testing.assert_array_equal(brp[1:, 0], brp[:-1, -1])
+    ord_pos = lay["ord_pos"]
+    np.testing.assert_array_equal(np.sort(ord_pos), np.arange(corpus.n_tokens))
+    np.testing.assert_array_equal(lay["ord_word"], corpus.term_ids[ord_pos])
+    bvp = lay["block_visit_ptr"]
+    assert bvp[0, 0] == 0 and bvp[-1, -1] == len(lay["visit_doc"])
+    np.testing.assert_array_equal(bvp[1:, 0], bvp[:-1, -1])
+    doc_of = np.repeat(np.arange(corpus.n_docs), np.diff(corpus.doc_ptr))
     group_of = {}
     for s in range(3):
-        docs = set()
         for g in range(3):
-            for r in range(brp[s, g], brp[s, g + 1]):
-                w = lay["run_word"][r]
-                assert group_of.setdefault(w, g) == g  # a term is in one group for all shards
-                toks = lay["ord_pos"][lay["run_ptr"][r]:lay["run_ptr"][r + 1]]
-                assert (corpus.term_ids[toks] == w).all() and (np.diff(toks) > 0).all()
-                docs.update(lay["ord_doc"][lay["run_ptr"][r]:lay["run_ptr"][r + 1]].tolist())
-        assert docs <= set(range(lay["shard_doc"][s], lay["shard_doc"][s + 1]))
+            docs = lay["visit_doc"][bvp[s, g]:bvp[s, g + 1]]
+            assert (np.diff(docs) > 0).all()  # each doc visited once per block, in order
+            assert ((docs >= lay["shard_doc"][s]) & (docs < lay["shard_doc"][s + 1])).all()
+            for v in range(bvp[s, g], bvp[s, g + 1]):
+                toks = ord_pos[lay["visit_ptr"][v]:lay["visit_ptr"][v + 1]]
+                assert (doc_of[toks] == lay["visit_doc"][v]).all() and (np.diff(toks) > 0).all()
+                for w in corpus.term_ids[toks].tolist():
+                    assert group_of.setdefault(w, g) == g  # a term is in one group for all shards

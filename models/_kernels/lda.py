@@ -1,306 +1,26 @@
-"""Numba kernels for LDA by collapsed Gibbs sampling (arrays in, arrays out; no I/O).
+"""Numba kernels of LDA besides the sweep (arrays in, arrays out; no I/O): initialisation,
+counts, doc lists, log-likelihood, alpha's optimisation and the document model P_LDA(w | d).
 
-Sampler ("fplus"): the exact collapsed conditional (Griffiths & Steyvers 2004, eq. 5)
-
-    p(z_i = k | rest) ~ (n_dk + alpha_k) (n_kw + beta) / (n_k + V beta)
-
-is split into the bucket decomposition of SparseLDA (Yao et al. 2009, eq. 2-3), regrouped in
-word-by-word order as in F+LDA (Yu et al. 2015):
-
-    doc bucket   r_k = n_dk * c_k          (sparse: only the topics present in doc d)
-    word bucket  q_k = alpha_k * c_k       (dense, held in an F+ tree over K leaves)
-    c_k = (n_kw + beta) / (n_k + V beta)   for the current word w
-
-Tokens of one document shard are visited grouped by term (one "run" per (shard, term)); the
-doc bucket costs O(nnz of doc d) per token. Between runs ``c`` and the tree hold the base state
-of a term absent from the shard, c_k = beta / (n_k + V beta); a run patches only the topics in
-its term's row (found by a scan of the int row) and restores those still nonzero at its end.
-Most runs are of rare terms with 1-3 tokens, so this replaces O(K) divisions and an O(P) tree
-build per run by a few O(log K) leaf updates (a run touching many topics rebuilds in full).
-Inner tree nodes are recomputed from their children, so the tree is a pure function of its
-leaves and does not depend on the order of the updates. c is always rounded as
-(n_kw + beta) * (1 / (n_k + V beta)). Both buckets are exact, so the sampler draws from the
-exact conditional.
-
-Parallelism (AD-LDA, Newman et al. 2009): documents are split into FIXED shards; each shard
-samples against its own copy of ``n_kw``/``n_k`` and the copies are merged (integer sums,
-hence exactly) after the sweep. The shard count is independent of the thread count, and every
-(chain, shard) has its own rng stream, so results never depend on the number of threads.
+The sweep lives in :mod:`.lda_doc`.
 
 Layout shared by the kernels
 ----------------------------
-ord_doc : (n_tokens,) int32      doc of the i-th token in sweep order (shard, then term, then doc)
-run_word, run_ptr               tokens run_ptr[r]:run_ptr[r+1] (sweep order) all have term run_word[r]
-shard_run_ptr                   runs of shard s are shard_run_ptr[s]:shard_run_ptr[s+1]
+ord_doc : (n_tokens,) int32      doc of the i-th token in sweep order (shard first)
 z_ord : (n_tokens,) int32        topic of each token in sweep order; -1 = not yet assigned
-cap_ptr : (n_docs+1,) int64      doc d's sparse topic list lives in dt[cap_ptr[d]:cap_ptr[d+1]]
-dt : int32, dt_nnz               doc d's topics, sorted, packed with their counts as
-                                (topic << cshift) | count, dt_nnz[d] of them used: one int per
-                                entry halves the traffic of these random accesses, and the
-                                packed values sort as the topics do
-cshift                          31 - bit_length(K - 1); every count is < 2**cshift
+shard_tok_ptr : (S+1,) int64     tokens of shard s are shard_tok_ptr[s]:shard_tok_ptr[s+1]
+cap_ptr : (n_docs+1,) int64      doc d's topic list lives in dt[cap_ptr[d]:cap_ptr[d+1]]
+dt : int32, dt_nnz               doc d's topics packed with their counts as (topic << cshift) |
+                                count, dt_nnz[d] of them used, in no particular order: one int
+                                per entry halves the traffic of these random accesses
+cshift                          31 - bit_length(K - 1); every doc count is < 2**cshift
 """
 import math
 
 import numpy as np
 from numba import njit, prange
 
-from .ftree import tree_build, tree_sample, tree_set
-from .rng import randint, uniform
+from .rng import randint
 from .sparse import lower_bound
-
-
-# ---------------------------------------------------------------------------------------------
-# One shard of one sweep
-
-
-@njit(cache=True, inline="always")
-def _set_c(tree, P, c, alpha, k, ck):
-    c[k] = ck
-    tree_set(tree, P, k, alpha[k] * ck)
-
-
-@njit(cache=True, inline="always")
-def _c_of(n, n_k, beta, vbeta):
-    """c_k = (n_kw + beta) / (n_k + V beta), always rounded as (n_kw + beta) * (1 / (...))."""
-    return (n + beta) * (1.0 / (n_k + vbeta))
-
-
-@njit(cache=True)
-def _set_all_c(tree, P, c, alpha, rw, n_k, beta, vbeta):
-    """c and the tree for the term row rw, rebuilt in full (leaves K:P stay 0)."""
-    K = len(c)
-    for k in range(K):
-        ck = _c_of(rw[k], n_k[k], beta, vbeta)
-        c[k] = ck
-        tree[P + k] = alpha[k] * ck
-    tree_build(tree, P)
-
-
-@njit(cache=True)
-def _set_base_c(tree, P, c, alpha, n_k, beta, vbeta):
-    """c and the tree for an all-zero term row (the base state between runs), in full."""
-    K = len(c)
-    for k in range(K):
-        ck = _c_of(0, n_k[k], beta, vbeta)
-        c[k] = ck
-        tree[P + k] = alpha[k] * ck
-    for k in range(K, P):
-        tree[P + k] = 0.0
-    tree_build(tree, P)
-
-
-@njit(cache=True)
-def _sweep_shard(r0, r1, run_word, run_ptr, ord_doc, z_ord, n_kw, n_k, cap_ptr, dt, cshift,
-                 dt_nnz, active, alpha, beta, vbeta, tree, c, pbuf, row, nz, log_ptr, log_topic,
-                 log_delta, log_len, write_through, rng):
-    """Resample every active token of runs r0:r1 once.
-
-    ``n_kw`` is only read (the snapshot every shard samples against); a term occurs in one run
-    per shard, so its row is copied into ``row`` at the start of the run and, at the end, the
-    changes are written to the run's slot of the delta log (log_topic/log_delta from
-    log_ptr[r], log_len[r] entries) for :func:`_apply_log` to merge. With ``write_through`` the
-    run works on the row of ``n_kw`` itself (the caller guarantees that no other shard reads or
-    writes these terms meanwhile) and the log is untouched.
-
-    Changes in place: z_ord, n_k (this shard's copy), dt, dt_nnz (this shard's docs only), the
-    log, tree, c, pbuf, row, nz (scratch) and rng.
-    """
-    K = n_kw.shape[1]
-    P = tree.shape[0] // 2
-    cmask = (1 << cshift) - 1
-    # Patching a leaf costs about log2(P), rebuilding everything about P + K.
-    log_p = 1
-    while (1 << log_p) < P:
-        log_p += 1
-    max_patch = (P + K) // log_p
-    _set_base_c(tree, P, c, alpha, n_k, beta, vbeta)
-    for r in range(r0, r1):
-        w = run_word[r]
-        a = run_ptr[r]
-        b = run_ptr[r + 1]
-        if write_through:
-            rw = n_kw[w]  # no other shard touches term w during this block
-        else:
-            rw = row
-            rw[:] = n_kw[w]
-        m = 0
-        for k in range(K):
-            nz[m] = k
-            m += rw[k] != 0
-        if m > max_patch:
-            _set_all_c(tree, P, c, alpha, rw, n_k, beta, vbeta)
-        else:
-            for j in range(m):
-                k = nz[j]
-                _set_c(tree, P, c, alpha, k, _c_of(rw[k], n_k[k], beta, vbeta))
-        for i in range(a, b):
-            d = ord_doc[i]
-            if active[d] == 0:
-                continue
-            k_old = z_ord[i]
-            base = cap_ptr[d]
-            nnz = dt_nnz[d]
-            pos_old = -1
-            if k_old >= 0:
-                rw[k_old] -= 1
-                n_k[k_old] -= 1
-                _set_c(tree, P, c, alpha, k_old, _c_of(rw[k_old], n_k[k_old], beta, vbeta))
-                pos_old = lower_bound(dt, base, base + nnz, k_old << cshift) - base
-                # A count that drops to 0 stays in the list until after sampling; it adds
-                # exactly 0.0 to the doc bucket and can never be selected.
-                dt[base + pos_old] -= 1
-            # doc bucket (eq. 3, second term, restricted to the topics of doc d)
-            dsum = 0.0
-            for j in range(nnz):
-                e = dt[base + j]
-                dsum += (e & cmask) * c[e >> cshift]
-                pbuf[j] = dsum
-            total = dsum + tree[1]
-            u = uniform(rng) * total
-            if u < dsum:
-                j = 0
-                while pbuf[j] <= u:
-                    j += 1
-                k_new = dt[base + j] >> cshift
-                pos_new = j
-            else:
-                k_new = tree_sample(tree, P, u - dsum, K)
-                pos_new = -1
-            # doc list update
-            if k_new == k_old:
-                dt[base + pos_old] += 1
-            else:
-                if pos_old >= 0 and (dt[base + pos_old] & cmask) == 0:
-                    for j in range(pos_old, nnz - 1):
-                        dt[base + j] = dt[base + j + 1]
-                    nnz -= 1
-                    if pos_new > pos_old:
-                        pos_new -= 1
-                if pos_new >= 0:
-                    dt[base + pos_new] += 1
-                else:
-                    key = k_new << cshift
-                    j = lower_bound(dt, base, base + nnz, key) - base
-                    if j < nnz and (dt[base + j] >> cshift) == k_new:
-                        dt[base + j] += 1
-                    else:
-                        for jj in range(nnz, j, -1):
-                            dt[base + jj] = dt[base + jj - 1]
-                        dt[base + j] = key + 1
-                        nnz += 1
-                dt_nnz[d] = nnz
-            rw[k_new] += 1
-            n_k[k_new] += 1
-            _set_c(tree, P, c, alpha, k_new, _c_of(rw[k_new], n_k[k_new], beta, vbeta))
-            z_ord[i] = k_new
-        # back to the base state; a topic whose row entry is 0 already holds it
-        m = 0
-        for k in range(K):
-            nz[m] = k
-            m += rw[k] != 0
-        if m > max_patch:
-            _set_base_c(tree, P, c, alpha, n_k, beta, vbeta)
-        else:
-            for j in range(m):
-                k = nz[j]
-                _set_c(tree, P, c, alpha, k, _c_of(0, n_k[k], beta, vbeta))
-        if write_through:
-            continue
-        m = 0
-        o = log_ptr[r]
-        for k in range(K):
-            dlt = row[k] - n_kw[w, k]
-            if dlt != 0:
-                log_topic[o + m] = k
-                log_delta[o + m] = dlt
-                m += 1
-        log_len[r] = m
-
-
-@njit(cache=True, parallel=True)
-def _sweep_lda(shard_run_ptr, run_word, run_ptr, ord_doc, z_ord, n_kw, n_k, cap_ptr, dt, cshift,
-               dt_nnz, active, alpha, beta, local_n_k, trees, cs, pbufs, rows, nzs, log_ptr,
-               log_topic, log_delta, log_len, rng):
-    """One Gibbs sweep of one chain over all shards (AD-LDA), then the deterministic merge.
-
-    Parameters
-    ----------
-    local_n_k : ndarray of shape (n_shards, n_topics), int64
-        Each shard's copy of n_k.
-    trees : (n_shards, 2 P) float64; cs, pbufs : (n_shards, n_topics) float64;
-    rows, nzs : (n_shards, n_topics) int32
-        Per-shard scratch.
-    log_ptr, log_topic, log_delta, log_len
-        Delta log: run r may write up to log_ptr[r+1] - log_ptr[r] (topic, delta) pairs.
-    rng : ndarray of shape (n_shards, 4), uint64
-        One stream per shard of this chain.
-
-    Changes in place: z_ord, n_kw, n_k, dt, dt_nnz, the scratch arrays, the log and rng.
-    """
-    n_shards = len(shard_run_ptr) - 1
-    vbeta = n_kw.shape[0] * beta
-    for s in prange(n_shards):
-        local_n_k[s, :] = n_k
-        _sweep_shard(shard_run_ptr[s], shard_run_ptr[s + 1], run_word, run_ptr, ord_doc, z_ord,
-                     n_kw, local_n_k[s], cap_ptr, dt, cshift, dt_nnz, active, alpha, beta, vbeta,
-                     trees[s], cs[s], pbufs[s], rows[s], nzs[s], log_ptr, log_topic, log_delta,
-                     log_len, False, rng[s])
-    _apply_log(run_word, log_ptr, log_topic, log_delta, log_len, n_kw)
-    K = n_k.shape[0]
-    for k in range(K):
-        g = n_k[k]
-        acc = g
-        for s in range(n_shards):
-            acc += local_n_k[s, k] - g
-        n_k[k] = acc
-
-
-@njit(cache=True, parallel=True)
-def _sweep_lda_partition(block_run_ptr, run_word, run_ptr, ord_doc, z_ord, n_kw, n_k, cap_ptr,
-                         dt, cshift, dt_nnz, active, alpha, beta, local_n_k, trees, cs, pbufs,
-                         rows, nzs, rng):
-    """One Gibbs sweep of one chain in S sub-steps over the (doc shard x term group) grid.
-
-    In sub-step j, shard s samples its tokens whose term lies in group (s + j) mod S. The S
-    blocks of a sub-step share no document and no term, so they update ``n_kw`` in place
-    without races and every token sees exact n_kw and n_dk; only ``n_k`` is a per-shard copy,
-    merged (integer sums) after each sub-step. This is the partition scheme of Yan et al.
-    (2009) and tomotopy's ParallelScheme.PARTITION, over FIXED shards: results do not depend
-    on the thread count.
-
-    block_run_ptr : ndarray of shape (n_shards, n_shards + 1), int64
-        Runs of block (s, g) are block_run_ptr[s, g]:block_run_ptr[s, g + 1].
-
-    Changes in place: z_ord, n_kw, n_k, dt, dt_nnz, scratch arrays and rng.
-    """
-    S = block_run_ptr.shape[0]
-    vbeta = n_kw.shape[0] * beta
-    K = n_k.shape[0]
-    for j in range(S):
-        for s in prange(S):
-            g = (s + j) % S
-            local_n_k[s, :] = n_k
-            _sweep_shard(block_run_ptr[s, g], block_run_ptr[s, g + 1], run_word, run_ptr,
-                         ord_doc, z_ord, n_kw, local_n_k[s], cap_ptr, dt, cshift, dt_nnz, active,
-                         alpha, beta, vbeta, trees[s], cs[s], pbufs[s], rows[s], nzs[s],
-                         run_ptr, rows[s], rows[s], run_ptr, True, rng[s])
-        for k in range(K):
-            g0 = n_k[k]
-            acc = g0
-            for s in range(S):
-                acc += local_n_k[s, k] - g0
-            n_k[k] = acc
-
-
-@njit(cache=True)
-def _apply_log(run_word, log_ptr, log_topic, log_delta, log_len, n_kw):
-    """n_kw += every logged delta (integer sums: the result does not depend on the order)."""
-    for r in range(len(run_word)):
-        w = run_word[r]
-        o = log_ptr[r]
-        for j in range(log_len[r]):
-            n_kw[w, log_topic[o + j]] += log_delta[o + j]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -308,27 +28,13 @@ def _apply_log(run_word, log_ptr, log_topic, log_delta, log_len, n_kw):
 
 
 @njit(cache=True, parallel=True)
-def _init_random(shard_run_ptr, run_ptr, ord_doc, active, z_ord, n_topics, rng):
-    """z_ord[i] ~ Uniform{0..K-1} for tokens of active docs, -1 otherwise; rng (n_shards, 4)."""
-    n_shards = len(shard_run_ptr) - 1
-    for s in prange(n_shards):
-        for i in range(run_ptr[shard_run_ptr[s]], run_ptr[shard_run_ptr[s + 1]]):
-            if active[ord_doc[i]]:
-                z_ord[i] = randint(rng[s], n_topics)
-            else:
-                z_ord[i] = -1
-
-
-@njit(cache=True, parallel=True)
-def _z_to_doc_order(z_ord, ord_pos, out):
-    for i in prange(len(z_ord)):
-        out[ord_pos[i]] = z_ord[i]
-
-
-@njit(cache=True, parallel=True)
-def _z_from_doc_order(z_doc, ord_pos, out):
-    for i in prange(len(out)):
-        out[i] = z_doc[ord_pos[i]]
+def _init_random(shard_tok_ptr, ord_doc, active, z_ord, n_topics, rng):
+    """z_ord[i] ~ Uniform{0..K-1} for tokens of active docs, -1 otherwise; rng (S, 4), one
+    stream per shard."""
+    S = len(shard_tok_ptr) - 1
+    for s in prange(S):
+        for i in range(shard_tok_ptr[s], shard_tok_ptr[s + 1]):
+            z_ord[i] = randint(rng[s], n_topics) if active[ord_doc[i]] else -1
 
 
 @njit(cache=True)
@@ -357,23 +63,6 @@ def _counting_sort(key, n_keys, out):
         k = key[i]
         out[cnt[k]] = i
         cnt[k] += 1
-
-
-@njit(cache=True, parallel=True)
-def _build_n_kw_runs(run_word, run_ptr, z_ord, n_kw, n_k):
-    """n_kw, n_k from sweep-order z (z = -1 ignored), row by row. Overwrites n_kw, n_k."""
-    V, K = n_kw.shape
-    for w in prange(V):
-        for k in range(K):
-            n_kw[w, k] = 0
-    n_k[:] = 0
-    for r in range(len(run_word)):
-        w = run_word[r]
-        for i in range(run_ptr[r], run_ptr[r + 1]):
-            k = z_ord[i]
-            if k >= 0:
-                n_kw[w, k] += 1
-                n_k[k] += 1
 
 
 @njit(cache=True)
@@ -425,12 +114,13 @@ def _log_lik_docs(cap_ptr, dt, cshift, dt_nnz, active, alpha):
     for d in prange(n_docs):
         if active[d] == 0:
             continue
-        base = cap_ptr[d]
+        # in topic order, so the sum does not depend on the order of the list
+        entries = np.sort(dt[cap_ptr[d]:cap_ptr[d] + dt_nnz[d]])
         n_d = 0
         acc = 0.0
-        for j in range(dt_nnz[d]):
-            k = dt[base + j] >> cshift
-            v = dt[base + j] & ((1 << cshift) - 1)
+        for e in entries:
+            k = e >> cshift
+            v = e & ((1 << cshift) - 1)
             n_d += v
             acc += math.lgamma(v + alpha[k]) - math.lgamma(alpha[k])
         part[d] = acc + lgA - math.lgamma(n_d + A)
@@ -590,39 +280,3 @@ def _mean_over_samples(per, out):
             for cs in range(n_cs):
                 acc += per[cs, d, t]
             out[d, t] = acc / n_cs
-
-
-# ---------------------------------------------------------------------------------------------
-# For tests: the conditional as the fast sampler decomposes it
-
-
-@njit(cache=True)
-def _token_conditional(w, d, n_kw, n_k, cap_ptr, dt, cshift, dt_nnz, alpha, beta):
-    """Normalised p(z = k | rest) for a token of term w in doc d, computed through the doc
-    bucket and the F+ tree exactly as ``_sweep_shard`` does. The token must already be removed
-    from the counts. Returns ndarray of shape (K,), float64."""
-    V, K = n_kw.shape
-    vbeta = V * beta
-    P = 1
-    while P < K:
-        P *= 2
-    tree = np.zeros(2 * P)
-    c = np.empty(K)
-    for k in range(K):
-        c[k] = _c_of(n_kw[w, k], n_k[k], beta, vbeta)
-        tree[P + k] = alpha[k] * c[k]
-    tree_build(tree, P)
-    base = cap_ptr[d]
-    p = np.empty(K)
-    for k in range(K):
-        p[k] = tree[P + k]
-    dsum = 0.0
-    for j in range(dt_nnz[d]):
-        k = dt[base + j] >> cshift
-        r = (dt[base + j] & ((1 << cshift) - 1)) * c[k]
-        dsum += r
-        p[k] += r
-    total = dsum + tree[1]
-    for k in range(K):
-        p[k] /= total
-    return p

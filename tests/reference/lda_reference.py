@@ -1,13 +1,13 @@
 """Slow, obvious LDA Gibbs sampler written straight from the papers (STYLE rule 5).
 
 Dense counts, Python loops, no caches. It visits tokens in the fast sampler's order for one
-shard (grouped by term, then document position) and draws from the same rng functions
-(``models._kernels.rng.uniform``), so with equal state it must reproduce the fast sampler's z
-exactly. The decomposition it samples from is the one of SparseLDA (Yao et al. 2009, eq. 3):
-a document bucket over the topics present in the document, in increasing topic order, then the
-dense bucket alpha_k (n_kw + beta) / (n_k + V beta) selected through an F+ tree (Yu et al. 2015).
-Like the fast sampler, it computes c_k = (n_kw + beta) / (n_k + V beta) as (n_kw + beta) times
-the reciprocal 1 / (n_k + V beta), so both round identically.
+shard (document order) and draws from the same rng functions (``models._kernels.rng.uniform``),
+so with equal state it must reproduce the fast sampler's z exactly. The decomposition it samples
+from is SparseLDA's (Yao et al. 2009) with y_k = (n_dk + alpha_k) / (n_k + V beta): a word bucket
+n_kw y_k over the topics of the term's row, in increasing topic order, then the dense bucket
+beta y_k selected through an F+ tree over the y_k (Yu et al. 2015). Like the fast sampler, it
+computes y_k as (n_dk + alpha_k) times the reciprocal 1 / (n_k + V beta), so both round
+identically.
 """
 import math
 
@@ -65,40 +65,37 @@ def tree_total(leaves):
 
 
 def sweep(doc_ptr, term_ids, z, n_topics, n_terms, alpha, beta, rng_state):
-    """One sequential Gibbs sweep (one shard). Returns the new doc-order z; advances rng_state."""
+    """One sequential Gibbs sweep (one shard): tokens in document order. Returns the new
+    doc-order z; advances rng_state."""
     z = np.array(z, dtype=np.int64)
     D = len(doc_ptr) - 1
     n_dk, n_kw, n_k = counts_from_z(doc_ptr, term_ids, z, n_topics, n_terms)
-    doc_of = np.repeat(np.arange(D), np.diff(doc_ptr))
-    order = sorted(range(len(term_ids)), key=lambda i: (term_ids[i], i))
     vbeta = n_terms * beta
-    for i in order:
-        w, d, k_old = term_ids[i], doc_of[i], z[i]
-        if k_old >= 0:
-            n_dk[d, k_old] -= 1
-            n_kw[w, k_old] -= 1
-            n_k[k_old] -= 1
-        # (n_kw + beta) times 1 / (n_k + V beta), rounded as the fast sampler does it
-        c = [(n_kw[w, k] + beta) * (1.0 / (n_k[k] + vbeta)) for k in range(n_topics)]
-        doc_topics = [k for k in range(n_topics) if n_dk[d, k] > 0]
-        cum, dsum = [], 0.0
-        for k in doc_topics:
-            dsum += float(n_dk[d, k]) * c[k]
-            cum.append(dsum)
-        leaves = [alpha[k] * c[k] for k in range(n_topics)]
-        total = dsum + tree_total(leaves)
-        u = uniform(rng_state) * total
-        if u < dsum:
-            j = 0
-            while cum[j] <= u:
-                j += 1
-            k_new = doc_topics[j]
-        else:
-            k_new, _ = _tree_select(leaves, u - dsum)
-        n_dk[d, k_new] += 1
-        n_kw[w, k_new] += 1
-        n_k[k_new] += 1
-        z[i] = k_new
+    for d in range(D):
+        for i in range(doc_ptr[d], doc_ptr[d + 1]):
+            w, k_old = term_ids[i], z[i]
+            if k_old >= 0:
+                n_dk[d, k_old] -= 1
+                n_kw[w, k_old] -= 1
+                n_k[k_old] -= 1
+            y = [(n_dk[d, k] + alpha[k]) * (1.0 / (n_k[k] + vbeta)) for k in range(n_topics)]
+            word_topics = [k for k in range(n_topics) if n_kw[w, k] > 0]
+            cum, wsum = [], 0.0
+            for k in word_topics:
+                wsum += float(n_kw[w, k]) * y[k]
+                cum.append(wsum)
+            u = uniform(rng_state) * (wsum + beta * tree_total(y))
+            if u < wsum:
+                j = 0
+                while cum[j] <= u:
+                    j += 1
+                k_new = word_topics[j]
+            else:
+                k_new, _ = _tree_select(y, (u - wsum) * (1.0 / beta))
+            n_dk[d, k_new] += 1
+            n_kw[w, k_new] += 1
+            n_k[k_new] += 1
+            z[i] = k_new
     return z
 
 

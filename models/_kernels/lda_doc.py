@@ -1,0 +1,297 @@
+"""LDA sweep in document order (arrays in, arrays out; no I/O).
+
+The exact collapsed conditional (Griffiths & Steyvers 2004, eq. 5)
+
+    p(z_i = k | rest) ~ (n_dk + alpha_k) (n_kw + beta) / (n_k + V beta)
+
+is split as in SparseLDA (Yao et al. 2009) for tokens visited document by document, with
+y_k = (n_dk + alpha_k) / (n_k + V beta):
+
+    word bucket   n_kw * y_k     (sparse: only the topics of term w's row, read from its list)
+    dense bucket  beta * y_k     (all K topics, held in an F+ tree over the y_k, Yu et al. 2015)
+
+The tree's leaves are the y_k themselves, so the word bucket reads its weights from the leaves.
+A token changes n_dk and n_k of its old and new topic: two O(log K) leaf updates. A visit to a
+document first raises the leaves of the document's topics from alpha_k / (n_k + V beta) (the
+state between documents) and lowers them again at the end. Inner tree nodes are recomputed
+from their children, so the tree is a pure function of its leaves. Both buckets are exact, so
+the sampler draws from the exact conditional.
+
+Why this order: on 20 Newsgroups at K = 100 a term's row holds about 11 topics (token-weighted)
+where a document holds about 40, so this sparse bucket is 4x shorter than the document bucket
+of the word-by-word order of F+LDA (which topicir used before). Only the term lists are updated
+per token; the dense n_kw is rebuilt from them after the sweep, since updating it too would cost
+two random memory accesses per token. On 20 Newsgroups (50 sweeps, 2 threads) training took 1.6x,
+1.4x and 1.25x less time than with the word-by-word sweep at K = 200, 400 and 800.
+
+Parallelism: the partition scheme of Yan et al. (2009) (tomotopy's PARTITION) over FIXED shards.
+Documents are split into S shards and terms into S groups; a sweep takes S sub-steps, and in
+sub-step j shard s samples its tokens whose term is in group (s + j) mod S. Blocks of a sub-step
+share no document and no term, so they update the term lists in place and every token sees
+exact n_kw and n_dk; only ``n_k`` is a per-shard copy, merged (integer sums) after each
+sub-step. Every (chain, shard) has its own rng stream, so results never depend on the number of
+threads.
+
+Layout (besides that of :mod:`.lda`)
+------------------------------------
+ord_word : (n_tokens,) int32     term of the i-th token in sweep order (shard, group, doc, position)
+visit_ptr, visit_doc             tokens visit_ptr[v]:visit_ptr[v+1] all belong to doc visit_doc[v]
+block_visit_ptr : (S, S+1)       visits of block (shard s, group g) are [s, g]:[s, g + 1]
+wcap_ptr : (V+1,) int64          term w's list lives in wl[wcap_ptr[w]:wcap_ptr[w+1]]
+wl, wl_nnz, wshift               term w's nonzero topics, ascending, packed like dt (int32, or
+                                int64 when a term's frequency does not fit the int32 count bits)
+"""
+import numpy as np
+from numba import njit, prange
+
+from .ftree import tree_build, tree_sample, tree_set
+from .rng import uniform
+from .sparse import lower_bound
+
+
+# ---------------------------------------------------------------------------------------------
+# One block of one sweep
+
+
+@njit(cache=True)
+def _set_base_leaves(tree, P, inv, alpha, n_k, vbeta):
+    """inv_k = 1 / (n_k + V beta) and the tree with leaves alpha_k inv_k (no document open)."""
+    K = len(n_k)
+    for k in range(K):
+        inv[k] = 1.0 / (n_k[k] + vbeta)
+        tree[P + k] = alpha[k] * inv[k]
+    for k in range(K, P):
+        tree[P + k] = 0.0
+    tree_build(tree, P)
+
+
+@njit(cache=True, inline="always")
+def _set_leaves(tree, P, topics, n, ndk, alpha, inv, max_patch):
+    """Leaves of topics[:n] := (ndk + alpha) inv; one at a time, or all then a rebuild."""
+    if n > max_patch:
+        for j in range(n):
+            k = topics[j]
+            tree[P + k] = (ndk[k] + alpha[k]) * inv[k]
+        tree_build(tree, P)
+    else:
+        for j in range(n):
+            k = topics[j]
+            tree_set(tree, P, k, (ndk[k] + alpha[k]) * inv[k])
+
+
+@njit(cache=True)
+def sweep_block(v0, v1, visit_ptr, visit_doc, ord_word, z_ord, n_k, wcap_ptr, wl, wshift,
+                 wl_nnz, cap_ptr, dt, cshift, dt_nnz, active, alpha, beta, vbeta, tree, inv, ndk,
+                 listed, topics, pbuf, rng):
+    """Resample every token of visits v0:v1 once, against n_k (this shard's copy).
+
+    Changes in place: z_ord, n_k, wl, wl_nnz (terms of this block only), dt, dt_nnz (docs
+    of this block only), and the scratch tree, inv (K,) float64, ndk (K,) int32 and listed (K,)
+    uint8 (both all zero between documents), topics (K,) int32, pbuf (K,) float64, and rng.
+    """
+    K = n_k.shape[0]
+    P = tree.shape[0] // 2
+    cmask = (1 << cshift) - 1
+    wmask = (1 << wshift) - 1
+    inv_beta = 1.0 / beta
+    # Patching a leaf costs about log2(P), rebuilding the tree about P.
+    log_p = 1
+    while (1 << log_p) < P:
+        log_p += 1
+    max_patch = P // log_p
+    _set_base_leaves(tree, P, inv, alpha, n_k, vbeta)
+    for v in range(v0, v1):
+        d = visit_doc[v]
+        if active[d] == 0:
+            continue
+        base = cap_ptr[d]
+        nnz = dt_nnz[d]
+        for j in range(nnz):
+            e = dt[base + j]
+            k = e >> cshift
+            ndk[k] = e & cmask
+            topics[j] = k
+            listed[k] = 1
+        _set_leaves(tree, P, topics, nnz, ndk, alpha, inv, max_patch)
+        n_top = nnz  # topics[:n_top]: every topic with n_dk > 0 at some point of this visit
+        for i in range(visit_ptr[v], visit_ptr[v + 1]):
+            w = ord_word[i]
+            k_old = z_ord[i]
+            wb = wcap_ptr[w]
+            wn = wl_nnz[w]
+            if k_old >= 0:
+                ndk[k_old] -= 1
+                n_k[k_old] -= 1
+                inv[k_old] = 1.0 / (n_k[k_old] + vbeta)
+                tree_set(tree, P, k_old, (ndk[k_old] + alpha[k_old]) * inv[k_old])
+            # word bucket; the old topic's entry counts one less (found on the way) and, if that
+            # makes it 0, stays in the list until after sampling: it adds exactly 0.0 and can
+            # never be selected.
+            wsum = 0.0
+            pos_old = -1
+            for j in range(wn):
+                e = wl[wb + j]
+                t = e >> wshift
+                hit = t == k_old
+                if hit:
+                    pos_old = j
+                wsum += ((e & wmask) - hit) * tree[P + t]
+                pbuf[j] = wsum
+            if pos_old >= 0:
+                wl[wb + pos_old] -= 1
+            u = uniform(rng) * (wsum + beta * tree[1])
+            if u < wsum:
+                j = 0
+                while pbuf[j] <= u:
+                    j += 1
+                k_new = wl[wb + j] >> wshift
+                pos_new = j
+            else:
+                k_new = tree_sample(tree, P, (u - wsum) * inv_beta, K)
+                pos_new = -1
+            # word list update
+            if k_new == k_old:
+                wl[wb + pos_old] += 1
+            else:
+                if pos_old >= 0 and (wl[wb + pos_old] & wmask) == 0:
+                    for j in range(pos_old, wn - 1):
+                        wl[wb + j] = wl[wb + j + 1]
+                    wn -= 1
+                    if pos_new > pos_old:
+                        pos_new -= 1
+                if pos_new >= 0:
+                    wl[wb + pos_new] += 1
+                else:
+                    key = k_new << wshift
+                    j = lower_bound(wl, wb, wb + wn, key) - wb
+                    if j < wn and (wl[wb + j] >> wshift) == k_new:
+                        wl[wb + j] += 1
+                    else:
+                        for jj in range(wn, j, -1):
+                            wl[wb + jj] = wl[wb + jj - 1]
+                        wl[wb + j] = key + 1
+                        wn += 1
+                wl_nnz[w] = wn
+            if listed[k_new] == 0:
+                listed[k_new] = 1
+                topics[n_top] = k_new
+                n_top += 1
+            ndk[k_new] += 1
+            n_k[k_new] += 1
+            inv[k_new] = 1.0 / (n_k[k_new] + vbeta)
+            tree_set(tree, P, k_new, (ndk[k_new] + alpha[k_new]) * inv[k_new])
+            z_ord[i] = k_new
+        # close the document: its list from ndk, leaves back to alpha_k inv_k, ndk back to 0
+        m = 0
+        for j in range(n_top):
+            k = topics[j]
+            if ndk[k] > 0:
+                dt[base + m] = (k << cshift) | ndk[k]
+                m += 1
+            ndk[k] = 0
+            listed[k] = 0
+        dt_nnz[d] = m
+        _set_leaves(tree, P, topics, n_top, ndk, alpha, inv, max_patch)
+
+
+@njit(cache=True, parallel=True)
+def sweep(block_visit_ptr, visit_ptr, visit_doc, ord_word, z_ord, n_kw, n_k, wcap_ptr, wl,
+               wshift, wl_nnz, cap_ptr, dt, cshift, dt_nnz, active, alpha, beta, local_n_k, trees,
+               invs, ndks, listeds, topics, pbufs, rng):
+    """One Gibbs sweep of one chain: S sub-steps over the (doc shard x term group) grid.
+
+    Parameters
+    ----------
+    local_n_k : ndarray of shape (S, n_topics), int64
+        Each shard's copy of n_k.
+    trees : (S, 2 P) float64; invs, pbufs : (S, n_topics) float64; ndks, topics : (S, n_topics)
+        int32; listeds : (S, n_topics) uint8
+        Per-shard scratch (ndks and listeds all zero).
+    rng : ndarray of shape (S, 4), uint64
+        One stream per shard of this chain.
+
+    Changes in place: z_ord, n_kw (rebuilt from the term lists at the end), n_k, wl, wl_nnz, dt,
+    dt_nnz, the scratch arrays and rng.
+    """
+    S = block_visit_ptr.shape[0]
+    vbeta = n_kw.shape[0] * beta
+    K = n_k.shape[0]
+    for j in range(S):
+        for s in prange(S):
+            g = (s + j) % S
+            local_n_k[s, :] = n_k
+            sweep_block(block_visit_ptr[s, g], block_visit_ptr[s, g + 1], visit_ptr, visit_doc,
+                         ord_word, z_ord, local_n_k[s], wcap_ptr, wl, wshift, wl_nnz,
+                         cap_ptr, dt, cshift, dt_nnz, active, alpha, beta, vbeta, trees[s],
+                         invs[s], ndks[s], listeds[s], topics[s], pbufs[s], rng[s])
+        for k in range(K):
+            g0 = n_k[k]
+            acc = g0
+            for s in range(S):
+                acc += local_n_k[s, k] - g0
+            n_k[k] = acc
+    word_lists_to_dense(wcap_ptr, wl, wshift, wl_nnz, n_kw)
+
+
+# ---------------------------------------------------------------------------------------------
+# Term lists, and the conditional as the sampler decomposes it (for tests)
+
+
+@njit(cache=True, parallel=True)
+def build_word_lists(n_kw, wcap_ptr, wshift, wl, wl_nnz):
+    """Every term's nonzero topics, ascending, packed (topic << wshift) | n_kw. Overwrites wl, wl_nnz."""
+    V, K = n_kw.shape
+    for w in prange(V):
+        o = wcap_ptr[w]
+        m = 0
+        for k in range(K):
+            n = n_kw[w, k]
+            if n != 0:
+                wl[o + m] = (k << wshift) | n
+                m += 1
+        wl_nnz[w] = m
+
+
+@njit(cache=True, parallel=True)
+def word_lists_to_dense(wcap_ptr, wl, wshift, wl_nnz, n_kw):
+    """n_kw from the term lists. The sweep keeps only the lists: updating the dense rows too
+    would cost two random memory accesses per token (about 1/5 of the sweep at K = 100)."""
+    V, K = n_kw.shape
+    wmask = (1 << wshift) - 1
+    for w in prange(V):
+        n_kw[w, :] = 0
+        for j in range(wl_nnz[w]):
+            e = wl[wcap_ptr[w] + j]
+            n_kw[w, e >> wshift] = e & wmask
+
+
+@njit(cache=True)
+def token_conditional(w, d, n_kw, n_k, cap_ptr, dt, cshift, dt_nnz, alpha, beta):
+    """Normalised p(z = k | rest) for a token of term w in doc d, computed through the word
+    bucket and the F+ tree exactly as ``sweep_block`` does. The token must already be removed
+    from the counts. Returns ndarray of shape (K,), float64."""
+    V, K = n_kw.shape
+    vbeta = V * beta
+    P = 1
+    while P < K:
+        P *= 2
+    ndk = np.zeros(K, dtype=np.int64)
+    base = cap_ptr[d]
+    for j in range(dt_nnz[d]):
+        ndk[dt[base + j] >> cshift] = dt[base + j] & ((1 << cshift) - 1)
+    tree = np.zeros(2 * P)
+    for k in range(K):
+        tree[P + k] = (ndk[k] + alpha[k]) * (1.0 / (n_k[k] + vbeta))
+    tree_build(tree, P)
+    p = np.empty(K)
+    wsum = 0.0
+    for k in range(K):
+        p[k] = beta * tree[P + k]
+        if n_kw[w, k] != 0:
+            r = n_kw[w, k] * tree[P + k]
+            wsum += r
+            p[k] += r
+    total = wsum + beta * tree[1]
+    for k in range(K):
+        p[k] /= total
+    return p
