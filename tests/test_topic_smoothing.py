@@ -96,3 +96,21 @@ def test_lda_smoothing_beats_ql_on_med(shared_data, tmp_path_factory):
     lbdm = aggregate(runs[(1000.0, 0.7)], qrels, ["AP"])["AP"]
     assert ql == pytest.approx(0.4955, abs=0.005)
     assert lbdm > ql + 0.07  # the reference run here: 0.496 -> 0.649
+
+
+# MAP of LDA smoothing on med (K = 800, 3 chains x 100 sweeps, seed 0, the trainer's defaults;
+# mu = 1000, lam = 0.7, title queries, depth 1000), as `topicir smoothing` reports it in the README.
+EXPECTED_LDA_MED = 0.6229
+
+
+@pytest.mark.regression
+def test_lda_smoothing_on_med_matches_the_readme(shared_data, tmp_path):
+    from retrieval.evaluate import judged_topics
+    from retrieval.smoothing import TRAIN, _model
+
+    index = ensure_index(shared_data, "med", tmp_path)
+    model = _model(index, "lda", 800, TRAIN)
+    qrels = load_qrels(shared_data / "med" / "qrels.txt")
+    topics = [t for t in load_topics(shared_data / "med" / "topics.trec") if t.qid in judged_topics(qrels)]
+    runs = sweep_topics(index, topics, [(1000.0, 0.7)], model=model, progress=False)
+    assert aggregate(runs[(1000.0, 0.7)], qrels, ["AP"])["AP"] == pytest.approx(EXPECTED_LDA_MED, abs=0.01)
