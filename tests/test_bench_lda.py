@@ -1,0 +1,25 @@
+"""The LDA benchmark's synthetic run: its collection statistics and its report."""
+import numpy as np
+
+from models.corpus import synthetic_corpus
+from retrieval.bench_lda import main, synthetic_stats
+
+
+def test_synthetic_stats_are_the_corpus_counts():
+    c = synthetic_corpus(300, 500, 40, seed=0)
+    st = synthetic_stats(c)
+    assert st.terms == sorted(st.terms) and st.n_docs == c.n_docs and st.n_tokens == c.n_tokens
+    dense = np.zeros((c.n_docs, c.n_terms), dtype=np.int64)
+    np.add.at(dense, (np.repeat(np.arange(c.n_docs), np.diff(c.doc_ptr)), c.term_ids), 1)
+    for w in range(c.n_terms):
+        docs, tf = st.postings(w)
+        np.testing.assert_array_equal(docs, np.flatnonzero(dense[:, w]))
+        np.testing.assert_array_equal(tf, dense[docs, w])
+
+
+def test_synthetic_run_reports_training_and_ranking(capsys):
+    assert main(["--synthetic", "--syn-docs", "400", "--syn-terms", "300", "--syn-len", "30",
+                 "--syn-iters", "2", "--syn-samples", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "K=800 chains=3 sweeps=2 samples/chain=2" in out
+    assert "ranking: 100 queries x 3 terms over 400 docs, 6 samples" in out
