@@ -54,3 +54,20 @@ def assert_same_fit(got, want, *attrs):
         np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
     terms = np.arange(want.n_terms_)
     np.testing.assert_array_equal(got.p_w_d(terms), want.p_w_d(terms))
+
+
+def med_map_of_default_model(shared_data, tmp_path, kind, lams=(1.0, 0.7)):
+    """MAP on med (judged title queries, mu = 1000) of QL mixed with the K = 800 model of ``kind``
+    that ``topicir smoothing`` trains; returns ({lam: MAP}, index, model)."""
+    from retrieval.batch import sweep_topics
+    from retrieval.evaluate import aggregate, judged_topics
+    from retrieval.regressions import ensure_index
+    from retrieval.smoothing import TRAIN, _model
+    from retrieval.sources import load_qrels, load_topics
+
+    index = ensure_index(shared_data, "med", tmp_path)
+    model = _model(index, kind, 800, TRAIN)
+    qrels = load_qrels(shared_data / "med" / "qrels.txt")
+    topics = [t for t in load_topics(shared_data / "med" / "topics.trec") if t.qid in judged_topics(qrels)]
+    runs = sweep_topics(index, topics, [(1000.0, lam) for lam in lams], model=model, progress=False)
+    return {lam: aggregate(runs[(1000.0, lam)], qrels, ["AP"])["AP"] for lam in lams}, index, model

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from models import LDA, synthetic_corpus
+from models.checkpoint import read_model_file
 from tests.helpers import save_and_load
 
 
@@ -75,6 +76,20 @@ def test_save_load_round_trip_and_fingerprint_refusal(fitted, tmp_path):
     (tmp_path / "junk.npz").write_bytes(b"not a model")
     with pytest.raises(ValueError, match="junk.npz"):
         LDA.load(tmp_path / "junk.npz")
+
+
+def test_files_of_earlier_versions_load_without_their_retired_parameters(fitted, tmp_path,
+                                                                         monkeypatch):
+    corpus, m = fitted
+    params = m.get_params()
+    # files written before the document-order sampler also hold "parallel" and "sampler"
+    monkeypatch.setattr(m, "get_params", lambda: dict(params, parallel="adlda", sampler="fplus"))
+    m.save(tmp_path / "old.npz")
+    monkeypatch.undo()
+    assert read_model_file(tmp_path / "old.npz").header["params"]["parallel"] == "adlda"
+    back = LDA.load(tmp_path / "old.npz", fingerprint=corpus.fingerprint)
+    assert back.get_params() == params
+    np.testing.assert_array_equal(back.p_w_d([0, 3]), m.p_w_d([0, 3]))
 
 
 def test_log_lik_history_improves(fitted):

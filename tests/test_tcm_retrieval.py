@@ -15,6 +15,7 @@ from retrieval.sequences import (SPLITS_FILE, SPLITS_META, collocation_postings,
                                  mark_punctuation, query_collocations, query_sequence, stopword_splits)
 from retrieval.sources import load_topics
 from retrieval.stats import STATS_DIR
+from tests.helpers import med_map_of_default_model
 
 DATA = Path(__file__).parent / "data"
 DOCS = """<DOC>
@@ -184,19 +185,10 @@ EXPECTED_TCM_MED = 0.6143
 
 @pytest.mark.regression
 def test_tcm_smoothing_on_med(shared_data, tmp_path):
-    from retrieval.evaluate import aggregate, judged_topics
-    from retrieval.regressions import ensure_index
-    from retrieval.smoothing import TRAIN, _model
-    from retrieval.sources import load_qrels
     from retrieval.tcm_views import phrase_rows
 
-    index = ensure_index(shared_data, "med", tmp_path)
-    model = _model(index, "tcm", 800, TRAIN)
-    qrels = load_qrels(shared_data / "med" / "qrels.txt")
-    topics = [t for t in load_topics(shared_data / "med" / "topics.trec") if t.qid in judged_topics(qrels)]
-    runs = sweep_topics(index, topics, [(1000.0, 1.0), (1000.0, 0.7)], model=model, progress=False)
-    assert aggregate(runs[(1000.0, 1.0)], qrels, ["AP"])["AP"] == pytest.approx(0.4955, abs=0.005)
-    tcm = aggregate(runs[(1000.0, 0.7)], qrels, ["AP"])["AP"]
-    assert tcm == pytest.approx(EXPECTED_TCM_MED, abs=0.01) and tcm > 0.6
+    maps, index, model = med_map_of_default_model(shared_data, tmp_path, "tcm")
+    assert maps[1.0] == pytest.approx(0.4955, abs=0.005)
+    assert maps[0.7] == pytest.approx(EXPECTED_TCM_MED, abs=0.01) and maps[0.7] > 0.6
     phrases = [p for p, _ in phrase_rows(model, index.stats.terms, top=30)]
     assert {"guinea pig", "fatti acid", "septal defect", "amino acid"} <= set(phrases)

@@ -11,6 +11,7 @@ from retrieval.iterations import iteration_table
 from retrieval.models_io import index_corpus, load_model, train_model
 from retrieval.regressions import ensure_index
 from retrieval.sources import load_qrels, load_topics
+from tests.helpers import med_map_of_default_model
 
 DATA = Path(__file__).parent / "data"
 SMALL = dict(n_topics=4, n_chains=2, n_iter=20, burn_in=10, sample_every=5, seed=1)
@@ -105,12 +106,5 @@ EXPECTED_LDA_MED = 0.6229
 
 @pytest.mark.regression
 def test_lda_smoothing_on_med_matches_the_readme(shared_data, tmp_path):
-    from retrieval.evaluate import judged_topics
-    from retrieval.smoothing import TRAIN, _model
-
-    index = ensure_index(shared_data, "med", tmp_path)
-    model = _model(index, "lda", 800, TRAIN)
-    qrels = load_qrels(shared_data / "med" / "qrels.txt")
-    topics = [t for t in load_topics(shared_data / "med" / "topics.trec") if t.qid in judged_topics(qrels)]
-    runs = sweep_topics(index, topics, [(1000.0, 0.7)], model=model, progress=False)
-    assert aggregate(runs[(1000.0, 0.7)], qrels, ["AP"])["AP"] == pytest.approx(EXPECTED_LDA_MED, abs=0.01)
+    maps, _, _ = med_map_of_default_model(shared_data, tmp_path, "lda", lams=(0.7,))
+    assert maps[0.7] == pytest.approx(EXPECTED_LDA_MED, abs=0.01)
