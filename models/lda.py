@@ -221,36 +221,39 @@ class LDA(SweepOrderModel):
     # -- training -----------------------------------------------------------------------------
 
     def _start(self, corpus):
-        """Fresh chains: rng streams, initial alpha, and random topics of the active docs (or
-        none: "online")."""
+        """Fresh chains: rng streams, initial alpha, and the initial topics of the active docs."""
         C, Kt = self.n_chains, self.n_topics
         self.rng_ = make_rng_states(self.seed, C, self.n_shards)
         self.alpha_ = np.full((C, Kt), self._alpha0())
         self._set_active(0, corpus.n_docs)
         lay = self._lay
-        for c in range(C):
-            if self.init == "online":
-                self._init_online(corpus, c)
-            else:
+        if self.init == "online":
+            self._init_online(corpus)
+        else:
+            for c in range(C):
                 K_._init_random(lay["shard_tok_ptr"], lay["ord_doc"], self._active[c],
                                 self.z_ord_[c], Kt, self.rng_[c])
+        for c in range(C):
             self._rebuild_counts(corpus, c)
 
-    def _init_online(self, corpus, c):
-        """z of chain c drawn token by token in document order, each given those before it."""
-        V, D = corpus.n_terms, corpus.n_docs
+    def _init_online(self, corpus):
+        """z of every chain drawn token by token in document order, each given those before it
+        (the chains in parallel, each on shard 0's rng stream)."""
+        C, Kt, V, D = self.n_chains, self.n_topics, corpus.n_terms, corpus.n_docs
         lay = self._lay
-        z = np.full(corpus.n_tokens, -1, dtype=np.int32)
-        self.n_k_[c].fill(0)
-        self.dt_nnz_[c].fill(0)
-        self.wl_nnz_[c].fill(0)
-        lda_doc.sweep_block(0, D, corpus.doc_ptr, np.arange(D, dtype=np.int32), corpus.term_ids,
-                            z, self.n_k_[c], lay["wcap_ptr"], self.wl_[c], lay["wshift"],
-                            self.wl_nnz_[c], lay["cap_ptr"], self.dt_[c], lay["cshift"],
-                            self.dt_nnz_[c], self._active[c], self.alpha_[c], float(self.beta),
-                            V * float(self.beta), self._trees[0], self._invs[0], self._ndks[0],
-                            self._listeds[0], self._topics[0], self._pbufs[0], self.rng_[c, 0])
-        self.z_ord_[c] = z[lay["ord_pos"]]
+        z = np.full((C, corpus.n_tokens), -1, dtype=np.int32)
+        self.n_k_.fill(0)
+        self.dt_nnz_.fill(0)
+        self.wl_nnz_.fill(0)
+        lda_doc.online_pass(corpus.doc_ptr, np.arange(D, dtype=np.int32), corpus.term_ids, z,
+                            self.n_k_, lay["wcap_ptr"], self.wl_, lay["wshift"], self.wl_nnz_,
+                            lay["cap_ptr"], self.dt_, lay["cshift"], self.dt_nnz_, self._active,
+                            self.alpha_, float(self.beta), V * float(self.beta),
+                            np.zeros((C, self._trees.shape[1])), np.zeros((C, Kt)),
+                            np.zeros((C, Kt), np.int32), np.zeros((C, Kt), np.uint8),
+                            np.zeros((C, Kt), np.int32), np.zeros((C, Kt)), self.rng_)
+        for c in range(C):
+            self.z_ord_[c] = z[c][lay["ord_pos"]]
 
     def _step(self, corpus, it):
         """Sweep ``it`` (0-based) of every chain, then alpha's optimisation when due."""

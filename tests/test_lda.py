@@ -275,3 +275,13 @@ def test_layout_partitions_tokens_into_blocks():
                 assert (doc_of[toks] == lay["visit_doc"][v]).all() and (np.diff(toks) > 0).all()
                 for w in corpus.term_ids[toks].tolist():
                     assert group_of.setdefault(w, g) == g  # a term is in one group for all shards
+
+
+def test_term_lists_switch_to_int64_when_a_term_count_needs_it():
+    # K = 40000 leaves 15 bits for the count in an int32 entry; term 0 occurs 40,000 times
+    docs = [[0] * 900 + [1, 2] * 50 for _ in range(45)]
+    corpus = corpus_from_docs(docs, n_terms=3, fingerprint="frequent")
+    m = LDA(n_topics=40000, n_chains=1, n_iter=2, burn_in=1, sample_every=1, n_shards=2, seed=0)
+    m.fit(corpus)
+    assert m.wl_.dtype == np.int64 and m._lay["wshift"] == 63 - 16
+    check_invariants(m, corpus)

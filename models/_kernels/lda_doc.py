@@ -233,6 +233,21 @@ def sweep(block_visit_ptr, visit_ptr, visit_doc, ord_word, z_ord, n_kw, n_k, wca
     word_lists_to_dense(wcap_ptr, wl, wshift, wl_nnz, n_kw)
 
 
+@njit(cache=True, parallel=True)
+def online_pass(doc_ptr, docs, term_ids, z, n_k, wcap_ptr, wl, wshift, wl_nnz, cap_ptr, dt, cshift,
+                dt_nnz, active, alpha, beta, vbeta, trees, invs, ndks, listeds, topics, pbufs, rng):
+    """The online initialisation of every chain c, chains in parallel: one sequential pass over
+    the documents in order (``docs`` = 0..D-1, doc_ptr as visits) that draws every unassigned
+    token (z[c] = -1) given those drawn before it. Arrays carry a leading chain axis; the
+    scratch arrays are per chain; rng (C, n_shards, 4): chain c uses stream rng[c, 0]. Counts
+    and lists must start empty. Changes in place: z, n_k, wl, wl_nnz, dt, dt_nnz, the scratch
+    arrays and rng."""
+    for c in prange(z.shape[0]):
+        sweep_block(0, len(docs), doc_ptr, docs, term_ids, z[c], n_k[c], wcap_ptr, wl[c], wshift,
+                    wl_nnz[c], cap_ptr, dt[c], cshift, dt_nnz[c], active[c], alpha[c], beta,
+                    vbeta, trees[c], invs[c], ndks[c], listeds[c], topics[c], pbufs[c], rng[c, 0])
+
+
 # ---------------------------------------------------------------------------------------------
 # Term lists, and the conditional as the sampler decomposes it (for tests)
 
