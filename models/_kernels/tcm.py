@@ -995,15 +995,7 @@ def _phi_table(ct_ptr, ct_type, ct_topic, ct_count, n_k, alpha0, p0, types, alph
                 phi[cs, k, t] = base / (n_k[cs, k] + a0)
             u = types[t]
             if u >= 0:
-                lo = lo0
-                hi = hi0
-                while lo < hi:
-                    mid = (lo + hi) >> 1
-                    if ct_type[mid] < u:
-                        lo = mid + 1
-                    else:
-                        hi = mid
-                j = lo
+                j = lower_bound(ct_type, lo0, hi0, u)
                 while j < hi0 and ct_type[j] == u:
                     k = ct_topic[j]
                     phi[cs, k, t] = (ct_count[j] + base) / (n_k[cs, k] + a0)
