@@ -1,8 +1,9 @@
 """Latent Dirichlet allocation by exact sparse collapsed Gibbs sampling, and the LDA-based
 document model of Wei & Croft (2006): P_LDA(w | d) averaged over kept samples and chains.
 
-The numerical work lives in :mod:`models._kernels.lda` and the fit loop, checkpoints and model
-files in :mod:`models.base`; this class validates, allocates and sweeps.
+The numerical work lives in :mod:`models._kernels.lda_doc` (the sweep) and
+:mod:`models._kernels.lda` (the rest), the fit loop, checkpoints and model files in
+:mod:`models.base`; this class validates, allocates and sweeps.
 """
 import numba
 import numpy as np

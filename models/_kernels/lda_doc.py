@@ -149,7 +149,7 @@ def sweep_block(v0, v1, visit_ptr, visit_doc, ord_word, z_ord, n_k, wcap_ptr, wl
             else:
                 k_new = tree_sample(tree, P, (u - wsum) * inv_beta, K)
                 pos_new = -1
-            # word list update
+            # term list update
             if k_new == k_old:
                 wl[wb + pos_old] += 1
             else:
@@ -195,9 +195,9 @@ def sweep_block(v0, v1, visit_ptr, visit_doc, ord_word, z_ord, n_k, wcap_ptr, wl
 
 
 @njit(cache=True, parallel=True)
-def sweep(block_visit_ptr, visit_ptr, visit_doc, ord_word, z_ord, n_kw, n_k, wcap_ptr, wl,
-               wshift, wl_nnz, cap_ptr, dt, cshift, dt_nnz, active, alpha, beta, local_n_k, trees,
-               invs, ndks, listeds, topics, pbufs, rng):
+def sweep(block_visit_ptr, visit_ptr, visit_doc, ord_word, z_ord, n_kw, n_k, wcap_ptr, wl, wshift,
+          wl_nnz, cap_ptr, dt, cshift, dt_nnz, active, alpha, beta, local_n_k, trees, invs, ndks,
+          listeds, topics, pbufs, rng):
     """One Gibbs sweep of one chain: S sub-steps over the (doc shard x term group) grid.
 
     Parameters
@@ -221,9 +221,9 @@ def sweep(block_visit_ptr, visit_ptr, visit_doc, ord_word, z_ord, n_kw, n_k, wca
             g = (s + j) % S
             local_n_k[s, :] = n_k
             sweep_block(block_visit_ptr[s, g], block_visit_ptr[s, g + 1], visit_ptr, visit_doc,
-                         ord_word, z_ord, local_n_k[s], wcap_ptr, wl, wshift, wl_nnz,
-                         cap_ptr, dt, cshift, dt_nnz, active, alpha, beta, vbeta, trees[s],
-                         invs[s], ndks[s], listeds[s], topics[s], pbufs[s], rng[s])
+                        ord_word, z_ord, local_n_k[s], wcap_ptr, wl, wshift, wl_nnz, cap_ptr, dt,
+                        cshift, dt_nnz, active, alpha, beta, vbeta, trees[s], invs[s], ndks[s],
+                        listeds[s], topics[s], pbufs[s], rng[s])
         for k in range(K):
             g0 = n_k[k]
             acc = g0
