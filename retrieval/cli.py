@@ -337,8 +337,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--burn-in", type=int, default=50)
     s.add_argument("--sample-every", type=int, default=10)
     s.add_argument("--init", choices=("online", "random", "sparse"), default=None,
-                   help="LDA default online (the first sweep draws every token given those before "
-                        "it), PAM default random; sparse: the PAM paper's growing document set")
+                   help="LDA default online (a sequential pass draws every token given those "
+                        "before it), PAM default random; sparse: the PAM paper's growing document set")
     s.add_argument("--optimize-alpha", action="store_true", help="asymmetric alpha by Minka's fixed point")
     s.add_argument("--shards", type=int, default=4, help="fixed document shards (results never depend on --threads)")
     s.add_argument("--seed", type=int, default=0)
