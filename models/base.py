@@ -1,100 +1,52 @@
-"""What the Gibbs-sampled topic models (LDA, PAM, TCM) share: parameter checks, the sampling
-schedule, the fit loop with its log-likelihood/checkpoint/callback cadence, checkpoints and model
-files. Each model supplies its layout, chain state, sweeps, kept samples and inference.
+"""The model protocol: what every topic model of topicir is to retrieval, whatever trains it.
+
+Retrieval (``retrieval/``) talks to models only through :class:`TopicModel` and the registry
+(:mod:`models.registry`). Gibbs samplers sit under :class:`models.gibbs.GibbsModel`, the torch
+models under :class:`models.variational.VariationalModel`; both derive from this class.
+
+A model is a document model: for any term ids it gives P_TM(w|d) of every document of the corpus
+it was trained on, averaged over what the model keeps (the samples of all its chains for a
+Gibbs model, one amortized posterior mean for a variational one), and per kept sample.
 """
+from __future__ import annotations
+
+import abc
 import inspect
-import math
 import os
+from typing import ClassVar
 
 import numba
 import numpy as np
 
 from . import checkpoint as ckpt
-from ._kernels.sparse import row_nnz, rows_to_csr
-from .corpus import Corpus, content_hash
-
-# Parameters that may differ between a checkpoint and the resuming estimator.
-_RESUME_FREE = ("n_jobs", "callback_every", "checkpoint_every", "log_lik_every")
-# Int parameters (>= 1) of every sampler.
-_SHARED_INTS = ("n_chains", "n_iter", "sample_every", "n_shards", "log_lik_every",
-                "callback_every", "checkpoint_every")
+from .corpus import Corpus
 
 
-def shard_docs(corpus, n_shards):
-    """Shard s holds docs ``out[s]:out[s + 1]``: contiguous ranges cut at token quantiles."""
-    D, N = corpus.n_docs, corpus.n_tokens
-    cuts = np.searchsorted(corpus.doc_ptr, np.arange(1, n_shards) * (N / n_shards), side="left")
-    shard_doc = np.concatenate([[0], np.minimum(cuts, D), [D]]).astype(np.int64)
-    return np.maximum.accumulate(shard_doc)
+class TopicModel(abc.ABC):
+    """Base of every topic model (scikit-learn style: parameters verbatim in ``__init__``,
+    ``fit`` sets attributes ending in ``_``).
 
+    Class attributes
+    ----------------
+    kind : str
+        The registry name (``topicir train KIND``), also written to model files.
+    training_inputs : tuple of str
+        Names of extra keyword inputs ``fit`` takes besides the corpus, which retrieval derives
+        from an index through the model's adapter (TCM: ``"split"``, where collocations stop).
+    n_topics : int
+        Subclasses expose the number of topics ``topic_words`` and ``doc_topics`` index over
+        (a constructor parameter or a property).
 
-def token_shards(corpus, n_shards):
-    """The shards of :func:`shard_docs`, every doc's length, and every token's doc and shard."""
-    shard_doc = shard_docs(corpus, n_shards)
-    doc_len = np.diff(corpus.doc_ptr)
-    tok_doc = np.repeat(np.arange(corpus.n_docs, dtype=np.int32), doc_len)
-    tok_shard = np.searchsorted(shard_doc, tok_doc, side="right") - 1
-    return shard_doc, doc_len, tok_doc, tok_shard
-
-
-def key_runs(key_sorted):
-    """Runs of equal keys in a sorted key array: (run_ptr int64 of length n_runs + 1, run keys)."""
-    starts = np.flatnonzero(np.concatenate([[True], key_sorted[1:] != key_sorted[:-1]]))
-    return np.concatenate([starts, [len(key_sorted)]]).astype(np.int64), key_sorted[starts]
-
-
-def block_run_ptrs(run_block, n_shards):
-    """Partition scheme: the runs of block (shard s, term group g), in sweep order, start at
-    ``out[s, g]`` for the sorted block ids ``run_block = s * n_shards + g``; shape (S, S + 1)."""
-    S = n_shards
-    return np.searchsorted(
-        run_block, np.arange(S)[:, None] * S + np.arange(S + 1)[None, :], side="left"
-    ).astype(np.int64)
-
-
-def rows_csr(dense):
-    """The nonzeros of a dense (rows, cols) count table as CSR: (ptr int64, cols, counts int32);
-    columns as uint16 when they fit (topic ids), halving what kept samples store."""
-    nnz = np.empty(dense.shape[0], dtype=np.int64)
-    row_nnz(dense, nnz)
-    ptr = np.concatenate([[0], np.cumsum(nnz)]).astype(np.int64)
-    cols = np.empty(ptr[-1], dtype=np.uint16 if dense.shape[1] <= 65535 else np.int32)
-    counts = np.empty(ptr[-1], dtype=np.int32)
-    rows_to_csr(dense, ptr, cols, counts)
-    return ptr, cols, counts
-
-
-def stack_ptrs(ptrs, parts):
-    """One CSR structure over all kept samples: the parts concatenated, and every sample's
-    pointer row shifted to where its part starts. Returns (ptr rows int64, values)."""
-    off = np.concatenate([[0], np.cumsum([len(p) for p in parts])]).astype(np.int64)
-    return (np.stack([p + o for p, o in zip(ptrs, off[:-1])]).astype(np.int64),
-            np.concatenate(parts))
-
-
-class GibbsModel:
-    """Base of the topic models trained by collapsed Gibbs sampling with several chains and
-    kept as document models (the average over kept samples of all chains).
-
-    Subclasses store their constructor parameters verbatim in ``__init__`` (scikit-learn style)
-    and define:
-
-    ``_INFERENCE_ARRAYS``
-        Names (without the trailing ``_``) of the fitted arrays a model file holds; the first
-        one exists exactly when the model is fitted.
-    ``_STATE``
-        (assignments, prior) names of the chain state that checkpoints and ``save(full=True)``
-        keep besides the rng state; kept samples store them under the same keys.
-    ``_TRACES``
-        Header key -> attribute of further per-sweep lists kept like the log-likelihood.
-
-    and the methods ``_check_params``, ``_build_layout``, ``_alloc_chain_state``, ``_start``,
-    ``_step``, ``_log_lik``, ``_take_sample``, ``_finalize`` and ``_set_chain_state``.
+    Fitted attributes every model has: ``fingerprint_`` (of the training corpus), ``n_terms_``,
+    ``n_chains`` (1 for a model without chains), ``sample_iter_`` (the iteration of every kept
+    sample), ``log_lik_`` and ``log_lik_iter_`` (the training trace: log-likelihood per token,
+    or the ELBO per token, of every chain at the recorded iterations).
     """
 
-    _INFERENCE_ARRAYS = ()
-    _STATE = ()
-    _TRACES = {}
+    kind: ClassVar[str] = ""
+    training_inputs: ClassVar[tuple[str, ...]] = ()
+    # Parameters a later version retired: ignored (not refused) when older model files load.
+    _RETIRED_PARAMS: ClassVar[tuple[str, ...]] = ()
 
     # -- parameters ---------------------------------------------------------------------------
 
@@ -102,8 +54,6 @@ class GibbsModel:
     def _param_names(cls):
         """Constructor parameters in signature order, found as scikit-learn finds them."""
         return [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
-
-    _RETIRED_PARAMS = ()
 
     def get_params(self):
         return {name: getattr(self, name) for name in self._param_names()}
@@ -113,22 +63,18 @@ class GibbsModel:
         if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < minimum:
             raise ValueError(f"{name} must be an int >= {minimum}, got {v!r}")
 
-    def _check_shared_params(self, *ints):
-        """``ints`` and the int parameters of every sampler, then the sampling schedule."""
-        for name in ints + _SHARED_INTS:
-            self._pos_int(name)
-        self._pos_int("burn_in", 0)
-        self._pos_int("seed", 0)
-        if self.n_jobs is not None:
-            self._pos_int("n_jobs")
-        if self.burn_in >= self.n_iter:
-            raise ValueError(
-                f"burn_in ({self.burn_in!r}) must be < n_iter ({self.n_iter!r}) so that at least one "
-                f"sample is kept; e.g. burn_in={self.n_iter - 1}, sample_every=1")
-        if self.burn_in + self.sample_every > self.n_iter:
-            raise ValueError(
-                f"no sample is kept: the first is after sweep burn_in + sample_every = "
-                f"{self.burn_in + self.sample_every} > n_iter = {self.n_iter}; lower sample_every")
+    def _pos_float(self, name, allow_none=False, minimum_exclusive=0.0):
+        """A finite float > ``minimum_exclusive`` (None allowed when ``allow_none``)."""
+        v = getattr(self, name)
+        if v is None and allow_none:
+            return
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            f = float("nan")
+        if isinstance(v, bool) or not (np.isfinite(f) and f > minimum_exclusive):
+            raise ValueError(f"{name} must be a finite number > {minimum_exclusive:g}"
+                             f"{' or None' if allow_none else ''}, got {v!r}")
 
     def _check_choice(self, name, choices):
         v = getattr(self, name)
@@ -141,91 +87,90 @@ class GibbsModel:
         if corpus.n_tokens == 0:
             raise ValueError("corpus has no tokens")
 
-    def _sample_iters(self):
-        return np.arange(self.burn_in + self.sample_every, self.n_iter + 1, self.sample_every,
-                         dtype=np.int64)
-
     # -- training -----------------------------------------------------------------------------
 
-    def fit(self, corpus, callback=None, checkpoint=None):
-        """Train all chains on ``corpus``.
+    @abc.abstractmethod
+    def fit(self, corpus, callback=None, checkpoint=None, **inputs):
+        """Train on ``corpus`` (a :class:`models.corpus.Corpus`); ``inputs`` are the names in
+        ``training_inputs``. ``callback(model, iteration, n_iter)`` reports progress;
+        ``checkpoint`` is a file to resume from and rewrite as training goes. Returns self."""
 
-        Parameters
-        ----------
-        corpus : Corpus
-        callback : callable or None
-            ``callback(model, iteration, n_iter)`` after every ``callback_every`` sweeps (and after
-            the last); progress bars are callbacks (see :class:`models.progress.TqdmCallback`).
-        checkpoint : str or PathLike or None
-            Checkpoint file. If it exists, training resumes from it (it must come from the same
-            corpus and parameters) and ends with the same model as an uninterrupted run. It is
-            rewritten every ``checkpoint_every`` sweeps and after the last one.
-
-        Returns
-        -------
-        self
-        """
-        self._check_params(corpus)
-        return self._fit_with_threads(corpus, callback, checkpoint)
-
-    def _fit_with_threads(self, corpus, callback, checkpoint):
-        prev_threads = numba.get_num_threads()
-        if self.n_jobs is not None:
-            numba.set_num_threads(min(self.n_jobs, numba.config.NUMBA_NUM_THREADS))
+    def _with_threads(self, fn, *args):
+        """Run ``fn(*args)`` with numba limited to ``n_jobs`` threads (restored afterwards)."""
+        prev = numba.get_num_threads()
+        n_jobs = getattr(self, "n_jobs", None)
+        if n_jobs is not None:
+            numba.set_num_threads(min(n_jobs, numba.config.NUMBA_NUM_THREADS))
         try:
-            self._fit(corpus, callback, checkpoint)
+            return fn(*args)
         finally:
-            numba.set_num_threads(prev_threads)
-        return self
+            numba.set_num_threads(prev)
 
-    def _corpus_hash(self, corpus):
-        return content_hash(corpus.doc_ptr, corpus.term_ids, corpus.n_terms)
+    # -- model files --------------------------------------------------------------------------
 
-    def _fit(self, corpus, callback, checkpoint):
-        C = self.n_chains
-        self.fingerprint_ = corpus.fingerprint
-        self.corpus_hash_ = self._corpus_hash(corpus)
-        self.n_terms_ = corpus.n_terms
-        self._build_layout(corpus)
-        self._alloc_chain_state(corpus)
-        self._samples = []  # per kept (chain, sample), in order of iteration then chain
-        # A resumed run rebuilds the kept samples from their assignments in the checkpoint.
-        self._keep_sample_state = checkpoint is not None
-        sample_iters = set(self._sample_iters().tolist())
-        if checkpoint is not None and os.path.exists(checkpoint):
-            start = self._resume(corpus, checkpoint)
-        else:
-            self._log_lik_rows, self._log_lik_iters = [], []
-            for attr in self._TRACES.values():
-                setattr(self, attr, [])
-            self._start(corpus)
-            start = 0
-        for it in range(start, self.n_iter):
-            self._step(corpus, it)
-            done = it + 1
-            self.n_iter_ = done
-            if done % self.log_lik_every == 0 or done == self.n_iter:
-                self._log_lik_rows.append([self._log_lik(c) for c in range(C)])
-                self._log_lik_iters.append(done)
-            if done in sample_iters:
-                for c in range(C):
-                    self._samples.append(self._take_sample(c, done))
-            if checkpoint is not None and (done % self.checkpoint_every == 0 or done == self.n_iter):
-                self._write_checkpoint(checkpoint)
-            if callback is not None and (done % self.callback_every == 0 or done == self.n_iter):
-                callback(self, done, self.n_iter)
-        self._finalize(corpus)
-        if not self._keep_sample_state:
-            self._samples = []
+    @abc.abstractmethod
+    def save(self, path, full=False):
+        """Write the model atomically, with its parameters and the corpus fingerprint."""
 
-    def _sorted_samples(self):
-        """The kept samples as (chain, sample) = cs = c * n_samples + s; sets n_samples_ and
-        sample_iter_."""
-        samples = sorted(self._samples, key=lambda s: (s["chain"], s["iter"]))
-        S = len(samples) // self.n_chains
-        self.n_samples_ = S
-        self.sample_iter_ = np.array([s["iter"] for s in samples[:S]], dtype=np.int64)
-        return samples
+    @classmethod
+    @abc.abstractmethod
+    def load(cls, path, fingerprint=None):
+        """Read a model written by :meth:`save`; refuse one trained on another ``fingerprint``."""
+
+    def _file_header(self):
+        """Header fields every model file has (see :mod:`models.checkpoint`)."""
+        return dict(model=type(self).__name__, kind=self.kind, params=self.get_params(),
+                    fingerprint=self.fingerprint_, corpus_hash=getattr(self, "corpus_hash_", None),
+                    n_terms=int(self.n_terms_))
+
+    @classmethod
+    def _read_file(cls, path, fingerprint=None):
+        """The file's header and arrays once it is known to hold this class, for ``fingerprint``."""
+        f = ckpt.read_model_file(path)
+        if f.header.get("model") != cls.__name__:
+            raise ValueError(f"{os.fspath(path)}: holds a {f.header.get('model')!r} model, not {cls.__name__}")
+        ckpt.check_fingerprint(path, f.header, fingerprint)
+        return f
+
+    @classmethod
+    def _from_params(cls, params):
+        return cls(**{k: v for k, v in params.items() if k not in cls._RETIRED_PARAMS})
+
+    # -- the document model -------------------------------------------------------------------
+
+    def _check_fitted(self):
+        if not getattr(self, "fingerprint_", None) or not self._is_fitted():
+            name = type(self).__name__
+            raise RuntimeError(f"this {name} is not fitted; call fit(corpus) or {name}.load(path) first")
+
+    @abc.abstractmethod
+    def _is_fitted(self) -> bool:
+        """Whether the arrays inference needs are there."""
+
+    def _check_term_ids(self, term_ids):
+        term_ids = np.asarray(term_ids, dtype=np.int64).ravel()
+        V = self.n_terms_
+        if term_ids.size and (term_ids.min() < 0 or term_ids.max() >= V):
+            bad = term_ids[(term_ids < 0) | (term_ids >= V)][0]
+            raise ValueError(f"term id {int(bad)!r} is out of range for a model with n_terms = {V}")
+        return term_ids
+
+    @abc.abstractmethod
+    def p_w_d(self, term_ids):
+        """P_TM(w | d) of every document for the given term ids, averaged over everything the
+        model keeps: ndarray of shape (n_docs, len(term_ids)), float64."""
+
+    @abc.abstractmethod
+    def p_w_d_per_sample(self, term_ids):
+        """P_TM(w | d) of every kept sample: ndarray (n_chains, n_samples, n_docs, len(term_ids))."""
+
+    @abc.abstractmethod
+    def doc_topics(self, doc, top=10, chain=0):
+        """Most probable topics of document ``doc``: (topic ids int64, probabilities float64)."""
+
+    @abc.abstractmethod
+    def topic_words(self, topic, top=10, chain=0):
+        """Most probable terms of ``topic``: (term ids int64, probabilities float64)."""
 
     @property
     def log_lik_(self):
@@ -234,196 +179,3 @@ class GibbsModel:
     @property
     def log_lik_iter_(self):
         return np.array(self._log_lik_iters, dtype=np.int64)
-
-    # -- checkpoints --------------------------------------------------------------------------
-
-    def _header(self):
-        header = dict(model=type(self).__name__, params=self.get_params(),
-                      fingerprint=self.fingerprint_, corpus_hash=self.corpus_hash_,
-                      log_lik=self._log_lik_rows, log_lik_iter=self._log_lik_iters)
-        header.update({key: getattr(self, attr) for key, attr in self._TRACES.items()})
-        return header
-
-    def _write_checkpoint(self, path):
-        header = dict(self._header(), iteration=self.n_iter_,
-                      sample_chain=[s["chain"] for s in self._samples],
-                      sample_iter=[s["iter"] for s in self._samples])
-        assign, prior = self._STATE
-        arrays = {assign: getattr(self, assign + "_"), "rng": self.rng_,
-                  prior: getattr(self, prior + "_")}
-        if self._samples:
-            for name in self._STATE:
-                arrays["sample_" + name] = np.stack([s[name] for s in self._samples])
-        ckpt.write_model_file(path, header, arrays, kind=ckpt.CHECKPOINT_FORMAT)
-
-    def _resume(self, corpus, path):
-        f = ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT)
-        h, a = f.header, f.arrays
-        if h.get("model") != type(self).__name__:
-            raise ValueError(f"{os.fspath(path)}: is a {h.get('model')!r} checkpoint, not "
-                             f"{type(self).__name__}; delete it or use another checkpoint path")
-        ckpt.check_fingerprint(path, h, corpus.fingerprint, self.corpus_hash_)
-        mine, theirs = self.get_params(), h["params"]
-        diff = {k: (theirs.get(k), v) for k, v in mine.items()
-                if k not in _RESUME_FREE and theirs.get(k) != v}
-        if diff:
-            listing = ", ".join(f"{k}: checkpoint {t!r} vs now {m!r}" for k, (t, m) in diff.items())
-            raise ValueError(f"{path}: checkpoint was written with other parameters ({listing}); "
-                             f"use the same parameters or delete the checkpoint to start afresh")
-        assign, prior = self._STATE
-        self.rng_ = np.ascontiguousarray(a["rng"], dtype=np.uint64)
-        priors = np.ascontiguousarray(a[prior], dtype=np.float64)
-        setattr(self, prior + "_", priors)
-        self._log_lik_rows = [list(r) for r in h["log_lik"]]
-        self._log_lik_iters = list(h["log_lik_iter"])
-        for key, attr in self._TRACES.items():
-            setattr(self, attr, [list(r) for r in h[key]])
-        # Every kept sample is rebuilt through its chain's state, then the current state.
-        for j, (c, sit) in enumerate(zip(h["sample_chain"], h["sample_iter"])):
-            self._set_chain_state(corpus, c, a["sample_" + assign][j])
-            saved = priors[c].copy()
-            priors[c] = a["sample_" + prior][j]
-            self._samples.append(self._take_sample(c, int(sit)))
-            priors[c] = saved
-        for c in range(self.n_chains):
-            self._set_chain_state(corpus, c, a[assign][c])
-        self.n_iter_ = int(h["iteration"])
-        return self.n_iter_
-
-    # -- fitted model -------------------------------------------------------------------------
-
-    def _check_fitted(self):
-        if not hasattr(self, self._INFERENCE_ARRAYS[0] + "_"):
-            name = type(self).__name__
-            raise RuntimeError(f"this {name} is not fitted; call fit(corpus) or {name}.load(path) first")
-
-    def _cs_of_chain(self, chain):
-        """Indices cs = chain * n_samples + s of the kept samples of ``chain``."""
-        if not 0 <= chain < self.n_chains:
-            raise ValueError(f"chain must be in [0, {self.n_chains}), got {chain!r}")
-        S = self.n_samples_
-        return range(chain * S, (chain + 1) * S)
-
-    # -- model files --------------------------------------------------------------------------
-
-    def save(self, path, full=False):
-        """Write the model (atomically) with its parameters and corpus fingerprint.
-
-        ``full=False`` keeps what inference needs (the kept samples' counts); ``full=True`` adds
-        the chains' current state (assignments, prior) and rng state.
-        """
-        self._check_fitted()
-        header = dict(self._header(), n_iter=int(self.n_iter_), n_samples=int(self.n_samples_),
-                      sample_iter=self.sample_iter_.tolist(), n_terms=int(self.n_terms_))
-        arrays = {name: getattr(self, name + "_") for name in self._INFERENCE_ARRAYS}
-        if full:
-            arrays.update({name: getattr(self, name + "_") for name in self._STATE + ("rng",)})
-        ckpt.write_model_file(path, header, arrays)
-
-    @classmethod
-    def load(cls, path, fingerprint=None):
-        """Read a model written by :meth:`save`.
-
-        Parameters
-        ----------
-        fingerprint : str or None
-            Fingerprint of the corpus/index the model will be used with; a model trained on
-            another one is refused with a ValueError naming both fingerprints.
-        """
-        f = ckpt.read_model_file(path)
-        h, a = f.header, f.arrays
-        if h.get("model") != cls.__name__:
-            raise ValueError(f"{os.fspath(path)}: holds a {h.get('model')!r} model, not {cls.__name__}")
-        ckpt.check_fingerprint(path, h, fingerprint)
-        # training-only parameters a later version retired are ignored, not refused
-        model = cls(**{k: v for k, v in h["params"].items() if k not in cls._RETIRED_PARAMS})
-        model.fingerprint_ = h["fingerprint"]
-        model.corpus_hash_ = h.get("corpus_hash")
-        model.n_iter_ = h["n_iter"]
-        model.n_samples_ = h["n_samples"]
-        model.sample_iter_ = np.array(h["sample_iter"], dtype=np.int64)
-        model.n_terms_ = int(h["n_terms"])
-        model._log_lik_rows = h["log_lik"]
-        model._log_lik_iters = h["log_lik_iter"]
-        for key, attr in cls._TRACES.items():
-            setattr(model, attr, h.get(key, []))
-        for name in cls._INFERENCE_ARRAYS:
-            setattr(model, name + "_", a[name])
-        assign, prior = cls._STATE
-        if assign in a:  # saved with full=True
-            model._set_saved_assignments(a[assign])
-            setattr(model, prior + "_", a[prior])
-            model.rng_ = a["rng"]
-        model._after_load(h)
-        return model
-
-    def _set_saved_assignments(self, assignments):
-        setattr(self, self._STATE[0] + "_", assignments)
-
-    def _after_load(self, header):
-        """Derived attributes a loaded model needs besides what the file holds."""
-
-
-class SweepOrderModel(GibbsModel):
-    """A :class:`GibbsModel` whose chains keep the assignment of every token in sweep order
-    (``z_ord_``; LDA and PAM), with the sparse initialisation of the PAM paper: a growing set of
-    active documents (``_active``, ``_doc_perm``, allocated by ``_alloc_chain_state``).
-
-    Subclasses provide ``_rebuild_counts(corpus, c)``: the counts of chain c from its ``z``.
-    """
-
-    _STATE = ("z", "alpha")
-
-    def _check_corpus(self, corpus):
-        super()._check_corpus(corpus)
-        if not (0 < float(self.sparse_init_frac) <= 1):
-            raise ValueError(f"sparse_init_frac must be in (0, 1], got {self.sparse_init_frac!r}")
-        if self.init == "sparse":
-            full = self._sparse_full_iter(corpus.n_docs)
-            if full > self.burn_in:
-                raise ValueError(
-                    f"init='sparse' activates all {corpus.n_docs} documents only at sweep {full}, after "
-                    f"burn_in={self.burn_in}; raise burn_in or sparse_init_frac, or lower sparse_init_every")
-
-    def _sparse_n_active(self, it, n_docs):
-        """Documents active during sweep ``it`` (0-based) under the sparse initialisation."""
-        if self.init != "sparse":
-            return n_docs
-        start = max(1, int(math.ceil(self.sparse_init_frac * n_docs)))
-        return min(n_docs, start << min(60, it // self.sparse_init_every))
-
-    def _sparse_full_iter(self, n_docs):
-        it = 0
-        while self._sparse_n_active(it, n_docs) < n_docs:
-            it += self.sparse_init_every
-        return it
-
-    def _set_active(self, it, n_docs):
-        n = self._sparse_n_active(it, n_docs)
-        for c in range(self.n_chains):
-            if n >= n_docs:
-                self._active[c] = 1
-            else:
-                self._active[c] = 0
-                self._active[c, self._doc_perm[c][:n]] = 1
-
-    def _z_doc(self, c):
-        """Assignments of chain c in document order."""
-        out = np.empty(self.z_ord_.shape[1], dtype=np.int32)
-        out[self._lay["ord_pos"]] = self.z_ord_[c]
-        return out
-
-    def _set_chain_state(self, corpus, c, z):
-        self.z_ord_[c] = np.asarray(z, dtype=np.int32)[self._lay["ord_pos"]]
-        self._rebuild_counts(corpus, c)
-
-    def _set_saved_assignments(self, z):
-        self._z_full = z
-
-    @property
-    def z_(self):
-        if not hasattr(self, "z_ord_"):
-            if hasattr(self, "_z_full"):  # loaded with save(full=True)
-                return self._z_full
-            raise AttributeError("z_ is only available after fit or for models saved with full=True")
-        return np.stack([self._z_doc(c) for c in range(self.n_chains)])

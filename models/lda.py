@@ -3,7 +3,7 @@ document model of Wei & Croft (2006): P_LDA(w | d) averaged over kept samples an
 
 The numerical work lives in :mod:`models._kernels.lda_doc` (the sweep) and
 :mod:`models._kernels.lda` (the rest), the fit loop, checkpoints and model files in
-:mod:`models.base`; this class validates, allocates and sweeps.
+:mod:`models.gibbs`; this class validates, allocates and sweeps.
 """
 import numba
 import numpy as np
@@ -12,7 +12,7 @@ from ._kernels import lda as K_
 from ._kernels import lda_doc
 from ._kernels.dirichlet import topic_word_log_lik
 from ._kernels.rng import make_rng_states
-from .base import SweepOrderModel, block_run_ptrs, key_runs, rows_csr, stack_ptrs, token_shards
+from .gibbs import SweepOrderModel, block_run_ptrs, key_runs, rows_csr, stack_ptrs, token_shards
 
 INITS = ("online", "random", "sparse")
 
@@ -114,6 +114,8 @@ class LDA(SweepOrderModel):
     fingerprint_ : str
         Fingerprint of the training corpus.
     """
+
+    kind = "lda"
 
     # Retired when the sampler went to document order: "parallel" chose between the partition
     # scheme and AD-LDA (which would need a private copy of every term list per shard),
@@ -331,11 +333,8 @@ class LDA(SweepOrderModel):
 
     def _per_sample(self, term_ids):
         self._check_fitted()
-        term_ids = np.asarray(term_ids, dtype=np.int64).ravel()
-        V = self.tw_ptr_.shape[1] - 1
-        if term_ids.size and (term_ids.min() < 0 or term_ids.max() >= V):
-            bad = term_ids[(term_ids < 0) | (term_ids >= V)][0]
-            raise ValueError(f"term id {int(bad)!r} is out of range for a model with n_terms = {V}")
+        term_ids = self._check_term_ids(term_ids)
+        V = self.n_terms_
         n_cs, D = self.kd_ptr_.shape[0], len(self.doc_len_)
         if getattr(self, "_doc_consts", None) is None:
             inv_len = np.empty((n_cs, D))

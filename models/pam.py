@@ -3,7 +3,7 @@
 
 Li & McCallum, "Pachinko Allocation: Scalable Mixture Models of Topic Correlations" (the
 four-level model of section 2, sparse PAM of section 3.2). The numerical work lives in
-:mod:`models._kernels.pam` and the fit loop, checkpoints and model files in :mod:`models.base`;
+:mod:`models._kernels.pam` and the fit loop, checkpoints and model files in :mod:`models.gibbs`;
 this class validates, allocates and sweeps.
 
 Two behaviours worth knowing (measured, see tests/test_pam.py and the issue report):
@@ -22,7 +22,7 @@ import numpy as np
 from ._kernels import pam as K_
 from ._kernels.dirichlet import topic_word_log_lik
 from ._kernels.rng import make_rng_states
-from .base import SweepOrderModel, block_run_ptrs, key_runs, rows_csr, stack_ptrs, token_shards
+from .gibbs import SweepOrderModel, block_run_ptrs, key_runs, rows_csr, stack_ptrs, token_shards
 
 SAMPLERS = ("exact", "pruned")
 INITS = ("random", "sparse")
@@ -107,6 +107,8 @@ class PAM(SweepOrderModel):
     n_iter_ : int
     fingerprint_ : str
     """
+
+    kind = "pam"
 
     def __init__(self, n_super=100, n_sub=800, alpha_root=0.01, alpha_sub=0.01, beta=0.01,
                  learn_alpha=True, optimize_every=1, n_chains=3, n_iter=100, burn_in=50,
@@ -371,17 +373,14 @@ class PAM(SweepOrderModel):
                          "tw_count", "n_j_samples", "alpha_samples", "doc_len")
 
     @property
-    def n_terms_model_(self):
-        return self.tw_ptr_.shape[1] - 1
+    def n_topics(self):
+        """The sub-topics: what ``topic_words`` and the document models mix (the protocol's K)."""
+        return self.n_sub
 
     def _tables(self, term_ids):
         """phi (n_cs, n_sub, T), G = alpha @ phi (n_cs, n_super, T), base = sum_i G_i / S_i."""
         self._check_fitted()
-        term_ids = np.asarray(term_ids, dtype=np.int64).ravel()
-        V = self.n_terms_model_
-        if term_ids.size and (term_ids.min() < 0 or term_ids.max() >= V):
-            bad = term_ids[(term_ids < 0) | (term_ids >= V)][0]
-            raise ValueError(f"term id {int(bad)!r} is out of range for a model with n_terms = {V}")
+        term_ids = self._check_term_ids(term_ids)
         n_cs = self.dp_ptr_.shape[0]
         phi = np.empty((n_cs, self.n_sub, len(term_ids)))
         K_._phi_table(self.tw_ptr_, self.tw_sub_, self.tw_count_, self.n_j_samples_,
@@ -471,7 +470,7 @@ class PAM(SweepOrderModel):
         self._check_fitted()
         if not 0 <= sub < self.n_sub:
             raise ValueError(f"sub-topic must be in [0, {self.n_sub}), got {sub!r}")
-        phi = np.zeros(self.n_terms_model_)
+        phi = np.zeros(self.n_terms_)
         css = self._cs_of_chain(chain)
         for cs in css:
             phi += self.phi_matrix(cs, subs=[sub])[0]
@@ -484,7 +483,7 @@ class PAM(SweepOrderModel):
         ``subs`` (default all): ndarray of shape (len(subs), n_terms), float64."""
         self._check_fitted()
         subs = np.arange(self.n_sub) if subs is None else np.asarray(subs, dtype=np.int64)
-        V = self.n_terms_model_
+        V = self.n_terms_
         b = float(self.beta)
         row_of = np.full(self.n_sub, -1, dtype=np.int64)
         row_of[subs] = np.arange(len(subs))

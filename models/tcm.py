@@ -3,7 +3,7 @@ ACL 2015): collocations and their topics learned jointly by point-wise Gibbs sam
 boundary variables, and the TCM document model P_TCM(c | d) used for retrieval.
 
 The numerical work lives in :mod:`models._kernels.tcm` (whose docstring gives the model and the
-conditionals), the fit loop, checkpoints and model files in :mod:`models.base`; this class
+conditionals), the fit loop, checkpoints and model files in :mod:`models.gibbs`; this class
 validates, allocates and sweeps.
 """
 import hashlib
@@ -12,7 +12,7 @@ import numpy as np
 
 from ._kernels import tcm as K_
 from ._kernels.rng import make_rng_states
-from .base import GibbsModel, shard_docs, stack_ptrs
+from .gibbs import GibbsModel, shard_docs, stack_ptrs
 
 SAMPLERS = ("sparse", "exact")
 INITS = ("random", "unigram")
@@ -146,6 +146,9 @@ class TCM(GibbsModel):
     n_k_samples_ : ndarray of shape (n_chains * n_samples, n_topics), int64
     alpha0_samples_ : ndarray of shape (n_chains * n_samples,), float64
     """
+
+    kind = "tcm"
+    training_inputs = ("split",)
 
     # retrieval segments queries into collocations and scores them with p_c_d (retrieval.batch)
     segments_queries = True
@@ -445,12 +448,8 @@ class TCM(GibbsModel):
 
     def _phi(self, term_ids, seg_ptr):
         self._check_fitted()
-        term_ids = np.asarray(term_ids, dtype=np.int64).ravel()
+        term_ids = self._check_term_ids(term_ids)
         seg_ptr = np.asarray(seg_ptr, dtype=np.int64).ravel()
-        V = self.n_terms_
-        if term_ids.size and (term_ids.min() < 0 or term_ids.max() >= V):
-            bad = term_ids[(term_ids < 0) | (term_ids >= V)][0]
-            raise ValueError(f"term id {int(bad)!r} is out of range for a model with n_terms = {V}")
         lens = np.diff(seg_ptr)
         if len(seg_ptr) < 1 or seg_ptr[0] != 0 or seg_ptr[-1] != len(term_ids) or (lens < 1).any():
             raise ValueError(f"seg_ptr must run from 0 to len(term_ids) = {len(term_ids)} in steps "
@@ -636,6 +635,15 @@ class TCM(GibbsModel):
         score /= len(css)
         order = np.lexsort((cand, -n_tc_mean, -score))[:top]
         return cand[order], score[order], n_tc_mean[order]
+
+    def topic_words(self, topic, top=10, chain=0):
+        """Most probable terms of ``topic`` as one-word collocations, ``P((w) | t)`` as
+        :meth:`p_w_d` uses them, averaged over the kept samples of ``chain``; terms never seated
+        alone in the topic's restaurant are left out. Returns (term ids int64, probabilities)."""
+        types, score, _ = self.topic_collocations(topic, top=self.n_types_, chain=chain, by="p_c_t")
+        one = np.diff(self.type_ptr_)[types] == 1
+        types, score = types[one][:top], score[one][:top]
+        return self.type_terms_[self.type_ptr_[types]].astype(np.int64), score
 
     def top_collocations(self, top=20, min_len=2, chain=0):
         """Most frequent collocations over all topics (mean count over the kept samples of

@@ -2,7 +2,7 @@
 import numpy as np
 
 from models.corpus import synthetic_corpus
-from retrieval.bench_lda import main, synthetic_stats
+from retrieval.bench.lda import main, synthetic_stats
 
 
 def test_synthetic_stats_are_the_corpus_counts():

@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.cli import main
-from retrieval.trec import read_run
+from retrieval.ui.cli import main
+from retrieval.core.trec import read_run
 
 DATA = Path(__file__).parent / "data"
 
@@ -58,8 +58,8 @@ def test_bad_input_exits_2_with_file_and_line(tmp_path, capsys):
 
 
 def test_qrels_with_unknown_topics_warn(index_dir, tmp_path):
-    from retrieval.evaluate import check_topics
-    from retrieval.trec import read_qrels
+    from retrieval.core.evaluate import check_topics
+    from retrieval.core.trec import read_qrels
 
     with pytest.warns(UserWarning, match=r"qrels.txt: 1 judged topics are not in the topics: 2"):
         check_topics(read_qrels(DATA / "qrels.txt"), ["1"], "qrels.txt")

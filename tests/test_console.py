@@ -5,11 +5,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval.console import (Session, explain, highlight, match_words, parse_settings, plain_loop, repl,
+from retrieval.ui.console import (Session, explain, highlight, match_words, parse_settings, plain_loop, repl,
                                snippet, snippet_window, to_plain, wrap)
-from retrieval.index import build_index
-from retrieval.scoring import Scorer
-from retrieval.trec import read_qrels, read_run, read_topics
+from retrieval.core.index import build_index
+from retrieval.core.scoring import Scorer
+from retrieval.core.trec import read_qrels, read_run, read_topics
 
 DATA = Path(__file__).parent / "data"
 
@@ -203,7 +203,7 @@ def test_snippet_and_highlight_helpers():
 def test_completion(index):
     from prompt_toolkit.document import Document
 
-    from retrieval.console import _completer
+    from retrieval.ui.console import _completer
 
     s = Session(index, topics=read_topics(DATA / "topics.trec"))
 
@@ -255,7 +255,7 @@ def test_repl_through_a_pipe(index, monkeypatch):
 def test_cli_console_with_piped_input(index, monkeypatch, capsys, tmp_path):
     import io
 
-    from retrieval.cli import main
+    from retrieval.ui.cli import main
 
     monkeypatch.setattr("sys.stdin", io.StringIO(f"#1\n:why 1\n:write {tmp_path / 'c.txt'}\n"))
     assert main(["-q", "console", "--index", str(index.path), "--topics", str(DATA / "topics.trec"),

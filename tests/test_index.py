@@ -5,11 +5,11 @@ import math
 import numpy as np
 import pytest
 
-from retrieval.batch import rank, run_topics
-from retrieval.index import Index, build_index
-from retrieval.scoring import Scorer, top_k
-from retrieval.stats import CollectionStats, parse_term_positions
-from retrieval.trec import Topic, TrecFormatError
+from retrieval.core.ranking import rank, run_topics
+from retrieval.core.index import Index, build_index
+from retrieval.core.scoring import Scorer, top_k
+from retrieval.core.stats import CollectionStats, parse_term_positions
+from retrieval.core.trec import Topic, TrecFormatError
 
 TWO_DOCS = """<DOC>
 <DOCNO> D1 </DOCNO>
@@ -148,7 +148,7 @@ def test_stats_round_trip_through_memory_maps(two_doc_index, tmp_path):
 
 
 def test_fast_scorer_agrees_with_the_term_by_term_twin(two_doc_index):
-    from retrieval.scoring import explain
+    from retrieval.core.scoring import explain
 
     s = two_doc_index.stats
     rng = np.random.default_rng(0)

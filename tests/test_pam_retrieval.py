@@ -10,14 +10,14 @@ from scipy.special import logsumexp
 
 from models import LDA, synthetic_corpus
 from models.pam import PAM
-from retrieval.batch import run_topics
-from retrieval.cli import main
-from retrieval.index import build_index
-from retrieval.models_io import load_model, train_model
-from retrieval.pam_eval import (COMP5, _log_dirichlet, comp5_accuracy, empirical_log_lik,
+from retrieval.core.ranking import run_topics
+from retrieval.ui.cli import main
+from retrieval.core.index import build_index
+from retrieval.core.modelfiles import load_model, train_model
+from retrieval.experiments.pam_eval import (COMP5, _log_dirichlet, comp5_accuracy, empirical_log_lik,
                                 sampled_log_p)
-from retrieval.pam_views import correlation_figure, correlation_rows, correlation_text
-from retrieval.sources import load_topics
+from retrieval.adapters.pam import correlation_figure, correlation_rows, correlation_text
+from retrieval.core.sources import load_topics
 
 DATA = Path(__file__).parent / "data"
 SMALL = dict(n_super=2, n_sub=3, n_chains=2, n_iter=20, burn_in=10, sample_every=5, seed=1)
@@ -134,8 +134,8 @@ def test_comp5_pipeline_on_a_tiny_tarball(tmp_path):
 
 
 def test_iteration_table_works_for_pam(mini):
-    from retrieval.iterations import iteration_table
-    from retrieval.sources import load_qrels
+    from retrieval.experiments.iterations import iteration_table
+    from retrieval.core.sources import load_qrels
 
     index, model, _ = mini
     rows = iteration_table(index, model, load_topics(DATA / "topics.trec"), load_qrels(DATA / "qrels.txt"))
@@ -145,10 +145,10 @@ def test_iteration_table_works_for_pam(mini):
 
 @pytest.mark.regression
 def test_pam_smoothing_beats_ql_on_med(shared_data, tmp_path_factory):
-    from retrieval.batch import sweep_topics
-    from retrieval.evaluate import aggregate
-    from retrieval.regressions import ensure_index
-    from retrieval.sources import load_qrels
+    from retrieval.core.ranking import sweep_topics
+    from retrieval.core.evaluate import aggregate
+    from retrieval.experiments.regressions import ensure_index
+    from retrieval.core.sources import load_qrels
 
     index = ensure_index(shared_data, "med", tmp_path_factory.mktemp("indexes"))
     topics = load_topics(shared_data / "med" / "topics.trec")

@@ -4,7 +4,7 @@ Builds each collection's index in a temporary directory; needs ../shared/data.
 """
 import pytest
 
-from retrieval.regressions import COLLECTIONS, EXPECTED_QL, EXPECTED_QLD, TOLERANCE, check, run_collection
+from retrieval.experiments.regressions import COLLECTIONS, EXPECTED_QL, EXPECTED_QLD, TOLERANCE, check, run_collection
 
 
 @pytest.fixture(scope="module")

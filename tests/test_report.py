@@ -10,12 +10,12 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from retrieval.cli import main
-from retrieval.evaluate import aggregate
-from retrieval.report import (build_report, evaluate_runs, find_sweeps, label_runs, paired_tests, read_iterations,
+from retrieval.ui.cli import main
+from retrieval.core.evaluate import aggregate
+from retrieval.ui.report import (build_report, evaluate_runs, find_sweeps, label_runs, paired_tests, read_iterations,
                               run_params, short_labels)
-from retrieval.stats import CollectionStats
-from retrieval.trec import read_qrels, read_run
+from retrieval.core.stats import CollectionStats
+from retrieval.core.trec import read_qrels, read_run
 
 DATA = Path(__file__).parent / "data"
 QRELS = DATA / "qrels.txt"
@@ -251,8 +251,8 @@ def test_report_on_med_agrees_with_eval(shared_data, tmp_path, capsys):
     ("tcm", dict(n_topics=3), "## Collocations of"),
 ])
 def test_pam_and_tcm_views_in_the_report(tmp_path, runs, kind, params, heading):
-    from retrieval.index import build_index
-    from retrieval.models_io import train_model
+    from retrieval.core.index import build_index
+    from retrieval.core.modelfiles import train_model
 
     index = build_index([DATA / "docs.trec"], tmp_path / "mini")
     model, path = train_model(index, kind, tmp_path / f"{kind}.npz", progress=False, n_chains=1, n_iter=10,

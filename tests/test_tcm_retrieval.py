@@ -6,15 +6,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval.batch import run_topics, sweep_topics
-from retrieval.cli import main
-from retrieval.index import build_index
-from retrieval.models_io import load_model, train_model
-from retrieval.scoring import Scorer
-from retrieval.sequences import (SPLITS_FILE, SPLITS_META, collocation_postings, index_splits,
+from retrieval.core.ranking import run_topics, sweep_topics
+from retrieval.ui.cli import main
+from retrieval.core.index import build_index
+from retrieval.core.modelfiles import load_model, train_model
+from retrieval.core.scoring import Scorer
+from retrieval.adapters.tcm_sequences import (SPLITS_FILE, SPLITS_META, collocation_postings, index_splits,
                                  mark_punctuation, query_collocations, query_sequence, stopword_splits)
-from retrieval.sources import load_topics
-from retrieval.stats import STATS_DIR
+from retrieval.core.sources import load_topics
+from retrieval.core.stats import STATS_DIR
 from tests.helpers import med_map_of_default_model
 
 DATA = Path(__file__).parent / "data"
@@ -144,8 +144,8 @@ def test_smoothing_retrains_a_cached_model_of_other_defaults(tmp_path):
     """The cached file's name holds K, chains, sweeps and seed only: a TCM trained under the old
     defaults (alpha0 = 100, resampled) at that path is retrained, a current one reused."""
     from models.checkpoint import read_header
-    from retrieval.models_io import default_model_path
-    from retrieval.smoothing import _model
+    from retrieval.core.modelfiles import default_model_path
+    from retrieval.experiments.smoothing import _model
 
     index = build_index([DATA / "docs.trec"], tmp_path / "mini")
     train = dict(n_chains=1, n_iter=4, burn_in=2, sample_every=2, seed=0)
@@ -185,7 +185,7 @@ EXPECTED_TCM_MED = 0.6143
 
 @pytest.mark.regression
 def test_tcm_smoothing_on_med(shared_data, tmp_path):
-    from retrieval.tcm_views import phrase_rows
+    from retrieval.adapters.tcm import phrase_rows
 
     maps, index, model = med_map_of_default_model(shared_data, tmp_path, "tcm")
     assert maps[1.0] == pytest.approx(0.4955, abs=0.005)

@@ -4,13 +4,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval.batch import run_topics, sweep_topics
-from retrieval.evaluate import aggregate
-from retrieval.index import build_index
-from retrieval.iterations import iteration_table
-from retrieval.models_io import index_corpus, load_model, train_model
-from retrieval.regressions import ensure_index
-from retrieval.sources import load_qrels, load_topics
+from retrieval.core.ranking import run_topics, sweep_topics
+from retrieval.core.evaluate import aggregate
+from retrieval.core.index import build_index
+from retrieval.experiments.iterations import iteration_table
+from retrieval.core.modelfiles import index_corpus, load_model, train_model
+from retrieval.experiments.regressions import ensure_index
+from retrieval.core.sources import load_qrels, load_topics
 from tests.helpers import med_map_of_default_model
 
 DATA = Path(__file__).parent / "data"
@@ -71,7 +71,7 @@ def test_resumed_training_equals_uninterrupted(mini, tmp_path):
         pass
 
     from models.lda import LDA
-    from retrieval.models_io import index_corpus as corpus_of
+    from retrieval.core.modelfiles import index_corpus as corpus_of
 
     def stop_at_12(model, it, n):
         if it == 12:

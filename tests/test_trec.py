@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retrieval.trec import (
+from retrieval.core.trec import (
     Doc,
     Qrel,
     ScoredDoc,

@@ -8,9 +8,9 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from .experiment import METHODS, compare
-from .index import Index, build_index
-from .sources import load_qrels, load_topics
+from .compare import METHODS, compare
+from ..core.index import Index, build_index
+from ..core.sources import load_qrels, load_topics
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from tqdm.auto import tqdm
 
 from .index import Index
 from .scoring import LAM, MU, OMEGA, Scorer, top_k
-from .sequences import query_collocations
+from ..adapters.tcm_sequences import query_collocations
 from .trec import ScoredDoc, Topic, topic_query, write_run
 
 log = logging.getLogger(__name__)

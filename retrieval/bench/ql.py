@@ -19,8 +19,8 @@ import numpy as np
 
 from models.corpus import synthetic_corpus
 
-from .scoring import MU, Query, Scorer, top_k
-from .stats import CollectionStats
+from ..core.scoring import MU, Query, Scorer, top_k
+from ..core.stats import CollectionStats
 
 
 def _peak_rss_gib() -> float:
@@ -83,9 +83,9 @@ def main(argv=None) -> int:
     del stats
 
     if args.shared and Path(args.shared).exists():
-        from .baselines import run_baseline
-        from .index import Index
-        from .trec import Topic
+        from ..core.baselines import run_baseline
+        from ..core.index import Index
+        from ..core.trec import Topic
 
         index = Index(args.shared)
         stats = index.stats

@@ -1,7 +1,7 @@
 """Where documents, topics and qrels come from: TREC files, JSON lines, or ir_datasets ids.
 
 A source string ``irds:<dataset-id>`` (e.g. ``irds:cranfield``) names an ir_datasets dataset;
-anything else is a path. Documents from every source come out as :class:`retrieval.trec.Doc`.
+anything else is a path. Documents from every source come out as :class:`retrieval.core.trec.Doc`.
 """
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ def iter_docs(sources: Iterable) -> Iterator[Doc]:
 
 
 def load_topics(source) -> list[Topic]:
-    """Topics from a TREC topics file / TSV (see :func:`retrieval.trec.read_topics`) or an irds id."""
+    """Topics from a TREC topics file / TSV (see :func:`retrieval.core.trec.read_topics`) or an irds id."""
     if not is_irds(source):
         return read_topics(Path(source))
     dataset = _irds_dataset(source)

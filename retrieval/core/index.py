@@ -20,7 +20,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from . import __version__
+from .. import __version__
 from .jvm import ANSERINI_VERSION, jclass
 from .sources import iter_docs
 from .stats import CollectionStats, StatsBuilder, parse_term_positions

@@ -9,19 +9,15 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from models.checkpoint import read_header
+from models import registry
 from models.corpus import Corpus, make_corpus
-from models.lda import LDA
-from models.pam import PAM
 from models.progress import TqdmCallback
-from models.tcm import TCM
 
 from .index import Index
-from .sequences import index_splits
+from ..adapters.tcm_sequences import index_splits
 
 log = logging.getLogger(__name__)
 
-MODEL_CLASSES = {"lda": LDA, "tcm": TCM, "pam": PAM}
 MODELS_DIR = "models"
 
 
@@ -42,9 +38,7 @@ def train_model(index: Index, kind: str, out=None, *, checkpoint=True, progress:
     With ``checkpoint`` the run writes ``<out>.ckpt`` as it goes and a rerun of the same
     command resumes from it; the checkpoint is removed once the model is saved.
     """
-    if kind not in MODEL_CLASSES:
-        raise ValueError(f"unknown model kind {kind!r}; choose from {', '.join(MODEL_CLASSES)}")
-    model = MODEL_CLASSES[kind](**params)
+    model = registry.model_class(kind)(**params)
     out = Path(out) if out else default_model_path(index, kind, model.get_params())
     out.parent.mkdir(parents=True, exist_ok=True)
     ckpt = out.with_name(out.name + ".ckpt") if checkpoint else None
@@ -66,9 +60,4 @@ def train_model(index: Index, kind: str, out=None, *, checkpoint=True, progress:
 
 def load_model(path, index: Index):
     """Load a model file for use with ``index`` (refused if trained on another index)."""
-    header = read_header(path)
-    kind = str(header.get("model", "")).lower()
-    if kind not in MODEL_CLASSES:
-        raise ValueError(f"{path}: unknown model type {header.get('model')!r}")
-    model = MODEL_CLASSES[kind].load(path, fingerprint=index.fingerprint)
-    return model
+    return registry.load(path, fingerprint=index.fingerprint)

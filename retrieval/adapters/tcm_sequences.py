@@ -29,7 +29,7 @@ from typing import NamedTuple
 import numpy as np
 from tqdm.auto import tqdm
 
-from .stats import STATS_DIR
+from ..core.stats import STATS_DIR
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +97,7 @@ def compute_splits(index, progress: bool = True) -> tuple[np.ndarray, SplitRepor
     s = index.stats
     if SPLIT_MARK in s.term_index:
         raise ValueError(f"{index.path}: the marker term {SPLIT_MARK!r} occurs in the documents, so "
-                         f"punctuation splits cannot be told apart; change retrieval.sequences.SPLIT_MARK")
+                         f"punctuation splits cannot be told apart; change retrieval.adapters.tcm_sequences.SPLIT_MARK")
     split = stopword_splits(s)
     doc_ptr, term_ids, terms = np.asarray(s.doc_ptr), np.asarray(s.term_ids), s.terms
     fallback = []

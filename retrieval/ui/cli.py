@@ -7,7 +7,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from . import __version__
+from .. import __version__
 
 log = logging.getLogger("topicir")
 
@@ -24,7 +24,7 @@ def _topics_name(source: str) -> str:
 
 
 def cmd_index(args) -> int:
-    from .index import build_index
+    from ..core.index import build_index
 
     index = build_index(args.sources, args.out, threads=args.threads, force=args.force)
     m = index.manifest
@@ -34,10 +34,10 @@ def cmd_index(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from .baselines import run_baseline
-    from .batch import run_name, save_run, sweep_topics
-    from .index import Index
-    from .sources import load_topics
+    from ..core.baselines import run_baseline
+    from ..core.ranking import run_name, save_run, sweep_topics
+    from ..core.index import Index
+    from ..core.sources import load_topics
 
     index = Index(args.index)
     topics = load_topics(args.topics)
@@ -50,7 +50,7 @@ def cmd_run(args) -> int:
         return 0
     model, model_name, lams = None, "ql", [1.0]
     if args.model:
-        from .models_io import load_model
+        from ..core.modelfiles import load_model
 
         model = load_model(args.model, index)
         model_name, lams = Path(args.model).stem, args.lam
@@ -66,8 +66,8 @@ def cmd_run(args) -> int:
 
 
 def cmd_train(args) -> int:
-    from .index import Index
-    from .models_io import train_model
+    from ..core.index import Index
+    from ..core.modelfiles import train_model
 
     params = dict(n_topics=args.topics, alpha=args.alpha, beta=args.beta, n_chains=args.chains,
                   n_iter=args.iterations, burn_in=args.burn_in, sample_every=args.sample_every,
@@ -91,11 +91,11 @@ def cmd_train(args) -> int:
 
 
 def cmd_iterations(args) -> int:
-    from .experiment import format_table
-    from .index import Index
-    from .iterations import iteration_table
-    from .models_io import load_model
-    from .sources import load_qrels, load_topics
+    from ..experiments.compare import format_table
+    from ..core.index import Index
+    from ..experiments.iterations import iteration_table
+    from ..core.modelfiles import load_model
+    from ..core.sources import load_qrels, load_topics
 
     index = Index(args.index)
     rows = iteration_table(index, load_model(args.model, index), load_topics(args.topics),
@@ -113,10 +113,10 @@ def cmd_iterations(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    from .evaluate import aggregate, per_topic
-    from .experiment import format_table
-    from .sources import load_qrels
-    from .trec import read_run
+    from ..core.evaluate import aggregate, per_topic
+    from ..experiments.compare import format_table
+    from ..core.sources import load_qrels
+    from ..core.trec import read_run
 
     qrels = load_qrels(args.qrels)
     rows = []
@@ -132,9 +132,9 @@ def cmd_eval(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from .experiment import compare, format_table
-    from .index import Index
-    from .sources import load_qrels, load_topics
+    from ..experiments.compare import compare, format_table
+    from ..core.index import Index
+    from ..core.sources import load_qrels, load_topics
 
     index = Index(args.index)
     rows = compare(index, load_topics(args.topics), load_qrels(args.qrels), methods=args.methods,
@@ -145,8 +145,8 @@ def cmd_compare(args) -> int:
 
 
 def cmd_regressions(args) -> int:
-    from .experiment import format_table
-    from .regressions import check, run_collection
+    from ..experiments.compare import format_table
+    from ..experiments.regressions import check, run_collection
 
     rows = []
     for name in args.collections:
@@ -159,13 +159,13 @@ def cmd_regressions(args) -> int:
 
 
 def cmd_smoothing(args) -> int:
-    from .experiment import format_table
-    from .smoothing import TRAIN, smoothing_table
+    from ..experiments.compare import format_table
+    from ..experiments.smoothing import TRAIN, smoothing_table
 
     train = dict(TRAIN, n_chains=args.chains, n_iter=args.iterations, burn_in=args.burn_in,
                  sample_every=args.sample_every)
     if args.kind == "tcm":
-        from .pam_eval import smoothing_comparison
+        from ..experiments.pam_eval import smoothing_comparison
 
         rows = smoothing_comparison(Path(args.data), args.collections, Path(args.indexes), ks=args.k,
                                     lams=args.lam, mu=args.mu, train=train, kinds=("lda", "tcm"))
@@ -174,7 +174,7 @@ def cmd_smoothing(args) -> int:
                                        f"into collocations); LOCO = K and lam chosen on the other collections"))
         return 0
     if args.kind == "pam":
-        from .pam_eval import smoothing_comparison
+        from ..experiments.pam_eval import smoothing_comparison
 
         rows = smoothing_comparison(Path(args.data), args.collections, Path(args.indexes), ks=args.k,
                                     lams=args.lam, mu=args.mu, train=train)
@@ -191,9 +191,9 @@ def cmd_smoothing(args) -> int:
 
 
 def cmd_pam_view(args) -> int:
-    from .index import Index
-    from .models_io import load_model
-    from .pam_views import correlation_figure, correlation_rows, correlation_text
+    from ..core.index import Index
+    from ..core.modelfiles import load_model
+    from ..adapters.pam import correlation_figure, correlation_rows, correlation_text
 
     index = Index(args.index)
     model = load_model(args.model, index)
@@ -210,9 +210,9 @@ def cmd_pam_view(args) -> int:
 
 
 def cmd_tcm_view(args) -> int:
-    from .index import Index
-    from .models_io import load_model
-    from .tcm_views import collocation_rows, phrase_rows, view_text
+    from ..core.index import Index
+    from ..core.modelfiles import load_model
+    from ..adapters.tcm import collocation_rows, phrase_rows, view_text
 
     index = Index(args.index)
     model = load_model(args.model, index)
@@ -226,8 +226,8 @@ def cmd_tcm_view(args) -> int:
 
 
 def cmd_heldout(args) -> int:
-    from .experiment import format_table
-    from .pam_eval import heldout
+    from ..experiments.compare import format_table
+    from ..experiments.pam_eval import heldout
 
     res = heldout(args.data, kinds=args.kinds, seed=args.seed, n_docs=args.samples, n_jobs=args.threads)
     print(format_table([{"model": k, **v} for k, v in res.items()],
@@ -236,8 +236,8 @@ def cmd_heldout(args) -> int:
 
 
 def cmd_comp5(args) -> int:
-    from .experiment import format_table
-    from .pam_eval import PAPER_COMP5, comp5_accuracy
+    from ..experiments.compare import format_table
+    from ..experiments.pam_eval import PAPER_COMP5, comp5_accuracy
 
     res = comp5_accuracy(args.data, kinds=args.kinds, seed=args.seed, n_docs=args.samples, n_jobs=args.threads)
     rows = [{"model": k, "paper %": PAPER_COMP5.get(k, float("nan")), **v} for k, v in res.items()]
@@ -270,30 +270,30 @@ def cmd_report(args) -> int:
 
 def cmd_bench(args) -> int:
     if args.area == "ql":
-        from .bench_ql import main as bench
+        from ..bench.ql import main as bench
     elif args.area == "tcm":
-        from .bench_tcm import main as bench
+        from ..bench.tcm import main as bench
     elif args.area == "pam":
-        from .bench_pam import main as bench
+        from ..bench.pam import main as bench
 
         bench(args.rest)
         return 0
     else:
-        from .bench_lda import main as bench
+        from ..bench.lda import main as bench
     return bench(args.rest) or 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .baselines import BASELINES
-    from .batch import DEPTH, RUNS_DIR
+    from ..core.baselines import BASELINES
+    from ..core.ranking import DEPTH, RUNS_DIR
     from .console import HITS
     from .demo import DATASET
-    from .evaluate import DEFAULT_MEASURES
-    from .experiment import METHODS
-    from .regressions import COLLECTIONS
+    from ..core.evaluate import DEFAULT_MEASURES
+    from ..experiments.compare import METHODS
+    from ..experiments.regressions import COLLECTIONS
     from .report import OUT_DIR as REPORTS_DIR
-    from .scoring import LAM, MU
-    from .trec import TOPIC_FIELDS
+    from ..core.scoring import LAM, MU
+    from ..core.trec import TOPIC_FIELDS
 
     p = argparse.ArgumentParser(prog="topicir", description="Topic-model-smoothed query likelihood over Lucene indexes.")
     p.add_argument("--version", action="version", version=f"topicir {__version__}")

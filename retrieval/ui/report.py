@@ -1,10 +1,10 @@
 """Evaluation reports: ``topicir report RUN... --qrels FILE [--baseline RUN] [--out DIR]``.
 
-Each run is evaluated with :func:`retrieval.evaluate.aggregate` and :func:`~retrieval.evaluate.per_topic`,
+Each run is evaluated with :func:`retrieval.core.evaluate.aggregate` and :func:`~retrieval.core.evaluate.per_topic`,
 the functions behind ``topicir eval``, so the numbers are the same. The report compares every run
 with a baseline run (paired t-test and Wilcoxon signed-rank test over the judged topics, per-topic
 wins, ties and losses), draws per-topic differences and 11-point precision-recall curves, finds
-parameter sweeps in run file names (``...mu1000_lam0.7.txt``, as :func:`retrieval.batch.run_name`
+parameter sweeps in run file names (``...mu1000_lam0.7.txt``, as :func:`retrieval.core.ranking.run_name`
 writes them) and plots MAP against each parameter, and renders a table of MAP against Gibbs
 iteration (``--iterations``) and the top words of a topic model's topics (``--model``).
 
@@ -28,8 +28,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .evaluate import DEFAULT_MEASURES, aggregate, judged_topics, parse_measures, per_topic
-from .trec import Qrel, ScoredDoc, read_run
+from ..core.evaluate import DEFAULT_MEASURES, aggregate, judged_topics, parse_measures, per_topic
+from ..core.trec import Qrel, ScoredDoc, read_run
 
 OUT_DIR = Path("reports")
 ALPHA = 0.05
@@ -457,14 +457,14 @@ def topic_rows(model, stats, evals: Sequence[RunEval], max_topics: int = 30, wor
 def _section_model(model, stats, evals, model_name) -> Section:
     kind = type(model).__name__
     if kind == "PAM":  # super-topics with their sub-topics by alpha_ij (Li & McCallum, Fig. 4)
-        from .pam_views import correlation_figure, correlation_rows, correlation_text
+        from ..adapters.pam import correlation_figure, correlation_rows, correlation_text
 
         rows = correlation_rows(model, stats.terms)
         return Section(f"Topic correlations of {model_name}", "topics", [
             Plot("pam_correlations", correlation_figure(rows), "Super-topics and their strongest sub-topics (edge: alpha_ij)"),
             Para(correlation_text(rows), code=True)])
     if kind == "TCM":  # collocations per topic by P(c|t) and smoothed P(t|c), as in Zhao et al.
-        from .tcm_views import collocation_rows, phrase_rows, view_text
+        from ..adapters.tcm import collocation_rows, phrase_rows, view_text
 
         return Section(f"Collocations of {model_name}", "topics", [
             Para(view_text(collocation_rows(model, stats.terms), phrase_rows(model, stats.terms)), code=True)])
@@ -588,7 +588,7 @@ def _load_model(model, index):
     if index is None:
         raise ValueError("--model needs --index (the index the model was trained on) for its words")
     try:
-        from .models_io import load_model
+        from ..core.modelfiles import load_model
     except ImportError as exc:
         raise ValueError(f"cannot load the topic model {model}: retrieval.models_io is not available ({exc})") from None
     return load_model(model, index)
@@ -611,7 +611,7 @@ def build_report(runs, qrels, *, baseline=None, out_dir=OUT_DIR, measures=DEFAUL
     command : the command line shown in the report; default the equivalent ``topicir report``
     """
     from . import plots
-    from .sources import load_qrels
+    from ..core.sources import load_qrels
 
     run_args = [f"{k}={v}" for k, v in runs.items()] if isinstance(runs, Mapping) else [str(r) for r in runs]
     if not isinstance(runs, Mapping):
@@ -628,7 +628,7 @@ def build_report(runs, qrels, *, baseline=None, out_dir=OUT_DIR, measures=DEFAUL
     if alpha is None or not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
     if isinstance(index, (str, os.PathLike)):
-        from .index import Index
+        from ..core.index import Index
 
         index = Index(index)
     model_arg = model if isinstance(model, (str, os.PathLike)) else None

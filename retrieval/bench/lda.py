@@ -37,8 +37,8 @@ import numpy as np
 from models.corpus import make_corpus, synthetic_corpus
 from models.lda import LDA, joint_log_lik
 
-from .scoring import Query, Scorer, top_k
-from .stats import CollectionStats
+from ..core.scoring import Query, Scorer, top_k
+from ..core.stats import CollectionStats
 
 DEFAULT_20NEWS = "/work/shared/data/20news/20news-bydate.tar.gz"
 
@@ -107,7 +107,7 @@ def run_tomotopy(corpus, k, iters, threads, seed):
 
 
 def bench_newsgroups(args, out):
-    from .newsgroups import newsgroups_corpus
+    from ..datasets.newsgroups import newsgroups_corpus
 
     t = time.perf_counter()
     corpus, vocab, posts = newsgroups_corpus(args.data)

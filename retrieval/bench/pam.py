@@ -118,7 +118,7 @@ def main(argv=None):
     t = time.perf_counter()
     warm_up(args.shards)
     print(f"# numba warm-up/compilation: {time.perf_counter() - t:.1f} s (not counted)", flush=True)
-    from .newsgroups import newsgroups_corpus
+    from ..datasets.newsgroups import newsgroups_corpus
 
     t = time.perf_counter()
     corpus, _, _ = newsgroups_corpus(args.data)

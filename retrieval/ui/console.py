@@ -21,11 +21,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .batch import DEPTH
-from .experiment import format_table
-from .scoring import LAM, MU, Query, Scorer, explain, top_k
-from .stats import CollectionStats
-from .trec import TOPIC_FIELDS, Qrel, ScoredDoc, Topic, topic_query, write_run
+from ..core.ranking import DEPTH
+from ..experiments.compare import format_table
+from ..core.scoring import LAM, MU, Query, Scorer, explain, top_k
+from ..core.stats import CollectionStats
+from ..core.trec import TOPIC_FIELDS, Qrel, ScoredDoc, Topic, topic_query, write_run
 
 HITS = 10                 # hits shown per query; results keep DEPTH for :write
 SNIPPET_TOKENS = 28
@@ -230,7 +230,7 @@ def parse_settings(spec: str) -> dict[str, float]:
 
 def _load_model(path: str, index):
     try:
-        from .models_io import load_model
+        from ..core.modelfiles import load_model
     except ImportError as exc:
         raise ConsoleError(f"cannot load topic models: retrieval.models_io is not available ({exc})") from None
     if not Path(path).exists():
@@ -379,7 +379,7 @@ class Session:
         judged = self._judged(result)
         if judged is None:
             return ""
-        from .evaluate import per_topic
+        from ..core.evaluate import per_topic
 
         qrels = [Qrel(result.qid, d, r) for d, r in judged.items()]
         values = per_topic(result.run(self.stats.docnos), qrels, ("AP", "P@10"))
@@ -501,7 +501,7 @@ class Session:
     def _topic_text(self, k: int, words: int) -> str:
         if hasattr(self.model, "topic_words"):
             return " ".join(self.stats.terms[w] for w in self.model.topic_words(k, top=words)[0])
-        from .tcm_views import collocation_rows  # TCM: a topic is a restaurant of collocations
+        from ..adapters.tcm import collocation_rows  # TCM: a topic is a restaurant of collocations
 
         return "; ".join(c for c, _, _ in collocation_rows(self.model, self.stats.terms, topics=[k], top=words)[0]["p_c_t"])
 
@@ -590,7 +590,7 @@ class Session:
     def cmd_topics(self, arg: str) -> Fragments:
         if not arg:
             return [("", f"{len(self.topics)} topics loaded\n")]
-        from .sources import load_topics
+        from ..core.sources import load_topics
 
         self.topics = {t.qid: t for t in load_topics(arg)}
         ids = list(self.topics)
@@ -599,7 +599,7 @@ class Session:
     def cmd_qrels(self, arg: str) -> Fragments:
         if not arg:
             return [("", f"qrels for {len(self.qrels)} topics\n")]
-        from .sources import load_qrels
+        from ..core.sources import load_qrels
 
         self.qrels = self._group_qrels(load_qrels(arg))
         return [("", f"qrels for {len(self.qrels)} topics from {arg}\n")]
@@ -735,7 +735,7 @@ def history_path() -> Path:
 def open_session(index_path, *, model=None, mu: float = MU, lam: float = LAM, field: str = "title",
                  topics=None, qrels=None, hits: int = HITS) -> Session:
     """Open the index, load the model and warm up the JVM and the scorer, so the first query is fast."""
-    from .index import Index
+    from ..core.index import Index
 
     index = Index(index_path)
     index.stats.doc_index  # built once here rather than during the first :doc
@@ -743,11 +743,11 @@ def open_session(index_path, *, model=None, mu: float = MU, lam: float = LAM, fi
     model_obj = _load_model(model, index) if model else None
     loaded_topics = loaded_qrels = None
     if topics:
-        from .sources import load_topics
+        from ..core.sources import load_topics
 
         loaded_topics = load_topics(topics)
     if qrels:
-        from .sources import load_qrels
+        from ..core.sources import load_qrels
 
         loaded_qrels = load_qrels(qrels)
     session = Session(index, mu=mu, lam=lam, model=model_obj, model_name=Path(model).stem if model else None,

@@ -8,11 +8,11 @@ from __future__ import annotations
 import numpy as np
 from tqdm.auto import tqdm
 
-from .batch import DEPTH, _Fixed
-from .evaluate import aggregate, judged_topics
-from .index import Index
-from .scoring import LAM, MU, Scorer, top_k
-from .trec import Qrel, ScoredDoc, Topic, topic_query
+from ..core.ranking import DEPTH, _Fixed
+from ..core.evaluate import aggregate, judged_topics
+from ..core.index import Index
+from ..core.scoring import LAM, MU, Scorer, top_k
+from ..core.trec import Qrel, ScoredDoc, Topic, topic_query
 
 
 def iteration_table(index: Index, model, topics: list[Topic], qrels: list[Qrel], *, field: str = "title",

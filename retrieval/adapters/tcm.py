@@ -73,14 +73,14 @@ def collocation_ablation(data, collections, indexes="indexes", k: int = 100, lam
     """
     from pathlib import Path
 
-    from .batch import sweep_topics
-    from .evaluate import aggregate, judged_topics
-    from .regressions import ensure_index
-    from .scoring import OMEGA, Scorer, top_k
-    from .sequences import query_collocations
-    from .smoothing import TRAIN, _model
-    from .sources import load_qrels, load_topics
-    from .trec import ScoredDoc, topic_query
+    from ..core.ranking import sweep_topics
+    from ..core.evaluate import aggregate, judged_topics
+    from ..experiments.regressions import ensure_index
+    from ..core.scoring import OMEGA, Scorer, top_k
+    from .tcm_sequences import query_collocations
+    from ..experiments.smoothing import TRAIN, _model
+    from ..core.sources import load_qrels, load_topics
+    from ..core.trec import ScoredDoc, topic_query
 
     rows = []
     for name in collections:

@@ -4,12 +4,12 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from .baselines import BASELINES, run_baseline
-from .batch import DEPTH, RUNS_DIR, run_name, run_topics, save_run
-from .evaluate import DEFAULT_MEASURES, aggregate, check_topics, judged_topics
-from .index import Index
-from .scoring import MU
-from .trec import Qrel, ScoredDoc, Topic
+from ..core.baselines import BASELINES, run_baseline
+from ..core.ranking import DEPTH, RUNS_DIR, run_name, run_topics, save_run
+from ..core.evaluate import DEFAULT_MEASURES, aggregate, check_topics, judged_topics
+from ..core.index import Index
+from ..core.scoring import MU
+from ..core.trec import Qrel, ScoredDoc, Topic
 
 log = logging.getLogger(__name__)
 

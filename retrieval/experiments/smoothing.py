@@ -16,12 +16,14 @@ import numpy as np
 
 from models.checkpoint import read_header
 
-from .batch import sweep_topics
-from .evaluate import aggregate, judged_topics
-from .models_io import MODEL_CLASSES, default_model_path, load_model, train_model
+from ..core.ranking import sweep_topics
+from ..core.evaluate import aggregate, judged_topics
+from models.registry import model_class
+
+from ..core.modelfiles import default_model_path, load_model, train_model
 from .regressions import COLLECTIONS, ensure_index
-from .scoring import LAM, MU
-from .sources import load_qrels, load_topics
+from ..core.scoring import LAM, MU
+from ..core.sources import load_qrels, load_topics
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +44,7 @@ def _model(index, kind: str, k: int, train: dict):
     path = default_model_path(index, kind, params)
     # the file name holds only K, chains, sweeps and seed: a file trained under other defaults
     # (e.g. TCM before alpha = 50 / K) is retrained, not reused
-    want = MODEL_CLASSES[kind](**params).get_params()
+    want = model_class(kind)(**params).get_params()
     if path.exists() and read_header(path).get("params") == want:
         return load_model(path, index)
     return train_model(index, kind, path, **params)[0]

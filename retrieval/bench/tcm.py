@@ -25,7 +25,7 @@ import numpy as np
 from models.corpus import make_corpus
 from models.tcm import TCM
 
-from .newsgroups import STOPWORDS, read_newsgroups
+from ..datasets.newsgroups import STOPWORDS, read_newsgroups
 
 DEFAULT_20NEWS = "/work/shared/data/20news/20news-bydate.tar.gz"
 TOKEN_OR_PUNCT = re.compile(r"[a-z][a-z0-9]+|[.,;:!?()\[\]{}\"]")

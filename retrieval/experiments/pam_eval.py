@@ -32,7 +32,7 @@ from models.corpus import make_corpus
 from models.lda import LDA
 from models.pam import PAM
 
-from .newsgroups import read_newsgroups, tokenize
+from ..datasets.newsgroups import read_newsgroups, tokenize
 
 log = logging.getLogger(__name__)
 
@@ -214,7 +214,7 @@ def smoothing_comparison(data, collections, indexes, ks=(800,), lams=(0.5, 0.6, 
                          mu=1000.0, train=None, kinds=("lda", "pam")) -> list[dict]:
     """MAP of QL, LDA smoothing and PAM smoothing on the shared collections, side by side.
 
-    One :func:`retrieval.smoothing.smoothing_table` per kind (models trained on first use,
+    One :func:`retrieval.experiments.smoothing.smoothing_table` per kind (models trained on first use,
     then loaded from ``<index>/models/``), merged by collection: QL, each kind at the paper's
     setting (K = 800, i.e. PAM 100/800; lam = 0.7) and with K and lam chosen by
     leave-one-collection-out."""

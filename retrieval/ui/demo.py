@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .experiment import compare, format_table
-from .index import Index, build_index
-from .sources import load_qrels, load_topics
+from ..experiments.compare import compare, format_table
+from ..core.index import Index, build_index
+from ..core.sources import load_qrels, load_topics
 
 DATASET = "irds:cranfield"
 

@@ -1,0 +1,45 @@
+"""Model kinds by name: ``topicir train KIND``, model files and the conformance tests read this.
+
+A new model is one line here (kind -> "module:Class", imported on first use, so that asking for
+LDA never imports torch) plus its files under ``models/``; retrieval finds an optional adapter
+for it in ``retrieval/adapters/<kind>.py``.
+"""
+import importlib
+
+from .checkpoint import read_header
+
+_KINDS = {
+    "lda": "models.lda:LDA",
+    "pam": "models.pam:PAM",
+    "tcm": "models.tcm:TCM",
+}
+
+
+def kinds():
+    """The registered kind names, in registration order."""
+    return list(_KINDS)
+
+
+def model_class(kind):
+    """The estimator class of ``kind`` (a ValueError listing the kinds for an unknown one)."""
+    if kind not in _KINDS:
+        raise ValueError(f"unknown model kind {kind!r}; choose from {', '.join(_KINDS)}")
+    module, name = _KINDS[kind].split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def kind_of_header(header):
+    """The kind a model file's header names (files before the registry only name the class)."""
+    kind = header.get("kind") or str(header.get("model", "")).lower()
+    return kind if kind in _KINDS else None
+
+
+def load(path, fingerprint=None):
+    """Load any registered model file, refused (ValueError naming the file) when its kind is
+    unknown or it was trained on another ``fingerprint``."""
+    header = read_header(path)
+    kind = kind_of_header(header)
+    if kind is None:
+        raise ValueError(f"{path}: unknown model type {header.get('model')!r}; known kinds: "
+                         f"{', '.join(_KINDS)}")
+    return model_class(kind).load(path, fingerprint=fingerprint)

@@ -1,0 +1,41 @@
+"""Retrieval-side extras of a model kind, one module per kind: ``retrieval/adapters/<kind>.py``.
+
+Core retrieval (ranking, the console, reports, the CLI) never names a model kind: it asks
+:func:`adapter` for the kind's module and uses what it defines. Every hook is optional; a kind
+without a module (or without a hook) gets the default behaviour that works from the model
+protocol alone (:class:`models.base.TopicModel`).
+
+Hooks an adapter module may define:
+
+``training_inputs(index, progress) -> dict``
+    The extra ``fit`` inputs the model's ``training_inputs`` names, derived from an index
+    (TCM: where collocations must stop).
+``query_extra(index, model, text, query) -> QueryExtra | None``
+    Extra query parts scored beside the query terms (TCM: the query's collocations), see
+    :class:`retrieval.core.ranking.QueryExtra`.
+``topic_lines(model, terms, topic, top) -> list[str]``
+    How one topic reads in the console's ``:topic`` and the report's topic list (default: its
+    top words from ``topic_words``).
+``report_section(model, index, plots) -> (title, markdown, html) | None``
+    A model-specific section of ``topicir report`` (PAM: super-topic correlations).
+``add_commands(subparsers)``
+    CLI subcommands of the kind's own (``pam-view``, ``tcm-view``); each sets ``func``.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+
+
+def adapter(kind: str):
+    """The adapter module of ``kind``, or None when the kind has none."""
+    name = f"{__name__}.{kind.replace('-', '_')}"
+    if importlib.util.find_spec(name) is None:
+        return None
+    return importlib.import_module(name)
+
+
+def hook(kind: str, name: str):
+    """Hook ``name`` of the adapter of ``kind``, or None."""
+    module = adapter(kind)
+    return getattr(module, name, None) if module is not None else None
