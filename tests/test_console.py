@@ -22,6 +22,8 @@ def index(tmp_path_factory):
 class FakeModel:
     """Two topics: 0 = aircraft trade (docs 0, 1), 1 = rail and weather (docs 2, 3)."""
 
+    kind = "fake"  # no adapter: the protocol alone
+
     def __init__(self, stats):
         self.n_topics = 2
         n_w = np.zeros((2, stats.n_terms))

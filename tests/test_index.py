@@ -90,9 +90,8 @@ def test_mixture_with_a_topic_model(two_doc_index):
 
 
 def test_query_without_usable_terms_still_ranks(two_doc_index):
-    scorer = Scorer(two_doc_index.stats)
     with pytest.warns(UserWarning, match="topic 7: .*only stopwords"):
-        hits = rank(two_doc_index, scorer, "7", "the of and")
+        hits = rank(two_doc_index, "7", "the of and")
     assert [h.docno for h in hits] == ["D1", "D2"] and all(h.score == 0.0 for h in hits)
     with pytest.warns(UserWarning, match="no indexed term"):
         run = run_topics(two_doc_index, [Topic("8", "zebra", "", "")], progress=False)

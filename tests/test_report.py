@@ -179,6 +179,7 @@ def test_topic_view_with_a_model(tmp_path, runs):
     terms = stats.term_index
 
     class Model:
+        kind = "fake"
         n_topics = 3
 
         def doc_topics(self, doc, top=10):

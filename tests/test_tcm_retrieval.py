@@ -165,7 +165,7 @@ def test_cli_train_view_and_run(tmp_path, capsys):
     out = tmp_path / "tcm.npz"
     assert main(["-q", "train", "tcm", "--index", str(idx), "--out", str(out), "--topics", "3",
                  "--chains", "1", "--iterations", "6", "--burn-in", "3", "--sample-every", "3",
-                 "--tcm-sampler", "exact", "--max-len", "4"]) == 0
+                 "--sampler", "exact", "--max-len", "4"]) == 0
     assert out.exists() and not Path(str(out) + ".ckpt").exists()
     capsys.readouterr()
     assert main(["-q", "tcm-view", "--index", str(idx), "--model", str(out), "--topics", "2", "--top", "3"]) == 0

@@ -90,3 +90,44 @@ def correlation_figure(rows: list[SuperTopic], fmt: str = "png", n_words: int = 
     else:
         raise ValueError(f"picture format must be 'png' or 'svg', got {fmt!r}")
     return buf.getvalue()
+
+
+# -- hooks (see retrieval.adapters) -----------------------------------------------------------
+
+
+def report_section(model, terms) -> dict:
+    """Super-topics with their sub-topics by alpha_ij (Li & McCallum, Figure 4)."""
+    rows = correlation_rows(model, terms)
+    return {"title": "Topic correlations", "text": correlation_text(rows),
+            "figure": ("pam_correlations", correlation_figure(rows),
+                       "Super-topics and their strongest sub-topics (edge: alpha_ij)")}
+
+
+def add_commands(sub) -> None:
+    s = sub.add_parser("pam-view", help="PAM topic correlations: super-topics, sub-topics by alpha_ij, top words")
+    s.add_argument("--index", required=True)
+    s.add_argument("--model", required=True, help="a PAM model file (topicir train pam)")
+    s.add_argument("--chain", type=int, default=0)
+    s.add_argument("--supers", type=int, default=10, help="super-topics shown (largest first)")
+    s.add_argument("--subs", type=int, default=5, help="sub-topics per super-topic")
+    s.add_argument("--words", type=int, default=8)
+    s.add_argument("--out", help="also draw the graph into this .png or .svg file")
+    s.set_defaults(func=_cmd_view)
+
+
+def _cmd_view(args) -> int:
+    from pathlib import Path
+
+    from ..core.index import Index
+    from ..core.modelfiles import load_model
+
+    index = Index(args.index)
+    model = load_model(args.model, index, kind="pam")
+    rows = correlation_rows(model, index.stats.terms, chain=args.chain, n_super=args.supers,
+                            n_sub=args.subs, n_words=args.words)
+    print(correlation_text(rows))
+    if args.out:
+        out = Path(args.out)
+        out.write_bytes(correlation_figure(rows, fmt=out.suffix.lstrip(".").lower() or "png"))
+        print(out)
+    return 0

@@ -1,15 +1,23 @@
-"""Collocation views of a trained TCM: what each topic's restaurant serves.
+"""Retrieval side of the Topical Collocation Model: training splits, query collocations, views.
+
+- ``training_inputs``: where collocations must stop (stopwords, punctuation), from the index
+  (:mod:`retrieval.adapters.tcm_sequences`).
+- ``query_extra``: the model's segmentation of a query; every multi-word collocation c adds
+  ``omega log(lam P_QL(c|d) + (1 - lam) P_TCM(c|d))`` to the score.
+- Views (``topicir tcm-view``, the console, reports): for every topic (largest first), its top
+  collocations by P(c|t) and by smoothed P(t|c) with a pseudo-count of 5 (how the paper builds
+  its word-intrusion lists), and the most frequent multi-word collocations of the collection.
+  Terms are shown as the index analysed them (Porter stems).
 
     topicir tcm-view --index indexes/cran --model indexes/cran/models/tcm-k100-c3-i100-s0.npz
-
-For every topic (largest first), its top collocations by P(c|t) and by smoothed P(t|c) with a
-pseudo-count of 5 (how the paper builds its word-intrusion lists), and the most frequent
-multi-word collocations of the whole collection. Terms are shown as the index analysed them
-(Porter stems).
 """
 from __future__ import annotations
 
 import numpy as np
+
+from ..core.ranking import QueryExtra
+from ..core.scoring import OMEGA
+from .tcm_sequences import index_splits, query_collocations
 
 PSEUDO = 5.0
 
@@ -62,53 +70,55 @@ def view_text(rows, phrases=None) -> str:
     return "\n".join(out)
 
 
-def collocation_ablation(data, collections, indexes="indexes", k: int = 100, lam: float = 0.7,
-                         mu: float = 1000.0, train: dict | None = None) -> list[dict]:
-    """MAP of TCM smoothing with and without its collocation term, on the shared collections.
+# -- hooks (see retrieval.adapters) -----------------------------------------------------------
 
-    Columns: QL; "TCM words" (omega = 0: every query term mixed with P_TCM(w|d), w as a
-    one-word collocation); "TCM" (plus the collocation term, omega = OMEGA); "QL + phrases"
-    (the collocation term with lam = 1 for it: exact-phrase counts of the TCM segmentation, no
-    topic model, added to QL). Models are those of ``topicir smoothing`` (trained on first use).
-    """
-    from pathlib import Path
 
-    from ..core.ranking import sweep_topics
-    from ..core.evaluate import aggregate, judged_topics
-    from ..experiments.regressions import ensure_index
-    from ..core.scoring import OMEGA, Scorer, top_k
-    from .tcm_sequences import query_collocations
-    from ..experiments.smoothing import TRAIN, _model
-    from ..core.sources import load_qrels, load_topics
-    from ..core.trec import ScoredDoc, topic_query
+def training_inputs(index, progress: bool = True) -> dict:
+    return {"split": index_splits(index, progress=progress)}
 
-    rows = []
-    for name in collections:
-        index = ensure_index(Path(data), name, Path(indexes))
-        qrels = load_qrels(Path(data) / name / "qrels.txt")
-        judged = judged_topics(qrels)
-        topics = [t for t in load_topics(Path(data) / name / "topics.trec") if t.qid in judged]
-        model = _model(index, "tcm", k, train or TRAIN)
-        row = {"collection": name}
-        for label, omega in (("TCM words", 0.0), ("TCM", OMEGA)):
-            runs = sweep_topics(index, topics, [(mu, 1.0), (mu, lam)], model=model, progress=False, omega=omega)
-            row["QL"] = aggregate(runs[(mu, 1.0)], qrels, ["AP"])["AP"]
-            row[label] = aggregate(runs[(mu, lam)], qrels, ["AP"])["AP"]
-        run = []
-        s = index.stats
-        doc_len = np.asarray(s.doc_len, dtype=np.float64)
-        for topic in topics:  # QL + OMEGA * sum_c log P_QL(c|d): the collocation term without P_TCM
-            text = topic_query(topic, "title")
-            scores = Scorer(s, mu, 1.0).score(Scorer(s).query(text, index.analyze(text)))
-            for (docs, tf), p_c in zip(*query_collocations(index, model, text)[3:5]):
-                v = np.log(mu * p_c / (doc_len + mu))
-                v[docs] = np.log((tf + mu * p_c) / (doc_len[docs] + mu))
-                scores = scores + OMEGA * v
-            run.extend(ScoredDoc(topic.qid, s.docnos[d], float(scores[d])) for d in top_k(scores, 1000))
-        row["QL + phrases"] = aggregate(run, qrels, ["AP"])["AP"]
-        rows.append(row)
-    mean = {"collection": "mean"}
-    for key in rows[0]:
-        if key != "collection":
-            mean[key] = float(np.mean([r[key] for r in rows]))
-    return rows + [mean]
+
+def query_extra(index, model, text: str, query) -> QueryExtra:
+    col = query_collocations(index, model, text)
+
+    def p_tm(per_sample: bool):
+        if per_sample:
+            return model.p_c_d_per_sample(col.term_ids, col.seg_ptr)
+        return model.p_c_d(col.term_ids, col.seg_ptr)
+
+    return QueryExtra(col.terms, col.postings, col.p_c, OMEGA, p_tm)
+
+
+def topic_lines(model, terms, topic: int, top: int = 10) -> list[str]:
+    row = collocation_rows(model, terms, topics=[topic], top=top)[0]
+    return ["; ".join(c for c, _, _ in row["p_c_t"])]
+
+
+def report_section(model, terms) -> dict:
+    """Collocations per topic by P(c|t) and smoothed P(t|c), as in Zhao et al."""
+    return {"title": "Collocations", "text": view_text(collocation_rows(model, terms), phrase_rows(model, terms))}
+
+
+def add_commands(sub) -> None:
+    s = sub.add_parser("tcm-view", help="TCM collocations: top per topic by P(c|t) and smoothed P(t|c)")
+    s.add_argument("--index", required=True)
+    s.add_argument("--model", required=True, help="a TCM model file (topicir train tcm)")
+    s.add_argument("--chain", type=int, default=0)
+    s.add_argument("--topics", type=int, default=10, help="topics shown (largest first)")
+    s.add_argument("--topic-ids", type=lambda t: [int(x) for x in t.split(",")], help="these topics instead")
+    s.add_argument("--top", type=int, default=10, help="collocations per topic and list")
+    s.add_argument("--min-len", type=int, default=1, help="shortest collocation listed (2: phrases only)")
+    s.add_argument("--phrases", type=int, default=30, help="most frequent multi-word collocations shown first")
+    s.set_defaults(func=_cmd_view)
+
+
+def _cmd_view(args) -> int:
+    from ..core.index import Index
+    from ..core.modelfiles import load_model
+
+    index = Index(args.index)
+    model = load_model(args.model, index, kind="tcm")
+    terms = index.stats.terms
+    rows = collocation_rows(model, terms, topics=args.topic_ids, n_topics=args.topics, top=args.top,
+                            chain=args.chain, min_len=args.min_len)
+    print(view_text(rows, phrase_rows(model, terms, top=args.phrases, chain=args.chain) if args.phrases else None))
+    return 0

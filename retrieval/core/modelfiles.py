@@ -13,8 +13,8 @@ from models import registry
 from models.corpus import Corpus, make_corpus
 from models.progress import TqdmCallback
 
+from ..adapters import hook
 from .index import Index
-from ..adapters.tcm_sequences import index_splits
 
 log = logging.getLogger(__name__)
 
@@ -48,9 +48,7 @@ def train_model(index: Index, kind: str, out=None, *, checkpoint=True, progress:
     log.info("training %s on %s: %d docs, %d tokens, %d terms, params %s", kind.upper(), index.name,
              corpus.n_docs, corpus.n_tokens, corpus.n_terms, model.get_params())
     callback = TqdmCallback(desc=f"{kind.upper()} {index.name}", mininterval=2) if progress else None
-    # TCM also needs where collocations must stop (stopwords, punctuation): see retrieval.sequences
-    extra = {"split": index_splits(index, progress=progress)} if kind == "tcm" else {}
-    model.fit(corpus, callback=callback, checkpoint=ckpt, **extra)
+    model.fit(corpus, callback=callback, checkpoint=ckpt, **training_inputs(index, model, progress))
     model.save(out)
     if ckpt is not None:
         ckpt.unlink(missing_ok=True)
@@ -58,6 +56,25 @@ def train_model(index: Index, kind: str, out=None, *, checkpoint=True, progress:
     return model, out
 
 
-def load_model(path, index: Index):
-    """Load a model file for use with ``index`` (refused if trained on another index)."""
-    return registry.load(path, fingerprint=index.fingerprint)
+def training_inputs(index: Index, model, progress: bool = True) -> dict:
+    """The extra ``fit`` inputs ``model.training_inputs`` names, from the kind's adapter."""
+    if not model.training_inputs:
+        return {}
+    make = hook(model.kind, "training_inputs")
+    if make is None:
+        raise ValueError(f"{model.kind} needs {', '.join(model.training_inputs)} to train, but "
+                         f"retrieval/adapters/{model.kind}.py defines no training_inputs(index, progress)")
+    inputs = make(index, progress=progress)
+    missing = set(model.training_inputs) - set(inputs)
+    if missing:
+        raise ValueError(f"the {model.kind} adapter did not provide {', '.join(sorted(missing))}")
+    return inputs
+
+
+def load_model(path, index: Index, kind: str | None = None):
+    """Load a model file for use with ``index`` (refused if trained on another index, or, with
+    ``kind``, if it holds another kind of model)."""
+    model = registry.load(path, fingerprint=index.fingerprint)
+    if kind is not None and model.kind != kind:
+        raise ValueError(f"{path}: holds a {model.kind} model; this command needs a {kind} model")
+    return model

@@ -1,16 +1,26 @@
-"""Batch runs: a topic set against an index (and optionally a topic model), as ScoredDocs."""
+"""The one ranking path: a query against an index, with exact QL or any topic model.
+
+``topicir run``, the console, ``topicir iterations``, reports and the PyTerrier transformer all
+rank through :func:`prepare` and :meth:`PreparedQuery.scores`, so a model scores the same
+everywhere. A model's document tables for a query are computed once (:func:`prepare`) and then
+scored under any number of (mu, lam) settings or kept samples. Model kinds that add query parts
+(TCM's collocations) do so through their adapter's ``query_extra`` hook
+(:mod:`retrieval.adapters`); nothing here names a kind.
+"""
 from __future__ import annotations
 
 import logging
 import re
 import warnings
 from pathlib import Path
+from typing import Callable, NamedTuple
 
+import numpy as np
 from tqdm.auto import tqdm
 
+from ..adapters import hook
 from .index import Index
-from .scoring import LAM, MU, OMEGA, Scorer, top_k
-from ..adapters.tcm_sequences import query_collocations
+from .scoring import LAM, MU, Query, Scorer, top_k
 from .trec import ScoredDoc, Topic, topic_query, write_run
 
 log = logging.getLogger(__name__)
@@ -19,77 +29,104 @@ DEPTH = 1000
 RUNS_DIR = Path("topics_runs")
 
 
-def rank(index: Index, scorer: Scorer, qid: str, text: str, depth: int = DEPTH) -> list[ScoredDoc]:
-    """The top ``depth`` documents for one query, best first.
+class QueryExtra(NamedTuple):
+    """Query parts a model adds beside the query's terms, each scored as
+    ``weight * log(lam * P_QL(c|d) + (1 - lam) * P_TM(c|d))`` (see
+    :meth:`retrieval.core.scoring.Scorer.score_collocations`)."""
+    labels: list                 # what each part is, for explanations (e.g. "boundari layer")
+    postings: list               # per part: (docs int32, tf int32) of its exact occurrences
+    p_c: np.ndarray              # per part: P(c|C)
+    weight: float                # omega
+    p_tm: Callable               # p_tm(per_sample: bool) -> (n_docs, n_parts) or (C, S, n_docs, n_parts)
 
-    A query with no term in the index still gets a well-formed ranking (every document ties
-    at score 0 and DOCNO order decides) and a warning, so a run never silently lacks a topic.
+
+class PreparedQuery:
+    """A query analysed against an index, with the model's P_TM tables computed once.
+
+    Parameters
+    ----------
+    index : Index
+    text : str, the query
+    model : topic model (:class:`models.base.TopicModel`) or None for exact QL
+    per_sample : bool
+        Keep every kept sample's tables (``(n_chains, n_samples, n_docs, n_terms)``) so that
+        :meth:`scores` can rank with one sample or one iteration's chains (``topicir iterations``).
     """
-    query = scorer.query(text, index.analyze(text))
+
+    def __init__(self, index: Index, text: str, model=None, *, per_sample: bool = False):
+        self.index, self.text, self.model, self.per_sample = index, text, model, per_sample
+        self.query: Query = Scorer(index.stats).query(text, index.analyze(text))
+        self.p_w = self.extra = self.p_extra = None
+        if model is None or len(self.query.term_ids) == 0:
+            return
+        ids = self.query.term_ids
+        self.p_w = model.p_w_d_per_sample(ids) if per_sample else model.p_w_d(ids)
+        extra_hook = hook(model.kind, "query_extra")
+        self.extra = extra_hook(index, model, text, self.query) if extra_hook else None
+        if self.extra is not None and len(self.extra.postings):
+            self.p_extra = self.extra.p_tm(per_sample)
+
+    def scores(self, mu: float = MU, lam: float = LAM, select: Callable | None = None) -> np.ndarray:
+        """Score of every document, shape (n_docs,). ``select`` maps the per-sample tables
+        (n_chains, n_samples, ...) to one table (only with ``per_sample=True``; by default the
+        mean over all samples)."""
+        scorer = Scorer(self.index.stats, mu=mu, lam=lam, model=self.model)
+        if self.p_w is None or scorer.lam == 1.0:
+            return scorer.score(self.query)
+        pick = select if select is not None else (lambda a: a.mean(axis=(0, 1)))
+        p_w = pick(self.p_w) if self.per_sample else self.p_w
+        if self.p_extra is None:
+            return scorer.score(self.query, p_w)
+        p_extra = pick(self.p_extra) if self.per_sample else self.p_extra
+        return scorer.score_collocations(self.query, p_w, self.extra.postings, self.extra.p_c, p_extra,
+                                         self.extra.weight)
+
+
+def prepare(index: Index, text: str, model=None, *, per_sample: bool = False, qid: str = "",
+            warn: bool = True) -> PreparedQuery:
+    """:class:`PreparedQuery` for ``text``; warns (with the topic id) when no query term is
+    indexed: every document then scores 0 and DOCNO order decides, so a run never silently
+    lacks a topic."""
+    prepared = PreparedQuery(index, text, model, per_sample=per_sample)
+    query = prepared.query
     if query.unknown:
         log.debug("topic %s: terms not in the index: %s", qid, " ".join(query.unknown))
-    if len(query.term_ids) == 0:
+    if warn and len(query.term_ids) == 0:
         why = "only stopwords" if not query.terms else f"no indexed term ({' '.join(query.terms)})"
         warnings.warn(f"topic {qid}: query {text!r} has {why}; every document scores 0 and "
-                      f"DOCNO order decides the ranking", stacklevel=2)
-    model = scorer.model
-    if getattr(model, "segments_queries", False) and scorer.lam < 1.0 and len(query.term_ids):
-        # collocation model (TCM): its segmentation of the query adds a term per collocation
-        col = query_collocations(index, model, text)
-        scores = scorer.score_collocations(query, model.p_w_d(query.term_ids), col.postings, col.p_c,
-                                           model.p_c_d(col.term_ids, col.seg_ptr))
-    else:
-        scores = scorer.score(query)
+                      f"DOCNO order decides the ranking", stacklevel=3)
+    return prepared
+
+
+def ranked(index: Index, qid: str, scores: np.ndarray, depth: int = DEPTH) -> list[ScoredDoc]:
+    """The top ``depth`` documents of ``scores`` as a ranking, best first."""
     docnos = index.stats.docnos
     return [ScoredDoc(qid, docnos[d], float(scores[d])) for d in top_k(scores, depth)]
+
+
+def rank(index: Index, qid: str, text: str, *, mu: float = MU, lam: float = LAM, model=None,
+         depth: int = DEPTH) -> list[ScoredDoc]:
+    """The top ``depth`` documents for one query, best first."""
+    return ranked(index, qid, prepare(index, text, model, qid=qid).scores(mu, lam), depth)
+
+
+def sweep_topics(index: Index, topics: list[Topic], settings: list[tuple[float, float]], *,
+                 field: str = "title", model=None, depth: int = DEPTH,
+                 progress: bool = True) -> dict[tuple[float, float], list[ScoredDoc]]:
+    """One run per (mu, lam) setting; the model's tables are computed once per query."""
+    runs = {setting: [] for setting in settings}
+    for topic in tqdm(topics, desc="ranking topics", unit=" topics", disable=not progress, mininterval=1):
+        prepared = prepare(index, topic_query(topic, field), model, qid=topic.qid)
+        for mu, lam in settings:
+            runs[(mu, lam)].extend(ranked(index, topic.qid, prepared.scores(mu, lam), depth))
+    return runs
 
 
 def run_topics(index: Index, topics: list[Topic], *, field: str = "title", mu: float = MU,
                lam: float = LAM, model=None, depth: int = DEPTH, progress: bool = True) -> list[ScoredDoc]:
     """Rank every topic's ``field`` query over the whole collection with (topic-smoothed) QL."""
-    scorer = Scorer(index.stats, mu=mu, lam=lam, model=model)
-    run = []
-    for topic in tqdm(topics, desc="ranking topics", unit=" topics", disable=not progress, mininterval=1):
-        run.extend(rank(index, scorer, topic.qid, topic_query(topic, field), depth))
-    return run
-
-
-class _Fixed:
-    """A document model whose P_TM(w|d) for the current query is already computed."""
-
-    def __init__(self, p):
-        self.p = p
-
-    def p_w_d(self, term_ids):
-        return self.p
-
-
-def sweep_topics(index: Index, topics: list[Topic], settings: list[tuple[float, float]], *, field: str = "title",
-                 model=None, depth: int = DEPTH, progress: bool = True,
-                 omega: float = OMEGA) -> dict[tuple[float, float], list[ScoredDoc]]:
-    """One run per (mu, lam) setting; the topic model's P_TM(w|d) is computed once per query.
-    ``omega``: weight of the collocation term of a collocation model (TCM), see
-    :meth:`Scorer.score_collocations`."""
-    runs = {setting: [] for setting in settings}
-    docnos = index.stats.docnos
-    for topic in tqdm(topics, desc="ranking topics", unit=" topics", disable=not progress, mininterval=1):
-        text = topic_query(topic, field)
-        query = Scorer(index.stats).query(text, index.analyze(text))
-        if len(query.term_ids) == 0:
-            for setting in settings:  # warns once per topic and setting, as a single run would
-                runs[setting].extend(rank(index, Scorer(index.stats, *setting), topic.qid, text, depth))
-            continue
-        fixed = _Fixed(model.p_w_d(query.term_ids)) if model is not None else None
-        col = query_collocations(index, model, text) if getattr(model, "segments_queries", False) else None
-        p_col = model.p_c_d(col.term_ids, col.seg_ptr) if col is not None else None
-        for mu, lam in settings:
-            scorer = Scorer(index.stats, mu=mu, lam=lam, model=fixed)
-            if col is not None:
-                scores = scorer.score_collocations(query, fixed.p, col.postings, col.p_c, p_col, omega)
-            else:
-                scores = scorer.score(query)
-            runs[(mu, lam)].extend(ScoredDoc(topic.qid, docnos[d], float(scores[d])) for d in top_k(scores, depth))
-    return runs
+    return sweep_topics(index, topics, [(mu, lam)], field=field, model=model, depth=depth,
+                        progress=progress)[(mu, lam)]
 
 
 def run_name(topics_name: str, model_name: str, **params) -> str:

@@ -71,7 +71,7 @@ class Scorer:
     """
 
     def __init__(self, stats: CollectionStats, mu: float = MU, lam: float = LAM, model=None):
-        if not mu > 0:
+        if not (mu > 0 and math.isfinite(mu)):
             raise ValueError(f"mu must be > 0, got {mu!r}")
         if not 0.0 <= lam <= 1.0:
             raise ValueError(f"lam must be in [0, 1], got {lam!r}")
@@ -85,8 +85,12 @@ class Scorer:
         ids, counts = np.unique(np.asarray(known, dtype=np.int64), return_counts=True)
         return Query(text, terms, ids, counts.astype(np.float64), [t for t in terms if t not in index])
 
-    def score(self, query: Query) -> np.ndarray:
-        """Log-likelihood of the query under every document, shape (n_docs,), float64."""
+    def score(self, query: Query, p_tm: np.ndarray | None = None) -> np.ndarray:
+        """Log-likelihood of the query under every document, shape (n_docs,), float64.
+
+        ``p_tm``: P_TM(w|d) of the query's distinct terms, (n_docs, len(query.term_ids)), when
+        already computed (one per kept sample, or shared by several settings); by default the
+        model's ``p_w_d``."""
         s = self.stats
         out = np.zeros(s.n_docs)
         if len(query.term_ids) == 0:
@@ -95,7 +99,8 @@ class Scorer:
         if self.lam == 1.0:
             _score_ql(s.doc_len, [s.postings(w) for w in query.term_ids], p_c, query.weights, self.mu, out)
         else:
-            p_tm = np.ascontiguousarray(self.model.p_w_d(query.term_ids), dtype=np.float64)
+            p_tm = self.model.p_w_d(query.term_ids) if p_tm is None else p_tm
+            p_tm = np.ascontiguousarray(p_tm, dtype=np.float64)
             _score_mixture(np.asarray(s.doc_len), np.asarray(s.post_doc), np.asarray(s.post_tf),
                            np.asarray(s.post_ptr[query.term_ids]), np.asarray(s.post_ptr[query.term_ids + 1]),
                            p_c, query.weights, self.mu, self.lam, p_tm, out)
@@ -117,7 +122,7 @@ class Scorer:
         postings : list of (docs int32, tf int32) per collocation; p_c : (n_collocations,) P(c|C).
         p_tm : (n_docs, n_collocations) P_TM(c|d).
         """
-        out = Scorer(self.stats, self.mu, self.lam, model=_Given(p_w)).score(query)
+        out = self.score(query, p_w)
         if self.lam == 1.0 or omega == 0.0 or len(postings) == 0:
             return out
         s = self.stats
@@ -129,16 +134,6 @@ class Scorer:
                        np.asarray(p_c, dtype=np.float64), np.ones(len(postings)), self.mu, self.lam,
                        np.ascontiguousarray(p_tm, dtype=np.float64), extra)
         return out + omega * extra
-
-
-class _Given:
-    """A document model whose P_TM(w|d) for the current query is already computed."""
-
-    def __init__(self, p):
-        self.p = p
-
-    def p_w_d(self, term_ids):
-        return self.p
 
 
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:

@@ -8,11 +8,11 @@ from __future__ import annotations
 import numpy as np
 from tqdm.auto import tqdm
 
-from ..core.ranking import DEPTH, _Fixed
 from ..core.evaluate import aggregate, judged_topics
 from ..core.index import Index
-from ..core.scoring import LAM, MU, Scorer, top_k
-from ..core.trec import Qrel, ScoredDoc, Topic, topic_query
+from ..core.ranking import DEPTH, prepare, ranked
+from ..core.scoring import LAM, MU
+from ..core.trec import Qrel, Topic, topic_query
 
 
 def iteration_table(index: Index, model, topics: list[Topic], qrels: list[Qrel], *, field: str = "title",
@@ -23,22 +23,14 @@ def iteration_table(index: Index, model, topics: list[Topic], qrels: list[Qrel],
     n_chains, n_samples = model.n_chains, len(model.sample_iter_)
     runs_single = [[[] for _ in range(n_samples)] for _ in range(n_chains)]
     runs_avg = [[] for _ in range(n_samples)]
-    docnos = index.stats.docnos
-    base = Scorer(index.stats, mu=mu)
     for topic in tqdm(topics, desc="ranking per sample", unit=" topics", mininterval=1):
-        text = topic_query(topic, field)
-        query = base.query(text, index.analyze(text))
-        p = model.p_w_d_per_sample(query.term_ids) if len(query.term_ids) else None
-
-        def ranked(p_tm):
-            scorer = Scorer(index.stats, mu=mu, lam=lam, model=_Fixed(p_tm) if p is not None else None)
-            scores = scorer.score(query)
-            return [ScoredDoc(topic.qid, docnos[d], float(scores[d])) for d in top_k(scores, depth)]
-
+        prepared = prepare(index, topic_query(topic, field), model, per_sample=True, qid=topic.qid)
         for s in range(n_samples):
             for c in range(n_chains):
-                runs_single[c][s].extend(ranked(None if p is None else p[c, s]))
-            runs_avg[s].extend(ranked(None if p is None else p[:, s].mean(axis=0)))
+                scores = prepared.scores(mu, lam, select=lambda a, c=c, s=s: a[c, s])
+                runs_single[c][s].extend(ranked(index, topic.qid, scores, depth))
+            scores = prepared.scores(mu, lam, select=lambda a, s=s: a[:, s].mean(axis=0))
+            runs_avg[s].extend(ranked(index, topic.qid, scores, depth))
     rows = []
     for s, it in enumerate(model.sample_iter_):
         chain_maps = [aggregate(runs_single[c][s], qrels, ["AP"])["AP"] for c in range(n_chains)]

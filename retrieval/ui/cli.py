@@ -7,7 +7,10 @@ import sys
 import warnings
 from pathlib import Path
 
+from models.registry import kinds
+
 from .. import __version__
+from ..adapters import hook
 
 log = logging.getLogger("topicir")
 
@@ -65,27 +68,35 @@ def cmd_run(args) -> int:
     return 0
 
 
+def train_parser(kind: str) -> argparse.ArgumentParser:
+    """``topicir train KIND``: the estimator's own parameters, generated from its signature and
+    docstring (see :mod:`retrieval.ui.estimator_args`)."""
+    from models.registry import model_class
+
+    from .estimator_args import add_estimator_args
+
+    cls = model_class(kind)
+    doc = (cls.__doc__ or "").strip().splitlines()[0]
+    p = argparse.ArgumentParser(prog=f"topicir train {kind}", description=f"{doc} Checkpoints as it goes; "
+                                f"rerun the same command to resume.")
+    p.add_argument("--index", required=True, help="the index to train on")
+    p.add_argument("--out", help="model file (default: <index>/models/<kind>-<settings>.npz)")
+    p.add_argument("--no-checkpoint", action="store_true", help="write no checkpoint (no resume)")
+    add_estimator_args(p.add_argument_group(f"{kind} parameters"), cls)
+    return p
+
+
 def cmd_train(args) -> int:
+    from models.registry import model_class
+
     from ..core.index import Index
     from ..core.modelfiles import train_model
 
-    params = dict(n_topics=args.topics, alpha=args.alpha, beta=args.beta, n_chains=args.chains,
-                  n_iter=args.iterations, burn_in=args.burn_in, sample_every=args.sample_every,
-                  init=args.init, optimize_alpha=args.optimize_alpha, n_shards=args.shards,
-                  seed=args.seed, n_jobs=args.threads)
-    if args.kind == "tcm":
-        params = dict(n_topics=args.topics, alpha=args.alpha, alpha0=args.alpha0, p_stop=args.p_stop,
-                      max_len=args.max_len, resample_alpha0=args.resample_alpha0, n_chains=args.chains,
-                      n_iter=args.iterations, burn_in=args.burn_in, sample_every=args.sample_every,
-                      init=args.tcm_init, sampler=args.tcm_sampler, n_shards=args.shards, seed=args.seed,
-                      n_jobs=args.threads)
-    if args.kind == "pam":
-        params = dict(n_super=args.super, n_sub=args.sub, alpha_root=args.alpha_root, beta=args.beta,
-                      n_chains=args.chains, n_iter=args.iterations, burn_in=args.burn_in,
-                      sample_every=args.sample_every, init=args.init, sampler=args.sampler,
-                      n_shards=args.shards, seed=args.seed, n_jobs=args.threads)
-    params = {k: v for k, v in params.items() if not (k == "init" and v is None)}  # model default
-    model, path = train_model(Index(args.index), args.kind, args.out, checkpoint=not args.no_checkpoint, **params)
+    targs = train_parser(args.kind).parse_args(args.rest)
+    params = {name: getattr(targs, name) for name in model_class(args.kind)._param_names()
+              if hasattr(targs, name)}
+    model, path = train_model(Index(targs.index), args.kind, targs.out, checkpoint=not targs.no_checkpoint,
+                              progress=not args.quiet, **params)
     print(path)
     return 0
 
@@ -190,41 +201,6 @@ def cmd_smoothing(args) -> int:
     return 0
 
 
-def cmd_pam_view(args) -> int:
-    from ..core.index import Index
-    from ..core.modelfiles import load_model
-    from ..adapters.pam import correlation_figure, correlation_rows, correlation_text
-
-    index = Index(args.index)
-    model = load_model(args.model, index)
-    if not hasattr(model, "correlations"):
-        raise ValueError(f"{args.model}: a {type(model).__name__} model has no super-topics; pass a PAM model")
-    rows = correlation_rows(model, index.stats.terms, chain=args.chain, n_super=args.supers,
-                            n_sub=args.subs, n_words=args.words)
-    print(correlation_text(rows))
-    if args.out:
-        out = Path(args.out)
-        out.write_bytes(correlation_figure(rows, fmt=out.suffix.lstrip(".").lower() or "png"))
-        print(out)
-    return 0
-
-
-def cmd_tcm_view(args) -> int:
-    from ..core.index import Index
-    from ..core.modelfiles import load_model
-    from ..adapters.tcm import collocation_rows, phrase_rows, view_text
-
-    index = Index(args.index)
-    model = load_model(args.model, index)
-    if not hasattr(model, "topic_collocations"):
-        raise ValueError(f"{args.model}: a {type(model).__name__} model has no collocations; pass a TCM model")
-    terms = index.stats.terms
-    rows = collocation_rows(model, terms, topics=args.topic_ids, n_topics=args.topics, top=args.top,
-                            chain=args.chain, min_len=args.min_len)
-    print(view_text(rows, phrase_rows(model, terms, top=args.phrases, chain=args.chain) if args.phrases else None))
-    return 0
-
-
 def cmd_heldout(args) -> int:
     from ..experiments.compare import format_table
     from ..experiments.pam_eval import heldout
@@ -268,19 +244,20 @@ def cmd_report(args) -> int:
     return 0
 
 
-def cmd_bench(args) -> int:
-    if args.area == "ql":
-        from ..bench.ql import main as bench
-    elif args.area == "tcm":
-        from ..bench.tcm import main as bench
-    elif args.area == "pam":
-        from ..bench.pam import main as bench
+def bench_areas() -> list[str]:
+    """One benchmark per module of retrieval/bench (ql, and one per model kind)."""
+    import pkgutil
 
-        bench(args.rest)
-        return 0
-    else:
-        from ..bench.lda import main as bench
-    return bench(args.rest) or 0
+    from .. import bench
+
+    return sorted(m.name for m in pkgutil.iter_modules(bench.__path__) if not m.name.startswith("_"))
+
+
+def cmd_bench(args) -> int:
+    import importlib
+
+    rest = args.rest[1:] if args.rest[:1] == ["--"] else args.rest
+    return importlib.import_module(f"..bench.{args.area}", __package__).main(rest) or 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -317,7 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_query_args(s)
     s.add_argument("--mu", type=_floats, default=[MU], help="Dirichlet prior; comma list for a sweep")
     s.add_argument("--lam", type=_floats, default=[LAM], help="weight of QL against the topic model; comma list for a sweep")
-    s.add_argument("--model", help="topic model directory (topicir train ...)")
+    s.add_argument("--model", help="topic model file (topicir train ...)")
     s.add_argument("--baseline", choices=BASELINES, help="run a Lucene baseline instead")
     s.add_argument("--out", help="run file (default: topics_runs/run.<index>.<topics>.<field>.<model>.<params>.txt)")
     s.add_argument("--out-dir", default=str(RUNS_DIR))
@@ -325,40 +302,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--tag", help="run tag (last column)")
     s.set_defaults(func=cmd_run)
 
-    s = sub.add_parser("train", help="train a topic model on an index (checkpoints; rerun to resume)")
-    s.add_argument("kind", choices=("lda", "pam", "tcm"))
-    s.add_argument("--index", required=True)
-    s.add_argument("--out", help="model file (default: <index>/models/<kind>-k<K>-c<chains>-i<iters>-s<seed>.npz)")
-    s.add_argument("--topics", type=int, default=800, help="number of topics K (papers: 800)")
-    s.add_argument("--alpha", type=float, default=None, help="symmetric alpha (default 50/K)")
-    s.add_argument("--beta", type=float, default=0.01)
-    s.add_argument("--chains", type=int, default=3)
-    s.add_argument("--iterations", type=int, default=100)
-    s.add_argument("--burn-in", type=int, default=50)
-    s.add_argument("--sample-every", type=int, default=10)
-    s.add_argument("--init", choices=("online", "random", "sparse"), default=None,
-                   help="LDA default online (a sequential pass draws every token given those "
-                        "before it), PAM default random; sparse: the PAM paper's growing document set")
-    s.add_argument("--optimize-alpha", action="store_true", help="asymmetric alpha by Minka's fixed point")
-    s.add_argument("--shards", type=int, default=4, help="fixed document shards (results never depend on --threads)")
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--threads", type=int, default=None)
-    s.add_argument("--no-checkpoint", action="store_true")
-    g = s.add_argument_group("pam", "four-level Pachinko Allocation (topicir train pam)")
-    g.add_argument("--super", type=int, default=100, help="super-topics s (paper on AP: 100)")
-    g.add_argument("--sub", type=int, default=800, help="sub-topics s' (paper on AP: 800)")
-    g.add_argument("--alpha-root", type=float, default=0.01, help="fixed symmetric prior over super-topics")
-    g.add_argument("--sampler", choices=("exact", "pruned"), default="exact",
-                   help="pruned: sparse PAM, exact and edge-pruned sweeps alternate")
-    g = s.add_argument_group("tcm", "Topical Collocation Model (topicir train tcm; --alpha defaults to 50/K)")
-    g.add_argument("--alpha0", type=float, default=None,
-                   help="DP concentration (paper: 100, resampled); default: alpha0 P0(w) = 0.01")
-    g.add_argument("--resample-alpha0", action="store_true", help="resample alpha0 after every sweep")
-    g.add_argument("--p-stop", type=float, default=0.5, help="p#, stop probability of P0's collocation length")
-    g.add_argument("--max-len", type=int, default=8, help="longest collocation")
-    g.add_argument("--tcm-sampler", choices=("sparse", "exact"), default="sparse",
-                   help="sparse: bucket decomposition (same conditional, faster); exact: dense O(K)")
-    g.add_argument("--tcm-init", choices=("random", "unigram"), default="random")
+    s = sub.add_parser("train", help="train a topic model on an index (checkpoints; rerun to resume)",
+                       description="topicir train KIND --help lists that kind's options.")
+    s.add_argument("kind", choices=kinds(), help="the model kind")
+    s.add_argument("rest", nargs=argparse.REMAINDER, help="--index DIR and the kind's options")
     s.set_defaults(func=cmd_train)
 
     s = sub.add_parser("iterations", help="MAP per sample iteration: Avg1 (chains alone) and Avg2 (chains averaged)")
@@ -392,7 +339,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_regressions)
 
     s = sub.add_parser("smoothing", help="topic smoothing vs QL on the shared collections (LOCO-tuned K and lam)")
-    s.add_argument("--kind", choices=("lda", "pam", "tcm"), default="lda",
+    s.add_argument("--kind", choices=kinds(), default="lda",
                    help="pam, tcm: QL, LDA and PAM (TCM) side by side")
     s.add_argument("--data", default="../shared/data")
     s.add_argument("--indexes", default="indexes")
@@ -413,7 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("console", help="interactive queries: hits with snippets, score breakdowns, settings on the fly")
     s.add_argument("--index", required=True)
-    s.add_argument("--model", help="topic model directory (topicir train ...)")
+    s.add_argument("--model", help="topic model file (topicir train ...)")
     s.add_argument("--mu", type=float, default=MU)
     s.add_argument("--lam", type=float, default=LAM, help="weight of QL against the topic model")
     s.add_argument("--topics", help="topics file: #QID then runs topic QID")
@@ -435,26 +382,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--title")
     s.set_defaults(func=cmd_report)
 
-    s = sub.add_parser("pam-view", help="PAM topic correlations: super-topics, sub-topics by alpha_ij, top words")
-    s.add_argument("--index", required=True)
-    s.add_argument("--model", required=True, help="a PAM model file (topicir train pam)")
-    s.add_argument("--chain", type=int, default=0)
-    s.add_argument("--supers", type=int, default=10, help="super-topics shown (largest first)")
-    s.add_argument("--subs", type=int, default=5, help="sub-topics per super-topic")
-    s.add_argument("--words", type=int, default=8)
-    s.add_argument("--out", help="also draw the graph into this .png or .svg file")
-    s.set_defaults(func=cmd_pam_view)
-
-    s = sub.add_parser("tcm-view", help="TCM collocations: top per topic by P(c|t) and smoothed P(t|c)")
-    s.add_argument("--index", required=True)
-    s.add_argument("--model", required=True, help="a TCM model file (topicir train tcm)")
-    s.add_argument("--chain", type=int, default=0)
-    s.add_argument("--topics", type=int, default=10, help="topics shown (largest first)")
-    s.add_argument("--topic-ids", type=lambda t: [int(x) for x in t.split(",")], help="these topics instead")
-    s.add_argument("--top", type=int, default=10, help="collocations per topic and list")
-    s.add_argument("--min-len", type=int, default=1, help="shortest collocation listed (2: phrases only)")
-    s.add_argument("--phrases", type=int, default=30, help="most frequent multi-word collocations shown first")
-    s.set_defaults(func=cmd_tcm_view)
+    for kind in kinds():  # commands of a kind's own (pam-view, tcm-view, ...) come from its adapter
+        add = hook(kind, "add_commands")
+        if add is not None:
+            add(sub)
 
     for name, func, what in (("heldout", cmd_heldout, "held-out likelihood (empirical likelihood) of LDA and PAM on comp5"),
                              ("comp5", cmd_comp5, "20 Newsgroups comp5 classification with LDA and PAM (paper Table 6)")):
@@ -466,8 +397,8 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--threads", type=int, default=None)
         s.set_defaults(func=func)
 
-    s = sub.add_parser("bench", help="benchmarks (ql: ranking speed; lda, pam: training speed vs tomotopy)")
-    s.add_argument("area", choices=("ql", "lda", "pam", "tcm"))
+    s = sub.add_parser("bench", help="benchmarks (ql: ranking speed; a model kind: its training speed)")
+    s.add_argument("area", choices=bench_areas())
     s.add_argument("rest", nargs=argparse.REMAINDER, help="options of the benchmark (see topicir bench AREA -- --help)")
     s.set_defaults(func=cmd_bench)
     return p

@@ -1,7 +1,7 @@
 """Interactive query console: ``topicir console --index DIR [--model DIR]``.
 
-Type a query and every document of the index is ranked with the same :class:`Scorer` that
-``topicir run`` uses; ``#51`` runs topic 51 of ``--topics``. Lines starting with ``:`` or ``/``
+Type a query and every document of the index is ranked through the one ranking path
+``topicir run`` uses (:mod:`retrieval.core.ranking`); ``#51`` runs topic 51 of ``--topics``. Lines starting with ``:`` or ``/``
 are commands (``:help`` lists them). All logic lives in :class:`Session`, whose commands return
 formatted text (a list of ``(style, text)`` fragments) and are tested without a terminal; the
 prompt_toolkit loop in :func:`run_console` only reads lines and prints what comes back.
@@ -21,9 +21,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..core.ranking import DEPTH
+from ..adapters import hook
+from ..core.ranking import DEPTH, prepare
 from ..experiments.compare import format_table
-from ..core.scoring import LAM, MU, Query, Scorer, explain, top_k
+from ..core.scoring import LAM, MU, Query, explain, top_k
 from ..core.stats import CollectionStats
 from ..core.trec import TOPIC_FIELDS, Qrel, ScoredDoc, Topic, topic_query, write_run
 
@@ -323,9 +324,6 @@ class Session:
             raise ConsoleError(f"unknown document {docno!r} in {self.index.name}{hint}")
         return doc
 
-    def _scorer(self, mu: float, lam: float) -> Scorer:
-        return Scorer(self.stats, mu=mu, lam=lam if self.model is not None else 1.0, model=self.model)
-
     def _resolve(self, text: str) -> tuple[str | None, str]:
         """(qid, query text) of a typed query: ``#QID`` looks the topic up; free text has no qid yet."""
         text = text.strip()
@@ -358,17 +356,18 @@ class Session:
         mu = self.mu if mu is None else mu
         lam = self.lam if lam is None else lam
         start = time.perf_counter()
-        scorer = self._scorer(mu, lam)
-        query = scorer.query(text, self.index.analyze(text))
+        lam = lam if self.model is not None else 1.0
+        prepared = prepare(self.index, text, self.model if lam < 1 else None, warn=False)
+        query = prepared.query
         if len(query.term_ids) == 0:
             if not query.terms:
                 raise ConsoleError(f"{text!r} has no indexable words (only stopwords or punctuation)")
             raise ConsoleError(f"no term of {text!r} is in {self.index.name} "
                                f"(analysed: {' '.join(query.terms)})")
-        scores = scorer.score(query)
+        scores = prepared.scores(mu, lam)
         docs = top_k(scores, self.depth)
-        mixed = scorer.lam < 1
-        return Result(qid, text, query, mu, scorer.lam, self.model_name if mixed else None,
+        mixed = lam < 1
+        return Result(qid, text, query, mu, lam, self.model_name if mixed else None,
                       self.model if mixed else None, docs, scores[docs], time.perf_counter() - start)
 
     def _judged(self, result: Result) -> dict[str, int] | None:
@@ -493,26 +492,23 @@ class Session:
                    else "P(w|d) = P_QL = (tf + mu*P(w|C)) / (|d| + mu)\n")
         out = [("class:title", head), ("class:dim", formula), ("", format_table(table) + "\n")]
         if len(where):
-            out.append(("class:dim", f"score in the ranking: {float(r.scores[where[0]]):.4f}\n"))
+            ranked_score = float(r.scores[where[0]])
+            out.append(("class:dim", f"score in the ranking: {ranked_score:.4f}\n"))
+            if abs(ranked_score - total) > 1e-9 * max(1.0, abs(total)):
+                out.append(("class:dim", f"(the model's extra query parts, e.g. collocations, add "
+                                         f"{ranked_score - total:+.4f})\n"))
         if self.model is not None:
             out += self._doc_topics(doc)
         return out
 
     def _topic_text(self, k: int, words: int) -> str:
-        if hasattr(self.model, "topic_words"):
-            return " ".join(self.stats.terms[w] for w in self.model.topic_words(k, top=words)[0])
-        from ..adapters.tcm import collocation_rows  # TCM: a topic is a restaurant of collocations
-
-        return "; ".join(c for c, _, _ in collocation_rows(self.model, self.stats.terms, topics=[k], top=words)[0]["p_c_t"])
-
-    def _n_topics(self) -> int:
-        # PAM's word distributions are its sub-topics.
-        return int(getattr(self.model, "n_sub", None) or self.model.n_topics)
+        lines = hook(self.model.kind, "topic_lines")  # e.g. TCM: a topic is a list of collocations
+        if lines is not None:
+            return " / ".join(lines(self.model, self.stats.terms, k, words))
+        return " ".join(self.stats.terms[w] for w in self.model.topic_words(k, top=words)[0])
 
     def _doc_topics(self, doc: int, top: int = 3, words: int = 8) -> Fragments:
-        # PAM: the document's mixture over sub-topics (sum_i theta_i theta_ij), whose words we show.
-        doc_topics = getattr(self.model, "doc_sub_topics", self.model.doc_topics)
-        topics, probs = doc_topics(doc, top=top)
+        topics, probs = self.model.doc_topics(doc, top=top)
         out = [("class:dim", f"top topics of {self.stats.docnos[doc]} ({self.model_name}):\n")]
         for k, p in zip(topics, probs):
             out.append(("", f"  topic {int(k):4d}  {p:.3f}  {self._topic_text(int(k), words)}\n"))
@@ -540,14 +536,14 @@ class Session:
     def cmd_topic(self, arg: str) -> Fragments:
         if self.model is None:
             raise ConsoleError(":topic needs a topic model; load one with :model DIR")
-        n = self._n_topics()
+        n = int(self.model.n_topics)
         try:
             k = int(arg)
         except ValueError:
             raise ConsoleError(f":topic K takes a topic number in [0, {n}), got {arg!r}") from None
         if not 0 <= k < n:
             raise ConsoleError(f"topic must be in [0, {n}), got {k}")
-        if not hasattr(self.model, "topic_words"):
+        if hook(self.model.kind, "topic_lines") is not None:
             return [("class:title", f"topic {k} of {n} ({self.model_name})\n"), ("", self._topic_text(k, 20) + "\n")]
         term_ids, probs = self.model.topic_words(k, top=20)
         rows = [{"term": self.stats.terms[w], "P(w|topic)": f"{p:.4f}"} for w, p in zip(term_ids, probs)]
@@ -575,7 +571,7 @@ class Session:
         start = time.perf_counter()
         model = _load_model(arg, self.index)
         self.model, self.model_name = model, Path(arg).stem  # as topicir run names runs
-        return [("", f"model {self.model_name}: {self._n_topics()} topics, loaded in "
+        return [("", f"model {self.model_name}: {int(self.model.n_topics)} topics, loaded in "
                      f"{time.perf_counter() - start:.1f} s; {self.settings()}\n")]
 
     def cmd_field(self, arg: str) -> Fragments:

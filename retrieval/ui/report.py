@@ -28,6 +28,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..adapters import hook
 from ..core.evaluate import DEFAULT_MEASURES, aggregate, judged_topics, parse_measures, per_topic
 from ..core.trec import Qrel, ScoredDoc, read_run
 
@@ -455,19 +456,14 @@ def topic_rows(model, stats, evals: Sequence[RunEval], max_topics: int = 30, wor
 
 
 def _section_model(model, stats, evals, model_name) -> Section:
-    kind = type(model).__name__
-    if kind == "PAM":  # super-topics with their sub-topics by alpha_ij (Li & McCallum, Fig. 4)
-        from ..adapters.pam import correlation_figure, correlation_rows, correlation_text
-
-        rows = correlation_rows(model, stats.terms)
-        return Section(f"Topic correlations of {model_name}", "topics", [
-            Plot("pam_correlations", correlation_figure(rows), "Super-topics and their strongest sub-topics (edge: alpha_ij)"),
-            Para(correlation_text(rows), code=True)])
-    if kind == "TCM":  # collocations per topic by P(c|t) and smoothed P(t|c), as in Zhao et al.
-        from ..adapters.tcm import collocation_rows, phrase_rows, view_text
-
-        return Section(f"Collocations of {model_name}", "topics", [
-            Para(view_text(collocation_rows(model, stats.terms), phrase_rows(model, stats.terms)), code=True)])
+    section = hook(model.kind, "report_section")  # e.g. PAM's correlations, TCM's collocations
+    if section is not None:
+        part = section(model, stats.terms)
+        items = []
+        if part.get("figure"):
+            items.append(Plot(*part["figure"]))
+        items.append(Para(part["text"], code=True))
+        return Section(f"{part['title']} of {model_name}", "topics", items)
     rows, how = topic_rows(model, stats, evals)
     return Section(f"Topics of {model_name}", "topics", [Table(["topic", "share", "top words"], rows), Para(how)])
 

@@ -1,0 +1,105 @@
+"""Command-line options generated from an estimator: ``topicir train KIND`` shows exactly that
+kind's parameters, with the library's defaults (read from the signature) and help (the first
+sentence of each numpy-style docstring entry), under one vocabulary across commands.
+"""
+from __future__ import annotations
+
+import argparse
+import inspect
+import math
+import re
+
+# One vocabulary: the constructor parameter -> the option every command uses for it.
+FLAG_NAMES = {"n_topics": "topics", "n_iter": "iterations", "n_jobs": "threads", "n_chains": "chains",
+              "n_shards": "shards", "n_super": "super", "n_sub": "sub"}
+# Parameters that make no sense on a command line (Python objects).
+SKIP = {"callback"}
+
+_ENTRY = re.compile(r"^(\w+)\s*:\s*(.*)$")
+
+
+def flag_of(param: str) -> str:
+    return "--" + FLAG_NAMES.get(param, param).replace("_", "-")
+
+
+def parse_docstring(doc: str | None) -> dict[str, tuple[str, str]]:
+    """``{parameter: (type line, description)}`` from the ``Parameters`` section of a numpy-style
+    docstring."""
+    lines = inspect.cleandoc(doc or "").splitlines()
+    try:
+        start = next(i for i, line in enumerate(lines)
+                     if line.strip() == "Parameters" and lines[i + 1].strip().startswith("---"))
+    except StopIteration:
+        return {}
+    out, name = {}, None
+    body = lines[start + 2:]
+    for i, line in enumerate(body):
+        underline = body[i + 1].strip() if i + 1 < len(body) else ""
+        if line.strip() and not line.startswith(" ") and underline and set(underline) == {"-"}:
+            break  # the next section ("Attributes", ...)
+        m = _ENTRY.match(line)
+        if m:
+            name = m.group(1)
+            out[name] = (m.group(2), "")
+        elif name and line.strip():
+            kind, text = out[name]
+            out[name] = (kind, (text + " " + line.strip()).strip())
+    return out
+
+
+def _first_sentence(text: str) -> str:
+    m = re.match(r"(.+?\.)(\s|$)", text)
+    return (m.group(1) if m else text).strip()
+
+
+def _choices(type_line: str):
+    m = re.search(r"\{([^}]*)\}", type_line)
+    if not m:
+        return None
+    return [c.strip().strip("'\"") for c in m.group(1).split(",") if c.strip()]
+
+
+def _number(kind):
+    """A parser for one number that refuses inf and nan (a NaN prior only fails much later)."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, "
+                                             f"got {text!r}") from None
+        if isinstance(value, float) and not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+        return value
+    parse.__name__ = kind.__name__
+    return parse
+
+
+def add_estimator_args(parser: argparse.ArgumentParser, cls) -> list[str]:
+    """Add one option per constructor parameter of ``cls``; returns the parameter names added."""
+    docs = parse_docstring(cls.__doc__)
+    names = []
+    for name, param in inspect.signature(cls.__init__).parameters.items():
+        if name == "self" or name in SKIP or param.kind in (param.VAR_KEYWORD, param.VAR_POSITIONAL):
+            continue
+        type_line, text = docs.get(name, ("", ""))
+        default = param.default
+        help_text = _first_sentence(text) if text else name.replace("_", " ")
+        flag = flag_of(name)
+        if isinstance(default, bool):
+            parser.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=default,
+                                help=help_text + " (default: %(default)s)")
+        else:
+            choices = _choices(type_line)
+            if choices is not None:
+                kind = str
+            elif isinstance(default, int) or "int" in type_line.split(" or ")[0]:
+                kind = _number(int)
+            elif isinstance(default, float) or "float" in type_line:
+                kind = _number(float)
+            else:
+                kind = str
+            parser.add_argument(flag, dest=name, type=kind, choices=choices, default=default,
+                                metavar=None if choices else flag[2:].upper().replace("-", "_"),
+                                help=help_text + " (default: %(default)s)")
+        names.append(name)
+    return names
