@@ -192,3 +192,35 @@ def test_tcm_smoothing_on_med(shared_data, tmp_path):
     assert maps[0.7] == pytest.approx(EXPECTED_TCM_MED, abs=0.01) and maps[0.7] > 0.6
     phrases = [p for p, _ in phrase_rows(model, index.stats.terms, top=30)]
     assert {"guinea pig", "fatti acid", "septal defect", "amino acid"} <= set(phrases)
+
+
+def test_console_iterations_and_run_score_a_tcm_model_alike(mini_tcm):
+    """The one ranking path: `topicir run`, the console and `topicir iterations` all add the
+    collocation term of a TCM model's query segmentation."""
+    from retrieval.core.ranking import prepare
+    from retrieval.experiments.iterations import iteration_table
+    from retrieval.core.trec import read_qrels
+    from retrieval.ui.console import Session
+
+    index, _, path = mini_tcm
+    model = load_model(path, index)
+    topics = load_topics(DATA / "topics.trec")
+    rail = next(t for t in topics if t.title == "Rail Strikes")
+    assert query_collocations(index, model, rail.title).terms == ["rail strike"]
+    run = run_topics(index, [rail], mu=1000.0, lam=0.7, model=model, progress=False)
+    session = Session(index, mu=1000.0, lam=0.7, model=model)
+    result = session.rank(rail.title, qid=rail.qid)
+    assert [index.stats.docnos[d] for d in result.docs] == [r.docno for r in run]
+    np.testing.assert_array_equal(result.scores, [r.score for r in run])
+    # the collocation term is there: without it the scores differ
+    plain = Scorer(index.stats, 1000.0, 0.7, model).score(result.query)
+    assert not np.allclose(np.sort(plain)[::-1][:len(run)], result.scores)
+    # iterations ranks per kept sample; averaging every sample's tables gives run's scores
+    per = prepare(index, rail.title, model, per_sample=True)
+    assert per.p_extra.shape[:2] == (model.n_chains, model.n_samples_)
+    got = per.scores(1000.0, 0.7)
+    want = np.array([r.score for r in run])
+    np.testing.assert_allclose(got[[index.stats.doc_index[r.docno] for r in run]], want, rtol=1e-12)
+    qrels = [q for q in read_qrels(DATA / "qrels.txt") if q.qid == rail.qid]
+    rows = iteration_table(index, model, [rail], qrels, mu=1000.0, lam=0.7)
+    assert [r["iteration"] for r in rows] == model.sample_iter_.tolist()
