@@ -33,6 +33,9 @@ class TopicModel(abc.ABC):
     training_inputs : tuple of str
         Names of extra keyword inputs ``fit`` takes besides the corpus, which retrieval derives
         from an index through the model's adapter (TCM: ``"split"``, where collocations stop).
+    quick_params : dict
+        Settings for a run of seconds on a tiny corpus; ``tests/test_conformance.py`` trains
+        every registered kind with them.
     n_topics : int
         Subclasses expose the number of topics ``topic_words`` and ``doc_topics`` index over
         (a constructor parameter or a property).
@@ -45,6 +48,13 @@ class TopicModel(abc.ABC):
 
     kind: ClassVar[str] = ""
     training_inputs: ClassVar[tuple[str, ...]] = ()
+    # Small settings for a run of seconds on a corpus of tens of documents (conformance tests,
+    # smoke checks); must include ``seed`` and at least two kept samples where the model keeps
+    # samples.
+    quick_params: ClassVar[dict] = {}
+    # Whether p_w_d over the whole vocabulary sums to 1 for every document (TCM: no, the rest
+    # of the mass is on multi-word collocations).
+    p_w_d_sums_to_one: ClassVar[bool] = True
     # Parameters a later version retired: ignored (not refused) when older model files load.
     _RETIRED_PARAMS: ClassVar[tuple[str, ...]] = ()
 

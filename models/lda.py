@@ -116,6 +116,7 @@ class LDA(SweepOrderModel):
     """
 
     kind = "lda"
+    quick_params = dict(n_topics=4, n_chains=2, n_iter=8, burn_in=4, sample_every=2, n_shards=2, seed=3)
 
     # Retired when the sampler went to document order: "parallel" chose between the partition
     # scheme and AD-LDA (which would need a private copy of every term list per shard),

@@ -109,6 +109,7 @@ class PAM(SweepOrderModel):
     """
 
     kind = "pam"
+    quick_params = dict(n_super=2, n_sub=4, n_chains=2, n_iter=8, burn_in=4, sample_every=2, n_shards=2, seed=3)
 
     def __init__(self, n_super=100, n_sub=800, alpha_root=0.01, alpha_sub=0.01, beta=0.01,
                  learn_alpha=True, optimize_every=1, n_chains=3, n_iter=100, burn_in=50,

@@ -148,7 +148,10 @@ class TCM(GibbsModel):
     """
 
     kind = "tcm"
+    quick_params = dict(n_topics=4, n_chains=2, n_iter=8, burn_in=4, sample_every=2, n_shards=2, seed=3)
     training_inputs = ("split",)
+    # P_TCM(w|d) is the probability of the one-word collocation (w); multi-word ones hold the rest
+    p_w_d_sums_to_one = False
 
     # retrieval segments queries into collocations and scores them with p_c_d (retrieval.batch)
     segments_queries = True

@@ -214,19 +214,6 @@ def test_resume_from_checkpoint_equals_uninterrupted(tmp_path, init):
     assert_same_fit(resumed, full, "z_", "alpha_")
 
 
-def test_checkpoint_refuses_other_corpus_or_params(tmp_path):
-    corpus = small_corpus()
-    path = tmp_path / "c.npz"
-    kw = dict(n_topics=4, n_chains=1, n_iter=4, burn_in=2, sample_every=1, checkpoint_every=2)
-    LDA(**kw).fit(corpus, checkpoint=path)
-    other = synthetic_corpus(120, 300, 30, seed=4, n_latent=5)
-    with pytest.raises(ValueError, match="fingerprint") as e:
-        LDA(**kw).fit(other, checkpoint=path)
-    assert corpus.fingerprint in str(e.value) and other.fingerprint in str(e.value)
-    with pytest.raises(ValueError, match="n_topics"):
-        LDA(**dict(kw, n_topics=5)).fit(corpus, checkpoint=path)
-
-
 def test_params_are_validated():
     corpus = tiny_corpus()
     with pytest.raises(ValueError, match="burn_in"):
