@@ -68,6 +68,12 @@ class TopicModel(abc.ABC):
     def get_params(self):
         return {name: getattr(self, name) for name in self._param_names()}
 
+    @classmethod
+    def size_params(cls, k):
+        """The parameters that give a model of size ``k`` topics (what grids over K, such as
+        ``topicir smoothing --k``, set)."""
+        return {"n_topics": k}
+
     def _pos_int(self, name, minimum=1):
         v = getattr(self, name)
         if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < minimum:

@@ -15,8 +15,10 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ._version import __version__
+
 FORMAT_VERSION = 1
-TOPICIR_VERSION = "0.1.0"
+TOPICIR_VERSION = __version__
 MODEL_FORMAT = "topicir-model"
 CHECKPOINT_FORMAT = "topicir-checkpoint"
 

@@ -109,6 +109,11 @@ class PAM(SweepOrderModel):
     """
 
     kind = "pam"
+
+    @classmethod
+    def size_params(cls, k):
+        """K sub-topics under K / 8 super-topics (Li & McCallum on AP: 100 super, 800 sub)."""
+        return {"n_super": max(1, k // 8), "n_sub": k}
     quick_params = dict(n_super=2, n_sub=4, n_chains=2, n_iter=8, burn_in=4, sample_every=2, n_shards=2, seed=3)
 
     def __init__(self, n_super=100, n_sub=800, alpha_root=0.01, alpha_sub=0.01, beta=0.01,

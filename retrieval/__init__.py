@@ -1,2 +1,24 @@
-"""topicir retrieval: Lucene indexes, TREC readers, query likelihood with topic-model smoothing."""
-__version__ = "0.1.0"
+"""topicir: query likelihood over Lucene indexes, smoothed with topic models.
+
+The public API: everything a user composes an experiment from (see the README's Python API).
+Importing it starts no JVM; the JVM starts on the first index build or Lucene baseline.
+"""
+from models import TopicModel, kinds, model_class
+from models._version import __version__
+
+from .core.baselines import BASELINES, run_baseline
+from .core.evaluate import aggregate, per_topic
+from .core.frames import per_topic_frame, run_frame
+from .core.index import Index, build_index
+from .core.modelfiles import load_model, train_model
+from .core.ranking import PreparedQuery, prepare, rank, run_name, run_topics, save_run, sweep_topics
+from .core.scoring import LAM, MU
+from .core.sources import load_qrels, load_topics
+from .core.trec import Qrel, ScoredDoc, Topic, read_run, write_run
+
+__all__ = [
+    "BASELINES", "Index", "LAM", "MU", "PreparedQuery", "Qrel", "ScoredDoc", "Topic", "TopicModel",
+    "__version__", "aggregate", "build_index", "kinds", "load_model", "load_qrels", "load_topics",
+    "model_class", "per_topic", "per_topic_frame", "prepare", "rank", "read_run", "run_baseline",
+    "run_frame", "run_name", "run_topics", "save_run", "sweep_topics", "train_model", "write_run",
+]

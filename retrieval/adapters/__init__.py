@@ -1,7 +1,7 @@
 """Retrieval-side extras of a model kind, one module per kind: ``retrieval/adapters/<kind>.py``.
 
-Core retrieval (ranking, the console, reports, the CLI) never names a model kind: it asks
-:func:`adapter` for the kind's module and uses what it defines. Every hook is optional; a kind
+Core retrieval (ranking, the console, reports, the CLI) never names a model kind: it looks the
+kind's module up by name (:func:`retrieval.core.plugins.hook`) and uses what it defines. Every hook is optional; a kind
 without a module (or without a hook) gets the default behaviour that works from the model
 protocol alone (:class:`models.base.TopicModel`).
 
@@ -21,21 +21,3 @@ Hooks an adapter module may define:
 ``add_commands(subparsers)``
     CLI subcommands of the kind's own (``pam-view``, ``tcm-view``); each sets ``func``.
 """
-from __future__ import annotations
-
-import importlib
-import importlib.util
-
-
-def adapter(kind: str):
-    """The adapter module of ``kind``, or None when the kind has none."""
-    name = f"{__name__}.{kind.replace('-', '_')}"
-    if importlib.util.find_spec(name) is None:
-        return None
-    return importlib.import_module(name)
-
-
-def hook(kind: str, name: str):
-    """Hook ``name`` of the adapter of ``kind``, or None."""
-    module = adapter(kind)
-    return getattr(module, name, None) if module is not None else None

@@ -65,11 +65,3 @@ def _jnius():
 def jclass(name: str):
     """The Java class ``name`` (e.g. ``"io.anserini.search.SimpleSearcher"``), starting the JVM if needed."""
     return _jnius().autoclass(name)
-
-
-def jlist(items) -> object:
-    """A java.util.ArrayList holding ``items`` (strings)."""
-    out = jclass("java.util.ArrayList")()
-    for item in items:
-        out.add(item)
-    return out

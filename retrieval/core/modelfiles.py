@@ -13,7 +13,7 @@ from models import registry
 from models.corpus import Corpus, make_corpus
 from models.progress import TqdmCallback
 
-from ..adapters import hook
+from .plugins import hook
 from .index import Index
 
 log = logging.getLogger(__name__)

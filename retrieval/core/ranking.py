@@ -18,7 +18,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 from tqdm.auto import tqdm
 
-from ..adapters import hook
+from .plugins import hook
 from .index import Index
 from .scoring import LAM, MU, Query, Scorer, top_k
 from .trec import ScoredDoc, Topic, topic_query, write_run

@@ -205,30 +205,3 @@ def heldout(path, kinds=("lda", "pam"), params=None, seed=0, n_docs=N_DOCS_EL, n
         results[kind] = {"bits/word": float(-ll.sum() / np.log(2) / n_test), "log-lik": float(ll.sum()),
                          "test tokens": n_test, "seconds": time.perf_counter() - t}
     return results
-
-
-# -- retrieval ---------------------------------------------------------------------------------
-
-
-def smoothing_comparison(data, collections, indexes, ks=(800,), lams=(0.5, 0.6, 0.7, 0.8, 0.9),
-                         mu=1000.0, train=None, kinds=("lda", "pam")) -> list[dict]:
-    """MAP of QL, LDA smoothing and PAM smoothing on the shared collections, side by side.
-
-    One :func:`retrieval.experiments.smoothing.smoothing_table` per kind (models trained on first use,
-    then loaded from ``<index>/models/``), merged by collection: QL, each kind at the paper's
-    setting (K = 800, i.e. PAM 100/800; lam = 0.7) and with K and lam chosen by
-    leave-one-collection-out."""
-    from pathlib import Path
-
-    from .smoothing import TRAIN, smoothing_table
-
-    train = train or TRAIN
-    merged = {}
-    for kind in kinds:
-        for row in smoothing_table(Path(data), collections, Path(indexes), ks=ks, lams=lams, mu=mu,
-                                   kind=kind, train=train):
-            out = merged.setdefault(row["collection"], {"collection": row["collection"], "QL": row["QL"]})
-            for key, value in row.items():
-                if key not in ("collection", "QL"):
-                    out[key if key.startswith(kind.upper()) else f"{kind.upper()} {key}"] = value
-    return list(merged.values())

@@ -33,14 +33,12 @@ PAPER_K, PAPER_LAM = 800, LAM
 TRAIN = dict(n_chains=3, n_iter=100, burn_in=50, sample_every=10, seed=0)
 
 
-def size_params(kind: str, k: int) -> dict:
-    """Model size of grid point K: LDA K topics; PAM K sub-topics under K / 8 super-topics
-    (Li & McCallum's AP setting is 100 super-topics, 800 sub-topics)."""
-    return {"n_super": max(1, k // 8), "n_sub": k} if kind == "pam" else {"n_topics": k}
+# The model every other kind is compared with.
+REFERENCE_KIND = "lda"
 
 
 def _model(index, kind: str, k: int, train: dict):
-    params = dict(train, **size_params(kind, k))
+    params = dict(train, **model_class(kind).size_params(k))
     path = default_model_path(index, kind, params)
     # the file name holds only K, chains, sweeps and seed: a file trained under other defaults
     # (e.g. TCM before alpha = 50 / K) is retrained, not reused
@@ -85,3 +83,21 @@ def smoothing_table(data: Path, collections=COLLECTIONS, indexes: Path = Path("i
         if key != "collection":
             mean[key] = float(np.mean([r[key] for r in rows])) if isinstance(rows[0][key], float) else ""
     return rows + [mean]
+
+
+def comparison_table(data, collections, indexes, kinds, ks=(800,), lams=LAMS, mu: float = MU,
+                     train: dict = TRAIN) -> list[dict]:
+    """MAP of QL and of each kind's smoothing on the shared collections, side by side.
+
+    One :func:`smoothing_table` per kind (models trained on first use, then loaded from
+    ``<index>/models/``), merged by collection: QL, each kind at the paper's setting (K = 800,
+    lam = 0.7) and with K and lam chosen by leave-one-collection-out."""
+    merged = {}
+    for kind in kinds:
+        for row in smoothing_table(Path(data), collections, Path(indexes), ks=ks, lams=lams, mu=mu,
+                                   kind=kind, train=train):
+            out = merged.setdefault(row["collection"], {"collection": row["collection"], "QL": row["QL"]})
+            for key, value in row.items():
+                if key not in ("collection", "QL"):
+                    out[key if key.startswith(kind.upper()) else f"{kind.upper()} {key}"] = value
+    return list(merged.values())

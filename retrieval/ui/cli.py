@@ -10,7 +10,7 @@ from pathlib import Path
 from models.registry import kinds
 
 from .. import __version__
-from ..adapters import hook
+from ..core.plugins import hook
 
 log = logging.getLogger("topicir")
 
@@ -171,33 +171,16 @@ def cmd_regressions(args) -> int:
 
 def cmd_smoothing(args) -> int:
     from ..experiments.compare import format_table
-    from ..experiments.smoothing import TRAIN, smoothing_table
+    from ..experiments.smoothing import REFERENCE_KIND, TRAIN, comparison_table
 
     train = dict(TRAIN, n_chains=args.chains, n_iter=args.iterations, burn_in=args.burn_in,
                  sample_every=args.sample_every)
-    if args.kind == "tcm":
-        from ..experiments.pam_eval import smoothing_comparison
-
-        rows = smoothing_comparison(Path(args.data), args.collections, Path(args.indexes), ks=args.k,
-                                    lams=args.lam, mu=args.mu, train=train, kinds=("lda", "tcm"))
-        print(format_table(rows, title=f"MAP: QL vs LDA vs TCM smoothing (title queries, mu={args.mu:g}, "
-                                       f"{args.chains} chains, {args.iterations} sweeps; TCM queries segmented "
-                                       f"into collocations); LOCO = K and lam chosen on the other collections"))
-        return 0
-    if args.kind == "pam":
-        from ..experiments.pam_eval import smoothing_comparison
-
-        rows = smoothing_comparison(Path(args.data), args.collections, Path(args.indexes), ks=args.k,
-                                    lams=args.lam, mu=args.mu, train=train)
-        print(format_table(rows, title=f"MAP: QL vs LDA vs PAM smoothing (title queries, mu={args.mu:g}, "
-                                       f"{args.chains} chains, {args.iterations} sweeps; PAM K = K sub-topics "
-                                       f"under K/8 super-topics); LOCO = K and lam chosen on the other collections"))
-        return 0
-    rows = smoothing_table(Path(args.data), args.collections, Path(args.indexes), ks=args.k, lams=args.lam,
-                           mu=args.mu, kind=args.kind, train=train)
-    print(format_table(rows, title=f"MAP: QL vs {args.kind.upper()} smoothing (title queries, mu={args.mu:g}, "
-                                   f"{args.chains} chains, {args.iterations} sweeps); LOCO = K and lam chosen "
-                                   f"on the other collections"))
+    kinds = list(dict.fromkeys([REFERENCE_KIND, args.kind]))  # a new kind is shown beside LDA
+    rows = comparison_table(Path(args.data), args.collections, Path(args.indexes), kinds, ks=args.k,
+                            lams=args.lam, mu=args.mu, train=train)
+    print(format_table(rows, title=f"MAP: QL vs {' vs '.join(k.upper() for k in kinds)} smoothing (title "
+                                   f"queries, mu={args.mu:g}, {args.chains} chains, {args.iterations} sweeps); "
+                                   f"LOCO = K and lam chosen on the other collections"))
     return 0
 
 
@@ -340,7 +323,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("smoothing", help="topic smoothing vs QL on the shared collections (LOCO-tuned K and lam)")
     s.add_argument("--kind", choices=kinds(), default="lda",
-                   help="pam, tcm: QL, LDA and PAM (TCM) side by side")
+                   help="the model kind; another kind than lda is shown beside LDA")
     s.add_argument("--data", default="../shared/data")
     s.add_argument("--indexes", default="indexes")
     s.add_argument("--collections", nargs="+", default=list(COLLECTIONS), choices=COLLECTIONS)

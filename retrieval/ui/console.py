@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..adapters import hook
+from ..core.plugins import hook
 from ..core.ranking import DEPTH, prepare
 from ..experiments.compare import format_table
 from ..core.scoring import LAM, MU, Query, explain, top_k
@@ -230,10 +230,8 @@ def parse_settings(spec: str) -> dict[str, float]:
 
 
 def _load_model(path: str, index):
-    try:
-        from ..core.modelfiles import load_model
-    except ImportError as exc:
-        raise ConsoleError(f"cannot load topic models: retrieval.models_io is not available ({exc})") from None
+    from ..core.modelfiles import load_model
+
     if not Path(path).exists():
         raise ConsoleError(f"{path}: no such model; train one with `topicir train`")
     return load_model(path, index)

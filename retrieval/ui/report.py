@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..adapters import hook
+from ..core.plugins import hook
 from ..core.evaluate import DEFAULT_MEASURES, aggregate, judged_topics, parse_measures, per_topic
 from ..core.trec import Qrel, ScoredDoc, read_run
 
@@ -583,10 +583,8 @@ def _load_model(model, index):
         return model
     if index is None:
         raise ValueError("--model needs --index (the index the model was trained on) for its words")
-    try:
-        from ..core.modelfiles import load_model
-    except ImportError as exc:
-        raise ValueError(f"cannot load the topic model {model}: retrieval.models_io is not available ({exc})") from None
+    from ..core.modelfiles import load_model
+
     return load_model(model, index)
 
 
