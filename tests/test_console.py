@@ -5,8 +5,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval.ui.console import (Session, explain, highlight, match_words, parse_settings, plain_loop, repl,
-                               snippet, snippet_window, to_plain, wrap)
+from retrieval.core.scoring import explain
+from retrieval.ui.console import Session
+from retrieval.ui.console_app import plain_loop, repl
+from retrieval.ui.console_text import (highlight, match_words, parse_settings, snippet, snippet_window, to_plain,
+                                       wrap)
 from retrieval.core.index import build_index
 from retrieval.core.scoring import Scorer
 from retrieval.core.trec import read_qrels, read_run, read_topics
@@ -205,7 +208,7 @@ def test_snippet_and_highlight_helpers():
 def test_completion(index):
     from prompt_toolkit.document import Document
 
-    from retrieval.ui.console import _completer
+    from retrieval.ui.console_app import _completer
 
     s = Session(index, topics=read_topics(DATA / "topics.trec"))
 
@@ -268,3 +271,17 @@ def test_cli_console_with_piped_input(index, monkeypatch, capsys, tmp_path):
     assert [r.qid for r in read_run(tmp_path / "c.txt")] == ["1"] * 4
     assert main(["-q", "console", "--index", str(tmp_path / "none")]) == 2
     assert "not a topicir index" in capsys.readouterr().err
+
+
+def test_open_session_with_a_model_file(index, tmp_path):
+    from retrieval.core.modelfiles import train_model
+    from retrieval.ui.console_app import open_session
+
+    model, path = train_model(index, "lda", tmp_path / "lda.npz", progress=False, n_topics=3, n_chains=1,
+                              n_iter=4, burn_in=2, sample_every=1)
+    session = open_session(index.path, model=str(path), lam=0.5)
+    assert session.model_name == "lda" and session.model.n_topics == 3
+    out = text(session.execute("airbus subsidies"))
+    assert "AP880212" in out and "lam=0.5" in out
+    why = text(session.execute(":why 1"))
+    assert "P_TM" in why and "top topics of" in why

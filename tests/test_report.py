@@ -12,8 +12,9 @@ import pytest
 
 from retrieval.ui.cli import main
 from retrieval.core.evaluate import aggregate
-from retrieval.ui.report import (build_report, evaluate_runs, find_sweeps, label_runs, paired_tests, read_iterations,
-                              run_params, short_labels)
+from retrieval.ui.report import build_report
+from retrieval.ui.report_eval import (evaluate_runs, find_sweeps, label_runs, paired_tests, read_iterations, run_params,
+                                      short_labels)
 from retrieval.core.stats import CollectionStats
 from retrieval.core.trec import read_qrels, read_run
 

@@ -212,7 +212,7 @@ def cmd_demo(args) -> int:
 
 
 def cmd_console(args) -> int:
-    from .console import run_console
+    from .console_app import run_console
 
     return run_console(args.index, model=args.model, mu=args.mu, lam=args.lam, field=args.field,
                        topics=args.topics, qrels=args.qrels, hits=args.hits, history=args.history)
