@@ -56,16 +56,14 @@ def assert_same_fit(got, want, *attrs):
     np.testing.assert_array_equal(got.p_w_d(terms), want.p_w_d(terms))
 
 
-def med_map_of_default_model(shared_data, tmp_path, kind, lams=(1.0, 0.7)):
+def med_map_of_default_model(shared_data, index, kind, lams=(1.0, 0.7)):
     """MAP on med (judged title queries, mu = 1000) of QL mixed with the K = 800 model of ``kind``
     that ``topicir smoothing`` trains; returns ({lam: MAP}, index, model)."""
     from retrieval.core.ranking import sweep_topics
     from retrieval.core.evaluate import aggregate, judged_topics
-    from retrieval.experiments.regressions import ensure_index
     from retrieval.experiments.smoothing import TRAIN, _model
     from retrieval.core.sources import load_qrels, load_topics
 
-    index = ensure_index(shared_data, "med", tmp_path)
     model = _model(index, kind, 800, TRAIN)
     qrels = load_qrels(shared_data / "med" / "qrels.txt")
     topics = [t for t in load_topics(shared_data / "med" / "topics.trec") if t.qid in judged_topics(qrels)]

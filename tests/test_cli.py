@@ -44,7 +44,13 @@ def test_baseline_run(index_dir, tmp_path):
     out = tmp_path / "bm25.txt"
     assert main(["-q", "run", "--index", str(index_dir), "--topics", str(DATA / "topics.trec"),
                  "--baseline", "bm25", "--out", str(out)]) == 0
-    assert read_run(out)[0].docno.startswith("AP880212-000")
+    run = read_run(out)
+    by_topic = {q: [r for r in run if r.qid == q] for q in ("1", "2")}
+    # BM25 returns only matching documents, best first: topic 1 "Airbus Subsidies" matches the two
+    # Airbus stories (3 mentions of each term before 1), topic 2 "Rail Strikes" the rail story first
+    assert [r.docno for r in by_topic["1"]] == ["AP880212-0001", "AP880212-0002"]
+    assert by_topic["1"][0].score > by_topic["1"][1].score > 0
+    assert by_topic["2"][0].docno == "AP880212-0003"
 
 
 def test_bad_input_exits_2_with_file_and_line(tmp_path, capsys):

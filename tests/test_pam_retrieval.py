@@ -144,13 +144,12 @@ def test_iteration_table_works_for_pam(mini):
 
 
 @pytest.mark.regression
-def test_pam_smoothing_beats_ql_on_med(shared_data, tmp_path_factory):
+def test_pam_smoothing_beats_ql_on_med(shared_data, med_index, tmp_path_factory):
     from retrieval.core.ranking import sweep_topics
     from retrieval.core.evaluate import aggregate
-    from retrieval.experiments.regressions import ensure_index
     from retrieval.core.sources import load_qrels
 
-    index = ensure_index(shared_data, "med", tmp_path_factory.mktemp("indexes"))
+    index = med_index
     topics = load_topics(shared_data / "med" / "topics.trec")
     qrels = load_qrels(shared_data / "med" / "qrels.txt")
     model, _ = train_model(index, "pam", tmp_path_factory.mktemp("m") / "pam.npz", progress=False,

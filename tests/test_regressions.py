@@ -7,17 +7,12 @@ import pytest
 from retrieval.experiments.regressions import COLLECTIONS, EXPECTED_QL, EXPECTED_QLD, TOLERANCE, check, run_collection
 
 
-@pytest.fixture(scope="module")
-def indexes(tmp_path_factory):
-    return tmp_path_factory.mktemp("indexes")
-
-
 @pytest.mark.regression
 @pytest.mark.parametrize("name", COLLECTIONS)
-def test_exact_ql_reproduces_reference_map(shared_data, indexes, name, monkeypatch, tmp_path):
+def test_exact_ql_reproduces_reference_map(shared_data, shared_indexes, name, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)  # runs go to ./topics_runs of a scratch dir
     methods = ("ql", "qld", "bm25", "bm25+rm3") if name == "med" else ("ql", "qld")
-    rows = run_collection(shared_data, name, indexes, methods=methods)
+    rows = run_collection(shared_data, name, shared_indexes, methods=methods)
     by_method = {r["method"]: r for r in rows}
     assert by_method["QL (exact Dirichlet)"]["AP"] == pytest.approx(EXPECTED_QL[name], abs=TOLERANCE)
     if name in EXPECTED_QLD:

@@ -184,10 +184,10 @@ EXPECTED_TCM_MED = 0.6143
 
 
 @pytest.mark.regression
-def test_tcm_smoothing_on_med(shared_data, tmp_path):
+def test_tcm_smoothing_on_med(shared_data, med_index):
     from retrieval.adapters.tcm import phrase_rows
 
-    maps, index, model = med_map_of_default_model(shared_data, tmp_path, "tcm")
+    maps, index, model = med_map_of_default_model(shared_data, med_index, "tcm")
     assert maps[1.0] == pytest.approx(0.4955, abs=0.005)
     assert maps[0.7] == pytest.approx(EXPECTED_TCM_MED, abs=0.01) and maps[0.7] > 0.6
     phrases = [p for p, _ in phrase_rows(model, index.stats.terms, top=30)]

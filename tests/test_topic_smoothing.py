@@ -9,7 +9,6 @@ from retrieval.core.evaluate import aggregate
 from retrieval.core.index import build_index
 from retrieval.experiments.iterations import iteration_table
 from retrieval.core.modelfiles import index_corpus, load_model, train_model
-from retrieval.experiments.regressions import ensure_index
 from retrieval.core.sources import load_qrels, load_topics
 from tests.helpers import med_map_of_default_model
 
@@ -86,8 +85,8 @@ def test_resumed_training_equals_uninterrupted(mini, tmp_path):
 
 
 @pytest.mark.regression
-def test_lda_smoothing_beats_ql_on_med(shared_data, tmp_path_factory):
-    index = ensure_index(shared_data, "med", tmp_path_factory.mktemp("indexes"))
+def test_lda_smoothing_beats_ql_on_med(shared_data, med_index, tmp_path_factory):
+    index = med_index
     topics = load_topics(shared_data / "med" / "topics.trec")
     qrels = load_qrels(shared_data / "med" / "qrels.txt")
     model, _ = train_model(index, "lda", tmp_path_factory.mktemp("m") / "lda.npz", progress=False,
@@ -105,6 +104,6 @@ EXPECTED_LDA_MED = 0.6229
 
 
 @pytest.mark.regression
-def test_lda_smoothing_on_med_matches_the_readme(shared_data, tmp_path):
-    maps, _, _ = med_map_of_default_model(shared_data, tmp_path, "lda", lams=(0.7,))
+def test_lda_smoothing_on_med_matches_the_readme(shared_data, med_index):
+    maps, _, _ = med_map_of_default_model(shared_data, med_index, "lda", lams=(0.7,))
     assert maps[0.7] == pytest.approx(EXPECTED_LDA_MED, abs=0.01)
