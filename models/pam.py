@@ -19,17 +19,35 @@ Two behaviours worth knowing (measured, see tests/test_pam.py and the issue repo
 """
 import numpy as np
 
-from ._kernels import pam as K_
 from ._kernels.dirichlet import topic_word_log_lik
+from ._kernels.pam import (
+    N_STATS,
+    DocPairs,
+    Edges,
+    PamPrior,
+    PamState,
+    Scratch,
+    SweepOrder,
+    init_random,
+    sweep,
+)
+from ._kernels.pam_counts import (
+    build_doc_lists,
+    build_n_wj,
+    compact_doc_lists,
+    log_lik_docs,
+    moment_match,
+)
 from ._kernels.rng import make_rng_states
 from .gibbs import SweepOrderModel, block_run_ptrs, key_runs, rows_csr, stack_ptrs, token_shards
+from .pam_infer import PAMDocumentModel
 
 SAMPLERS = ("exact", "pruned")
 INITS = ("random", "sparse")
 _STAT_NAMES = ("tokens", "doc_pairs", "super_terms", "sub_terms", "prior_draws")
 
 
-class PAM(SweepOrderModel):
+class PAM(PAMDocumentModel, SweepOrderModel):
     """Four-level PAM trained by collapsed Gibbs sampling with several chains, kept as a
     document model.
 
@@ -228,7 +246,9 @@ class PAM(SweepOrderModel):
         self._sbufs = np.zeros((S, s2))
         self._rows = np.zeros((S, s2), dtype=np.int32)
         self._pbufs = np.zeros((S, min(max_len, s * s2)))
-        self._stats = np.zeros((S, K_.N_STATS), dtype=np.int64)
+        self._stats = np.zeros((S, N_STATS), dtype=np.int64)
+        self._scratch = Scratch(self._local_n_j, self._Es, self._Gs, self._cs, self._invs,
+                                self._rows, self._pbufs, self._qbufs, self._sbufs, self._stats)
         self._active = np.ones((C, D), dtype=np.uint8)
         self._doc_perm = [np.random.default_rng([self.seed, c, 7]).permutation(D) for c in range(C)]
         self._edges = [None] * C
@@ -236,9 +256,9 @@ class PAM(SweepOrderModel):
     def _rebuild_counts(self, corpus, c):
         """n_wj, n_j, n_ds and doc lists of chain c from z (Mallet's buildInitialTypeTopicCounts)."""
         z_doc = self._z_doc(c)
-        K_._build_n_wj(corpus.term_ids, z_doc, self.n_sub, self.n_wj_[c], self.n_j_[c])
-        K_._build_doc_lists(corpus.doc_ptr, z_doc, self.n_sub, self._lay["cap_ptr"],
-                            self.dp_key_[c], self.dp_count_[c], self.dp_nnz_[c], self.n_ds_[c])
+        build_n_wj(corpus.term_ids, z_doc, self.n_sub, self.n_wj_[c], self.n_j_[c])
+        build_doc_lists(corpus.doc_ptr, z_doc, self.n_sub, self._lay["cap_ptr"],
+                        self.dp_key_[c], self.dp_count_[c], self.dp_nnz_[c], self.n_ds_[c])
 
     @property
     def z_super_(self):
@@ -267,8 +287,8 @@ class PAM(SweepOrderModel):
         edge_alpha = alpha[edge_super, edge_sub].copy()
         inv = np.lexsort((edge_super, edge_sub))
         sub_ptr = np.searchsorted(edge_sub[inv], np.arange(s2 + 1)).astype(np.int64)
-        return (edge_ptr, edge_sub, edge_alpha, sub_ptr, edge_super[inv].copy(),
-                edge_alpha[inv].copy())
+        return Edges(edge_ptr, edge_sub, edge_alpha, sub_ptr, edge_super[inv].copy(),
+                     edge_alpha[inv].copy())
 
     # -- training -----------------------------------------------------------------------------
 
@@ -280,8 +300,8 @@ class PAM(SweepOrderModel):
         self._set_active(0, corpus.n_docs)
         lay = self._lay
         for c in range(C):
-            K_._init_random(lay["shard_tok_ptr"], lay["ord_doc"], self._active[c], self.z_ord_[c],
-                            self.n_super, self.n_sub, self.rng_[c])
+            init_random(lay["shard_tok_ptr"], lay["ord_doc"], self._active[c], self.z_ord_[c],
+                        self.n_super, self.n_sub, self.rng_[c])
             self._rebuild_counts(corpus, c)
 
     def _step(self, corpus, it):
@@ -300,8 +320,8 @@ class PAM(SweepOrderModel):
 
     def _update_alpha(self, c):
         lay = self._lay
-        K_._moment_match(lay["cap_ptr"], self.dp_key_[c], self.dp_count_[c], self.dp_nnz_[c],
-                         self.n_ds_[c], self._active[c], self.alpha_[c])
+        moment_match(lay["cap_ptr"], self.dp_key_[c], self.dp_count_[c], self.dp_nnz_[c],
+                     self.n_ds_[c], self._active[c], self.alpha_[c])
         self._edges[c] = None
 
     def _sweep(self, c, pruned=False):
@@ -314,27 +334,27 @@ class PAM(SweepOrderModel):
             edges = self._edges[c]
         else:
             z64, z32, zf = np.zeros(1, np.int64), np.zeros(1, np.int32), np.zeros(1)
-            edges = (z64, z32, zf, z64, z32, zf)
-        K_._sweep_pam(lay["block_run_ptr"], lay["run_word"], lay["run_ptr"], lay["ord_doc"],
-                      self.z_ord_[c], self.n_wj_[c], self.n_j_[c], self.n_ds_[c], lay["cap_ptr"],
-                      self.dp_key_[c], self.dp_count_[c], self.dp_nnz_[c], self._active[c],
-                      bool(pruned), float(self.alpha_root), alpha, np.ascontiguousarray(alpha.T),
-                      alpha.sum(1), float(self.beta), *edges, self._local_n_j, self._Es,
-                      self._Gs, self._cs, self._invs, self._rows, self._pbufs, self._qbufs,
-                      self._sbufs, self._stats, self.rng_[c])
+            edges = Edges(z64, z32, zf, z64, z32, zf)
+        sweep(SweepOrder(lay["block_run_ptr"], lay["run_word"], lay["run_ptr"], lay["ord_doc"]),
+              PamState(self.z_ord_[c], self.n_wj_[c], self.n_j_[c], self.n_ds_[c]),
+              DocPairs(lay["cap_ptr"], self.dp_key_[c], self.dp_count_[c], self.dp_nnz_[c]),
+              self._active[c], bool(pruned),
+              PamPrior(float(self.alpha_root), alpha, np.ascontiguousarray(alpha.T), alpha.sum(1),
+                       float(self.beta)),
+              edges, self._scratch, self.rng_[c])
 
     def _log_lik(self, c):
         n = int(self.n_j_[c].sum())
         alpha = self.alpha_[c]
         ll = topic_word_log_lik(self.n_wj_[c], self.n_j_[c], float(self.beta))
-        ll += K_._log_lik_docs(self._lay["cap_ptr"], self.dp_key_[c], self.dp_count_[c],
-                               self.dp_nnz_[c], self.n_ds_[c], self._active[c],
-                               float(self.alpha_root), alpha, alpha.sum(1))
+        ll += log_lik_docs(self._lay["cap_ptr"], self.dp_key_[c], self.dp_count_[c],
+                           self.dp_nnz_[c], self.n_ds_[c], self._active[c],
+                           float(self.alpha_root), alpha, alpha.sum(1))
         return ll / max(n, 1)
 
     @property
     def sweep_stats_(self):
-        return np.array(self._stat_rows, dtype=np.int64).reshape(-1, 2 + K_.N_STATS)
+        return np.array(self._stat_rows, dtype=np.int64).reshape(-1, 2 + N_STATS)
 
     def terms_per_token(self):
         """Per sweep: iteration, pruned, and the average per token of doc-bucket pairs,
@@ -351,8 +371,8 @@ class PAM(SweepOrderModel):
         ptr = np.concatenate([[0], np.cumsum(nnz, dtype=np.int64)])
         dp_key = np.empty(ptr[-1], dtype=np.int32)
         dp_count = np.empty(ptr[-1], dtype=np.int32)
-        K_._compact_doc_lists(lay["cap_ptr"], self.dp_key_[c], self.dp_count_[c], nnz, ptr,
-                              dp_key, dp_count)
+        compact_doc_lists(lay["cap_ptr"], self.dp_key_[c], self.dp_count_[c], nnz, ptr,
+                          dp_key, dp_count)
         tw_ptr, tw_sub, tw_count = rows_csr(self.n_wj_[c])
         s = dict(chain=c, iter=it, dp_ptr=ptr, dp_key=dp_key, dp_count=dp_count, tw_ptr=tw_ptr,
                  tw_sub=tw_sub, tw_count=tw_count, n_j=self.n_j_[c].copy(),
@@ -373,160 +393,6 @@ class PAM(SweepOrderModel):
         self.alpha_samples_ = np.stack([s["alpha"] for s in samples]).astype(np.float64)
         self.doc_len_ = self._lay["doc_len"].astype(np.int64)
 
-    # -- document model -----------------------------------------------------------------------
-
-    _INFERENCE_ARRAYS = ("dp_ptr", "dp_key_samples", "dp_count_samples", "tw_ptr", "tw_sub",
-                         "tw_count", "n_j_samples", "alpha_samples", "doc_len")
-
-    @property
-    def n_topics(self):
-        """The sub-topics: what ``topic_words`` and the document models mix (the protocol's K)."""
-        return self.n_sub
-
-    def _tables(self, term_ids):
-        """phi (n_cs, n_sub, T), G = alpha @ phi (n_cs, n_super, T), base = sum_i G_i / S_i."""
-        self._check_fitted()
-        term_ids = self._check_term_ids(term_ids)
-        n_cs = self.dp_ptr_.shape[0]
-        phi = np.empty((n_cs, self.n_sub, len(term_ids)))
-        K_._phi_table(self.tw_ptr_, self.tw_sub_, self.tw_count_, self.n_j_samples_,
-                      float(self.beta), term_ids, phi)
-        G = np.ascontiguousarray(np.matmul(self.alpha_samples_, phi))
-        S = self.alpha_samples_.sum(2)
-        base = np.ascontiguousarray((G / S[:, :, None]).sum(1))
-        return phi, G, base, np.ascontiguousarray(S)
-
-    def p_w_d(self, term_ids):
-        """P_PAM(w | d) for every document, averaged over all kept samples of all chains.
-
-        ``P_PAM(w | d) = sum_i sum_j (n_i^d + a_r) / (n_d + s a_r) * (n_ij^d + a_ij) / (n_i^d + S_i)
-        * (n_jw + beta) / (n_j + V beta)`` per sample.
-
-        Parameters
-        ----------
-        term_ids : array-like of int, shape (n_query_terms,)
-
-        Returns
-        -------
-        ndarray of shape (n_docs, n_query_terms), float64
-        """
-        phi, G, base, S = self._tables(term_ids)
-        out = np.empty((len(self.doc_len_), phi.shape[2]))
-        K_._score_p_w_d(self.dp_ptr_, self.dp_key_samples_, self.dp_count_samples_, self.doc_len_,
-                        self.n_sub, float(self.alpha_root), S, phi, G, base, out)
-        return out
-
-    def p_w_d_per_sample(self, term_ids):
-        """P_PAM(w | d) of every kept sample: ndarray of shape (n_chains, n_samples, n_docs, n_terms)."""
-        phi, G, base, S = self._tables(term_ids)
-        n_cs = phi.shape[0]
-        out = np.empty((n_cs, len(self.doc_len_), phi.shape[2]))
-        K_._score_p_w_d_per_sample(self.dp_ptr_, self.dp_key_samples_, self.dp_count_samples_,
-                                   self.doc_len_, self.n_sub, float(self.alpha_root), S, phi, G,
-                                   base, out)
-        return out.reshape(self.n_chains, n_cs // self.n_chains, *out.shape[1:])
-
-    def _doc_pairs(self, cs, doc):
-        lo, hi = self.dp_ptr_[cs, doc], self.dp_ptr_[cs, doc + 1]
-        key = self.dp_key_samples_[lo:hi].astype(np.int64)
-        return key // self.n_sub, key % self.n_sub, self.dp_count_samples_[lo:hi]
-
-    def doc_topics(self, doc, top=10, chain=0):
-        """Most probable super-topics of ``doc``: theta_r averaged over the kept samples of
-        ``chain``. Returns (super-topic ids int64, probabilities float64)."""
-        self._check_fitted()
-        D = len(self.doc_len_)
-        if not 0 <= doc < D:
-            raise ValueError(f"doc must be in [0, {D}), got {doc!r}")
-        a = float(self.alpha_root)
-        theta = np.zeros(self.n_super)
-        css = self._cs_of_chain(chain)
-        for cs in css:
-            t = np.full(self.n_super, a)
-            sup, _, cnt = self._doc_pairs(cs, doc)
-            np.add.at(t, sup, cnt)
-            theta += t / (self.doc_len_[doc] + self.n_super * a)
-        theta /= len(css)
-        ids = np.argsort(-theta, kind="stable")[:top]
-        return ids.astype(np.int64), theta[ids]
-
-    def doc_sub_topics(self, doc, top=10, chain=0):
-        """Most probable sub-topics of ``doc``: sum_i theta_i theta_ij averaged over the kept
-        samples of ``chain``. Returns (sub-topic ids int64, probabilities float64)."""
-        self._check_fitted()
-        a = float(self.alpha_root)
-        mix = np.zeros(self.n_sub)
-        css = self._cs_of_chain(chain)
-        for cs in css:
-            al = self.alpha_samples_[cs]
-            n_is = np.zeros(self.n_super)
-            n_ij = np.zeros((self.n_super, self.n_sub))
-            sup, sub, cnt = self._doc_pairs(cs, doc)
-            np.add.at(n_is, sup, cnt)
-            np.add.at(n_ij, (sup, sub), cnt)
-            th = (n_is + a) / (self.doc_len_[doc] + self.n_super * a)
-            mix += th @ ((n_ij + al) / (n_is + al.sum(1))[:, None])
-        mix /= len(css)
-        ids = np.argsort(-mix, kind="stable")[:top]
-        return ids.astype(np.int64), mix[ids]
-
-    def topic_words(self, sub, top=10, chain=0):
-        """Most probable terms of sub-topic ``sub``: phi averaged over the kept samples of
-        ``chain``. Returns (term ids int64, probabilities float64)."""
-        self._check_fitted()
-        if not 0 <= sub < self.n_sub:
-            raise ValueError(f"sub-topic must be in [0, {self.n_sub}), got {sub!r}")
-        phi = np.zeros(self.n_terms_)
-        css = self._cs_of_chain(chain)
-        for cs in css:
-            phi += self.phi_matrix(cs, subs=[sub])[0]
-        phi /= len(css)
-        ids = np.argsort(-phi, kind="stable")[:top]
-        return ids.astype(np.int64), phi[ids]
-
-    def phi_matrix(self, cs, subs=None):
-        """Dense phi of kept sample ``cs`` (= chain * n_samples + sample) for the sub-topics
-        ``subs`` (default all): ndarray of shape (len(subs), n_terms), float64."""
-        self._check_fitted()
-        subs = np.arange(self.n_sub) if subs is None else np.asarray(subs, dtype=np.int64)
-        V = self.n_terms_
-        b = float(self.beta)
-        row_of = np.full(self.n_sub, -1, dtype=np.int64)
-        row_of[subs] = np.arange(len(subs))
-        lo, hi = self.tw_ptr_[cs, 0], self.tw_ptr_[cs, V]
-        words = np.repeat(np.arange(V), np.diff(self.tw_ptr_[cs]))
-        rows = row_of[self.tw_sub_[lo:hi].astype(np.int64)]
-        keep = rows >= 0
-        cnt = np.zeros((len(subs), V))
-        cnt[rows[keep], words[keep]] = self.tw_count_[lo:hi][keep]
-        return (cnt + b) / (self.n_j_samples_[cs, subs][:, None] + V * b)
-
-    def super_sub_counts(self, cs):
-        """Corpus-level n_ij of kept sample ``cs``: ndarray of shape (n_super, n_sub), int64."""
-        self._check_fitted()
-        lo, hi = self.dp_ptr_[cs, 0], self.dp_ptr_[cs, -1]
-        key = self.dp_key_samples_[lo:hi].astype(np.int64)
-        out = np.zeros(self.n_super * self.n_sub, dtype=np.int64)
-        np.add.at(out, key, self.dp_count_samples_[lo:hi])
-        return out.reshape(self.n_super, self.n_sub)
-
-    def correlations(self, chain=0, top_subs=5):
-        """Super-topics with their sub-topics ranked by alpha_ij (Figure 4 / Table 13).
-
-        Returns a list, ordered by corpus share, of dicts ``{"super", "share", "alpha_sum",
-        "subs": [(sub, alpha_ij averaged over the chain's samples), ...]}``.
-        """
-        self._check_fitted()
-        css = list(self._cs_of_chain(chain))
-        alpha = self.alpha_samples_[css].mean(0)
-        n_i = np.mean([self.super_sub_counts(cs).sum(1) for cs in css], axis=0)
-        share = n_i / max(n_i.sum(), 1)
-        out = []
-        for i in np.argsort(-share, kind="stable"):
-            order = np.argsort(-alpha[i], kind="stable")[:top_subs]
-            out.append(dict(super=int(i), share=float(share[i]), alpha_sum=float(alpha[i].sum()),
-                            subs=[(int(j), float(alpha[i, j])) for j in order]))
-        return out
 
 def pam_log_lik(corpus, z_super, z_sub, n_super, n_sub, alpha_root, alpha, beta):
     """Collapsed log p(w, z, z') per token of any assignment (e.g. tomotopy's), with exactly the
@@ -552,16 +418,16 @@ def pam_log_lik(corpus, z_super, z_sub, n_super, n_sub, alpha_root, alpha, beta)
                                                  (n_super, n_sub)))
     n_wj = np.zeros((corpus.n_terms, n_sub), dtype=np.int32)
     n_j = np.zeros(n_sub, dtype=np.int64)
-    K_._build_n_wj(corpus.term_ids, z, n_sub, n_wj, n_j)
+    build_n_wj(corpus.term_ids, z, n_sub, n_wj, n_j)
     doc_len = np.diff(corpus.doc_ptr)
     cap_ptr = np.concatenate([[0], np.cumsum(np.minimum(doc_len, n_super * n_sub))]).astype(np.int64)
     dp_key = np.zeros(cap_ptr[-1], dtype=np.int32)
     dp_count = np.zeros(cap_ptr[-1], dtype=np.int32)
     dp_nnz = np.zeros(corpus.n_docs, dtype=np.int32)
     n_ds = np.zeros((corpus.n_docs, n_super), dtype=np.int32)
-    K_._build_doc_lists(corpus.doc_ptr, z, n_sub, cap_ptr, dp_key, dp_count, dp_nnz, n_ds)
+    build_doc_lists(corpus.doc_ptr, z, n_sub, cap_ptr, dp_key, dp_count, dp_nnz, n_ds)
     active = np.ones(corpus.n_docs, dtype=np.uint8)
     ll = topic_word_log_lik(n_wj, n_j, float(beta))
-    ll += K_._log_lik_docs(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, active, float(alpha_root),
-                           alpha, alpha.sum(1))
+    ll += log_lik_docs(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, active, float(alpha_root),
+                       alpha, alpha.sum(1))
     return ll / max(int(n_j.sum()), 1)

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from models import corpus_from_docs, synthetic_corpus
-from models._kernels import pam as K_
+from models._kernels.pam_counts import build_doc_lists, moment_match, z_from_doc_order
+from models._kernels.pam_score import token_conditional
 from models.pam import PAM, pam_log_lik
 from tests.helpers import assert_same_fit, resume_after_kill, save_and_load
 from tests.reference import pam_reference as ref
@@ -143,9 +144,9 @@ def test_conditionals_match_reference():
     for _ in range(40):
         d = int(rng.integers(corpus.n_docs))
         w = int(rng.integers(corpus.n_terms))
-        fast = K_._token_conditional(w, d, m.n_wj_[0], m.n_j_[0], m.n_ds_[0], m._lay["cap_ptr"],
-                                     m.dp_key_[0], m.dp_count_[0], m.dp_nnz_[0], 0.2, alpha,
-                                     alpha.sum(1), 0.03)
+        fast = token_conditional(w, d, m.n_wj_[0], m.n_j_[0], m.n_ds_[0], m._lay["cap_ptr"],
+                                 m.dp_key_[0], m.dp_count_[0], m.dp_nnz_[0], 0.2, alpha,
+                                 alpha.sum(1), 0.03)
         slow = ref.conditional(w, d, n_dij, n_wj, n_j, 0.2, alpha, 0.03)
         np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=0)
 
@@ -179,9 +180,9 @@ def test_moment_matching_hand_case():
     dp_count = np.zeros(5, np.int32)
     dp_nnz = np.zeros(3, np.int32)
     n_ds = np.zeros((3, n_super), np.int32)
-    K_._build_doc_lists(doc_ptr, z, n_sub, cap_ptr, dp_key, dp_count, dp_nnz, n_ds)
+    build_doc_lists(doc_ptr, z, n_sub, cap_ptr, dp_key, dp_count, dp_nnz, n_ds)
     alpha = np.array([[0.01, 0.01], [0.7, 0.2]])
-    K_._moment_match(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, np.ones(3, np.uint8), alpha)
+    moment_match(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, np.ones(3, np.uint8), alpha)
     np.testing.assert_allclose(alpha, [[2.0, 1.0], [0.7, 0.2]], rtol=1e-12)
 
 
@@ -192,9 +193,9 @@ def test_moment_matching_without_dispersion_keeps_the_precision():
     cap_ptr = np.array([0, 3])
     dp_key, dp_count = np.zeros(3, np.int32), np.zeros(3, np.int32)
     dp_nnz, n_ds = np.zeros(1, np.int32), np.zeros((1, 1), np.int32)
-    K_._build_doc_lists(doc_ptr, z, 3, cap_ptr, dp_key, dp_count, dp_nnz, n_ds)
+    build_doc_lists(doc_ptr, z, 3, cap_ptr, dp_key, dp_count, dp_nnz, n_ds)
     alpha = np.array([[0.2, 0.3, 1.0]])
-    K_._moment_match(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, np.ones(1, np.uint8), alpha)
+    moment_match(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, np.ones(1, np.uint8), alpha)
     np.testing.assert_allclose(alpha, [[0.5, 0.5, 0.5]], rtol=1e-12)
 
 
@@ -369,7 +370,7 @@ def test_planted_super_sub_structure_recovered(sampler):
     z = planted.copy()
     noisy = rng.random(len(z)) < 0.4
     z[noisy] = rng.integers(0, 16, size=noisy.sum())
-    K_._z_from_doc_order(z.astype(np.int32), m._lay["ord_pos"], m.z_ord_[0])
+    z_from_doc_order(z.astype(np.int32), m._lay["ord_pos"], m.z_ord_[0])
     m._rebuild_counts(corpus, 0)
     for it in range(30):
         m._sweep(0, m._is_pruned(it))

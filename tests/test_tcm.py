@@ -4,7 +4,7 @@ import pytest
 
 from models.corpus import corpus_from_docs, synthetic_corpus
 from models.tcm import TCM, joint_log_lik, split_flags
-from models._kernels import tcm as K_
+from models._kernels.tcm import init_random
 from models._kernels.rng import make_rng_states
 from tests.helpers import assert_doc_lists, assert_same_fit, resume_after_kill, save_and_load
 from tests.reference import tcm_reference as ref
@@ -28,9 +28,8 @@ def prepared(model, corpus, split, alpha0=None):
     model.rng_ = make_rng_states(model.seed, C, model.n_shards + 1)
     model.alpha0_ = np.full(C, float(model.alpha0 if alpha0 is None else alpha0))
     for c in range(C):
-        K_._init_random(model._shard_doc, corpus.doc_ptr, model._split, model.b_[c], model.n_topics,
-                        1.0, model.max_len,
-                         model.rng_[c, :model.n_shards])
+        init_random(model._shard_doc, corpus.doc_ptr, model._split, model.b_[c], model.n_topics,
+                    1.0, model.max_len, model.rng_[c, :model.n_shards])
         model._rebuild(c)
     return model
 

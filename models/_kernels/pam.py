@@ -51,7 +51,7 @@ cap_ptr, dp_key, dp_count, dp_nnz
 stats : (S, N_STATS) int64       per shard: tokens, doc-bucket pairs, super-topic terms,
                                 sub-topic terms scanned, prior-bucket draws
 """
-import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit, prange
@@ -60,6 +60,76 @@ from .rng import randint, uniform
 from .sparse import lower_bound
 
 N_STATS = 5
+
+
+class SweepOrder(NamedTuple):
+    """The sweep order of the layout (module docstring)."""
+
+    block_run_ptr: np.ndarray
+    run_word: np.ndarray
+    run_ptr: np.ndarray
+    ord_doc: np.ndarray
+
+
+class PamState(NamedTuple):
+    """Counts of one chain that the sweep changes (besides the doc lists)."""
+
+    z_ord: np.ndarray
+    n_wj: np.ndarray
+    n_j: np.ndarray
+    n_ds: np.ndarray
+
+
+class DocPairs(NamedTuple):
+    """Doc d's sorted (pair key, count) list: ``key/count[cap_ptr[d]:cap_ptr[d] + nnz[d]]``."""
+
+    cap_ptr: np.ndarray
+    key: np.ndarray
+    count: np.ndarray
+    nnz: np.ndarray
+
+
+class PamPrior(NamedTuple):
+    alpha_r: float
+    alpha: np.ndarray  # (n_super, n_sub)
+    alpha_T: np.ndarray  # alpha.T, contiguous
+    alpha_sum: np.ndarray  # (n_super,)
+    beta: float
+
+
+class Edges(NamedTuple):
+    """Kept edges of every super-topic (sparse PAM) and their inverse lists."""
+
+    edge_ptr: np.ndarray
+    edge_sub: np.ndarray
+    edge_alpha: np.ndarray
+    sub_ptr: np.ndarray
+    sub_super: np.ndarray
+    sub_alpha: np.ndarray
+
+
+class Scratch(NamedTuple):
+    """Per-shard buffers, one row per shard (see ``_sweep_pam``)."""
+
+    local_n_j: np.ndarray
+    Es: np.ndarray
+    Gs: np.ndarray
+    cs: np.ndarray
+    invs: np.ndarray
+    rows: np.ndarray
+    pbufs: np.ndarray
+    qbufs: np.ndarray
+    sbufs: np.ndarray
+    stats: np.ndarray
+
+
+def sweep(order, state, docs, active, pruned, prior, edges, scratch, rng):
+    """One Gibbs sweep of one chain (see ``_sweep_pam``), its arrays grouped in NamedTuples.
+
+    Plain Python: parallel kernels take flat arrays (see models/_kernels/__init__.py).
+    """
+    _sweep_pam(*order, *state, *docs, active, pruned, *prior, *edges, *scratch, rng)
+
 
 
 # ---------------------------------------------------------------------------------------------
@@ -81,7 +151,7 @@ def _pick(cum, n, u):
 
 
 @njit(cache=True)
-def _block_E(n_j, alpha_T, beta, vbeta, inv, E):
+def block_E(n_j, alpha_T, beta, vbeta, inv, E):
     """inv[j] = 1 / (n_j + V beta) and E_i = beta * sum_j a_ij inv[j] (overwrites inv, E)."""
     n_sub, n_super = alpha_T.shape
     for i in range(n_super):
@@ -94,7 +164,7 @@ def _block_E(n_j, alpha_T, beta, vbeta, inv, E):
 
 
 @njit(cache=True, inline="always")
-def _doc_bucket(d, base, nnz, n_sub, dp_key, dp_count, n_ds, alpha_r, alpha_sum, c, pbuf):
+def doc_bucket(d, base, nnz, n_sub, dp_key, dp_count, n_ds, alpha_r, alpha_sum, c, pbuf):
     """Cumulative doc-bucket masses A_i n_ij c_j of doc d's pairs into pbuf; returns the total."""
     dsum = 0.0
     lo = 0  # keys of the current super-topic i are in [lo, lo + n_sub)
@@ -115,7 +185,7 @@ def _doc_bucket(d, base, nnz, n_sub, dp_key, dp_count, n_ds, alpha_r, alpha_sum,
 
 
 @njit(cache=True, inline="always")
-def _prior_bucket(d, n_ds, alpha_r, alpha_sum, A0, G, qbuf):
+def prior_bucket(d, n_ds, alpha_r, alpha_sum, A0, G, qbuf):
     """Cumulative prior-bucket masses A_i G_i over all super-topics into qbuf; returns the total.
 
     A0[i] = alpha_r / S_i is A_i of a super-topic absent from d (bitwise equal to the formula,
@@ -152,7 +222,7 @@ def _sweep_block(r0, r1, run_word, run_ptr, ord_doc, z_ord, n_wj, n_j, n_ds, cap
     """
     n_super, n_sub = alpha.shape
     vbeta = n_wj.shape[0] * beta
-    _block_E(n_j, alpha_T, beta, vbeta, inv, E)
+    block_E(n_j, alpha_T, beta, vbeta, inv, E)
     if pruned:
         # E'_i = beta * sum over the kept edges of i of a_ij / (n_j + V beta)
         for i in range(n_super):
@@ -215,10 +285,10 @@ def _sweep_block(r0, r1, run_word, run_ptr, ord_doc, z_ord, n_wj, n_j, n_ds, cap
                         i = sub_super[e]
                         gsave[i] = G[i]
                         G[i] += sub_alpha[e] * dc0
-            dsum = _doc_bucket(d, base, nnz, n_sub, dp_key, dp_count, n_ds, alpha_r, alpha_sum, c,
-                               pbuf)
+            dsum = doc_bucket(d, base, nnz, n_sub, dp_key, dp_count, n_ds, alpha_r, alpha_sum, c,
+                              pbuf)
             if pruned or j0 < 0:
-                qsum = _prior_bucket(d, n_ds, alpha_r, alpha_sum, A0, G, qbuf)
+                qsum = prior_bucket(d, n_ds, alpha_r, alpha_sum, A0, G, qbuf)
             else:
                 # the removal's change of G (a_i,j0 * dc0) is folded in here, not stored
                 qsum = 0.0
@@ -377,7 +447,7 @@ def _sweep_pam(block_run_ptr, run_word, run_ptr, ord_doc, z_ord, n_wj, n_j, n_ds
 
 
 @njit(cache=True, parallel=True)
-def _init_random(shard_tok_ptr, ord_doc, active, z_ord, n_super, n_sub, rng):
+def init_random(shard_tok_ptr, ord_doc, active, z_ord, n_super, n_sub, rng):
     """z_ord[i] = i1 * n_sub + j1 with i1, j1 uniform for tokens of active docs, -1 otherwise.
 
     shard_tok_ptr : (S + 1,) int64, tokens of shard s are shard_tok_ptr[s]:[s + 1] (sweep order).
@@ -392,345 +462,3 @@ def _init_random(shard_tok_ptr, ord_doc, active, z_ord, n_super, n_sub, rng):
                 z_ord[i] = a * n_sub + b
             else:
                 z_ord[i] = -1
-
-
-@njit(cache=True, parallel=True)
-def _z_to_doc_order(z_ord, ord_pos, out):
-    for i in prange(len(z_ord)):
-        out[ord_pos[i]] = z_ord[i]
-
-
-@njit(cache=True, parallel=True)
-def _z_from_doc_order(z_doc, ord_pos, out):
-    for i in prange(len(out)):
-        out[i] = z_doc[ord_pos[i]]
-
-
-@njit(cache=True)
-def _build_n_wj(term_ids, z_doc, n_sub, n_wj, n_j):
-    """n_wj, n_j from doc-order pair keys (-1 ignored). Overwrites n_wj, n_j."""
-    n_wj[:, :] = 0
-    n_j[:] = 0
-    for i in range(len(term_ids)):
-        k = z_doc[i]
-        if k >= 0:
-            j = k % n_sub
-            n_wj[term_ids[i], j] += 1
-            n_j[j] += 1
-
-
-@njit(cache=True, parallel=True)
-def _build_doc_lists(doc_ptr, z_doc, n_sub, cap_ptr, dp_key, dp_count, dp_nnz, n_ds):
-    """Sorted (pair key, count) list and super-topic counts of every doc. Overwrites dp_*, n_ds."""
-    n_docs = len(doc_ptr) - 1
-    for d in prange(n_docs):
-        n_ds[d, :] = 0
-        zs = np.sort(z_doc[doc_ptr[d]:doc_ptr[d + 1]])
-        base = cap_ptr[d]
-        nnz = 0
-        prev = -1
-        for t in zs:
-            if t < 0:
-                continue
-            n_ds[d, t // n_sub] += 1
-            if t == prev:
-                dp_count[base + nnz - 1] += 1
-            else:
-                dp_key[base + nnz] = t
-                dp_count[base + nnz] = 1
-                nnz += 1
-                prev = t
-        dp_nnz[d] = nnz
-
-
-@njit(cache=True, parallel=True)
-def _compact_doc_lists(cap_ptr, dp_key, dp_count, dp_nnz, out_ptr, out_key, out_count):
-    """Copy the used part of the doc lists into CSR arrays (out_ptr = cumsum of dp_nnz)."""
-    for d in prange(len(dp_nnz)):
-        a = cap_ptr[d]
-        o = out_ptr[d]
-        for q in range(dp_nnz[d]):
-            out_key[o + q] = dp_key[a + q]
-            out_count[o + q] = dp_count[a + q]
-
-
-@njit(cache=True)
-def _super_sub_counts(cap_ptr, dp_key, dp_count, dp_nnz, out):
-    """Corpus-level n_ij (n_super, n_sub) int64 from the doc lists (adds into out)."""
-    n_sub = out.shape[1]
-    for d in range(len(dp_nnz)):
-        base = cap_ptr[d]
-        for q in range(dp_nnz[d]):
-            key = dp_key[base + q]
-            out[key // n_sub, key % n_sub] += dp_count[base + q]
-
-
-# ---------------------------------------------------------------------------------------------
-# Hyperparameters: alpha_ij by moment matching (section 2.4)
-
-
-@njit(cache=True)
-def _moment_match(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, active, alpha):
-    """Re-estimate every row alpha[i, :] from the ratios r_dij = n_ij^d / n_i^d.
-
-    Over the active documents with n_i^d > 0 plus one pseudo-document in which every pair
-    occurs once (ratio 1/s' for every j), with N_i documents in all:
-
-        mean_ij = sum_d r_dij / N_i,      var_ij = sum_d (r_dij - mean_ij)^2 / N_i
-        m_ij    = mean_ij (1 - mean_ij) / var_ij - 1
-        alpha_ij = S_i * mean_ij,  log S_i = mean over j of log m_ij
-
-    (moment matching for a Dirichlet, Minka 2000, with the precision taken as the geometric
-    mean of the per-component estimates). The pseudo-document keeps every mean positive and
-    every m_ij > 0; a sub-topic whose ratios are all equal (var_ij = 0, up to 1e-12 relative)
-    carries no information on the precision and is left out of the mean (if all are, S_i is
-    kept). A super-topic used by no document keeps its row.
-
-    alpha : ndarray of shape (n_super, n_sub), float64, changed in place.
-    """
-    n_super, n_sub = alpha.shape
-    n_docs = len(dp_nnz)
-    n_used = np.zeros(n_super, dtype=np.int64)
-    nz = np.zeros((n_super, n_sub), dtype=np.int64)
-    mean = np.zeros((n_super, n_sub))
-    p = 1.0 / n_sub
-    for d in range(n_docs):
-        if active[d] == 0:
-            continue
-        for i in range(n_super):
-            if n_ds[d, i] > 0:
-                n_used[i] += 1
-        base = cap_ptr[d]
-        for q in range(dp_nnz[d]):
-            key = dp_key[base + q]
-            i = key // n_sub
-            j = key - i * n_sub
-            mean[i, j] += dp_count[base + q] / n_ds[d, i]
-            nz[i, j] += 1
-    for i in range(n_super):
-        N = n_used[i] + 1
-        for j in range(n_sub):
-            mean[i, j] = (mean[i, j] + p) / N
-    ss = np.zeros((n_super, n_sub))
-    for d in range(n_docs):
-        if active[d] == 0:
-            continue
-        base = cap_ptr[d]
-        for q in range(dp_nnz[d]):
-            key = dp_key[base + q]
-            i = key // n_sub
-            j = key - i * n_sub
-            dv = dp_count[base + q] / n_ds[d, i] - mean[i, j]
-            ss[i, j] += dv * dv
-    for i in range(n_super):
-        if n_used[i] == 0:
-            continue
-        N = n_used[i] + 1
-        log_sum = 0.0
-        n_valid = 0
-        S = 0.0
-        for j in range(n_sub):
-            S += alpha[i, j]
-            m = mean[i, j]
-            dv = p - m
-            var = (ss[i, j] + (n_used[i] - nz[i, j]) * m * m + dv * dv) / N
-            # every ratio equal to the mean says nothing about the precision: skip it
-            if var > 1e-12 * m * (1.0 - m):
-                log_sum += math.log(m * (1.0 - m) / var - 1.0)
-                n_valid += 1
-        if n_valid > 0:
-            S = math.exp(log_sum / n_valid)
-        for j in range(n_sub):
-            alpha[i, j] = S * mean[i, j]
-
-
-# ---------------------------------------------------------------------------------------------
-# Log-likelihood: collapsed log p(w, z, z' | alpha_r, alpha, beta)
-
-
-@njit(cache=True, parallel=True)
-def _log_lik_docs(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, active, alpha_r, alpha, alpha_sum):
-    """Root and super-topic Dirichlet-multinomial terms of every active document:
-
-    lgamma(s a_r) - lgamma(n_d + s a_r) + sum_i [lgamma(n_i + a_r) - lgamma(a_r)]
-    + sum_{i: n_i > 0} [lgamma(S_i) - lgamma(n_i + S_i) + sum_j (lgamma(n_ij + a_ij) - lgamma(a_ij))]
-    """
-    n_docs = len(dp_nnz)
-    n_super, n_sub = alpha.shape
-    lg_root = math.lgamma(n_super * alpha_r)
-    lg_ar = math.lgamma(alpha_r)
-    part = np.zeros(n_docs)
-    for d in prange(n_docs):
-        if active[d] == 0:
-            continue
-        n_d = 0
-        acc = 0.0
-        for i in range(n_super):
-            n = n_ds[d, i]
-            if n > 0:
-                n_d += n
-                acc += math.lgamma(n + alpha_r) - lg_ar
-                acc += math.lgamma(alpha_sum[i]) - math.lgamma(n + alpha_sum[i])
-        acc += lg_root - math.lgamma(n_d + n_super * alpha_r)
-        base = cap_ptr[d]
-        for q in range(dp_nnz[d]):
-            key = dp_key[base + q]
-            i = key // n_sub
-            a = alpha[i, key - i * n_sub]
-            acc += math.lgamma(dp_count[base + q] + a) - math.lgamma(a)
-        part[d] = acc
-    total = 0.0
-    for d in range(n_docs):
-        total += part[d]
-    return total
-
-
-# ---------------------------------------------------------------------------------------------
-# Document model P_PAM(w | d) for retrieval
-
-
-@njit(cache=True)
-def _phi_table(tw_ptr, tw_sub, tw_count, n_j, beta, term_ids, phi):
-    """phi[cs, j, t] = (n_jw + b) / (n_j + V b) for w = term_ids[t] (overwrites phi).
-
-    tw_ptr : (n_cs, V + 1) int64 offsets into the flat tw_sub/tw_count of every sample.
-    """
-    n_cs, n_sub, T = phi.shape
-    V = tw_ptr.shape[1] - 1
-    vbeta = V * beta
-    for cs in range(n_cs):
-        for t in range(T):
-            w = term_ids[t]
-            for j in range(n_sub):
-                phi[cs, j, t] = beta / (n_j[cs, j] + vbeta)
-            for q in range(tw_ptr[cs, w], tw_ptr[cs, w + 1]):
-                j = tw_sub[q]
-                phi[cs, j, t] = (tw_count[q] + beta) / (n_j[cs, j] + vbeta)
-
-
-@njit(cache=True, inline="always")
-def _doc_sample(cs, d, dp_ptr, dp_key, dp_count, n_d, n_sub, alpha_r, alpha_sum, phi, G, base,
-                out):
-    """out[t] = P_PAM(term t | d) under sample cs (overwrites out[:T]).
-
-    sum_i theta_i (G_it + sum_{j in d} n_ij phi_jt) / (n_i + S_i), theta_i = (n_i + a_r) / (n_d + s a_r);
-    the super-topics absent from d share the term ``a_r / (n_d + s a_r) * base[cs, t]`` with
-    base = sum_i G_i / S_i, and the present ones correct it.
-    """
-    n_super = G.shape[1]
-    T = phi.shape[2]
-    den = 1.0 / (n_d + n_super * alpha_r)
-    r0 = alpha_r * den
-    for t in range(T):
-        out[t] = r0 * base[cs, t]
-    lo = dp_ptr[cs, d]
-    hi = dp_ptr[cs, d + 1]
-    q = lo
-    while q < hi:
-        i = dp_key[q] // n_sub
-        # the pairs of super-topic i are contiguous (keys sorted)
-        e = q
-        n_i = 0
-        while e < hi and dp_key[e] // n_sub == i:
-            n_i += dp_count[e]
-            e += 1
-        th = (n_i + alpha_r) * den
-        f = th / (n_i + alpha_sum[cs, i])
-        g0 = r0 / alpha_sum[cs, i]
-        for t in range(T):
-            acc = G[cs, i, t] * (f - g0)
-            for p in range(q, e):
-                acc += f * dp_count[p] * phi[cs, dp_key[p] - i * n_sub, t]
-            out[t] += acc
-        q = e
-
-
-@njit(cache=True, parallel=True)
-def _score_p_w_d(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, phi, G, base, out):
-    """out[d, t] = mean over samples cs of P_PAM(term t | d) (overwrites out).
-
-    dp_ptr : (n_cs, n_docs + 1) int64 offsets into the flat dp_key/dp_count;
-    phi : (n_cs, n_sub, T); G : (n_cs, n_super, T) = alpha @ phi; base : (n_cs, T) = sum_i G_i / S_i.
-    """
-    n_cs, _, T = phi.shape
-    n_docs = out.shape[0]
-    inv = 1.0 / n_cs
-    for d in prange(n_docs):
-        acc = np.zeros(T)
-        buf = np.empty(T)
-        for cs in range(n_cs):
-            _doc_sample(cs, d, dp_ptr, dp_key, dp_count, doc_len[d], n_sub, alpha_r, alpha_sum,
-                        phi, G, base, buf)
-            for t in range(T):
-                acc[t] += buf[t]
-        for t in range(T):
-            out[d, t] = acc[t] * inv
-
-
-@njit(cache=True, parallel=True)
-def _score_p_w_d_per_sample(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, phi, G,
-                            base, out):
-    """out[cs, d, t] = P_PAM(term t | d) under sample cs (overwrites out)."""
-    n_cs = phi.shape[0]
-    n_docs = out.shape[1]
-    for d in prange(n_docs):
-        for cs in range(n_cs):
-            _doc_sample(cs, d, dp_ptr, dp_key, dp_count, doc_len[d], n_sub, alpha_r, alpha_sum,
-                        phi, G, base, out[cs, d])
-
-
-# ---------------------------------------------------------------------------------------------
-# For tests: the conditional as the fast sampler decomposes it
-
-
-@njit(cache=True)
-def _token_conditional(w, d, n_wj, n_j, n_ds, cap_ptr, dp_key, dp_count, dp_nnz, alpha_r, alpha,
-                       alpha_sum, beta):
-    """Normalised p(i, j | rest), shape (n_super, n_sub), for a token of term w in doc d,
-    through the doc bucket and the prior bucket (G from E plus the term's sparse part, then a_ij
-    c_j / G_i within super-topic i) exactly as ``_sweep_block`` draws it. The token must already
-    be removed from the counts."""
-    n_super, n_sub = alpha.shape
-    V = n_wj.shape[0]
-    vbeta = V * beta
-    alpha_T = np.ascontiguousarray(alpha.T)
-    inv = np.empty(n_sub)
-    E = np.empty(n_super)
-    _block_E(n_j, alpha_T, beta, vbeta, inv, E)
-    c = np.empty(n_sub)
-    G = E.copy()
-    for j in range(n_sub):
-        c[j] = (n_wj[w, j] + beta) * inv[j]
-        if n_wj[w, j] > 0:
-            t = n_wj[w, j] * inv[j]
-            for i in range(n_super):
-                G[i] += alpha_T[j, i] * t
-    p = np.zeros((n_super, n_sub))
-    base = cap_ptr[d]
-    pbuf = np.empty(max(dp_nnz[d], 1))
-    dsum = _doc_bucket(d, base, dp_nnz[d], n_sub, dp_key, dp_count, n_ds, alpha_r, alpha_sum, c,
-                       pbuf)
-    prev = 0.0
-    for q in range(dp_nnz[d]):
-        key = dp_key[base + q]
-        p[key // n_sub, key % n_sub] += pbuf[q] - prev
-        prev = pbuf[q]
-    qbuf = np.empty(n_super)
-    A0 = np.empty(n_super)
-    for i in range(n_super):
-        A0[i] = alpha_r / alpha_sum[i]
-    qsum = _prior_bucket(d, n_ds, alpha_r, alpha_sum, A0, G, qbuf)
-    prev = 0.0
-    for i in range(n_super):
-        mass = qbuf[i] - prev
-        prev = qbuf[i]
-        tot = 0.0
-        for j in range(n_sub):
-            tot += alpha[i, j] * c[j]
-        for j in range(n_sub):
-            p[i, j] += mass * (alpha[i, j] * c[j] / tot)
-    total = dsum + qsum
-    for i in range(n_super):
-        for j in range(n_sub):
-            p[i, j] /= total
-    return p

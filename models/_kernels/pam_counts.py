@@ -1,0 +1,198 @@
+"""PAM: conversions between sweep and document order, counts from z, the doc lists, alpha by
+moment matching and the collapsed log-likelihood (see :mod:`models._kernels.pam`).
+"""
+import math
+
+import numpy as np
+from numba import njit, prange
+
+
+@njit(cache=True, parallel=True)
+def z_to_doc_order(z_ord, ord_pos, out):
+    for i in prange(len(z_ord)):
+        out[ord_pos[i]] = z_ord[i]
+
+
+@njit(cache=True, parallel=True)
+def z_from_doc_order(z_doc, ord_pos, out):
+    for i in prange(len(out)):
+        out[i] = z_doc[ord_pos[i]]
+
+
+@njit(cache=True)
+def build_n_wj(term_ids, z_doc, n_sub, n_wj, n_j):
+    """n_wj, n_j from doc-order pair keys (-1 ignored). Overwrites n_wj, n_j."""
+    n_wj[:, :] = 0
+    n_j[:] = 0
+    for i in range(len(term_ids)):
+        k = z_doc[i]
+        if k >= 0:
+            j = k % n_sub
+            n_wj[term_ids[i], j] += 1
+            n_j[j] += 1
+
+
+@njit(cache=True, parallel=True)
+def build_doc_lists(doc_ptr, z_doc, n_sub, cap_ptr, dp_key, dp_count, dp_nnz, n_ds):
+    """Sorted (pair key, count) list and super-topic counts of every doc. Overwrites dp_*, n_ds."""
+    n_docs = len(doc_ptr) - 1
+    for d in prange(n_docs):
+        n_ds[d, :] = 0
+        zs = np.sort(z_doc[doc_ptr[d]:doc_ptr[d + 1]])
+        base = cap_ptr[d]
+        nnz = 0
+        prev = -1
+        for t in zs:
+            if t < 0:
+                continue
+            n_ds[d, t // n_sub] += 1
+            if t == prev:
+                dp_count[base + nnz - 1] += 1
+            else:
+                dp_key[base + nnz] = t
+                dp_count[base + nnz] = 1
+                nnz += 1
+                prev = t
+        dp_nnz[d] = nnz
+
+
+@njit(cache=True, parallel=True)
+def compact_doc_lists(cap_ptr, dp_key, dp_count, dp_nnz, out_ptr, out_key, out_count):
+    """Copy the used part of the doc lists into CSR arrays (out_ptr = cumsum of dp_nnz)."""
+    for d in prange(len(dp_nnz)):
+        a = cap_ptr[d]
+        o = out_ptr[d]
+        for q in range(dp_nnz[d]):
+            out_key[o + q] = dp_key[a + q]
+            out_count[o + q] = dp_count[a + q]
+
+
+@njit(cache=True)
+def super_sub_counts(cap_ptr, dp_key, dp_count, dp_nnz, out):
+    """Corpus-level n_ij (n_super, n_sub) int64 from the doc lists (adds into out)."""
+    n_sub = out.shape[1]
+    for d in range(len(dp_nnz)):
+        base = cap_ptr[d]
+        for q in range(dp_nnz[d]):
+            key = dp_key[base + q]
+            out[key // n_sub, key % n_sub] += dp_count[base + q]
+
+
+# ---------------------------------------------------------------------------------------------
+# Hyperparameters: alpha_ij by moment matching (section 2.4)
+
+
+@njit(cache=True)
+def moment_match(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, active, alpha):
+    """Re-estimate every row alpha[i, :] from the ratios r_dij = n_ij^d / n_i^d.
+
+    Over the active documents with n_i^d > 0 plus one pseudo-document in which every pair
+    occurs once (ratio 1/s' for every j), with N_i documents in all:
+
+        mean_ij = sum_d r_dij / N_i,      var_ij = sum_d (r_dij - mean_ij)^2 / N_i
+        m_ij    = mean_ij (1 - mean_ij) / var_ij - 1
+        alpha_ij = S_i * mean_ij,  log S_i = mean over j of log m_ij
+
+    (moment matching for a Dirichlet, Minka 2000, with the precision taken as the geometric
+    mean of the per-component estimates). The pseudo-document keeps every mean positive and
+    every m_ij > 0; a sub-topic whose ratios are all equal (var_ij = 0, up to 1e-12 relative)
+    carries no information on the precision and is left out of the mean (if all are, S_i is
+    kept). A super-topic used by no document keeps its row.
+
+    alpha : ndarray of shape (n_super, n_sub), float64, changed in place.
+    """
+    n_super, n_sub = alpha.shape
+    n_docs = len(dp_nnz)
+    n_used = np.zeros(n_super, dtype=np.int64)
+    nz = np.zeros((n_super, n_sub), dtype=np.int64)
+    mean = np.zeros((n_super, n_sub))
+    p = 1.0 / n_sub
+    for d in range(n_docs):
+        if active[d] == 0:
+            continue
+        for i in range(n_super):
+            if n_ds[d, i] > 0:
+                n_used[i] += 1
+        base = cap_ptr[d]
+        for q in range(dp_nnz[d]):
+            key = dp_key[base + q]
+            i = key // n_sub
+            j = key - i * n_sub
+            mean[i, j] += dp_count[base + q] / n_ds[d, i]
+            nz[i, j] += 1
+    for i in range(n_super):
+        N = n_used[i] + 1
+        for j in range(n_sub):
+            mean[i, j] = (mean[i, j] + p) / N
+    ss = np.zeros((n_super, n_sub))
+    for d in range(n_docs):
+        if active[d] == 0:
+            continue
+        base = cap_ptr[d]
+        for q in range(dp_nnz[d]):
+            key = dp_key[base + q]
+            i = key // n_sub
+            j = key - i * n_sub
+            dv = dp_count[base + q] / n_ds[d, i] - mean[i, j]
+            ss[i, j] += dv * dv
+    for i in range(n_super):
+        if n_used[i] == 0:
+            continue
+        N = n_used[i] + 1
+        log_sum = 0.0
+        n_valid = 0
+        S = 0.0
+        for j in range(n_sub):
+            S += alpha[i, j]
+            m = mean[i, j]
+            dv = p - m
+            var = (ss[i, j] + (n_used[i] - nz[i, j]) * m * m + dv * dv) / N
+            # every ratio equal to the mean says nothing about the precision: skip it
+            if var > 1e-12 * m * (1.0 - m):
+                log_sum += math.log(m * (1.0 - m) / var - 1.0)
+                n_valid += 1
+        if n_valid > 0:
+            S = math.exp(log_sum / n_valid)
+        for j in range(n_sub):
+            alpha[i, j] = S * mean[i, j]
+
+
+# ---------------------------------------------------------------------------------------------
+# Log-likelihood: collapsed log p(w, z, z' | alpha_r, alpha, beta)
+
+
+@njit(cache=True, parallel=True)
+def log_lik_docs(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, active, alpha_r, alpha, alpha_sum):
+    """Root and super-topic Dirichlet-multinomial terms of every active document:
+
+    lgamma(s a_r) - lgamma(n_d + s a_r) + sum_i [lgamma(n_i + a_r) - lgamma(a_r)]
+    + sum_{i: n_i > 0} [lgamma(S_i) - lgamma(n_i + S_i) + sum_j (lgamma(n_ij + a_ij) - lgamma(a_ij))]
+    """
+    n_docs = len(dp_nnz)
+    n_super, n_sub = alpha.shape
+    lg_root = math.lgamma(n_super * alpha_r)
+    lg_ar = math.lgamma(alpha_r)
+    part = np.zeros(n_docs)
+    for d in prange(n_docs):
+        if active[d] == 0:
+            continue
+        n_d = 0
+        acc = 0.0
+        for i in range(n_super):
+            n = n_ds[d, i]
+            if n > 0:
+                n_d += n
+                acc += math.lgamma(n + alpha_r) - lg_ar
+                acc += math.lgamma(alpha_sum[i]) - math.lgamma(n + alpha_sum[i])
+        acc += lg_root - math.lgamma(n_d + n_super * alpha_r)
+        base = cap_ptr[d]
+        for q in range(dp_nnz[d]):
+            key = dp_key[base + q]
+            i = key // n_sub
+            a = alpha[i, key - i * n_sub]
+            acc += math.lgamma(dp_count[base + q] + a) - math.lgamma(a)
+        part[d] = acc
+    total = 0.0
+    for d in range(n_docs):
+        total += part[d]
+    return total

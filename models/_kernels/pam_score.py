@@ -1,0 +1,157 @@
+"""PAM document model P_PAM(w | d) for retrieval, and the sampler's conditional for tests (see
+:mod:`models._kernels.pam`).
+"""
+import numpy as np
+from numba import njit, prange
+
+from .pam import block_E, doc_bucket, prior_bucket
+
+# ---------------------------------------------------------------------------------------------
+# Document model P_PAM(w | d) for retrieval
+
+
+@njit(cache=True)
+def phi_table(tw_ptr, tw_sub, tw_count, n_j, beta, term_ids, phi):
+    """phi[cs, j, t] = (n_jw + b) / (n_j + V b) for w = term_ids[t] (overwrites phi).
+
+    tw_ptr : (n_cs, V + 1) int64 offsets into the flat tw_sub/tw_count of every sample.
+    """
+    n_cs, n_sub, T = phi.shape
+    V = tw_ptr.shape[1] - 1
+    vbeta = V * beta
+    for cs in range(n_cs):
+        for t in range(T):
+            w = term_ids[t]
+            for j in range(n_sub):
+                phi[cs, j, t] = beta / (n_j[cs, j] + vbeta)
+            for q in range(tw_ptr[cs, w], tw_ptr[cs, w + 1]):
+                j = tw_sub[q]
+                phi[cs, j, t] = (tw_count[q] + beta) / (n_j[cs, j] + vbeta)
+
+
+@njit(cache=True, inline="always")
+def _doc_sample(cs, d, dp_ptr, dp_key, dp_count, n_d, n_sub, alpha_r, alpha_sum, phi, G, base,
+                out):
+    """out[t] = P_PAM(term t | d) under sample cs (overwrites out[:T]).
+
+    sum_i theta_i (G_it + sum_{j in d} n_ij phi_jt) / (n_i + S_i), theta_i = (n_i + a_r) / (n_d + s a_r);
+    the super-topics absent from d share the term ``a_r / (n_d + s a_r) * base[cs, t]`` with
+    base = sum_i G_i / S_i, and the present ones correct it.
+    """
+    n_super = G.shape[1]
+    T = phi.shape[2]
+    den = 1.0 / (n_d + n_super * alpha_r)
+    r0 = alpha_r * den
+    for t in range(T):
+        out[t] = r0 * base[cs, t]
+    lo = dp_ptr[cs, d]
+    hi = dp_ptr[cs, d + 1]
+    q = lo
+    while q < hi:
+        i = dp_key[q] // n_sub
+        # the pairs of super-topic i are contiguous (keys sorted)
+        e = q
+        n_i = 0
+        while e < hi and dp_key[e] // n_sub == i:
+            n_i += dp_count[e]
+            e += 1
+        th = (n_i + alpha_r) * den
+        f = th / (n_i + alpha_sum[cs, i])
+        g0 = r0 / alpha_sum[cs, i]
+        for t in range(T):
+            acc = G[cs, i, t] * (f - g0)
+            for p in range(q, e):
+                acc += f * dp_count[p] * phi[cs, dp_key[p] - i * n_sub, t]
+            out[t] += acc
+        q = e
+
+
+@njit(cache=True, parallel=True)
+def score_p_w_d(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, phi, G, base, out):
+    """out[d, t] = mean over samples cs of P_PAM(term t | d) (overwrites out).
+
+    dp_ptr : (n_cs, n_docs + 1) int64 offsets into the flat dp_key/dp_count;
+    phi : (n_cs, n_sub, T); G : (n_cs, n_super, T) = alpha @ phi; base : (n_cs, T) = sum_i G_i / S_i.
+    """
+    n_cs, _, T = phi.shape
+    n_docs = out.shape[0]
+    inv = 1.0 / n_cs
+    for d in prange(n_docs):
+        acc = np.zeros(T)
+        buf = np.empty(T)
+        for cs in range(n_cs):
+            _doc_sample(cs, d, dp_ptr, dp_key, dp_count, doc_len[d], n_sub, alpha_r, alpha_sum,
+                        phi, G, base, buf)
+            for t in range(T):
+                acc[t] += buf[t]
+        for t in range(T):
+            out[d, t] = acc[t] * inv
+
+
+@njit(cache=True, parallel=True)
+def score_p_w_d_per_sample(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, phi, G,
+                           base, out):
+    """out[cs, d, t] = P_PAM(term t | d) under sample cs (overwrites out)."""
+    n_cs = phi.shape[0]
+    n_docs = out.shape[1]
+    for d in prange(n_docs):
+        for cs in range(n_cs):
+            _doc_sample(cs, d, dp_ptr, dp_key, dp_count, doc_len[d], n_sub, alpha_r, alpha_sum,
+                        phi, G, base, out[cs, d])
+
+
+# ---------------------------------------------------------------------------------------------
+# For tests: the conditional as the fast sampler decomposes it
+
+
+@njit(cache=True)
+def token_conditional(w, d, n_wj, n_j, n_ds, cap_ptr, dp_key, dp_count, dp_nnz, alpha_r, alpha,
+                      alpha_sum, beta):
+    """Normalised p(i, j | rest), shape (n_super, n_sub), for a token of term w in doc d,
+    through the doc bucket and the prior bucket (G from E plus the term's sparse part, then a_ij
+    c_j / G_i within super-topic i) exactly as ``_sweep_block`` draws it. The token must already
+    be removed from the counts."""
+    n_super, n_sub = alpha.shape
+    V = n_wj.shape[0]
+    vbeta = V * beta
+    alpha_T = np.ascontiguousarray(alpha.T)
+    inv = np.empty(n_sub)
+    E = np.empty(n_super)
+    block_E(n_j, alpha_T, beta, vbeta, inv, E)
+    c = np.empty(n_sub)
+    G = E.copy()
+    for j in range(n_sub):
+        c[j] = (n_wj[w, j] + beta) * inv[j]
+        if n_wj[w, j] > 0:
+            t = n_wj[w, j] * inv[j]
+            for i in range(n_super):
+                G[i] += alpha_T[j, i] * t
+    p = np.zeros((n_super, n_sub))
+    base = cap_ptr[d]
+    pbuf = np.empty(max(dp_nnz[d], 1))
+    dsum = doc_bucket(d, base, dp_nnz[d], n_sub, dp_key, dp_count, n_ds, alpha_r, alpha_sum, c,
+                      pbuf)
+    prev = 0.0
+    for q in range(dp_nnz[d]):
+        key = dp_key[base + q]
+        p[key // n_sub, key % n_sub] += pbuf[q] - prev
+        prev = pbuf[q]
+    qbuf = np.empty(n_super)
+    A0 = np.empty(n_super)
+    for i in range(n_super):
+        A0[i] = alpha_r / alpha_sum[i]
+    qsum = prior_bucket(d, n_ds, alpha_r, alpha_sum, A0, G, qbuf)
+    prev = 0.0
+    for i in range(n_super):
+        mass = qbuf[i] - prev
+        prev = qbuf[i]
+        tot = 0.0
+        for j in range(n_sub):
+            tot += alpha[i, j] * c[j]
+        for j in range(n_sub):
+            p[i, j] += mass * (alpha[i, j] * c[j] / tot)
+    total = dsum + qsum
+    for i in range(n_super):
+        for j in range(n_sub):
+            p[i, j] /= total
+    return p

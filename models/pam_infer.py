@@ -1,0 +1,166 @@
+"""The PAM document model P_PAM(w | d) for retrieval and the views of a fitted PAM (topics,
+correlations): the part of :class:`models.pam.PAM` that reads only the kept samples.
+"""
+import numpy as np
+
+from ._kernels.pam_score import phi_table, score_p_w_d, score_p_w_d_per_sample
+
+
+class PAMDocumentModel:
+    """Mixin of :class:`models.pam.PAM`: everything computed from the fitted arrays (``dp_*``,
+    ``tw_*``, ``n_j_samples_``, ``alpha_samples_``, ``doc_len_``)."""
+
+    # -- document model -----------------------------------------------------------------------
+
+    _INFERENCE_ARRAYS = ("dp_ptr", "dp_key_samples", "dp_count_samples", "tw_ptr", "tw_sub",
+                         "tw_count", "n_j_samples", "alpha_samples", "doc_len")
+
+    @property
+    def n_topics(self):
+        """The sub-topics: what ``topic_words`` and the document models mix (the protocol's K)."""
+        return self.n_sub
+
+    def _tables(self, term_ids):
+        """phi (n_cs, n_sub, T), G = alpha @ phi (n_cs, n_super, T), base = sum_i G_i / S_i."""
+        self._check_fitted()
+        term_ids = self._check_term_ids(term_ids)
+        n_cs = self.dp_ptr_.shape[0]
+        phi = np.empty((n_cs, self.n_sub, len(term_ids)))
+        phi_table(self.tw_ptr_, self.tw_sub_, self.tw_count_, self.n_j_samples_,
+                  float(self.beta), term_ids, phi)
+        G = np.ascontiguousarray(np.matmul(self.alpha_samples_, phi))
+        S = self.alpha_samples_.sum(2)
+        base = np.ascontiguousarray((G / S[:, :, None]).sum(1))
+        return phi, G, base, np.ascontiguousarray(S)
+
+    def p_w_d(self, term_ids):
+        """P_PAM(w | d) for every document, averaged over all kept samples of all chains.
+
+        ``P_PAM(w | d) = sum_i sum_j (n_i^d + a_r) / (n_d + s a_r) * (n_ij^d + a_ij) / (n_i^d + S_i)
+        * (n_jw + beta) / (n_j + V beta)`` per sample.
+
+        Parameters
+        ----------
+        term_ids : array-like of int, shape (n_query_terms,)
+
+        Returns
+        -------
+        ndarray of shape (n_docs, n_query_terms), float64
+        """
+        phi, G, base, S = self._tables(term_ids)
+        out = np.empty((len(self.doc_len_), phi.shape[2]))
+        score_p_w_d(self.dp_ptr_, self.dp_key_samples_, self.dp_count_samples_, self.doc_len_,
+                    self.n_sub, float(self.alpha_root), S, phi, G, base, out)
+        return out
+
+    def p_w_d_per_sample(self, term_ids):
+        """P_PAM(w | d) of every kept sample: ndarray of shape (n_chains, n_samples, n_docs, n_terms)."""
+        phi, G, base, S = self._tables(term_ids)
+        n_cs = phi.shape[0]
+        out = np.empty((n_cs, len(self.doc_len_), phi.shape[2]))
+        score_p_w_d_per_sample(self.dp_ptr_, self.dp_key_samples_, self.dp_count_samples_,
+                               self.doc_len_, self.n_sub, float(self.alpha_root), S, phi, G,
+                               base, out)
+        return out.reshape(self.n_chains, n_cs // self.n_chains, *out.shape[1:])
+
+    def _doc_pairs(self, cs, doc):
+        lo, hi = self.dp_ptr_[cs, doc], self.dp_ptr_[cs, doc + 1]
+        key = self.dp_key_samples_[lo:hi].astype(np.int64)
+        return key // self.n_sub, key % self.n_sub, self.dp_count_samples_[lo:hi]
+
+    def doc_topics(self, doc, top=10, chain=0):
+        """Most probable super-topics of ``doc``: theta_r averaged over the kept samples of
+        ``chain``. Returns (super-topic ids int64, probabilities float64)."""
+        self._check_fitted()
+        D = len(self.doc_len_)
+        if not 0 <= doc < D:
+            raise ValueError(f"doc must be in [0, {D}), got {doc!r}")
+        a = float(self.alpha_root)
+        theta = np.zeros(self.n_super)
+        css = self._cs_of_chain(chain)
+        for cs in css:
+            t = np.full(self.n_super, a)
+            sup, _, cnt = self._doc_pairs(cs, doc)
+            np.add.at(t, sup, cnt)
+            theta += t / (self.doc_len_[doc] + self.n_super * a)
+        theta /= len(css)
+        ids = np.argsort(-theta, kind="stable")[:top]
+        return ids.astype(np.int64), theta[ids]
+
+    def doc_sub_topics(self, doc, top=10, chain=0):
+        """Most probable sub-topics of ``doc``: sum_i theta_i theta_ij averaged over the kept
+        samples of ``chain``. Returns (sub-topic ids int64, probabilities float64)."""
+        self._check_fitted()
+        a = float(self.alpha_root)
+        mix = np.zeros(self.n_sub)
+        css = self._cs_of_chain(chain)
+        for cs in css:
+            al = self.alpha_samples_[cs]
+            n_is = np.zeros(self.n_super)
+            n_ij = np.zeros((self.n_super, self.n_sub))
+            sup, sub, cnt = self._doc_pairs(cs, doc)
+            np.add.at(n_is, sup, cnt)
+            np.add.at(n_ij, (sup, sub), cnt)
+            th = (n_is + a) / (self.doc_len_[doc] + self.n_super * a)
+            mix += th @ ((n_ij + al) / (n_is + al.sum(1))[:, None])
+        mix /= len(css)
+        ids = np.argsort(-mix, kind="stable")[:top]
+        return ids.astype(np.int64), mix[ids]
+
+    def topic_words(self, sub, top=10, chain=0):
+        """Most probable terms of sub-topic ``sub``: phi averaged over the kept samples of
+        ``chain``. Returns (term ids int64, probabilities float64)."""
+        self._check_fitted()
+        if not 0 <= sub < self.n_sub:
+            raise ValueError(f"sub-topic must be in [0, {self.n_sub}), got {sub!r}")
+        phi = np.zeros(self.n_terms_)
+        css = self._cs_of_chain(chain)
+        for cs in css:
+            phi += self.phi_matrix(cs, subs=[sub])[0]
+        phi /= len(css)
+        ids = np.argsort(-phi, kind="stable")[:top]
+        return ids.astype(np.int64), phi[ids]
+
+    def phi_matrix(self, cs, subs=None):
+        """Dense phi of kept sample ``cs`` (= chain * n_samples + sample) for the sub-topics
+        ``subs`` (default all): ndarray of shape (len(subs), n_terms), float64."""
+        self._check_fitted()
+        subs = np.arange(self.n_sub) if subs is None else np.asarray(subs, dtype=np.int64)
+        V = self.n_terms_
+        b = float(self.beta)
+        row_of = np.full(self.n_sub, -1, dtype=np.int64)
+        row_of[subs] = np.arange(len(subs))
+        lo, hi = self.tw_ptr_[cs, 0], self.tw_ptr_[cs, V]
+        words = np.repeat(np.arange(V), np.diff(self.tw_ptr_[cs]))
+        rows = row_of[self.tw_sub_[lo:hi].astype(np.int64)]
+        keep = rows >= 0
+        cnt = np.zeros((len(subs), V))
+        cnt[rows[keep], words[keep]] = self.tw_count_[lo:hi][keep]
+        return (cnt + b) / (self.n_j_samples_[cs, subs][:, None] + V * b)
+
+    def super_sub_counts(self, cs):
+        """Corpus-level n_ij of kept sample ``cs``: ndarray of shape (n_super, n_sub), int64."""
+        self._check_fitted()
+        lo, hi = self.dp_ptr_[cs, 0], self.dp_ptr_[cs, -1]
+        key = self.dp_key_samples_[lo:hi].astype(np.int64)
+        out = np.zeros(self.n_super * self.n_sub, dtype=np.int64)
+        np.add.at(out, key, self.dp_count_samples_[lo:hi])
+        return out.reshape(self.n_super, self.n_sub)
+
+    def correlations(self, chain=0, top_subs=5):
+        """Super-topics with their sub-topics ranked by alpha_ij (Figure 4 / Table 13).
+
+        Returns a list, ordered by corpus share, of dicts ``{"super", "share", "alpha_sum",
+        "subs": [(sub, alpha_ij averaged over the chain's samples), ...]}``.
+        """
+        self._check_fitted()
+        css = list(self._cs_of_chain(chain))
+        alpha = self.alpha_samples_[css].mean(0)
+        n_i = np.mean([self.super_sub_counts(cs).sum(1) for cs in css], axis=0)
+        share = n_i / max(n_i.sum(), 1)
+        out = []
+        for i in np.argsort(-share, kind="stable"):
+            order = np.argsort(-alpha[i], kind="stable")[:top_subs]
+            out.append(dict(super=int(i), share=float(share[i]), alpha_sum=float(alpha[i].sum()),
+                            subs=[(int(j), float(alpha[i, j])) for j in order]))
+        return out
