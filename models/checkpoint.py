@@ -6,14 +6,24 @@ A file is an uncompressed ``.npz`` archive whose entry ``__header__`` holds a UT
      "topicir_version": "0.1.0", "model": "LDA", "params": {...constructor parameters...},
      "fingerprint": "...", "corpus_hash": "...", ...}
 
-and every other entry is a plain numpy array (no pickles). Files are written to ``path.tmp``
-and moved into place with ``os.replace``, so a killed writer never leaves a half-written file.
+and every other entry is a plain numpy array (no pickles). Files are written to a temporary of
+their own next to ``path`` and moved into place with ``os.replace`` (:mod:`models.atomic`), so a
+killed writer never leaves a half-written file and two writers never share a temporary. A file
+that is truncated or corrupt anyway (copied partly, damaged disk) is refused with a ValueError
+naming it and what is wrong.
 """
 import json
 import os
+import zipfile
+import zlib
 from typing import NamedTuple
 
 import numpy as np
+
+from .atomic import atomic_open
+
+# What numpy raises for a truncated or damaged .npz (besides OSError and ValueError).
+_CORRUPT = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error, UnicodeDecodeError)
 
 FORMAT_VERSION = 1
 TOPICIR_VERSION = "0.1.0"
@@ -36,26 +46,32 @@ def write_model_file(path, header, arrays, kind=MODEL_FORMAT):
     blob = np.frombuffer(json.dumps(header, sort_keys=True).encode("utf-8"), dtype=np.uint8)
     if "__header__" in arrays:
         raise ValueError("array name '__header__' is reserved")
-    tmp = path + ".tmp"
     d = os.path.dirname(path)
     if d:
         os.makedirs(d, exist_ok=True)
-    with open(tmp, "wb") as f:
+    with atomic_open(path, "wb") as f:
         # A file object keeps numpy from appending ".npz" to the name.
         np.savez(f, __header__=blob, **{k: np.ascontiguousarray(v) for k, v in arrays.items()})
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def read_header(path):
     """Only the JSON header of a model or checkpoint file (the arrays are not read)."""
     path = os.fspath(path)
+    _check_readable(path)
     try:
         with np.load(path, allow_pickle=False) as npz:
             return json.loads(bytes(npz["__header__"]).decode("utf-8"))
-    except (OSError, ValueError, KeyError) as e:
-        raise ValueError(f"{path}: not a topicir model file ({e})") from e
+    except _CORRUPT as e:
+        raise ValueError(f"{path}: not a topicir model file, or truncated/corrupt "
+                         f"({type(e).__name__}: {e})") from e
+
+
+def _check_readable(path):
+    """FileNotFoundError / PermissionError stay what they are (the CLI reports them by path)."""
+    if os.path.isdir(path):
+        raise ValueError(f"{path}: is a directory, not a model file")
+    with open(path, "rb"):
+        pass
 
 
 def read_model_file(path, kind=MODEL_FORMAT):
@@ -64,15 +80,25 @@ def read_model_file(path, kind=MODEL_FORMAT):
     Raises ValueError (naming the file) for another format, kind or a newer format version.
     """
     path = os.fspath(path)
+    _check_readable(path)
     try:
         npz = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as e:
-        raise ValueError(f"{path}: not a topicir model file ({e}). Was it written by LDA.save?") from e
+    except _CORRUPT as e:
+        raise ValueError(f"{path}: not a topicir model file, or truncated/corrupt "
+                         f"({type(e).__name__}: {e}). Was it written by topicir train?") from e
     with npz:
         if "__header__" not in npz.files:
             raise ValueError(f"{path}: no '__header__' entry; not a topicir model file")
-        header = json.loads(bytes(npz["__header__"]).decode("utf-8"))
-        arrays = {k: npz[k] for k in npz.files if k != "__header__"}
+        name = "__header__"
+        try:  # entries are read lazily: a truncated file fails here, on the first damaged one
+            header = json.loads(bytes(npz[name]).decode("utf-8"))
+            arrays = {}
+            for name in npz.files:
+                if name != "__header__":
+                    arrays[name] = npz[name]
+        except _CORRUPT as e:
+            raise ValueError(f"{path}: truncated or corrupt: entry {name!r} cannot be read "
+                             f"({type(e).__name__}: {e}); retrain or restore the file") from e
     if header.get("format") != kind:
         raise ValueError(f"{path}: expected a {kind!r} file, got format {header.get('format')!r}")
     if header.get("format_version", 0) > FORMAT_VERSION:

@@ -18,6 +18,7 @@ import math
 import os
 import re
 import warnings
+import zlib
 from collections import defaultdict
 from pathlib import Path
 from typing import Iterable, Iterator, NamedTuple
@@ -172,9 +173,17 @@ def _open_text(source) -> Iterator[tuple[str, Iterator[str]]]:
                 )
             if magic == b"\x1f\x8b":
                 with gzip.GzipFile(fileobj=raw) as unzipped:
-                    yield name, _decode_lines(unzipped, name)
+                    try:
+                        yield name, _decode_lines(unzipped, name)
+                    except GZIP_ERRORS as exc:
+                        raise TrecFormatError(f"truncated or corrupt gzip data ({exc}). "
+                                              f"Download or copy the file again.", name) from None
             else:
                 yield name, _decode_lines(raw, name)
+
+
+# What reading a damaged .gz raises (BadGzipFile is an OSError, the others are not).
+GZIP_ERRORS = (EOFError, zlib.error, gzip.BadGzipFile)
 
 
 def _norm_qid(qid: str) -> str:
@@ -251,7 +260,8 @@ def read_collection(
     return _iter_collection(source, title_tags, text_tags, on_error, warn_empty)
 
 
-def _collection_files(source) -> list:
+def collection_files(source) -> list:
+    """The files a collection source stands for (a directory: its collection files, sorted)."""
     if hasattr(source, "read") or _is_literal(source) or not Path(source).is_dir():
         return [source]
     root = Path(source)
@@ -271,7 +281,7 @@ def _iter_collection(source, title_tags, text_tags, on_error, warn_empty) -> Ite
     seen: dict[str, tuple[str, int]] = {}  # docno -> (file, line) of its first <DOC>
     n_empty = 0
     empty_examples: list[str] = []
-    for file in _collection_files(source):
+    for file in collection_files(source):
         with _open_text(file) as (name, lines):
             for item in _parse_docs(name, lines, title_tags, text_tags):
                 if isinstance(item, Doc) and item.docno in seen:
@@ -600,7 +610,7 @@ def read_run(source) -> list[ScoredDoc]:
             qid, _, docno, rank, score, _ = fields
             try:
                 int(rank)
-                score = float(score)
+                score_value = float(score)
             except ValueError:
                 raise TrecFormatError(
                     f"rank must be an integer and score a number, got rank {rank!r}, "
@@ -608,6 +618,14 @@ def read_run(source) -> list[ScoredDoc]:
                     name,
                     lineno,
                 ) from None
+            if not math.isfinite(score_value):
+                raise TrecFormatError(
+                    f"score must be a finite number, got {score!r}: a NaN or infinite score "
+                    f"makes the ranking undefined. Fix the system that wrote {_quote(line, 80)}.",
+                    name,
+                    lineno,
+                )
+            score = score_value
             run.append(ScoredDoc(_norm_qid(qid), docno, score))
     return run
 
@@ -616,8 +634,9 @@ def _run_lines(run: Iterable[ScoredDoc], tag: str, depth: int | None) -> list[st
     by_qid: dict[str, list[tuple[float, str]]] = defaultdict(list)
     for qid, docno, score in run:
         score = float(score)  # numpy scalars repr as "np.float64(...)"
-        if math.isnan(score):
-            raise ValueError(f"score of topic {qid!r}, doc {docno!r} is NaN; rankings need numbers")
+        if not math.isfinite(score):
+            raise ValueError(f"score of topic {qid!r}, doc {docno!r} is {score!r}; rankings need "
+                             f"finite numbers")
         for what, value in (("qid", qid), ("docno", docno)):
             if not value or len(value.split()) != 1 or value.strip() != value:
                 raise ValueError(f"{what} must be non-empty without whitespace, got {value!r}")
@@ -644,7 +663,8 @@ def write_run(
     Parameters
     ----------
     dest : str, path-like or open text file
-        A path is written atomically (to ``dest + ".tmp"``, then `os.replace`).
+        A path is written atomically: to a temporary of this writer's own in the same
+        directory, then `os.replace` (two writers of one path never mix their lines).
     run : iterable of ScoredDoc
         In any order. Topics are written in numeric order when all qids are numeric, else in
         string order; each topic's docs by descending score, ties by ascending docno.
@@ -661,12 +681,7 @@ def write_run(
     if hasattr(dest, "write"):
         dest.writelines(lines)
         return
-    tmp = os.fspath(dest) + ".tmp"
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as out:
-            out.writelines(lines)
-        os.replace(tmp, dest)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.remove(tmp)
-        raise
+    from models.atomic import atomic_open  # the writer model files use too
+
+    with atomic_open(dest, "w", encoding="utf-8", newline="\n") as out:
+        out.writelines(lines)

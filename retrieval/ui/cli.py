@@ -8,15 +8,10 @@ import warnings
 from pathlib import Path
 
 from .. import __version__
+from .guard import check_writable as _check_writable, cli_flags as _flags, finite as _finite
+from .guard import floats as _floats, pos_int as _pos_int, run_guarded
 
 log = logging.getLogger("topicir")
-
-
-def _floats(text: str) -> list[float]:
-    try:
-        return [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number or comma-separated numbers, got {text!r}") from None
 
 
 def _topics_name(source: str) -> str:
@@ -35,7 +30,7 @@ def cmd_index(args) -> int:
 
 def cmd_run(args) -> int:
     from ..core.baselines import run_baseline
-    from ..core.ranking import run_name, save_run, sweep_topics
+    from ..core.ranking import DEPTH, run_name, save_run, sweep_topics
     from ..core.index import Index
     from ..core.sources import load_topics
 
@@ -43,6 +38,7 @@ def cmd_run(args) -> int:
     topics = load_topics(args.topics)
     tname = args.topics_name or _topics_name(args.topics)
     out_dir = Path(args.out_dir)
+    _check_writable(Path(args.out).parent if args.out else out_dir)
     if args.baseline:
         run = run_baseline(index, topics, args.baseline, field=args.field, depth=args.depth, mu=args.mu[0])
         path = Path(args.out) if args.out else out_dir / run_name(f"{index.name}.{tname}.{args.field}", args.baseline)
@@ -60,6 +56,7 @@ def cmd_run(args) -> int:
     runs = sweep_topics(index, topics, settings, field=args.field, model=model, depth=args.depth)
     for (mu, lam), run in runs.items():
         params = {"mu": f"{mu:g}"} | ({"lam": f"{lam:g}"} if model is not None else {})
+        params |= ({"depth": args.depth} if args.depth != DEPTH else {}) | ({"tag": args.tag} if args.tag else {})
         path = Path(args.out) if args.out else out_dir / run_name(f"{index.name}.{tname}.{args.field}", model_name, **params)
         print(save_run(run, path, tag=args.tag or f"topicir-{model_name}", depth=args.depth))
     return 0
@@ -85,7 +82,11 @@ def cmd_train(args) -> int:
                       sample_every=args.sample_every, init=args.init, sampler=args.sampler,
                       n_shards=args.shards, seed=args.seed, n_jobs=args.threads)
     params = {k: v for k, v in params.items() if not (k == "init" and v is None)}  # model default
-    model, path = train_model(Index(args.index), args.kind, args.out, checkpoint=not args.no_checkpoint, **params)
+    try:
+        model, path = train_model(Index(args.index), args.kind, args.out, checkpoint=not args.no_checkpoint,
+                                  **params)
+    except ValueError as exc:
+        raise ValueError(_flags(str(exc))) from None
     print(path)
     return 0
 
@@ -118,7 +119,12 @@ def cmd_eval(args) -> int:
     from ..core.sources import load_qrels
     from ..core.trec import read_run
 
+    from ..core.evaluate import judged_topics
+
     qrels = load_qrels(args.qrels)
+    if not judged_topics(qrels):
+        raise ValueError(f"{args.qrels}: no relevant judgment (no line with rel > 0); nothing to evaluate. "
+                         f"Is this the qrels file?")
     rows = []
     for path in args.runs:
         run = read_run(Path(path))
@@ -303,7 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("index", help="index TREC SGML files/dirs (plain or .gz), JSON lines, or irds:<id>")
     s.add_argument("sources", nargs="+", help="files, directories, or irds:<dataset-id>")
     s.add_argument("--out", required=True, help="index directory, e.g. indexes/ap")
-    s.add_argument("--threads", type=int, default=2)
+    s.add_argument("--threads", type=_pos_int, default=2)
     s.add_argument("--force", action="store_true", help="replace an existing index (atomically)")
     s.set_defaults(func=cmd_index)
 
@@ -330,31 +336,32 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--index", required=True)
     s.add_argument("--out", help="model file (default: <index>/models/<kind>-k<K>-c<chains>-i<iters>-s<seed>.npz)")
     s.add_argument("--topics", type=int, default=800, help="number of topics K (papers: 800)")
-    s.add_argument("--alpha", type=float, default=None, help="symmetric alpha (default 50/K)")
-    s.add_argument("--beta", type=float, default=0.01)
+    s.add_argument("--alpha", type=_finite, default=None, help="symmetric alpha (default 50/K)")
+    s.add_argument("--beta", type=_finite, default=0.01)
     s.add_argument("--chains", type=int, default=3)
     s.add_argument("--iterations", type=int, default=100)
-    s.add_argument("--burn-in", type=int, default=50)
-    s.add_argument("--sample-every", type=int, default=10)
+    s.add_argument("--burn-in", type=int, default=None, help="default: half of --iterations")
+    s.add_argument("--sample-every", type=int, default=None,
+                   help="default: 5 samples over the sweeps after the burn-in (100 sweeps: every 10)")
     s.add_argument("--init", choices=("online", "random", "sparse"), default=None,
                    help="LDA default online (a sequential pass draws every token given those "
                         "before it), PAM default random; sparse: the PAM paper's growing document set")
     s.add_argument("--optimize-alpha", action="store_true", help="asymmetric alpha by Minka's fixed point")
     s.add_argument("--shards", type=int, default=4, help="fixed document shards (results never depend on --threads)")
     s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--threads", type=int, default=None)
+    s.add_argument("--threads", type=_pos_int, default=None)
     s.add_argument("--no-checkpoint", action="store_true")
     g = s.add_argument_group("pam", "four-level Pachinko Allocation (topicir train pam)")
     g.add_argument("--super", type=int, default=100, help="super-topics s (paper on AP: 100)")
     g.add_argument("--sub", type=int, default=800, help="sub-topics s' (paper on AP: 800)")
-    g.add_argument("--alpha-root", type=float, default=0.01, help="fixed symmetric prior over super-topics")
+    g.add_argument("--alpha-root", type=_finite, default=0.01, help="fixed symmetric prior over super-topics")
     g.add_argument("--sampler", choices=("exact", "pruned"), default="exact",
                    help="pruned: sparse PAM, exact and edge-pruned sweeps alternate")
     g = s.add_argument_group("tcm", "Topical Collocation Model (topicir train tcm; --alpha defaults to 50/K)")
-    g.add_argument("--alpha0", type=float, default=None,
+    g.add_argument("--alpha0", type=_finite, default=None,
                    help="DP concentration (paper: 100, resampled); default: alpha0 P0(w) = 0.01")
     g.add_argument("--resample-alpha0", action="store_true", help="resample alpha0 after every sweep")
-    g.add_argument("--p-stop", type=float, default=0.5, help="p#, stop probability of P0's collocation length")
+    g.add_argument("--p-stop", type=_finite, default=0.5, help="p#, stop probability of P0's collocation length")
     g.add_argument("--max-len", type=int, default=8, help="longest collocation")
     g.add_argument("--tcm-sampler", choices=("sparse", "exact"), default="sparse",
                    help="sparse: bucket decomposition (same conditional, faster); exact: dense O(K)")
@@ -365,8 +372,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_query_args(s)
     s.add_argument("--model", required=True)
     s.add_argument("--qrels", required=True)
-    s.add_argument("--mu", type=float, default=MU)
-    s.add_argument("--lam", type=float, default=LAM)
+    s.add_argument("--mu", type=_finite, default=MU)
+    s.add_argument("--lam", type=_finite, default=LAM)
     s.add_argument("--csv", help="also write the table as CSV (for topicir report --iterations)")
     s.set_defaults(func=cmd_iterations)
 
@@ -380,7 +387,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("compare", help="exact QL and the Lucene baselines side by side")
     add_query_args(s)
     s.add_argument("--qrels", required=True)
-    s.add_argument("--mu", type=float, default=MU)
+    s.add_argument("--mu", type=_finite, default=MU)
     s.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     s.add_argument("--measures", nargs="+", default=list(DEFAULT_MEASURES))
     s.set_defaults(func=cmd_compare)
@@ -399,7 +406,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--collections", nargs="+", default=list(COLLECTIONS), choices=COLLECTIONS)
     s.add_argument("--k", type=lambda t: [int(x) for x in t.split(",")], default=[100, 200, 400, 800])
     s.add_argument("--lam", type=_floats, default=[0.5, 0.6, 0.7, 0.8, 0.9])
-    s.add_argument("--mu", type=float, default=MU)
+    s.add_argument("--mu", type=_finite, default=MU)
     s.add_argument("--chains", type=int, default=3)
     s.add_argument("--iterations", type=int, default=100)
     s.add_argument("--burn-in", type=int, default=50)
@@ -414,8 +421,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("console", help="interactive queries: hits with snippets, score breakdowns, settings on the fly")
     s.add_argument("--index", required=True)
     s.add_argument("--model", help="topic model directory (topicir train ...)")
-    s.add_argument("--mu", type=float, default=MU)
-    s.add_argument("--lam", type=float, default=LAM, help="weight of QL against the topic model")
+    s.add_argument("--mu", type=_finite, default=MU)
+    s.add_argument("--lam", type=_finite, default=LAM, help="weight of QL against the topic model")
     s.add_argument("--topics", help="topics file: #QID then runs topic QID")
     s.add_argument("--field", default="title", choices=TOPIC_FIELDS, help="field of #QID queries")
     s.add_argument("--qrels", help="qrels: mark relevant hits and show AP of #QID queries")
@@ -478,14 +485,7 @@ def main(argv=None) -> int:
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     warnings.simplefilter("default")
-    try:
-        return args.func(args)
-    except (ValueError, KeyError, FileNotFoundError, FileExistsError) as exc:
-        print(f"topicir {args.command}: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"topicir {args.command}: interrupted", file=sys.stderr)
-        return 130
+    return run_guarded(args.command, args.func, args, own_signals=argv is None)
 
 
 if __name__ == "__main__":
