@@ -41,9 +41,12 @@ def atomic_path(path, *, mode: int = 0o644):
         yield Path(tmp)
         os.chmod(tmp, mode & ~_umask())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(OSError):
             os.remove(tmp)
+        if isinstance(e, OSError) and e.errno is not None and e.filename in (tmp, Path(tmp)):
+            # name the file the user asked for, not a temporary that no longer exists
+            raise type(e)(e.errno, e.strerror, os.fspath(path)) from e
         raise
 
 

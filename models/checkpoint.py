@@ -42,7 +42,8 @@ def write_model_file(path, header, arrays, kind=MODEL_FORMAT):
     ``format``, ``format_version`` and ``topicir_version`` are added to the header.
     """
     path = os.fspath(path)
-    header = dict(header, format=kind, format_version=FORMAT_VERSION, topicir_version=TOPICIR_VERSION)
+    header = dict(header, format=kind, format_version=FORMAT_VERSION, topicir_version=TOPICIR_VERSION,
+                  arrays={k: [list(np.shape(v)), np.asarray(v).dtype.str] for k, v in arrays.items()})
     blob = np.frombuffer(json.dumps(header, sort_keys=True).encode("utf-8"), dtype=np.uint8)
     if "__header__" in arrays:
         raise ValueError("array name '__header__' is reserved")
@@ -59,7 +60,7 @@ def read_header(path):
     path = os.fspath(path)
     _check_readable(path)
     try:
-        with np.load(path, allow_pickle=False) as npz:
+        with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as npz:
             return json.loads(bytes(npz["__header__"]).decode("utf-8"))
     except _CORRUPT as e:
         raise ValueError(f"{path}: not a topicir model file, or truncated/corrupt "
@@ -81,24 +82,25 @@ def read_model_file(path, kind=MODEL_FORMAT):
     """
     path = os.fspath(path)
     _check_readable(path)
-    try:
-        npz = np.load(path, allow_pickle=False)
-    except _CORRUPT as e:
-        raise ValueError(f"{path}: not a topicir model file, or truncated/corrupt "
-                         f"({type(e).__name__}: {e}). Was it written by topicir train?") from e
-    with npz:
-        if "__header__" not in npz.files:
-            raise ValueError(f"{path}: no '__header__' entry; not a topicir model file")
-        name = "__header__"
-        try:  # entries are read lazily: a truncated file fails here, on the first damaged one
-            header = json.loads(bytes(npz[name]).decode("utf-8"))
-            arrays = {}
-            for name in npz.files:
-                if name != "__header__":
-                    arrays[name] = npz[name]
+    name = "__header__"
+    # Our own file object: numpy leaves its own open when a damaged archive fails to load.
+    with open(path, "rb") as fh:
+        try:
+            with np.load(fh, allow_pickle=False) as npz:
+                if "__header__" not in npz.files:
+                    raise ValueError(f"{path}: no '__header__' entry; not a topicir model file")
+                header = json.loads(bytes(npz[name]).decode("utf-8"))
+                arrays = {}
+                for name in npz.files:  # read lazily: a truncated file fails on its first damaged entry
+                    if name != "__header__":
+                        arrays[name] = npz[name]
         except _CORRUPT as e:
-            raise ValueError(f"{path}: truncated or corrupt: entry {name!r} cannot be read "
-                             f"({type(e).__name__}: {e}); retrain or restore the file") from e
+            if str(e).startswith(f"{path}: "):
+                raise
+            where = f": entry {name!r} cannot be read" if name != "__header__" else ""
+            fix = "delete it to train afresh" if kind == CHECKPOINT_FORMAT else "retrain or restore the file"
+            raise ValueError(f"{path}: not a topicir model file, or truncated/corrupt{where} "
+                             f"({type(e).__name__}: {e}); {fix}") from e
     if header.get("format") != kind:
         raise ValueError(f"{path}: expected a {kind!r} file, got format {header.get('format')!r}")
     if header.get("format_version", 0) > FORMAT_VERSION:
@@ -106,7 +108,21 @@ def read_model_file(path, kind=MODEL_FORMAT):
             f"{path}: format version {header['format_version']} is newer than this topicir "
             f"({TOPICIR_VERSION}, format {FORMAT_VERSION}); upgrade topicir to read it"
         )
+    _check_manifest(path, header, arrays)
     return ModelFile(header, arrays)
+
+
+def _check_manifest(path, header, arrays):
+    """Every array the writer listed is there with its shape and dtype (files from before the
+    list have none to check)."""
+    for name, (shape, dtype) in header.get("arrays", {}).items():
+        if name not in arrays:
+            raise ValueError(f"{path}: damaged or incomplete file (missing array {name!r}); "
+                             f"retrain or restore the file")
+        a = arrays[name]
+        if list(a.shape) != shape or a.dtype.str != dtype:
+            raise ValueError(f"{path}: damaged file: array {name!r} has shape {a.shape} and dtype "
+                             f"{a.dtype.str}, written as {tuple(shape)} {dtype}; retrain or restore the file")
 
 
 def check_fingerprint(path, header, fingerprint, corpus_hash=None):

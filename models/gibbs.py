@@ -346,8 +346,6 @@ class GibbsModel(TopicModel):
             setattr(model, prior + "_", a[prior])
             model.rng_ = a["rng"]
         model._after_load(h)
-        # A misshapen array fails here, at load, not in the middle of a run.
-        model.p_w_d(np.zeros(min(1, model.n_terms_), dtype=np.int64))
         return model
 
     def _set_saved_assignments(self, assignments):
