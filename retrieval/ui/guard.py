@@ -83,7 +83,7 @@ def run_guarded(command: str, func, args, own_signals: bool = True) -> int:
     Ctrl-C; a caller of ``main(argv)`` keeps its own handlers."""
     from models.atomic import LockedError
 
-    warnings.formatwarning = one_line_warning
+    formatwarning, warnings.formatwarning = warnings.formatwarning, one_line_warning
     if own_signals:
         signal.signal(signal.SIGTERM, _terminate)
     try:
@@ -106,3 +106,5 @@ def run_guarded(command: str, func, args, own_signals: bool = True) -> int:
         print(f"topicir {command}: internal error: {type(exc).__name__}: {exc} "
               f"(TOPICIR_TRACEBACK=1 shows the traceback; please report it)", file=sys.stderr)
         return 1
+    finally:
+        warnings.formatwarning = formatwarning
