@@ -1,6 +1,6 @@
 """Collocation views of a trained TCM: what each topic's restaurant serves.
 
-    topicir tcm-view --index indexes/cran --model indexes/cran/models/tcm-k100-c3-i100-s0.npz
+    topicir tcm-view --index indexes/cran --model indexes/cran/models/tcm-k100-c3-i100-s0-99776a7e.npz
 
 For every topic (largest first), its top collocations by P(c|t) and by smoothed P(t|c) with a
 pseudo-count of 5 (how the paper builds its word-intrusion lists), and the most frequent

@@ -35,9 +35,16 @@ def index_corpus(index: Index) -> Corpus:
 _RUNTIME_PARAMS = ("n_jobs", "callback_every", "checkpoint_every", "log_lik_every")
 
 
-def settings_hash(params: dict) -> str:
-    """8 hex digits identifying every parameter that shapes the model (not n_jobs & co.)."""
-    shaping = {k: v for k, v in sorted(params.items()) if k not in _RUNTIME_PARAMS}
+def settings_hash(kind: str, params: dict) -> str:
+    """8 hex digits identifying every parameter that shapes the model (not n_jobs & co.); the
+    schedule counts as the sweeps it keeps (burn_in=None and 50 are one model at 100 sweeps)."""
+    model = registry.model_class(kind)(**params)
+    shaping = {k: v for k, v in model.get_params().items() if k not in _RUNTIME_PARAMS}
+    if hasattr(model, "_schedule"):
+        try:
+            shaping["burn_in"], shaping["sample_every"] = model._schedule()
+        except (TypeError, ValueError):  # bad values: training reports them
+            pass
     return hashlib.sha256(json.dumps(shaping, sort_keys=True, default=str).encode()).hexdigest()[:8]
 
 
@@ -45,10 +52,10 @@ def default_model_path(index: Index, kind: str, params: dict) -> Path:
     """``<index>/models/<kind>-k<K>-c<chains>-i<iters>-s<seed>-<hash>.npz``: the readable part
     names the usual settings, the hash all of them (alpha, beta, init, shards, ...), so a model
     trained otherwise never replaces this one."""
-    params = registry.model_class(kind)(**params).get_params()  # defaults filled in: one hash per model
+    params = registry.model_class(kind)(**params).get_params()  # defaults filled in
     keys = {"n_topics": "k", "n_super": "sup", "n_sub": "sub", "n_chains": "c", "n_iter": "i", "seed": "s"}
     tag = "-".join(f"{short}{params[name]}" for name, short in keys.items() if name in params)
-    return index.path / MODELS_DIR / f"{kind}-{tag}-{settings_hash(params)}.npz"
+    return index.path / MODELS_DIR / f"{kind}-{tag}-{settings_hash(kind, params)}.npz"
 
 
 def _check_replace(out: Path, kind: str, params: dict, overwrite: bool) -> None:
@@ -59,7 +66,11 @@ def _check_replace(out: Path, kind: str, params: dict, overwrite: bool) -> None:
         old = read_header(out).get("params", {})
     except ValueError:
         old = None
-    if old is None or settings_hash(old) != settings_hash(params):
+    try:
+        same = old is not None and settings_hash(kind, old) == settings_hash(kind, params)
+    except TypeError:  # parameters of another version of the model
+        same = False
+    if not same:
         what = "an unreadable file" if old is None else "a model trained with other settings (" + ", ".join(
             f"{k}: {old.get(k)!r} there vs {v!r} now" for k, v in params.items()
             if k not in _RUNTIME_PARAMS and old.get(k) != v) + ")"
