@@ -182,7 +182,7 @@ def test_3_a_file_given_twice_is_refused(tmp_path):
     src.mkdir()
     (src / "a.trec").write_bytes((DATA / "docs.trec").read_bytes())
     for sources in ([src / "a.trec", src / "a.trec"], [src, src / "a.trec"], [src / "a.trec", src / ".." / "docs"]):
-        with pytest.raises(TrecFormatError, match="a.trec is given twice"):
+        with pytest.raises(TrecFormatError, match=r"a.trec: given twice \(as a file, or inside a directory given\)"):
             build_index(sources, tmp_path / "idx")
         assert leftovers(tmp_path) == []
 
@@ -196,7 +196,7 @@ def test_4_unwritable_model_output_fails_before_training(mini, tmp_path, capsys,
     code = main(["-q", "train", "lda", "--index", str(index.path), "--out", str(blocker / "m.npz"),
                  "--topics", "3", "--chains", "1", "--iterations", "4"])
     err = capsys.readouterr().err
-    assert code == 2 and err.count("\n") == 1 and str(blocker) in err and "Traceback" not in err
+    assert code == 2 and err == f"topicir train: error: {blocker}: is a file, not a directory\n"
 
     # root writes anywhere, so a refusal of the first write stands for a read-only directory
     def denied(*a, dir=None, **k):
@@ -233,8 +233,7 @@ def test_4_unwritable_run_output_fails_before_ranking(mini, tmp_path, capsys):
     blocker.write_text("")
     code = main(["-q", "run", "--index", str(index.path), "--topics", str(DATA / "topics.trec"),
                  "--out", str(blocker / "run.txt")])
-    err = capsys.readouterr().err
-    assert code == 2 and str(blocker) in err and "Traceback" not in err
+    assert code == 2 and capsys.readouterr().err == f"topicir run: error: {blocker}: is a file, not a directory\n"
 
 
 # -- 5. corrupt .gz sources --------------------------------------------------------------------

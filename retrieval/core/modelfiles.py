@@ -6,6 +6,7 @@ load against another index.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
@@ -79,6 +80,12 @@ def _check_replace(out: Path, kind: str, params: dict, overwrite: bool) -> None:
 
 def _check_writable(directory: Path) -> None:
     """Fail before hours of training, not at the first checkpoint (PermissionError, ENOSPC)."""
+    for d in (directory, *directory.parents):  # a file where a directory should be
+        if d.exists():
+            if not d.is_dir():
+                raise NotADirectoryError(errno.ENOTDIR, "is a file, not a directory", str(d))
+            break
+    directory.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryFile(dir=directory):
         pass
 
@@ -94,7 +101,6 @@ def train_model(index: Index, kind: str, out=None, *, checkpoint=True, progress:
     """
     model = registry.model_class(kind)(**params)
     out = Path(out) if out else default_model_path(index, kind, model.get_params())
-    out.parent.mkdir(parents=True, exist_ok=True)
     _check_writable(out.parent)
     with target_lock(out, what="model"):
         _check_replace(out, kind, model.get_params(), overwrite)

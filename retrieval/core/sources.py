@@ -106,8 +106,8 @@ def _read_once(path: Path, read: set[Path]) -> None:
     for f in files:
         resolved = Path(f).resolve()
         if resolved in read:
-            raise TrecFormatError(f"{f} is given twice (as a file or inside a directory given); "
-                                  f"its documents would be indexed twice. Give each file once.",
+            raise TrecFormatError("given twice (as a file, or inside a directory given); its documents "
+                                  "would be indexed twice. Give each file once.",
                                   source=str(f))
         read.add(resolved)
 

@@ -5,6 +5,7 @@ messages for OS errors and warnings. Kept apart from ``cli.py`` so its parser ca
 from __future__ import annotations
 
 import argparse
+import errno
 import math
 import os
 import re
@@ -53,9 +54,18 @@ def cli_flags(message: str) -> str:
 
 def check_writable(directory: Path) -> None:
     """Outputs are checked before the work: a PermissionError now, not after ranking."""
+    _no_file_in_the_way(directory)
     directory.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryFile(dir=directory):
         pass
+
+
+def _no_file_in_the_way(directory: Path) -> None:
+    for d in (directory, *directory.parents):
+        if d.exists():
+            if not d.is_dir():
+                raise NotADirectoryError(errno.ENOTDIR, "is a file, not a directory", str(d))
+            return
 
 
 def one_line_warning(message, category, filename, lineno, line=None) -> str:
