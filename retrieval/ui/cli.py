@@ -118,7 +118,6 @@ def cmd_eval(args) -> int:
     from ..experiments.compare import format_table
     from ..core.sources import load_qrels
     from ..core.trec import read_run
-
     from ..core.evaluate import judged_topics
 
     qrels = load_qrels(args.qrels)
@@ -334,7 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("train", help="train a topic model on an index (checkpoints; rerun to resume)")
     s.add_argument("kind", choices=("lda", "pam", "tcm"))
     s.add_argument("--index", required=True)
-    s.add_argument("--out", help="model file (default: <index>/models/<kind>-k<K>-c<chains>-i<iters>-s<seed>.npz)")
+    s.add_argument("--out", help="model file (default: <index>/models/<kind>-k<K>-c<chains>-i<iters>-s<seed>-<settings hash>.npz)")
     s.add_argument("--topics", type=int, default=800, help="number of topics K (papers: 800)")
     s.add_argument("--alpha", type=_finite, default=None, help="symmetric alpha (default 50/K)")
     s.add_argument("--beta", type=_finite, default=0.01)
