@@ -89,8 +89,12 @@ def test_1_second_training_of_one_model_is_refused(mini, tmp_path):
             break
         time.sleep(0.05)
     assert first.poll() is None, "the first training ended before the test could overlap it"
-    second = cli(*args)
-    _, err = second.communicate(timeout=120)
+    first.send_signal(signal.SIGSTOP)  # paused while holding the lock: the overlap is certain
+    try:
+        second = cli(*args)
+        _, err = second.communicate(timeout=120)
+    finally:
+        first.send_signal(signal.SIGCONT)
     assert second.returncode == 1
     assert f"{out}: another process is writing this model" in err and "Traceback" not in err
     assert first.wait(timeout=300) == 0, first.stderr.read()
