@@ -6,16 +6,25 @@ A file is an uncompressed ``.npz`` archive whose entry ``__header__`` holds a UT
      "topicir_version": "0.1.0", "model": "LDA", "params": {...constructor parameters...},
      "fingerprint": "...", "corpus_hash": "...", ...}
 
-and every other entry is a plain numpy array (no pickles). Files are written to ``path.tmp``
-and moved into place with ``os.replace``, so a killed writer never leaves a half-written file.
+and every other entry is a plain numpy array (no pickles). Files are written to a temporary of
+their own next to ``path`` and moved into place with ``os.replace`` (:mod:`models.atomic`), so a
+killed writer never leaves a half-written file and two writers never share a temporary. A file
+that is truncated or corrupt anyway (copied partly, damaged disk) is refused with a ValueError
+naming it and what is wrong.
 """
 import json
 import os
+import zipfile
+import zlib
 from typing import NamedTuple
 
 import numpy as np
 
 from ._version import __version__
+from .atomic import atomic_open
+
+# What numpy raises for a truncated or damaged .npz (besides OSError and ValueError).
+_CORRUPT = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error, UnicodeDecodeError)
 
 FORMAT_VERSION = 1
 TOPICIR_VERSION = __version__
@@ -34,30 +43,37 @@ def write_model_file(path, header, arrays, kind=MODEL_FORMAT):
     ``format``, ``format_version`` and ``topicir_version`` are added to the header.
     """
     path = os.fspath(path)
-    header = dict(header, format=kind, format_version=FORMAT_VERSION, topicir_version=TOPICIR_VERSION)
+    header = dict(header, format=kind, format_version=FORMAT_VERSION, topicir_version=TOPICIR_VERSION,
+                  arrays={k: [list(np.shape(v)), np.asarray(v).dtype.str] for k, v in arrays.items()})
     blob = np.frombuffer(json.dumps(header, sort_keys=True).encode("utf-8"), dtype=np.uint8)
     if "__header__" in arrays:
         raise ValueError("array name '__header__' is reserved")
-    tmp = path + ".tmp"
     d = os.path.dirname(path)
     if d:
         os.makedirs(d, exist_ok=True)
-    with open(tmp, "wb") as f:
+    with atomic_open(path, "wb") as f:
         # A file object keeps numpy from appending ".npz" to the name.
         np.savez(f, __header__=blob, **{k: np.ascontiguousarray(v) for k, v in arrays.items()})
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def read_header(path):
     """Only the JSON header of a model or checkpoint file (the arrays are not read)."""
     path = os.fspath(path)
+    _check_readable(path)
     try:
-        with np.load(path, allow_pickle=False) as npz:
+        with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as npz:
             return json.loads(bytes(npz["__header__"]).decode("utf-8"))
-    except (OSError, ValueError, KeyError) as e:
-        raise ValueError(f"{path}: not a topicir model file ({e})") from e
+    except _CORRUPT as e:
+        raise ValueError(f"{path}: not a topicir model file, or truncated/corrupt "
+                         f"({type(e).__name__}: {e})") from e
+
+
+def _check_readable(path):
+    """FileNotFoundError / PermissionError stay what they are (the CLI reports them by path)."""
+    if os.path.isdir(path):
+        raise ValueError(f"{path}: is a directory, not a model file")
+    with open(path, "rb"):
+        pass
 
 
 def read_model_file(path, kind=MODEL_FORMAT):
@@ -66,15 +82,26 @@ def read_model_file(path, kind=MODEL_FORMAT):
     Raises ValueError (naming the file) for another format, kind or a newer format version.
     """
     path = os.fspath(path)
-    try:
-        npz = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as e:
-        raise ValueError(f"{path}: not a topicir model file ({e}). Was it written by LDA.save?") from e
-    with npz:
-        if "__header__" not in npz.files:
-            raise ValueError(f"{path}: no '__header__' entry; not a topicir model file")
-        header = json.loads(bytes(npz["__header__"]).decode("utf-8"))
-        arrays = {k: npz[k] for k in npz.files if k != "__header__"}
+    _check_readable(path)
+    name = "__header__"
+    # Our own file object: numpy leaves its own open when a damaged archive fails to load.
+    with open(path, "rb") as fh:
+        try:
+            with np.load(fh, allow_pickle=False) as npz:
+                if "__header__" not in npz.files:
+                    raise ValueError(f"{path}: no '__header__' entry; not a topicir model file")
+                header = json.loads(bytes(npz[name]).decode("utf-8"))
+                arrays = {}
+                for name in npz.files:  # read lazily: a truncated file fails on its first damaged entry
+                    if name != "__header__":
+                        arrays[name] = npz[name]
+        except _CORRUPT as e:
+            if str(e).startswith(f"{path}: "):
+                raise
+            where = f": entry {name!r} cannot be read" if name != "__header__" else ""
+            fix = "delete it to train afresh" if kind == CHECKPOINT_FORMAT else "retrain or restore the file"
+            raise ValueError(f"{path}: not a topicir model file, or truncated/corrupt{where} "
+                             f"({type(e).__name__}: {e}); {fix}") from e
     if header.get("format") != kind:
         raise ValueError(f"{path}: expected a {kind!r} file, got format {header.get('format')!r}")
     if header.get("format_version", 0) > FORMAT_VERSION:
@@ -82,7 +109,21 @@ def read_model_file(path, kind=MODEL_FORMAT):
             f"{path}: format version {header['format_version']} is newer than this topicir "
             f"({TOPICIR_VERSION}, format {FORMAT_VERSION}); upgrade topicir to read it"
         )
+    _check_manifest(path, header, arrays)
     return ModelFile(header, arrays)
+
+
+def _check_manifest(path, header, arrays):
+    """Every array the writer listed is there with its shape and dtype (files from before the
+    list have none to check)."""
+    for name, (shape, dtype) in header.get("arrays", {}).items():
+        if name not in arrays:
+            raise ValueError(f"{path}: damaged or incomplete file (missing array {name!r}); "
+                             f"retrain or restore the file")
+        a = arrays[name]
+        if list(a.shape) != shape or a.dtype.str != dtype:
+            raise ValueError(f"{path}: damaged file: array {name!r} has shape {a.shape} and dtype "
+                             f"{a.dtype.str}, written as {tuple(shape)} {dtype}; retrain or restore the file")
 
 
 def check_fingerprint(path, header, fingerprint, corpus_hash=None):

@@ -72,6 +72,13 @@ def stack_ptrs(ptrs, parts):
             np.concatenate(parts))
 
 
+def _damaged(path, exc, what):
+    """A ValueError naming the file when its header or arrays lack something or do not fit."""
+    detail = f"missing {exc.args[0]}" if isinstance(exc, KeyError) and exc.args else f"{type(exc).__name__}: {exc}"
+    return ValueError(f"{os.fspath(path)}: damaged or incomplete {what} file ({detail}); "
+                      f"{'retrain' if what == 'model' else 'delete it to start afresh'} or restore the file")
+
+
 class GibbsModel(TopicModel):
     """Base of the topic models trained by collapsed Gibbs sampling with several chains and
     kept as document models (the average over kept samples of all chains).
@@ -100,24 +107,40 @@ class GibbsModel(TopicModel):
 
     def _check_shared_params(self, *ints):
         """``ints`` and the int parameters of every sampler, then the sampling schedule."""
-        for name in ints + _SHARED_INTS:
+        for name in ints + tuple(n for n in _SHARED_INTS if n != "sample_every"):
             self._pos_int(name)
-        self._pos_int("burn_in", 0)
+        if self.sample_every is not None:
+            self._pos_int("sample_every")
+        if self.burn_in is not None:
+            self._pos_int("burn_in", 0)
         self._pos_int("seed", 0)
         if self.n_jobs is not None:
             self._pos_int("n_jobs")
-        if self.burn_in >= self.n_iter:
+        burn_in, every = self._schedule()
+        if burn_in >= self.n_iter:
             raise ValueError(
-                f"burn_in ({self.burn_in!r}) must be < n_iter ({self.n_iter!r}) so that at least one "
-                f"sample is kept; e.g. burn_in={self.n_iter - 1}, sample_every=1")
-        if self.burn_in + self.sample_every > self.n_iter:
+                f"burn_in ({burn_in!r}) must be < n_iter ({self.n_iter!r}) so that at least one "
+                f"sample is kept; e.g. burn_in={self.n_iter - 1}, sample_every=1, or leave burn_in "
+                f"unset (None: samples over the last half)")
+        if burn_in + every > self.n_iter:
             raise ValueError(
                 f"no sample is kept: the first is after sweep burn_in + sample_every = "
-                f"{self.burn_in + self.sample_every} > n_iter = {self.n_iter}; lower sample_every")
+                f"{burn_in + every} > n_iter = {self.n_iter}; lower sample_every")
+
+    def _schedule(self):
+        """(burn_in, sample_every) as used: ``burn_in=None`` keeps samples over the last half of
+        the sweeps (the papers' 60..100 of 100 style), ``sample_every=None`` keeps 5 of them
+        (fewer when there are fewer sweeps), so 100 sweeps give 50 and 10, the former defaults,
+        and ``n_iter=40`` gives 20 and 4 instead of an error."""
+        burn_in = self.n_iter // 2 if self.burn_in is None else self.burn_in
+        every = self.sample_every
+        if every is None:
+            every = max(1, (self.n_iter - burn_in) // 5)
+        return burn_in, every
 
     def _sample_iters(self):
-        return np.arange(self.burn_in + self.sample_every, self.n_iter + 1, self.sample_every,
-                         dtype=np.int64)
+        burn_in, every = self._schedule()
+        return np.arange(burn_in + every, self.n_iter + 1, every, dtype=np.int64)
 
     # -- training -----------------------------------------------------------------------------
 
@@ -215,6 +238,12 @@ class GibbsModel(TopicModel):
         ckpt.write_model_file(path, header, arrays, kind=ckpt.CHECKPOINT_FORMAT)
 
     def _resume(self, corpus, path):
+        try:
+            return self._resume_from(corpus, path)
+        except (KeyError, IndexError, TypeError, AttributeError) as e:
+            raise _damaged(path, e, "checkpoint") from e
+
+    def _resume_from(self, corpus, path):
         f = ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT)
         h, a = f.header, f.arrays
         if h.get("model") != type(self).__name__:
@@ -287,7 +316,17 @@ class GibbsModel(TopicModel):
             another one is refused with a ValueError naming both fingerprints.
         """
         f = cls._read_file(path, fingerprint)
+        try:
+            return cls._from_file(f)
+        except (KeyError, IndexError, ValueError, TypeError, AttributeError) as e:
+            raise _damaged(path, e, "model") from e
+
+    @classmethod
+    def _from_file(cls, f):
         h, a = f.header, f.arrays
+        missing = [n for n in cls._INFERENCE_ARRAYS if n not in a]
+        if missing:
+            raise KeyError(f"array {missing[0]!r}")
         model = cls._from_params(h["params"])
         model.fingerprint_ = h["fingerprint"]
         model.corpus_hash_ = h.get("corpus_hash")
@@ -331,11 +370,11 @@ class SweepOrderModel(GibbsModel):
         if not (0 < float(self.sparse_init_frac) <= 1):
             raise ValueError(f"sparse_init_frac must be in (0, 1], got {self.sparse_init_frac!r}")
         if self.init == "sparse":
-            full = self._sparse_full_iter(corpus.n_docs)
-            if full > self.burn_in:
+            full, burn_in = self._sparse_full_iter(corpus.n_docs), self._schedule()[0]
+            if full > burn_in:
                 raise ValueError(
                     f"init='sparse' activates all {corpus.n_docs} documents only at sweep {full}, after "
-                    f"burn_in={self.burn_in}; raise burn_in or sparse_init_frac, or lower sparse_init_every")
+                    f"burn_in={burn_in}; raise burn_in or sparse_init_frac, or lower sparse_init_every")
 
     def _sparse_n_active(self, it, n_docs):
         """Documents active during sweep ``it`` (0-based) under the sparse initialisation."""

@@ -58,12 +58,13 @@ class LDA(SweepOrderModel):
         Independent Markov chains, each with its own seed stream.
     n_iter : int, default=100
         Total Gibbs sweeps per chain (burn-in included).
-    burn_in : int, default=50
-        Sweeps before the first kept sample.
-    sample_every : int, default=10
-        Sweeps between kept samples (the lag L). Samples are taken after sweep ``i`` for
-        ``i = burn_in + sample_every, burn_in + 2 * sample_every, ... <= n_iter``, so the defaults
-        keep S = 5 samples per chain (iterations 60, 70, 80, 90, 100).
+    burn_in : int or None, default=None
+        Sweeps before the first kept sample; None: ``n_iter // 2`` (samples over the last half).
+    sample_every : int or None, default=None
+        Sweeps between kept samples (the lag L); None: ``max(1, (n_iter - burn_in) // 5)``.
+        Samples are taken after sweep ``i`` for ``i = burn_in + sample_every, burn_in + 2 *
+        sample_every, ... <= n_iter``, so with 100 sweeps the defaults keep S = 5 samples per
+        chain (iterations 60, 70, 80, 90, 100) and with 40 sweeps iterations 24, 28, ..., 40.
     init : {"online", "random", "sparse"}, default="online"
         "online": one sequential pass in document order draws every token from the conditional
         given the tokens drawn before it (the document-order kernel on one thread; in the
@@ -123,8 +124,8 @@ class LDA(SweepOrderModel):
     # "sampler" between visiting orders (word by word lost at every K on 20 Newsgroups).
     _RETIRED_PARAMS = ("parallel", "sampler")
 
-    def __init__(self, n_topics=800, alpha=None, beta=0.01, n_chains=3, n_iter=100, burn_in=50,
-                 sample_every=10, init="online", sparse_init_frac=1 / 16, sparse_init_every=2,
+    def __init__(self, n_topics=800, alpha=None, beta=0.01, n_chains=3, n_iter=100, burn_in=None,
+                 sample_every=None, init="online", sparse_init_frac=1 / 16, sparse_init_every=2,
                  optimize_alpha=False, optimize_every=10, n_shards=4, seed=0, n_jobs=None,
                  log_lik_every=10, callback_every=1, checkpoint_every=10):
         self.n_topics = n_topics

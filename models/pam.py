@@ -75,9 +75,11 @@ class PAM(PAMDocumentModel, SweepOrderModel):
     n_chains : int, default=3
     n_iter : int, default=100
         Total Gibbs sweeps per chain (burn-in included).
-    burn_in : int, default=50
-    sample_every : int, default=10
-        Samples are kept after sweeps ``burn_in + sample_every, burn_in + 2 sample_every, ...``.
+    burn_in : int or None, default=None
+    sample_every : int or None, default=None
+        Samples are kept after sweeps ``burn_in + sample_every, burn_in + 2 sample_every, ...``;
+        None: ``burn_in = n_iter // 2``, ``sample_every = max(1, (n_iter - burn_in) // 5)``
+        (100 sweeps: 50 and 10, samples at 60, 70, ..., 100).
     init : {"random", "sparse"}, default="random"
         "random": every token gets a uniform super-topic and a uniform sub-topic. "sparse": the
         sparse initialisation of section 3.2.3 as ``models.lda.LDA`` does it: start with a
@@ -135,8 +137,8 @@ class PAM(PAMDocumentModel, SweepOrderModel):
     quick_params = dict(n_super=2, n_sub=4, n_chains=2, n_iter=8, burn_in=4, sample_every=2, n_shards=2, seed=3)
 
     def __init__(self, n_super=100, n_sub=800, alpha_root=0.01, alpha_sub=0.01, beta=0.01,
-                 learn_alpha=True, optimize_every=1, n_chains=3, n_iter=100, burn_in=50,
-                 sample_every=10, init="random", sparse_init_frac=1 / 16, sparse_init_every=2,
+                 learn_alpha=True, optimize_every=1, n_chains=3, n_iter=100, burn_in=None,
+                 sample_every=None, init="random", sparse_init_frac=1 / 16, sparse_init_every=2,
                  sampler="exact", prune_start=10, prune_mass=0.9, prune_max_edges=64,
                  n_shards=4, seed=0, n_jobs=None, log_lik_every=10, callback_every=1,
                  checkpoint_every=10):

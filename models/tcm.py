@@ -108,9 +108,11 @@ class TCM(TCMDocumentModel, GibbsModel):
     n_chains : int, default=3
     n_iter : int, default=100
         Total Gibbs sweeps per chain (burn-in included).
-    burn_in : int, default=50
-    sample_every : int, default=10
-        Samples are kept after sweeps ``burn_in + sample_every, burn_in + 2 sample_every, ...``.
+    burn_in : int or None, default=None
+    sample_every : int or None, default=None
+        Samples are kept after sweeps ``burn_in + sample_every, burn_in + 2 sample_every, ...``;
+        None: ``burn_in = n_iter // 2``, ``sample_every = max(1, (n_iter - burn_in) // 5)``
+        (100 sweeps: 50 and 10, samples at 60, 70, ..., 100).
     init : {"random", "unigram"}, default="random"
         "random": boundaries drawn as P0 draws collocation lengths (a collocation ends after a
         token with probability p#), uniform topics; every frequent phrase starts with some
@@ -167,7 +169,7 @@ class TCM(TCMDocumentModel, GibbsModel):
     segments_queries = True
 
     def __init__(self, n_topics=100, alpha=None, alpha0=None, p_stop=0.5, max_len=8,
-                 resample_alpha0=False, n_chains=3, n_iter=100, burn_in=50, sample_every=10,
+                 resample_alpha0=False, n_chains=3, n_iter=100, burn_in=None, sample_every=None,
                  init="random", sampler="sparse", n_shards=4, seed=0, n_jobs=None, log_lik_every=10,
                  callback_every=1, checkpoint_every=10):
         self.n_topics = n_topics

@@ -608,7 +608,7 @@ QIDS = st.one_of(
     st.text(NAME, min_size=1, max_size=4).filter(lambda qid: not qid.isdigit()),
 )
 RUNS = st.lists(
-    st.builds(ScoredDoc, QIDS, st.text(NAME, min_size=1, max_size=6), st.floats(allow_nan=False)),
+    st.builds(ScoredDoc, QIDS, st.text(NAME, min_size=1, max_size=6), st.floats(allow_nan=False, allow_infinity=False)),
     max_size=40,
 )
 

@@ -9,7 +9,7 @@
   its word-intrusion lists), and the most frequent multi-word collocations of the collection.
   Terms are shown as the index analysed them (Porter stems).
 
-    topicir tcm-view --index indexes/cran --model indexes/cran/models/tcm-k100-c3-i100-s0.npz
+    topicir tcm-view --index indexes/cran --model indexes/cran/models/tcm-k100-c3-i100-s0-99776a7e.npz
 """
 from __future__ import annotations
 

@@ -4,7 +4,9 @@ An index directory holds the Lucene files Anserini writes (positions, document v
 the raw JSON of each document stored), ``topicir.json`` (the manifest: sources, counts,
 analyzer, term-dictionary fingerprint) and ``topicir-stats/`` (see :mod:`retrieval.stats`).
 Builds happen in a hidden sibling directory that is renamed into place when complete, so an
-interrupted build never leaves anything that looks like an index.
+interrupted build never leaves anything that looks like an index. A build holds the advisory
+lock of its output (``.NAME.lock``): a second build of the same index is refused, and a build
+removes what killed builds (``kill -9``, power loss) left in the same parent directory.
 """
 from __future__ import annotations
 
@@ -19,6 +21,8 @@ from functools import cached_property
 from pathlib import Path
 
 from tqdm.auto import tqdm
+
+from models.atomic import remove_stale, target_lock
 
 from .. import __version__
 from .jvm import ANSERINI_VERSION, jclass
@@ -81,6 +85,33 @@ def _read_stats(lucene_dir: Path, docnos: list[str]) -> CollectionStats:
     return builder.finish(docnos)
 
 
+_BUILD_PARTS = (".building-", ".jsonl-", ".old-")
+
+
+def dead_builds(parent: Path, held: Path | None = None) -> list[Path]:
+    """Hidden work directories of builds in ``parent`` whose index is not locked by a live build
+    (``held``: an index whose lock this process holds, so its leftovers are all dead)."""
+    out = []
+    for p in sorted(Path(parent).glob(".*")):
+        part = next((b for b in _BUILD_PARTS if b in p.name), None)
+        if part is None or not p.is_dir():
+            continue
+        target = parent / p.name[1:p.name.index(part)]
+        if part == ".old-" and not target.exists():  # killed mid-swap: the only copy; keep it
+            log.warning("%s holds the previous index %s (a build was killed while replacing it); "
+                        "move it back or delete it", p, target)
+            continue
+        if held is not None and target == held:
+            out.append(p)
+            continue
+        try:
+            with target_lock(target, what="index"):
+                out.append(p)
+        except (RuntimeError, OSError):  # a live build of that index, or a read-only parent
+            continue
+    return out
+
+
 def build_index(sources, out, *, threads: int = 2, force: bool = False) -> "Index":
     """Index ``sources`` (TREC SGML files/dirs, JSON lines, ``irds:`` ids) into directory ``out``.
 
@@ -88,10 +119,25 @@ def build_index(sources, out, *, threads: int = 2, force: bool = False) -> "Inde
     when Lucene, the statistics and the manifest are all written.
     """
     sources = [str(s) for s in ([sources] if isinstance(sources, (str, os.PathLike)) else sources)]
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads must be an int >= 1, got {threads!r}")
     out = Path(out)
     if out.exists() and not force:
         raise FileExistsError(f"{out} already exists; pass --force to replace it")
     out.parent.mkdir(parents=True, exist_ok=True)
+    with target_lock(out, what="index"):
+        # Checked again under the lock: another build may have finished meanwhile.
+        if out.exists() and not force:
+            raise FileExistsError(f"{out} already exists (built meanwhile by another process); "
+                                  f"pass --force to replace it")
+        removed = remove_stale(dead_builds(out.parent, held=out))
+        if removed:
+            log.warning("removed %d leftovers of killed index builds: %s", len(removed),
+                        ", ".join(str(p) for p in removed))
+        return _build_locked(sources, out, threads)
+
+
+def _build_locked(sources: list[str], out: Path, threads: int) -> "Index":
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=out.parent))
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.jsonl-", dir=out.parent))
     start = time.perf_counter()
@@ -113,6 +159,7 @@ def build_index(sources, out, *, threads: int = 2, force: bool = False) -> "Inde
             "build_seconds": round(time.perf_counter() - start, 1),
         }
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it 0700: an index is as shared as its parent
         if out.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
             os.replace(out, old / out.name)
@@ -126,6 +173,12 @@ def build_index(sources, out, *, threads: int = 2, force: bool = False) -> "Inde
     log.info("index %s: %d docs, %d terms, %d tokens in %.1f s", out, manifest["n_docs"],
              manifest["n_terms"], manifest["n_tokens"], manifest["build_seconds"])
     return Index(out)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 class Index:

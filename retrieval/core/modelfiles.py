@@ -6,10 +6,16 @@ load against another index.
 """
 from __future__ import annotations
 
+import errno
+import hashlib
+import json
 import logging
+import tempfile
 from pathlib import Path
 
 from models import registry
+from models.atomic import remove_stale, stale_temporaries, target_lock
+from models.checkpoint import read_header
 from models.corpus import Corpus, make_corpus
 from models.progress import TqdmCallback
 
@@ -26,27 +32,93 @@ def index_corpus(index: Index) -> Corpus:
     return make_corpus(s.doc_ptr, s.term_ids, n_terms=s.n_terms, fingerprint=index.fingerprint)
 
 
+# Parameters that change how fast a model trains, never what it is.
+_RUNTIME_PARAMS = ("n_jobs", "callback_every", "checkpoint_every", "log_lik_every")
+
+
+def settings_hash(kind: str, params: dict) -> str:
+    """8 hex digits identifying every parameter that shapes the model (not n_jobs & co.); the
+    schedule counts as the sweeps it keeps (burn_in=None and 50 are one model at 100 sweeps)."""
+    model = registry.model_class(kind)(**params)
+    shaping = {k: v for k, v in model.get_params().items() if k not in _RUNTIME_PARAMS}
+    if hasattr(model, "_schedule"):
+        try:
+            shaping["burn_in"], shaping["sample_every"] = model._schedule()
+        except (TypeError, ValueError):  # bad values: training reports them
+            pass
+    return hashlib.sha256(json.dumps(shaping, sort_keys=True, default=str).encode()).hexdigest()[:8]
+
+
 def default_model_path(index: Index, kind: str, params: dict) -> Path:
+    """``<index>/models/<kind>-k<K>-c<chains>-i<iters>-s<seed>-<hash>.npz``: the readable part
+    names the usual settings, the hash all of them (alpha, beta, init, shards, ...), so a model
+    trained otherwise never replaces this one."""
+    params = registry.model_class(kind)(**params).get_params()  # defaults filled in
     keys = {"n_topics": "k", "n_super": "sup", "n_sub": "sub", "n_chains": "c", "n_iter": "i", "seed": "s"}
     tag = "-".join(f"{short}{params[name]}" for name, short in keys.items() if name in params)
-    return index.path / MODELS_DIR / f"{kind}-{tag}.npz"
+    return index.path / MODELS_DIR / f"{kind}-{tag}-{settings_hash(kind, params)}.npz"
 
 
-def train_model(index: Index, kind: str, out=None, *, checkpoint=True, progress: bool = True, **params):
+def _check_replace(out: Path, kind: str, params: dict, overwrite: bool) -> None:
+    """Refuse to replace a model file trained with other settings (unless ``overwrite``)."""
+    if overwrite or not out.exists():
+        return
+    try:
+        old = read_header(out).get("params", {})
+    except ValueError:
+        old = None
+    try:
+        same = old is not None and settings_hash(kind, old) == settings_hash(kind, params)
+    except TypeError:  # parameters of another version of the model
+        same = False
+    if not same:
+        what = "an unreadable file" if old is None else "a model trained with other settings (" + ", ".join(
+            f"{k}: {old.get(k)!r} there vs {v!r} now" for k, v in params.items()
+            if k not in _RUNTIME_PARAMS and old.get(k) != v) + ")"
+        raise FileExistsError(f"{out} is {what}; delete it first or choose another --out")
+
+
+def _check_writable(directory: Path) -> None:
+    """Fail before hours of training, not at the first checkpoint (PermissionError, ENOSPC)."""
+    for d in (directory, *directory.parents):  # a file where a directory should be
+        if d.exists():
+            if not d.is_dir():
+                raise NotADirectoryError(errno.ENOTDIR, "is a file, not a directory", str(d))
+            break
+    directory.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryFile(dir=directory):
+        pass
+
+
+def train_model(index: Index, kind: str, out=None, *, checkpoint=True, progress: bool = True,
+                overwrite: bool = False, **params):
     """Train a ``kind`` model (``lda``) on ``index`` and save it; returns (model, path).
 
     With ``checkpoint`` the run writes ``<out>.ckpt`` as it goes and a rerun of the same
-    command resumes from it; the checkpoint is removed once the model is saved.
+    command resumes from it; the checkpoint is removed once the model is saved. The model path
+    is locked while training: a second training of the same model is refused (LockedError).
+    An existing ``out`` trained with other settings is refused unless ``overwrite``.
     """
     model = registry.model_class(kind)(**params)
     out = Path(out) if out else default_model_path(index, kind, model.get_params())
-    out.parent.mkdir(parents=True, exist_ok=True)
+    _check_writable(out.parent)
+    with target_lock(out, what="model"):
+        _check_replace(out, kind, model.get_params(), overwrite)
+        # Under the lock no live writer of these names exists: their temporaries are leftovers.
+        stale = stale_temporaries(out.parent, out.name) + stale_temporaries(out.parent, out.name + ".ckpt")
+        for p in remove_stale(stale):
+            log.warning("removed %s, left by a killed training", p)
+        return _train_locked(index, kind, model, out, checkpoint, progress)
+
+
+def _train_locked(index, kind, model, out, checkpoint, progress):
     ckpt = out.with_name(out.name + ".ckpt") if checkpoint else None
     if ckpt is not None and ckpt.exists():
         log.info("resuming from checkpoint %s", ckpt)
     corpus = index_corpus(index)
     log.info("training %s on %s: %d docs, %d tokens, %d terms, params %s", kind.upper(), index.name,
              corpus.n_docs, corpus.n_tokens, corpus.n_terms, model.get_params())
+    _log_schedule(model)
     callback = TqdmCallback(desc=f"{kind.upper()} {index.name}", mininterval=2) if progress else None
     model.fit(corpus, callback=callback, checkpoint=ckpt, **training_inputs(index, model, progress))
     model.save(out)
@@ -54,6 +126,17 @@ def train_model(index: Index, kind: str, out=None, *, checkpoint=True, progress:
         ckpt.unlink(missing_ok=True)
     log.info("saved %s", out)
     return model, out
+
+
+def _log_schedule(model) -> None:
+    """State the sampling schedule, which defaults to the number of sweeps asked for."""
+    try:
+        burn_in, every = model._schedule()
+        iters = model._sample_iters().tolist()
+    except (AttributeError, TypeError, ValueError):  # not a Gibbs model, or bad values fit reports
+        return
+    log.info("schedule: %d sweeps, burn-in %d, a sample every %d: samples after sweeps %s",
+             model.n_iter, burn_in, every, ", ".join(map(str, iters)) or "none")
 
 
 def training_inputs(index: Index, model, progress: bool = True) -> dict:

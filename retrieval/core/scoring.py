@@ -72,7 +72,7 @@ class Scorer:
 
     def __init__(self, stats: CollectionStats, mu: float = MU, lam: float = LAM, model=None):
         if not (mu > 0 and math.isfinite(mu)):
-            raise ValueError(f"mu must be > 0, got {mu!r}")
+            raise ValueError(f"mu must be a finite number > 0, got {mu!r}")
         if not 0.0 <= lam <= 1.0:
             raise ValueError(f"lam must be in [0, 1], got {lam!r}")
         if model is None and lam != 1.0:

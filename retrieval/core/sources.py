@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from .trec import Doc, Qrel, Topic, TrecFormatError, read_collection, read_qrels, read_topics
+from .trec import GZIP_ERRORS, Doc, collection_files, Qrel, Topic, TrecFormatError, read_collection, read_qrels, read_topics
 
 IRDS_PREFIX = "irds:"
 
@@ -38,6 +38,12 @@ def read_jsonl_docs(path: Path) -> Iterator[Doc]:
     """Documents from JSON lines ``{"id": ..., "contents": ...}`` (an optional ``"title"`` is kept apart)."""
     opener = gzip.open if path.name.endswith(".gz") else open
     with opener(path, "rt", encoding="utf-8") as f:
+        yield from _jsonl_docs(path, f)
+
+
+def _jsonl_docs(path: Path, f) -> Iterator[Doc]:
+    line_no = 0
+    try:
         for line_no, line in enumerate(f, 1):
             if not line.strip():
                 continue
@@ -49,6 +55,9 @@ def read_jsonl_docs(path: Path) -> Iterator[Doc]:
                     f"{path}:{line_no}: expected a JSON object with \"id\" and \"contents\", "
                     f"got {line[:80]!r} ({exc})", source=str(path), line=line_no) from None
             yield Doc(docno, str(obj.get("title", "")), str(contents), str(path), line_no)
+    except GZIP_ERRORS as exc:
+        raise TrecFormatError(f"truncated or corrupt gzip data after line {line_no} ({exc}). "
+                              f"Download or copy the file again.", str(path)) from None
 
 
 def _irds_docs(source: str) -> Iterator[Doc]:
@@ -70,6 +79,7 @@ def iter_docs(sources: Iterable) -> Iterator[Doc]:
     Documents without text are yielded; the indexer decides about them.
     """
     seen: dict[str, tuple[str, int]] = {}
+    read: set[Path] = set()  # resolved files read so far: one given twice is an error
     for source in sources:
         if is_irds(source):
             docs = _irds_docs(source)
@@ -77,6 +87,7 @@ def iter_docs(sources: Iterable) -> Iterator[Doc]:
             path = Path(source)
             if not path.exists():
                 raise FileNotFoundError(f"{path}: no such file or directory")
+            _read_once(path, read)
             docs = read_jsonl_docs(path) if path.is_file() and _is_jsonl(path) else read_collection(path, warn_empty=False)
         for doc in docs:
             first = seen.setdefault(doc.docno, (doc.source, doc.line))
@@ -86,6 +97,19 @@ def iter_docs(sources: Iterable) -> Iterator[Doc]:
                     f"{first[0]}:{first[1]}. DOCNOs must be unique across the collection.",
                     source=doc.source, line=doc.line)
             yield doc
+
+
+def _read_once(path: Path, read: set[Path]) -> None:
+    """Refuse a file given twice (also as part of a directory given): its DOCNOs would be
+    indexed twice, each at the same file and line, which the DOCNO check cannot tell apart."""
+    files = collection_files(path) if path.is_dir() else [path]
+    for f in files:
+        resolved = Path(f).resolve()
+        if resolved in read:
+            raise TrecFormatError("given twice (as a file, or inside a directory given); its documents "
+                                  "would be indexed twice. Give each file once.",
+                                  source=str(f))
+        read.add(resolved)
 
 
 def load_topics(source) -> list[Topic]:

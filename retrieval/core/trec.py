@@ -10,19 +10,19 @@ Bad input raises `TrecFormatError` as ``path:LINE: problem, quoting the bad valu
 Recoverable surprises are warnings of category `TrecFormatWarning`.
 """
 
-import contextlib
 import math
-import os
 import re
 import warnings
 from collections import defaultdict
 from typing import Iterable, Iterator, NamedTuple
 
 # the collection reader and the shared helpers live in their own modules; import them from here
-from .trec_docs import DEFAULT_TEXT_TAGS, DEFAULT_TITLE_TAGS, Doc, read_collection
-from .trec_io import TAG, TrecFormatError, TrecFormatWarning, clean, norm_qid, open_text, quote
+from .trec_docs import DEFAULT_TEXT_TAGS, DEFAULT_TITLE_TAGS, Doc, collection_files, read_collection
+from .trec_io import GZIP_ERRORS, TAG, TrecFormatError, TrecFormatWarning, clean, norm_qid, open_text, quote
 
 __all__ = [
+    "GZIP_ERRORS",
+    "collection_files",
     "DEFAULT_TEXT_TAGS",
     "DEFAULT_TITLE_TAGS",
     "TOPIC_FIELDS",
@@ -241,7 +241,7 @@ def read_run(source) -> list[ScoredDoc]:
             qid, _, docno, rank, score, _ = fields
             try:
                 int(rank)
-                score = float(score)
+                score_value = float(score)
             except ValueError:
                 raise TrecFormatError(
                     f"rank must be an integer and score a number, got rank {rank!r}, "
@@ -249,6 +249,14 @@ def read_run(source) -> list[ScoredDoc]:
                     name,
                     lineno,
                 ) from None
+            if not math.isfinite(score_value):
+                raise TrecFormatError(
+                    f"score must be a finite number, got {score!r}: a NaN or infinite score "
+                    f"makes the ranking undefined. Fix the system that wrote {quote(line, 80)}.",
+                    name,
+                    lineno,
+                )
+            score = score_value
             run.append(ScoredDoc(norm_qid(qid), docno, score))
     return run
 
@@ -257,8 +265,9 @@ def _run_lines(run: Iterable[ScoredDoc], tag: str, depth: int | None) -> list[st
     by_qid: dict[str, list[tuple[float, str]]] = defaultdict(list)
     for qid, docno, score in run:
         score = float(score)  # numpy scalars repr as "np.float64(...)"
-        if math.isnan(score):
-            raise ValueError(f"score of topic {qid!r}, doc {docno!r} is NaN; rankings need numbers")
+        if not math.isfinite(score):
+            raise ValueError(f"score of topic {qid!r}, doc {docno!r} is {score!r}; rankings need "
+                             f"finite numbers")
         for what, value in (("qid", qid), ("docno", docno)):
             if not value or len(value.split()) != 1 or value.strip() != value:
                 raise ValueError(f"{what} must be non-empty without whitespace, got {value!r}")
@@ -285,7 +294,8 @@ def write_run(
     Parameters
     ----------
     dest : str, path-like or open text file
-        A path is written atomically (to ``dest + ".tmp"``, then `os.replace`).
+        A path is written atomically: to a temporary of this writer's own in the same
+        directory, then `os.replace` (two writers of one path never mix their lines).
     run : iterable of ScoredDoc
         In any order. Topics are written in numeric order when all qids are numeric, else in
         string order; each topic's docs by descending score, ties by ascending docno.
@@ -302,12 +312,7 @@ def write_run(
     if hasattr(dest, "write"):
         dest.writelines(lines)
         return
-    tmp = os.fspath(dest) + ".tmp"
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as out:
-            out.writelines(lines)
-        os.replace(tmp, dest)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.remove(tmp)
-        raise
+    from models.atomic import atomic_open  # the writer model files use too
+
+    with atomic_open(dest, "w", encoding="utf-8", newline="\n") as out:
+        out.writelines(lines)

@@ -93,7 +93,8 @@ def read_collection(
     return _iter_collection(source, title_tags, text_tags, on_error, warn_empty)
 
 
-def _collection_files(source) -> list:
+def collection_files(source) -> list:
+    """The files a collection source stands for (a directory: its collection files, sorted)."""
     if hasattr(source, "read") or is_literal(source) or not Path(source).is_dir():
         return [source]
     root = Path(source)
@@ -113,7 +114,7 @@ def _iter_collection(source, title_tags, text_tags, on_error, warn_empty) -> Ite
     seen: dict[str, tuple[str, int]] = {}  # docno -> (file, line) of its first <DOC>
     n_empty = 0
     empty_examples: list[str] = []
-    for file in _collection_files(source):
+    for file in collection_files(source):
         with open_text(file) as (name, lines):
             for item in _parse_docs(name, lines, title_tags, text_tags):
                 if isinstance(item, Doc) and item.docno in seen:

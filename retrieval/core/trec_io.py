@@ -9,6 +9,7 @@ import io
 import os
 import re
 import warnings
+import zlib
 from typing import Iterable, Iterator
 
 # An SGML comment, or a start/end tag with optional attributes (FBIS has <F P=102>, SJMN <PG.COL>).
@@ -73,6 +74,10 @@ def _decode_lines(lines: Iterable, name: str) -> Iterator[str]:
         yield line
 
 
+# What reading a damaged .gz raises (BadGzipFile is an OSError, the others are not).
+GZIP_ERRORS = (EOFError, zlib.error, gzip.BadGzipFile)
+
+
 @contextlib.contextmanager
 def open_text(source) -> Iterator[tuple[str, Iterator[str]]]:
     """Yield ``(name, lines)`` for a path, an open file or literal text.
@@ -96,7 +101,11 @@ def open_text(source) -> Iterator[tuple[str, Iterator[str]]]:
                 )
             if magic == b"\x1f\x8b":
                 with gzip.GzipFile(fileobj=raw) as unzipped:
-                    yield name, _decode_lines(unzipped, name)
+                    try:
+                        yield name, _decode_lines(unzipped, name)
+                    except GZIP_ERRORS as exc:
+                        raise TrecFormatError(f"truncated or corrupt gzip data ({exc}). "
+                                              f"Download or copy the file again.", name) from None
             else:
                 yield name, _decode_lines(raw, name)
 

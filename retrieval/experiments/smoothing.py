@@ -45,7 +45,7 @@ def _model(index, kind: str, k: int, train: dict):
     want = model_class(kind)(**params).get_params()
     if path.exists() and read_header(path).get("params") == want:
         return load_model(path, index)
-    return train_model(index, kind, path, **params)[0]
+    return train_model(index, kind, path, overwrite=True, **params)[0]
 
 
 def collection_grid(data: Path, name: str, indexes: Path, ks=KS, lams=LAMS, mu: float = MU,

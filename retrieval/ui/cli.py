@@ -11,15 +11,10 @@ from models.registry import kinds
 
 from .. import __version__
 from ..core.plugins import hook
+from .guard import check_writable as _check_writable, cli_flags as _flags, finite as _finite
+from .guard import floats as _floats, pos_int as _pos_int, run_guarded
 
 log = logging.getLogger("topicir")
-
-
-def _floats(text: str) -> list[float]:
-    try:
-        return [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number or comma-separated numbers, got {text!r}") from None
 
 
 def _topics_name(source: str) -> str:
@@ -38,7 +33,7 @@ def cmd_index(args) -> int:
 
 def cmd_run(args) -> int:
     from ..core.baselines import run_baseline
-    from ..core.ranking import run_name, save_run, sweep_topics
+    from ..core.ranking import DEPTH, run_name, save_run, sweep_topics
     from ..core.index import Index
     from ..core.sources import load_topics
 
@@ -46,6 +41,7 @@ def cmd_run(args) -> int:
     topics = load_topics(args.topics)
     tname = args.topics_name or _topics_name(args.topics)
     out_dir = Path(args.out_dir)
+    _check_writable(Path(args.out).parent if args.out else out_dir)
     if args.baseline:
         run = run_baseline(index, topics, args.baseline, field=args.field, depth=args.depth, mu=args.mu[0])
         path = Path(args.out) if args.out else out_dir / run_name(f"{index.name}.{tname}.{args.field}", args.baseline)
@@ -63,6 +59,7 @@ def cmd_run(args) -> int:
     runs = sweep_topics(index, topics, settings, field=args.field, model=model, depth=args.depth)
     for (mu, lam), run in runs.items():
         params = {"mu": f"{mu:g}"} | ({"lam": f"{lam:g}"} if model is not None else {})
+        params |= ({"depth": args.depth} if args.depth != DEPTH else {}) | ({"tag": args.tag} if args.tag else {})
         path = Path(args.out) if args.out else out_dir / run_name(f"{index.name}.{tname}.{args.field}", model_name, **params)
         print(save_run(run, path, tag=args.tag or f"topicir-{model_name}", depth=args.depth))
     return 0
@@ -95,8 +92,11 @@ def cmd_train(args) -> int:
     targs = train_parser(args.kind).parse_args(args.rest)
     params = {name: getattr(targs, name) for name in model_class(args.kind)._param_names()
               if hasattr(targs, name)}
-    model, path = train_model(Index(targs.index), args.kind, targs.out, checkpoint=not targs.no_checkpoint,
-                              progress=not args.quiet, **params)
+    try:
+        model, path = train_model(Index(targs.index), args.kind, targs.out, checkpoint=not targs.no_checkpoint,
+                                  progress=not args.quiet, **params)
+    except ValueError as exc:
+        raise ValueError(_flags(str(exc))) from None
     print(path)
     return 0
 
@@ -128,8 +128,12 @@ def cmd_eval(args) -> int:
     from ..experiments.compare import format_table
     from ..core.sources import load_qrels
     from ..core.trec import read_run
+    from ..core.evaluate import judged_topics
 
     qrels = load_qrels(args.qrels)
+    if not judged_topics(qrels):
+        raise ValueError(f"{args.qrels}: no relevant judgment (no line with rel > 0); nothing to evaluate. "
+                         f"Is this the qrels file?")
     rows = []
     for path in args.runs:
         run = read_run(Path(path))
@@ -263,7 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("index", help="index TREC SGML files/dirs (plain or .gz), JSON lines, or irds:<id>")
     s.add_argument("sources", nargs="+", help="files, directories, or irds:<dataset-id>")
     s.add_argument("--out", required=True, help="index directory, e.g. indexes/ap")
-    s.add_argument("--threads", type=int, default=2)
+    s.add_argument("--threads", type=_pos_int, default=2)
     s.add_argument("--force", action="store_true", help="replace an existing index (atomically)")
     s.set_defaults(func=cmd_index)
 
@@ -295,8 +299,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_query_args(s)
     s.add_argument("--model", required=True)
     s.add_argument("--qrels", required=True)
-    s.add_argument("--mu", type=float, default=MU)
-    s.add_argument("--lam", type=float, default=LAM)
+    s.add_argument("--mu", type=_finite, default=MU)
+    s.add_argument("--lam", type=_finite, default=LAM)
     s.add_argument("--csv", help="also write the table as CSV (for topicir report --iterations)")
     s.set_defaults(func=cmd_iterations)
 
@@ -310,7 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("compare", help="exact QL and the Lucene baselines side by side")
     add_query_args(s)
     s.add_argument("--qrels", required=True)
-    s.add_argument("--mu", type=float, default=MU)
+    s.add_argument("--mu", type=_finite, default=MU)
     s.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     s.add_argument("--measures", nargs="+", default=list(DEFAULT_MEASURES))
     s.set_defaults(func=cmd_compare)
@@ -329,7 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--collections", nargs="+", default=list(COLLECTIONS), choices=COLLECTIONS)
     s.add_argument("--k", type=lambda t: [int(x) for x in t.split(",")], default=[100, 200, 400, 800])
     s.add_argument("--lam", type=_floats, default=[0.5, 0.6, 0.7, 0.8, 0.9])
-    s.add_argument("--mu", type=float, default=MU)
+    s.add_argument("--mu", type=_finite, default=MU)
     s.add_argument("--chains", type=int, default=3)
     s.add_argument("--iterations", type=int, default=100)
     s.add_argument("--burn-in", type=int, default=50)
@@ -344,8 +348,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("console", help="interactive queries: hits with snippets, score breakdowns, settings on the fly")
     s.add_argument("--index", required=True)
     s.add_argument("--model", help="topic model file (topicir train ...)")
-    s.add_argument("--mu", type=float, default=MU)
-    s.add_argument("--lam", type=float, default=LAM, help="weight of QL against the topic model")
+    s.add_argument("--mu", type=_finite, default=MU)
+    s.add_argument("--lam", type=_finite, default=LAM, help="weight of QL against the topic model")
     s.add_argument("--topics", help="topics file: #QID then runs topic QID")
     s.add_argument("--field", default="title", choices=TOPIC_FIELDS, help="field of #QID queries")
     s.add_argument("--qrels", help="qrels: mark relevant hits and show AP of #QID queries")
@@ -392,14 +396,7 @@ def main(argv=None) -> int:
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     warnings.simplefilter("default")
-    try:
-        return args.func(args)
-    except (ValueError, KeyError, FileNotFoundError, FileExistsError) as exc:
-        print(f"topicir {args.command}: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"topicir {args.command}: interrupted", file=sys.stderr)
-        return 130
+    return run_guarded(args.command, args.func, args, own_signals=argv is None)
 
 
 if __name__ == "__main__":

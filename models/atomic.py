@@ -1,0 +1,128 @@
+"""Safe file writes shared by model files, checkpoints, runs and indexes.
+
+Every writer gets its own temporary in the target's directory (``mkstemp``), so two processes
+writing the same path never share or delete each other's temporary; the finished file moves
+into place with ``os.replace`` (atomic on one file system), and a failed write (full disk,
+exception, Ctrl-C) removes its temporary. Writers of the same long-lived target (a model and
+its checkpoint) also take an advisory lock (:func:`target_lock`, from the ``filelock``
+package), so a second training of the same model is refused with a message, not interleaved.
+
+Temporaries are named ``.<name>.tmp-<random>`` and locks ``.<name>.lock``: :func:`stale_temporaries`
+finds the temporaries of dead writers so the next writer into the directory can remove them.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import filelock
+
+TMP_INFIX = ".tmp-"
+
+
+def _tmp_prefix(path: Path) -> str:
+    return f".{path.name}{TMP_INFIX}"
+
+
+@contextlib.contextmanager
+def atomic_path(path, *, mode: int = 0o644):
+    """Yield a unique temporary path next to ``path``; on a clean exit it replaces ``path``.
+
+    The temporary (and nothing else) is removed when the block raises. ``mode`` is applied
+    before the move, since ``mkstemp`` creates files readable by their owner only.
+    """
+    path = Path(os.fspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=_tmp_prefix(path), dir=path.parent if str(path.parent) else ".")
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.chmod(tmp, mode & ~_umask())
+        os.replace(tmp, path)
+    except BaseException as e:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        if isinstance(e, OSError) and e.errno is not None and e.filename in (tmp, Path(tmp)):
+            # name the file the user asked for, not a temporary that no longer exists
+            raise type(e)(e.errno, e.strerror, os.fspath(path)) from e
+        raise
+
+
+@contextlib.contextmanager
+def atomic_open(path, mode: str = "w", **kwargs):
+    """``open`` a unique temporary next to ``path``; flushed, fsynced and moved onto ``path``
+    when the block ends without an exception, removed otherwise."""
+    with atomic_path(path) as tmp:
+        with open(tmp, mode, **kwargs) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+class LockedError(RuntimeError):
+    """Another process holds the lock of a target path."""
+
+
+def lock_path(path) -> Path:
+    path = Path(os.fspath(path))
+    return path.with_name(f".{path.name}.lock")
+
+
+@contextlib.contextmanager
+def target_lock(path, *, what: str = "file", timeout: float = 0):
+    """Hold the advisory lock of ``path`` for the block; with ``timeout`` 0 (the default) a
+    lock held by another process is refused at once with :class:`LockedError` naming the path.
+
+    The lock is an ``fcntl``/``msvcrt`` lock on ``.<name>.lock``, released by the OS when the
+    holder dies, so a ``kill -9`` never leaves a stale lock behind.
+    """
+    lock = filelock.FileLock(os.fspath(lock_path(path)), timeout=timeout)
+    try:
+        lock.acquire()
+    except filelock.Timeout:
+        raise LockedError(f"{os.fspath(path)}: another process is writing this {what} (lock "
+                          f"{lock.lock_file} held); wait for it to finish, or write elsewhere") from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def stale_temporaries(directory, name: str | None = None, min_age: float = 0.0) -> list[Path]:
+    """Temporaries of :func:`atomic_path` left in ``directory`` (for target ``name``, or any):
+    those of writers that were killed (a live writer's temporary is younger than ``min_age``
+    seconds, or its target is locked)."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        return []
+    pattern = f".{name}{TMP_INFIX}*" if name else f".*{TMP_INFIX}*"
+    now = time.time()
+    out = []
+    for p in directory.glob(pattern):
+        with contextlib.suppress(OSError):
+            if now - p.stat().st_mtime >= min_age:
+                out.append(p)
+    return sorted(out)
+
+
+def remove_stale(paths) -> list[Path]:
+    """Remove ``paths`` (files or directories) that still exist; returns those removed."""
+    import shutil
+
+    removed = []
+    for p in paths:
+        with contextlib.suppress(FileNotFoundError):
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p)
+            else:
+                p.unlink()
+            removed.append(p)
+    return removed

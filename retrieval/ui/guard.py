@@ -1,0 +1,125 @@
+"""Guards of the ``topicir`` command: argument types that refuse what the library would choke on
+later (infinite or empty numbers, zero threads), output checks before the work, and one-line
+messages for OS errors and warnings. Kept apart from ``cli.py`` so its parser can be regenerated.
+"""
+from __future__ import annotations
+
+import argparse
+import errno
+import math
+import os
+import re
+import signal
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+
+def floats(text: str) -> list[float]:
+    try:
+        values = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or comma-separated numbers, got {text!r}") from None
+    if not values or not all(math.isfinite(v) for v in values):
+        raise argparse.ArgumentTypeError(f"expected finite numbers, comma-separated, got {text!r}")
+    return values
+
+
+def finite(text: str) -> float:
+    value = floats(text)
+    if len(value) != 1:
+        raise argparse.ArgumentTypeError(f"expected one finite number, got {text!r}")
+    return value[0]
+
+
+def pos_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return value
+
+
+# Library parameter names -> the flags of `topicir train`, for error messages.
+_TRAIN_FLAGS = {"burn_in": "--burn-in", "sample_every": "--sample-every", "n_iter": "--iterations",
+                "n_topics": "--topics", "n_chains": "--chains", "n_shards": "--shards", "n_jobs": "--threads"}
+
+
+def cli_flags(message: str) -> str:
+    """A library message with parameter names as the command's flags (``burn_in`` -> ``--burn-in``)."""
+    from .estimator_args import FLAG_NAMES, flag_of
+
+    names = set(_TRAIN_FLAGS) | set(FLAG_NAMES)
+    return re.sub(r"\b(" + "|".join(sorted(names, key=len, reverse=True)) + r")\b",
+                  lambda m: _TRAIN_FLAGS.get(m.group(1)) or flag_of(m.group(1)), message)
+
+
+def check_writable(directory: Path) -> None:
+    """Outputs are checked before the work: a PermissionError now, not after ranking."""
+    _no_file_in_the_way(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryFile(dir=directory):
+        pass
+
+
+def _no_file_in_the_way(directory: Path) -> None:
+    for d in (directory, *directory.parents):
+        if d.exists():
+            if not d.is_dir():
+                raise NotADirectoryError(errno.ENOTDIR, "is a file, not a directory", str(d))
+            return
+
+
+def one_line_warning(message, category, filename, lineno, line=None) -> str:
+    """Warnings as one line for users, without the Python source line that raised them."""
+    return f"topicir: warning: {message}\n"
+
+
+def os_error_message(exc: OSError) -> str:
+    """``PATH: what`` for an OSError that names a file (PermissionError, ENOSPC, EISDIR, ...)."""
+    if exc.filename is None:
+        return str(exc)
+    where = f"{exc.filename} -> {exc.filename2}" if exc.filename2 else exc.filename
+    return f"{where}: {exc.strerror or exc}"
+
+
+def _terminate(signum, frame):
+    raise KeyboardInterrupt  # SIGTERM cleans up (temporaries, partial builds) as Ctrl-C does
+
+
+def run_guarded(command: str, func, args, own_signals: bool = True) -> int:
+    """``func(args)`` with every failure as one line on stderr: exit 2 for bad input (including
+    a missing, unreadable or misplaced file), 1 for a locked target, another OSError (ENOSPC) or
+    a bug (``TOPICIR_TRACEBACK=1`` re-raises it), 130 for Ctrl-C or SIGTERM.
+    ``own_signals``: a command-line run owns the process and turns SIGTERM into the clean-up of
+    Ctrl-C; a caller of ``main(argv)`` keeps its own handlers."""
+    from models.atomic import LockedError
+
+    formatwarning, warnings.formatwarning = warnings.formatwarning, one_line_warning
+    if own_signals:
+        signal.signal(signal.SIGTERM, _terminate)
+    try:
+        return func(args)
+    except (ValueError, KeyError, FileNotFoundError, FileExistsError, IsADirectoryError,
+            NotADirectoryError, PermissionError) as exc:
+        msg = os_error_message(exc) if isinstance(exc, OSError) else exc
+        print(f"topicir {command}: error: {msg}", file=sys.stderr)
+        return 2
+    except (LockedError, OSError) as exc:
+        msg = os_error_message(exc) if isinstance(exc, OSError) else exc
+        print(f"topicir {command}: error: {msg}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"topicir {command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug: one line for users, the traceback on request
+        if os.environ.get("TOPICIR_TRACEBACK"):
+            raise
+        print(f"topicir {command}: internal error: {type(exc).__name__}: {exc} "
+              f"(TOPICIR_TRACEBACK=1 shows the traceback; please report it)", file=sys.stderr)
+        return 1
+    finally:
+        warnings.formatwarning = formatwarning
