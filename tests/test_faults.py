@@ -40,6 +40,24 @@ def kill_at_random(args, rng, lo, hi) -> int:
     return proc.returncode
 
 
+def kill_while_training(args, ckpt: Path, rng) -> int:
+    """Start ``topicir train ARGS``; once it has written a checkpoint (it is then mid-training,
+    whatever the machine's load), SIGKILL it after a random further delay. Its return code."""
+    before = ckpt.stat().st_mtime_ns if ckpt.exists() else 0
+    proc = topicir(*args)
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and time.monotonic() < deadline:
+        if ckpt.exists() and ckpt.stat().st_mtime_ns != before:
+            break
+        time.sleep(0.01)
+    try:
+        proc.wait(timeout=rng.uniform(0.0, 0.5))
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    return proc.returncode
+
+
 def leftovers(directory: Path) -> list[str]:
     """Hidden temporaries and build directories below ``directory`` (lock files excepted)."""
     return sorted(str(p.relative_to(directory)) for p in directory.rglob(".*")
@@ -65,13 +83,14 @@ def test_kill_9_of_train_resumes_to_the_uninterrupted_model(tmp_path):
     index = build_index([DATA / "docs.trec"], tmp_path / "mini")
     out = tmp_path / "models" / "lda.npz"
     args = ["train", "lda", "--index", index.path, "--out", out, "--topics", 3, "--chains", 2,
-            "--iterations", 200, "--threads", 1]
-    codes = [kill_at_random(args, rng, 0.5, 3.5) for _ in range(TRIALS)]
+            "--iterations", 3000, "--checkpoint-every", 2, "--threads", 1]
+    ckpt = out.with_name(out.name + ".ckpt")
+    codes = [kill_while_training(args, ckpt, rng) for _ in range(TRIALS)]
     assert codes.count(-signal.SIGKILL) >= 3, f"seed {SEED + 1}: too few kills landed: {codes}"
     proc = topicir(*args)
     assert proc.wait(timeout=600) == 0, f"seed {SEED + 1}: {proc.stderr.read()}"
     assert leftovers(out.parent) == [] and sorted(p.name for p in out.parent.iterdir()) == [".lda.npz.lock", "lda.npz"]
-    alone = LDA(n_topics=3, n_chains=2, n_iter=200, seed=0, n_jobs=1).fit(index_corpus(index))
+    alone = LDA(n_topics=3, n_chains=2, n_iter=3000, seed=0, n_jobs=1).fit(index_corpus(index))
     got = load_model(out, index)
     terms = np.arange(index.stats.n_terms)
     np.testing.assert_array_equal(got.p_w_d(terms), alone.p_w_d(terms), err_msg=f"seed {SEED + 1}: {codes}")

@@ -59,8 +59,9 @@ def _choices(type_line: str):
     return [c.strip().strip("'\"") for c in m.group(1).split(",") if c.strip()]
 
 
-def _number(kind):
-    """A parser for one number that refuses inf and nan (a NaN prior only fails much later)."""
+def _number(kind, minimum=None):
+    """A parser for one number that refuses inf and nan (a NaN prior only fails much later) and,
+    with ``minimum``, smaller values (counts such as ``--threads``)."""
     def parse(text: str):
         try:
             value = kind(text)
@@ -69,6 +70,8 @@ def _number(kind):
                                              f"got {text!r}") from None
         if isinstance(value, float) and not math.isfinite(value):
             raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+        if minimum is not None and value < minimum:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text!r}")
         return value
     parse.__name__ = kind.__name__
     return parse
@@ -93,7 +96,8 @@ def add_estimator_args(parser: argparse.ArgumentParser, cls) -> list[str]:
             if choices is not None:
                 kind = str
             elif isinstance(default, int) or "int" in type_line.split(" or ")[0]:
-                kind = _number(int)
+                # counts (n_*) and periods (*_every) are at least 1
+                kind = _number(int, 1 if name.startswith("n_") or name.endswith("_every") else None)
             elif isinstance(default, float) or "float" in type_line:
                 kind = _number(float)
             else:
