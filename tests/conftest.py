@@ -1,9 +1,11 @@
+import os
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = ROOT.parent / "shared" / "data"
+# TOPICIR_SHARED_DATA points elsewhere, e.g. from a worktree that has no ../shared beside it
+SHARED_DATA = Path(os.environ.get("TOPICIR_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
 
 @pytest.fixture(scope="session")
