@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..core.baselines import BASELINES, run_baseline
 from ..core.ranking import DEPTH, RUNS_DIR, run_name, run_topics, save_run
-from ..core.evaluate import DEFAULT_MEASURES, aggregate, check_topics, judged_topics
+from ..core.evaluate import DEFAULT_MEASURES, aggregate, check_topics
 from ..core.index import Index
 from ..core.scoring import MU
 from ..core.trec import Qrel, ScoredDoc, Topic
@@ -14,6 +14,8 @@ from ..core.trec import Qrel, ScoredDoc, Topic
 log = logging.getLogger(__name__)
 
 METHODS = ("ql",) + BASELINES
+R_NOTE = ("R@1000: exact QL and topic-smoothed runs rank every document, Lucene runs (QLD, BM25, BM25+RM3) only "
+          "documents matching a query term; their recall at 1000 is not comparable.")
 LABELS = {"ql": "QL (exact Dirichlet)", "qld": "Lucene QLD", "bm25": "BM25", "bm25+rm3": "BM25+RM3"}
 
 
@@ -28,10 +30,9 @@ def produce_run(index: Index, topics: list[Topic], method: str, *, field: str = 
 def compare(index: Index, topics: list[Topic], qrels: list[Qrel], *, methods=METHODS,
             field: str = "title", mu: float = MU, depth: int = DEPTH, measures=DEFAULT_MEASURES,
             topics_name: str = "topics", runs_dir: Path | None = RUNS_DIR) -> list[dict]:
-    """Run each method on the judged topics, save the runs, and return one row of measures per method."""
+    """Run each method on every topic (as ``topicir run`` does), save the runs, and return one row of
+    measures per method; the means are over the judged topics (see :mod:`retrieval.core.evaluate`)."""
     check_topics(qrels, [t.qid for t in topics], topics_name)
-    judged = judged_topics(qrels)
-    topics = [t for t in topics if t.qid in judged]
     rows = []
     for method in methods:
         run = produce_run(index, topics, method, field=field, mu=mu, depth=depth)

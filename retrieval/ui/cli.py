@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
 import warnings
@@ -45,7 +46,9 @@ def cmd_run(args) -> int:
     out_dir = Path(args.out_dir)
     if args.baseline:
         run = run_baseline(index, topics, args.baseline, field=args.field, depth=args.depth, mu=args.mu[0])
-        path = Path(args.out) if args.out else out_dir / run_name(f"{index.name}.{tname}.{args.field}", args.baseline)
+        params = {"mu": f"{args.mu[0]:g}"} if args.baseline == "qld" else {}  # as `topicir compare` names it
+        path = Path(args.out) if args.out else out_dir / run_name(f"{index.name}.{tname}.{args.field}", args.baseline,
+                                                                  **params)
         print(save_run(run, path, tag=args.tag or f"topicir-{args.baseline}", depth=args.depth))
         return 0
     model, model_name, lams = None, "ql", [1.0]
@@ -113,12 +116,13 @@ def cmd_iterations(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    from ..core.evaluate import aggregate, per_topic
-    from ..experiments.compare import format_table
+    from ..core.evaluate import aggregate, judged_topics, parse_measures, per_topic
+    from ..experiments.compare import R_NOTE, format_table
     from ..core.sources import load_qrels
     from ..core.trec import read_run
 
     qrels = load_qrels(args.qrels)
+    judged = judged_topics(qrels)
     rows = []
     for path in args.runs:
         run = read_run(Path(path))
@@ -126,21 +130,31 @@ def cmd_eval(args) -> int:
             table = per_topic(run, qrels, args.measures)
             qids = sorted(next(iter(table.values())), key=lambda q: (len(q), q))
             print(format_table([{"topic": q, **{m: v[q] for m, v in table.items()}} for q in qids], title=path))
-        rows.append({"run": Path(path).name, **aggregate(run, qrels, args.measures)})
-    print(format_table(rows, title=f"qrels: {args.qrels}"))
+        ranked = len(judged & {r.qid for r in run})
+        rows.append({"run": Path(path).name, **aggregate(run, qrels, args.measures), "topics": len(judged),
+                     "ranked": ranked})
+    print(format_table(rows, title=f"qrels: {args.qrels}; means over the {len(judged)} judged topics (with a "
+                                   f"relevant document); 'ranked': how many of them the run has (the rest count 0)"))
+    if "R@1000" in {str(m) for m in parse_measures(args.measures)}:
+        print(R_NOTE)
     return 0
 
 
 def cmd_compare(args) -> int:
-    from ..experiments.compare import compare, format_table
+    from ..core.evaluate import judged_topics, parse_measures
+    from ..experiments.compare import R_NOTE, compare, format_table
     from ..core.index import Index
     from ..core.sources import load_qrels, load_topics
 
     index = Index(args.index)
-    rows = compare(index, load_topics(args.topics), load_qrels(args.qrels), methods=args.methods,
+    qrels = load_qrels(args.qrels)
+    rows = compare(index, load_topics(args.topics), qrels, methods=args.methods,
                    field=args.field, mu=args.mu, depth=args.depth, measures=args.measures,
                    topics_name=_topics_name(args.topics))
-    print(format_table(rows, title=f"{index.name}: {args.topics} ({args.field})"))
+    print(format_table(rows, title=f"{index.name}: {args.topics} ({args.field}); means over the "
+                                   f"{len(judged_topics(qrels))} judged topics"))
+    if "R@1000" in {str(m) for m in parse_measures(args.measures)}:
+        print(R_NOTE)
     return 0
 
 
@@ -248,7 +262,10 @@ def cmd_comp5(args) -> int:
 def cmd_demo(args) -> int:
     from .demo import run_demo
 
-    print(run_demo(Path(args.indexes), args.dataset))
+    train = {k: v for k, v in (("n_topics", args.k), ("n_iter", args.iterations)) if v is not None}
+    if args.iterations is not None:  # keep the demo's sample schedule inside a shorter run
+        train.update(burn_in=args.iterations // 2, sample_every=max(1, args.iterations // 4))
+    print(run_demo(Path(args.indexes), args.dataset, progress=not args.quiet, **train))
     return 0
 
 
@@ -297,7 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(prog="topicir", description="Topic-model-smoothed query likelihood over Lucene indexes.")
     p.add_argument("--version", action="version", version=f"topicir {__version__}")
-    p.add_argument("-q", "--quiet", action="store_true", help="log warnings only")
+    p.add_argument("-q", "--quiet", action="store_true", help="log warnings only, no progress bars")
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("index", help="index TREC SGML files/dirs (plain or .gz), JSON lines, or irds:<id>")
@@ -370,7 +387,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--csv", help="also write the table as CSV (for topicir report --iterations)")
     s.set_defaults(func=cmd_iterations)
 
-    s = sub.add_parser("eval", help="evaluate TREC runs with ir-measures")
+    s = sub.add_parser("eval", help="evaluate TREC runs with ir-measures: means over the judged topics "
+                                     "(those with a relevant document); a judged topic missing from a run counts 0",
+                       description="Evaluate TREC runs with ir-measures. Each mean is over the judged topics of "
+                                   "the qrels (topics with at least one relevant document), printed as 'topics'; "
+                                   "judged topics a run lacks count 0 ('ranked' says how many it has).")
     s.add_argument("runs", nargs="+")
     s.add_argument("--qrels", required=True, help="TREC qrels file or irds:<id>")
     s.add_argument("--measures", nargs="+", default=list(DEFAULT_MEASURES), help="e.g. MAP P@10 nDCG@10 R@1000")
@@ -406,9 +427,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--sample-every", type=int, default=10)
     s.set_defaults(func=cmd_smoothing)
 
-    s = sub.add_parser("demo", help="index Cranfield (ir_datasets), run its 225 topics, print MAP")
+    s = sub.add_parser("demo", help="index Cranfield (ir_datasets), train a small LDA, print QL, BM25, "
+                                     "BM25+RM3 and LDA smoothing with t-tests against QL")
     s.add_argument("--dataset", default=DATASET)
     s.add_argument("--indexes", default="indexes")
+    s.add_argument("--k", type=int, help="LDA topics (default: the demo's 100)")
+    s.add_argument("--iterations", type=int, help="LDA sweeps (default: the demo's 60)")
     s.set_defaults(func=cmd_demo)
 
     s = sub.add_parser("console", help="interactive queries: hits with snippets, score breakdowns, settings on the fly")
@@ -473,13 +497,35 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+@contextlib.contextmanager
+def _progress_bars(enabled: bool):
+    """With ``-q`` every tqdm bar of the command is disabled (library calls pass ``disable=`` themselves,
+    so tqdm's TQDM_DISABLE cannot reach them); a log redirected to a file then has no ``\\r`` lines."""
+    if enabled:
+        yield
+        return
+    from tqdm import std
+
+    init = std.tqdm.__init__
+
+    def quiet_init(self, *a, **kw):
+        init(self, *a, **dict(kw, disable=True))
+
+    std.tqdm.__init__ = quiet_init
+    try:
+        yield
+    finally:
+        std.tqdm.__init__ = init
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     warnings.simplefilter("default")
     try:
-        return args.func(args)
+        with _progress_bars(not args.quiet):
+            return args.func(args)
     except (ValueError, KeyError, FileNotFoundError, FileExistsError) as exc:
         print(f"topicir {args.command}: error: {exc}", file=sys.stderr)
         return 2
