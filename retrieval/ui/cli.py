@@ -407,7 +407,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_compare)
 
     s = sub.add_parser("regressions", help="build and check every shared test collection")
-    s.add_argument("--data", default="../shared/data")
+    s.add_argument("--data", required=True, help="folder of the shared test collections "
+                   "(<name>/docs, topics.trec, qrels.txt), e.g. ../shared/data in the project's checkout")
     s.add_argument("--indexes", default="indexes")
     s.add_argument("--collections", nargs="+", default=list(COLLECTIONS), choices=COLLECTIONS)
     s.set_defaults(func=cmd_regressions)
@@ -415,7 +416,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("smoothing", help="topic smoothing vs QL on the shared collections (LOCO-tuned K and lam)")
     s.add_argument("--kind", choices=("lda", "pam", "tcm"), default="lda",
                    help="pam, tcm: QL, LDA and PAM (TCM) side by side")
-    s.add_argument("--data", default="../shared/data")
+    s.add_argument("--data", required=True, help="folder of the shared test collections "
+                   "(<name>/docs, topics.trec, qrels.txt), e.g. ../shared/data in the project's checkout")
     s.add_argument("--indexes", default="indexes")
     s.add_argument("--collections", nargs="+", default=list(COLLECTIONS), choices=COLLECTIONS)
     s.add_argument("--k", type=lambda t: [int(x) for x in t.split(",")], default=[100, 200, 400, 800])
@@ -483,7 +485,8 @@ def build_parser() -> argparse.ArgumentParser:
     for name, func, what in (("heldout", cmd_heldout, "held-out likelihood (empirical likelihood) of LDA and PAM on comp5"),
                              ("comp5", cmd_comp5, "20 Newsgroups comp5 classification with LDA and PAM (paper Table 6)")):
         s = sub.add_parser(name, help=what)
-        s.add_argument("--data", default="../shared/data/20news/20news-bydate.tar.gz")
+        s.add_argument("--data", required=True, help="20news-bydate.tar.gz (e.g. ../shared/data/20news/ "
+                       "in the project's checkout)")
         s.add_argument("--kinds", nargs="+", default=["lda", "pam"], choices=("lda", "pam"))
         s.add_argument("--samples", type=int, default=1000, help="documents sampled for the empirical likelihood")
         s.add_argument("--seed", type=int, default=0)
