@@ -9,8 +9,8 @@ in-process, in README order, in one scratch directory, after these rewrite rules
 2. One collection: every shared collection named in an index path (``indexes/cacm``), a data path
    (``.../cacm/topics.trec``) or ``--collections`` becomes med (1,033 documents).
 3. Trainings are shortened: ``train`` gets 10 topics (PAM: 2 super-, 8 sub-topics), 1 chain,
-   4 sweeps, burn-in 2, a sample every sweep; ``smoothing`` K = 10 with the same schedule;
-   ``make demo`` is ``topicir demo --k 10 --iterations 4``.
+   3 sweeps, burn-in 2, a sample every sweep (so one sample); ``smoothing`` K = 10 with the same
+   schedule; ``make demo`` is ``topicir demo --k 10 --iterations 3``.
 4. A model file a command names that no earlier command wrote (its name records the printed,
    not the shortened, settings) is the newest model of that kind on that index, or, if there is
    none, a shortened model trained there first.
@@ -45,7 +45,7 @@ SMALL = "med"
 COLLECTIONS = ("med", "cran", "cisi", "cacm", "npl", "scifact", "adi")
 SLOW = {"bench", "comp5", "heldout"}
 NOT_RUN = {("make", "test"), ("make", "install"), ("pip", "install")}
-SHORT_TRAIN = {"--chains": "1", "--iterations": "4", "--burn-in": "2", "--sample-every": "1"}
+SHORT_TRAIN = {"--chains": "1", "--iterations": "3", "--burn-in": "2", "--sample-every": "1"}
 SHORT_SIZE = {"lda": {"--topics": "10"}, "tcm": {"--topics": "10"}, "pam": {"--super": "2", "--sub": "8"}}
 MODEL_PATH = re.compile(r"indexes/([\w.+-]+)/models/(\w+)-[\w.+-]*\.npz")
 
@@ -83,7 +83,10 @@ def readme_blocks(text: str) -> list[Block]:
         first = body[0][1].lstrip()
         if first.startswith(("import ", "from ")):
             blocks.append(Block(body[0][0], "python", tuple(body)))
-        elif any(t.split()[0] in COMMAND_WORDS for _, t in body):
+        elif any(t.split()[0] in COMMAND_WORDS for _, t in body) or all(
+                re.fullmatch(r"[a-z][\w.-]*", t.split()[0]) and len(t.split()) > 1 and t.split()[1] != "="
+                for _, t in body):
+            # a block of command-like lines even if no rule knows the program: fails loudly in rewrite
             blocks.append(Block(body[0][0], "shell", tuple(body)))
     return blocks
 
@@ -123,7 +126,7 @@ def rewrite(argv: list[str], data: Path) -> list[str] | None:
     if tuple(argv[:2]) in NOT_RUN:
         return None
     if argv[:2] == ["make", "demo"]:
-        return ["demo", "--k", "10", "--iterations", "4"]
+        return ["demo", "--k", "10", "--iterations", "3"]
     if argv[:3] == ["python", "-m", "retrieval"]:
         argv = ["topicir", *argv[3:]]
     if argv[0] != "topicir":
@@ -180,7 +183,7 @@ def _ensure_models(argv: list[str], data: Path) -> list[str]:
             else:
                 size = {"pam": dict(n_super=2, n_sub=8)}.get(kind, dict(n_topics=10))
                 train_model(Index(Path("indexes") / name), kind, arg, progress=False, checkpoint=False,
-                            n_chains=1, n_iter=4, burn_in=2, sample_every=1, **size)
+                            n_chains=1, n_iter=3, burn_in=2, sample_every=1, **size)
         out.append(arg)
     return out
 
@@ -238,3 +241,22 @@ def test_readme_command_runs(command, workspace, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert rc == 0, f"README.md:{line_no}: topicir {' '.join(argv)} exited {rc}\n{err.getvalue()[-2000:]}"
     assert out.strip(), f"README.md:{line_no}: topicir {' '.join(argv)} printed nothing"
+
+
+def test_blocks_and_rules_on_a_made_up_readme(tmp_path):
+    text = ("# t\n\n    score(d) = sum of log P(w|d)\n\ntext\n\n    topicir run --index indexes/cacm  # QL\n"
+            "    make test\n\n```sh\npython -m retrieval smoothing --data ../shared/data --collections cacm npl\n```\n\n"
+            "    import pyterrier as pt\n    print(1)\n\nmore\n\n    docker run x\n")
+    blocks = readme_blocks(text)
+    assert [(b.line, b.kind, len(b.lines)) for b in blocks] == [(7, "shell", 2), (11, "shell", 1), (14, "python", 2),
+                                                                  (19, "shell", 1)]
+    data = tmp_path
+    assert rewrite(shlex.split(blocks[0].lines[0][1], comments=True), data) == ["run", "--index", "indexes/med"]
+    assert rewrite(["make", "test"], data) is None
+    smoothing = rewrite(shlex.split(blocks[1].lines[0][1]), data)
+    assert smoothing[:5] == ["smoothing", "--data", str(data), "--collections", "med"]
+    assert smoothing[5:] == ["--k", "10", "--chains", "1", "--iterations", "3", "--burn-in", "2", "--sample-every", "1"]
+    train = rewrite(["topicir", "train", "pam", "--index", "indexes/cran", "--sub", "800", "--iterations", "100"], data)
+    assert train[:8] == ["train", "pam", "--index", "indexes/med", "--sub", "8", "--iterations", "3"]
+    with pytest.raises(AssertionError, match="no README rule for 'docker run x'"):
+        rewrite(["docker", "run", "x"], data)
