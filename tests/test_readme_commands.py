@@ -18,7 +18,8 @@ in-process, in README order, in one scratch directory, after these rewrite rules
    ``irds:<name>``); ``topicir index`` onto an existing index gets ``--force``.
 6. ``topicir console`` reads ``#1`` and ``:why 1`` from stdin; globs are expanded as a shell would.
 7. Not run: ``make test`` (this suite), ``make install`` and ``pip install`` (the test setup has
-   installed). Marked slow (``pytest --runslow``): ``bench``, ``comp5``, ``heldout`` (minutes).
+   installed). Marked slow (``pytest --runslow``): ``bench``, ``comp5``, ``heldout`` (minutes) and
+   ``regressions`` (minutes; tests/test_regressions.py runs it collection by collection).
 
 A command line no rule knows fails the test: add a rule here when the README gains one.
 """
@@ -43,7 +44,7 @@ README = ROOT / "README.md"
 COMMAND_WORDS = ("topicir", "python", "make", "pip")
 SMALL = "med"
 COLLECTIONS = ("med", "cran", "cisi", "cacm", "npl", "scifact", "adi")
-SLOW = {"bench", "comp5", "heldout"}
+SLOW = {"bench", "comp5", "heldout", "regressions"}
 NOT_RUN = {("make", "test"), ("make", "install"), ("pip", "install")}
 SHORT_TRAIN = {"--chains": "1", "--iterations": "3", "--burn-in": "2", "--sample-every": "1"}
 SHORT_SIZE = {"lda": {"--topics": "10"}, "tcm": {"--topics": "10"}, "pam": {"--super": "2", "--sub": "8"}}
