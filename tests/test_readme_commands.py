@@ -17,6 +17,7 @@ in-process, in README order, in one scratch directory, after these rewrite rules
 5. An index a command names that does not exist yet is built first (shared collection, or
    ``irds:<name>``); ``topicir index`` onto an existing index gets ``--force``.
 6. ``topicir console`` reads ``#1`` and ``:why 1`` from stdin; globs are expanded as a shell would.
+   The commands ``make demo`` prints to go on with run too, as printed.
 7. Not run: ``make test`` (this suite), ``make install`` and ``pip install`` (the test setup has
    installed). Marked slow (``pytest --runslow``): ``bench``, ``comp5``, ``heldout`` (minutes) and
    ``regressions`` (minutes; tests/test_regressions.py runs it collection by collection).
@@ -242,6 +243,15 @@ def test_readme_command_runs(command, workspace, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert rc == 0, f"README.md:{line_no}: topicir {' '.join(argv)} exited {rc}\n{err.getvalue()[-2000:]}"
     assert out.strip(), f"README.md:{line_no}: topicir {' '.join(argv)} printed nothing"
+    if argv[0] == "demo":  # its table, and the next commands it prints run as pasted
+        assert all(m in out for m in ("QL (exact Dirichlet)", "BM25+RM3", "LDA smoothing", "p vs QL"))
+        pasted = [shlex.split(line)[1:] for line in out.splitlines() if line.startswith("    topicir ")]
+        assert [a[0] for a in pasted] == ["console", "report"]
+        monkeypatch.setattr(sys, "stdin", io.StringIO("#1\n:why 1\n"))
+        for args in pasted:
+            with contextlib.redirect_stderr(io.StringIO()) as err:
+                assert main(args) == 0, f"demo's next command topicir {' '.join(args)}:\n{err.getvalue()[-2000:]}"
+        assert "AP" in capsys.readouterr().out  # the console's topic #1 with its AP
 
 
 def test_blocks_and_rules_on_a_made_up_readme(tmp_path):
