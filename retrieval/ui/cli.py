@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
 import sys
 import warnings
@@ -47,8 +46,7 @@ def cmd_run(args) -> int:
     if args.baseline:
         run = run_baseline(index, topics, args.baseline, field=args.field, depth=args.depth, mu=args.mu[0])
         params = {"mu": f"{args.mu[0]:g}"} if args.baseline == "qld" else {}  # as `topicir compare` names it
-        path = Path(args.out) if args.out else out_dir / run_name(f"{index.name}.{tname}.{args.field}", args.baseline,
-                                                                  **params)
+        path = Path(args.out or out_dir / run_name(f"{index.name}.{tname}.{args.field}", args.baseline, **params))
         print(save_run(run, path, tag=args.tag or f"topicir-{args.baseline}", depth=args.depth))
         return 0
     model, model_name, lams = None, "ql", [1.0]
@@ -116,33 +114,15 @@ def cmd_iterations(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    from ..core.evaluate import aggregate, judged_topics, parse_measures, per_topic
-    from ..experiments.compare import R_NOTE, format_table
-    from ..core.sources import load_qrels
-    from ..core.trec import read_run
+    from ..experiments.compare import eval_report
 
-    qrels = load_qrels(args.qrels)
-    judged = judged_topics(qrels)
-    rows = []
-    for path in args.runs:
-        run = read_run(Path(path))
-        if args.per_topic:
-            table = per_topic(run, qrels, args.measures)
-            qids = sorted(next(iter(table.values())), key=lambda q: (len(q), q))
-            print(format_table([{"topic": q, **{m: v[q] for m, v in table.items()}} for q in qids], title=path))
-        ranked = len(judged & {r.qid for r in run})
-        rows.append({"run": Path(path).name, **aggregate(run, qrels, args.measures), "topics": len(judged),
-                     "ranked": ranked})
-    print(format_table(rows, title=f"qrels: {args.qrels}; means over the {len(judged)} judged topics (with a "
-                                   f"relevant document); 'ranked': how many of them the run has (the rest count 0)"))
-    if "R@1000" in {str(m) for m in parse_measures(args.measures)}:
-        print(R_NOTE)
+    print(eval_report(args.runs, args.qrels, args.measures, per_topic=args.per_topic))
     return 0
 
 
 def cmd_compare(args) -> int:
-    from ..core.evaluate import judged_topics, parse_measures
-    from ..experiments.compare import R_NOTE, compare, format_table
+    from ..core.evaluate import judged_topics
+    from ..experiments.compare import compare, format_table, recall_note
     from ..core.index import Index
     from ..core.sources import load_qrels, load_topics
 
@@ -153,8 +133,7 @@ def cmd_compare(args) -> int:
                    topics_name=_topics_name(args.topics))
     print(format_table(rows, title=f"{index.name}: {args.topics} ({args.field}); means over the "
                                    f"{len(judged_topics(qrels))} judged topics"))
-    if "R@1000" in {str(m) for m in parse_measures(args.measures)}:
-        print(R_NOTE)
+    print(recall_note(args.measures), end="")
     return 0
 
 
@@ -262,10 +241,7 @@ def cmd_comp5(args) -> int:
 def cmd_demo(args) -> int:
     from .demo import run_demo
 
-    train = {k: v for k, v in (("n_topics", args.k), ("n_iter", args.iterations)) if v is not None}
-    if args.iterations is not None:  # keep the demo's sample schedule inside a shorter run
-        train.update(burn_in=args.iterations // 2, sample_every=max(1, args.iterations // 4))
-    print(run_demo(Path(args.indexes), args.dataset, progress=not args.quiet, **train))
+    print(run_demo(Path(args.indexes), args.dataset, k=args.k, iterations=args.iterations))
     return 0
 
 
@@ -387,11 +363,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--csv", help="also write the table as CSV (for topicir report --iterations)")
     s.set_defaults(func=cmd_iterations)
 
-    s = sub.add_parser("eval", help="evaluate TREC runs with ir-measures: means over the judged topics "
-                                     "(those with a relevant document); a judged topic missing from a run counts 0",
-                       description="Evaluate TREC runs with ir-measures. Each mean is over the judged topics of "
-                                   "the qrels (topics with at least one relevant document), printed as 'topics'; "
-                                   "judged topics a run lacks count 0 ('ranked' says how many it has).")
+    what = ("evaluate TREC runs with ir-measures: means over the judged topics (with a relevant document, "
+            "column 'topics'); judged topics a run lacks count 0")
+    s = sub.add_parser("eval", help=what, description=what)
     s.add_argument("runs", nargs="+")
     s.add_argument("--qrels", required=True, help="TREC qrels file or irds:<id>")
     s.add_argument("--measures", nargs="+", default=list(DEFAULT_MEASURES), help="e.g. MAP P@10 nDCG@10 R@1000")
@@ -407,8 +381,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_compare)
 
     s = sub.add_parser("regressions", help="build and check every shared test collection")
-    s.add_argument("--data", required=True, help="folder of the shared test collections "
-                   "(<name>/docs, topics.trec, qrels.txt), e.g. ../shared/data in the project's checkout")
+    s.add_argument("--data", required=True, help="shared collections' folder, e.g. ../shared/data")
     s.add_argument("--indexes", default="indexes")
     s.add_argument("--collections", nargs="+", default=list(COLLECTIONS), choices=COLLECTIONS)
     s.set_defaults(func=cmd_regressions)
@@ -416,8 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("smoothing", help="topic smoothing vs QL on the shared collections (LOCO-tuned K and lam)")
     s.add_argument("--kind", choices=("lda", "pam", "tcm"), default="lda",
                    help="pam, tcm: QL, LDA and PAM (TCM) side by side")
-    s.add_argument("--data", required=True, help="folder of the shared test collections "
-                   "(<name>/docs, topics.trec, qrels.txt), e.g. ../shared/data in the project's checkout")
+    s.add_argument("--data", required=True, help="shared collections' folder, e.g. ../shared/data")
     s.add_argument("--indexes", default="indexes")
     s.add_argument("--collections", nargs="+", default=list(COLLECTIONS), choices=COLLECTIONS)
     s.add_argument("--k", type=lambda t: [int(x) for x in t.split(",")], default=[100, 200, 400, 800])
@@ -429,8 +401,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--sample-every", type=int, default=10)
     s.set_defaults(func=cmd_smoothing)
 
-    s = sub.add_parser("demo", help="index Cranfield (ir_datasets), train a small LDA, print QL, BM25, "
-                                     "BM25+RM3 and LDA smoothing with t-tests against QL")
+    s = sub.add_parser("demo", help="Cranfield: QL, BM25, BM25+RM3 and LDA smoothing with t-tests against QL")
     s.add_argument("--dataset", default=DATASET)
     s.add_argument("--indexes", default="indexes")
     s.add_argument("--k", type=int, help="LDA topics (default: the demo's 100)")
@@ -485,8 +456,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, func, what in (("heldout", cmd_heldout, "held-out likelihood (empirical likelihood) of LDA and PAM on comp5"),
                              ("comp5", cmd_comp5, "20 Newsgroups comp5 classification with LDA and PAM (paper Table 6)")):
         s = sub.add_parser(name, help=what)
-        s.add_argument("--data", required=True, help="20news-bydate.tar.gz (e.g. ../shared/data/20news/ "
-                       "in the project's checkout)")
+        s.add_argument("--data", required=True, help="20news-bydate.tar.gz, e.g. in ../shared/data/20news")
         s.add_argument("--kinds", nargs="+", default=["lda", "pam"], choices=("lda", "pam"))
         s.add_argument("--samples", type=int, default=1000, help="documents sampled for the empirical likelihood")
         s.add_argument("--seed", type=int, default=0)
@@ -500,34 +470,15 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-@contextlib.contextmanager
-def _progress_bars(enabled: bool):
-    """With ``-q`` every tqdm bar of the command is disabled (library calls pass ``disable=`` themselves,
-    so tqdm's TQDM_DISABLE cannot reach them); a log redirected to a file then has no ``\\r`` lines."""
-    if enabled:
-        yield
-        return
-    from tqdm import std
-
-    init = std.tqdm.__init__
-
-    def quiet_init(self, *a, **kw):
-        init(self, *a, **dict(kw, disable=True))
-
-    std.tqdm.__init__ = quiet_init
-    try:
-        yield
-    finally:
-        std.tqdm.__init__ = init
-
-
 def main(argv=None) -> int:
+    from .progress import progress_bars
+
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     warnings.simplefilter("default")
     try:
-        with _progress_bars(not args.quiet):
+        with progress_bars(not args.quiet):
             return args.func(args)
     except (ValueError, KeyError, FileNotFoundError, FileExistsError) as exc:
         print(f"topicir {args.command}: error: {exc}", file=sys.stderr)

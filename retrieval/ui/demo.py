@@ -44,9 +44,13 @@ def _p_value(ap: dict[str, float], base: dict[str, float]) -> float:
 
 
 def run_demo(indexes: Path = Path("indexes"), dataset: str = DATASET, *, runs_dir: Path = RUNS_DIR,
-             lam: float = DEMO_LAM, progress: bool = True, **train) -> str:
+             lam: float = DEMO_LAM, k: int | None = None, iterations: int | None = None) -> str:
     """Run the demo and return its report (tables, files written, next commands) as text.
-    ``train`` overrides :data:`DEMO_TRAIN` (e.g. ``n_iter``)."""
+    ``k`` and ``iterations`` override :data:`DEMO_TRAIN`'s LDA size and sweeps (a shorter run
+    keeps burn-in at half the sweeps and a sample every quarter)."""
+    train = dict(DEMO_TRAIN, **({"n_topics": k} if k else {}))
+    if iterations:
+        train.update(n_iter=iterations, burn_in=iterations // 2, sample_every=max(1, iterations // 4))
     start = time.perf_counter()
     name = dataset.removeprefix("irds:").replace("/", "-")
     index = _ensure_index(dataset, Path(indexes) / name)
@@ -60,8 +64,7 @@ def run_demo(indexes: Path = Path("indexes"), dataset: str = DATASET, *, runs_di
     base = per_topic(_read(ql_path), qrels, ["AP"])["AP"]
 
     t0 = time.perf_counter()
-    model, model_path = train_model(index, "lda", None, checkpoint=False, progress=progress,
-                                    **dict(DEMO_TRAIN, **train))
+    model, model_path = train_model(index, "lda", None, checkpoint=False, **train)
     train_s = time.perf_counter() - t0
     lda_run = run_topics(index, topics, lam=lam, model=model, progress=False)
     lda_path = save_run(lda_run, runs_dir / run_name(prefix, model_path.stem, mu=f"{MU:g}", lam=f"{lam:g}"),
