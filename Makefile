@@ -1,4 +1,4 @@
-# Quick start:  make demo   (index Cranfield, run its 225 topics, print MAP)
+# Quick start:  make demo   (index Cranfield, train a small LDA, print QL, BM25, BM25+RM3 and LDA smoothing)
 #               make test   (the test suite)
 # Both install topicir and its dependencies into the current Python first (idempotent).
 PYTHON ?= python3

@@ -1,9 +1,11 @@
+import os
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = ROOT.parent / "shared" / "data"
+# TOPICIR_SHARED_DATA points elsewhere, e.g. from a worktree that has no ../shared beside it
+SHARED_DATA = Path(os.environ.get("TOPICIR_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
 
 @pytest.fixture(scope="session")
@@ -26,3 +28,16 @@ def med_index(shared_data, shared_indexes):
     from retrieval.experiments.regressions import ensure_index
 
     return ensure_index(shared_data, "med", shared_indexes)
+
+
+def pytest_addoption(parser):
+    parser.addoption("--runslow", action="store_true", help="also run tests marked slow (e.g. README benchmark commands)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--runslow"):
+        return
+    skip = pytest.mark.skip(reason="slow: run with --runslow")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)

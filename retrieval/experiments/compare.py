@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..core.baselines import BASELINES, run_baseline
 from ..core.ranking import DEPTH, RUNS_DIR, run_name, run_topics, save_run
-from ..core.evaluate import DEFAULT_MEASURES, aggregate, check_topics, judged_topics
+from ..core.evaluate import DEFAULT_MEASURES, aggregate, check_topics
 from ..core.index import Index
 from ..core.scoring import MU
 from ..core.trec import Qrel, ScoredDoc, Topic
@@ -14,6 +14,17 @@ from ..core.trec import Qrel, ScoredDoc, Topic
 log = logging.getLogger(__name__)
 
 METHODS = ("ql",) + BASELINES
+R_NOTE = ("R@1000: exact QL and topic-smoothed runs rank every document, Lucene runs (QLD, BM25, BM25+RM3) only "
+          "documents matching a query term; their recall at 1000 is not comparable.")
+
+
+def recall_note(measures) -> str:
+    """:data:`R_NOTE` plus a newline when ``measures`` include R@1000, else ""."""
+    from ..core.evaluate import parse_measures
+
+    return R_NOTE + "\n" if "R@1000" in {str(m) for m in parse_measures(measures)} else ""
+
+
 LABELS = {"ql": "QL (exact Dirichlet)", "qld": "Lucene QLD", "bm25": "BM25", "bm25+rm3": "BM25+RM3"}
 
 
@@ -28,10 +39,9 @@ def produce_run(index: Index, topics: list[Topic], method: str, *, field: str = 
 def compare(index: Index, topics: list[Topic], qrels: list[Qrel], *, methods=METHODS,
             field: str = "title", mu: float = MU, depth: int = DEPTH, measures=DEFAULT_MEASURES,
             topics_name: str = "topics", runs_dir: Path | None = RUNS_DIR) -> list[dict]:
-    """Run each method on the judged topics, save the runs, and return one row of measures per method."""
+    """Run each method on every topic (as ``topicir run`` does), save the runs, and return one row of
+    measures per method; the means are over the judged topics (see :mod:`retrieval.core.evaluate`)."""
     check_topics(qrels, [t.qid for t in topics], topics_name)
-    judged = judged_topics(qrels)
-    topics = [t for t in topics if t.qid in judged]
     rows = []
     for method in methods:
         run = produce_run(index, topics, method, field=field, mu=mu, depth=depth)
@@ -57,3 +67,27 @@ def format_table(rows: list[dict], title: str | None = None, digits: int = 4) ->
     out = [title] if title else []
     out += [line(header), "  ".join("-" * w for w in widths)] + [line(c) for c in cells]
     return "\n".join(out)
+
+
+def eval_report(runs, qrels_source, measures=DEFAULT_MEASURES, *, per_topic: bool = False) -> str:
+    """``topicir eval``: a table of each run's means over the judged topics of the qrels, with how
+    many topics those are and how many of them the run ranks (the rest count 0); per-topic
+    tables first with ``per_topic``; the R@1000 note when R@1000 is measured."""
+    from ..core.evaluate import judged_topics, per_topic as per_topic_table
+    from ..core.sources import load_qrels
+    from ..core.trec import read_run
+
+    qrels = load_qrels(qrels_source)
+    judged = judged_topics(qrels)
+    out, rows = [], []
+    for path in runs:
+        run = read_run(Path(path))
+        if per_topic:
+            table = per_topic_table(run, qrels, measures)
+            qids = sorted(next(iter(table.values())), key=lambda q: (len(q), q))
+            out.append(format_table([{"topic": q, **{m: v[q] for m, v in table.items()}} for q in qids], title=str(path)))
+        rows.append({"run": Path(path).name, **aggregate(run, qrels, measures), "topics": len(judged),
+                     "ranked": len(judged & {r.qid for r in run})})
+    out.append(format_table(rows, title=f"qrels: {qrels_source}; means over the {len(judged)} judged topics (with a "
+                                        f"relevant document); 'ranked': how many of them the run has (the rest count 0)"))
+    return "\n".join(out) + ("\n" + recall_note(measures).rstrip("\n") if recall_note(measures) else "")

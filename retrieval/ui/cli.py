@@ -44,7 +44,8 @@ def cmd_run(args) -> int:
     _check_writable(Path(args.out).parent if args.out else out_dir)
     if args.baseline:
         run = run_baseline(index, topics, args.baseline, field=args.field, depth=args.depth, mu=args.mu[0])
-        path = Path(args.out) if args.out else out_dir / run_name(f"{index.name}.{tname}.{args.field}", args.baseline)
+        params = {"mu": f"{args.mu[0]:g}"} if args.baseline == "qld" else {}  # as `topicir compare` names it
+        path = Path(args.out or out_dir / run_name(f"{index.name}.{tname}.{args.field}", args.baseline, **params))
         print(save_run(run, path, tag=args.tag or f"topicir-{args.baseline}", depth=args.depth))
         return 0
     model, model_name, lams = None, "ql", [1.0]
@@ -124,38 +125,32 @@ def cmd_iterations(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    from ..core.evaluate import aggregate, per_topic
-    from ..experiments.compare import format_table
-    from ..core.sources import load_qrels
-    from ..core.trec import read_run
     from ..core.evaluate import judged_topics
+    from ..core.sources import load_qrels
+    from ..experiments.compare import eval_report
 
-    qrels = load_qrels(args.qrels)
-    if not judged_topics(qrels):
+    if not judged_topics(load_qrels(args.qrels)):
         raise ValueError(f"{args.qrels}: no relevant judgment (no line with rel > 0); nothing to evaluate. "
                          f"Is this the qrels file?")
-    rows = []
-    for path in args.runs:
-        run = read_run(Path(path))
-        if args.per_topic:
-            table = per_topic(run, qrels, args.measures)
-            qids = sorted(next(iter(table.values())), key=lambda q: (len(q), q))
-            print(format_table([{"topic": q, **{m: v[q] for m, v in table.items()}} for q in qids], title=path))
-        rows.append({"run": Path(path).name, **aggregate(run, qrels, args.measures)})
-    print(format_table(rows, title=f"qrels: {args.qrels}"))
+
+    print(eval_report(args.runs, args.qrels, args.measures, per_topic=args.per_topic))
     return 0
 
 
 def cmd_compare(args) -> int:
-    from ..experiments.compare import compare, format_table
+    from ..core.evaluate import judged_topics
+    from ..experiments.compare import compare, format_table, recall_note
     from ..core.index import Index
     from ..core.sources import load_qrels, load_topics
 
     index = Index(args.index)
-    rows = compare(index, load_topics(args.topics), load_qrels(args.qrels), methods=args.methods,
+    qrels = load_qrels(args.qrels)
+    rows = compare(index, load_topics(args.topics), qrels, methods=args.methods,
                    field=args.field, mu=args.mu, depth=args.depth, measures=args.measures,
                    topics_name=_topics_name(args.topics))
-    print(format_table(rows, title=f"{index.name}: {args.topics} ({args.field})"))
+    print(format_table(rows, title=f"{index.name}: {args.topics} ({args.field}); means over the "
+                                   f"{len(judged_topics(qrels))} judged topics"))
+    print(recall_note(args.measures), end="")
     return 0
 
 
@@ -211,7 +206,7 @@ def cmd_comp5(args) -> int:
 def cmd_demo(args) -> int:
     from .demo import run_demo
 
-    print(run_demo(Path(args.indexes), args.dataset))
+    print(run_demo(Path(args.indexes), args.dataset, k=args.k, iterations=args.iterations))
     return 0
 
 
@@ -261,7 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(prog="topicir", description="Topic-model-smoothed query likelihood over Lucene indexes.")
     p.add_argument("--version", action="version", version=f"topicir {__version__}")
-    p.add_argument("-q", "--quiet", action="store_true", help="log warnings only")
+    p.add_argument("-q", "--quiet", action="store_true", help="log warnings only, no progress bars")
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("index", help="index TREC SGML files/dirs (plain or .gz), JSON lines, or irds:<id>")
@@ -304,7 +299,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--csv", help="also write the table as CSV (for topicir report --iterations)")
     s.set_defaults(func=cmd_iterations)
 
-    s = sub.add_parser("eval", help="evaluate TREC runs with ir-measures")
+    what = ("evaluate TREC runs with ir-measures: means over the judged topics (with a relevant document, "
+            "column 'topics'); judged topics a run lacks count 0")
+    s = sub.add_parser("eval", help=what, description=what)
     s.add_argument("runs", nargs="+")
     s.add_argument("--qrels", required=True, help="TREC qrels file or irds:<id>")
     s.add_argument("--measures", nargs="+", default=list(DEFAULT_MEASURES), help="e.g. MAP P@10 nDCG@10 R@1000")
@@ -320,7 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_compare)
 
     s = sub.add_parser("regressions", help="build and check every shared test collection")
-    s.add_argument("--data", default="../shared/data")
+    s.add_argument("--data", required=True, help="shared collections' folder, e.g. ../shared/data")
     s.add_argument("--indexes", default="indexes")
     s.add_argument("--collections", nargs="+", default=list(COLLECTIONS), choices=COLLECTIONS)
     s.set_defaults(func=cmd_regressions)
@@ -328,7 +325,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("smoothing", help="topic smoothing vs QL on the shared collections (LOCO-tuned K and lam)")
     s.add_argument("--kind", choices=kinds(), default="lda",
                    help="the model kind; another kind than lda is shown beside LDA")
-    s.add_argument("--data", default="../shared/data")
+    s.add_argument("--data", required=True, help="shared collections' folder, e.g. ../shared/data")
     s.add_argument("--indexes", default="indexes")
     s.add_argument("--collections", nargs="+", default=list(COLLECTIONS), choices=COLLECTIONS)
     s.add_argument("--k", type=lambda t: [int(x) for x in t.split(",")], default=[100, 200, 400, 800])
@@ -340,9 +337,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--sample-every", type=int, default=10)
     s.set_defaults(func=cmd_smoothing)
 
-    s = sub.add_parser("demo", help="index Cranfield (ir_datasets), run its 225 topics, print MAP")
+    s = sub.add_parser("demo", help="Cranfield: QL, BM25, BM25+RM3 and LDA smoothing with t-tests against QL")
     s.add_argument("--dataset", default=DATASET)
     s.add_argument("--indexes", default="indexes")
+    s.add_argument("--k", type=int, help="LDA topics (default: the demo's 100)")
+    s.add_argument("--iterations", type=int, help="LDA sweeps (default: the demo's 60)")
     s.set_defaults(func=cmd_demo)
 
     s = sub.add_parser("console", help="interactive queries: hits with snippets, score breakdowns, settings on the fly")
@@ -377,7 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, func, what in (("heldout", cmd_heldout, "held-out likelihood (empirical likelihood) of LDA and PAM on comp5"),
                              ("comp5", cmd_comp5, "20 Newsgroups comp5 classification with LDA and PAM (paper Table 6)")):
         s = sub.add_parser(name, help=what)
-        s.add_argument("--data", default="../shared/data/20news/20news-bydate.tar.gz")
+        s.add_argument("--data", required=True, help="20news-bydate.tar.gz, e.g. in ../shared/data/20news")
         s.add_argument("--kinds", nargs="+", default=["lda", "pam"], choices=("lda", "pam"))
         s.add_argument("--samples", type=int, default=1000, help="documents sampled for the empirical likelihood")
         s.add_argument("--seed", type=int, default=0)
@@ -392,11 +391,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    from .progress import progress_bars
+
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     warnings.simplefilter("default")
-    return run_guarded(args.command, args.func, args, own_signals=argv is None)
+    with progress_bars(not args.quiet):
+        return run_guarded(args.command, args.func, args, own_signals=argv is None)
 
 
 if __name__ == "__main__":
