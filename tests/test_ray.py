@@ -11,7 +11,7 @@ import pytest
 
 from models import LDA, synthetic_corpus
 from models import checkpoint as ckpt
-from models.executors import parse_executor
+from models.executors import executor_from_flag, parse_executor
 from tests.helpers import assert_same_fit
 
 KW = dict(n_topics=8, n_chains=2, n_iter=12, burn_in=6, sample_every=2, n_shards=3, seed=3,
@@ -37,6 +37,8 @@ def test_executor_strings_are_parsed_and_checked():
     assert parse_executor("ray") == ("ray", None)
     assert parse_executor("ray:10.0.0.1:6379") == ("ray", "10.0.0.1:6379")
     assert parse_executor("ray://head:10001") == ("ray", "ray://head:10001")
+    assert [executor_from_flag(f) for f in (None, True, "", "auto", "ray://h:1")] == [
+        "local", "ray", "ray", "ray:auto", "ray://h:1"]
     for bad in ("ray:", "spark", 3):
         with pytest.raises(ValueError, match="executor must be"):
             parse_executor(bad)

@@ -38,7 +38,8 @@ class LocalRunner:
     """Sweeps in this process (numba threads); chain state never leaves the model."""
 
     def start(self, model, corpus, checkpoint):
-        pass
+        if hasattr(model, "executor_stats_"):  # from an earlier fit on Ray
+            del model.executor_stats_
 
     def step(self, model, corpus, it):
         model._step(corpus, it)
@@ -67,6 +68,16 @@ def parse_executor(spec):
         return "ray", spec[4:]
     raise ValueError(f"executor must be 'local', 'ray', 'ray:ADDRESS' (e.g. 'ray:auto', "
                      f"'ray:10.0.0.1:6379') or 'ray://HOST:PORT', got {spec!r}")
+
+
+def executor_from_flag(ray):
+    """The ``executor`` of the CLI flag ``--ray [ADDRESS]``: None (flag absent) -> "local", ""
+    or True (``--ray`` alone) -> "ray", ADDRESS -> "ray:ADDRESS" (a ``ray://`` address as is)."""
+    if ray is None or ray is False:
+        return LOCAL
+    if ray is True or ray == "":
+        return "ray"
+    return ray if ray.startswith("ray://") else f"ray:{ray}"
 
 
 def make_runner(model):

@@ -169,7 +169,7 @@ class _RayRunner:
         self.ex = executor
         self.workers = []
         self._owns_ray = False
-        self.stats = dict(rounds=0, sweeps=0)
+        self.stats = dict(rounds=0, sweeps=0, sync_bytes=0)
 
     # -- setup --------------------------------------------------------------------------------
 
@@ -302,6 +302,7 @@ class _RayRunner:
     def _pull(self, model, c, docs, lists, assignments):
         cap_ptr, lay = model._lay["cap_ptr"], model._lay
         parts = self._get([w.pull.remote(c, docs, assignments) for w in self.workers], "sync")
+        self.stats["sync_bytes"] += sum(a.nbytes for p in parts for a in p.values())
         for p, (s0, s1, t0, t1, d0, d1) in zip(parts, self.ranges):
             if docs:
                 model.dt_[c, cap_ptr[d0]:cap_ptr[d1]] = p["dt"]
@@ -311,9 +312,11 @@ class _RayRunner:
                 model.rng_[c, s0:s1] = p["rng"]
         if lists:
             for t, payload in zip(self.terms, self._get(self.slices[c], "sync")):
+                self.stats["sync_bytes"] += _nbytes(payload)
                 scatter_lists(payload, lay["wcap_ptr"], t, model.wl_[c], model.wl_nnz_[c])
             lda_doc.word_lists_to_dense(lay["wcap_ptr"], model.wl_[c], lay["wshift"],
                                         model.wl_nnz_[c], model.n_kw_[c])
+        model.executor_stats_ = dict(self.stats)
 
     def checkpointed(self, iteration):
         self.last_ckpt = iteration
