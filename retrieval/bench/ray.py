@@ -80,6 +80,35 @@ def bench(corpus, name, args, out):
     ray.shutdown()
 
 
+def sweep_seconds(n_tokens, workers, rate, slice_bytes, round_latency, bandwidth):
+    """Modelled seconds of one sweep of one chain on ``workers`` workers with S = W shards:
+    compute N / (W r); every round each worker receives the slice of its next term group from
+    its neighbour (slice_bytes / S), so each link carries the whole sparse n_kw once per sweep
+    whatever W (rounds are barriers, so it is not overlapped); and S round latencies."""
+    return (n_tokens / (workers * rate) + (slice_bytes / bandwidth if workers > 1 else 0.0)
+            + workers * round_latency)
+
+
+def cost_model(args, out):
+    """The README's table: one sweep at AP scale and at 100x, for 1, 8, 32 and 128 workers;
+    and the time of one driver sync (z and doc lists, 8 bytes per token, plus the slices, over
+    the driver's one link), due every ``log_lik_every`` sweeps and at every kept sample."""
+    out(f"# inputs: {args.rate / 1e6:.2f} M tokens/s per worker, {args.slice_bytes_per_token:.3f} "
+        f"bytes of sparse n_kw slices per token, {args.round_latency * 1e3:.1f} ms per round, "
+        f"{args.gbps:g} Gb/s links")
+    bw = args.gbps * 1e9 / 8
+    out(f"{'scale':<6} {'tokens':>8} {'n_kw MB':>8} {'W':>4} {'s/sweep':>8} {'compute':>8} "
+        f"{'network':>8} {'latency':>8} {'speed-up':>8} {'driver sync s':>13}")
+    for name, n in (("AP", 60e6), ("100xAP", 6e9)):
+        L = args.slice_bytes_per_token * n  # upper bound: rows of frequent terms saturate at K
+        t1 = sweep_seconds(n, 1, args.rate, L, args.round_latency, bw)
+        for w in (1, 8, 32, 128):
+            t = sweep_seconds(n, w, args.rate, L, args.round_latency, bw)
+            out(f"{name:<6} {n / 1e6:>7.0f}M {L / 1e6:>8.0f} {w:>4} {t:>8.2f} "
+                f"{n / (w * args.rate):>8.2f} {(L / bw if w > 1 else 0):>8.2f} "
+                f"{w * args.round_latency:>8.3f} {t1 / t:>8.1f} {(8 * n + L) / bw:>13.1f}")
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m retrieval.bench.ray", description=__doc__.split("\n")[0])
     p.add_argument("--data", default=DEFAULT_20NEWS, help="20news-bydate tarball")
@@ -95,7 +124,21 @@ def main(argv=None):
     p.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="Ray worker counts")
     p.add_argument("--address", default=None, help="Ray cluster (default: start a local one)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--cost-model", action="store_true",
+                   help="print the modelled sweep times from the inputs below, train nothing")
+    p.add_argument("--rate", type=float, default=2.0e6, help="tokens/s of one worker")
+    p.add_argument("--slice-bytes-per-token", type=float, default=1.0,
+                   help="bytes of the sparse n_kw slices (slices MB / n_shards) per token")
+    p.add_argument("--round-latency", type=float, default=0.005, help="seconds per round")
+    p.add_argument("--gbps", type=float, default=10.0, help="network bandwidth, Gb/s")
     args = p.parse_args(argv)
+
+    def out(s):
+        print(s, flush=True)
+
+    if args.cost_model:
+        cost_model(args, out)
+        return 0
     if args.iters < 3:
         p.error("--iters must be >= 3 (the first and last sweeps are not timed)")
     import ray
@@ -104,9 +147,6 @@ def main(argv=None):
         ray.init(num_cpus=max(args.workers), log_to_driver=False, include_dashboard=False)
     else:
         ray.init(address=args.address, log_to_driver=False)
-
-    def out(s):
-        print(s, flush=True)
 
     t = time.perf_counter()
     if args.synthetic:
