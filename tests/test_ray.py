@@ -1,6 +1,7 @@
 """Ray executor: the model trained on Ray workers is the local one, array for array; a killed
 worker stops training with a clear error, and resuming from the checkpoint ends as an
 uninterrupted run. A local Ray cluster (2 CPUs) is started once for the module."""
+import io
 import os
 import signal
 import subprocess
@@ -12,6 +13,7 @@ import pytest
 from models import LDA, synthetic_corpus
 from models import checkpoint as ckpt
 from models.executors import executor_from_flag, parse_executor
+from models.progress import TqdmCallback
 from tests.helpers import assert_same_fit
 
 KW = dict(n_topics=8, n_chains=2, n_iter=12, burn_in=6, sample_every=2, n_shards=3, seed=3,
@@ -64,9 +66,10 @@ def test_ray_model_equals_local_model_array_for_array(ray_cluster, tmp_path, n_w
 
     data, kw = corpus(), dict(KW, **kw)
     local = LDA(**kw).fit(data)  # all numba threads
-    ex = RayExecutor(n_workers=n_workers)
-    remote = LDA(executor=ex, **kw).fit(data)
+    ex, bar = RayExecutor(n_workers=n_workers), io.StringIO()
+    remote = LDA(executor=ex, **kw).fit(data, callback=TqdmCallback(file=bar))
     assert_same_fit(remote, local, *STATE)
+    assert "rounds=" in bar.getvalue() and "MB_sweep=" in bar.getvalue()  # progress on Ray
     # the model files are the same bytes' worth: same header, same arrays
     local.save(tmp_path / "local.npz", full=True)
     remote.save(tmp_path / "ray.npz", full=True)
