@@ -102,5 +102,9 @@ def test_killed_worker_fails_clearly_and_resume_gives_the_same_model(ray_cluster
         LDA(executor=ex, **KW).fit(data, callback=kill, checkpoint=path)
     header = ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT).header
     assert header["iteration"] == 6 and "executor" not in header["params"]
+    # the checkpoint is the executor's business no more than the model file: it resumes locally
+    local_path = tmp_path / "local.ckpt.npz"
+    local_path.write_bytes(path.read_bytes())
+    assert_same_fit(LDA(**KW).fit(data, checkpoint=local_path), full, *STATE)
     resumed = LDA(executor=RayExecutor(n_workers=2), **KW).fit(data, checkpoint=path)
     assert_same_fit(resumed, full, *STATE)
