@@ -14,7 +14,9 @@ from .base import TopicModel
 from .corpus import content_hash
 
 # Parameters that may differ between a checkpoint and the resuming estimator.
-_RESUME_FREE = ("n_jobs", "callback_every", "checkpoint_every", "log_lik_every")
+_RESUME_FREE = ("n_jobs", "callback_every", "checkpoint_every", "log_lik_every", "executor")
+# Parameters that say where training runs, not what it computes: never written to model files.
+_RUNTIME_PARAMS = ("executor",)
 # Int parameters (>= 1) of every sampler.
 _SHARED_INTS = ("n_chains", "n_iter", "sample_every", "n_shards", "log_lik_every",
                 "callback_every", "checkpoint_every")
@@ -166,13 +168,20 @@ class GibbsModel(TopicModel):
         return self._fit_with_threads(corpus, callback, checkpoint)
 
     def _fit_with_threads(self, corpus, callback, checkpoint):
-        self._with_threads(self._fit, corpus, callback, checkpoint)
+        # Imported here: the executors module imports Ray only for a Ray executor.
+        from .executors import make_runner
+
+        runner = make_runner(self)
+        try:
+            self._with_threads(self._fit, corpus, callback, checkpoint, runner)
+        finally:
+            runner.close()
         return self
 
     def _corpus_hash(self, corpus):
         return content_hash(corpus.doc_ptr, corpus.term_ids, corpus.n_terms)
 
-    def _fit(self, corpus, callback, checkpoint):
+    def _fit(self, corpus, callback, checkpoint, runner):
         C = self.n_chains
         self.fingerprint_ = corpus.fingerprint
         self.corpus_hash_ = self._corpus_hash(corpus)
@@ -191,18 +200,27 @@ class GibbsModel(TopicModel):
                 setattr(self, attr, [])
             self._start(corpus)
             start = 0
+        runner.start(self, corpus, checkpoint)
         for it in range(start, self.n_iter):
-            self._step(corpus, it)
+            runner.step(self, corpus, it)
             done = it + 1
             self.n_iter_ = done
-            if done % self.log_lik_every == 0 or done == self.n_iter:
+            log_due = done % self.log_lik_every == 0 or done == self.n_iter
+            ckpt_due = checkpoint is not None and (done % self.checkpoint_every == 0
+                                                   or done == self.n_iter)
+            # A runner that keeps chain state elsewhere brings back what is read below.
+            runner.sync(self, counts=log_due or done in sample_iters,
+                        assignments=ckpt_due or done == self.n_iter
+                        or (done in sample_iters and self._keep_sample_state))
+            if log_due:
                 self._log_lik_rows.append([self._log_lik(c) for c in range(C)])
                 self._log_lik_iters.append(done)
             if done in sample_iters:
                 for c in range(C):
                     self._samples.append(self._take_sample(c, done))
-            if checkpoint is not None and (done % self.checkpoint_every == 0 or done == self.n_iter):
+            if ckpt_due:
                 self._write_checkpoint(checkpoint)
+                runner.checkpointed(done)
             if callback is not None and (done % self.callback_every == 0 or done == self.n_iter):
                 callback(self, done, self.n_iter)
         self._finalize(corpus)
@@ -219,6 +237,11 @@ class GibbsModel(TopicModel):
         return samples
 
     # -- checkpoints --------------------------------------------------------------------------
+
+    def _file_header(self):
+        header = super()._file_header()
+        header["params"] = {k: v for k, v in header["params"].items() if k not in _RUNTIME_PARAMS}
+        return header
 
     def _header(self):
         header = dict(self._file_header(), log_lik=self._log_lik_rows, log_lik_iter=self._log_lik_iters)

@@ -97,6 +97,12 @@ class LDA(SweepOrderModel):
         ``callback(model, iteration, n_iter)`` runs after every this many sweeps.
     checkpoint_every : int, default=10
         With ``fit(..., checkpoint=path)``, write the checkpoint every this many sweeps.
+    executor : str, default="local"
+        Where the sweeps run: "local" (this process, ``n_jobs`` threads), "ray" (Ray workers
+        that own the shards; ``RAY_ADDRESS`` or a local Ray cluster), "ray:ADDRESS" or
+        "ray://HOST:PORT" (that Ray cluster). Same seed and ``n_shards``: the same model
+        whatever the executor and the number of threads or workers. Not written to model
+        files; a checkpoint resumes under any executor. Needs ``pip install topicir[ray]``.
 
     Attributes
     ----------
@@ -127,7 +133,7 @@ class LDA(SweepOrderModel):
     def __init__(self, n_topics=800, alpha=None, beta=0.01, n_chains=3, n_iter=100, burn_in=None,
                  sample_every=None, init="online", sparse_init_frac=1 / 16, sparse_init_every=2,
                  optimize_alpha=False, optimize_every=10, n_shards=4, seed=0, n_jobs=None,
-                 log_lik_every=10, callback_every=1, checkpoint_every=10):
+                 log_lik_every=10, callback_every=1, checkpoint_every=10, executor="local"):
         self.n_topics = n_topics
         self.alpha = alpha
         self.beta = beta
@@ -146,6 +152,7 @@ class LDA(SweepOrderModel):
         self.log_lik_every = log_lik_every
         self.callback_every = callback_every
         self.checkpoint_every = checkpoint_every
+        self.executor = executor
 
     # -- parameters ---------------------------------------------------------------------------
 
@@ -190,7 +197,7 @@ class LDA(SweepOrderModel):
             shard_doc=shard_doc, cshift=count_shift(self.n_topics, doc_len.max()),
             cap_ptr=np.concatenate([[0], np.cumsum(np.minimum(doc_len, self.n_topics))]).astype(np.int64),
             wcap_ptr=np.concatenate([[0], np.cumsum(np.minimum(cf, self.n_topics))]).astype(np.int64),
-            wshift=wshift, wdtype=wdtype)
+            wshift=wshift, wdtype=wdtype, group=group)
 
     def _alloc_chain_state(self, corpus):
         C, Kt, V, N, D = self.n_chains, self.n_topics, corpus.n_terms, corpus.n_tokens, corpus.n_docs
@@ -262,11 +269,18 @@ class LDA(SweepOrderModel):
 
     def _step(self, corpus, it):
         """Sweep ``it`` (0-based) of every chain, then alpha's optimisation when due."""
-        C, lay = self.n_chains, self._lay
         self._set_active(it, corpus.n_docs)
-        for c in range(C):
+        for c in range(self.n_chains):
             self._sweep(c)
-        if self.optimize_alpha and (it + 1) % self.optimize_every == 0:
+        self._after_sweeps(it)
+
+    def _alpha_due(self, it):
+        return self.optimize_alpha and (it + 1) % self.optimize_every == 0
+
+    def _after_sweeps(self, it):
+        """Alpha's optimisation after sweep ``it`` when due (it reads the doc-topic counts)."""
+        C, lay = self.n_chains, self._lay
+        if self._alpha_due(it):
             max_len = int(lay["doc_len"].max())
             for c in range(C):
                 K_._optimize_alpha(self.alpha_[c], lay["cap_ptr"], self.dt_[c], lay["cshift"],

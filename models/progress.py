@@ -24,9 +24,16 @@ class TqdmCallback:
             self._bar = tqdm(total=n_iter, desc=self.desc, **self.tqdm_kwargs)
             self._bar.update(iteration - 1 if iteration > 0 else 0)
         self._bar.update(iteration - self._bar.n)
+        post = {}
         ll = getattr(model, "_log_lik_rows", None)
         if ll:
-            self._bar.set_postfix(ll_per_token=f"{sum(ll[-1]) / len(ll[-1]):.4f}")
+            post["ll_per_token"] = f"{sum(ll[-1]) / len(ll[-1]):.4f}"
+        st = getattr(model, "executor_stats_", None)  # set by a Ray executor
+        if st and st.get("sweeps"):
+            post.update(rounds=st["rounds"], tok_s=f"{st['tokens_per_s'] / 1e6:.2f}M",
+                        MB_sweep=f"{(st['slice_bytes_per_sweep'] + st['n_k_bytes_per_sweep']) / 1e6:.2f}")
+        if post:
+            self._bar.set_postfix(post)
         if iteration >= n_iter:
             self._bar.close()
             self._bar = None

@@ -1,0 +1,110 @@
+"""Ray executor: the model trained on Ray workers is the local one, array for array; a killed
+worker stops training with a clear error, and resuming from the checkpoint ends as an
+uninterrupted run. A local Ray cluster (2 CPUs) is started once for the module."""
+import io
+import os
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from models import LDA, synthetic_corpus
+from models import checkpoint as ckpt
+from models.executors import executor_from_flag, parse_executor
+from models.progress import TqdmCallback
+from tests.helpers import assert_same_fit
+
+KW = dict(n_topics=8, n_chains=2, n_iter=12, burn_in=6, sample_every=2, n_shards=3, seed=3,
+          init="sparse", sparse_init_frac=0.25, sparse_init_every=1, optimize_alpha=True,
+          optimize_every=4, log_lik_every=2, checkpoint_every=3)
+STATE = ("z_", "n_kw_", "n_k_", "alpha_", "rng_")
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, log_to_driver=False, include_dashboard=False)
+    yield ray
+    ray.shutdown()
+
+
+def corpus():
+    return synthetic_corpus(120, 300, 30, seed=3, n_latent=5)
+
+
+def test_executor_strings_are_parsed_and_checked():
+    assert parse_executor("local") == ("local", None)
+    assert parse_executor("ray") == ("ray", None)
+    assert parse_executor("ray:10.0.0.1:6379") == ("ray", "10.0.0.1:6379")
+    assert parse_executor("ray://head:10001") == ("ray", "ray://head:10001")
+    assert [executor_from_flag(f) for f in (None, True, "", "auto", "ray://h:1")] == [
+        "local", "ray", "ray", "ray:auto", "ray://h:1"]
+    for bad in ("ray:", "spark", 3):
+        with pytest.raises(ValueError, match="executor must be"):
+            parse_executor(bad)
+    with pytest.raises(ValueError, match="executor must be"):
+        LDA(n_iter=2, burn_in=1, sample_every=1, executor="dask").fit(corpus())
+
+
+def test_default_executor_never_imports_ray(tmp_path):
+    code = ("import sys; from models import LDA, synthetic_corpus; "
+            "m = LDA(n_topics=4, n_chains=1, n_iter=2, burn_in=1, sample_every=1)"
+            ".fit(synthetic_corpus(20, 50, 10, seed=1)); "
+            f"m.save({str(tmp_path / 'm.npz')!r}); assert 'ray' not in sys.modules, 'ray imported'")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=root)
+
+
+@pytest.mark.parametrize("n_workers, kw", [
+    (2, {}),  # sparse init, alpha optimisation, 3 shards on 2 workers
+    (1, dict(init="online", n_shards=4, n_topics=12, optimize_alpha=False)),
+])
+def test_ray_model_equals_local_model_array_for_array(ray_cluster, tmp_path, n_workers, kw):
+    from models.executors.ray import RayExecutor
+
+    data, kw = corpus(), dict(KW, **kw)
+    local = LDA(**kw).fit(data)  # all numba threads
+    ex, bar = RayExecutor(n_workers=n_workers), io.StringIO()
+    remote = LDA(executor=ex, **kw).fit(data, callback=TqdmCallback(file=bar))
+    assert_same_fit(remote, local, *STATE)
+    assert "rounds=" in bar.getvalue() and "MB_sweep=" in bar.getvalue()  # progress on Ray
+    # the model files are the same bytes' worth: same header, same arrays
+    local.save(tmp_path / "local.npz", full=True)
+    remote.save(tmp_path / "ray.npz", full=True)
+    a, b = (ckpt.read_model_file(tmp_path / n) for n in ("local.npz", "ray.npz"))
+    assert a.header == b.header and "executor" not in a.header["params"]
+    assert a.arrays.keys() == b.arrays.keys()
+    for name in a.arrays:
+        np.testing.assert_array_equal(a.arrays[name], b.arrays[name], err_msg=name)
+    st = remote.executor_stats_
+    S, C = kw["n_shards"], kw["n_chains"]
+    assert st["workers"] == n_workers and st["rounds"] == kw["n_iter"] * S * C
+    assert st["slice_bytes_per_sweep"] > 0 and st["tokens_per_s"] > 0
+    # one worker hands every slice to itself; two hand a slice over at every worker boundary
+    assert (st["cross_worker_bytes_per_sweep"] > 0) == (n_workers > 1)
+
+
+def test_killed_worker_fails_clearly_and_resume_gives_the_same_model(ray_cluster, tmp_path):
+    from models.executors.ray import RayExecutor, WorkerLostError
+
+    data, path = corpus(), tmp_path / "run.ckpt.npz"
+    full = LDA(**KW).fit(data)
+    ex = RayExecutor(n_workers=2)
+
+    def kill(model, it, n_iter):
+        if it == 7:
+            os.kill(ex.worker_pids()[1], signal.SIGKILL)
+
+    with pytest.raises(WorkerLostError, match=r"worker 1 \(shards 2-2\) died during sweep 8.*"
+                                              r"holds sweep 6; fit again with the same checkpoint"):
+        LDA(executor=ex, **KW).fit(data, callback=kill, checkpoint=path)
+    header = ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT).header
+    assert header["iteration"] == 6 and "executor" not in header["params"]
+    # the checkpoint is the executor's business no more than the model file: it resumes locally
+    local_path = tmp_path / "local.ckpt.npz"
+    local_path.write_bytes(path.read_bytes())
+    assert_same_fit(LDA(**KW).fit(data, checkpoint=local_path), full, *STATE)
+    resumed = LDA(executor=RayExecutor(n_workers=2), **KW).fit(data, checkpoint=path)
+    assert_same_fit(resumed, full, *STATE)
