@@ -209,6 +209,7 @@ def sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g, zg, n
         for j in range(n):
             seen[words[j]] = 0
         n_k[k_old] -= n
+        n_grp_k[k_old] -= 1
         m_dk[k_old] -= n if unit else 1
         total = group_topic_weights(words, offs, n, m_dk, alpha, unit, n_kw, n_k, beta, vbeta, kbuf)
         k_new = _pick(kbuf, len(n_k), uniform(rng) * total)
@@ -216,6 +217,7 @@ def sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g, zg, n
         for j in range(n):
             n_kw[words[j], k_new] += 1
         n_k[k_new] += n
+        n_grp_k[k_new] += 1
         m_dk[k_new] += n if unit else 1
     # leave the scratch zeroed for the next doc
     for h in range(G):
