@@ -51,6 +51,11 @@ class GroupedLDA(LDA):
     group_size : float, default=4.0
         Tokens per group on average: a document of N tokens has ceil(N / group_size) groups
         (the paper uses 4).
+    doc_counts : {"groups", "tokens"}, default="groups"
+        What the doc factor of eq. 3 counts. "groups": alpha + M_dk, the groups of the document
+        with topic k (theta draws the groups' topics, Figure 4b). "tokens": alpha + N_dk, the
+        document's tokens with topic k (eq. 3 read with LDA's counts); both exclude the group
+        being sampled.
     restricted : bool, default=False
         Restricted LDA (the paper's negative control) instead of gLDA: groups are the fixed
         (document, term) runs and theta draws tokens, so a group's topic is drawn from LDA's
@@ -86,13 +91,15 @@ class GroupedLDA(LDA):
     _STATE = ("gz", "alpha")
     _RETIRED_PARAMS = ()
 
-    def __init__(self, n_topics=800, alpha=None, beta=0.01, group_size=4.0, restricted=False,
+    def __init__(self, n_topics=800, alpha=None, beta=0.01, group_size=4.0, doc_counts="groups",
+                 restricted=False,
                  n_chains=3, n_iter=100, burn_in=50, sample_every=10, seed=0, n_jobs=None,
                  log_lik_every=10, callback_every=1, checkpoint_every=10):
         self.n_topics = n_topics
         self.alpha = alpha
         self.beta = beta
         self.group_size = group_size
+        self.doc_counts = doc_counts
         self.restricted = restricted
         self.n_chains = n_chains
         self.n_iter = n_iter
@@ -113,6 +120,7 @@ class GroupedLDA(LDA):
         self._pos_float("alpha", allow_none=True)
         self._pos_float("beta")
         self._pos_float("group_size")
+        self._check_choice("doc_counts", ("groups", "tokens"))
         if not isinstance(self.restricted, (bool, np.bool_)):
             raise ValueError(f"restricted must be True or False, got {self.restricted!r}")
         TopicModel._check_corpus(self, corpus)
@@ -201,8 +209,12 @@ class GroupedLDA(LDA):
         lay = self._lay
         G_.sweep_chains(corpus.doc_ptr, corpus.term_ids, lay["grp_ptr"], lay["run_ptr"],
                         lay["run_tok"], lay["tok_run"], self.g_, self.zg_, self.n_kw_, self.n_k_,
-                        self.alpha_, float(self.beta), int(bool(self.restricted)),
+                        self.alpha_, float(self.beta), self._unit(),
                         not self.restricted, self.rng_, lay["max_groups"], lay["max_len"])
+
+    def _unit(self):
+        """The kernel's doc-factor code (see :mod:`models._kernels.glda`)."""
+        return 1 if self.restricted else (2 if self.doc_counts == "tokens" else 0)
 
     def _log_lik(self, c):
         """log p(W, Z) per token of the token-level assignments (the LDA closed form)."""

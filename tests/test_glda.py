@@ -71,11 +71,12 @@ def test_layout_has_ceil_n_over_group_size_groups(group_size):
                                   np.ceil(np.diff(corpus.doc_ptr) / group_size).astype(int))
 
 
-@pytest.mark.parametrize("restricted", [False, True])
-def test_invariants_after_every_sweep(restricted):
+@pytest.mark.parametrize("restricted,doc_counts", [(False, "groups"), (False, "tokens"),
+                                                   (True, "groups")])
+def test_invariants_after_every_sweep(restricted, doc_counts):
     corpus = small_corpus()
     m = prepared(GroupedLDA(n_topics=6, n_chains=2, n_iter=5, burn_in=4, sample_every=1, seed=2,
-                            restricted=restricted), corpus)
+                            restricted=restricted, doc_counts=doc_counts), corpus)
     check_invariants(m, corpus)
     for it in range(4):
         m._step(corpus, it)
@@ -115,23 +116,24 @@ def _eq3_kernel(m, corpus, c, d, h):
     n_kw, n_k = m.n_kw_[c].copy(), m.n_k_[c].copy()
     np.subtract.at(n_kw, (words, k_h), 1)
     n_k[k_h] -= len(words)
-    if m.restricted:
+    if m._unit():  # token counts
         m_dk = np.bincount(zg[g0 + g[lo:hi]], minlength=m.n_topics)
         m_dk[k_h] -= len(words)
     else:
         m_dk = np.bincount(zg[g0:lay["grp_ptr"][d + 1]], minlength=m.n_topics)
         m_dk[k_h] -= 1
     w = np.zeros(m.n_topics)
-    total = G_.group_topic_weights(words, offs, len(words), m_dk, m.alpha_[c], int(m.restricted),
+    total = G_.group_topic_weights(words, offs, len(words), m_dk, m.alpha_[c], m._unit(),
                                    n_kw, n_k, m.beta, m.beta * corpus.n_terms, w)
     return w / total, len(words)
 
 
-@pytest.mark.parametrize("restricted,group_size", [(False, 4.0), (False, 40.0), (True, 4.0)])
-def test_conditionals_match_reference(restricted, group_size):
+@pytest.mark.parametrize("restricted,group_size,doc_counts", [
+    (False, 4.0, "groups"), (False, 40.0, "groups"), (False, 40.0, "tokens"), (True, 4.0, "groups")])
+def test_conditionals_match_reference(restricted, group_size, doc_counts):
     corpus = long_group_corpus()
     m = prepared(GroupedLDA(n_topics=5, alpha=0.3, beta=0.05, n_chains=1, n_iter=3, burn_in=2,
-                            sample_every=1, seed=1, restricted=restricted,
+                            sample_every=1, seed=1, restricted=restricted, doc_counts=doc_counts,
                             group_size=group_size), corpus, sweeps=2)
     lay, c = m._lay, 0
     args = (corpus.doc_ptr, corpus.term_ids, lay["grp_ptr"], m.g_[c], m.zg_[c], m.n_topics,
@@ -144,7 +146,7 @@ def test_conditionals_match_reference(restricted, group_size):
                 np.testing.assert_allclose(_eq2_kernel(m, corpus, c, i, d), want, rtol=0, atol=1e-12)
         for h in range(lay["grp_ptr"][d + 1] - lay["grp_ptr"][d]):
             got, n = _eq3_kernel(m, corpus, c, d, h)
-            want = ref.eq3_probs(h, d, *args, m.alpha_[c], m.beta, restricted)
+            want = ref.eq3_probs(h, d, *args, m.alpha_[c], m.beta, restricted, doc_counts)
             np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
             assert abs(got.sum() - 1) < 1e-12
             sizes.append(n)
@@ -172,15 +174,18 @@ def test_refinement_matches_reference():
     assert n_checked > 100 and n_moved > 10
 
 
-@pytest.mark.parametrize("restricted", [False, True])
-def test_one_sweep_matches_reference_sampler(restricted):
+@pytest.mark.parametrize("restricted,doc_counts", [(False, "groups"), (False, "tokens"),
+                                                   (True, "groups")])
+def test_one_sweep_matches_reference_sampler(restricted, doc_counts):
     corpus = long_group_corpus() if restricted else block_corpus(12)
     m = prepared(GroupedLDA(n_topics=4, alpha=0.5, beta=0.1, n_chains=1, n_iter=3, burn_in=2,
-                            sample_every=1, seed=6, restricted=restricted), corpus, sweeps=1)
+                            sample_every=1, seed=6, restricted=restricted, doc_counts=doc_counts),
+                 corpus, sweeps=1)
     lay = m._lay
     g0, zg0, rng0 = m.g_[0].copy(), m.zg_[0].copy(), m.rng_[0].copy()
     want_g, want_zg = ref.sweep(corpus.doc_ptr, corpus.term_ids, lay["grp_ptr"], g0, zg0,
-                                m.n_topics, corpus.n_terms, m.alpha_[0], m.beta, rng0, restricted)
+                                m.n_topics, corpus.n_terms, m.alpha_[0], m.beta, rng0, restricted,
+                                doc_counts)
     m._step(corpus, 1)
     np.testing.assert_array_equal(m.g_[0], want_g)
     np.testing.assert_array_equal(m.zg_[0], want_zg)
@@ -263,7 +268,7 @@ def test_params_are_validated():
     corpus = small_corpus()
     base = dict(n_topics=4, n_iter=2, burn_in=1, sample_every=1)
     for bad, match in [(dict(group_size=0), "group_size"), (dict(group_size="x"), "group_size"),
-                       (dict(restricted="yes"), "restricted"), (dict(beta=-1.0), "beta"),
+                       (dict(restricted="yes"), "restricted"), (dict(doc_counts="x"), "doc_counts"), (dict(beta=-1.0), "beta"),
                        (dict(alpha=0.0), "alpha"), (dict(n_topics=0), "n_topics"),
                        (dict(burn_in=2), "burn_in")]:
         with pytest.raises(ValueError, match=match):

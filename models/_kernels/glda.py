@@ -5,9 +5,10 @@ Layout (shared by all chains): documents ``doc_ptr``; the groups of doc d are th
 ``grp_ptr[d]:grp_ptr[d + 1]``; ``run_ptr``/``run_tok`` list the tokens of every (doc, word) run
 (``tok_run`` maps a token to its run), which the refinement scans for other instances of a word.
 State of one chain: ``g`` (group of every token, local to its doc), ``zg`` (topic of every group),
-``n_kw`` (V, K) and ``n_k`` (K,). ``unit`` is 0 for gLDA (theta draws groups: the doc factor
-counts groups, eq. 3) and 1 for restricted LDA (theta draws tokens: the doc factor is a rising
-factorial over token counts, and groups are the fixed (doc, word) runs).
+``n_kw`` (V, K) and ``n_k`` (K,). ``unit`` says what eq. 3's doc factor counts: 0, groups (gLDA:
+theta draws groups, alpha + M_dk); 1, tokens through a rising factorial (restricted LDA: theta
+draws tokens, the groups are the fixed (doc, word) runs); 2, tokens in one factor, alpha + N_dk
+(eq. 3 read with LDA's token counts).
 """
 import math
 
@@ -63,13 +64,13 @@ def group_topic_weights(words, offs, n, m_dk, alpha, unit, n_kw, n_k, beta, vbet
     same term in the group), removed from the counts: unnormalised p(z_g = k) in ``out``, scaled
     by a constant when computed in log space. Returns the total.
 
-    gLDA (unit 0): (alpha_k + m_dk) * prod_j (beta + n_kw[w_j, k] + off_j) / rising(V beta + n_k, n);
+    gLDA (unit 0, 2): (alpha_k + m_dk) * prod_j (beta + n_kw[w_j, k] + off_j) / rising(V beta + n_k, n);
     restricted LDA (unit 1): the doc factor is rising(alpha_k + m_dk, n) over token counts."""
     K = len(n_k)
     if n <= LINEAR_MAX:
         for k in range(K):
             a = alpha[k] + m_dk[k]
-            num = _rising(a, n) if unit else a
+            num = _rising(a, n) if unit == 1 else a
             for j in range(n):
                 num *= beta + n_kw[words[j], k] + offs[j]
             out[k] = num / _rising(vbeta + n_k[k], n)
@@ -77,7 +78,7 @@ def group_topic_weights(words, offs, n, m_dk, alpha, unit, n_kw, n_k, beta, vbet
         top = -np.inf
         for k in range(K):
             a = alpha[k] + m_dk[k]
-            lw = _log_rising(a, n) if unit else math.log(a)
+            lw = _log_rising(a, n) if unit == 1 else math.log(a)
             j = 0
             while j < n:  # products of up to LINEAR_MAX word factors, one log each
                 p = 1.0

@@ -35,12 +35,13 @@ MODELS = ("LDA", "gLDA", "restricted LDA")
 STOPWORDS_NOTE = "NLTK's English list (179 words), as retrieval.datasets.newsgroups"
 
 
-def make_model(name, k, iters, seed, group_size, record_every):
+def make_model(name, k, iters, seed, group_size, record_every, doc_counts="groups"):
     kw = dict(n_topics=k, alpha=50.0 / k, beta=0.01, n_chains=1, n_iter=iters, burn_in=iters - 1,
               sample_every=1, seed=seed, n_jobs=1, log_lik_every=record_every)
     if name == "LDA":
         return LDA(n_shards=1, init="random", **kw)
-    return GroupedLDA(group_size=group_size, restricted=name == "restricted LDA", **kw)
+    return GroupedLDA(group_size=group_size, restricted=name == "restricted LDA",
+                      doc_counts=doc_counts, **kw)
 
 
 def fit_one(task):
@@ -48,7 +49,8 @@ def fit_one(task):
     for seed 0, every topic's word counts (for the topics figure)."""
     a = task
     corpus, _ = glda_corpora.load(a["data"], a["name"], a["variant"], a["cache"], a["docs"])
-    m = make_model(a["model"], a["k"], a["iters"], a["seed"], a["group_size"], a["record_every"])
+    m = make_model(a["model"], a["k"], a["iters"], a["seed"], a["group_size"], a["record_every"],
+                   a.get("doc_counts", "groups"))
     t = time.process_time()
     m.fit(corpus)
     cpu = (time.process_time() - t) / a["iters"]
@@ -187,6 +189,8 @@ def main(argv=None):
     p.add_argument("--iters", type=int, default=200)
     p.add_argument("--k", type=int, default=100)
     p.add_argument("--group-size", type=float, default=4.0)
+    p.add_argument("--doc-counts", default="groups", choices=["groups", "tokens"],
+                   help="gLDA's doc factor in eq. 3 (see models.glda.GroupedLDA)")
     p.add_argument("--record-every", type=int, default=20)
     p.add_argument("--jobs", type=int, default=1, help="fits at once (processes)")
     p.add_argument("--cache", default="build/glda_cache", type=Path, help="corpus cache folder")
@@ -206,6 +210,7 @@ def main(argv=None):
         return 0
     tasks = [dict(data=str(args.data), name=n, variant=v, cache=str(args.cache), docs=docs, model=m,
                   k=args.k, iters=args.iters, seed=s, group_size=args.group_size,
+                  doc_counts=args.doc_counts,
                   record_every=args.record_every)
              for n in args.corpora for v in args.variants for s in range(args.seeds) for m in args.models]
     # longest first (gLDA and restricted LDA cost more per sweep), so the pool ends together
@@ -221,7 +226,8 @@ def main(argv=None):
     args.out.mkdir(parents=True, exist_ok=True)
     md = table_md(rows)
     head = (f"K = {args.k}, alpha = 50/K, beta = 0.01, {args.iters} sweeps, group size "
-            f"{args.group_size:g}, {args.seeds} seeds, 20news: {docs or 'all'} posts\n\n")
+            f"{args.group_size:g}, gLDA doc counts: {args.doc_counts}, {args.seeds} seeds, "
+            f"20news: {docs or 'all'} posts\n\n")
     (args.out / "table.md").write_text(head + md + "\n")
     plot_fig7(results, rows, args.out / "fig7.png")
     (args.out / "topics.md").write_text(topics_md(results, vocabs))

@@ -59,13 +59,14 @@ def eq2_probs(i, d, doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms, beta):
 
 
 def eq3_probs(h, d, doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms, alpha, beta,
-              restricted=False):
+              restricted=False, doc_counts="groups"):
     """p(z_{d,h} = k | rest) of eq. 3 with all tokens of group h removed, normalised: (K,).
 
     (alpha + M_dk^{-h}) * Gamma(bY + N_k) / Gamma(bY + N_k + N_dh)
         * prod_y Gamma(b + N_ky + N_dhy) / Gamma(b + N_ky),
     M_dk counting groups (theta draws groups); restricted LDA: Gamma(alpha + N_dk + N_dh) /
-    Gamma(alpha + N_dk) over token counts instead of the first factor."""
+    Gamma(alpha + N_dk) over token counts instead of the first factor; ``doc_counts="tokens"``:
+    alpha + N_dk^{-h} (token counts) in the first factor."""
     n_kw, n_k, n_dk, m_dk = counts(doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms)
     k_h = zg[grp_ptr[d] + h]
     members = [i for i in range(doc_ptr[d], doc_ptr[d + 1]) if g[i] == h]
@@ -81,6 +82,8 @@ def eq3_probs(h, d, doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms, alpha,
     for k in range(n_topics):
         if restricted:
             lw = _log_rising(alpha[k] + n_dk[d, k], n)
+        elif doc_counts == "tokens":
+            lw = math.log(alpha[k] + n_dk[d, k])
         else:
             lw = math.log(alpha[k] + m_dk[d, k])
         lw -= _log_rising(beta * n_terms + n_k[k], n)
@@ -116,7 +119,7 @@ def _first_above(p, u):
 
 
 def sweep(doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms, alpha, beta, rng_state,
-          restricted=False):
+          restricted=False, doc_counts="groups"):
     """One sequential sweep in the fast sampler's order: per document, every token's group in
     position order (eq. 2: the topic from the probabilities summed over its groups, then the
     drawn group among that topic's groups uniformly, then the refinement), then every group's
@@ -135,7 +138,7 @@ def sweep(doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms, alpha, beta, rng
                 g[i] = refine(i, h_drawn, k0, d, doc_ptr, term_ids, grp_ptr, g, zg)
         for h in range(G):
             p = eq3_probs(h, d, doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms, alpha,
-                          beta, restricted)
+                          beta, restricted, doc_counts)
             zg[g0 + h] = _first_above(p, uniform(rng_state))
     return g, zg
 
