@@ -110,6 +110,7 @@ def table_md(rows):
 
 
 def plot_fig7(results, rows, path):
+    """log p(W, Z) (mean over seeds) against effective iteration, one panel per corpus."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -121,6 +122,7 @@ def plot_fig7(results, rows, path):
     style = {"LDA": ("tab:blue", "--"), "gLDA": ("tab:green", "-"), "restricted LDA": ("tab:red", ":")}
     for ax, key in zip(axes[0], keys):
         label = f"{key[0]} {key[1]}"
+        xmax, firsts, tops = 0.0, [], []
         for model in MODELS:
             runs = [r for r in results if (r["name"], r["variant"], r["model"]) == (*key, model)]
             if not runs:
@@ -128,13 +130,15 @@ def plot_fig7(results, rows, path):
             y = np.mean([[r["initial"]] + r["trace"] for r in runs], axis=0)
             x = np.array([0] + runs[0]["iters_rec"]) * cost[label, model]
             color, ls = style[model]
-            ax.plot(x, y, ls, color=color, label=model)
+            ax.plot(x, y, ls, color=color, marker=".", label=model)
+            xmax, firsts, tops = max(xmax, x[-1]), firsts + [y[1]], tops + [y.max()]
         ax.set_title(label)
         ax.set_xlabel("effective iteration (LDA sweeps of CPU time)")
         ax.set_ylabel("log p(W, Z)")
-        ax.set_xlim(0, max(runs[0]["iters_rec"]))
-        lo = min(np.mean([r["trace"][0] for r in results if (r["name"], r["variant"]) == key]), 0)
-        ax.set_ylim(bottom=lo)
+        ax.set_xlim(0, xmax)
+        # from the first record on: the uniform start would flatten every curve
+        span = max(tops) - min(firsts)
+        ax.set_ylim(min(firsts) - 0.05 * span, max(tops) + 0.05 * span)
     axes[0][0].legend(loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
