@@ -175,6 +175,11 @@ class GroupedLDA(LDA):
 
     @property
     def gz_(self):
+        """Every chain's state as one row: groups of the tokens, then topics of the groups."""
+        if not hasattr(self, "g_"):
+            if hasattr(self, "_gz_full"):  # loaded from save(full=True)
+                return self._gz_full
+            raise AttributeError("gz_ is only available after fit or for models saved with full=True")
         return np.concatenate([self.g_, self.zg_], axis=1)
 
     def _set_chain_state(self, corpus, c, gz):

@@ -262,6 +262,10 @@ def test_model_file_and_registry(tmp_path):
     np.testing.assert_allclose(p.sum(1), 1.0, rtol=1e-9)
     ids, probs = back.doc_topics(0, top=5)
     assert len(ids) == 5 and np.all(np.diff(probs) <= 0)
+    m.save(tmp_path / "full.npz", full=True)
+    np.testing.assert_array_equal(GroupedLDA.load(tmp_path / "full.npz").gz_, m.gz_)
+    with pytest.raises(AttributeError, match="full=True"):
+        back.gz_
 
 
 def test_params_are_validated():
