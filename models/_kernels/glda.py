@@ -1,0 +1,274 @@
+"""Kernels of grouped LDA (Bart 2011): the token-to-group step (eq. 2 and the most-instances
+refinement), the group-topic step (eq. 3) and the sequential sweep of one chain.
+
+Layout (shared by all chains): documents ``doc_ptr``; the groups of doc d are the global ids
+``grp_ptr[d]:grp_ptr[d + 1]``; ``run_ptr``/``run_tok`` list the tokens of every (doc, word) run
+(``tok_run`` maps a token to its run), which the refinement scans for other instances of a word.
+State of one chain: ``g`` (group of every token, local to its doc), ``zg`` (topic of every group),
+``n_kw`` (V, K) and ``n_k`` (K,). ``unit`` says what eq. 3's doc factor counts: 0, groups (gLDA:
+theta draws groups, alpha + M_dk); 1, tokens through a rising factorial (restricted LDA: theta
+draws tokens, the groups are the fixed (doc, word) runs); 2, tokens in one factor, alpha + N_dk
+(eq. 3 read with LDA's token counts).
+"""
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from .rng import randint, uniform
+
+# Products of at most this many factors stay in floating range for any int32 count (2^31)^16.
+LINEAR_MAX = 16
+
+
+@njit(cache=True, inline="always")
+def _rising(x, n):
+    """x (x + 1) ... (x + n - 1) as a product (n <= LINEAR_MAX)."""
+    p = 1.0
+    for j in range(n):
+        p *= x + j
+    return p
+
+
+@njit(cache=True)
+def _log_rising(x, n):
+    """log of x (x + 1) ... (x + n - 1): products of LINEAR_MAX factors, one log each."""
+    acc = 0.0
+    j = 0
+    while j < n:
+        p = 1.0
+        stop = min(n, j + LINEAR_MAX)
+        while j < stop:
+            p *= x + j
+            j += 1
+        acc += math.log(p)
+    return acc
+
+
+@njit(cache=True)
+def token_topic_weights(y, n_grp_k, topics, n_topics_present, n_kw, n_k, beta, vbeta, out):
+    """Eq. 2 summed over the groups of each topic: out[j] = n_groups(topic_j) (beta + n_kw[y,
+    topic_j]) / (beta V + n_k[topic_j]) for the doc's distinct group topics ``topics[:n]``, with
+    the token already removed from the counts. Returns the total."""
+    total = 0.0
+    for j in range(n_topics_present):
+        k = topics[j]
+        out[j] = n_grp_k[k] * (beta + n_kw[y, k]) / (vbeta + n_k[k])
+        total += out[j]
+    return total
+
+
+@njit(cache=True)
+def group_topic_weights(words, offs, n, m_dk, alpha, unit, n_kw, n_k, beta, vbeta, out):
+    """Eq. 3 for one group of ``n`` tokens (term ``words[j]``, ``offs[j]`` earlier tokens of the
+    same term in the group), removed from the counts: unnormalised p(z_g = k) in ``out``, scaled
+    by a constant when computed in log space. Returns the total.
+
+    gLDA (unit 0, 2): (alpha_k + m_dk) * prod_j (beta + n_kw[w_j, k] + off_j) / rising(V beta + n_k, n);
+    restricted LDA (unit 1): the doc factor is rising(alpha_k + m_dk, n) over token counts."""
+    K = len(n_k)
+    if n <= LINEAR_MAX:
+        for k in range(K):
+            a = alpha[k] + m_dk[k]
+            num = _rising(a, n) if unit == 1 else a
+            for j in range(n):
+                num *= beta + n_kw[words[j], k] + offs[j]
+            out[k] = num / _rising(vbeta + n_k[k], n)
+    else:  # long groups: log space, shifted by the maximum before exp
+        top = -np.inf
+        for k in range(K):
+            a = alpha[k] + m_dk[k]
+            lw = _log_rising(a, n) if unit == 1 else math.log(a)
+            j = 0
+            while j < n:  # products of up to LINEAR_MAX word factors, one log each
+                p = 1.0
+                stop = min(n, j + LINEAR_MAX)
+                while j < stop:
+                    p *= beta + n_kw[words[j], k] + offs[j]
+                    j += 1
+                lw += math.log(p)
+            lw -= _log_rising(vbeta + n_k[k], n)
+            out[k] = lw
+            if lw > top:
+                top = lw
+        for k in range(K):
+            out[k] = math.exp(out[k] - top)
+    total = 0.0
+    for k in range(K):
+        total += out[k]
+    return total
+
+
+@njit(cache=True)
+def refine_group(i, g_drawn, k0, g, zg, g0, run_ptr, run_tok, tok_run, cnt):
+    """The paper's refinement of eq. 2: among the doc's groups of topic ``k0`` the token ``i``
+    joins the one holding the most other instances of its term; the drawn group ``g_drawn``
+    keeps the token unless another holds strictly more (then the lowest such index).
+    ``g0`` is the doc's first global group id; ``cnt`` is zeroed scratch, left zeroed."""
+    r = tok_run[i]
+    for q in range(run_ptr[r], run_ptr[r + 1]):
+        j = run_tok[q]
+        if j != i and zg[g0 + g[j]] == k0:
+            cnt[g[j]] += 1
+    best, best_n = g_drawn, cnt[g_drawn]
+    for q in range(run_ptr[r], run_ptr[r + 1]):
+        j = run_tok[q]
+        if j != i:
+            h = g[j]
+            if cnt[h] > best_n or (cnt[h] == best_n and best != g_drawn and h < best):
+                best, best_n = h, cnt[h]
+    for q in range(run_ptr[r], run_ptr[r + 1]):
+        cnt[g[run_tok[q]]] = 0
+    return best
+
+
+@njit(cache=True)
+def _pick(w, n, u):
+    """First j with cumulative weight > u (u < total), else the last positive one."""
+    acc = 0.0
+    last = 0
+    for j in range(n):
+        if w[j] > 0:
+            last = j
+        acc += w[j]
+        if u < acc:
+            return j
+    return last
+
+
+@njit(cache=True)
+def sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g, zg, n_kw, n_k, alpha,
+              beta, unit, resample_groups, rng, n_grp_k, m_dk, topics, wbuf, kbuf, cnt, gptr,
+              members, words, offs, seen):
+    """One Gibbs pass over doc d: every token's group (eq. 2 + refinement) in position order,
+    then every group's topic jointly with its tokens (eq. 3) in group order."""
+    V = n_kw.shape[0]
+    vbeta = V * beta
+    lo, hi = doc_ptr[d], doc_ptr[d + 1]
+    g0, G = grp_ptr[d], grp_ptr[d + 1] - grp_ptr[d]
+    # doc-level counts: groups per topic and the doc factor's counts (groups or tokens)
+    for h in range(G):
+        k = zg[g0 + h]
+        n_grp_k[k] += 1
+        if not unit:
+            m_dk[k] += 1
+    if unit:
+        for i in range(lo, hi):
+            m_dk[zg[g0 + g[i]]] += 1
+    if resample_groups:
+        n_present = 0
+        for k in range(len(n_k)):  # ascending topic order
+            if n_grp_k[k] > 0:
+                topics[n_present] = k
+                n_present += 1
+        for i in range(lo, hi):
+            y = term_ids[i]
+            k_old = zg[g0 + g[i]]
+            n_kw[y, k_old] -= 1
+            n_k[k_old] -= 1
+            total = token_topic_weights(y, n_grp_k, topics, n_present, n_kw, n_k, beta, vbeta, wbuf)
+            k0 = topics[_pick(wbuf, n_present, uniform(rng) * total)]
+            # eq. 2 is uniform over the groups of topic k0: draw the r-th of them in index order
+            r = randint(rng, n_grp_k[k0])
+            h_drawn = 0
+            for h in range(G):
+                if zg[g0 + h] == k0:
+                    if r == 0:
+                        h_drawn = h
+                        break
+                    r -= 1
+            h_new = refine_group(i, h_drawn, k0, g, zg, g0, run_ptr, run_tok, tok_run, cnt)
+            g[i] = h_new
+            n_kw[y, k0] += 1
+            n_k[k0] += 1
+            if unit:
+                m_dk[k_old] -= 1
+                m_dk[k0] += 1
+    # members of every group (counting sort by group, position order within a group)
+    for h in range(G + 1):
+        gptr[h] = 0
+    for i in range(lo, hi):
+        gptr[g[i] + 1] += 1
+    for h in range(G):
+        gptr[h + 1] += gptr[h]
+    for i in range(lo, hi):
+        h = g[i]
+        members[gptr[h]] = i
+        gptr[h] += 1
+    for h in range(G - 1, -1, -1):
+        gptr[h + 1] = gptr[h]
+    gptr[0] = 0
+    for h in range(G):
+        n = gptr[h + 1] - gptr[h]
+        k_old = zg[g0 + h]
+        for j in range(n):
+            y = term_ids[members[gptr[h] + j]]
+            words[j] = y
+            offs[j] = seen[y]
+            seen[y] += 1
+            n_kw[y, k_old] -= 1
+        for j in range(n):
+            seen[words[j]] = 0
+        n_k[k_old] -= n
+        n_grp_k[k_old] -= 1
+        m_dk[k_old] -= n if unit else 1
+        total = group_topic_weights(words, offs, n, m_dk, alpha, unit, n_kw, n_k, beta, vbeta, kbuf)
+        k_new = _pick(kbuf, len(n_k), uniform(rng) * total)
+        zg[g0 + h] = k_new
+        for j in range(n):
+            n_kw[words[j], k_new] += 1
+        n_k[k_new] += n
+        n_grp_k[k_new] += 1
+        m_dk[k_new] += n if unit else 1
+    # leave the scratch zeroed for the next doc
+    for h in range(G):
+        k = zg[g0 + h]
+        n_grp_k[k] = 0
+        m_dk[k] = 0
+    for i in range(lo, hi):
+        m_dk[zg[g0 + g[i]]] = 0
+
+
+@njit(cache=True, parallel=True)
+def sweep_chains(doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g, zg, n_kw, n_k, alpha,
+                 beta, unit, resample_groups, rng, max_groups, max_len):
+    """One sweep of every chain, chains in parallel (each sequential in doc order, on its own
+    rng stream), so the result never depends on the thread count."""
+    C, K = n_k.shape
+    V = n_kw.shape[1]
+    for c in prange(C):
+        n_grp_k = np.zeros(K, np.int64)
+        m_dk = np.zeros(K, np.int64)
+        topics = np.zeros(K, np.int64)
+        wbuf = np.zeros(K)
+        kbuf = np.zeros(K)
+        cnt = np.zeros(max_groups + 1, np.int64)
+        gptr = np.zeros(max_groups + 1, np.int64)
+        members = np.zeros(max_len, np.int64)
+        words = np.zeros(max_len, np.int64)
+        offs = np.zeros(max_len, np.int64)
+        seen = np.zeros(V, np.int64)
+        for d in range(len(doc_ptr) - 1):
+            sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g[c], zg[c],
+                      n_kw[c], n_k[c], alpha[c], beta, unit, resample_groups, rng[c], n_grp_k,
+                      m_dk, topics, wbuf, kbuf, cnt, gptr, members, words, offs, seen)
+
+
+@njit(cache=True)
+def init_random(doc_ptr, grp_ptr, tok_run, run_doc_first, resample_groups, g, zg, n_topics, rng):
+    """Uniform groups (gLDA; restricted LDA: the token's (doc, word) run) and uniform topics."""
+    for d in range(len(doc_ptr) - 1):
+        G = grp_ptr[d + 1] - grp_ptr[d]
+        for i in range(doc_ptr[d], doc_ptr[d + 1]):
+            g[i] = randint(rng, G) if resample_groups else tok_run[i] - run_doc_first[d]
+    for h in range(len(zg)):
+        zg[h] = randint(rng, n_topics)
+
+
+@njit(cache=True)
+def token_topics(doc_ptr, grp_ptr, g, zg, z):
+    """Token-level topics z_i = z_{d, g_i} in document order."""
+    for d in range(len(doc_ptr) - 1):
+        g0 = grp_ptr[d]
+        for i in range(doc_ptr[d], doc_ptr[d + 1]):
+            z[i] = zg[g0 + g[i]]

@@ -1,0 +1,279 @@
+"""Grouped LDA: conditionals and sweeps equal to the reference, count invariants, determinism,
+resume, model files and the registry, and the LDA tools' view of a gLDA model."""
+import numpy as np
+import pytest
+
+from models import LDA, corpus_from_docs, registry, synthetic_corpus
+from models._kernels import glda as G_
+from models.glda import GroupedLDA, doc_runs
+from models.lda import joint_log_lik
+from tests.helpers import assert_same_fit, resume_after_kill, save_and_load
+from tests.reference import glda_reference as ref
+
+
+def block_corpus(n_docs=60, seed=0):
+    """3 topics with 3 disjoint words each; every doc draws 12 tokens from one block."""
+    rng = np.random.default_rng(seed)
+    docs = [3 * (d % 3) + rng.integers(0, 3, size=12) for d in range(n_docs)]
+    return corpus_from_docs(docs, n_terms=9, fingerprint="block")
+
+
+def long_group_corpus():
+    """Docs whose groups (group_size 40) and (doc, term) runs exceed the 16 factors the kernel
+    multiplies before it switches to log space."""
+    rng = np.random.default_rng(5)
+    docs = [[0] * 20 + list(rng.integers(0, 8, size=20)), list(rng.integers(0, 8, size=37)),
+            [3] * 18 + [4] * 3, [], [1, 2, 1]]
+    return corpus_from_docs(docs, n_terms=8, fingerprint="long")
+
+
+def small_corpus():
+    return synthetic_corpus(80, 200, 30, seed=3, n_latent=5)
+
+
+def prepared(model, corpus, sweeps=0):
+    """A model with initialised chains after ``sweeps`` sweeps."""
+    model._check_params(corpus)
+    model.fingerprint_ = corpus.fingerprint
+    model._build_layout(corpus)
+    model._alloc_chain_state(corpus)
+    model._start(corpus)
+    for it in range(sweeps):
+        model._step(corpus, it)
+    return model
+
+
+def check_invariants(m, corpus):
+    lay = m._lay
+    G = np.diff(lay["grp_ptr"])
+    tok_doc = np.repeat(np.arange(corpus.n_docs), np.diff(corpus.doc_ptr))
+    for c in range(m.n_chains):
+        g, zg = m.g_[c], m.zg_[c]
+        assert (g >= 0).all() and (g < G[tok_doc]).all()
+        assert (zg >= 0).all() and (zg < m.n_topics).all()
+        n_kw, n_k, n_dk, _ = ref.counts(corpus.doc_ptr, corpus.term_ids, lay["grp_ptr"], g, zg,
+                                        m.n_topics, corpus.n_terms)
+        np.testing.assert_array_equal(m.n_kw_[c], n_kw)
+        np.testing.assert_array_equal(m.n_k_[c], n_k)
+        assert m.n_k_[c].sum() == corpus.n_tokens
+        np.testing.assert_array_equal(n_dk.sum(1), np.diff(corpus.doc_ptr))
+        if m.restricted:  # groups are the (doc, term) runs, fixed
+            _, _, tok_run, first = doc_runs(corpus)
+            np.testing.assert_array_equal(g, tok_run - first[tok_doc])
+
+
+@pytest.mark.parametrize("group_size", [4.0, 2.5])
+def test_layout_has_ceil_n_over_group_size_groups(group_size):
+    corpus = small_corpus()
+    m = prepared(GroupedLDA(n_topics=5, n_chains=1, n_iter=2, burn_in=1, sample_every=1,
+                            group_size=group_size), corpus)
+    np.testing.assert_array_equal(np.diff(m.group_ptr_),
+                                  np.ceil(np.diff(corpus.doc_ptr) / group_size).astype(int))
+
+
+@pytest.mark.parametrize("restricted,doc_counts", [(False, "groups"), (False, "tokens"),
+                                                   (True, "groups")])
+def test_invariants_after_every_sweep(restricted, doc_counts):
+    corpus = small_corpus()
+    m = prepared(GroupedLDA(n_topics=6, n_chains=2, n_iter=5, burn_in=4, sample_every=1, seed=2,
+                            restricted=restricted, doc_counts=doc_counts), corpus)
+    check_invariants(m, corpus)
+    for it in range(4):
+        m._step(corpus, it)
+        check_invariants(m, corpus)
+
+
+def _eq2_kernel(m, corpus, c, i, d):
+    """Kernel eq. 2 for token i with the token removed: probability of every doc group."""
+    lay = m._lay
+    g0, G = lay["grp_ptr"][d], lay["grp_ptr"][d + 1] - lay["grp_ptr"][d]
+    zg = m.zg_[c]
+    n_kw, n_k = m.n_kw_[c].copy(), m.n_k_[c].copy()
+    y, k_i = corpus.term_ids[i], zg[g0 + m.g_[c][i]]
+    n_kw[y, k_i] -= 1
+    n_k[k_i] -= 1
+    n_grp = np.bincount(zg[g0:g0 + G], minlength=m.n_topics)
+    topics = np.flatnonzero(n_grp)
+    w = np.zeros(m.n_topics)
+    total = G_.token_topic_weights(y, n_grp, topics, len(topics), n_kw, n_k, m.beta,
+                                   m.beta * corpus.n_terms, w)
+    per_topic = w[:len(topics)] / total
+    # spread a topic's mass uniformly over its groups, as the kernel's draw does
+    return np.array([per_topic[np.searchsorted(topics, zg[g0 + h])] / n_grp[zg[g0 + h]]
+                     for h in range(G)])
+
+
+def _eq3_kernel(m, corpus, c, d, h):
+    """Kernel eq. 3 for group h of doc d with its tokens removed: p(z_g = k), normalised."""
+    lay = m._lay
+    g0 = lay["grp_ptr"][d]
+    g, zg = m.g_[c], m.zg_[c]
+    lo, hi = corpus.doc_ptr[d], corpus.doc_ptr[d + 1]
+    members = [i for i in range(lo, hi) if g[i] == h]
+    words = corpus.term_ids[members].astype(np.int64)
+    offs = np.array([np.sum(words[:j] == words[j]) for j in range(len(words))], dtype=np.int64)
+    k_h = zg[g0 + h]
+    n_kw, n_k = m.n_kw_[c].copy(), m.n_k_[c].copy()
+    np.subtract.at(n_kw, (words, k_h), 1)
+    n_k[k_h] -= len(words)
+    if m._unit():  # token counts
+        m_dk = np.bincount(zg[g0 + g[lo:hi]], minlength=m.n_topics)
+        m_dk[k_h] -= len(words)
+    else:
+        m_dk = np.bincount(zg[g0:lay["grp_ptr"][d + 1]], minlength=m.n_topics)
+        m_dk[k_h] -= 1
+    w = np.zeros(m.n_topics)
+    total = G_.group_topic_weights(words, offs, len(words), m_dk, m.alpha_[c], m._unit(),
+                                   n_kw, n_k, m.beta, m.beta * corpus.n_terms, w)
+    return w / total, len(words)
+
+
+@pytest.mark.parametrize("restricted,group_size,doc_counts", [
+    (False, 4.0, "groups"), (False, 40.0, "groups"), (False, 40.0, "tokens"), (True, 4.0, "groups")])
+def test_conditionals_match_reference(restricted, group_size, doc_counts):
+    corpus = long_group_corpus()
+    m = prepared(GroupedLDA(n_topics=5, alpha=0.3, beta=0.05, n_chains=1, n_iter=3, burn_in=2,
+                            sample_every=1, seed=1, restricted=restricted, doc_counts=doc_counts,
+                            group_size=group_size), corpus, sweeps=2)
+    lay, c = m._lay, 0
+    args = (corpus.doc_ptr, corpus.term_ids, lay["grp_ptr"], m.g_[c], m.zg_[c], m.n_topics,
+            corpus.n_terms)
+    sizes = []
+    for d in range(corpus.n_docs):
+        if not restricted:
+            for i in range(corpus.doc_ptr[d], corpus.doc_ptr[d + 1]):
+                want = ref.eq2_probs(i, d, *args, m.beta)
+                np.testing.assert_allclose(_eq2_kernel(m, corpus, c, i, d), want, rtol=0, atol=1e-12)
+        for h in range(lay["grp_ptr"][d + 1] - lay["grp_ptr"][d]):
+            got, n = _eq3_kernel(m, corpus, c, d, h)
+            want = ref.eq3_probs(h, d, *args, m.alpha_[c], m.beta, restricted, doc_counts)
+            np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+            assert abs(got.sum() - 1) < 1e-12
+            sizes.append(n)
+    assert max(sizes) > G_.LINEAR_MAX and min(sizes) <= G_.LINEAR_MAX  # both paths were compared
+
+
+def test_refinement_matches_reference():
+    corpus = long_group_corpus()
+    m = prepared(GroupedLDA(n_topics=3, n_chains=1, n_iter=3, burn_in=2, sample_every=1, seed=4,
+                            group_size=2.0), corpus, sweeps=1)
+    lay, g, zg = m._lay, m.g_[0], m.zg_[0]
+    cnt = np.zeros(lay["max_groups"] + 1, dtype=np.int64)
+    n_checked = n_moved = 0
+    for d in range(corpus.n_docs):
+        g0, G = lay["grp_ptr"][d], lay["grp_ptr"][d + 1] - lay["grp_ptr"][d]
+        for i in range(corpus.doc_ptr[d], corpus.doc_ptr[d + 1]):
+            for h in range(G):
+                k0 = zg[g0 + h]
+                got = G_.refine_group(i, h, k0, g, zg, g0, lay["run_ptr"], lay["run_tok"],
+                                      lay["tok_run"], cnt)
+                want = ref.refine(i, h, k0, d, corpus.doc_ptr, corpus.term_ids, lay["grp_ptr"], g, zg)
+                assert got == want and not cnt.any()
+                n_checked += 1
+                n_moved += got != h
+    assert n_checked > 100 and n_moved > 10
+
+
+@pytest.mark.parametrize("restricted,doc_counts", [(False, "groups"), (False, "tokens"),
+                                                   (True, "groups")])
+def test_one_sweep_matches_reference_sampler(restricted, doc_counts):
+    corpus = long_group_corpus() if restricted else block_corpus(12)
+    m = prepared(GroupedLDA(n_topics=4, alpha=0.5, beta=0.1, n_chains=1, n_iter=3, burn_in=2,
+                            sample_every=1, seed=6, restricted=restricted, doc_counts=doc_counts),
+                 corpus, sweeps=1)
+    lay = m._lay
+    g0, zg0, rng0 = m.g_[0].copy(), m.zg_[0].copy(), m.rng_[0].copy()
+    want_g, want_zg = ref.sweep(corpus.doc_ptr, corpus.term_ids, lay["grp_ptr"], g0, zg0,
+                                m.n_topics, corpus.n_terms, m.alpha_[0], m.beta, rng0, restricted,
+                                doc_counts)
+    m._step(corpus, 1)
+    np.testing.assert_array_equal(m.g_[0], want_g)
+    np.testing.assert_array_equal(m.zg_[0], want_zg)
+    np.testing.assert_array_equal(m.rng_[0], rng0)
+    assert (want_zg != zg0).any()
+
+
+def test_log_lik_is_log_p_w_z_of_token_topics():
+    corpus = long_group_corpus()
+    m = GroupedLDA(n_topics=4, alpha=0.2, beta=0.05, n_chains=2, n_iter=3, burn_in=2,
+                   sample_every=1, log_lik_every=1).fit(corpus)
+    for c in range(2):
+        z = m.z_[c]
+        want = ref.log_p_w_z(corpus.doc_ptr, corpus.term_ids, z, 4, corpus.n_terms,
+                             np.full(4, 0.2), 0.05) / corpus.n_tokens
+        assert m.log_lik_[-1, c] == pytest.approx(want, rel=1e-12)
+        assert m.log_lik_[-1, c] == pytest.approx(joint_log_lik(corpus, z, 4, 0.2, 0.05), rel=1e-12)
+
+
+def test_block_topics_recovered_and_above_lda():
+    corpus = block_corpus(90)
+    kw = dict(n_topics=3, alpha=0.1, beta=0.01, n_chains=1, n_iter=30, burn_in=29, sample_every=1,
+              seed=0)
+    m = GroupedLDA(**kw).fit(corpus)
+    for k in range(3):
+        words, _ = m.topic_words(k, top=3)
+        assert len({int(w) // 3 for w in words}) == 1  # every topic is one block
+    lda = LDA(init="random", n_shards=1, **kw).fit(corpus)
+    assert m.log_lik_[-1, 0] >= lda.log_lik_[-1, 0] - 1e-9
+
+
+def test_same_seed_same_state_whatever_the_thread_count():
+    corpus = small_corpus()
+    kw = dict(n_topics=6, n_chains=3, n_iter=4, burn_in=3, sample_every=1, seed=9)
+    a = GroupedLDA(n_jobs=1, **kw).fit(corpus)
+    b = GroupedLDA(n_jobs=2, **kw).fit(corpus)
+    np.testing.assert_array_equal(a.gz_, b.gz_)
+    np.testing.assert_array_equal(a.z_, b.z_)
+    assert (a.z_[0] != a.z_[1]).mean() > 0.3  # chains differ
+    other = GroupedLDA(n_jobs=2, **dict(kw, seed=10)).fit(corpus)
+    assert (other.z_[0] != a.z_[0]).mean() > 0.3
+
+
+@pytest.mark.parametrize("restricted", [False, True])
+def test_resume_from_checkpoint_equals_uninterrupted(tmp_path, restricted):
+    corpus = small_corpus()
+    kw = dict(n_topics=5, n_chains=2, n_iter=12, burn_in=5, sample_every=2, seed=3,
+              restricted=restricted, checkpoint_every=3, log_lik_every=2)
+    full = GroupedLDA(**kw).fit(corpus)
+    resumed = resume_after_kill(GroupedLDA, kw, corpus, tmp_path / "run.ckpt.npz", kill_at=8)
+    assert_same_fit(resumed, full, "z_", "gz_", "alpha_")
+
+
+def test_checkpoint_refuses_other_params(tmp_path):
+    corpus = small_corpus()
+    path = tmp_path / "c.npz"
+    kw = dict(n_topics=4, n_chains=1, n_iter=4, burn_in=2, sample_every=1, checkpoint_every=2)
+    GroupedLDA(**kw).fit(corpus, checkpoint=path)
+    with pytest.raises(ValueError, match="group_size"):
+        GroupedLDA(**dict(kw, group_size=3.0)).fit(corpus, checkpoint=path)
+    with pytest.raises(ValueError, match="GroupedLDA.* checkpoint, not LDA"):
+        LDA(**kw).fit(corpus, checkpoint=path)
+
+
+def test_model_file_and_registry(tmp_path):
+    corpus = small_corpus()
+    cls = registry.model_class("glda")
+    assert cls is GroupedLDA and "glda" in registry.kinds()
+    m = cls(n_topics=5, n_chains=2, n_iter=4, burn_in=2, sample_every=1).fit(corpus)
+    back = save_and_load(m, tmp_path / "m.npz", corpus.fingerprint)
+    assert type(registry.load(tmp_path / "m.npz")) is GroupedLDA
+    # P(w | d) is LDA's formula over the token-level counts of the kept samples
+    p = back.p_w_d(np.arange(corpus.n_terms))
+    np.testing.assert_allclose(p.sum(1), 1.0, rtol=1e-9)
+    ids, probs = back.doc_topics(0, top=5)
+    assert len(ids) == 5 and np.all(np.diff(probs) <= 0)
+    m.save(tmp_path / "full.npz", full=True)
+    np.testing.assert_array_equal(GroupedLDA.load(tmp_path / "full.npz").gz_, m.gz_)
+    with pytest.raises(AttributeError, match="full=True"):
+        back.gz_
+
+
+def test_params_are_validated():
+    corpus = small_corpus()
+    base = dict(n_topics=4, n_iter=2, burn_in=1, sample_every=1)
+    for bad, match in [(dict(group_size=0), "group_size"), (dict(group_size="x"), "group_size"),
+                       (dict(restricted="yes"), "restricted"), (dict(doc_counts="x"), "doc_counts"), (dict(beta=-1.0), "beta"),
+                       (dict(alpha=0.0), "alpha"), (dict(n_topics=0), "n_topics"),
+                       (dict(burn_in=2), "burn_in")]:
+        with pytest.raises(ValueError, match=match):
+            GroupedLDA(**dict(base, **bad)).fit(corpus)
