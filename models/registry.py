@@ -12,6 +12,7 @@ _KINDS = {
     "lda": "models.lda:LDA",
     "pam": "models.pam:PAM",
     "tcm": "models.tcm:TCM",
+    "avipam": "models.avipam:AVIPAM",
 }
 
 
