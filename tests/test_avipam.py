@@ -178,3 +178,23 @@ def test_killed_run_leaves_no_half_written_checkpoint(corpus_beta, tmp_path):
     with pytest.raises(Killed):
         AVIPAM(epochs=2, checkpoint_every=1, **KW).fit(corpus_beta[0], callback=kill, checkpoint=path)
     assert path.exists() and not (tmp_path / "k.ckpt.tmp").exists()
+
+
+def test_l2_variant_trains_without_batch_statistics(corpus_beta):
+    """Section 4.1's l2 normalisation: the ELBO rises and every document's mixture is its own
+    (a batch of one document gives the same mixture as the whole batch)."""
+    corpus = corpus_beta[0]
+    m = AVIPAM(epochs=10, norm="l2", **KW).fit(corpus)
+    ll = m.log_lik_[:, 0]
+    assert np.isfinite(ll).all() and ll[-1] > ll[0]
+    from models.corpus import make_corpus as mk
+
+    one = mk(corpus.doc_ptr[:2] - corpus.doc_ptr[0], corpus.term_ids[corpus.doc_ptr[0]:corpus.doc_ptr[1]],
+             n_terms=corpus.n_terms)
+    np.testing.assert_allclose(m.transform(one)[0], m.doc_mix_[0], rtol=1e-5)
+
+
+def test_collapse_counts_of_a_learned_model(fitted):
+    from retrieval.bench.avipam import collapse_counts
+
+    assert collapse_counts(fitted) == (0, 0)
