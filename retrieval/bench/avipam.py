@@ -132,6 +132,8 @@ def cmd_tables(args):
         specs = TABLE1 if t == 1 else TABLE2
         if args.only_avipam:
             specs = [s for s in specs if s[1] == "avipam"]
+        if args.rows:
+            specs = [s for s in specs if any(r in s[0] for r in args.rows)]
         print(f"\n== Table {t} ==")
         rows, ref = run_rows(specs, args)
         print_rows(rows, ref, args.device, args.threads)
@@ -208,6 +210,7 @@ def main(argv=None):
     t = sub.add_parser("tables", parents=[common], help="the paper's Tables 1 and 2")
     t.add_argument("--table", type=int, nargs="+", choices=(1, 2), default=[1, 2])
     t.add_argument("--only-avipam", action="store_true")
+    t.add_argument("--rows", nargs="+", help="only the rows whose label contains one of these, e.g. 4pam")
     t.set_defaults(func=cmd_tables)
     c = sub.add_parser("collapse", parents=[common], help="collapse with and without normalisation")
     c.add_argument("--arch", default="4pam:2,50")
