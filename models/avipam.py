@@ -86,6 +86,10 @@ class AVIPAM(VariationalModel):
         nothing ("none", the ablation).
     dropout : float, default=0.2
         Dropout rate on the encoders' last hidden layer.
+    decoder : {"mixture", "product"}, default="mixture"
+        "mixture": PAM's generative model, p(w | d) = mix_d . softmax(norm(beta)). "product":
+        ProdLDA's product of experts, p(w | d) = softmax(norm(mix_d . beta)), with the norm on
+        the decoder logits (batch statistics at training, running ones afterwards).
     epochs : int, default=100
     batch_size : int, default=200
     lr : float, default=1e-3
@@ -114,16 +118,20 @@ class AVIPAM(VariationalModel):
 
     kind = "avipam"
 
-    _INFERENCE_ARRAYS = ("topic_word", "doc_mix")
+    # dec_*, doc_div, doc_lse: the product decoder's p(w | d) = exp(z_dw - doc_lse_d) with
+    # z_dw = (mix_d . beta_w - dec_shift_w) * dec_scale_w / doc_div_d (empty for "mixture").
+    _INFERENCE_ARRAYS = ("topic_word", "doc_mix", "beta", "dec_shift", "dec_scale", "doc_div",
+                         "doc_lse")
 
     def __init__(self, arch="4pam:50,100", alpha=1.0, hidden=100, norm="batch", dropout=0.2,
-                 epochs=100, batch_size=200, lr=1e-3, beta1=0.99, seed=0, device="cpu",
+                 decoder="mixture", epochs=100, batch_size=200, lr=1e-3, beta1=0.99, seed=0, device="cpu",
                  n_jobs=None, callback_every=1, checkpoint_every=10):
         self.arch = arch
         self.alpha = alpha
         self.hidden = hidden
         self.norm = norm
         self.dropout = dropout
+        self.decoder = decoder
         self.epochs = epochs
         self.batch_size = batch_size
         self.lr = lr
@@ -141,6 +149,7 @@ class AVIPAM(VariationalModel):
         self._pos_float("alpha")
         self._pos_int("hidden")
         self._check_choice("norm", ("batch", "l2", "none"))
+        self._check_choice("decoder", ("mixture", "product"))
         if not (isinstance(self.dropout, (int, float)) and 0 <= self.dropout < 1):
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
         if not (isinstance(self.beta1, (int, float)) and 0 <= self.beta1 < 1):
@@ -167,7 +176,7 @@ class AVIPAM(VariationalModel):
         arch = parse_arch(self.arch)
         masks = [torch.from_numpy(m) for m in arch.masks]
         return PAMNet(n_terms, masks, [float(self.alpha)] * len(masks), hidden=self.hidden,
-                      norm=self.norm, dropout=float(self.dropout))
+                      norm=self.norm, dropout=float(self.dropout), decoder=self.decoder)
 
     def _finalize(self, net, X):
         import torch
@@ -176,6 +185,37 @@ class AVIPAM(VariationalModel):
         with torch.no_grad():
             self.topic_word_ = net.topics().cpu().numpy().astype(np.float32)
         self.doc_mix_ = self._encode(X)
+        empty = np.zeros(0, dtype=np.float32)
+        self.beta_ = self.dec_shift_ = self.dec_scale_ = self.doc_div_ = self.doc_lse_ = empty
+        if self.decoder == "product":
+            self._product_tables(net)
+
+    def _product_tables(self, net):
+        """The per-word and per-document numbers that give the product decoder's p(w | d) for
+        any term ids without the full (n_docs, n_terms) table."""
+        import torch
+
+        V = self.n_terms_
+        with torch.no_grad():
+            self.beta_ = net.beta.cpu().numpy().astype(np.float32)
+            shift, scale = np.zeros(V), np.ones(V)
+            if self.norm == "batch":
+                bn = net.dec_norm
+                shift = bn.running_mean.cpu().numpy().astype(np.float64)
+                scale = 1.0 / np.sqrt(bn.running_var.cpu().numpy().astype(np.float64) + bn.eps)
+            elif self.norm == "l2":
+                scale = net.dec_norm.gain.cpu().numpy().astype(np.float64)
+        self.dec_shift_, self.dec_scale_ = shift, scale
+        D = self.doc_mix_.shape[0]
+        div, lse = np.ones(D), np.empty(D)
+        for lo in range(0, D, 2000):
+            logits = self.doc_mix_[lo:lo + 2000].astype(np.float64) @ self.beta_.astype(np.float64)
+            if self.norm == "l2":
+                div[lo:lo + 2000] = np.linalg.norm(logits, axis=1) + 1e-8
+            z = (logits - shift) * scale / div[lo:lo + 2000, None]
+            m = z.max(1)
+            lse[lo:lo + 2000] = m + np.log(np.exp(z - m[:, None]).sum(1))
+        self.doc_div_, self.doc_lse_ = div, lse
 
     # -- amortized inference ------------------------------------------------------------------
 
@@ -208,7 +248,8 @@ class AVIPAM(VariationalModel):
     # -- the document model -------------------------------------------------------------------
 
     def p_w_d(self, term_ids):
-        """P_AVI(w | d) = mix_d . beta_w for every training document.
+        """P_AVI(w | d) of every training document: mix_d . beta_w (mixture decoder) or
+        softmax(norm(mix_d . beta))_w (product decoder).
 
         Parameters
         ----------
@@ -220,8 +261,12 @@ class AVIPAM(VariationalModel):
         """
         self._check_fitted()
         term_ids = self._check_term_ids(term_ids)
-        tw = self.topic_word_[:, term_ids].astype(np.float64)
-        return self.doc_mix_.astype(np.float64) @ tw
+        mix = self.doc_mix_.astype(np.float64)
+        if self.decoder == "product":
+            logits = mix @ self.beta_[:, term_ids].astype(np.float64)
+            z = (logits - self.dec_shift_[term_ids]) * self.dec_scale_[term_ids] / self.doc_div_[:, None]
+            return np.exp(z - self.doc_lse_[:, None])
+        return mix @ self.topic_word_[:, term_ids].astype(np.float64)
 
     def p_w_d_per_sample(self, term_ids):
         """P_AVI(w | d) of the one kept model: shape (1, 1, n_docs, n_query_terms)."""

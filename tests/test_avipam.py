@@ -198,3 +198,24 @@ def test_collapse_counts_of_a_learned_model(fitted):
     from retrieval.bench.avipam import collapse_counts
 
     assert collapse_counts(fitted) == (0, 0)
+
+
+@pytest.mark.parametrize("norm", ["batch", "l2", "none"])
+def test_product_decoder_document_model(corpus_beta, norm, tmp_path):
+    """ProdLDA's decoder: the ELBO rises, and p_w_d from the stored per-word and per-document
+    numbers equals the network's own softmax over the whole vocabulary (eval mode)."""
+    import torch
+
+    corpus = corpus_beta[0]
+    m = AVIPAM(epochs=8, norm=norm, decoder="product", **KW).fit(corpus)
+    ll = m.log_lik_[:, 0]
+    assert ll[-1] > ll[0]
+    V = corpus.n_terms
+    p = m.p_w_d(np.arange(V))
+    np.testing.assert_allclose(p.sum(1), 1.0, atol=1e-9)
+    with torch.no_grad():
+        want = torch.exp(m.net_.log_p_words(torch.from_numpy(m.doc_mix_))).numpy()
+    np.testing.assert_allclose(p, want, rtol=1e-4, atol=1e-7)
+    np.testing.assert_allclose(m.p_w_d([5, 2]), p[:, [5, 2]], rtol=1e-12)
+    m.save(tmp_path / "p.npz")
+    np.testing.assert_array_equal(AVIPAM.load(tmp_path / "p.npz").p_w_d([1, 9]), m.p_w_d([1, 9]))

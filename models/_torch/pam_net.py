@@ -103,11 +103,16 @@ class PAMNet(nn.Module):
         Normalisation of the encoder outputs and of beta before its softmax (section 4.1).
     dropout : float
         Dropout rate on the encoders' last hidden layer.
+    decoder : {"mixture", "product"}
+        "mixture": PAM's own p(w | d) = mix . softmax(norm(beta)). "product": ProdLDA's product
+        of experts, p(w | d) = softmax(norm(mix . beta)), the norm over the batch of documents.
     """
 
-    def __init__(self, n_terms, masks, alphas, hidden=100, norm="batch", dropout=0.2):
+    def __init__(self, n_terms, masks, alphas, hidden=100, norm="batch", dropout=0.2,
+                 decoder="mixture"):
         super().__init__()
         self.norm = norm
+        self.decoder = decoder
         self.rate = float(dropout)
         self.encoders = nn.ModuleList(
             LevelEncoder(n_terms, hidden, m.shape[0], m.shape[1], norm) for m in masks)
@@ -120,11 +125,15 @@ class PAMNet(nn.Module):
         K = masks[-1].shape[1]
         self.beta = nn.Parameter(torch.empty(K, n_terms))
         nn.init.xavier_uniform_(self.beta)
-        self.beta_norm = RowL2Norm(n_terms) if norm == "l2" else None
+        self.beta_norm = RowL2Norm(n_terms) if norm == "l2" and decoder == "mixture" else None
+        self.dec_norm = make_norm(norm, n_terms) if decoder == "product" else None
 
     def topics(self):
-        """The sub-topic word distributions (K, V)."""
+        """The sub-topic word distributions (K, V) (product decoder: softmax of beta's rows,
+        what ProdLDA reads its topics from)."""
         b = self.beta
+        if self.decoder == "product":
+            return torch.softmax(b, dim=1)
         if self.norm == "batch":
             b = column_standardise(b)
         elif self.norm == "l2":
@@ -159,6 +168,11 @@ class PAMNet(nn.Module):
     def loss(self, x, gen):
         """Negative ELBO of every document of the batch (B,), and its KL part (B,)."""
         mix, kl = self(x, gen)
-        p = mix @ self.topics()
-        rec = -(x * torch.log(p + 1e-10)).sum(1)
+        rec = -(x * self.log_p_words(mix)).sum(1)
         return rec + kl, kl
+
+    def log_p_words(self, mix):
+        """log p(w | d) of every word (B, V) given the documents' sub-topic mixtures."""
+        if self.decoder == "product":
+            return torch.log_softmax(self.dec_norm(mix @ self.beta), dim=1)
+        return torch.log(mix @ self.topics() + 1e-10)

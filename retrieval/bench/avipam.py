@@ -57,7 +57,7 @@ def build(kind, params, args):
     if kind == "avipam":
         return AVIPAM(**params, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
                       seed=args.seed, device=args.device, n_jobs=args.threads,
-                      **({"norm": args.norm} if getattr(args, "norm", None) else {}))
+                      decoder=args.decoder, **({"norm": args.norm} if getattr(args, "norm", None) else {}))
     g = args.gibbs_iters
     sched = dict(n_chains=1, n_iter=g, burn_in=g - 1, sample_every=1, seed=args.seed,
                  n_jobs=args.threads, log_lik_every=g)
@@ -205,6 +205,8 @@ def main(argv=None):
     common.add_argument("--lr", type=float, default=1e-3)
     common.add_argument("--threads", type=int, default=2)
     common.add_argument("--device", default="cpu")
+    common.add_argument("--decoder", choices=("mixture", "product"), default="mixture",
+                        help="aviPAM decoder: PAM's mixture or ProdLDA's product of experts")
     common.add_argument("--seed", type=int, default=0)
     common.add_argument("--newsgroups", default=DEFAULT_20NEWS)
     t = sub.add_parser("tables", parents=[common], help="the paper's Tables 1 and 2")
