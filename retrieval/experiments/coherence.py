@@ -170,9 +170,8 @@ def reference_corpus(args):
     return corpus, f"20 Newsgroups {args.split} ({corpus.n_docs} docs, top {args.vocab} words)"
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m retrieval.experiments.coherence", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_arguments(p):
+    """The options of ``topicir coherence`` / ``python -m retrieval.experiments.coherence``."""
     p.add_argument("--model", action="append", required=True,
                    help="model file of any registered kind (repeatable)")
     src = p.add_mutually_exclusive_group()
@@ -184,7 +183,9 @@ def main(argv=None):
     p.add_argument("--window", default="document",
                    help="'document' (co-occurrence in a document) or a sliding window size, e.g. 20")
     p.add_argument("--top-n", type=int, default=10)
-    args = p.parse_args(argv)
+
+
+def run(args):
     window = None if args.window == "document" else int(args.window)
     from models import registry
 
@@ -195,6 +196,13 @@ def main(argv=None):
         for line in report(model, corpus, ref, window, args.top_n):
             print("  " + line)
     return 0
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python -m retrieval.experiments.coherence", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(p)
+    return run(p.parse_args(argv))
 
 
 if __name__ == "__main__":
