@@ -13,6 +13,7 @@ _KINDS = {
     "pam": "models.pam:PAM",
     "tcm": "models.tcm:TCM",
     "glda": "models.glda:GroupedLDA",
+    "avipam": "models.avipam:AVIPAM",
 }
 
 

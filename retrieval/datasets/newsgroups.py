@@ -84,3 +84,34 @@ def newsgroups_corpus(path, min_df=2):
     corpus = make_corpus(doc_ptr, np.array(flat, dtype=np.int32), n_terms=len(vocab),
                          fingerprint=f"20news-bydate:min_df={min_df}")
     return corpus, vocab, posts
+
+
+def newsgroups_top_words_corpus(path, n_words=2000, split="train"):
+    """The AVITM-style 20 Newsgroups corpus: the posts of ``split`` ("train", "test" or None for
+    both), tokenised as above, restricted to the ``n_words`` most frequent terms (collection
+    frequency after stopword removal; ties by term) with term ids in that order, and documents
+    left without tokens dropped (as AVITM drops them).
+
+    Returns (corpus, vocab list, the posts kept).
+    """
+    if split not in ("train", "test", None):
+        raise ValueError(f"split must be 'train', 'test' or None, got {split!r}")
+    posts = [p for p in read_newsgroups(path) if split is None or p.split == split]
+    docs = [tokenize(p.text) for p in posts]
+    cf = {}
+    for toks in docs:
+        for t in toks:
+            cf[t] = cf.get(t, 0) + 1
+    vocab = [t for t, _ in sorted(cf.items(), key=lambda kv: (-kv[1], kv[0]))[:n_words]]
+    ids = {t: i for i, t in enumerate(vocab)}
+    kept, lens, flat = [], [], []
+    for post, toks in zip(posts, docs):
+        row = [ids[t] for t in toks if t in ids]
+        if row:
+            kept.append(post)
+            lens.append(len(row))
+            flat.extend(row)
+    doc_ptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    corpus = make_corpus(doc_ptr, np.array(flat, dtype=np.int32), n_terms=len(vocab),
+                         fingerprint=f"20news-bydate:{split or 'all'}:top{n_words}")
+    return corpus, vocab, kept

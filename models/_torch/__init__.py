@@ -1,0 +1,2 @@
+"""torch networks of the variational models (imported only by them: ``import models`` stays
+free of torch)."""

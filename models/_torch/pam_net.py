@@ -1,0 +1,178 @@
+"""The aviPAM network (Srivastava & Sutton 2019): one encoder MLP per level of a layered PAM DAG,
+logistic-normal posteriors of every internal node, mixtures multiplied down the levels, and the
+decoder ``mix @ softmax(norm(beta))``.
+
+A DAG is a list of levels; level l joins its P_l parent nodes to its C_l children through a
+boolean mask (P_l, C_l): every parent has a distribution over its allowed children. Layered
+PAMs have full masks; a mixture of LDAs has a block mask (component m reaches only its topics).
+
+Randomness (the reparameterisation noise, dropout) comes only from the ``torch.Generator``
+passed in, so that a checkpoint holding its state resumes the same stream.
+"""
+import math
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+NORMS = ("batch", "l2", "none")
+
+
+def laplace_prior(alpha, n_children):
+    """Mean and variance, in the softmax basis, of the Laplace approximation of a symmetric
+    Dirichlet(alpha) over ``n_children`` (MacKay 1998; AVITM): mu = 0 and
+    var = (1/alpha)(1 - 2/K) + (1/K^2) K/alpha = (1/alpha)(1 - 1/K)."""
+    K = n_children
+    return 0.0, (1.0 / alpha) * (1.0 - 2.0 / K) + (1.0 / K ** 2) * (K / alpha)
+
+
+class RowL2Norm(nn.Module):
+    """The l2 variant of section 4.1: every row divided by its own l2 norm and scaled by a learned
+    gain (no centring, no shift, no batch statistics). The gain starts at sqrt(width) so that
+    entries start with unit root-mean-square, as after batch normalisation."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.gain = nn.Parameter(torch.full((width,), math.sqrt(width)))
+
+    def forward(self, u):
+        return self.gain * u / (u.norm(dim=-1, keepdim=True) + 1e-8)
+
+
+def make_norm(kind, width):
+    if kind == "batch":
+        # No learned scale or shift, as AVITM's batch normalisation.
+        return nn.BatchNorm1d(width, affine=False)
+    if kind == "l2":
+        return RowL2Norm(width)
+    return nn.Identity()
+
+
+def column_standardise(beta, eps=1e-5):
+    """Batch normalisation of the topic matrix with the topics as the batch: every word's logits
+    are centred and scaled across topics (so no word can dominate every topic)."""
+    mean = beta.mean(0, keepdim=True)
+    var = beta.var(0, unbiased=False, keepdim=True)
+    return (beta - mean) / torch.sqrt(var + eps)
+
+
+def dropout(h, rate, gen):
+    """Inverted dropout drawing its mask from ``gen`` (torch's own uses the global stream)."""
+    if rate <= 0:
+        return h
+    keep = (torch.rand(h.shape, generator=gen, device=h.device) >= rate).to(h.dtype)
+    return h * keep / (1.0 - rate)
+
+
+class LevelEncoder(nn.Module):
+    """The MLP of one level: document counts -> mean and log-variance of every parent's
+    logistic normal over its children, (B, P, C) each."""
+
+    def __init__(self, n_terms, hidden, n_parents, n_children, norm):
+        super().__init__()
+        self.shape = (n_parents, n_children)
+        width = n_parents * n_children
+        self.fc1 = nn.Linear(n_terms, hidden)
+        self.fc2 = nn.Linear(hidden, hidden)
+        self.mu = nn.Linear(hidden, width)
+        self.logvar = nn.Linear(hidden, width)
+        self.norm_mu = make_norm(norm, width)
+        self.norm_logvar = make_norm(norm, width)
+
+    def forward(self, x, rate, gen):
+        h = F.softplus(self.fc2(F.softplus(self.fc1(x))))
+        if self.training:
+            h = dropout(h, rate, gen)
+        mu = self.norm_mu(self.mu(h)).view(-1, *self.shape)
+        logvar = self.norm_logvar(self.logvar(h)).view(-1, *self.shape)
+        return mu, logvar
+
+
+class PAMNet(nn.Module):
+    """Encoders of all levels and the sub-topic matrix beta (a parameter: variational EM).
+
+    Parameters
+    ----------
+    n_terms : int
+    masks : list of bool tensors (P_l, C_l)
+        The DAG, root level first (P_0 = 1); C_l = P_{l+1}; the last C is the number of sub-topics.
+    alphas : list of float
+        Symmetric Dirichlet prior of the nodes of every level.
+    hidden : int
+    norm : {"batch", "l2", "none"}
+        Normalisation of the encoder outputs and of beta before its softmax (section 4.1).
+    dropout : float
+        Dropout rate on the encoders' last hidden layer.
+    decoder : {"mixture", "product"}
+        "mixture": PAM's own p(w | d) = mix . softmax(norm(beta)). "product": ProdLDA's product
+        of experts, p(w | d) = softmax(norm(mix . beta)), the norm over the batch of documents.
+    """
+
+    def __init__(self, n_terms, masks, alphas, hidden=100, norm="batch", dropout=0.2,
+                 decoder="mixture"):
+        super().__init__()
+        self.norm = norm
+        self.decoder = decoder
+        self.rate = float(dropout)
+        self.encoders = nn.ModuleList(
+            LevelEncoder(n_terms, hidden, m.shape[0], m.shape[1], norm) for m in masks)
+        for l, (m, a) in enumerate(zip(masks, alphas)):
+            kids = m.sum(1, keepdim=True).to(torch.float32)
+            _, var = laplace_prior(a, kids)
+            self.register_buffer(f"mask{l}", m.clone())
+            self.register_buffer(f"prior_var{l}", var.expand(m.shape).clone())
+        self.n_levels = len(masks)
+        K = masks[-1].shape[1]
+        self.beta = nn.Parameter(torch.empty(K, n_terms))
+        nn.init.xavier_uniform_(self.beta)
+        self.beta_norm = RowL2Norm(n_terms) if norm == "l2" and decoder == "mixture" else None
+        self.dec_norm = make_norm(norm, n_terms) if decoder == "product" else None
+
+    def topics(self):
+        """The sub-topic word distributions (K, V) (product decoder: softmax of beta's rows,
+        what ProdLDA reads its topics from)."""
+        b = self.beta
+        if self.decoder == "product":
+            return torch.softmax(b, dim=1)
+        if self.norm == "batch":
+            b = column_standardise(b)
+        elif self.norm == "l2":
+            b = self.beta_norm(b)
+        return torch.softmax(b, dim=1)
+
+    def _level(self, l):
+        return getattr(self, f"mask{l}"), getattr(self, f"prior_var{l}")
+
+    def forward(self, x, gen, sample=True):
+        """(mixture over sub-topics (B, K), KL of every document summed over all nodes (B,)).
+
+        ``sample=False`` takes every node's posterior mean logits (the amortized document
+        mixture used after training); its KL is still the posterior's."""
+        B = x.shape[0]
+        mix = x.new_ones(B, 1, 1)
+        kl = x.new_zeros(B)
+        for l, enc in enumerate(self.encoders):
+            mask, pvar = self._level(l)
+            mu, logvar = enc(x, self.rate, gen)
+            z = mu
+            if sample:
+                eps = torch.randn(mu.shape, generator=gen, device=mu.device, dtype=mu.dtype)
+                z = mu + torch.exp(0.5 * logvar) * eps
+            theta = torch.softmax(z.masked_fill(~mask, float("-inf")), dim=-1)
+            mix = torch.bmm(mix, theta)
+            # KL(N(mu, diag exp(logvar)) || N(0, diag pvar)) over the allowed children.
+            t = torch.exp(logvar) / pvar + mu * mu / pvar - 1.0 + torch.log(pvar) - logvar
+            kl = kl + 0.5 * (t * mask).sum((1, 2))
+        return mix[:, 0, :], kl
+
+    def loss(self, x, gen):
+        """Negative ELBO of every document of the batch (B,), and its KL part (B,)."""
+        mix, kl = self(x, gen)
+        rec = -(x * self.log_p_words(mix)).sum(1)
+        return rec + kl, kl
+
+    def log_p_words(self, mix):
+        """log p(w | d) of every word (B, V) given the documents' sub-topic mixtures."""
+        if self.decoder == "product":
+            return torch.log_softmax(self.dec_norm(mix @ self.beta), dim=1)
+        return torch.log(mix @ self.topics() + 1e-10)

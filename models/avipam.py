@@ -1,0 +1,293 @@
+"""aviPAM: amortized variational inference for pachinko allocation machines (Srivastava &
+Sutton 2019), any layered PAM or mixture of LDAs from one description of its DAG, kept as a
+document model P_AVI(w | d) = mix_d . beta like the Gibbs-sampled models.
+
+The network lives in :mod:`models._torch.pam_net`, the training loop, checkpoints and model
+files in :mod:`models.variational`; this module parses architectures and serves the document
+model. torch is imported only when an AVIPAM is built or loaded.
+"""
+import re
+from typing import NamedTuple
+
+import numpy as np
+
+from .variational import VariationalModel, count_matrix
+
+
+class Arch(NamedTuple):
+    """A parsed DAG: ``masks[l]`` (bool, (P_l, C_l)) joins level l to level l + 1, root first;
+    ``groups`` are the sub-topic ranges [start, stop) of the mixture components (one range for a
+    layered PAM); ``levels`` the node counts below the root."""
+
+    masks: list
+    groups: list
+    levels: list
+
+
+def parse_arch(desc):
+    """Parse a DAG description.
+
+    ``"Lpam:n_1,...,n_{L-2}"``: a layered L-PAM: root -> n_1 -> ... -> n_{L-2} sub-topics ->
+    words, every node joined to every node of the next level ("3pam:50" is LDA, "4pam:2,50" has 2
+    super-topics over 50 sub-topics, "5pam:2,2,50" adds 2 super-duper topics).
+    ``"molda:K_1:K_2:..."``: a mixture of LDAs: root -> M components -> component m's own K_m
+    topics ("molda:10:50").
+    """
+    if not isinstance(desc, str):
+        raise ValueError(f"arch must be a string such as '4pam:50,100' or 'molda:10:50', got {desc!r}")
+    s = desc.strip().lower()
+    m = re.fullmatch(r"(\d+)pam:(\d+(?:,\d+)*)", s)
+    if m:
+        L = int(m.group(1))
+        sizes = [int(x) for x in m.group(2).split(",")]
+        if L < 3 or len(sizes) != L - 2:
+            raise ValueError(f"arch {desc!r}: an {L}-PAM needs {L - 2} level sizes (root and words "
+                             f"excluded), got {len(sizes)}; e.g. '4pam:50,100'")
+        if min(sizes) < 2:
+            raise ValueError(f"arch {desc!r}: every level needs at least 2 nodes")
+        nodes = [1] + sizes
+        masks = [np.ones((nodes[i], nodes[i + 1]), dtype=bool) for i in range(len(sizes))]
+        return Arch(masks, [(0, sizes[-1])], sizes)
+    m = re.fullmatch(r"molda((?::\d+)+)", s)
+    if m:
+        ks = [int(x) for x in m.group(1)[1:].split(":")]
+        if len(ks) < 2 or min(ks) < 2:
+            raise ValueError(f"arch {desc!r}: a mixture of LDAs needs >= 2 components of >= 2 "
+                             f"topics each, e.g. 'molda:10:50'")
+        bounds = np.concatenate([[0], np.cumsum(ks)])
+        comp = np.zeros((len(ks), int(bounds[-1])), dtype=bool)
+        for i in range(len(ks)):
+            comp[i, bounds[i]:bounds[i + 1]] = True
+        groups = [(int(bounds[i]), int(bounds[i + 1])) for i in range(len(ks))]
+        return Arch([np.ones((1, len(ks)), dtype=bool), comp], groups, [len(ks), int(bounds[-1])])
+    raise ValueError(f"cannot parse arch {desc!r}: use 'Lpam:n1,...' (e.g. '3pam:50', '4pam:50,100', "
+                     f"'5pam:10,50,100') or 'molda:K1:K2:...' (e.g. 'molda:10:50')")
+
+
+class AVIPAM(VariationalModel):
+    """A PAM (or mixture of LDAs) trained by amortized variational inference, kept as a
+    document model: P_AVI(w | d) = sum_k mix_dk beta_kw with mix_d the posterior-mean sub-topic
+    mixture of document d from one encoder pass.
+
+    Parameters
+    ----------
+    arch : str, default="4pam:50,100"
+        The DAG (see :func:`parse_arch`): "3pam:K" (LDA), "4pam:S,K", "5pam:T,S,K",
+        "molda:K1:K2".
+    alpha : float, default=1.0
+        Symmetric Dirichlet prior of every internal node, approximated by a logistic normal
+        (Laplace approximation in the softmax basis; AVITM's default is 1).
+    hidden : int, default=100
+        Width of the two softplus layers of every level's encoder.
+    norm : {"batch", "l2", "none"}, default="batch"
+        Section 4.1's fix for slow learning and component collapse: batch normalisation of the
+        encoders' mean and log-variance outputs and of beta before its softmax ("batch", with
+        the topics as beta's batch), their l2-norm variant without batch statistics ("l2"), or
+        nothing ("none", the ablation).
+    dropout : float, default=0.2
+        Dropout rate on the encoders' last hidden layer.
+    decoder : {"mixture", "product"}, default="mixture"
+        "mixture": PAM's generative model, p(w | d) = mix_d . softmax(norm(beta)). "product":
+        ProdLDA's product of experts, p(w | d) = softmax(norm(mix_d . beta)), with the norm on
+        the decoder logits (batch statistics at training, running ones afterwards).
+    epochs : int, default=100
+    batch_size : int, default=200
+    lr : float, default=1e-3
+        Adam's learning rate.
+    beta1 : float, default=0.99
+        Adam's first-moment decay (AVITM uses 0.99).
+    seed : int, default=0
+    device : str, default="cpu"
+        torch device: "cpu" or "cuda" (bit-reproducible only on CPU; see models.variational).
+    n_jobs : int or None, default=None
+        torch CPU threads during training (restored afterwards); None leaves torch's setting.
+    callback_every : int, default=1
+        ``callback(model, epoch, epochs)`` after every this many epochs.
+    checkpoint_every : int, default=10
+        With ``fit(..., checkpoint=path)``, write the checkpoint every this many epochs.
+
+    Attributes
+    ----------
+    topic_word_ : ndarray of shape (n_sub, n_terms), float32
+        The sub-topics softmax(norm(beta)).
+    doc_mix_ : ndarray of shape (n_docs, n_sub), float32
+        Amortized posterior-mean sub-topic mixture of every training document.
+    log_lik_ : ndarray of shape (epochs, 1)
+        Training ELBO per token of every epoch.
+    """
+
+    kind = "avipam"
+
+    # dec_*, doc_div, doc_lse: the product decoder's p(w | d) = exp(z_dw - doc_lse_d) with
+    # z_dw = (mix_d . beta_w - dec_shift_w) * dec_scale_w / doc_div_d (empty for "mixture").
+    _INFERENCE_ARRAYS = ("topic_word", "doc_mix", "beta", "dec_shift", "dec_scale", "doc_div",
+                         "doc_lse")
+
+    def __init__(self, arch="4pam:50,100", alpha=1.0, hidden=100, norm="batch", dropout=0.2,
+                 decoder="mixture", epochs=100, batch_size=200, lr=1e-3, beta1=0.99, seed=0, device="cpu",
+                 n_jobs=None, callback_every=1, checkpoint_every=10):
+        self.arch = arch
+        self.alpha = alpha
+        self.hidden = hidden
+        self.norm = norm
+        self.dropout = dropout
+        self.decoder = decoder
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.lr = lr
+        self.beta1 = beta1
+        self.seed = seed
+        self.device = device
+        self.n_jobs = n_jobs
+        self.callback_every = callback_every
+        self.checkpoint_every = checkpoint_every
+
+    # -- parameters ---------------------------------------------------------------------------
+
+    def _check_params(self, corpus=None):
+        self._arch = parse_arch(self.arch)
+        self._pos_float("alpha")
+        self._pos_int("hidden")
+        self._check_choice("norm", ("batch", "l2", "none"))
+        self._check_choice("decoder", ("mixture", "product"))
+        if not (isinstance(self.dropout, (int, float)) and 0 <= self.dropout < 1):
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
+        if not (isinstance(self.beta1, (int, float)) and 0 <= self.beta1 < 1):
+            raise ValueError(f"beta1 must be in [0, 1), got {self.beta1!r}")
+        self._check_shared_params()
+        if corpus is not None and self.norm == "batch" and corpus.n_docs < 2:
+            raise ValueError("norm='batch' needs at least 2 documents")
+
+    @property
+    def n_topics(self):
+        """The sub-topics: what ``topic_words`` indexes and the document model mixes."""
+        return parse_arch(self.arch).levels[-1]
+
+    @property
+    def topic_groups(self):
+        """Sub-topic ranges [start, stop) of the mixture components (one for a layered PAM)."""
+        return parse_arch(self.arch).groups
+
+    def _build_net(self, n_terms):
+        import torch
+
+        from ._torch.pam_net import PAMNet
+
+        arch = parse_arch(self.arch)
+        masks = [torch.from_numpy(m) for m in arch.masks]
+        return PAMNet(n_terms, masks, [float(self.alpha)] * len(masks), hidden=self.hidden,
+                      norm=self.norm, dropout=float(self.dropout), decoder=self.decoder)
+
+    def _finalize(self, net, X):
+        import torch
+
+        net.eval()
+        with torch.no_grad():
+            self.topic_word_ = net.topics().cpu().numpy().astype(np.float32)
+        self.doc_mix_ = self._encode(X)
+        empty = np.zeros(0, dtype=np.float32)
+        self.beta_ = self.dec_shift_ = self.dec_scale_ = self.doc_div_ = self.doc_lse_ = empty
+        if self.decoder == "product":
+            self._product_tables(net)
+
+    def _product_tables(self, net):
+        """The per-word and per-document numbers that give the product decoder's p(w | d) for
+        any term ids without the full (n_docs, n_terms) table."""
+        import torch
+
+        V = self.n_terms_
+        with torch.no_grad():
+            self.beta_ = net.beta.cpu().numpy().astype(np.float32)
+            shift, scale = np.zeros(V), np.ones(V)
+            if self.norm == "batch":
+                bn = net.dec_norm
+                shift = bn.running_mean.cpu().numpy().astype(np.float64)
+                scale = 1.0 / np.sqrt(bn.running_var.cpu().numpy().astype(np.float64) + bn.eps)
+            elif self.norm == "l2":
+                scale = net.dec_norm.gain.cpu().numpy().astype(np.float64)
+        self.dec_shift_, self.dec_scale_ = shift, scale
+        D = self.doc_mix_.shape[0]
+        div, lse = np.ones(D), np.empty(D)
+        for lo in range(0, D, 2000):
+            logits = self.doc_mix_[lo:lo + 2000].astype(np.float64) @ self.beta_.astype(np.float64)
+            if self.norm == "l2":
+                div[lo:lo + 2000] = np.linalg.norm(logits, axis=1) + 1e-8
+            z = (logits - shift) * scale / div[lo:lo + 2000, None]
+            m = z.max(1)
+            lse[lo:lo + 2000] = m + np.log(np.exp(z - m[:, None]).sum(1))
+        self.doc_div_, self.doc_lse_ = div, lse
+
+    # -- amortized inference ------------------------------------------------------------------
+
+    def _encode(self, X, batch=2000):
+        """Posterior-mean sub-topic mixtures of the rows of the count matrix ``X``: every node's
+        posterior mean logits, softmaxed and multiplied down the levels; no sampling."""
+        import torch
+
+        net = self.net_
+        if net is None:
+            raise RuntimeError("this model file holds no encoder; refit to infer new documents")
+        net.eval()
+        dev = next(net.parameters()).device
+        out = np.empty((X.shape[0], self.n_topics), dtype=np.float32)
+        with torch.no_grad():
+            for lo in range(0, X.shape[0], batch):
+                x = torch.from_numpy(X[lo:lo + batch].toarray()).to(dev)
+                mix, _ = net(x, None, sample=False)
+                out[lo:lo + batch] = mix.cpu().numpy()
+        return out
+
+    def transform(self, corpus):
+        """Sub-topic mixtures (n_docs, n_topics) of the documents of any ``corpus`` over the
+        model's vocabulary, from one encoder pass each."""
+        self._check_fitted()
+        if corpus.n_terms != self.n_terms_:
+            raise ValueError(f"corpus has {corpus.n_terms} terms, the model {self.n_terms_}")
+        return self._encode(count_matrix(corpus))
+
+    # -- the document model -------------------------------------------------------------------
+
+    def p_w_d(self, term_ids):
+        """P_AVI(w | d) of every training document: mix_d . beta_w (mixture decoder) or
+        softmax(norm(mix_d . beta))_w (product decoder).
+
+        Parameters
+        ----------
+        term_ids : array-like of int, shape (n_query_terms,)
+
+        Returns
+        -------
+        ndarray of shape (n_docs, n_query_terms), float64
+        """
+        self._check_fitted()
+        term_ids = self._check_term_ids(term_ids)
+        mix = self.doc_mix_.astype(np.float64)
+        if self.decoder == "product":
+            logits = mix @ self.beta_[:, term_ids].astype(np.float64)
+            z = (logits - self.dec_shift_[term_ids]) * self.dec_scale_[term_ids] / self.doc_div_[:, None]
+            return np.exp(z - self.doc_lse_[:, None])
+        return mix @ self.topic_word_[:, term_ids].astype(np.float64)
+
+    def p_w_d_per_sample(self, term_ids):
+        """P_AVI(w | d) of the one kept model: shape (1, 1, n_docs, n_query_terms)."""
+        return self.p_w_d(term_ids)[None, None]
+
+    def doc_topics(self, doc, top=10, chain=0):
+        """Most probable sub-topics of document ``doc`` (ids int64, probabilities float64)."""
+        self._check_fitted()
+        D = self.doc_mix_.shape[0]
+        if not 0 <= doc < D:
+            raise ValueError(f"doc must be in [0, {D}), got {doc!r}")
+        mix = self.doc_mix_[doc].astype(np.float64)
+        ids = np.argsort(-mix, kind="stable")[:top]
+        return ids.astype(np.int64), mix[ids]
+
+    def topic_words(self, topic, top=10, chain=0):
+        """Most probable terms of sub-topic ``topic`` (term ids int64, probabilities float64)."""
+        self._check_fitted()
+        K = self.topic_word_.shape[0]
+        if not 0 <= topic < K:
+            raise ValueError(f"topic must be in [0, {K}), got {topic!r}")
+        phi = self.topic_word_[topic].astype(np.float64)
+        ids = np.argsort(-phi, kind="stable")[:top]
+        return ids.astype(np.int64), phi[ids]

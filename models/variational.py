@@ -1,0 +1,263 @@
+"""What the torch-trained (amortized variational) topic models share: device and seeding, the
+epoch/mini-batch loop with its ELBO trace, progress callbacks, checkpoints that resume
+bit-identically on CPU, and model files through :mod:`models.checkpoint`.
+
+torch is imported inside the methods, so that ``import models`` never imports it.
+
+Reproducibility: all randomness (initial weights, batch order, reparameterisation noise,
+dropout) comes from streams seeded by ``seed``; same seed, device and thread count give the same
+model on CPU. On a GPU, cuBLAS and atomics-based reductions may change the last bits between runs
+(the model is statistically, not bitwise, the same) unless ``torch.use_deterministic_algorithms``
+is on and ``CUBLAS_WORKSPACE_CONFIG=:4096:8`` is set.
+"""
+import os
+
+import numpy as np
+
+from . import checkpoint as ckpt
+from .base import TopicModel
+from .corpus import content_hash
+
+_RESUME_FREE = ("n_jobs", "callback_every", "checkpoint_every", "device")
+
+
+def count_matrix(corpus):
+    """The documents' term counts as a scipy CSR matrix (n_docs, n_terms), float32."""
+    from scipy import sparse
+
+    doc = np.repeat(np.arange(corpus.n_docs), np.diff(corpus.doc_ptr))
+    X = sparse.csr_matrix((np.ones(corpus.n_tokens, dtype=np.float32), (doc, corpus.term_ids)),
+                          shape=(corpus.n_docs, corpus.n_terms))
+    X.sum_duplicates()
+    return X
+
+
+class VariationalModel(TopicModel):
+    """Base of the models trained by amortized variational inference in torch.
+
+    Subclasses store the parameters ``epochs``, ``batch_size``, ``lr``, ``seed``, ``device``,
+    ``n_jobs``, ``callback_every``, ``checkpoint_every`` (and their own) and define
+    ``_check_params(corpus)``, ``_build_net(n_terms)`` (a module with ``loss(x, gen)`` returning
+    the negative ELBO of every document of a batch) and ``_finalize(net, X)`` (the fitted arrays
+    named in ``_INFERENCE_ARRAYS``, the first of which exists exactly when the model is fitted).
+
+    One model, no chains: ``n_chains = 1``, ``sample_iter_ = [epochs]``, ``log_lik_`` is the
+    training ELBO per token of every epoch (the average of the mini-batch estimates).
+    """
+
+    n_chains = 1
+    _INFERENCE_ARRAYS = ()
+
+    # -- parameters ---------------------------------------------------------------------------
+
+    def _check_shared_params(self):
+        for name in ("epochs", "batch_size", "callback_every", "checkpoint_every"):
+            self._pos_int(name)
+        self._pos_int("seed", 0)
+        if self.n_jobs is not None:
+            self._pos_int("n_jobs")
+        self._pos_float("lr")
+        if not isinstance(self.device, str) or not self.device:
+            raise ValueError(f"device must be a torch device string such as 'cpu' or 'cuda', got {self.device!r}")
+        import torch
+
+        dev = torch.device(self.device)
+        if dev.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError("device 'cuda' asked for, but torch sees no CUDA device "
+                             "(torch.cuda.is_available() is False); use --device cpu")
+
+    # -- training -----------------------------------------------------------------------------
+
+    def fit(self, corpus, callback=None, checkpoint=None):
+        """Train on ``corpus``.
+
+        Parameters
+        ----------
+        corpus : Corpus
+        callback : callable or None
+            ``callback(model, epoch, epochs)`` after every ``callback_every`` epochs (and the last).
+        checkpoint : str or PathLike or None
+            Checkpoint file (network, optimizer and random streams). If it exists, training
+            resumes from it and ends as an uninterrupted run would (bit-identical on CPU with the
+            same thread count); it is rewritten every ``checkpoint_every`` epochs and at the end.
+
+        Returns
+        -------
+        self
+        """
+        import torch
+
+        self._check_corpus(corpus)
+        self._check_params(corpus)
+        prev = torch.get_num_threads()
+        if self.n_jobs is not None:
+            torch.set_num_threads(self.n_jobs)
+        try:
+            self._fit(corpus, callback, checkpoint)
+        finally:
+            torch.set_num_threads(prev)
+        return self
+
+    def _make_net(self, n_terms):
+        """The network with its initial weights drawn from ``seed`` (the global stream untouched)."""
+        import torch
+
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self.seed)
+            net = self._build_net(n_terms)
+        return net.to(torch.device(self.device))
+
+    def _fit(self, corpus, callback, checkpoint):
+        import torch
+
+        dev = torch.device(self.device)
+        self.fingerprint_ = corpus.fingerprint
+        self.corpus_hash_ = content_hash(corpus.doc_ptr, corpus.term_ids, corpus.n_terms)
+        self.n_terms_ = corpus.n_terms
+        X = count_matrix(corpus)
+        net = self._make_net(corpus.n_terms)
+        opt = torch.optim.Adam(net.parameters(), lr=float(self.lr), betas=(self.beta1, 0.999))
+        # Batch order on the CPU, noise and dropout on the device: both streams are checkpointed.
+        order_gen = torch.Generator().manual_seed(self.seed)
+        gen = torch.Generator(device=dev).manual_seed(self.seed + 1)
+        self._log_lik_rows, self._log_lik_iters = [], []
+        start = 0
+        if checkpoint is not None and os.path.exists(checkpoint):
+            start = self._resume(checkpoint, corpus, net, opt, order_gen, gen)
+        D, N = corpus.n_docs, corpus.n_tokens
+        n_batches = max(1, -(-D // self.batch_size))
+        for epoch in range(start, self.epochs):
+            net.train()
+            perm = torch.randperm(D, generator=order_gen).numpy()
+            total = 0.0
+            # Near-equal batches (sizes differ by at most one): batch normalisation never sees
+            # a batch of one document.
+            for idx in np.array_split(perm, n_batches):
+                x = torch.from_numpy(X[np.sort(idx)].toarray()).to(dev)
+                neg_elbo, _ = net.loss(x, gen)
+                loss = neg_elbo.mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                total += float(neg_elbo.detach().sum())
+            if not np.isfinite(total):
+                raise RuntimeError(f"the ELBO became {total} in epoch {epoch + 1}; lower lr "
+                                   f"(now {self.lr}) or use norm='batch'")
+            done = epoch + 1
+            self.n_iter_ = done
+            self._log_lik_rows.append([-total / N])
+            self._log_lik_iters.append(done)
+            if checkpoint is not None and (done % self.checkpoint_every == 0 or done == self.epochs):
+                self._write_checkpoint(checkpoint, net, opt, order_gen, gen)
+            if callback is not None and (done % self.callback_every == 0 or done == self.epochs):
+                callback(self, done, self.epochs)
+        self.net_ = net
+        self.n_samples_ = 1
+        self.sample_iter_ = np.array([self.epochs], dtype=np.int64)
+        self._finalize(net, X)
+
+    # -- checkpoints --------------------------------------------------------------------------
+
+    @staticmethod
+    def _opt_arrays(opt):
+        out = {}
+        for i, st in opt.state_dict()["state"].items():
+            for k, v in st.items():
+                out[f"opt.{i}.{k}"] = v.detach().cpu().numpy()
+        return out
+
+    def _write_checkpoint(self, path, net, opt, order_gen, gen):
+        header = dict(self._file_header(), iteration=self.n_iter_, log_lik=self._log_lik_rows,
+                      log_lik_iter=self._log_lik_iters)
+        arrays = {"net." + k: v.detach().cpu().numpy() for k, v in net.state_dict().items()}
+        arrays.update(self._opt_arrays(opt))
+        arrays["order_rng"] = order_gen.get_state().numpy()
+        arrays["rng"] = gen.get_state().cpu().numpy()
+        ckpt.write_model_file(path, header, arrays, kind=ckpt.CHECKPOINT_FORMAT)
+
+    def _resume(self, path, corpus, net, opt, order_gen, gen):
+        import torch
+
+        f = ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT)
+        h, a = f.header, f.arrays
+        if h.get("model") != type(self).__name__:
+            raise ValueError(f"{os.fspath(path)}: is a {h.get('model')!r} checkpoint, not "
+                             f"{type(self).__name__}; delete it or use another checkpoint path")
+        ckpt.check_fingerprint(path, h, corpus.fingerprint, self.corpus_hash_)
+        diff = {k: (h["params"].get(k), v) for k, v in self.get_params().items()
+                if k not in _RESUME_FREE and h["params"].get(k) != v}
+        if diff:
+            listing = ", ".join(f"{k}: checkpoint {t!r} vs now {m!r}" for k, (t, m) in diff.items())
+            raise ValueError(f"{path}: checkpoint was written with other parameters ({listing}); "
+                             f"use the same parameters or delete the checkpoint to start afresh")
+        self._load_net_state(net, a)
+        sd = opt.state_dict()
+        state = {}
+        for key, v in a.items():
+            if key.startswith("opt."):
+                _, i, k = key.split(".", 2)
+                state.setdefault(int(i), {})[k] = torch.from_numpy(np.array(v))
+        opt.load_state_dict({"state": state, "param_groups": sd["param_groups"]})
+        order_gen.set_state(torch.from_numpy(np.array(a["order_rng"])))
+        gen.set_state(torch.from_numpy(np.array(a["rng"])))
+        self._log_lik_rows = [list(r) for r in h["log_lik"]]
+        self._log_lik_iters = list(h["log_lik_iter"])
+        self.n_iter_ = int(h["iteration"])
+        return self.n_iter_
+
+    @staticmethod
+    def _load_net_state(net, arrays):
+        import torch
+
+        dev = next(net.parameters()).device
+        sd = {k[4:]: torch.from_numpy(np.array(v)).to(dev) for k, v in arrays.items()
+              if k.startswith("net.")}
+        net.load_state_dict(sd)
+
+    # -- model files --------------------------------------------------------------------------
+
+    def _is_fitted(self):
+        return bool(self._INFERENCE_ARRAYS) and hasattr(self, self._INFERENCE_ARRAYS[0] + "_")
+
+    def save(self, path, full=False):
+        """Write the model atomically: the fitted arrays, the network (so new documents can be
+        encoded), parameters, ELBO trace and corpus fingerprint. ``full`` is accepted for the
+        protocol; a variational model has no further chain state."""
+        self._check_fitted()
+        header = dict(self._file_header(), n_iter=int(self.n_iter_), n_samples=1,
+                      sample_iter=self.sample_iter_.tolist(), log_lik=self._log_lik_rows,
+                      log_lik_iter=self._log_lik_iters)
+        arrays = {name: getattr(self, name + "_") for name in self._INFERENCE_ARRAYS}
+        if getattr(self, "net_", None) is not None:
+            arrays.update({"net." + k: v.detach().cpu().numpy()
+                           for k, v in self.net_.state_dict().items()})
+        ckpt.write_model_file(path, header, arrays)
+
+    @classmethod
+    def load(cls, path, fingerprint=None):
+        """Read a model written by :meth:`save` (refused when trained on another ``fingerprint``).
+        The network is rebuilt on ``device`` of the saved parameters when available, else on CPU."""
+        f = cls._read_file(path, fingerprint)
+        h, a = f.header, f.arrays
+        model = cls._from_params(h["params"])
+        model.fingerprint_ = h["fingerprint"]
+        model.corpus_hash_ = h.get("corpus_hash")
+        model.n_iter_ = h["n_iter"]
+        model.n_samples_ = 1
+        model.sample_iter_ = np.array(h["sample_iter"], dtype=np.int64)
+        model.n_terms_ = int(h["n_terms"])
+        model._log_lik_rows = h["log_lik"]
+        model._log_lik_iters = h["log_lik_iter"]
+        for name in cls._INFERENCE_ARRAYS:
+            setattr(model, name + "_", a[name])
+        model.net_ = None
+        if any(k.startswith("net.") for k in a):
+            import torch
+
+            if torch.device(model.device).type == "cuda" and not torch.cuda.is_available():
+                model.device = "cpu"
+            net = model._make_net(model.n_terms_)
+            cls._load_net_state(net, a)
+            net.eval()
+            model.net_ = net
+        return model

@@ -1,0 +1,233 @@
+"""Benchmark: aviPAM against the Gibbs samplers (the aviPAM paper's Tables 1 and 2), component
+collapse with and without normalisation, and MAP of aviPAM document models.
+
+    python -m retrieval.bench.avipam tables                 # Tables 1 and 2 on 20 Newsgroups
+    python -m retrieval.bench.avipam tables --table 1 --epochs 50 --gibbs-iters 100
+    python -m retrieval.bench.avipam collapse               # norm batch / l2 / none, 4pam:2,50
+    python -m retrieval.bench.avipam map --data ../shared/data --collections med cran
+
+20 Newsgroups: the training posts of the bydate tarball with the AVITM-style vocabulary (the
+2,000 most frequent words after stopword removal; posts left empty dropped), see
+``retrieval.datasets.newsgroups.newsgroups_top_words_corpus``. Coherence: NPMI of every topic's
+top 10 words over those same posts, document co-occurrence (the tables' convention) and a
+sliding window of 20, both printed with their convention (``retrieval.experiments.coherence``).
+Times are wall-clock ``fit`` times (aviPAM: network built, all epochs, the document mixtures of
+every training post encoded); Gibbs models run one chain on ``--threads`` numba threads, aviPAM
+on ``--threads`` torch threads or ``--device cuda``.
+
+Collapse: a topic counts as collapsed when its top 10 words share at least 5 with another
+topic's top 10 (duplicates: every topic of such a group is counted) or its word distribution is
+near uniform (entropy >= 0.95 log V).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+from models.avipam import AVIPAM
+from models.lda import LDA
+from models.pam import PAM
+
+from ..experiments.coherence import convention_name, model_coherence
+
+DEFAULT_20NEWS = "/work/shared/data/20news/20news-bydate.tar.gz"
+
+# (label, constructor, params): the paper's Table 1 (50 sub-topics, 2 super-topics per level)
+# and Table 2 (100 sub-topics, 50 super-topics, 10 super-duper topics).
+TABLE1 = [
+    ("LDA Gibbs K=50", "lda", dict(n_topics=50)),
+    ("4-PAM Gibbs 2/50", "pam", dict(n_super=2, n_sub=50)),
+    ("aviPAM 4pam:2,50", "avipam", dict(arch="4pam:2,50")),
+    ("aviPAM 5pam:2,2,50", "avipam", dict(arch="5pam:2,2,50")),
+    ("aviPAM molda:10:50", "avipam", dict(arch="molda:10:50")),
+]
+TABLE2 = [
+    ("4-PAM Gibbs 50/100", "pam", dict(n_super=50, n_sub=100)),
+    ("aviPAM 4pam:50,100", "avipam", dict(arch="4pam:50,100")),
+    ("aviPAM 5pam:10,50,100", "avipam", dict(arch="5pam:10,50,100")),
+    ("aviPAM molda:50:100", "avipam", dict(arch="molda:50:100")),
+]
+
+
+def build(kind, params, args):
+    """The estimator of one table row with the run's schedule."""
+    if kind == "avipam":
+        return AVIPAM(**params, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
+                      seed=args.seed, device=args.device, n_jobs=args.threads,
+                      decoder=args.decoder, **({"norm": args.norm} if getattr(args, "norm", None) else {}))
+    g = args.gibbs_iters
+    sched = dict(n_chains=1, n_iter=g, burn_in=g - 1, sample_every=1, seed=args.seed,
+                 n_jobs=args.threads, log_lik_every=g)
+    return (LDA if kind == "lda" else PAM)(**params, **sched)
+
+
+def collapse_counts(model, top=10, overlap=5, entropy_frac=0.95):
+    """(duplicated topics, near-uniform topics) of ``model`` (see the module notes)."""
+    K, V = model.n_topics, model.n_terms_
+    tops = [set(model.topic_words(k, top=top)[0].tolist()) for k in range(K)]
+    dup = sum(any(len(tops[k] & tops[j]) >= overlap for j in range(K) if j != k) for k in range(K))
+    uniform = 0
+    for k in range(K):
+        p = model.topic_words(k, top=V)[1]
+        p = p[p > 0] / p.sum()
+        uniform += float(-(p * np.log(p)).sum()) >= entropy_frac * np.log(V)
+    return dup, uniform
+
+
+def evaluate(label, model, seconds, corpus, ref, vocab):
+    doc = model_coherence(model, corpus, ref, window=None)
+    win = model_coherence(model, corpus, ref, window=20)
+    dup, uni = collapse_counts(model)
+    row = dict(model=label, npmi_doc=doc.mean, npmi_w20=win.mean, minutes=seconds / 60,
+               duplicated=dup, uniform=uni, topics=model.n_topics)
+    groups = getattr(model, "topic_groups", None) or []
+    if len(groups) > 1:
+        row["components"] = [float(doc.per_topic[lo:hi].mean()) for lo, hi in groups]
+    best = np.argsort(-doc.per_topic)[:2]
+    row["examples"] = [" ".join(vocab[i] for i in model.topic_words(int(k))[0]) for k in best]
+    return row
+
+
+def print_rows(rows, ref, device, threads):
+    print(f"\nNPMI of top-10 words, reference {ref}; 'doc' = {convention_name(None)} "
+          f"co-occurrence, 'w20' = {convention_name(20)} co-occurrence; aviPAM on {device} "
+          f"({threads} threads on CPU), Gibbs on {threads} threads")
+    print(f"{'model':<24}{'NPMI doc':>9}{'NPMI w20':>9}{'minutes':>9}{'dup':>5}{'unif':>5}  components")
+    for r in rows:
+        comp = " / ".join(f"{c:.3f}" for c in r.get("components", []))
+        print(f"{r['model']:<24}{r['npmi_doc']:>9.4f}{r['npmi_w20']:>9.4f}{r['minutes']:>9.2f}"
+              f"{r['duplicated']:>5}{r['uniform']:>5}  {comp}")
+        for ex in r["examples"]:
+            print(f"{'':<26}{ex}")
+    sys.stdout.flush()
+
+
+def _corpus(args):
+    from ..datasets.newsgroups import newsgroups_top_words_corpus
+
+    corpus, vocab, _ = newsgroups_top_words_corpus(args.newsgroups, 2000, "train")
+    ref = f"20 Newsgroups train ({corpus.n_docs} posts, top 2000 words)"
+    return corpus, vocab, ref
+
+
+def run_rows(specs, args):
+    corpus, vocab, ref = _corpus(args)
+    print(f"corpus: {corpus.n_docs} posts, {corpus.n_tokens} tokens, {corpus.n_terms} terms")
+    rows = []
+    for label, kind, params in specs:
+        model = build(kind, params, args)
+        t0 = time.perf_counter()
+        model.fit(corpus)
+        secs = time.perf_counter() - t0
+        rows.append(evaluate(label, model, secs, corpus, ref, vocab))
+        print_rows(rows[-1:], ref, args.device, args.threads)
+    return rows, ref
+
+
+def cmd_tables(args):
+    for t in args.table:
+        specs = TABLE1 if t == 1 else TABLE2
+        if args.only_avipam:
+            specs = [s for s in specs if s[1] == "avipam"]
+        if args.rows:
+            specs = [s for s in specs if any(r in s[0] for r in args.rows)]
+        print(f"\n== Table {t} ==")
+        rows, ref = run_rows(specs, args)
+        print_rows(rows, ref, args.device, args.threads)
+    return 0
+
+
+def cmd_collapse(args):
+    specs = []
+    for norm in ("batch", "l2", "none"):
+        specs.append((f"{args.arch} norm={norm}", "avipam", dict(arch=args.arch, norm=norm)))
+    rows, ref = run_rows(specs, args)
+    print_rows(rows, ref, args.device, args.threads)
+    return 0
+
+
+def cmd_map(args):
+    from pathlib import Path
+
+    from models.registry import model_class
+
+    from ..core.evaluate import aggregate, judged_topics
+    from ..core.modelfiles import index_corpus
+    from ..core.ranking import sweep_topics
+    from ..core.sources import load_qrels, load_topics
+    from ..experiments.regressions import ensure_index
+
+    g = args.gibbs_iters
+    gibbs = dict(n_chains=1, n_iter=g, burn_in=g - 1, sample_every=1, seed=args.seed, n_jobs=args.threads)
+    models = [("LDA Gibbs", "lda", dict(n_topics=args.k, **gibbs)),
+              ("4-PAM Gibbs", "pam", dict(n_super=max(2, args.k // 8), n_sub=args.k, **gibbs)),
+              ("aviPAM 4-PAM", "avipam", dict(arch=f"4pam:{max(2, args.k // 8)},{args.k}",
+                                              epochs=args.epochs, seed=args.seed, device=args.device,
+                                              n_jobs=args.threads))]
+    print(f"MAP (judged title topics, mu={args.mu:g}, lam={args.lam:g}); K={args.k} "
+          f"(PAM: K/8 super-topics); Gibbs {g} sweeps, aviPAM {args.epochs} epochs")
+    print(f"{'collection':<12}{'QL':>8}" + "".join(f"{m[0]:>14}" for m in models)
+          + f"{'aviPAM infer s':>16}")
+    for name in args.collections:
+        data = Path(args.data)
+        index = ensure_index(data, name, Path(args.indexes))
+        qrels = load_qrels(data / name / "qrels.txt")
+        judged = judged_topics(qrels)
+        topics = [t for t in load_topics(data / name / "topics.trec") if t.qid in judged]
+        corpus = index_corpus(index)
+        ql = aggregate(sweep_topics(index, topics, [(args.mu, 1.0)], progress=False)[(args.mu, 1.0)],
+                       qrels, ["AP"])["AP"]
+        maps, infer = [], float("nan")
+        for label, kind, params in models:
+            model = model_class(kind)(**params).fit(corpus)
+            if kind == "avipam":
+                t0 = time.perf_counter()
+                model.transform(corpus)
+                infer = time.perf_counter() - t0
+            run = sweep_topics(index, topics, [(args.mu, args.lam)], model=model, progress=False)
+            maps.append(aggregate(run[(args.mu, args.lam)], qrels, ["AP"])["AP"])
+        print(f"{name:<12}{ql:>8.4f}" + "".join(f"{m:>14.4f}" for m in maps) + f"{infer:>16.3f}")
+        sys.stdout.flush()
+    return 0
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python -m retrieval.bench.avipam", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--epochs", type=int, default=100)
+    common.add_argument("--gibbs-iters", type=int, default=200)
+    common.add_argument("--batch-size", type=int, default=200)
+    common.add_argument("--lr", type=float, default=1e-3)
+    common.add_argument("--threads", type=int, default=2)
+    common.add_argument("--device", default="cpu")
+    common.add_argument("--decoder", choices=("mixture", "product"), default="mixture",
+                        help="aviPAM decoder: PAM's mixture or ProdLDA's product of experts")
+    common.add_argument("--seed", type=int, default=0)
+    common.add_argument("--newsgroups", default=DEFAULT_20NEWS)
+    t = sub.add_parser("tables", parents=[common], help="the paper's Tables 1 and 2")
+    t.add_argument("--table", type=int, nargs="+", choices=(1, 2), default=[1, 2])
+    t.add_argument("--only-avipam", action="store_true")
+    t.add_argument("--rows", nargs="+", help="only the rows whose label contains one of these, e.g. 4pam")
+    t.set_defaults(func=cmd_tables)
+    c = sub.add_parser("collapse", parents=[common], help="collapse with and without normalisation")
+    c.add_argument("--arch", default="4pam:2,50")
+    c.set_defaults(func=cmd_collapse)
+    m = sub.add_parser("map", parents=[common], help="MAP of QL mixed with LDA, PAM and aviPAM")
+    m.add_argument("--data", default="../shared/data")
+    m.add_argument("--indexes", default="indexes")
+    m.add_argument("--collections", nargs="+", default=["med"])
+    m.add_argument("--k", type=int, default=100)
+    m.add_argument("--mu", type=float, default=1000.0)
+    m.add_argument("--lam", type=float, default=0.7)
+    m.set_defaults(func=cmd_map)
+    args = p.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,221 @@
+"""aviPAM: architectures, learning a known 4-PAM, amortized document model, checkpoints, files."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from scipy.optimize import linear_sum_assignment
+
+from models.avipam import AVIPAM, parse_arch
+from models.corpus import make_corpus
+from tests.helpers import Killed, resume_after_kill
+
+
+def pam4_corpus(n_docs=400, n_super=2, n_sub=6, words_per=10, doc_len=60, seed=0):
+    """Documents drawn from a known 4-PAM: root -> n_super -> n_sub -> words, every sub-topic
+    putting almost all its mass on its own block of ``words_per`` words. Returns (corpus, beta)."""
+    rng = np.random.default_rng(seed)
+    V = n_sub * words_per
+    beta = np.full((n_sub, V), 0.002)
+    for k in range(n_sub):
+        beta[k, k * words_per:(k + 1) * words_per] = 1.0
+    beta /= beta.sum(1, keepdims=True)
+    toks = []
+    for _ in range(n_docs):
+        theta_r = rng.dirichlet(np.full(n_super, 0.5))
+        theta_s = rng.dirichlet(np.full(n_sub, 0.3), size=n_super)
+        sup = rng.choice(n_super, size=doc_len, p=theta_r)
+        sub = np.array([rng.choice(n_sub, p=theta_s[s]) for s in sup])
+        toks.append(np.array([rng.choice(V, p=beta[k]) for k in sub]))
+    ptr = np.arange(n_docs + 1) * doc_len
+    return make_corpus(ptr, np.concatenate(toks), n_terms=V, fingerprint="synthetic-4pam"), beta
+
+
+@pytest.fixture(scope="module")
+def corpus_beta():
+    return pam4_corpus()
+
+
+KW = dict(arch="4pam:2,6", hidden=50, batch_size=50, lr=3e-3, n_jobs=1)
+
+
+@pytest.fixture(scope="module")
+def fitted(corpus_beta):
+    return AVIPAM(epochs=40, **KW).fit(corpus_beta[0])
+
+
+def matched_cosines(topic_word, beta):
+    a = topic_word / np.linalg.norm(topic_word, axis=1, keepdims=True)
+    b = beta / np.linalg.norm(beta, axis=1, keepdims=True)
+    cos = a @ b.T
+    rows, cols = linear_sum_assignment(-cos)
+    return cos[rows, cols]
+
+
+def test_elbo_rises_and_sub_topics_match_the_true_ones(fitted, corpus_beta):
+    ll = fitted.log_lik_[:, 0]
+    assert ll.shape == (40,) and np.isfinite(ll).all()
+    assert ll[-1] > ll[0] + 0.3 and ll[-5:].mean() > ll[:5].mean()
+    np.testing.assert_array_equal(fitted.log_lik_iter_, np.arange(1, 41))
+    cos = matched_cosines(fitted.topic_word_, corpus_beta[1])
+    assert cos.min() > 0.9, cos
+
+
+def test_without_normalisation_the_topics_collapse(corpus_beta):
+    """Section 4.1: the same run without normalisation learns blurred, mixed topics."""
+    m = AVIPAM(epochs=40, norm="none", **KW).fit(corpus_beta[0])
+    assert matched_cosines(m.topic_word_, corpus_beta[1]).mean() < 0.7
+
+
+def test_document_model_is_the_amortized_mixture_times_beta(fitted, corpus_beta):
+    corpus = corpus_beta[0]
+    V = corpus.n_terms
+    p = fitted.p_w_d(np.arange(V))
+    assert p.shape == (corpus.n_docs, V) and p.dtype == np.float64
+    np.testing.assert_allclose(p.sum(1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(fitted.doc_mix_.sum(1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(p, fitted.doc_mix_.astype(np.float64) @ fitted.topic_word_, rtol=1e-6)
+    assert fitted.p_w_d_per_sample([3, 7]).shape == (1, 1, corpus.n_docs, 2)
+    np.testing.assert_array_equal(fitted.sample_iter_, [40])
+    # One encoder pass gives the stored mixture back; a document's own block ranks first.
+    np.testing.assert_array_equal(fitted.transform(corpus), fitted.doc_mix_)
+    ids, probs = fitted.topic_words(0, top=10)
+    assert len(set(ids // 10)) == 1 and (np.diff(probs) <= 0).all()
+    top, pr = fitted.doc_topics(5, top=3)
+    assert top.shape == (3,) and (np.diff(pr) <= 0).all()
+    with pytest.raises(ValueError, match="out of range"):
+        fitted.p_w_d([V])
+    with pytest.raises(ValueError, match="topic must be in"):
+        fitted.topic_words(6)
+
+
+def test_same_seed_same_model_other_seed_other_model(corpus_beta):
+    corpus = corpus_beta[0]
+    a = AVIPAM(epochs=3, **KW).fit(corpus)
+    b = AVIPAM(epochs=3, **KW).fit(corpus)
+    c = AVIPAM(epochs=3, **dict(KW, seed=1)).fit(corpus)
+    np.testing.assert_array_equal(a.topic_word_, b.topic_word_)
+    np.testing.assert_array_equal(a.log_lik_, b.log_lik_)
+    assert not np.array_equal(a.topic_word_, c.topic_word_)
+
+
+def test_checkpoint_resumes_bit_identically(corpus_beta, tmp_path):
+    corpus = corpus_beta[0]
+    kw = dict(KW, epochs=6, checkpoint_every=2)
+    want = AVIPAM(**kw).fit(corpus)
+    path = tmp_path / "avi.ckpt"
+    got = resume_after_kill(AVIPAM, kw, corpus, path, kill_at=3)
+    for name in ("topic_word_", "doc_mix_", "log_lik_", "sample_iter_"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
+    with pytest.raises(ValueError, match="other parameters"):
+        AVIPAM(**dict(kw, lr=1e-2)).fit(corpus, checkpoint=path)
+
+
+def test_save_and_load(fitted, corpus_beta, tmp_path):
+    corpus = corpus_beta[0]
+    path = tmp_path / "avi.npz"
+    fitted.save(path)
+    back = AVIPAM.load(path, fingerprint=corpus.fingerprint)
+    assert back.get_params() == fitted.get_params()
+    terms = np.arange(corpus.n_terms)
+    np.testing.assert_array_equal(back.p_w_d(terms), fitted.p_w_d(terms))
+    np.testing.assert_array_equal(back.log_lik_, fitted.log_lik_)
+    np.testing.assert_array_equal(back.transform(corpus), fitted.doc_mix_)
+    from models import registry
+
+    assert type(registry.load(path)) is AVIPAM
+    with pytest.raises(ValueError, match="fingerprint"):
+        AVIPAM.load(path, fingerprint="other")
+
+
+@pytest.mark.parametrize("arch, levels, groups", [
+    ("3pam:5", [5], [(0, 5)]),
+    ("5pam:2,3,4", [2, 3, 4], [(0, 4)]),
+    ("molda:3:4", [2, 7], [(0, 3), (3, 7)]),
+])
+def test_other_architectures_train_and_mix(arch, levels, groups):
+    a = parse_arch(arch)
+    assert a.levels == levels and a.groups == groups
+    assert [m.shape for m in a.masks][0][0] == 1
+    rng = np.random.default_rng(1)
+    corpus = make_corpus(np.arange(41) * 20, rng.integers(0, 30, 800), n_terms=30)
+    m = AVIPAM(arch=arch, epochs=2, batch_size=10, hidden=8, n_jobs=1).fit(corpus)
+    assert m.n_topics == levels[-1] == m.topic_word_.shape[0]
+    np.testing.assert_allclose(m.doc_mix_.sum(1), 1.0, atol=1e-5)
+    if arch.startswith("molda"):
+        # Every component's topics take exactly the root's share of that component.
+        assert a.masks[1][0, :3].all() and not a.masks[1][0, 3:].any()
+
+
+@pytest.mark.parametrize("bad, msg", [
+    ("4pam:50", "needs 2 level sizes"), ("pam:3", "cannot parse"), ("molda:10", ">= 2 components"),
+    ("3pam:1", "at least 2"), (7, "must be a string"),
+])
+def test_bad_architectures_are_refused(bad, msg):
+    with pytest.raises(ValueError, match=msg):
+        parse_arch(bad)
+
+
+def test_bad_parameters_are_refused(corpus_beta):
+    corpus = corpus_beta[0]
+    for kw, msg in [(dict(norm="layer"), "norm"), (dict(lr=0), "lr"), (dict(dropout=1.0), "dropout"),
+                    (dict(epochs=0), "epochs")]:
+        with pytest.raises(ValueError, match=msg):
+            AVIPAM(**kw).fit(corpus)
+
+
+def test_import_models_does_not_import_torch():
+    code = "import sys, models; models.model_class('lda'); assert 'torch' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_killed_run_leaves_no_half_written_checkpoint(corpus_beta, tmp_path):
+    path = tmp_path / "k.ckpt"
+
+    def kill(model, epoch, n):
+        raise Killed
+
+    with pytest.raises(Killed):
+        AVIPAM(epochs=2, checkpoint_every=1, **KW).fit(corpus_beta[0], callback=kill, checkpoint=path)
+    assert path.exists() and not (tmp_path / "k.ckpt.tmp").exists()
+
+
+def test_l2_variant_trains_without_batch_statistics(corpus_beta):
+    """Section 4.1's l2 normalisation: the ELBO rises and every document's mixture is its own
+    (a batch of one document gives the same mixture as the whole batch)."""
+    corpus = corpus_beta[0]
+    m = AVIPAM(epochs=10, norm="l2", **KW).fit(corpus)
+    ll = m.log_lik_[:, 0]
+    assert np.isfinite(ll).all() and ll[-1] > ll[0]
+    from models.corpus import make_corpus as mk
+
+    one = mk(corpus.doc_ptr[:2] - corpus.doc_ptr[0], corpus.term_ids[corpus.doc_ptr[0]:corpus.doc_ptr[1]],
+             n_terms=corpus.n_terms)
+    np.testing.assert_allclose(m.transform(one)[0], m.doc_mix_[0], rtol=1e-5)
+
+
+def test_collapse_counts_of_a_learned_model(fitted):
+    from retrieval.bench.avipam import collapse_counts
+
+    assert collapse_counts(fitted) == (0, 0)
+
+
+@pytest.mark.parametrize("norm", ["batch", "l2", "none"])
+def test_product_decoder_document_model(corpus_beta, norm, tmp_path):
+    """ProdLDA's decoder: the ELBO rises, and p_w_d from the stored per-word and per-document
+    numbers equals the network's own softmax over the whole vocabulary (eval mode)."""
+    import torch
+
+    corpus = corpus_beta[0]
+    m = AVIPAM(epochs=8, norm=norm, decoder="product", **KW).fit(corpus)
+    ll = m.log_lik_[:, 0]
+    assert ll[-1] > ll[0]
+    V = corpus.n_terms
+    p = m.p_w_d(np.arange(V))
+    np.testing.assert_allclose(p.sum(1), 1.0, atol=1e-9)
+    with torch.no_grad():
+        want = torch.exp(m.net_.log_p_words(torch.from_numpy(m.doc_mix_))).numpy()
+    np.testing.assert_allclose(p, want, rtol=1e-4, atol=1e-7)
+    np.testing.assert_allclose(m.p_w_d([5, 2]), p[:, [5, 2]], rtol=1e-12)
+    m.save(tmp_path / "p.npz")
+    np.testing.assert_array_equal(AVIPAM.load(tmp_path / "p.npz").p_w_d([1, 9]), m.p_w_d([1, 9]))
