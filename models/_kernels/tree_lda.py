@@ -62,16 +62,21 @@ def fast_buckets(w, d, ptr, path_edges, path_len, parent, beta, path_prior, n_e,
         c = p - ptr[w]
         S = path_prior[p]
         for k in range(K):
+            nd = n_dk[d, k]
+            seen = False
+            for l in range(path_len[p]):
+                if n_e[path_edges[p, l], k] > 0:
+                    seen = True
+            if nd == 0 and not seen:  # zero edge-masked count and no doc count: nothing to add
+                r[k, c] = 0.0
+                q[k, c] = 0.0
+                continue
             invn = 1.0
             obs = 1.0
-            seen = False
             for l in range(path_len[p]):
                 j = path_edges[p, l]
                 invn *= inv[parent[j], k]
                 obs *= beta[j] + n_e[j, k]
-                if n_e[j, k] > 0:
-                    seen = True
-            nd = n_dk[d, k]
             r[k, c] = nd * S * invn if nd > 0 else 0.0
             q[k, c] = (alpha[k] + nd) * (obs - S) * invn if seen else 0.0
             rt += r[k, c]
