@@ -66,11 +66,12 @@ def test_every_sampler_draws_from_the_conditional(variant):
     rng = make_rng_states(variant + 1)
     bufs = [np.zeros((K, P)) for _ in range(3)]
     n = 40000
+    order = np.argsort(-n_dk[d], kind="mergesort")
     hits = np.zeros(K * P)
     bound = T.path_bound(tree, alpha)
     for _ in range(n):
         hits[T.sample_token(variant, w, d, *args(tree), tree.beta, tree.beta_sum, tree.path_prior(),
-                            bound, n_e, n_i, n_dk, inv, alpha, *bufs, rng)] += 1
+                            bound, n_e, n_i, n_dk, inv, alpha, *bufs, rng, order)] += 1
     # every cell within 5 binomial standard deviations
     p = want.ravel()
     assert (np.abs(hits / n - p) <= 5 * np.sqrt(p * (1 - p) / n) + 1e-9).all()

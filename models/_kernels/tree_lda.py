@@ -86,48 +86,47 @@ def fast_buckets(w, d, ptr, path_edges, path_len, parent, beta, path_prior, n_e,
 
 @njit(cache=True)
 def _pick(buf, u, order_rows, sort_rows, sort_cells):
-    """Cell of ``buf`` (K, P) where the running sum passes u: topic-major, topics by decreasing
-    n_dk when ``sort_rows`` (SD), cells by decreasing mass when ``sort_cells`` (SW)."""
+    """Cell of ``buf`` (K, P) where the running sum passes u. Topic-major in topic order, or
+    in ``order_rows`` (SD: topics by decreasing n_dk at the document's start); with
+    ``sort_cells`` (SW) the cells of above-mean mass are scanned first, a linear-time stand-in
+    for a full sort. Any order is exact; it only changes how far the scan goes."""
     K, P = buf.shape
-    flat = buf.ravel()
+    last = -1
+    total = 0.0
     if sort_cells:
-        idx = np.argsort(-flat, kind="mergesort")
-    elif sort_rows:
-        idx = np.empty(K * P, dtype=np.int64)
         for a in range(K):
             for c in range(P):
-                idx[a * P + c] = order_rows[a] * P + c
-    else:
-        idx = np.arange(K * P)
-    last = -1
-    for t in range(K * P):
-        x = flat[idx[t]]
-        if x > 0:
-            last = idx[t]
-            if u < x:
-                return idx[t]
-            u -= x
+                total += buf[a, c]
+    cut = total / (K * P)
+    for rnd in range(2 if sort_cells else 1):
+        for a in range(K):
+            k = order_rows[a] if sort_rows else a
+            for c in range(P):
+                x = buf[k, c]
+                if x <= 0.0:
+                    continue
+                if sort_cells and (x >= cut) != (rnd == 0):
+                    continue
+                last = k * P + c
+                if u < x:
+                    return last
+                u -= x
     return last  # rounding at the end of the bucket
 
 
 @njit(cache=True)
 def sample_token(variant, w, d, ptr, path_edges, path_len, parent, beta, beta_sum, path_prior,
-                 s_bound, n_e, n_i, n_dk, inv, alpha, s, r, q, rng):
-    """Draw (topic, path index within w's paths) from the conditional with the token removed.
-    Returns k * n_paths(w) + c."""
-    P = ptr[w + 1] - ptr[w]
-    K = n_dk.shape[1]
+                 s_bound, n_e, n_i, n_dk, inv, alpha, s, r, q, rng, order):
+    """Draw (topic, path index within w's paths) from the conditional with the token removed;
+    ``order`` is the SD topic order. Returns k * n_paths(w) + c."""
     if variant == NAIVE:
         naive_masses(w, d, ptr, path_edges, path_len, parent, beta, beta_sum, n_e, n_i, n_dk,
                      alpha, s)
-        return _pick(s, uniform(rng) * s.sum(), np.arange(K), False, False)
+        return _pick(s, uniform(rng) * s.sum(), order, False, False)
     rt, qt = fast_buckets(w, d, ptr, path_edges, path_len, parent, beta, path_prior, n_e, n_dk,
                           inv, alpha, s, r, q)
-    order = np.arange(K)
     sd = variant == FAST_RB_SD or variant == FAST_RB_SDW
     sw = variant == FAST_RB_SW or variant == FAST_RB_SDW
-    if sd:
-        order = np.argsort(-n_dk[d], kind="mergesort")
     if variant >= FAST_RB:
         # s' (eq. 6) bounds s; s is computed only when the draw lands in s'
         u = uniform(rng) * (s_bound[w] + rt + qt)
@@ -175,7 +174,11 @@ def sweep(variant, doc_ptr, term_ids, z, zp, ptr, path_edges, path_len, parent, 
     s = np.empty(K * maxp)
     r = np.empty(K * maxp)
     q = np.empty(K * maxp)
+    order = np.arange(K)
+    sd = variant == FAST_RB_SD or variant == FAST_RB_SDW
     for d in range(len(doc_ptr) - 1):
+        if sd:
+            order = np.argsort(-n_dk[d], kind="mergesort")
         for t in range(doc_ptr[d], doc_ptr[d + 1]):
             w = term_ids[t]
             move_token(w, d, z[t], zp[t], -1, path_edges, path_len, parent, beta_sum, n_e, n_i,
@@ -184,7 +187,7 @@ def sweep(variant, doc_ptr, term_ids, z, zp, ptr, path_edges, path_len, parent, 
             x = sample_token(variant, w, d, ptr, path_edges, path_len, parent, beta, beta_sum,
                              path_prior, s_bound, n_e, n_i, n_dk, inv, alpha,
                              s[:K * np_w].reshape(K, np_w), r[:K * np_w].reshape(K, np_w),
-                             q[:K * np_w].reshape(K, np_w), rng)
+                             q[:K * np_w].reshape(K, np_w), rng, order)
             z[t] = x // np_w
             zp[t] = ptr[w] + x % np_w
             move_token(w, d, z[t], zp[t], 1, path_edges, path_len, parent, beta_sum, n_e, n_i,
