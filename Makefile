@@ -5,7 +5,7 @@ PYTHON ?= python3
 IR_DATASETS_HOME ?= $(HOME)/.ir_datasets
 SHARED_IRDS := ../shared/data/irds-cache/cranfield/cran.tar.gz
 
-.PHONY: install demo test browser
+.PHONY: install demo test browser wordnet
 install:
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[test]'
 
@@ -15,7 +15,7 @@ demo: install
 		mkdir -p $(IR_DATASETS_HOME)/cranfield && cp $(SHARED_IRDS) $(IR_DATASETS_HOME)/cranfield/; fi
 	IR_DATASETS_HOME=$(IR_DATASETS_HOME) $(PYTHON) -m retrieval demo
 
-test: install browser
+test: install browser wordnet
 	$(PYTHON) -m pytest -q
 
 # Headless Chromium for the report screenshot test (Debian's package; skipped where apt is not ours).
@@ -23,3 +23,10 @@ browser:
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 		apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null; } || \
 		echo "chromium not installed: the report screenshot test will be skipped"
+
+# WordNet 3.0 for the tree-LDA prior (Debian's wordnet-base, /usr/share/wordnet); elsewhere pass
+# --wordnet DIR. Tests that need it skip without it.
+wordnet:
+	@[ -f /usr/share/wordnet/data.noun ] || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+		apt-get update -qq && apt-get install -y -qq --no-install-recommends wordnet-base >/dev/null; } || \
+		echo "wordnet-base not installed: pass --wordnet DIR; the WordNet tests will be skipped"
