@@ -100,7 +100,9 @@ class AVIPAM(VariationalModel):
     device : str, default="cpu"
         torch device: "cpu" or "cuda" (bit-reproducible only on CPU; see models.variational).
     n_jobs : int or None, default=None
-        torch CPU threads during training (restored afterwards); None leaves torch's setting.
+        torch threads of :meth:`transform` (restored afterwards). CPU training always runs on
+        one thread, so that a seed gives the same model whatever ``n_jobs`` (torch splits its
+        reductions by thread count); on a GPU, training uses ``n_jobs`` CPU threads.
     callback_every : int, default=1
         ``callback(model, epoch, epochs)`` after every this many epochs.
     checkpoint_every : int, default=10
@@ -117,6 +119,7 @@ class AVIPAM(VariationalModel):
     """
 
     kind = "avipam"
+    quick_params = dict(arch="4pam:2,4", hidden=16, epochs=4, batch_size=16, seed=3)
 
     # dec_*, doc_div, doc_lse: the product decoder's p(w | d) = exp(z_dw - doc_lse_d) with
     # z_dw = (mix_d . beta_w - dec_shift_w) * dec_scale_w / doc_div_d (empty for "mixture").
@@ -183,7 +186,9 @@ class AVIPAM(VariationalModel):
 
         net.eval()
         with torch.no_grad():
-            self.topic_word_ = net.topics().cpu().numpy().astype(np.float32)
+            tw = net.topics().cpu().numpy().astype(np.float64)
+        # rows renormalised in float64, so every document model sums to 1 (float32 rows miss by 1e-7)
+        self.topic_word_ = tw / tw.sum(axis=1, keepdims=True)
         self.doc_mix_ = self._encode(X)
         empty = np.zeros(0, dtype=np.float32)
         self.beta_ = self.dec_shift_ = self.dec_scale_ = self.doc_div_ = self.doc_lse_ = empty
@@ -229,12 +234,13 @@ class AVIPAM(VariationalModel):
             raise RuntimeError("this model file holds no encoder; refit to infer new documents")
         net.eval()
         dev = next(net.parameters()).device
-        out = np.empty((X.shape[0], self.n_topics), dtype=np.float32)
+        out = np.empty((X.shape[0], self.n_topics), dtype=np.float64)
         with torch.no_grad():
             for lo in range(0, X.shape[0], batch):
                 x = torch.from_numpy(X[lo:lo + batch].toarray()).to(dev)
                 mix, _ = net(x, None, sample=False)
                 out[lo:lo + batch] = mix.cpu().numpy()
+        out /= out.sum(axis=1, keepdims=True)
         return out
 
     def transform(self, corpus):
@@ -243,7 +249,15 @@ class AVIPAM(VariationalModel):
         self._check_fitted()
         if corpus.n_terms != self.n_terms_:
             raise ValueError(f"corpus has {corpus.n_terms} terms, the model {self.n_terms_}")
-        return self._encode(count_matrix(corpus))
+        import torch
+
+        prev = torch.get_num_threads()
+        if self.n_jobs is not None:
+            torch.set_num_threads(self.n_jobs)
+        try:
+            return self._encode(count_matrix(corpus))
+        finally:
+            torch.set_num_threads(prev)
 
     # -- the document model -------------------------------------------------------------------
 

@@ -55,6 +55,7 @@ class TopicModel(abc.ABC):
     # Whether p_w_d over the whole vocabulary sums to 1 for every document (TCM: no, the rest
     # of the mass is on multi-word collocations).
     p_w_d_sums_to_one: ClassVar[bool] = True
+
     # Parameters a later version retired: ignored (not refused) when older model files load.
     _RETIRED_PARAMS: ClassVar[tuple[str, ...]] = ()
 

@@ -44,7 +44,8 @@ def write_model_file(path, header, arrays, kind=MODEL_FORMAT):
     """
     path = os.fspath(path)
     header = dict(header, format=kind, format_version=FORMAT_VERSION, topicir_version=TOPICIR_VERSION,
-                  arrays={k: [list(np.shape(v)), np.asarray(v).dtype.str] for k, v in arrays.items()})
+                  arrays={k: [list(np.shape(np.ascontiguousarray(v))), np.asarray(v).dtype.str]
+                          for k, v in arrays.items()})  # as stored: ascontiguousarray makes 0-d 1-d
     blob = np.frombuffer(json.dumps(header, sort_keys=True).encode("utf-8"), dtype=np.uint8)
     if "__header__" in arrays:
         raise ValueError("array name '__header__' is reserved")

@@ -88,6 +88,7 @@ class GroupedLDA(LDA):
     """
 
     kind = "glda"
+    quick_params = dict(n_topics=4, n_chains=2, n_iter=8, burn_in=4, sample_every=2, seed=3)
     _STATE = ("gz", "alpha")
     _RETIRED_PARAMS = ()
 

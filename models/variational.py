@@ -90,8 +90,9 @@ class VariationalModel(TopicModel):
         self._check_corpus(corpus)
         self._check_params(corpus)
         prev = torch.get_num_threads()
-        if self.n_jobs is not None:
-            torch.set_num_threads(self.n_jobs)
+        # One thread on the CPU whatever n_jobs: torch splits its reductions by thread count, so
+        # only a fixed count gives the same model for a seed (n_jobs sets transform's threads).
+        torch.set_num_threads(1 if self.device == "cpu" else (self.n_jobs or prev))
         try:
             self._fit(corpus, callback, checkpoint)
         finally:

@@ -174,5 +174,5 @@ class PAMNet(nn.Module):
     def log_p_words(self, mix):
         """log p(w | d) of every word (B, V) given the documents' sub-topic mixtures."""
         if self.decoder == "product":
-            return torch.log_softmax(self.dec_norm(mix @ self.beta), dim=1)
+            return torch.log_softmax(self.dec_norm(mix.to(self.beta.dtype) @ self.beta), dim=1)
         return torch.log(mix @ self.topics() + 1e-10)

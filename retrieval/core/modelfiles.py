@@ -33,7 +33,7 @@ def index_corpus(index: Index) -> Corpus:
 
 
 # Parameters that change how fast a model trains, never what it is.
-_RUNTIME_PARAMS = ("n_jobs", "callback_every", "checkpoint_every", "log_lik_every")
+_RUNTIME_PARAMS = ("n_jobs", "callback_every", "checkpoint_every", "log_lik_every", "executor")
 
 
 def settings_hash(kind: str, params: dict) -> str:

@@ -368,6 +368,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--title")
     s.set_defaults(func=cmd_report)
 
+    from ..experiments import coherence
+
+    s = sub.add_parser("coherence", help="NPMI topic coherence of model files (any kind)",
+                       description=coherence.__doc__)
+    coherence.add_arguments(s)
+    s.set_defaults(func=coherence.run)
+
     for kind in kinds():  # commands of a kind's own (pam-view, tcm-view, ...) come from its adapter
         add = hook(kind, "add_commands")
         if add is not None:
