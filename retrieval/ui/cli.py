@@ -80,7 +80,10 @@ def train_parser(kind: str) -> argparse.ArgumentParser:
     p.add_argument("--index", required=True, help="the index to train on")
     p.add_argument("--out", help="model file (default: <index>/models/<kind>-<settings>.npz)")
     p.add_argument("--no-checkpoint", action="store_true", help="write no checkpoint (no resume)")
-    add_estimator_args(p.add_argument_group(f"{kind} parameters"), cls)
+    names = add_estimator_args(p.add_argument_group(f"{kind} parameters"), cls)
+    if "executor" in names:
+        p.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
+                       help="train on Ray: a local cluster, or the one at ADDRESS (same model as locally)")
     return p
 
 
@@ -93,6 +96,10 @@ def cmd_train(args) -> int:
     targs = train_parser(args.kind).parse_args(args.rest)
     params = {name: getattr(targs, name) for name in model_class(args.kind)._param_names()
               if hasattr(targs, name)}
+    if getattr(targs, "ray", None) is not None:
+        from models.executors import executor_from_flag
+
+        params["executor"] = executor_from_flag(targs.ray)
     try:
         model, path = train_model(Index(targs.index), args.kind, targs.out, checkpoint=not targs.no_checkpoint,
                                   progress=not args.quiet, **params)
