@@ -68,7 +68,7 @@ class PAMDocumentModel:
         key = self.dp_key_samples_[lo:hi].astype(np.int64)
         return key // self.n_sub, key % self.n_sub, self.dp_count_samples_[lo:hi]
 
-    def doc_topics(self, doc, top=10, chain=0):
+    def doc_super_topics(self, doc, top=10, chain=0):
         """Most probable super-topics of ``doc``: theta_r averaged over the kept samples of
         ``chain``. Returns (super-topic ids int64, probabilities float64)."""
         self._check_fitted()
@@ -87,8 +87,8 @@ class PAMDocumentModel:
         ids = np.argsort(-theta, kind="stable")[:top]
         return ids.astype(np.int64), theta[ids]
 
-    def doc_sub_topics(self, doc, top=10, chain=0):
-        """Most probable sub-topics of ``doc``: sum_i theta_i theta_ij averaged over the kept
+    def doc_topics(self, doc, top=10, chain=0):
+        """Most probable sub-topics of ``doc`` (the protocol's topics, those of ``topic_words``): sum_i theta_i theta_ij averaged over the kept
         samples of ``chain``. Returns (sub-topic ids int64, probabilities float64)."""
         self._check_fitted()
         a = float(self.alpha_root)

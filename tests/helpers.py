@@ -69,3 +69,22 @@ def med_map_of_default_model(shared_data, index, kind, lams=(1.0, 0.7)):
     topics = [t for t in load_topics(shared_data / "med" / "topics.trec") if t.qid in judged_topics(qrels)]
     runs = sweep_topics(index, topics, [(1000.0, lam) for lam in lams], model=model, progress=False)
     return {lam: aggregate(runs[(1000.0, lam)], qrels, ["AP"])["AP"] for lam in lams}, index, model
+
+
+def avg2_map(index, model, topics, qrels, s, mu=1000.0, lam=0.7):
+    """MAP of ranking with the chains' P(w|d) of kept sample ``s`` averaged, computed directly
+    with the scorer (the slow path ``topicir iterations`` must agree with)."""
+    from retrieval.core.evaluate import aggregate, judged_topics
+    from retrieval.core.ranking import ranked
+    from retrieval.core.scoring import Scorer
+
+    judged = judged_topics(qrels)
+    run = []
+    for t in topics:
+        if t.qid not in judged:
+            continue
+        scorer = Scorer(index.stats, mu, lam, model)
+        query = scorer.query(t.title, index.analyze(t.title))
+        p = model.p_w_d_per_sample(query.term_ids)[:, s].mean(axis=0)
+        run.extend(ranked(index, t.qid, scorer.score(query, p)))
+    return aggregate(run, qrels, ["AP"])["AP"]

@@ -325,9 +325,9 @@ def test_p_w_d_rows_are_distributions_and_match_formula(fitted):
 
 def test_views(fitted):
     corpus, m = fitted
-    ids, probs = m.doc_topics(3, top=3)
+    ids, probs = m.doc_super_topics(3, top=3)
     np.testing.assert_allclose(probs.sum(), 1.0, rtol=1e-12)
-    ids, probs = m.doc_sub_topics(3, top=m.n_sub)
+    ids, probs = m.doc_topics(3, top=m.n_sub)
     np.testing.assert_allclose(probs.sum(), 1.0, rtol=1e-12)
     ids, probs = m.topic_words(2, top=corpus.n_terms)
     np.testing.assert_allclose(probs.sum(), 1.0, rtol=1e-12)

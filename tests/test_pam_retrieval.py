@@ -6,6 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from tests.helpers import avg2_map
 from scipy.special import logsumexp
 
 from models import LDA, synthetic_corpus
@@ -140,7 +142,11 @@ def test_iteration_table_works_for_pam(mini):
     index, model, _ = mini
     rows = iteration_table(index, model, load_topics(DATA / "topics.trec"), load_qrels(DATA / "qrels.txt"))
     assert [r["iteration"] for r in rows] == [15, 20]
-    assert all(0.0 <= r["avg1"] <= 1.0 and 0.0 <= r["avg2"] <= 1.0 for r in rows)
+    topics, qrels = load_topics(DATA / "topics.trec"), load_qrels(DATA / "qrels.txt")
+    for s, row in enumerate(rows):
+        assert row["avg2"] == pytest.approx(avg2_map(index, model, topics, qrels, s), abs=1e-12)
+        chains = [float(m) for m in row["chains"].split()]
+        assert len(chains) == model.n_chains and row["avg1"] == pytest.approx(sum(chains) / len(chains))
 
 
 @pytest.mark.regression

@@ -10,7 +10,7 @@ from retrieval.core.index import build_index
 from retrieval.experiments.iterations import iteration_table
 from retrieval.core.modelfiles import index_corpus, load_model, train_model
 from retrieval.core.sources import load_qrels, load_topics
-from tests.helpers import med_map_of_default_model
+from tests.helpers import avg2_map, med_map_of_default_model
 
 DATA = Path(__file__).parent / "data"
 SMALL = dict(n_topics=4, n_chains=2, n_iter=20, burn_in=10, sample_every=5, seed=1)
@@ -59,7 +59,11 @@ def test_iteration_table_has_a_row_per_sample(mini):
     index, model, _ = mini
     rows = iteration_table(index, model, load_topics(DATA / "topics.trec"), load_qrels(DATA / "qrels.txt"))
     assert [r["iteration"] for r in rows] == [15, 20]
-    assert all(0.0 <= r["avg1"] <= 1.0 and 0.0 <= r["avg2"] <= 1.0 for r in rows)
+    topics, qrels = load_topics(DATA / "topics.trec"), load_qrels(DATA / "qrels.txt")
+    for s, row in enumerate(rows):
+        assert row["avg2"] == pytest.approx(avg2_map(index, model, topics, qrels, s), abs=1e-12)
+        chains = [float(m) for m in row["chains"].split()]
+        assert len(chains) == model.n_chains and row["avg1"] == pytest.approx(sum(chains) / len(chains))
 
 
 def test_resumed_training_equals_uninterrupted(mini, tmp_path):

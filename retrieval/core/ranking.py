@@ -115,6 +115,8 @@ def sweep_topics(index: Index, topics: list[Topic], settings: list[tuple[float, 
                  progress: bool = True) -> dict[tuple[float, float], list[ScoredDoc]]:
     """One run per (mu, lam) setting; the model's tables are computed once per query."""
     runs = {setting: [] for setting in settings}
+    if model is not None:  # per-document constants now, so the bar's first step is a query's cost
+        model.p_w_d(np.zeros(0, dtype=np.int64))
     for topic in tqdm(topics, desc="ranking topics", unit=" topics", disable=not progress, mininterval=1):
         prepared = prepare(index, topic_query(topic, field), model, qid=topic.qid)
         for mu, lam in settings:
