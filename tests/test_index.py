@@ -164,3 +164,15 @@ def test_fast_scorer_agrees_with_the_term_by_term_twin(two_doc_index):
         for d in range(s.n_docs):
             slow = explain(s, q, d, 50.0, lam, None if model is None else p_tm[d, q.term_ids])
             assert sum(t.score for t in slow) == pytest.approx(scores[d], abs=1e-12)
+
+
+def test_relative_paths_after_the_jvm_started_and_the_cwd_changed(tmp_path, monkeypatch):
+    """The JVM keeps the working directory it started in: paths handed to it must be absolute."""
+    from retrieval.core.jvm import jclass
+
+    jclass("java.lang.String")  # the JVM runs, started in the current directory
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "d.trec").write_text("<DOC>\n<DOCNO> X1 </DOCNO>\n<TEXT>airbus subsidies</TEXT>\n</DOC>\n")
+    index = build_index(["d.trec"], "rel/idx")
+    assert index.manifest["n_docs"] == 1 and index.document("X1")
+    assert Index("rel/idx").stats.n_docs == 1

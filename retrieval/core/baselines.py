@@ -41,6 +41,6 @@ def run_baseline(index: Index, topics: list[Topic], method: str, *, field: str =
         topics_file.write_text("".join(f"{qid}\t{text}\n" for qid, text in queries.items()), encoding="utf-8")
         log.info("%s: %d topics through Anserini SearchCollection", method, len(queries))
         jclass("io.anserini.search.SearchCollection").main(
-            ["-index", str(index.path), "-topics", str(topics_file), "-topicReader", "TsvString",
+            ["-index", str(index.path.resolve()), "-topics", str(topics_file), "-topicReader", "TsvString",
              "-output", str(run_file), "-hits", str(depth), "-threads", str(threads), *args])
         return read_run(run_file)

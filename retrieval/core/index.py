@@ -72,7 +72,7 @@ def _write_jsonl_shards(sources, staging: Path) -> tuple[list[str], int, list[st
 def _read_stats(lucene_dir: Path, docnos: list[str]) -> CollectionStats:
     """Exact term positions of every document, read back from the Lucene index."""
     utils = jclass("io.anserini.index.IndexReaderUtils")
-    reader = utils.getReader(str(lucene_dir))
+    reader = utils.getReader(str(Path(lucene_dir).resolve()))
     try:
         if reader.numDocs() != len(docnos):
             raise RuntimeError(f"Lucene indexed {reader.numDocs()} documents of {len(docnos)} given; "
@@ -145,7 +145,7 @@ def _build_locked(sources: list[str], out: Path, threads: int) -> "Index":
         docnos, n_empty, empty = _write_jsonl_shards(sources, staging)
         log.info("indexing %d documents with Anserini %s", len(docnos), ANSERINI_VERSION)
         jclass("io.anserini.index.IndexCollection").main([
-            "-collection", "JsonCollection", "-input", str(staging), "-index", str(tmp),
+            "-collection", "JsonCollection", "-input", str(staging.resolve()), "-index", str(tmp.resolve()),
             "-threads", str(threads), "-storePositions", "-storeDocvectors", "-storeRaw", "-quiet"])
         stats = _read_stats(tmp, docnos)
         stats.save(tmp)
@@ -226,7 +226,8 @@ class Index:
 
     @cached_property
     def _reader(self):
-        return jclass("io.anserini.index.IndexReaderUtils").getReader(str(self.path))
+        # absolute: the JVM keeps the working directory it started in, whatever os.chdir did since
+        return jclass("io.anserini.index.IndexReaderUtils").getReader(str(self.path.resolve()))
 
     def document(self, docno: str) -> dict:
         """The stored document: ``{"id", "contents", "title"}``."""
