@@ -25,7 +25,9 @@ STATE = ("z_", "n_kw_", "n_k_", "alpha_", "rng_")
 @pytest.fixture(scope="module")
 def ray_cluster():
     ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, log_to_driver=False, include_dashboard=False)
+    from models.executors.signals import init_ray
+
+    init_ray(num_cpus=2, log_to_driver=False, include_dashboard=False)  # keeps the JVM's handlers
     yield ray
     ray.shutdown()
 
@@ -108,3 +110,29 @@ def test_killed_worker_fails_clearly_and_resume_gives_the_same_model(ray_cluster
     assert_same_fit(LDA(**KW).fit(data, checkpoint=local_path), full, *STATE)
     resumed = LDA(executor=RayExecutor(n_workers=2), **KW).fit(data, checkpoint=path)
     assert_same_fit(resumed, full, *STATE)
+
+
+def test_starting_ray_keeps_the_jvms_signal_handlers():
+    """ray.init replaces the JVM's SIGSEGV/SIGBUS handlers; the JVM faults on purpose, so a
+    later Lucene call would kill the process. init_ray puts them back (checked in a child
+    process: the JVM and Ray both stay for the life of a process)."""
+    pytest.importorskip("ray")
+    code = """
+import signal
+from models.executors.signals import FATAL, handler_address, init_ray
+from retrieval.core.jvm import jclass
+jclass("java.lang.String")
+jvm = [handler_address(s) for s in FATAL]
+init_ray(num_cpus=1, log_to_driver=False, include_dashboard=False)
+kept = [handler_address(s) for s in FATAL]
+import ray
+ray.shutdown()
+ray.init(num_cpus=1, log_to_driver=False, include_dashboard=False)  # the unguarded call
+plain = [handler_address(s) for s in FATAL]
+print(jvm[0] != 0, kept == jvm, plain[0] != jvm[0])
+"""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[-3:] == ["True", "True", "True"], out.stdout

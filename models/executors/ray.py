@@ -26,6 +26,7 @@ import ray
 from ray.exceptions import ObjectLostError, OwnerDiedError, RayActorError, WorkerCrashedError
 
 from .._kernels import lda_doc
+from .signals import init_ray
 
 _DIED = (RayActorError, WorkerCrashedError, ObjectLostError, OwnerDiedError)
 # Workers import this package from where the driver imported it (same code on both sides).
@@ -175,7 +176,7 @@ class _RayRunner:
 
     def start(self, model, corpus, checkpoint):
         if not ray.is_initialized():
-            ray.init(address=self.ex.address, log_to_driver=False)
+            init_ray(address=self.ex.address, log_to_driver=False)
             self._owns_ray = True
         S, C, lay = model.n_shards, model.n_chains, model._lay
         cpus = int(ray.cluster_resources().get("CPU", 1))
