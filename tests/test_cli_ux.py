@@ -38,7 +38,8 @@ def test_eval_says_how_many_topics_each_mean_is_over(index_dir, tmp_path, capsys
 def test_qld_run_has_the_name_compare_gives_it(index_dir, tmp_path):
     assert main(["-q", "run", "--index", str(index_dir), "--topics", str(DATA / "topics.trec"),
                  "--baseline", "qld", "--out-dir", str(tmp_path)]) == 0
-    assert [p.name for p in tmp_path.iterdir()] == ["run.ap-mini.topics.title.qld.mu1000.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [  # the run and its settings
+        "run.ap-mini.topics.title.qld.mu1000.txt", "run.ap-mini.topics.title.qld.mu1000.txt.json"]
 
 
 def test_quiet_hides_progress_bars(index_dir, tmp_path, capsys):

@@ -364,7 +364,7 @@ def test_10_run_names_hold_depth_and_tag(mini, tmp_path):
     for extra in ([], ["--depth", "2"], ["--tag", "mine"]):
         assert main(["-q", "run", "--index", str(index.path), "--topics", str(DATA / "topics.trec"),
                      "--out-dir", str(tmp_path), *extra]) == 0
-    assert sorted(p.name for p in tmp_path.glob("run.*")) == [
+    assert sorted(p.name for p in tmp_path.glob("run.*.txt")) == [
         "run.mini.topics.title.ql.mu1000.txt", "run.mini.topics.title.ql.mu1000_depth2.txt",
         "run.mini.topics.title.ql.mu1000_tagmine.txt"]
 
@@ -402,3 +402,26 @@ def test_11_warnings_are_one_line_without_source(tmp_path):
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0
     assert err.startswith("topicir: warning: 1 judged topics have no results") and err.count("\n") == 1
+
+
+# -- 12. runs carry their settings ---------------------------------------------------------------
+
+def test_12_a_run_records_its_settings_and_a_changed_rerun_is_logged(mini, tmp_path, caplog):
+    from retrieval.core.ranking import read_settings
+
+    index, model = mini
+    out = tmp_path / "run.txt"
+    base = ["-q", "run", "--index", str(index.path), "--topics", str(DATA / "topics.trec"),
+            "--model", str(model), "--out", str(out)]
+    assert main(base + ["--lam", "0.7"]) == 0
+    first = read_settings(out)
+    assert {k: first[k] for k in ("method", "fingerprint", "field", "mu", "lam", "depth")} == {
+        "method": model.stem, "fingerprint": index.fingerprint, "field": "title", "mu": 1000.0,
+        "lam": 0.7, "depth": 1000}
+    assert first["model"] == str(model.resolve()) and first["index"] == str(Path(index.path).resolve())
+    caplog.clear()
+    assert main(base + ["--lam", "0.7"]) == 0  # same settings: nothing to say
+    assert "other settings" not in caplog.text
+    assert main(base + ["--lam", "0.5"]) == 0
+    assert "replacing a run made with other settings (lam: 0.7 -> 0.5)" in caplog.text
+    assert read_settings(out)["lam"] == 0.5 and leftovers(tmp_path) == []

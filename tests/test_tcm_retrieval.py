@@ -173,7 +173,8 @@ def test_cli_train_view_and_run(tmp_path, capsys):
     assert "by P(c|t):" in view and "by P(t|c):" in view and view.count("topic ") == 2
     assert main(["-q", "run", "--index", str(idx), "--topics", str(DATA / "topics.trec"), "--model", str(out),
                  "--lam", "0.8", "--out-dir", str(tmp_path / "runs")]) == 0
-    assert [p.name for p in (tmp_path / "runs").iterdir()] == ["run.ap-mini.topics.title.tcm.mu1000_lam0.8.txt"]
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == [
+        "run.ap-mini.topics.title.tcm.mu1000_lam0.8.txt", "run.ap-mini.topics.title.tcm.mu1000_lam0.8.txt.json"]
     assert main(["-q", "tcm-view", "--index", str(idx), "--model", str(tmp_path / "nope.npz")]) == 2
 
 

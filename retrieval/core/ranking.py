@@ -9,8 +9,10 @@ scored under any number of (mu, lam) settings or kept samples. Model kinds that 
 """
 from __future__ import annotations
 
+import json
 import logging
 import re
+import time
 import warnings
 from pathlib import Path
 from typing import Callable, NamedTuple
@@ -139,8 +141,37 @@ def run_name(topics_name: str, model_name: str, **params) -> str:
     return ".".join(p for p in ("run", clean(topics_name), clean(model_name), settings, "txt") if p)
 
 
-def save_run(run: list[ScoredDoc], path, tag: str, depth: int = DEPTH) -> Path:
+def settings_path(run_path) -> Path:
+    """The settings file beside a run: ``<run>.json``."""
+    run_path = Path(run_path)
+    return run_path.with_name(run_path.name + ".json")
+
+
+def read_settings(run_path) -> dict | None:
+    """The settings :func:`save_run` recorded beside a run, or None (none, or unreadable)."""
+    try:
+        return json.loads(settings_path(run_path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def save_run(run: list[ScoredDoc], path, tag: str, depth: int = DEPTH, params: dict | None = None) -> Path:
+    """Write a TREC run and, with ``params``, the settings that made it to ``<run>.json`` (TREC
+    run files have no room for them). Replacing a run made with other settings is logged."""
+    from models.atomic import atomic_open
+    from models._version import __version__
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    if params is not None:
+        settings = {"topicir": __version__, "tag": tag, "depth": depth, **params}
+        old = read_settings(path) if path.exists() else None
+        if old is not None and {k: v for k, v in old.items() if k != "written"} != settings:
+            changed = sorted(k for k in (set(old) | set(settings)) - {"written"} if old.get(k) != settings.get(k))
+            log.warning("%s: replacing a run made with other settings (%s)", path,
+                        ", ".join(f"{k}: {old.get(k)!r} -> {settings.get(k)!r}" for k in changed))
     write_run(path, run, tag=tag, depth=depth)
+    if params is not None:
+        with atomic_open(settings_path(path), "w", encoding="utf-8") as out:
+            json.dump(settings | {"written": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, out, indent=1)
     return path

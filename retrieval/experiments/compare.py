@@ -48,7 +48,10 @@ def compare(index: Index, topics: list[Topic], qrels: list[Qrel], *, methods=MET
         if runs_dir is not None:
             params = {"mu": f"{mu:g}"} if method in ("ql", "qld") else {}
             path = save_run(run, Path(runs_dir) / run_name(f"{index.name}.{topics_name}.{field}", method, **params),
-                            tag=f"topicir-{method}", depth=depth)
+                            tag=f"topicir-{method}", depth=depth,
+                            params={"method": method, "index": str(Path(index.path).resolve()),
+                                    "fingerprint": index.fingerprint, "topics": topics_name,
+                                    "field": field, "mu": mu if method in ("ql", "qld") else None})
             log.info("%s: wrote %s", method, path)
         rows.append({"method": LABELS[method], **aggregate(run, qrels, measures)})
     return rows

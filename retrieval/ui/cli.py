@@ -31,6 +31,13 @@ def cmd_index(args) -> int:
     return 0
 
 
+def _run_settings(args, index, *, method, mu, lam=None, model=None) -> dict:
+    """What made a run, for the settings file beside it."""
+    return {"method": method, "index": str(Path(index.path).resolve()), "fingerprint": index.fingerprint,
+            "topics": str(args.topics), "field": args.field, "mu": mu, "lam": lam,
+            "model": str(Path(model).resolve()) if model else None}
+
+
 def cmd_run(args) -> int:
     from ..core.baselines import run_baseline
     from ..core.ranking import DEPTH, run_name, save_run, sweep_topics
@@ -46,7 +53,8 @@ def cmd_run(args) -> int:
         run = run_baseline(index, topics, args.baseline, field=args.field, depth=args.depth, mu=args.mu[0])
         params = {"mu": f"{args.mu[0]:g}"} if args.baseline == "qld" else {}  # as `topicir compare` names it
         path = Path(args.out or out_dir / run_name(f"{index.name}.{tname}.{args.field}", args.baseline, **params))
-        print(save_run(run, path, tag=args.tag or f"topicir-{args.baseline}", depth=args.depth))
+        print(save_run(run, path, tag=args.tag or f"topicir-{args.baseline}", depth=args.depth,
+                       params=_run_settings(args, index, method=args.baseline, mu=args.mu[0])))
         return 0
     model, model_name, lams = None, "ql", [1.0]
     if args.model:
@@ -62,7 +70,9 @@ def cmd_run(args) -> int:
         params = {"mu": f"{mu:g}"} | ({"lam": f"{lam:g}"} if model is not None else {})
         params |= ({"depth": args.depth} if args.depth != DEPTH else {}) | ({"tag": args.tag} if args.tag else {})
         path = Path(args.out) if args.out else out_dir / run_name(f"{index.name}.{tname}.{args.field}", model_name, **params)
-        print(save_run(run, path, tag=args.tag or f"topicir-{model_name}", depth=args.depth))
+        print(save_run(run, path, tag=args.tag or f"topicir-{model_name}", depth=args.depth,
+                       params=_run_settings(args, index, method=model_name, mu=mu,
+                                            lam=lam if model is not None else None, model=args.model)))
     return 0
 
 

@@ -68,7 +68,10 @@ def run_demo(indexes: Path = Path("indexes"), dataset: str = DATASET, *, runs_di
     train_s = time.perf_counter() - t0
     lda_run = run_topics(index, topics, lam=lam, model=model, progress=False)
     lda_path = save_run(lda_run, runs_dir / run_name(prefix, model_path.stem, mu=f"{MU:g}", lam=f"{lam:g}"),
-                        tag=f"topicir-{model_path.stem}", depth=DEPTH)
+                        tag=f"topicir-{model_path.stem}", depth=DEPTH,
+                        params={"method": model_path.stem, "index": str(Path(index.path).resolve()),
+                                "fingerprint": index.fingerprint, "topics": dataset, "field": "title",
+                                "mu": MU, "lam": lam, "model": str(model_path.resolve())})
     p = model.get_params()
     rows.append({"method": f"LDA smoothing (K={p['n_topics']}, lam={lam:g})", **aggregate(lda_run, qrels, MEASURES)})
 
