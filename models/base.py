@@ -189,6 +189,13 @@ class TopicModel(abc.ABC):
     def topic_words(self, topic, top=10, chain=0):
         """Most probable terms of ``topic``: (term ids int64, probabilities float64)."""
 
+    def sample_word_probs(self, n_docs, seed=0):
+        """Word distributions of ``n_docs`` documents drawn from the model (document mixtures
+        from their prior, the kept topics): ndarray (n_docs, n_terms), float64; for the
+        empirical likelihood. Kinds without such a draw say so with NotImplementedError."""
+        raise NotImplementedError(f"{self.kind} models do not draw documents (the empirical "
+                                  f"likelihood needs it)")
+
     @property
     def log_lik_(self):
         return np.array(self._log_lik_rows, dtype=np.float64).reshape(-1, self.n_chains)

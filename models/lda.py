@@ -12,6 +12,7 @@ from ._kernels import lda as K_
 from ._kernels import lda_doc
 from ._kernels.dirichlet import topic_word_log_lik
 from ._kernels.rng import make_rng_states
+from .generate import log_dirichlet, over_kept_samples
 from .gibbs import SweepOrderModel, block_run_ptrs, key_runs, rows_csr, stack_ptrs, token_shards
 
 INITS = ("online", "random", "sparse")
@@ -393,6 +394,24 @@ class LDA(SweepOrderModel):
         """P_LDA(w | d) of every kept sample: ndarray of shape (n_chains, n_samples, n_docs, n_terms)."""
         per = self._per_sample(term_ids)
         return per.reshape(self.n_chains, per.shape[0] // self.n_chains, *per.shape[1:])
+
+    def phi_matrix(self, cs):
+        """Dense phi (n_topics, n_terms) of kept sample ``cs`` (= chain * n_samples + sample)."""
+        self._check_fitted()
+        V = self.tw_ptr_.shape[1] - 1
+        lo, hi = self.tw_ptr_[cs, 0], self.tw_ptr_[cs, V]
+        cnt = np.zeros((self.n_topics, V))
+        words = np.repeat(np.arange(V), np.diff(self.tw_ptr_[cs]))
+        cnt[self.tw_topic_[lo:hi].astype(np.int64), words] = self.tw_count_[lo:hi]
+        b = float(self.beta)
+        return (cnt + b) / (self.n_k_samples_[cs][:, None] + V * b)
+
+    def sample_word_probs(self, n_docs, seed=0):
+        """theta ~ Dir(alpha of the kept sample), p = theta phi (see :class:`TopicModel`)."""
+        self._check_fitted()
+        rng = np.random.default_rng(seed)
+        return over_kept_samples(self.alpha_samples_.shape[0], n_docs, lambda cs, m: np.exp(
+            log_dirichlet(rng, self.alpha_samples_[cs], m)) @ self.phi_matrix(cs))
 
     def doc_topics(self, doc, top=10, chain=0):
         """Most probable topics of ``doc``: theta averaged over the kept samples of ``chain``

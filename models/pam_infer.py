@@ -3,6 +3,7 @@ correlations): the part of :class:`models.pam.PAM` that reads only the kept samp
 """
 import numpy as np
 
+from .generate import log_dirichlet, over_kept_samples
 from ._kernels.pam_score import phi_table, score_p_w_d, score_p_w_d_per_sample
 
 
@@ -120,6 +121,21 @@ class PAMDocumentModel:
         phi /= len(css)
         ids = np.argsort(-phi, kind="stable")[:top]
         return ids.astype(np.int64), phi[ids]
+
+    def sample_word_probs(self, n_docs, seed=0):
+        """theta_root ~ Dir(alpha_root), each super-topic's Dir(alpha of the kept sample) over
+        sub-topics, p = mixture phi (see :class:`models.base.TopicModel`)."""
+        self._check_fitted()
+        rng = np.random.default_rng(seed)
+
+        def draw(cs, m):
+            theta_r = np.exp(log_dirichlet(rng, np.full(self.n_super, float(self.alpha_root)), m))
+            mix = np.zeros((m, self.n_sub))
+            for i in range(self.n_super):
+                mix += theta_r[:, i:i + 1] * np.exp(log_dirichlet(rng, self.alpha_samples_[cs, i], m))
+            return mix @ self.phi_matrix(cs)
+
+        return over_kept_samples(self.alpha_samples_.shape[0], n_docs, draw)
 
     def phi_matrix(self, cs, subs=None):
         """Dense phi of kept sample ``cs`` (= chain * n_samples + sample) for the sub-topics

@@ -16,8 +16,8 @@ from retrieval.core.ranking import run_topics
 from retrieval.ui.cli import main
 from retrieval.core.index import build_index
 from retrieval.core.modelfiles import load_model, train_model
-from retrieval.experiments.pam_eval import (COMP5, _log_dirichlet, comp5_accuracy, empirical_log_lik,
-                                sampled_log_p)
+from models.generate import log_dirichlet
+from retrieval.experiments.pam_eval import COMP5, comp5_accuracy, empirical_log_lik, kind_params, sampled_log_p
 from retrieval.adapters.pam import correlation_figure, correlation_rows, correlation_text
 from retrieval.core.sources import load_topics
 
@@ -90,10 +90,10 @@ def test_view_rows_text_and_figure(mini):
 def test_log_dirichlet_is_a_distribution_even_for_tiny_alpha():
     rng = np.random.default_rng(0)
     for a in (np.full(5, 0.01), np.array([2.0, 0.5, 1e-3])):
-        g = _log_dirichlet(rng, a, 2000)
+        g = log_dirichlet(rng, a, 2000)
         np.testing.assert_allclose(logsumexp(g, axis=1), 0.0, atol=1e-12)
         assert np.isfinite(g).all()
-    g = np.exp(_log_dirichlet(rng, np.array([3.0, 1.0]), 20000))
+    g = np.exp(log_dirichlet(rng, np.array([3.0, 1.0]), 20000))
     assert abs(g[:, 0].mean() - 0.75) < 0.01  # Dirichlet mean alpha / sum(alpha)
 
 
@@ -112,6 +112,27 @@ def test_sampled_documents_and_empirical_likelihood(kind):
     want = logsumexp(np.array([log_p[:, d].sum(1) for d in docs[:3]]), axis=1) - np.log(50)
     np.testing.assert_allclose(ll[:3], want, rtol=1e-12)
     assert ll[3] == pytest.approx(0.0, abs=1e-12)  # the empty document
+
+
+def test_empirical_likelihood_is_the_models_own_draw():
+    """The experiment asks the model for its draws (no kind branches): gLDA draws as LDA does,
+    a kind without draws says so, and a kind without the paper's settings needs them given."""
+    from models.glda import GroupedLDA
+    from models.tcm import TCM
+
+    corpus = synthetic_corpus(40, 30, 15, seed=2, n_latent=3)
+    kw = dict(n_topics=3, n_chains=2, n_iter=10, burn_in=6, sample_every=2, seed=0)
+    g = GroupedLDA(**kw).fit(corpus)
+    phi = g.phi_matrix(1)
+    np.testing.assert_allclose(phi.sum(1), 1.0, atol=1e-12)
+    rng = np.random.default_rng(4)  # document 0 from kept sample 0, document 1 from sample 1
+    thetas = [np.exp(log_dirichlet(rng, g.alpha_samples_[cs], 1)) for cs in (0, 1)]
+    np.testing.assert_allclose(g.sample_word_probs(2, seed=4)[1], (thetas[1] @ phi)[0], rtol=1e-12)
+    with pytest.raises(NotImplementedError, match="tcm models do not draw documents"):
+        TCM(n_topics=2, n_iter=2, burn_in=1, sample_every=1).sample_word_probs(3)
+    assert kind_params("glda", None)["n_topics"] == 50
+    with pytest.raises(ValueError, match="no settings for 'tcm'"):
+        kind_params("tcm", None)
 
 
 def test_comp5_pipeline_on_a_tiny_tarball(tmp_path):

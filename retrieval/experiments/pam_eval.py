@@ -1,4 +1,5 @@
-"""The PAM paper's two model-quality measurements, for LDA and PAM trained by topicir:
+"""The PAM paper's two model-quality measurements, for any kind that draws documents
+(:meth:`models.base.TopicModel.sample_word_probs`: LDA, PAM and gLDA here):
 
     topicir heldout                  # held-out likelihood by the empirical-likelihood estimator
     topicir comp5                    # 20 Newsgroups comp5 classification (Table 6)
@@ -29,8 +30,7 @@ from scipy import sparse
 from scipy.special import logsumexp
 
 from models.corpus import make_corpus
-from models.lda import LDA
-from models.pam import PAM
+from models.registry import model_class
 
 from ..datasets.newsgroups import read_newsgroups, tokenize
 
@@ -95,48 +95,10 @@ def _count_matrix(docs, n_terms):
 # -- sampled documents -------------------------------------------------------------------------
 
 
-def _log_dirichlet(rng, alpha, size):
-    """log of Dirichlet(alpha) draws, shape (size, len(alpha)), stable for tiny alpha:
-    log Gamma(a) = log Gamma(a + 1) + log(U) / a (Marsaglia & Tsang's boost)."""
-    alpha = np.asarray(alpha, dtype=np.float64)
-    g = np.log(rng.gamma(alpha + 1.0, size=(size, len(alpha)))) + np.log(rng.random((size, len(alpha)))) / alpha
-    return g - logsumexp(g, axis=1, keepdims=True)
-
-
-def lda_phi(model: LDA, cs: int) -> np.ndarray:
-    """Dense phi (K, V) of kept sample ``cs`` of an LDA."""
-    V = model.tw_ptr_.shape[1] - 1
-    lo, hi = model.tw_ptr_[cs, 0], model.tw_ptr_[cs, V]
-    cnt = np.zeros((model.n_topics, V))
-    words = np.repeat(np.arange(V), np.diff(model.tw_ptr_[cs]))
-    cnt[model.tw_topic_[lo:hi].astype(np.int64), words] = model.tw_count_[lo:hi]
-    b = float(model.beta)
-    return (cnt + b) / (model.n_k_samples_[cs][:, None] + V * b)
-
-
 def sampled_log_p(model, n_docs=N_DOCS_EL, seed=0) -> np.ndarray:
-    """log p_m(w) of ``n_docs`` documents drawn from the trained model: (n_docs, V) float64.
-
-    Document m uses kept sample m mod n_samples (chains and samples in turn)."""
-    rng = np.random.default_rng(seed)
-    n_cs = model.alpha_samples_.shape[0]  # kept (chain, sample) pairs, for LDA and PAM alike
-    out = []
-    for cs in range(n_cs):
-        m = len(range(cs, n_docs, n_cs))
-        if m == 0:
-            continue
-        if isinstance(model, LDA):
-            theta = np.exp(_log_dirichlet(rng, model.alpha_samples_[cs], m))
-            p = theta @ lda_phi(model, cs)
-        else:
-            s, s2 = model.n_super, model.n_sub
-            theta_r = np.exp(_log_dirichlet(rng, np.full(s, float(model.alpha_root)), m))
-            mix = np.zeros((m, s2))
-            for i in range(s):
-                mix += theta_r[:, i:i + 1] * np.exp(_log_dirichlet(rng, model.alpha_samples_[cs, i], m))
-            p = mix @ model.phi_matrix(cs)
-        out.append(np.log(p))
-    return np.vstack(out)
+    """log p_m(w) of ``n_docs`` documents drawn from the trained model (any kind that draws
+    documents: :meth:`models.base.TopicModel.sample_word_probs`): (n_docs, V) float64."""
+    return np.log(model.sample_word_probs(n_docs, seed))
 
 
 def empirical_log_lik(model, docs, n_terms, n_docs=N_DOCS_EL, seed=0) -> np.ndarray:
@@ -148,13 +110,25 @@ def empirical_log_lik(model, docs, n_terms, n_docs=N_DOCS_EL, seed=0) -> np.ndar
 
 # -- training ----------------------------------------------------------------------------------
 
-LDA_COMP5 = dict(n_topics=50, n_chains=1, n_iter=1000, burn_in=900, sample_every=20, seed=0)
-PAM_COMP5 = dict(n_super=50, n_sub=100, n_chains=1, n_iter=1000, burn_in=900, sample_every=20, seed=0)
+SCHEDULE = dict(n_chains=1, n_iter=1000, burn_in=900, sample_every=20, seed=0)
+PAPER_PARAMS = {"lda": dict(n_topics=50, **SCHEDULE), "pam": dict(n_super=50, n_sub=100, **SCHEDULE),
+                "glda": dict(n_topics=50, **SCHEDULE)}  # gLDA at LDA's settings
+
+
+def kind_params(kind: str, params: dict | None) -> dict:
+    """The settings of ``kind``: given ones, else the paper's (LDA and PAM only)."""
+    p = (params or {}).get(kind) or PAPER_PARAMS.get(kind)
+    if p is None:
+        raise ValueError(f"no settings for {kind!r}: the paper gives them for "
+                         f"{', '.join(PAPER_PARAMS)}; pass params={{{kind!r}: {{...}}}}")
+    return p
 
 
 def train(kind: str, corpus, params: dict, n_jobs=None):
-    cls = {"lda": LDA, "pam": PAM}[kind]
-    return cls(**dict(params, n_jobs=n_jobs, log_lik_every=max(1, params["n_iter"] // 10))).fit(corpus)
+    """A model of any registered kind; kinds that take a log-likelihood interval log ten times."""
+    cls = model_class(kind)
+    extra = {"log_lik_every": max(1, params["n_iter"] // 10)} if "log_lik_every" in cls._param_names() else {}
+    return cls(**dict(params, n_jobs=n_jobs, **extra)).fit(corpus)
 
 
 def comp5_accuracy(path, kinds=("lda", "pam"), params=None, seed=0, n_docs=N_DOCS_EL, n_jobs=None):
@@ -169,7 +143,7 @@ def comp5_accuracy(path, kinds=("lda", "pam"), params=None, seed=0, n_docs=N_DOC
     truth = np.array([COMP5.index(g) for g, _ in split.test])
     results = {}
     for kind in kinds:
-        p = params.get(kind) or (LDA_COMP5 if kind == "lda" else PAM_COMP5)
+        p = kind_params(kind, params)
         scores = np.empty((len(test_docs), len(COMP5)))
         t = time.perf_counter()
         for c, group in enumerate(COMP5):
@@ -198,7 +172,7 @@ def heldout(path, kinds=("lda", "pam"), params=None, seed=0, n_docs=N_DOCS_EL, n
     n_test = int(sum(len(d) for d in test_docs))
     results = {}
     for kind in kinds:
-        p = params.get(kind) or (LDA_COMP5 if kind == "lda" else PAM_COMP5)
+        p = kind_params(kind, params)
         t = time.perf_counter()
         model = train(kind, _corpus(train_docs, V, "comp5:train"), p, n_jobs)
         ll = empirical_log_lik(model, test_docs, V, n_docs, seed=seed)

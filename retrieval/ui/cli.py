@@ -401,7 +401,8 @@ def build_parser() -> argparse.ArgumentParser:
                              ("comp5", cmd_comp5, "20 Newsgroups comp5 classification with LDA and PAM (paper Table 6)")):
         s = sub.add_parser(name, help=what)
         s.add_argument("--data", required=True, help="20news-bydate.tar.gz, e.g. in ../shared/data/20news")
-        s.add_argument("--kinds", nargs="+", default=["lda", "pam"], choices=("lda", "pam"))
+        s.add_argument("--kinds", nargs="+", default=["lda", "pam"], choices=("lda", "pam", "glda"),
+                       help="kinds that draw documents, at the paper's settings (gLDA at LDA's)")
         s.add_argument("--samples", type=int, default=1000, help="documents sampled for the empirical likelihood")
         s.add_argument("--seed", type=int, default=0)
         s.add_argument("--threads", type=int, default=None)
