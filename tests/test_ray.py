@@ -25,11 +25,11 @@ STATE = ("z_", "n_kw_", "n_k_", "alpha_", "rng_")
 @pytest.fixture(scope="module")
 def ray_cluster():
     ray = pytest.importorskip("ray")
-    from models.executors.signals import init_ray
+    from models.executors.signals import init_ray, shutdown_ray
 
     init_ray(num_cpus=2, log_to_driver=False, include_dashboard=False)  # keeps the JVM's handlers
     yield ray
-    ray.shutdown()
+    shutdown_ray()
 
 
 def corpus():
@@ -113,26 +113,30 @@ def test_killed_worker_fails_clearly_and_resume_gives_the_same_model(ray_cluster
 
 
 def test_starting_ray_keeps_the_jvms_signal_handlers():
-    """ray.init replaces the JVM's SIGSEGV/SIGBUS handlers; the JVM faults on purpose, so a
-    later Lucene call would kill the process. init_ray puts them back (checked in a child
+    """ray.init replaces the JVM's SIGSEGV/SIGBUS handlers and ray.shutdown resets them; the JVM
+    faults on purpose, so a later Lucene call would kill the process. init_ray and shutdown_ray
+    put them back (checked in a child
     process: the JVM and Ray both stay for the life of a process)."""
     pytest.importorskip("ray")
     code = """
 import signal
-from models.executors.signals import FATAL, handler_address, init_ray
+from models.executors.signals import FATAL, handler_address, init_ray, shutdown_ray
 from retrieval.core.jvm import jclass
 jclass("java.lang.String")
 jvm = [handler_address(s) for s in FATAL]
 init_ray(num_cpus=1, log_to_driver=False, include_dashboard=False)
 kept = [handler_address(s) for s in FATAL]
+shutdown_ray()
+kept_down = [handler_address(s) for s in FATAL]
 import ray
-ray.shutdown()
-ray.init(num_cpus=1, log_to_driver=False, include_dashboard=False)  # the unguarded call
+ray.init(num_cpus=1, log_to_driver=False, include_dashboard=False)  # the unguarded calls
 plain = [handler_address(s) for s in FATAL]
-print(jvm[0] != 0, kept == jvm, plain[0] != jvm[0])
+ray.shutdown()
+plain_down = [handler_address(s) for s in FATAL]
+print(jvm[0] != 0, kept == jvm == kept_down, plain[0] != jvm[0], plain_down[0] == 0)
 """
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.split()[-3:] == ["True", "True", "True"], out.stdout
+    assert out.stdout.split()[-4:] == ["True"] * 4, out.stdout

@@ -26,7 +26,7 @@ import ray
 from ray.exceptions import ObjectLostError, OwnerDiedError, RayActorError, WorkerCrashedError
 
 from .._kernels import lda_doc
-from .signals import init_ray
+from .signals import init_ray, shutdown_ray
 
 _DIED = (RayActorError, WorkerCrashedError, ObjectLostError, OwnerDiedError)
 # Workers import this package from where the driver imported it (same code on both sides).
@@ -343,7 +343,7 @@ class _RayRunner:
             ray.kill(w)
         self.workers = []
         if self._owns_ray:
-            ray.shutdown()
+            shutdown_ray()
 
 
 def _alive(worker):

@@ -3,8 +3,9 @@
 The JVM that reads the index (pyserini, in the same process) handles SIGSEGV and SIGBUS itself:
 compiled Java code turns null checks and stack probes into those faults on purpose. ``ray.init``
 installs Ray's C++ failure handlers over them, after which the JVM's next routine fault kills
-the process (exit 139, no traceback). So the handlers in place before Ray starts are put back
-after it: Ray's crash reports for its own C++ code are what is given up.
+the process (exit 139, no traceback); ``ray.shutdown`` resets SIGSEGV, SIGFPE and SIGILL to the
+default, with the same effect. So the handlers in place before either call are put back after
+it: Ray's crash reports for its own C++ code are what is given up.
 """
 import contextlib
 import ctypes
@@ -58,3 +59,11 @@ def init_ray(**kwargs):
 
     with native_handlers_kept():
         return ray.init(**kwargs)
+
+
+def shutdown_ray():
+    """``ray.shutdown()`` that leaves the process's fatal-signal handlers as they were."""
+    import ray
+
+    with native_handlers_kept():
+        ray.shutdown()

@@ -55,9 +55,8 @@ def _fit(corpus, k, args, executor):
 
 
 def bench(corpus, name, args, out):
-    import ray
-
     from models.executors.ray import RayExecutor
+    from models.executors.signals import shutdown_ray
 
     out(f"{'corpus':<10} {'K':>4} {'run':<8} {'setup s':>8} {'s/sweep':>8} {'M tok/s':>8} "
         f"{'local/run':>9} {'slices MB':>10} {'cross MB':>9} {'n_k MB':>7} {'sync MB':>8} "
@@ -77,7 +76,7 @@ def bench(corpus, name, args, out):
                 f"{tps / 1e6:>8.2f} {tps_local / tps:>9.2f} {st['slice_bytes_per_sweep'] / 1e6:>10.2f} "
                 f"{st['cross_worker_bytes_per_sweep'] / 1e6:>9.2f} {st['n_k_bytes_per_sweep'] / 1e6:>7.3f} "
                 f"{st['sync_bytes'] / 1e6:>8.1f} {str(same):>10}")
-    ray.shutdown()
+    shutdown_ray()
 
 
 def sweep_seconds(n_tokens, workers, rate, slice_bytes, round_latency, bandwidth):
@@ -141,12 +140,12 @@ def main(argv=None):
         return 0
     if args.iters < 3:
         p.error("--iters must be >= 3 (the first and last sweeps are not timed)")
-    import ray
+    from models.executors.signals import init_ray
 
     if args.address is None:
-        ray.init(num_cpus=max(args.workers), log_to_driver=False, include_dashboard=False)
+        init_ray(num_cpus=max(args.workers), log_to_driver=False, include_dashboard=False)
     else:
-        ray.init(address=args.address, log_to_driver=False)
+        init_ray(address=args.address, log_to_driver=False)
 
     t = time.perf_counter()
     if args.synthetic:
