@@ -7,8 +7,10 @@ in-process, in README order, in one scratch directory, after these rewrite rules
 
 1. ``../shared/data`` is the shared test collections' folder (tests/conftest.py; skipped if absent).
 2. One collection: every shared collection named in an index path (``indexes/cacm``), a data path
-   (``.../cacm/topics.trec``) or ``--collections`` becomes med (1,033 documents).
-3. Trainings are shortened: ``train`` gets 10 topics (PAM: 2 super-, 8 sub-topics), 1 chain,
+   (``.../cacm/topics.trec``) or ``--collections`` becomes med (1,033 documents); so does AP
+   (``indexes/ap``), which users index from their own TREC disks (not in the shared data).
+3. ``--ray ADDRESS`` (a cluster of the reader's) trains on a local Ray cluster (``--ray``).
+   Trainings are shortened: ``train`` gets 10 topics (PAM: 2 super-, 8 sub-topics), 1 chain,
    3 sweeps, burn-in 2, a sample every sweep (so one sample); ``smoothing`` K = 10 with the same
    schedule; ``make demo`` is ``topicir demo --k 10 --iterations 3``.
 4. A model file a command names that no earlier command wrote (its name records the printed,
@@ -18,9 +20,12 @@ in-process, in README order, in one scratch directory, after these rewrite rules
    ``irds:<name>``); ``topicir index`` onto an existing index gets ``--force``.
 6. ``topicir console`` reads ``#1`` and ``:why 1`` from stdin; globs are expanded as a shell would.
    The commands ``make demo`` prints to go on with run too, as printed.
-7. Not run: ``make test`` (this suite), ``make install`` and ``pip install`` (the test setup has
-   installed). Marked slow (``pytest --runslow``): ``bench``, ``comp5``, ``heldout`` (minutes) and
-   ``regressions`` (minutes; tests/test_regressions.py runs it collection by collection).
+7. Not run: ``make test`` and ``python -m pytest`` (this suite), ``make install`` and ``pip
+   install`` (the test setup has installed). Marked slow (``pytest --runslow``): ``bench``,
+   ``comp5``, ``heldout`` (minutes), ``regressions`` (minutes; tests/test_regressions.py runs it
+   collection by collection), and the benchmark and experiment modules ``python -m
+   retrieval.bench.X`` / ``retrieval.experiments.X`` (minutes to hours), which then run
+   in-process through their ``main(argv)`` after rules 1 and 2.
 
 A command line no rule knows fails the test: add a rule here when the README gains one.
 """
@@ -46,6 +51,7 @@ COMMAND_WORDS = ("topicir", "python", "make", "pip")
 SMALL = "med"
 COLLECTIONS = ("med", "cran", "cisi", "cacm", "npl", "scifact", "adi")
 SLOW = {"bench", "comp5", "heldout", "regressions"}
+MODULES = ("retrieval.bench.", "retrieval.experiments.")
 NOT_RUN = {("make", "test"), ("make", "install"), ("pip", "install")}
 SHORT_TRAIN = {"--chains": "1", "--iterations": "3", "--burn-in": "2", "--sample-every": "1"}
 SHORT_SIZE = {"lda": {"--topics": "10"}, "tcm": {"--topics": "10"}, "pam": {"--super": "2", "--sub": "8"}}
@@ -101,7 +107,7 @@ def readme_commands() -> list:
             continue
         for line_no, text in block.lines:
             argv = shlex.split(text, comments=True)
-            marks = [pytest.mark.slow] if len(argv) > 1 and argv[1] in SLOW else []
+            marks = [pytest.mark.slow] if len(argv) > 1 and argv[1] in SLOW or _module(argv) else []
             params.append(pytest.param((line_no, text, argv), id=f"README.md:{line_no} {' '.join(argv[:2])}",
                                        marks=marks))
     return params
@@ -117,9 +123,16 @@ def _set(argv: list[str], flag: str, value: str) -> list[str]:
     return [*argv, flag, value]
 
 
+def _module(argv: list[str]) -> str | None:
+    """The benchmark or experiment module a ``python -m`` line runs (rule 7), else None."""
+    if argv[:2] == ["python", "-m"] and len(argv) > 2 and argv[2].startswith(MODULES):
+        return argv[2]
+    return None
+
+
 def _one_collection(arg: str) -> str:
-    """Rule 2: any shared collection in a path becomes SMALL."""
-    names = "|".join(c for c in COLLECTIONS if c != SMALL)
+    """Rule 2: any shared collection (and AP) in a path becomes SMALL."""
+    names = "|".join(c for c in (*COLLECTIONS, "ap") if c != SMALL)
     return re.sub(rf"(indexes/|data/)({names})(?=/|$)", rf"\g<1>{SMALL}", arg)
 
 
@@ -129,6 +142,10 @@ def rewrite(argv: list[str], data: Path) -> list[str] | None:
         return None
     if argv[:2] == ["make", "demo"]:
         return ["demo", "--k", "10", "--iterations", "3"]
+    if argv[:3] == ["python", "-m", "pytest"]:
+        return None
+    if _module(argv):
+        return ["-m", argv[2], *[_one_collection(a.replace("../shared/data", str(data))) for a in argv[3:]]]
     if argv[:3] == ["python", "-m", "retrieval"]:
         argv = ["topicir", *argv[3:]]
     if argv[0] != "topicir":
@@ -140,6 +157,8 @@ def rewrite(argv: list[str], data: Path) -> list[str] | None:
         argv = argv[:start] + [SMALL] + argv[end:]
     command = argv[0]
     if command == "train":
+        if "--ray" in argv and argv.index("--ray") + 1 < len(argv) and not argv[argv.index("--ray") + 1].startswith("-"):
+            del argv[argv.index("--ray") + 1]
         for flag, value in {**SHORT_SIZE.get(argv[1], {}), **SHORT_TRAIN}.items():
             argv = _set(argv, flag, value)
     elif command == "smoothing":
@@ -234,6 +253,13 @@ def test_readme_command_runs(command, workspace, monkeypatch, capsys):
     if argv is None:
         pytest.skip(f"README.md:{line_no}: {text.strip()!r} is not run (rule 7)")
     argv = _ensure_models(argv, data)
+    if argv[0] == "-m":  # rule 7: a benchmark or experiment module, in-process
+        import importlib
+
+        rc = importlib.import_module(argv[1]).main(argv[2:])
+        assert rc in (0, None), f"README.md:{line_no}: python -m {' '.join(argv[1:])} exited {rc}"
+        assert capsys.readouterr().out.strip(), f"README.md:{line_no}: printed nothing"
+        return
     if argv[0] == "console":
         monkeypatch.setattr(sys, "stdin", io.StringIO("#1\n:why 1\n"))
     from retrieval.ui.cli import main
