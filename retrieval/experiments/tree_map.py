@@ -17,7 +17,10 @@ from pathlib import Path
 import numpy as np
 
 from ..adapters.tree_lda import synset_rows
+from models.registry import model_class
+
 from ..core.evaluate import judged_topics
+from ..core.modelfiles import default_model_path, load_model
 from ..core.ranking import sweep_topics
 from ..core.sources import load_qrels, load_topics
 from .compare import format_table
@@ -27,18 +30,31 @@ from .smoothing import TRAIN, _model, collection_grid
 log = logging.getLogger(__name__)
 
 
-def map_table(data, collections, indexes, k, lam, mu, train):
-    """One row per collection: QL, LDA and tree-LDA MAP at (k, lam), and their models."""
+def empty_wordnet(indexes) -> str:
+    """A WordNet directory without synsets: tree-LDA on it is the control (no prior tree)."""
+    d = Path(indexes) / "wordnet-none"
+    d.mkdir(parents=True, exist_ok=True)
+    for pos in ("noun", "verb", "adj", "adv"):
+        (d / f"data.{pos}").write_text("")
+    return str(d.resolve())
+
+
+def map_table(data, collections, indexes, k, lam, mu, train, control=False):
+    """One row per collection: QL, LDA and tree-LDA MAP at (k, lam) (and, with ``control``,
+    tree-LDA without synsets: the same sampler and initialisation, no WordNet), and the models."""
     rows, models = [], {}
+    runs = [("lda", "LDA", train), ("tree-lda", "TREE-LDA", train)]
+    if control:
+        runs.append(("tree-lda", "TREE-LDA no synsets", dict(train, wordnet=empty_wordnet(indexes))))
     for name in collections:
         row = {"collection": name}
-        for kind in ("lda", "tree-lda"):
+        for kind, label, params in runs:
             ql, grid = collection_grid(Path(data), name, Path(indexes), ks=(k,), lams=(lam,), mu=mu,
-                                       kind=kind, train=train)
+                                       kind=kind, train=params)
             row["QL"] = ql
-            row[f"{kind.upper()} K{k} lam{lam:g}"] = grid[(k, lam)]
+            row[f"{label} K{k} lam{lam:g}"] = grid[(k, lam)]
         index = ensure_index(Path(data), name, Path(indexes))
-        models[name] = (index, _model(index, "lda", k, train), _model(index, "tree-lda", k, train))
+        models[name] = (index, _trained(index, "lda", k, train), _trained(index, "tree-lda", k, train))
         row["synsets"] = len(models[name][2].tree_.synsets)
         rows.append(row)
     mean = {"collection": "mean"}
@@ -46,6 +62,12 @@ def map_table(data, collections, indexes, k, lam, mu, train):
         if key != "collection":
             mean[key] = float(np.mean([r[key] for r in rows])) if isinstance(rows[0][key], float) else ""
     return rows + [mean], models
+
+
+def _trained(index, kind, k, train):
+    """The model ``collection_grid`` just trained or reused (its default file), loaded."""
+    path = default_model_path(index, kind, dict(train, **model_class(kind).size_params(k)))
+    return load_model(path, index) if path.exists() else _model(index, kind, k, train)
 
 
 def _rank(run, docno):
@@ -82,7 +104,7 @@ def synonym_example(data, name, index, lda, tree, lam, mu, n_topics=2) -> str:
         q_ids = [vocab[t] for t in index.analyze(topic.title) if t in vocab]
         for q in q_ids:
             has_q = {stats.docnos[d] for d in stats.postings(q)[0]}
-            for s in sorted(partners.get(q, ()) - set(q_ids)):
+            for s in sorted(partners.get(q, set()) - set(q_ids)):
                 hits = sorted({stats.docnos[d] for d in stats.postings(s)[0]} & relevant.get(topic.qid, set()) - has_q)
                 if not hits:
                     continue
@@ -112,11 +134,13 @@ def main(argv=None):
     p.add_argument("--burn-in", type=int, default=TRAIN["burn_in"])
     p.add_argument("--sample-every", type=int, default=TRAIN["sample_every"])
     p.add_argument("--no-example", action="store_true", help="skip the synonym example")
+    p.add_argument("--control", action="store_true", help="also tree-LDA without synsets (no WordNet)")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     train = dict(TRAIN, n_chains=args.chains, n_iter=args.iterations, burn_in=args.burn_in,
                  sample_every=args.sample_every)
-    rows, models = map_table(args.data, args.collections, args.indexes, args.k, args.lam, args.mu, train)
+    rows, models = map_table(args.data, args.collections, args.indexes, args.k, args.lam, args.mu, train,
+                             args.control)
     print(format_table(rows, title=f"MAP: QL vs LDA vs tree-LDA smoothing (title queries, mu={args.mu:g}, "
                                    f"K={args.k}, lam={args.lam:g}, {args.chains} chains, {args.iterations} "
                                    f"sweeps, burn-in {args.burn_in}, a sample every {args.sample_every})"))
