@@ -14,6 +14,7 @@ _KINDS = {
     "tcm": "models.tcm:TCM",
     "glda": "models.glda:GroupedLDA",
     "avipam": "models.avipam:AVIPAM",
+    "tree-lda": "models.tree_lda:TreeLDA",
 }
 
 

@@ -88,3 +88,20 @@ def avg2_map(index, model, topics, qrels, s, mu=1000.0, lam=0.7):
         p = model.p_w_d_per_sample(query.term_ids)[:, s].mean(axis=0)
         run.extend(ranked(index, t.qid, scorer.score(query, p)))
     return aggregate(run, qrels, ["AP"])["AP"]
+
+
+def write_wordnet(directory, synsets):
+    """A WordNet directory in the wndb(5) ``data.*`` format holding ``synsets`` (lists of lemmas)
+    as nouns, with empty verb/adj/adv files: for tests where /usr/share/wordnet is absent."""
+    from pathlib import Path
+
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    lines = ["  1 This is a license line of the test's own WordNet.\n"]
+    for i, lemmas in enumerate(synsets):
+        words = " ".join(f"{w} 0" for w in lemmas)
+        lines.append(f"{i:08d} 03 n {len(lemmas):02x} {words} 000 | a test synset\n")
+    (d / "data.noun").write_text("".join(lines))
+    for pos in ("verb", "adj", "adv"):
+        (d / f"data.{pos}").write_text(lines[0])
+    return d

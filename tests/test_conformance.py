@@ -20,6 +20,25 @@ THEMES = [
 ]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def wordnet_for_tree_lda(tmp_path_factory):
+    """tree-lda reads WordNet: where /usr/share/wordnet is absent, a tiny one of the themes'
+    synonyms (through $WORDNET_DIR, which the adapter's reader honours)."""
+    import os
+
+    from retrieval.datasets.wordnet import wordnet_dir
+    from tests.helpers import write_wordnet
+
+    if wordnet_dir() is not None:
+        yield
+        return
+    d = write_wordnet(tmp_path_factory.mktemp("wordnet"), [["car", "automobile", "motor_vehicle"],
+                      ["doctor", "physician"], ["river", "stream"], ["illness", "disease"]])
+    os.environ["WORDNET_DIR"] = str(d)
+    yield
+    del os.environ["WORDNET_DIR"]
+
+
 @pytest.fixture(scope="session")
 def collection(tmp_path_factory):
     """An index of 40 documents, each mixing one or two themes; built once per session."""

@@ -7,9 +7,10 @@ protocol alone (:class:`models.base.TopicModel`).
 
 Hooks an adapter module may define:
 
-``training_inputs(index, progress) -> dict``
+``training_inputs(index, progress[, model]) -> dict``
     The extra ``fit`` inputs the model's ``training_inputs`` names, derived from an index
-    (TCM: where collocations must stop).
+    (TCM: where collocations must stop; tree-LDA: WordNet synsets as index terms). A hook with a
+    ``model`` parameter gets the estimator, to read its settings (tree-LDA: ``wordnet``).
 ``query_extra(index, model, text, query) -> QueryExtra | None``
     Extra query parts scored beside the query terms (TCM: the query's collocations), see
     :class:`retrieval.core.ranking.QueryExtra`.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import inspect
 import json
 import logging
 import tempfile
@@ -147,7 +148,9 @@ def training_inputs(index: Index, model, progress: bool = True) -> dict:
     if make is None:
         raise ValueError(f"{model.kind} needs {', '.join(model.training_inputs)} to train, but "
                          f"retrieval/adapters/{model.kind}.py defines no training_inputs(index, progress)")
-    inputs = make(index, progress=progress)
+    # a hook that names ``model`` reads the model's settings (tree-LDA: its WordNet directory)
+    extra = {"model": model} if "model" in inspect.signature(make).parameters else {}
+    inputs = make(index, progress=progress, **extra)
     missing = set(model.training_inputs) - set(inputs)
     if missing:
         raise ValueError(f"the {model.kind} adapter did not provide {', '.join(sorted(missing))}")
