@@ -43,21 +43,21 @@ class Sparse:
     def __init__(self, tree, n_e, n_dk, inv, alpha, d, sd, sw):
         n = tree.n_nodes
         self.root = TS.root_of(tree.parent)
-        self.etop, self.epos = np.empty((n, K), np.int32), np.empty((n, K), np.int32)
+        self.etop, self.ecnt = np.empty((n, K), np.int32), np.empty((n, K), np.int32)
         self.enz = np.zeros(n, np.int64)
-        TS.edge_lists(n_e, tree.parent, self.root, sw, self.etop, self.epos, self.enz)
-        self.dtop, self.dpos = np.empty((1, K), np.int32), np.empty((1, K), np.int32)
-        self.dnz = TS.topic_list(n_dk, d, sd, self.dtop, self.dpos, 0)
+        TS.edge_lists(n_e, tree.parent, self.root, sw, self.etop, self.ecnt, self.enz)
+        self.dtop, self.dcnt = np.empty((1, K), np.int32), np.empty((1, K), np.int32)
+        self.dnz = TS.topic_list(n_dk, d, sd, self.dtop, self.dcnt, 0)
         self.coef, self.acc = np.empty(K), np.zeros(2)
         TS.doc_sums(d, n_dk, inv, self.root, alpha, self.dtop, self.dnz, self.coef, self.acc)
         self.down = TS.down_bounds(tree.path_edges, tree.path_len, tree.parent, tree.beta_sum)
         P = np.diff(tree.word_path_ptr).max()
         self.stp, self.rtp, self.qtp = np.zeros(P), np.zeros(P), np.zeros(P)
-        self.qe, self.qv, self.qk = np.zeros(P, np.int64), np.zeros(P * K), np.zeros(P * K, np.int32)
+        self.qe, self.qv = np.zeros(P, np.int64), np.zeros(P * K)
 
     def lists(self):
-        return (self.root, self.etop, self.enz, self.dtop, self.dnz, self.coef, self.acc, self.down,
-                self.stp, self.rtp, self.qtp, self.qv, self.qk, self.qe)
+        return (self.root, self.etop, self.ecnt, self.enz, self.dtop, self.dnz, self.coef, self.acc, self.down,
+                self.stp, self.rtp, self.qtp, self.qv, self.qe)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -68,7 +68,7 @@ def test_buckets_equal_eq5_and_naive_to_1e12(seed):
     bound = T.path_bound(tree, alpha)
     for d in range(len(doc_ptr) - 1):
         sp = Sparse(tree, n_e, n_dk, inv, alpha, d, sd=seed % 2, sw=seed // 2)
-        (root, etop, enz, dtop, dnz, coef, acc, down, stp, rtp, qtp, qv, qk, qe) = sp.lists()
+        (root, etop, ecnt, enz, dtop, dnz, coef, acc, down, stp, rtp, qtp, qv, qe) = sp.lists()
         for w in range(V):
             want = ref.conditional(tree, w, d, n_e, n_i, n_dk, alpha)
             s, r, q = ref.buckets(tree, w, d, n_e, n_i, n_dk, alpha)
@@ -79,8 +79,10 @@ def test_buckets_equal_eq5_and_naive_to_1e12(seed):
             np.testing.assert_allclose(rtp[:P], r.sum(0), rtol=1e-12, atol=1e-300)
             dense_q = np.zeros((K, P))
             for c in range(P):
-                for a in range(0 if c == 0 else qe[c - 1], qe[c]):
-                    dense_q[qk[a], c] += qv[a]
+                a0 = 0 if c == 0 else qe[c - 1]
+                j0 = tree.path_edges[tree.word_path_ptr[w] + c, 0]
+                for a in range(a0, qe[c]):
+                    dense_q[etop[j0, a - a0], c] += qv[a]
             np.testing.assert_allclose(dense_q, q, rtol=1e-12, atol=1e-300)
             # q's cells are exactly the nonzero ones (the edge-masked count is positive)
             assert qe[P - 1] == (q > 0).sum()
@@ -129,26 +131,26 @@ def test_every_sampler_draws_from_the_conditional(variant, w, d):
 
 
 @pytest.mark.parametrize("sort", [False, True])
-def test_topic_lists_stay_the_nonzero_topics_in_order(sort):
+def test_topic_lists_stay_the_nonzero_topics_with_their_counts(sort):
     rng = np.random.default_rng(5)
     Kl = 12
     cnt = np.zeros((2, Kl), np.int32)
     cnt[1] = rng.integers(0, 4, Kl)
-    top, pos = np.empty((3, Kl), np.int32), np.empty((3, Kl), np.int32)
-    nz = TS.topic_list(cnt, 1, sort, top, pos, 2)
+    top, lc = np.empty((3, Kl), np.int32), np.empty((3, Kl), np.int32)
+    nz = TS.topic_list(cnt, 1, sort, top, lc, 2)
     for _ in range(3000):
         k = rng.integers(Kl)
         if cnt[1, k] > 0 and rng.random() < 0.5:
             cnt[1, k] -= 1
-            nz = TS.list_dec(top, pos, 2, nz, cnt, 1, k, sort)
+            nz = TS.list_dec(top, lc, 2, nz, k, sort)
         else:
             cnt[1, k] += 1
-            nz = TS.list_inc(top, pos, 2, nz, cnt, 1, k, sort)
+            nz = TS.list_inc(top, lc, 2, nz, k, sort)
         lst = top[2, :nz]
         assert sorted(lst) == list(np.flatnonzero(cnt[1]))
-        assert (pos[2, lst] == np.arange(nz)).all() and (pos[2, cnt[1] == 0] == -1).all()
+        assert (lc[2, :nz] == cnt[1, lst]).all()
         if sort:
-            assert (np.diff(cnt[1, lst]) <= 0).all()
+            assert (np.diff(lc[2, :nz]) <= 0).all()
 
 
 @pytest.mark.parametrize("variant", range(6))
@@ -189,15 +191,17 @@ def test_move_keeps_lists_and_caches_equal_to_fresh_ones(sd, sw):
                 z[t] = rng.integers(K)
                 zp[t] = rng.integers(tree.word_path_ptr[w], tree.word_path_ptr[w + 1])
             dnz = TS.move(sign, d, z[t], zp[t], tree.path_edges, tree.path_len, tree.parent,
-                          tree.beta_sum, n_e, n_i, n_dk, inv, sp.root, alpha, sp.etop, sp.epos,
-                          sp.enz, sp.dtop, sp.dpos, dnz, sd, sw, sp.coef, sp.acc)
+                          tree.beta_sum, n_e, n_i, n_dk, inv, sp.root, alpha, sp.etop, sp.ecnt,
+                          sp.enz, sp.dtop, sp.dcnt, dnz, sd, sw, sp.coef, sp.acc)
             fresh = Sparse(tree, n_e, n_dk, inv, alpha, d, sd, sw)
             assert dnz == fresh.dnz and sorted(sp.dtop[0, :dnz]) == sorted(fresh.dtop[0, :dnz])
+            assert (sp.dcnt[0, :dnz] == n_dk[d, sp.dtop[0, :dnz]]).all()
             np.testing.assert_allclose(sp.coef, fresh.coef, rtol=1e-14)
             np.testing.assert_allclose(sp.acc, fresh.acc, rtol=1e-12, atol=1e-300)
             for j in np.flatnonzero(tree.parent == sp.root):
                 got, want = sp.etop[j, :sp.enz[j]], fresh.etop[j, :fresh.enz[j]]
                 assert sorted(got) == sorted(want)
+                assert (sp.ecnt[j, :sp.enz[j]] == n_e[j, got]).all()
                 if sw:
                     assert (np.diff(n_e[j, got]) <= 0).all()
             if sd:

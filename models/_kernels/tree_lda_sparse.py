@@ -14,9 +14,11 @@ Why each piece:
 - ``coef[k] = (alpha_k + n_dk) / N_root,k`` per document turns q of a one-edge path into one
   product per nonzero topic, as in SparseLDA.
 
-Lists: ``top[row, :nz]`` holds the topics with a positive count, ``pos[row, k]`` the index of k or
--1. In sorted mode counts are non-increasing along the list; a +-1 change moves a topic only
-across its block of equal counts, found by bisection, so an update is one swap.
+Lists: ``top[row, :nz]`` holds the topics with a positive count and ``lc[row, :nz]`` their counts
+(a copy in list order, so a bucket reads one or two cache lines instead of gathering from the
+(nodes, K) count matrix). A topic is found by a linear scan (lists are short, and in sorted
+mode the likely topics come first). In sorted mode counts are non-increasing along the list; a
++-1 change moves a topic only across its block of equal counts, found by bisection: one swap.
 """
 import numpy as np
 from numba import njit
@@ -25,13 +27,12 @@ from .rng import uniform
 
 
 @njit(cache=True)
-def topic_list(cnt, cr, sort, top, pos, row):
+def topic_list(cnt, cr, sort, top, lc, row):
     """Fill ``top[row]`` with the k of ``cnt[cr, k] > 0`` (by decreasing count if ``sort``,
-    ties by topic) and ``pos[row]``; returns the list's length."""
+    ties by topic) and ``lc[row]`` with their counts; returns the list's length."""
     K = cnt.shape[1]
     nz = 0
     for k in range(K):
-        pos[row, k] = -1
         if cnt[cr, k] > 0:
             top[row, nz] = k
             nz += 1
@@ -44,75 +45,79 @@ def topic_list(cnt, cr, sort, top, pos, row):
         for a in range(nz):
             top[row, a] = tmp[o[a]]
     for a in range(nz):
-        pos[row, top[row, a]] = a
+        lc[row, a] = cnt[cr, top[row, a]]
     return nz
 
 
-@njit(cache=True)
-def list_inc(top, pos, row, nz, cnt, cr, k, sort):
-    """``cnt[cr, k]`` was just incremented: insert k or move it ahead of its old equal-count
-    block. Returns the new length."""
-    i = pos[row, k]
-    if i < 0:
-        i = nz
+@njit(cache=True, inline="always")
+def _swap(top, lc, row, i, j):
+    t = top[row, i]
+    top[row, i] = top[row, j]
+    top[row, j] = t
+    c = lc[row, i]
+    lc[row, i] = lc[row, j]
+    lc[row, j] = c
+
+
+@njit(cache=True, inline="always")
+def list_inc(top, lc, row, nz, k, sort):
+    """One more token of topic k: count it in place (appending k if new) and, sorted, move it
+    ahead of its old equal-count block. Returns the new length."""
+    i = 0
+    while i < nz and top[row, i] != k:
+        i += 1
+    if i == nz:
         top[row, i] = k
-        pos[row, k] = i
+        lc[row, i] = 0
         nz += 1
+    lc[row, i] += 1
     if sort:
-        c = cnt[cr, k] - 1
+        c = lc[row, i] - 1
         lo, hi = 0, i  # first index in [0, i] whose count is <= c
         while lo < hi:
             m = (lo + hi) >> 1
-            if cnt[cr, top[row, m]] <= c:
+            if lc[row, m] <= c:
                 hi = m
             else:
                 lo = m + 1
         if lo < i:
-            o = top[row, lo]
-            top[row, lo] = k
-            pos[row, k] = lo
-            top[row, i] = o
-            pos[row, o] = i
+            _swap(top, lc, row, lo, i)
     return nz
 
 
-@njit(cache=True)
-def list_dec(top, pos, row, nz, cnt, cr, k, sort):
-    """``cnt[cr, k]`` was just decremented: move k behind its old equal-count block, drop it at
-    zero (it is then last in sorted mode). Returns the new length."""
-    i = pos[row, k]
+@njit(cache=True, inline="always")
+def list_dec(top, lc, row, nz, k, sort):
+    """One token of topic k less (k must be listed): sorted, move it behind its old
+    equal-count block; drop it at zero (then it is last in sorted mode). Returns the new length."""
+    i = 0
+    while top[row, i] != k:
+        i += 1
+    lc[row, i] -= 1
     if sort:
-        c = cnt[cr, k] + 1
+        c = lc[row, i] + 1
         lo, hi = i, nz - 1  # last index in [i, nz) whose count is >= c
         while lo < hi:
             m = (lo + hi + 1) >> 1
-            if cnt[cr, top[row, m]] >= c:
+            if lc[row, m] >= c:
                 lo = m
             else:
                 hi = m - 1
         if lo > i:
-            o = top[row, lo]
-            top[row, lo] = k
-            pos[row, k] = lo
-            top[row, i] = o
-            pos[row, o] = i
+            _swap(top, lc, row, lo, i)
             i = lo
-    if cnt[cr, k] == 0:
-        last = top[row, nz - 1]
-        top[row, i] = last
-        pos[row, last] = i
-        pos[row, k] = -1
+    if lc[row, i] == 0:
+        _swap(top, lc, row, i, nz - 1)
         nz -= 1
     return nz
 
 
 @njit(cache=True)
-def edge_lists(n_e, parent, root, sort, etop, epos, enz):
+def edge_lists(n_e, parent, root, sort, etop, ecnt, enz):
     """Nonzero-topic lists of every edge out of the root (the first edges of all paths)."""
     for j in range(len(parent)):
         enz[j] = 0
         if parent[j] == root:
-            enz[j] = topic_list(n_e, j, sort, etop, epos, j)
+            enz[j] = topic_list(n_e, j, sort, etop, ecnt, j)
 
 
 @njit(cache=True)
@@ -131,7 +136,7 @@ def doc_sums(d, n_dk, inv, root, alpha, dtop, dnz, coef, acc):
     acc[1] = r
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def downstream(p, k, path_edges, path_len, parent, inv):
     """prod over the path's edges below the root edge of 1 / N_{parent, k}."""
     x = 1.0
@@ -140,7 +145,7 @@ def downstream(p, k, path_edges, path_len, parent, inv):
     return x
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def s_exact(p, path_edges, path_len, parent, path_prior, inv, root, alpha, acc):
     """Bucket s of one path: S_p sum_k alpha_k / N_{k,p}."""
     if path_len[p] == 1:
@@ -151,12 +156,12 @@ def s_exact(p, path_edges, path_len, parent, path_prior, inv, root, alpha, acc):
     return path_prior[p] * t
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def buckets(w, d, exact_s, ptr, path_edges, path_len, parent, beta, path_prior, n_e, n_dk, inv,
-            root, alpha, etop, enz, dtop, dnz, coef, acc, down_bound, stp, rtp, qtp, qv, qk, qe):
+            root, alpha, etop, ecnt, enz, dtop, dnz, coef, acc, down_bound, stp, rtp, qtp, qv, qe):
     """Per path c of word w: s (exact, or its upper bound S_p s_root prod 1/beta_sum below the
-    root when not ``exact_s``), r and the q cells (values ``qv``, topics ``qk``, path c's cells
-    ending at ``qe[c]``). Returns (s total, r total, q total)."""
+    root when not ``exact_s``), r and the q cells (values ``qv`` in the order of the path's root-edge list,
+    path c's cells ending at ``qe[c]``). Returns (s total, r total, q total)."""
     m = 0
     st = 0.0
     rt = 0.0
@@ -168,10 +173,8 @@ def buckets(w, d, exact_s, ptr, path_edges, path_len, parent, beta, path_prior, 
         qt0 = qt
         if path_len[p] == 1:
             for a in range(enz[j0]):
-                k = etop[j0, a]
-                x = coef[k] * n_e[j0, k]
+                x = coef[etop[j0, a]] * ecnt[j0, a]
                 qv[m] = x
-                qk[m] = k
                 qt += x
                 m += 1
             rtp[c] = S * acc[1]
@@ -187,7 +190,6 @@ def buckets(w, d, exact_s, ptr, path_edges, path_len, parent, beta, path_prior, 
                     ob *= beta[e] + n_e[e, k]
                 x = coef[k] * dn * (ob - S)
                 qv[m] = x
-                qk[m] = k
                 qt += x
                 m += 1
             r = 0.0
@@ -206,7 +208,7 @@ def buckets(w, d, exact_s, ptr, path_edges, path_len, parent, beta, path_prior, 
     return st, rt, qt
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _pick_path(tot, n, u):
     """Index c < n where the running sum of tot passes u (the last positive one on rounding)."""
     last = 0
@@ -219,18 +221,18 @@ def _pick_path(tot, n, u):
     return last, 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def draw(rb, sw, w, d, ptr, path_edges, path_len, parent, beta, path_prior, s_bound, n_e, n_dk,
-         inv, root, alpha, etop, enz, dtop, dnz, coef, acc, down_bound, stp, rtp, qtp, qv, qk, qe,
-         rng):
+         inv, root, alpha, etop, ecnt, enz, dtop, dnz, coef, acc, down_bound, stp, rtp, qtp, qv,
+         qe, rng):
     """One draw of (topic, path) from eq. 5 for word w in doc d (token removed). With ``rb``
     (refined bucket) s is first replaced by an upper bound (the smaller of eq. 6's s'_w and the
     per-path bound) and computed only when the draw lands there; a draw in the slack is redrawn
     from the exact total, which keeps the draw exact. Returns (k, path id)."""
     npw = ptr[w + 1] - ptr[w]
     st, rt, qt = buckets(w, d, not rb, ptr, path_edges, path_len, parent, beta, path_prior,
-                         n_e, n_dk, inv, root, alpha, etop, enz, dtop, dnz, coef, acc,
-                         down_bound, stp, rtp, qtp, qv, qk, qe)
+                         n_e, n_dk, inv, root, alpha, etop, ecnt, enz, dtop, dnz, coef, acc,
+                         down_bound, stp, rtp, qtp, qv, qe)
     if rb:
         st = min(st, s_bound[w])
     u = uniform(rng) * (st + rt + qt)
@@ -276,16 +278,18 @@ def draw(rb, sw, w, d, ptr, path_edges, path_len, parent, beta, path_prior, s_bo
     lastc = 0
     for t in range(npw):
         c = _kth_path(qtp, npw, t) if sw and npw > 1 else t
-        for a in range(0 if c == 0 else qe[c - 1], qe[c]):
+        a0 = 0 if c == 0 else qe[c - 1]
+        for a in range(a0, qe[c]):
             last = a
             lastc = c
             if u < qv[a]:
-                return qk[a], ptr[w] + c
+                return etop[path_edges[ptr[w] + c, 0], a - a0], ptr[w] + c
             u -= qv[a]
-    return qk[last], ptr[w] + lastc
+    a0 = 0 if lastc == 0 else qe[lastc - 1]
+    return etop[path_edges[ptr[w] + lastc, 0], last - a0], ptr[w] + lastc
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _kth_path(tot, n, t):
     """Index of the path with the t-th largest total (ties by index); a word has few paths."""
     for c in range(n):
@@ -298,9 +302,9 @@ def _kth_path(tot, n, t):
     return t
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def move(sign, d, k, p, path_edges, path_len, parent, beta_sum, n_e, n_i, n_dk, inv, root, alpha,
-         etop, epos, enz, dtop, dpos, dnz, sd, sw, coef, acc):
+         etop, ecnt, enz, dtop, dcnt, dnz, sd, sw, coef, acc):
     """Add (sign 1) or remove (-1) a token of doc d on topic k and path p: counts, reciprocal
     normalisers of the path's nodes (its cousin set), lists, coef and the root sums.
     Returns the document list's new length."""
@@ -308,9 +312,9 @@ def move(sign, d, k, p, path_edges, path_len, parent, beta_sum, n_e, n_i, n_dk, 
     acc[1] -= n_dk[d, k] * inv[root, k]
     n_dk[d, k] += sign
     if sign > 0:
-        dnz = list_inc(dtop, dpos, 0, dnz, n_dk, d, k, sd)
+        dnz = list_inc(dtop, dcnt, 0, dnz, k, sd)
     else:
-        dnz = list_dec(dtop, dpos, 0, dnz, n_dk, d, k, sd)
+        dnz = list_dec(dtop, dcnt, 0, dnz, k, sd)
     for l in range(path_len[p]):
         j = path_edges[p, l]
         i = parent[j]
@@ -319,9 +323,9 @@ def move(sign, d, k, p, path_edges, path_len, parent, beta_sum, n_e, n_i, n_dk, 
         inv[i, k] = 1.0 / (beta_sum[i] + n_i[i, k])
         if l == 0:
             if sign > 0:
-                enz[j] = list_inc(etop, epos, j, enz[j], n_e, j, k, sw)
+                enz[j] = list_inc(etop, ecnt, j, enz[j], k, sw)
             else:
-                enz[j] = list_dec(etop, epos, j, enz[j], n_e, j, k, sw)
+                enz[j] = list_dec(etop, ecnt, j, enz[j], k, sw)
     acc[0] += alpha[k] * inv[root, k]
     acc[1] = acc[1] + n_dk[d, k] * inv[root, k] if dnz > 0 else 0.0
     coef[k] = (alpha[k] + n_dk[d, k]) * inv[root, k]
@@ -359,11 +363,11 @@ def sparse_sweep(rb, sd, sw, doc_ptr, term_ids, z, zp, ptr, path_edges, path_len
     for w in range(len(ptr) - 1):
         maxp = max(maxp, ptr[w + 1] - ptr[w])
     etop = np.empty((n_nodes, K), np.int32)
-    epos = np.empty((n_nodes, K), np.int32)
+    ecnt = np.empty((n_nodes, K), np.int32)
     enz = np.zeros(n_nodes, np.int64)
-    edge_lists(n_e, parent, root, sw, etop, epos, enz)
+    edge_lists(n_e, parent, root, sw, etop, ecnt, enz)
     dtop = np.empty((1, K), np.int32)
-    dpos = np.empty((1, K), np.int32)
+    dcnt = np.empty((1, K), np.int32)
     coef = np.empty(K)
     acc = np.zeros(2)
     down_bound = down_bounds(path_edges, path_len, parent, beta_sum)
@@ -372,18 +376,17 @@ def sparse_sweep(rb, sd, sw, doc_ptr, term_ids, z, zp, ptr, path_edges, path_len
     qtp = np.empty(maxp)
     qe = np.empty(maxp, np.int64)
     qv = np.empty(maxp * K)
-    qk = np.empty(maxp * K, np.int32)
     for d in range(len(doc_ptr) - 1):
-        dnz = topic_list(n_dk, d, sd, dtop, dpos, 0)
+        dnz = topic_list(n_dk, d, sd, dtop, dcnt, 0)
         doc_sums(d, n_dk, inv, root, alpha, dtop, dnz, coef, acc)
         for t in range(doc_ptr[d], doc_ptr[d + 1]):
             w = term_ids[t]
             dnz = move(-1, d, z[t], zp[t], path_edges, path_len, parent, beta_sum, n_e, n_i,
-                       n_dk, inv, root, alpha, etop, epos, enz, dtop, dpos, dnz, sd, sw, coef, acc)
+                       n_dk, inv, root, alpha, etop, ecnt, enz, dtop, dcnt, dnz, sd, sw, coef, acc)
             k, p = draw(rb, sw, w, d, ptr, path_edges, path_len, parent, beta, path_prior,
-                        s_bound, n_e, n_dk, inv, root, alpha, etop, enz, dtop, dnz, coef, acc,
-                        down_bound, stp, rtp, qtp, qv, qk, qe, rng)
+                        s_bound, n_e, n_dk, inv, root, alpha, etop, ecnt, enz, dtop, dnz, coef,
+                        acc, down_bound, stp, rtp, qtp, qv, qe, rng)
             z[t] = k
             zp[t] = p
             dnz = move(1, d, k, p, path_edges, path_len, parent, beta_sum, n_e, n_i, n_dk, inv,
-                       root, alpha, etop, epos, enz, dtop, dpos, dnz, sd, sw, coef, acc)
+                       root, alpha, etop, ecnt, enz, dtop, dcnt, dnz, sd, sw, coef, acc)
