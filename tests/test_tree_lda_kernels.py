@@ -176,23 +176,21 @@ def test_sweep_keeps_counts_and_same_seed_same_state(variant):
     np.testing.assert_allclose(inv2[n_i2.sum(1) > 0], inv_of(tree, n_i2)[n_i2.sum(1) > 0], rtol=1e-15)
 
 
-@pytest.mark.parametrize("sd,sw", [(False, False), (True, True)])
-def test_move_keeps_lists_and_caches_equal_to_fresh_ones(sd, sw):
+@pytest.mark.parametrize("rb,sd,sw", [(False, False, False), (True, True, True), (True, False, True)])
+def test_resample_keeps_lists_and_caches_equal_to_fresh_ones(rb, sd, sw):
     tree, doc_ptr, term_ids, z, zp, alpha, n_e, n_i, n_dk = random_state(9, n_docs=3)
     inv = inv_of(tree, n_i)
-    rng = np.random.default_rng(0)
-    d = 1
-    sp = Sparse(tree, n_e, n_dk, inv, alpha, d, sd, sw)
-    dnz = sp.dnz
-    for t in rng.permutation(np.arange(doc_ptr[d], doc_ptr[d + 1]).repeat(3)):
-        w = term_ids[t]
-        for sign in (-1, 1):
-            if sign > 0:  # put the token back on a random topic and path
-                z[t] = rng.integers(K)
-                zp[t] = rng.integers(tree.word_path_ptr[w], tree.word_path_ptr[w + 1])
-            dnz = TS.move(sign, d, z[t], zp[t], tree.path_edges, tree.path_len, tree.parent,
-                          tree.beta_sum, n_e, n_i, n_dk, inv, sp.root, alpha, sp.etop, sp.ecnt,
-                          sp.enz, sp.dtop, sp.dcnt, dnz, sd, sw, sp.coef, sp.acc)
+    rng = make_rng_states(4)
+    bound = T.path_bound(tree, alpha)
+    z0 = z.copy()
+    for d in range(len(doc_ptr) - 1):
+        sp = Sparse(tree, n_e, n_dk, inv, alpha, d, sd, sw)
+        dnz = sp.dnz
+        for t in list(range(doc_ptr[d], doc_ptr[d + 1])) * 3:
+            dnz = TS.resample(t, d, term_ids[t], z, zp, rb, sd, sw, *args(tree), tree.beta,
+                              tree.beta_sum, tree.path_prior(), bound, n_e, n_i, n_dk, inv, sp.root,
+                              alpha, sp.etop, sp.ecnt, sp.enz, sp.dtop, sp.dcnt, dnz, sp.coef,
+                              sp.acc, sp.down, sp.stp, sp.rtp, sp.qtp, sp.qv, sp.qe, rng)
             fresh = Sparse(tree, n_e, n_dk, inv, alpha, d, sd, sw)
             assert dnz == fresh.dnz and sorted(sp.dtop[0, :dnz]) == sorted(fresh.dtop[0, :dnz])
             assert (sp.dcnt[0, :dnz] == n_dk[d, sp.dtop[0, :dnz]]).all()
@@ -206,5 +204,6 @@ def test_move_keeps_lists_and_caches_equal_to_fresh_ones(sd, sw):
                     assert (np.diff(n_e[j, got]) <= 0).all()
             if sd:
                 assert (np.diff(n_dk[d, sp.dtop[0, :dnz]]) <= 0).all()
+    assert (z != z0).any()
     for got, want in zip((n_e, n_i, n_dk), ref.counts(tree, doc_ptr, term_ids, z, zp, K)):
         np.testing.assert_array_equal(got, want)

@@ -100,11 +100,23 @@ def sweep(variant, doc_ptr, term_ids, z, zp, ptr, path_edges, path_len, parent, 
     if variant == NAIVE:
         naive_sweep(doc_ptr, term_ids, z, zp, ptr, path_edges, path_len, parent, beta, beta_sum,
                     n_e, n_i, n_dk, inv, alpha, rng)
+    elif variant == FAST:
+        sparse_sweep(False, False, False, doc_ptr, term_ids, z, zp, ptr, path_edges, path_len,
+                     parent, beta, beta_sum, path_prior, s_bound, n_e, n_i, n_dk, inv, alpha, rng)
+    elif variant == FAST_RB:
+        sparse_sweep(True, False, False, doc_ptr, term_ids, z, zp, ptr, path_edges, path_len,
+                     parent, beta, beta_sum, path_prior, s_bound, n_e, n_i, n_dk, inv, alpha, rng)
+    elif variant == FAST_RB_SD:
+        sparse_sweep(True, True, False, doc_ptr, term_ids, z, zp, ptr, path_edges, path_len,
+                     parent, beta, beta_sum, path_prior, s_bound, n_e, n_i, n_dk, inv, alpha, rng)
+    elif variant == FAST_RB_SW:
+        sparse_sweep(True, False, True, doc_ptr, term_ids, z, zp, ptr, path_edges, path_len,
+                     parent, beta, beta_sum, path_prior, s_bound, n_e, n_i, n_dk, inv, alpha, rng)
+    elif variant == FAST_RB_SDW:
+        sparse_sweep(True, True, True, doc_ptr, term_ids, z, zp, ptr, path_edges, path_len,
+                     parent, beta, beta_sum, path_prior, s_bound, n_e, n_i, n_dk, inv, alpha, rng)
     else:
-        sparse_sweep(variant >= FAST_RB, variant == FAST_RB_SD or variant == FAST_RB_SDW,
-                     variant == FAST_RB_SW or variant == FAST_RB_SDW, doc_ptr, term_ids, z, zp,
-                     ptr, path_edges, path_len, parent, beta, beta_sum, path_prior, s_bound,
-                     n_e, n_i, n_dk, inv, alpha, rng)
+        raise ValueError("unknown sampler variant")
     return path_edges.shape[0]
 
 

@@ -21,7 +21,7 @@ mode the likely topics come first). In sorted mode counts are non-increasing alo
 +-1 change moves a topic only across its block of equal counts, found by bisection: one swap.
 """
 import numpy as np
-from numba import njit
+from numba import literally, njit
 
 from .rng import uniform
 
@@ -303,32 +303,44 @@ def _kth_path(tot, n, t):
 
 
 @njit(cache=True, inline="always")
-def move(sign, d, k, p, path_edges, path_len, parent, beta_sum, n_e, n_i, n_dk, inv, root, alpha,
-         etop, ecnt, enz, dtop, dcnt, dnz, sd, sw, coef, acc):
-    """Add (sign 1) or remove (-1) a token of doc d on topic k and path p: counts, reciprocal
-    normalisers of the path's nodes (its cousin set), lists, coef and the root sums.
+def resample(t, d, w, z, zp, rb, sd, sw, ptr, path_edges, path_len, parent, beta, beta_sum,
+             path_prior, s_bound, n_e, n_i, n_dk, inv, root, alpha, etop, ecnt, enz, dtop, dcnt,
+             dnz, coef, acc, down_bound, stp, rtp, qtp, qv, qe, rng):
+    """Token t (word w, doc d): remove it from the counts, draw its (topic, path) with
+    :func:`draw`, add it back. Every count change also updates the reciprocal normalisers of
+    the path's nodes (its cousin set), both lists, ``coef`` and the root sums. One loop body for
+    both changes: the kernel runs measurably faster than with two inlined copies.
     Returns the document list's new length."""
-    acc[0] -= alpha[k] * inv[root, k]
-    acc[1] -= n_dk[d, k] * inv[root, k]
-    n_dk[d, k] += sign
-    if sign > 0:
-        dnz = list_inc(dtop, dcnt, 0, dnz, k, sd)
-    else:
-        dnz = list_dec(dtop, dcnt, 0, dnz, k, sd)
-    for l in range(path_len[p]):
-        j = path_edges[p, l]
-        i = parent[j]
-        n_e[j, k] += sign
-        n_i[i, k] += sign
-        inv[i, k] = 1.0 / (beta_sum[i] + n_i[i, k])
-        if l == 0:
-            if sign > 0:
-                enz[j] = list_inc(etop, ecnt, j, enz[j], k, sw)
-            else:
-                enz[j] = list_dec(etop, ecnt, j, enz[j], k, sw)
-    acc[0] += alpha[k] * inv[root, k]
-    acc[1] = acc[1] + n_dk[d, k] * inv[root, k] if dnz > 0 else 0.0
-    coef[k] = (alpha[k] + n_dk[d, k]) * inv[root, k]
+    k = z[t]
+    p = zp[t]
+    for sign in (-1, 1):
+        if sign > 0:
+            k, p = draw(rb, sw, w, d, ptr, path_edges, path_len, parent, beta, path_prior,
+                        s_bound, n_e, n_dk, inv, root, alpha, etop, ecnt, enz, dtop, dnz, coef,
+                        acc, down_bound, stp, rtp, qtp, qv, qe, rng)
+            z[t] = k
+            zp[t] = p
+        acc[0] -= alpha[k] * inv[root, k]
+        acc[1] -= n_dk[d, k] * inv[root, k]
+        n_dk[d, k] += sign
+        if sign > 0:
+            dnz = list_inc(dtop, dcnt, 0, dnz, k, sd)
+        else:
+            dnz = list_dec(dtop, dcnt, 0, dnz, k, sd)
+        for l in range(path_len[p]):
+            j = path_edges[p, l]
+            i = parent[j]
+            n_e[j, k] += sign
+            n_i[i, k] += sign
+            inv[i, k] = 1.0 / (beta_sum[i] + n_i[i, k])
+            if l == 0:
+                if sign > 0:
+                    enz[j] = list_inc(etop, ecnt, j, enz[j], k, sw)
+                else:
+                    enz[j] = list_dec(etop, ecnt, j, enz[j], k, sw)
+        acc[0] += alpha[k] * inv[root, k]
+        acc[1] = acc[1] + n_dk[d, k] * inv[root, k] if dnz > 0 else 0.0
+        coef[k] = (alpha[k] + n_dk[d, k]) * inv[root, k]
     return dnz
 
 
@@ -355,7 +367,11 @@ def down_bounds(path_edges, path_len, parent, beta_sum):
 def sparse_sweep(rb, sd, sw, doc_ptr, term_ids, z, zp, ptr, path_edges, path_len, parent, beta,
                  beta_sum, path_prior, s_bound, n_e, n_i, n_dk, inv, alpha, rng):
     """One sequential document-order sweep with the FAST buckets (lists built from the counts at
-    the start, then kept up to date)."""
+    the start, then kept up to date). The flags are compile-time constants: one specialised
+    kernel per sampler (with run-time flags the kernel ran about twice as slow)."""
+    literally(rb)
+    literally(sd)
+    literally(sw)
     K = n_dk.shape[1]
     n_nodes = len(parent)
     root = root_of(parent)
@@ -380,13 +396,7 @@ def sparse_sweep(rb, sd, sw, doc_ptr, term_ids, z, zp, ptr, path_edges, path_len
         dnz = topic_list(n_dk, d, sd, dtop, dcnt, 0)
         doc_sums(d, n_dk, inv, root, alpha, dtop, dnz, coef, acc)
         for t in range(doc_ptr[d], doc_ptr[d + 1]):
-            w = term_ids[t]
-            dnz = move(-1, d, z[t], zp[t], path_edges, path_len, parent, beta_sum, n_e, n_i,
-                       n_dk, inv, root, alpha, etop, ecnt, enz, dtop, dcnt, dnz, sd, sw, coef, acc)
-            k, p = draw(rb, sw, w, d, ptr, path_edges, path_len, parent, beta, path_prior,
-                        s_bound, n_e, n_dk, inv, root, alpha, etop, ecnt, enz, dtop, dnz, coef,
-                        acc, down_bound, stp, rtp, qtp, qv, qe, rng)
-            z[t] = k
-            zp[t] = p
-            dnz = move(1, d, k, p, path_edges, path_len, parent, beta_sum, n_e, n_i, n_dk, inv,
-                       root, alpha, etop, ecnt, enz, dtop, dcnt, dnz, sd, sw, coef, acc)
+            dnz = resample(t, d, term_ids[t], z, zp, rb, sd, sw, ptr, path_edges, path_len,
+                           parent, beta, beta_sum, path_prior, s_bound, n_e, n_i, n_dk, inv, root,
+                           alpha, etop, ecnt, enz, dtop, dcnt, dnz, coef, acc, down_bound, stp,
+                           rtp, qtp, qv, qe, rng)
