@@ -1,8 +1,9 @@
-"""Tree-LDA samplers (models/_kernels/tree_lda.py) against the slow twin (eq. 1 by enumeration)."""
+"""Tree-LDA samplers (models/_kernels/tree_lda*.py) against the slow twin (eq. 1 by enumeration)."""
 import numpy as np
 import pytest
 
 from models._kernels import tree_lda as T
+from models._kernels import tree_lda_sparse as TS
 from models._kernels.rng import make_rng_states
 from models.tree import build_tree
 from tests.reference import tree_lda_reference as ref
@@ -11,13 +12,14 @@ K, V = 5, 9
 SYN = [[0, 1, 2], [1, 3], [4, 5], [2, 6, 7]]
 
 
-def random_state(seed, merge=False):
+def random_state(seed, merge=False, n_docs=12):
     rng = np.random.default_rng(seed)
     tree = build_tree(SYN, V, beta_root=0.05, beta_synset=2.0, merge=merge)
-    lens = rng.integers(3, 15, size=12)
+    lens = rng.integers(3, 15, size=n_docs)
     doc_ptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
     term_ids = rng.integers(0, V, doc_ptr[-1]).astype(np.int32)
-    z = rng.integers(0, K, doc_ptr[-1]).astype(np.int32)
+    # a few topics per document, so that lists are really sparse
+    z = np.concatenate([rng.choice(rng.choice(K, 2, replace=False), n) for n in lens]).astype(np.int32)
     zp = np.array([rng.integers(tree.word_path_ptr[w], tree.word_path_ptr[w + 1])
                    for w in term_ids], dtype=np.int64)
     alpha = rng.uniform(0.05, 0.5, K)
@@ -35,46 +37,120 @@ def args(tree):
     return (tree.word_path_ptr, tree.path_edges, tree.path_len, tree.parent)
 
 
+class Sparse:
+    """The sampler's lists and caches for doc d, built by the kernels' own builders."""
+
+    def __init__(self, tree, n_e, n_dk, inv, alpha, d, sd, sw):
+        n = tree.n_nodes
+        self.root = TS.root_of(tree.parent)
+        self.etop, self.ecnt = np.empty((n, K), np.int32), np.empty((n, K), np.int32)
+        self.enz = np.zeros(n, np.int64)
+        TS.edge_lists(n_e, tree.parent, self.root, sw, self.etop, self.ecnt, self.enz)
+        self.dtop, self.dcnt = np.empty((1, K), np.int32), np.empty((1, K), np.int32)
+        self.dnz = TS.topic_list(n_dk, d, sd, self.dtop, self.dcnt, 0)
+        self.coef, self.acc = np.empty(K), np.zeros(2)
+        TS.doc_sums(d, n_dk, inv, self.root, alpha, self.dtop, self.dnz, self.coef, self.acc)
+        self.down = TS.down_bounds(tree.path_edges, tree.path_len, tree.parent, tree.beta_sum)
+        P = np.diff(tree.word_path_ptr).max()
+        self.stp, self.rtp, self.qtp = np.zeros(P), np.zeros(P), np.zeros(P)
+        self.qe, self.qv = np.zeros(P, np.int64), np.zeros(P * K)
+
+    def lists(self):
+        return (self.root, self.etop, self.ecnt, self.enz, self.dtop, self.dnz, self.coef, self.acc, self.down,
+                self.stp, self.rtp, self.qtp, self.qv, self.qe)
+
+
 @pytest.mark.parametrize("seed", range(4))
-def test_bucket_conditionals_equal_naive_to_1e12(seed):
+def test_buckets_equal_eq5_and_naive_to_1e12(seed):
     tree, doc_ptr, term_ids, z, zp, alpha, n_e, n_i, n_dk = random_state(seed)
     inv = inv_of(tree, n_i)
     prior = tree.path_prior()
+    bound = T.path_bound(tree, alpha)
     for d in range(len(doc_ptr) - 1):
+        sp = Sparse(tree, n_e, n_dk, inv, alpha, d, sd=seed % 2, sw=seed // 2)
+        (root, etop, ecnt, enz, dtop, dnz, coef, acc, down, stp, rtp, qtp, qv, qe) = sp.lists()
         for w in range(V):
             want = ref.conditional(tree, w, d, n_e, n_i, n_dk, alpha)
+            s, r, q = ref.buckets(tree, w, d, n_e, n_i, n_dk, alpha)
             P = want.shape[1]
-            s, r, q = np.zeros((K, P)), np.zeros((K, P)), np.zeros((K, P))
-            T.fast_buckets(w, d, *args(tree), tree.beta, prior, n_e, n_dk, inv, alpha, s, r, q)
-            T.s_bucket(w, *args(tree), prior, inv, alpha, s)
-            fast = (s + r + q) / (s + r + q).sum()
-            np.testing.assert_allclose(fast, want, rtol=1e-12, atol=0)
+            st, rt, qt = TS.buckets(w, d, True, *args(tree), tree.beta, prior, n_e, n_dk, inv, root,
+                                    alpha, *sp.lists()[1:])
+            np.testing.assert_allclose(stp[:P], s.sum(0), rtol=1e-12, atol=0)
+            np.testing.assert_allclose(rtp[:P], r.sum(0), rtol=1e-12, atol=1e-300)
+            dense_q = np.zeros((K, P))
+            for c in range(P):
+                a0 = 0 if c == 0 else qe[c - 1]
+                j0 = tree.path_edges[tree.word_path_ptr[w] + c, 0]
+                for a in range(a0, qe[c]):
+                    dense_q[etop[j0, a - a0], c] += qv[a]
+            np.testing.assert_allclose(dense_q, q, rtol=1e-12, atol=1e-300)
+            # q's cells are exactly the nonzero ones (the edge-masked count is positive)
+            assert qe[P - 1] == (q > 0).sum()
+            fast = s + r + dense_q
+            np.testing.assert_allclose(fast / fast.sum(), want, rtol=1e-12, atol=0)
+            assert st + rt + qt == pytest.approx(fast.sum(), rel=1e-12)
             naive = np.zeros((K, P))
             T.naive_masses(w, d, *args(tree), tree.beta, tree.beta_sum, n_e, n_i, n_dk, alpha, naive)
             np.testing.assert_allclose(naive / naive.sum(), want, rtol=1e-12, atol=0)
-            # the refined bucket's bound holds
-            assert s.sum() <= T.path_bound(tree, alpha)[w] * (1 + 1e-12)
+            # the refined bucket's bounds hold: per path, and eq. 6's s'_w
+            TS.buckets(w, d, False, *args(tree), tree.beta, prior, n_e, n_dk, inv, root, alpha,
+                       *sp.lists()[1:])
+            assert (s.sum(0) <= stp[:P] * (1 + 1e-12)).all()
+            assert s.sum() <= bound[w] * (1 + 1e-12)
 
 
 @pytest.mark.parametrize("variant", range(6))
-def test_every_sampler_draws_from_the_conditional(variant):
+@pytest.mark.parametrize("w,d", [(1, 3), (2, 5), (8, 0)])
+def test_every_sampler_draws_from_the_conditional(variant, w, d):
     tree, doc_ptr, term_ids, z, zp, alpha, n_e, n_i, n_dk = random_state(7)
     inv = inv_of(tree, n_i)
-    w, d = 1, 3  # word 1 has three paths
     want = ref.conditional(tree, w, d, n_e, n_i, n_dk, alpha)
     P = want.shape[1]
     rng = make_rng_states(variant + 1)
-    bufs = [np.zeros((K, P)) for _ in range(3)]
     n = 40000
-    order = np.argsort(-n_dk[d], kind="mergesort")
-    hits = np.zeros(K * P)
+    hits = np.zeros((K, P))
     bound = T.path_bound(tree, alpha)
-    for _ in range(n):
-        hits[T.sample_token(variant, w, d, *args(tree), tree.beta, tree.beta_sum, tree.path_prior(),
-                            bound, n_e, n_i, n_dk, inv, alpha, *bufs, rng, order)] += 1
+    ptr = tree.word_path_ptr
+    if variant == T.NAIVE:
+        m = np.zeros((K, P))
+        T.naive_masses(w, d, *args(tree), tree.beta, tree.beta_sum, n_e, n_i, n_dk, alpha, m)
+        u = np.array([T.uniform(rng) for _ in range(n)]) * m.sum()
+        for x in u:
+            hits.flat[T._pick(m, x)] += 1
+    else:
+        rb, sd, sw = variant >= T.FAST_RB, variant in (3, 5), variant in (4, 5)
+        sp = Sparse(tree, n_e, n_dk, inv, alpha, d, sd, sw)
+        root = sp.root
+        for _ in range(n):
+            k, p = TS.draw(rb, sw, w, d, *args(tree), tree.beta, tree.path_prior(), bound, n_e,
+                           n_dk, inv, root, alpha, *sp.lists()[1:], rng)
+            hits[k, p - ptr[w]] += 1
     # every cell within 5 binomial standard deviations
     p = want.ravel()
-    assert (np.abs(hits / n - p) <= 5 * np.sqrt(p * (1 - p) / n) + 1e-9).all()
+    assert (np.abs(hits.ravel() / n - p) <= 5 * np.sqrt(p * (1 - p) / n) + 1e-9).all()
+
+
+@pytest.mark.parametrize("sort", [False, True])
+def test_topic_lists_stay_the_nonzero_topics_with_their_counts(sort):
+    rng = np.random.default_rng(5)
+    Kl = 12
+    cnt = np.zeros((2, Kl), np.int32)
+    cnt[1] = rng.integers(0, 4, Kl)
+    top, lc = np.empty((3, Kl), np.int32), np.empty((3, Kl), np.int32)
+    nz = TS.topic_list(cnt, 1, sort, top, lc, 2)
+    for _ in range(3000):
+        k = rng.integers(Kl)
+        if cnt[1, k] > 0 and rng.random() < 0.5:
+            cnt[1, k] -= 1
+            nz = TS.list_dec(top, lc, 2, nz, k, sort)
+        else:
+            cnt[1, k] += 1
+            nz = TS.list_inc(top, lc, 2, nz, k, sort)
+        lst = top[2, :nz]
+        assert sorted(lst) == list(np.flatnonzero(cnt[1]))
+        assert (lc[2, :nz] == cnt[1, lst]).all()
+        if sort:
+            assert (np.diff(lc[2, :nz]) <= 0).all()
 
 
 @pytest.mark.parametrize("variant", range(6))
@@ -91,9 +167,43 @@ def test_sweep_keeps_counts_and_same_seed_same_state(variant):
                     tree.beta_sum, tree.path_prior(), bound, st[2], st[3], st[4], st[5], alpha, rng)
         runs.append(st)
     np.testing.assert_array_equal(runs[0][0], runs[1][0])
+    np.testing.assert_array_equal(runs[0][1], runs[1][1])
     z2, zp2, n_e2, n_i2, n_dk2, inv2 = runs[0]
     assert (z2 != z).any()
     assert all(tree.path_word[p] == w for p, w in zip(zp2, term_ids))
     for got, want in zip((n_e2, n_i2, n_dk2), ref.counts(tree, doc_ptr, term_ids, z2, zp2, K)):
         np.testing.assert_array_equal(got, want)
     np.testing.assert_allclose(inv2[n_i2.sum(1) > 0], inv_of(tree, n_i2)[n_i2.sum(1) > 0], rtol=1e-15)
+
+
+@pytest.mark.parametrize("rb,sd,sw", [(False, False, False), (True, True, True), (True, False, True)])
+def test_resample_keeps_lists_and_caches_equal_to_fresh_ones(rb, sd, sw):
+    tree, doc_ptr, term_ids, z, zp, alpha, n_e, n_i, n_dk = random_state(9, n_docs=3)
+    inv = inv_of(tree, n_i)
+    rng = make_rng_states(4)
+    bound = T.path_bound(tree, alpha)
+    z0 = z.copy()
+    for d in range(len(doc_ptr) - 1):
+        sp = Sparse(tree, n_e, n_dk, inv, alpha, d, sd, sw)
+        dnz = sp.dnz
+        for t in list(range(doc_ptr[d], doc_ptr[d + 1])) * 3:
+            dnz = TS.resample(t, d, term_ids[t], z, zp, rb, sd, sw, *args(tree), tree.beta,
+                              tree.beta_sum, tree.path_prior(), bound, n_e, n_i, n_dk, inv, sp.root,
+                              alpha, sp.etop, sp.ecnt, sp.enz, sp.dtop, sp.dcnt, dnz, sp.coef,
+                              sp.acc, sp.down, sp.stp, sp.rtp, sp.qtp, sp.qv, sp.qe, rng)
+            fresh = Sparse(tree, n_e, n_dk, inv, alpha, d, sd, sw)
+            assert dnz == fresh.dnz and sorted(sp.dtop[0, :dnz]) == sorted(fresh.dtop[0, :dnz])
+            assert (sp.dcnt[0, :dnz] == n_dk[d, sp.dtop[0, :dnz]]).all()
+            np.testing.assert_allclose(sp.coef, fresh.coef, rtol=1e-14)
+            np.testing.assert_allclose(sp.acc, fresh.acc, rtol=1e-12, atol=1e-300)
+            for j in np.flatnonzero(tree.parent == sp.root):
+                got, want = sp.etop[j, :sp.enz[j]], fresh.etop[j, :fresh.enz[j]]
+                assert sorted(got) == sorted(want)
+                assert (sp.ecnt[j, :sp.enz[j]] == n_e[j, got]).all()
+                if sw:
+                    assert (np.diff(n_e[j, got]) <= 0).all()
+            if sd:
+                assert (np.diff(n_dk[d, sp.dtop[0, :dnz]]) <= 0).all()
+    assert (z != z0).any()
+    for got, want in zip((n_e, n_i, n_dk), ref.counts(tree, doc_ptr, term_ids, z, zp, K)):
+        np.testing.assert_array_equal(got, want)

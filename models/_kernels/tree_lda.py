@@ -1,6 +1,7 @@
 """Kernels of tree-based LDA (Hu & Boyd-Graber 2012): the joint (topic, path) conditional of
-eq. 1 by enumeration (NAIVE) and by the s / r / q buckets of eq. 5 (FAST), the refined bucket
-(FAST-RB) and the sorted scans (-SD, -SW, -SDW), and a sequential sweep over one chain.
+eq. 1 by enumeration (NAIVE) and by the s / r / q buckets of eq. 5 over sparse topic lists (FAST),
+the refined bucket (FAST-RB) and the sorted lists (-SD, -SW, -SDW), in a sequential sweep over one
+chain. The sparse machinery lives in :mod:`tree_lda_sparse`.
 
 Counts of one chain: ``n_e[j, k]`` tokens of topic k through the edge into node j, ``n_i[i, k]``
 tokens of topic k leaving internal node i, ``n_dk``. The normaliser N_{k,p} is cached as
@@ -15,6 +16,7 @@ import numpy as np
 from numba import njit
 
 from .rng import uniform
+from .tree_lda_sparse import sparse_sweep
 
 NAIVE, FAST, FAST_RB, FAST_RB_SD, FAST_RB_SW, FAST_RB_SDW = range(6)
 SAMPLERS = ("naive", "fast", "fast-rb", "fast-rb-sd", "fast-rb-sw", "fast-rb-sdw")
@@ -36,117 +38,19 @@ def naive_masses(w, d, ptr, path_edges, path_len, parent, beta, beta_sum, n_e, n
 
 
 @njit(cache=True)
-def s_bucket(w, ptr, path_edges, path_len, parent, path_prior, inv, alpha, s):
-    """The smoothing-only bucket alpha_k S_p / N_{k,p} per (topic, path); returns its total."""
-    K = s.shape[0]
-    st = 0.0
-    for p in range(ptr[w], ptr[w + 1]):
-        for k in range(K):
-            invn = 1.0
-            for l in range(path_len[p]):
-                invn *= inv[parent[path_edges[p, l]], k]
-            s[k, p - ptr[w]] = alpha[k] * path_prior[p] * invn
-            st += s[k, p - ptr[w]]
-    return st
-
-
-@njit(cache=True)
-def fast_buckets(w, d, ptr, path_edges, path_len, parent, beta, path_prior, n_e, n_dk, inv,
-                 alpha, s, r, q):
-    """Buckets r and q of eq. 5 per (topic, path) (s: :func:`s_bucket`); r only over the doc's topics and q only
-    where the path has an observed edge (nonzero edge-masked count). Returns (r total, q total)."""
-    K = n_dk.shape[1]
-    rt = 0.0
-    qt = 0.0
-    for p in range(ptr[w], ptr[w + 1]):
-        c = p - ptr[w]
-        S = path_prior[p]
-        for k in range(K):
-            nd = n_dk[d, k]
-            seen = False
-            for l in range(path_len[p]):
-                if n_e[path_edges[p, l], k] > 0:
-                    seen = True
-            if nd == 0 and not seen:  # zero edge-masked count and no doc count: nothing to add
-                r[k, c] = 0.0
-                q[k, c] = 0.0
-                continue
-            invn = 1.0
-            obs = 1.0
-            for l in range(path_len[p]):
-                j = path_edges[p, l]
-                invn *= inv[parent[j], k]
-                obs *= beta[j] + n_e[j, k]
-            r[k, c] = nd * S * invn if nd > 0 else 0.0
-            q[k, c] = (alpha[k] + nd) * (obs - S) * invn if seen else 0.0
-            rt += r[k, c]
-            qt += q[k, c]
-    return rt, qt
-
-
-@njit(cache=True)
-def _pick(buf, u, order_rows, sort_rows, sort_cells):
-    """Cell of ``buf`` (K, P) where the running sum passes u. Topic-major in topic order, or
-    in ``order_rows`` (SD: topics by decreasing n_dk at the document's start); with
-    ``sort_cells`` (SW) the cells of above-mean mass are scanned first, a linear-time stand-in
-    for a full sort. Any order is exact; it only changes how far the scan goes."""
+def _pick(buf, u):
+    """Flat index of the cell of ``buf`` (K, P) where the running sum passes u (topic-major)."""
     K, P = buf.shape
-    last = -1
-    total = 0.0
-    if sort_cells:
-        for a in range(K):
-            for c in range(P):
-                total += buf[a, c]
-    cut = total / (K * P)
-    for rnd in range(2 if sort_cells else 1):
-        for a in range(K):
-            k = order_rows[a] if sort_rows else a
-            for c in range(P):
-                x = buf[k, c]
-                if x <= 0.0:
-                    continue
-                if sort_cells and (x >= cut) != (rnd == 0):
-                    continue
+    last = 0
+    for k in range(K):
+        for c in range(P):
+            x = buf[k, c]
+            if x > 0.0:
                 last = k * P + c
                 if u < x:
                     return last
                 u -= x
-    return last  # rounding at the end of the bucket
-
-
-@njit(cache=True)
-def sample_token(variant, w, d, ptr, path_edges, path_len, parent, beta, beta_sum, path_prior,
-                 s_bound, n_e, n_i, n_dk, inv, alpha, s, r, q, rng, order):
-    """Draw (topic, path index within w's paths) from the conditional with the token removed;
-    ``order`` is the SD topic order. Returns k * n_paths(w) + c."""
-    if variant == NAIVE:
-        naive_masses(w, d, ptr, path_edges, path_len, parent, beta, beta_sum, n_e, n_i, n_dk,
-                     alpha, s)
-        return _pick(s, uniform(rng) * s.sum(), order, False, False)
-    rt, qt = fast_buckets(w, d, ptr, path_edges, path_len, parent, beta, path_prior, n_e, n_dk,
-                          inv, alpha, s, r, q)
-    sd = variant == FAST_RB_SD or variant == FAST_RB_SDW
-    sw = variant == FAST_RB_SW or variant == FAST_RB_SDW
-    if variant >= FAST_RB:
-        # s' (eq. 6) bounds s; s is computed only when the draw lands in s'
-        u = uniform(rng) * (s_bound[w] + rt + qt)
-        if u >= s_bound[w]:
-            u -= s_bound[w]
-            if u < rt:
-                return _pick(r, u, order, sd, False)
-            return _pick(q, u - rt, order, sd, sw)
-        st = s_bucket(w, ptr, path_edges, path_len, parent, path_prior, inv, alpha, s)
-        if u >= st:  # in the slack s' - s: redraw from the exact distribution
-            u = uniform(rng) * (st + rt + qt)
-    else:
-        st = s_bucket(w, ptr, path_edges, path_len, parent, path_prior, inv, alpha, s)
-        u = uniform(rng) * (st + rt + qt)
-    if u < st:
-        return _pick(s, u, order, False, False)
-    u -= st
-    if u < rt:
-        return _pick(r, u, order, sd, False)
-    return _pick(q, u - rt, order, sd, sw)
+    return last  # rounding at the end
 
 
 @njit(cache=True)
@@ -163,36 +67,57 @@ def move_token(w, d, k, p, sign, path_edges, path_len, parent, beta_sum, n_e, n_
 
 
 @njit(cache=True)
-def sweep(variant, doc_ptr, term_ids, z, zp, ptr, path_edges, path_len, parent, beta, beta_sum,
-          path_prior, s_bound, n_e, n_i, n_dk, inv, alpha, rng):
-    """One sequential sweep in document order: every token's (topic z, path zp) redrawn."""
+def naive_sweep(doc_ptr, term_ids, z, zp, ptr, path_edges, path_len, parent, beta, beta_sum, n_e,
+                n_i, n_dk, inv, alpha, rng):
+    """NAIVE: every (topic, path) of the word enumerated, eq. 1 as written."""
     K = n_dk.shape[1]
-    P = path_edges.shape[0]
     maxp = 1
     for w in range(len(ptr) - 1):
         maxp = max(maxp, ptr[w + 1] - ptr[w])
-    s = np.empty(K * maxp)
-    r = np.empty(K * maxp)
-    q = np.empty(K * maxp)
-    order = np.arange(K)
-    sd = variant == FAST_RB_SD or variant == FAST_RB_SDW
+    buf = np.empty(K * maxp)
     for d in range(len(doc_ptr) - 1):
-        if sd:
-            order = np.argsort(-n_dk[d], kind="mergesort")
         for t in range(doc_ptr[d], doc_ptr[d + 1]):
             w = term_ids[t]
             move_token(w, d, z[t], zp[t], -1, path_edges, path_len, parent, beta_sum, n_e, n_i,
                        n_dk, inv)
             np_w = ptr[w + 1] - ptr[w]
-            x = sample_token(variant, w, d, ptr, path_edges, path_len, parent, beta, beta_sum,
-                             path_prior, s_bound, n_e, n_i, n_dk, inv, alpha,
-                             s[:K * np_w].reshape(K, np_w), r[:K * np_w].reshape(K, np_w),
-                             q[:K * np_w].reshape(K, np_w), rng, order)
+            m = buf[:K * np_w].reshape(K, np_w)
+            naive_masses(w, d, ptr, path_edges, path_len, parent, beta, beta_sum, n_e, n_i, n_dk,
+                         alpha, m)
+            x = _pick(m, uniform(rng) * m.sum())
             z[t] = x // np_w
             zp[t] = ptr[w] + x % np_w
             move_token(w, d, z[t], zp[t], 1, path_edges, path_len, parent, beta_sum, n_e, n_i,
                        n_dk, inv)
-    return P
+
+
+@njit(cache=True)
+def sweep(variant, doc_ptr, term_ids, z, zp, ptr, path_edges, path_len, parent, beta, beta_sum,
+          path_prior, s_bound, n_e, n_i, n_dk, inv, alpha, rng):
+    """One sequential sweep in document order: every token's (topic z, path zp) redrawn by
+    sampler ``variant`` (one of NAIVE .. FAST_RB_SDW); counts and ``inv`` kept in place.
+    ``s_bound``: s'_w of eq. 6 (:func:`path_bound`), used by the FAST-RB variants."""
+    if variant == NAIVE:
+        naive_sweep(doc_ptr, term_ids, z, zp, ptr, path_edges, path_len, parent, beta, beta_sum,
+                    n_e, n_i, n_dk, inv, alpha, rng)
+    elif variant == FAST:
+        sparse_sweep(False, False, False, doc_ptr, term_ids, z, zp, ptr, path_edges, path_len,
+                     parent, beta, beta_sum, path_prior, s_bound, n_e, n_i, n_dk, inv, alpha, rng)
+    elif variant == FAST_RB:
+        sparse_sweep(True, False, False, doc_ptr, term_ids, z, zp, ptr, path_edges, path_len,
+                     parent, beta, beta_sum, path_prior, s_bound, n_e, n_i, n_dk, inv, alpha, rng)
+    elif variant == FAST_RB_SD:
+        sparse_sweep(True, True, False, doc_ptr, term_ids, z, zp, ptr, path_edges, path_len,
+                     parent, beta, beta_sum, path_prior, s_bound, n_e, n_i, n_dk, inv, alpha, rng)
+    elif variant == FAST_RB_SW:
+        sparse_sweep(True, False, True, doc_ptr, term_ids, z, zp, ptr, path_edges, path_len,
+                     parent, beta, beta_sum, path_prior, s_bound, n_e, n_i, n_dk, inv, alpha, rng)
+    elif variant == FAST_RB_SDW:
+        sparse_sweep(True, True, True, doc_ptr, term_ids, z, zp, ptr, path_edges, path_len,
+                     parent, beta, beta_sum, path_prior, s_bound, n_e, n_i, n_dk, inv, alpha, rng)
+    else:
+        raise ValueError("unknown sampler variant")
+    return path_edges.shape[0]
 
 
 def path_bound(tree, alpha):

@@ -1,15 +1,20 @@
 """Table 1 of Hu & Boyd-Graber (2012) on 20 Newsgroups: seconds per sweep of every tree-LDA
-sampler (one chain, one thread, sequential document-order sweeps) from the same random start.
+sampler (one chain, one thread, sequential document-order sweeps), measured side by side.
 
-Vocabulary: the top-V terms by mean tf-idf (tf-idf of a term averaged over the documents that
-contain it), the corpus cut to them. Correlations: C synsets drawn at random (seeded) among the
-WordNet 3.0 synsets with >= 2 vocabulary words, one subtree each (the paper's tree, no merging).
-Priors: per-edge, beta_root 0.01 per leaf, beta_synset 100; alpha = 50 / T.
+Vocabulary: the top-V terms by average tf-idf over all documents (sum of tf * idf / D; averaging
+only over the documents that contain a term would rank hapaxes first), the corpus cut to them.
+Correlations: C synsets drawn at random (seeded) among the WordNet 3.0 synsets with >= 2
+vocabulary words, one subtree each (the paper's tree, no merging). Priors: per-edge,
+beta_root 0.01 per leaf, beta_synset 100; alpha = 50 / T.
 
-    python -m retrieval.bench.tree_lda --data /work/shared/data/20news/20news-bydate.tar.gz \
-        --iters 10 --vary T --values 50 100 200 500
+Timing: every sampler starts from the same state (a seeded uniform random start, then ``--burn``
+FAST-RB-SDW sweeps, as the paper's mean over 100 iterations is mostly over a settled chain), owns
+its copy of it, and the samplers take turns sweep by sweep so that machine load hits all alike.
+
+    python -m retrieval.bench.tree_lda --vary T --values 50 100 200 500 --burn 20 --iters 3
 """
 import argparse
+import os
 import time
 
 import numpy as np
@@ -23,14 +28,14 @@ from retrieval.datasets.newsgroups import newsgroups_corpus
 
 
 def top_tfidf(corpus, V):
-    """Ids of the V terms of highest mean tf-idf over the documents containing them."""
+    """Ids of the V terms of highest tf-idf averaged over all documents."""
     doc = np.repeat(np.arange(corpus.n_docs), np.diff(corpus.doc_ptr))
     pair = doc.astype(np.int64) * corpus.n_terms + corpus.term_ids
     keys, tf = np.unique(pair, return_counts=True)
     term = keys % corpus.n_terms
     df = np.bincount(term, minlength=corpus.n_terms)
     idf = np.log(corpus.n_docs / np.maximum(df, 1))
-    mean = np.bincount(term, weights=tf * idf[term], minlength=corpus.n_terms) / np.maximum(df, 1)
+    mean = np.bincount(term, weights=tf * idf[term], minlength=corpus.n_terms) / corpus.n_docs
     return np.argsort(-mean, kind="stable")[:V]
 
 
@@ -50,18 +55,16 @@ def setup(corpus, vocab, synsets, V, C, seed=0):
     return cut, build_tree([cands[i] for i in sorted(pick)], len(keep)), len(cands)
 
 
-def time_sampler(variant, corpus, tree, T, iters, seed):
-    """Mean seconds per sweep over ``iters`` sweeps (after numba compilation on a tiny run)."""
+def start_state(corpus, tree, T, seed):
+    """Seeded uniform random (topic, path) per token and its counts: [z, zp, n_e, n_i, n_dk, inv]."""
     rng0 = np.random.default_rng(seed)
     N = corpus.n_tokens
     z = rng0.integers(0, T, N).astype(np.int32)
     ptr = tree.word_path_ptr
     zp = (ptr[corpus.term_ids] + (rng0.random(N) * np.diff(ptr)[corpus.term_ids])).astype(np.int64)
-    alpha = np.full(T, 50.0 / T)
     n_e = np.zeros((tree.n_nodes, T), np.int32)
     n_i = np.zeros((tree.n_nodes, T), np.int32)
     n_dk = np.zeros((corpus.n_docs, T), np.int32)
-    inv = np.zeros((tree.n_nodes, T))
     doc = np.repeat(np.arange(corpus.n_docs), np.diff(corpus.doc_ptr))
     np.add.at(n_dk, (doc, z), 1)
     for l in range(tree.path_edges.shape[1]):
@@ -70,17 +73,43 @@ def time_sampler(variant, corpus, tree, T, iters, seed):
         np.add.at(n_e, (e[m], z[m]), 1)
         np.add.at(n_i, (tree.parent[e[m]], z[m]), 1)
     with np.errstate(divide="ignore"):
-        inv[:] = 1.0 / (tree.beta_sum[:, None] + n_i)
+        inv = 1.0 / (tree.beta_sum[:, None] + n_i)
+    return [z, zp, n_e, n_i, n_dk, inv]
+
+
+def one_sweep(variant, corpus, tree, state, alpha, bound, prior, rng):
+    """CPU seconds of one sweep of ``variant`` on ``state`` (changed in place). The kernel runs on
+    one thread, so its process CPU time is what an idle core would take, whatever else runs."""
+    z, zp, n_e, n_i, n_dk, inv = state
+    t0 = time.process_time()
+    TK.sweep(variant, corpus.doc_ptr, corpus.term_ids, z, zp, tree.word_path_ptr, tree.path_edges,
+             tree.path_len, tree.parent, tree.beta, tree.beta_sum, prior, bound, n_e, n_i, n_dk,
+             inv, alpha, rng)
+    return time.process_time() - t0
+
+
+def time_samplers(variants, corpus, tree, T, iters, burn, seed):
+    """Mean seconds per sweep of each variant over ``iters`` sweeps taken in turns, each on its
+    own copy of the state after ``burn`` FAST-RB-SDW sweeps from the seeded random start."""
+    alpha = np.full(T, 50.0 / T)
     bound = TK.path_bound(tree, alpha)
-    rng = make_rng_states(seed)
-    times = []
-    for _ in range(iters):
-        t0 = time.perf_counter()
-        TK.sweep(variant, corpus.doc_ptr, corpus.term_ids, z, zp, ptr, tree.path_edges,
-                 tree.path_len, tree.parent, tree.beta, tree.beta_sum, tree.path_prior(), bound,
-                 n_e, n_i, n_dk, inv, alpha, rng)
-        times.append(time.perf_counter() - t0)
-    return float(np.mean(times))
+    prior = tree.path_prior()
+    state = start_state(corpus, tree, T, seed)
+    rng = make_rng_states(seed, len(variants) + 1)
+    for _ in range(burn):
+        one_sweep(TK.FAST_RB_SDW, corpus, tree, state, alpha, bound, prior, rng[-1])
+    states = [[a.copy() for a in state] for _ in variants]
+    times = np.zeros((len(variants), iters))
+    for it in range(iters):
+        for i, v in enumerate(variants):
+            times[i, it] = one_sweep(v, corpus, tree, states[i], alpha, bound, prior, rng[i])
+    return times.mean(1)
+
+
+def senses(tree):
+    """Average number of paths (senses) of the words that sit in at least one synset."""
+    n = np.diff(tree.word_path_ptr)
+    return float(n[n > 1].mean()) if (n > 1).any() else 1.0
 
 
 def main(argv=None):
@@ -92,29 +121,61 @@ def main(argv=None):
     ap.add_argument("--T", type=int, default=100)
     ap.add_argument("--V", type=int, default=10000)
     ap.add_argument("--C", type=int, default=100)
-    ap.add_argument("--iters", type=int, default=100)
+    ap.add_argument("--iters", type=int, default=3, help="timed sweeps per sampler and seed")
+    ap.add_argument("--burn", type=int, default=20, help="FAST-RB-SDW sweeps before timing")
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--samplers", nargs="+", default=list(TK.SAMPLERS), choices=TK.SAMPLERS)
+    ap.add_argument("--plot", default=None, help="PNG of seconds per sweep against the varied value")
     a = ap.parse_args(argv)
     corpus, vocab, _ = newsgroups_corpus(a.data)
     synsets = wordnet.read_synsets(a.wordnet)
-    # compile every kernel on a tiny problem first
-    tiny, ttree, _ = setup(corpus, vocab, synsets, 50, 5)
-    for v in range(6):
-        time_sampler(v, make_corpus(tiny.doc_ptr[:11], tiny.term_ids[:tiny.doc_ptr[10]], tiny.n_terms), ttree, 4, 1, 0)
-    rows = {s: [] for s in a.samplers}
-    for val in a.values:
+    tiny, ttree, _ = setup(corpus, vocab, synsets, 50, 5)  # compile every kernel on a tiny problem
+    tiny = make_corpus(tiny.doc_ptr[:11], tiny.term_ids[:tiny.doc_ptr[10]], tiny.n_terms)
+    time_samplers(list(range(6)), tiny, ttree, 4, 1, 1, 0)
+    variants = [TK.SAMPLERS.index(s) for s in a.samplers]
+    rows = np.zeros((len(variants), len(a.values)))
+    xs = []
+    for col, val in enumerate(a.values):
         T, V, C = (val if a.vary == x else getattr(a, x) for x in ("T", "V", "C"))
         cut, tree, n_cand = setup(corpus, vocab, synsets, V, C)
+        xs.append(senses(tree))
         print(f"# {a.vary}={val}: T={T} V={V} C={len(tree.synsets)} of {n_cand} eligible synsets, "
-              f"{cut.n_tokens} tokens, {a.iters} sweeps x {a.seeds} seeds", flush=True)
-        for s in a.samplers:
-            v = TK.SAMPLERS.index(s)
-            rows[s].append(np.mean([time_sampler(v, cut, tree, T, a.iters, seed) for seed in range(a.seeds)]))
-            print(f"  {s:12s} {rows[s][-1]:8.3f} s/iter", flush=True)
-    print(f"\n{'sampler':12s} " + " ".join(f"{a.vary}{v:>8d}" for v in a.values))
-    for s in a.samplers:
-        print(f"{s:12s} " + " ".join(f"{x:9.3f}" for x in rows[s]))
+              f"{xs[-1]:.2f} senses per correlated word, {cut.n_tokens} tokens, {a.burn} burn-in + "
+              f"{a.iters} timed sweeps x {a.seeds} seeds, load average {os.getloadavg()[0]:.2f}",
+              flush=True)
+        rows[:, col] = np.mean([time_samplers(variants, cut, tree, T, a.iters, a.burn, seed)
+                                for seed in range(a.seeds)], axis=0)
+        for s, x in zip(a.samplers, rows[:, col]):
+            print(f"  {s:12s} {x:8.3f} s/sweep", flush=True)
+    print(f"\n{'s/sweep':12s} " + " ".join(f"{a.vary}{v:<8d}" for v in a.values))
+    for s, r in zip(a.samplers, rows):
+        print(f"{s:12s} " + " ".join(f"{x:9.3f}" for x in r))
+    if "naive" in a.samplers:
+        base = rows[a.samplers.index("naive")]
+        print(f"\n{'NAIVE / x':12s} " + " ".join(f"{a.vary}{v:<8d}" for v in a.values))
+        for s, r in zip(a.samplers, rows):
+            print(f"{s:12s} " + " ".join(f"{x:9.2f}" for x in base / r))
+    if a.plot:
+        plot(a.plot, a.vary, a.values, xs, a.samplers, rows)
+
+
+def plot(path, vary, values, senses_, samplers, rows):
+    """Seconds per sweep against the varied value (and senses per correlated word for C)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    x = senses_ if vary == "C" else values
+    for s, r in zip(samplers, rows):
+        ax.plot(x, r, marker="o", label=s)
+    ax.set_xlabel("average senses per correlated word" if vary == "C" else vary)
+    ax.set_ylabel("seconds per sweep")
+    if vary == "C":
+        for xv, v in zip(x, values):
+            ax.annotate(f"C={v}", (xv, rows[:, values.index(v)].max()), fontsize=7)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
 
 
 if __name__ == "__main__":

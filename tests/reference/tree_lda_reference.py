@@ -30,3 +30,22 @@ def conditional(tree, w, d, n_e, n_i, n_dk, alpha):
         for j in tree.path_edges[p, :tree.path_len[p]]) for p in paths] for k in range(K)]
     total = math.fsum(x for row in m for x in row)
     return np.array([[x / total for x in row] for row in m])
+
+
+def buckets(tree, w, d, n_e, n_i, n_dk, alpha):
+    """The s, r, q buckets of eq. 5 per (topic, path) of word w in doc d, each (K, n_paths(w)),
+    unnormalised: alpha_k S / N, n_dk S / N and (alpha_k + n_dk) O / N with O = prod (beta + n)
+    - S; they sum to eq. 1's masses."""
+    K = n_dk.shape[1]
+    paths = list(range(tree.word_path_ptr[w], tree.word_path_ptr[w + 1]))
+    s, r, q = (np.zeros((K, len(paths))) for _ in range(3))
+    for k in range(K):
+        for c, p in enumerate(paths):
+            edges = tree.path_edges[p, :tree.path_len[p]]
+            N = math.prod(tree.beta_sum[tree.parent[j]] + n_i[tree.parent[j], k] for j in edges)
+            S = math.prod(tree.beta[j] for j in edges)
+            O = math.prod(tree.beta[j] + n_e[j, k] for j in edges) - S
+            s[k, c] = alpha[k] * S / N
+            r[k, c] = n_dk[d, k] * S / N
+            q[k, c] = (alpha[k] + n_dk[d, k]) * O / N
+    return s, r, q

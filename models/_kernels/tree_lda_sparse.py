@@ -1,0 +1,402 @@
+"""Sparse machinery of tree-LDA's FAST samplers (Hu & Boyd-Graber 2012, section 4): nonzero-topic
+lists, the cached root sums, the s / r / q buckets of eq. 5 per token and the draw.
+
+Why each piece:
+- q is nonzero only for topics with a nonzero edge-masked count on the path, and an edge's count
+  is never below a descendant edge's, so the path's first edge (out of the root) decides it: one
+  list of nonzero topics per root edge (``etop``), kept by decreasing count for SW.
+- r is nonzero only for the document's topics (``dtop``), kept by decreasing n_dk for SD.
+- The root normaliser is shared by all paths: for a path of one edge s and r are S_p times the
+  cached sums ``s_root = sum_k alpha_k / N_root,k`` and ``r_root = sum_k n_dk / N_root,k``, kept
+  up to date on every count change (two topics per token) and recomputed at each document start
+  so that rounding cannot drift. Longer paths (synset subtrees) multiply the downstream
+  normaliser per topic; their s costs O(K) and is what the refined bucket avoids.
+- ``coef[k] = (alpha_k + n_dk) / N_root,k`` per document turns q of a one-edge path into one
+  product per nonzero topic, as in SparseLDA.
+
+Lists: ``top[row, :nz]`` holds the topics with a positive count and ``lc[row, :nz]`` their counts
+(a copy in list order, so a bucket reads one or two cache lines instead of gathering from the
+(nodes, K) count matrix). A topic is found by a linear scan (lists are short, and in sorted
+mode the likely topics come first). In sorted mode counts are non-increasing along the list; a
++-1 change moves a topic only across its block of equal counts, found by bisection: one swap.
+"""
+import numpy as np
+from numba import literally, njit
+
+from .rng import uniform
+
+
+@njit(cache=True)
+def topic_list(cnt, cr, sort, top, lc, row):
+    """Fill ``top[row]`` with the k of ``cnt[cr, k] > 0`` (by decreasing count if ``sort``,
+    ties by topic) and ``lc[row]`` with their counts; returns the list's length."""
+    K = cnt.shape[1]
+    nz = 0
+    for k in range(K):
+        if cnt[cr, k] > 0:
+            top[row, nz] = k
+            nz += 1
+    if sort and nz > 1:
+        keys = np.empty(nz, np.int64)
+        for a in range(nz):
+            keys[a] = -cnt[cr, top[row, a]]
+        o = np.argsort(keys, kind="mergesort")
+        tmp = top[row, :nz].copy()
+        for a in range(nz):
+            top[row, a] = tmp[o[a]]
+    for a in range(nz):
+        lc[row, a] = cnt[cr, top[row, a]]
+    return nz
+
+
+@njit(cache=True, inline="always")
+def _swap(top, lc, row, i, j):
+    t = top[row, i]
+    top[row, i] = top[row, j]
+    top[row, j] = t
+    c = lc[row, i]
+    lc[row, i] = lc[row, j]
+    lc[row, j] = c
+
+
+@njit(cache=True, inline="always")
+def list_inc(top, lc, row, nz, k, sort):
+    """One more token of topic k: count it in place (appending k if new) and, sorted, move it
+    ahead of its old equal-count block. Returns the new length."""
+    i = 0
+    while i < nz and top[row, i] != k:
+        i += 1
+    if i == nz:
+        top[row, i] = k
+        lc[row, i] = 0
+        nz += 1
+    lc[row, i] += 1
+    if sort:
+        c = lc[row, i] - 1
+        lo, hi = 0, i  # first index in [0, i] whose count is <= c
+        while lo < hi:
+            m = (lo + hi) >> 1
+            if lc[row, m] <= c:
+                hi = m
+            else:
+                lo = m + 1
+        if lo < i:
+            _swap(top, lc, row, lo, i)
+    return nz
+
+
+@njit(cache=True, inline="always")
+def list_dec(top, lc, row, nz, k, sort):
+    """One token of topic k less (k must be listed): sorted, move it behind its old
+    equal-count block; drop it at zero (then it is last in sorted mode). Returns the new length."""
+    i = 0
+    while top[row, i] != k:
+        i += 1
+    lc[row, i] -= 1
+    if sort:
+        c = lc[row, i] + 1
+        lo, hi = i, nz - 1  # last index in [i, nz) whose count is >= c
+        while lo < hi:
+            m = (lo + hi + 1) >> 1
+            if lc[row, m] >= c:
+                lo = m
+            else:
+                hi = m - 1
+        if lo > i:
+            _swap(top, lc, row, lo, i)
+            i = lo
+    if lc[row, i] == 0:
+        _swap(top, lc, row, i, nz - 1)
+        nz -= 1
+    return nz
+
+
+@njit(cache=True)
+def edge_lists(n_e, parent, root, sort, etop, ecnt, enz):
+    """Nonzero-topic lists of every edge out of the root (the first edges of all paths)."""
+    for j in range(len(parent)):
+        enz[j] = 0
+        if parent[j] == root:
+            enz[j] = topic_list(n_e, j, sort, etop, ecnt, j)
+
+
+@njit(cache=True)
+def doc_sums(d, n_dk, inv, root, alpha, dtop, dnz, coef, acc):
+    """Per-document caches from scratch: ``coef`` and acc = [s_root, r_root]."""
+    K = n_dk.shape[1]
+    s = 0.0
+    for k in range(K):
+        s += alpha[k] * inv[root, k]
+        coef[k] = (alpha[k] + n_dk[d, k]) * inv[root, k]
+    r = 0.0
+    for a in range(dnz):
+        k = dtop[0, a]
+        r += n_dk[d, k] * inv[root, k]
+    acc[0] = s
+    acc[1] = r
+
+
+@njit(cache=True, inline="always")
+def downstream(p, k, path_edges, path_len, parent, inv):
+    """prod over the path's edges below the root edge of 1 / N_{parent, k}."""
+    x = 1.0
+    for l in range(1, path_len[p]):
+        x *= inv[parent[path_edges[p, l]], k]
+    return x
+
+
+@njit(cache=True, inline="always")
+def s_exact(p, path_edges, path_len, parent, path_prior, inv, root, alpha, acc):
+    """Bucket s of one path: S_p sum_k alpha_k / N_{k,p}."""
+    if path_len[p] == 1:
+        return path_prior[p] * acc[0]
+    t = 0.0
+    for k in range(len(alpha)):
+        t += alpha[k] * inv[root, k] * downstream(p, k, path_edges, path_len, parent, inv)
+    return path_prior[p] * t
+
+
+@njit(cache=True, inline="always")
+def buckets(w, d, exact_s, ptr, path_edges, path_len, parent, beta, path_prior, n_e, n_dk, inv,
+            root, alpha, etop, ecnt, enz, dtop, dnz, coef, acc, down_bound, stp, rtp, qtp, qv, qe):
+    """Per path c of word w: s (exact, or its upper bound S_p s_root prod 1/beta_sum below the
+    root when not ``exact_s``), r and the q cells (values ``qv`` in the order of the path's root-edge list,
+    path c's cells ending at ``qe[c]``). Returns (s total, r total, q total)."""
+    m = 0
+    st = 0.0
+    rt = 0.0
+    qt = 0.0
+    for c in range(ptr[w + 1] - ptr[w]):
+        p = ptr[w] + c
+        S = path_prior[p]
+        j0 = path_edges[p, 0]
+        qt0 = qt
+        if path_len[p] == 1:
+            for a in range(enz[j0]):
+                x = coef[etop[j0, a]] * ecnt[j0, a]
+                qv[m] = x
+                qt += x
+                m += 1
+            rtp[c] = S * acc[1]
+            stp[c] = S * acc[0]
+        else:
+            for a in range(enz[j0]):
+                k = etop[j0, a]
+                dn = 1.0
+                ob = beta[j0] + n_e[j0, k]
+                for l in range(1, path_len[p]):
+                    e = path_edges[p, l]
+                    dn *= inv[parent[e], k]
+                    ob *= beta[e] + n_e[e, k]
+                x = coef[k] * dn * (ob - S)
+                qv[m] = x
+                qt += x
+                m += 1
+            r = 0.0
+            for a in range(dnz):
+                k = dtop[0, a]
+                r += n_dk[d, k] * inv[root, k] * downstream(p, k, path_edges, path_len, parent, inv)
+            rtp[c] = S * r
+            if exact_s:
+                stp[c] = s_exact(p, path_edges, path_len, parent, path_prior, inv, root, alpha, acc)
+            else:
+                stp[c] = S * acc[0] * down_bound[p]
+        qe[c] = m
+        qtp[c] = qt - qt0
+        st += stp[c]
+        rt += rtp[c]
+    return st, rt, qt
+
+
+@njit(cache=True, inline="always")
+def _pick_path(tot, n, u):
+    """Index c < n where the running sum of tot passes u (the last positive one on rounding)."""
+    last = 0
+    for c in range(n):
+        if tot[c] > 0.0:
+            last = c
+            if u < tot[c]:
+                return c, u
+            u -= tot[c]
+    return last, 0.0
+
+
+@njit(cache=True, inline="always")
+def draw(rb, sw, w, d, ptr, path_edges, path_len, parent, beta, path_prior, s_bound, n_e, n_dk,
+         inv, root, alpha, etop, ecnt, enz, dtop, dnz, coef, acc, down_bound, stp, rtp, qtp, qv,
+         qe, rng):
+    """One draw of (topic, path) from eq. 5 for word w in doc d (token removed). With ``rb``
+    (refined bucket) s is first replaced by an upper bound (the smaller of eq. 6's s'_w and the
+    per-path bound) and computed only when the draw lands there; a draw in the slack is redrawn
+    from the exact total, which keeps the draw exact. Returns (k, path id)."""
+    npw = ptr[w + 1] - ptr[w]
+    st, rt, qt = buckets(w, d, not rb, ptr, path_edges, path_len, parent, beta, path_prior,
+                         n_e, n_dk, inv, root, alpha, etop, ecnt, enz, dtop, dnz, coef, acc,
+                         down_bound, stp, rtp, qtp, qv, qe)
+    if rb:
+        st = min(st, s_bound[w])
+    u = uniform(rng) * (st + rt + qt)
+    if rb and u < st:
+        bound = st
+        st = 0.0
+        for c in range(npw):
+            stp[c] = s_exact(ptr[w] + c, path_edges, path_len, parent, path_prior, inv, root,
+                             alpha, acc)
+            st += stp[c]
+        if u >= st and bound > st:  # in the slack of the bound: redraw from the exact total
+            u = uniform(rng) * (st + rt + qt)
+    if u < st:
+        c, u = _pick_path(stp, npw, u)
+        p = ptr[w] + c
+        u /= path_prior[p]
+        last = 0
+        for k in range(len(alpha)):
+            x = alpha[k] * inv[root, k] * downstream(p, k, path_edges, path_len, parent, inv)
+            if x > 0.0:
+                last = k
+                if u < x:
+                    return k, p
+                u -= x
+        return last, p
+    u -= st
+    if u < rt:
+        c, u = _pick_path(rtp, npw, u)
+        p = ptr[w] + c
+        u /= path_prior[p]
+        last = dtop[0, 0]
+        for a in range(dnz):  # SD: the list is by decreasing n_dk
+            k = dtop[0, a]
+            last = k
+            x = n_dk[d, k] * inv[root, k] * downstream(p, k, path_edges, path_len, parent, inv)
+            if u < x:
+                return k, p
+            u -= x
+        return last, p
+    u -= rt
+    # q: path by path; with SW paths by decreasing q mass, topics by decreasing edge count
+    last = 0
+    lastc = 0
+    for t in range(npw):
+        c = _kth_path(qtp, npw, t) if sw and npw > 1 else t
+        a0 = 0 if c == 0 else qe[c - 1]
+        for a in range(a0, qe[c]):
+            last = a
+            lastc = c
+            if u < qv[a]:
+                return etop[path_edges[ptr[w] + c, 0], a - a0], ptr[w] + c
+            u -= qv[a]
+    a0 = 0 if lastc == 0 else qe[lastc - 1]
+    return etop[path_edges[ptr[w] + lastc, 0], last - a0], ptr[w] + lastc
+
+
+@njit(cache=True, inline="always")
+def _kth_path(tot, n, t):
+    """Index of the path with the t-th largest total (ties by index); a word has few paths."""
+    for c in range(n):
+        rank = 0
+        for b in range(n):
+            if tot[b] > tot[c] or (tot[b] == tot[c] and b < c):
+                rank += 1
+        if rank == t:
+            return c
+    return t
+
+
+@njit(cache=True, inline="always")
+def resample(t, d, w, z, zp, rb, sd, sw, ptr, path_edges, path_len, parent, beta, beta_sum,
+             path_prior, s_bound, n_e, n_i, n_dk, inv, root, alpha, etop, ecnt, enz, dtop, dcnt,
+             dnz, coef, acc, down_bound, stp, rtp, qtp, qv, qe, rng):
+    """Token t (word w, doc d): remove it from the counts, draw its (topic, path) with
+    :func:`draw`, add it back. Every count change also updates the reciprocal normalisers of
+    the path's nodes (its cousin set), both lists, ``coef`` and the root sums. One loop body for
+    both changes: the kernel runs measurably faster than with two inlined copies.
+    Returns the document list's new length."""
+    k = z[t]
+    p = zp[t]
+    for sign in (-1, 1):
+        if sign > 0:
+            k, p = draw(rb, sw, w, d, ptr, path_edges, path_len, parent, beta, path_prior,
+                        s_bound, n_e, n_dk, inv, root, alpha, etop, ecnt, enz, dtop, dnz, coef,
+                        acc, down_bound, stp, rtp, qtp, qv, qe, rng)
+            z[t] = k
+            zp[t] = p
+        acc[0] -= alpha[k] * inv[root, k]
+        acc[1] -= n_dk[d, k] * inv[root, k]
+        n_dk[d, k] += sign
+        if sign > 0:
+            dnz = list_inc(dtop, dcnt, 0, dnz, k, sd)
+        else:
+            dnz = list_dec(dtop, dcnt, 0, dnz, k, sd)
+        for l in range(path_len[p]):
+            j = path_edges[p, l]
+            i = parent[j]
+            n_e[j, k] += sign
+            n_i[i, k] += sign
+            inv[i, k] = 1.0 / (beta_sum[i] + n_i[i, k])
+            if l == 0:
+                if sign > 0:
+                    enz[j] = list_inc(etop, ecnt, j, enz[j], k, sw)
+                else:
+                    enz[j] = list_dec(etop, ecnt, j, enz[j], k, sw)
+        acc[0] += alpha[k] * inv[root, k]
+        acc[1] = acc[1] + n_dk[d, k] * inv[root, k] if dnz > 0 else 0.0
+        coef[k] = (alpha[k] + n_dk[d, k]) * inv[root, k]
+    return dnz
+
+
+@njit(cache=True)
+def root_of(parent):
+    for j in range(len(parent)):
+        if parent[j] < 0:
+            return j
+    return 0
+
+
+@njit(cache=True)
+def down_bounds(path_edges, path_len, parent, beta_sum):
+    """prod over a path's edges below the root edge of 1 / beta_sum: bounds the downstream
+    normaliser's reciprocal (counts only add to beta_sum)."""
+    out = np.ones(len(path_len))
+    for p in range(len(path_len)):
+        for l in range(1, path_len[p]):
+            out[p] /= beta_sum[parent[path_edges[p, l]]]
+    return out
+
+
+@njit(cache=True)
+def sparse_sweep(rb, sd, sw, doc_ptr, term_ids, z, zp, ptr, path_edges, path_len, parent, beta,
+                 beta_sum, path_prior, s_bound, n_e, n_i, n_dk, inv, alpha, rng):
+    """One sequential document-order sweep with the FAST buckets (lists built from the counts at
+    the start, then kept up to date). The flags are compile-time constants: one specialised
+    kernel per sampler (with run-time flags the kernel ran about twice as slow)."""
+    literally(rb)
+    literally(sd)
+    literally(sw)
+    K = n_dk.shape[1]
+    n_nodes = len(parent)
+    root = root_of(parent)
+    maxp = 1
+    for w in range(len(ptr) - 1):
+        maxp = max(maxp, ptr[w + 1] - ptr[w])
+    etop = np.empty((n_nodes, K), np.int32)
+    ecnt = np.empty((n_nodes, K), np.int32)
+    enz = np.zeros(n_nodes, np.int64)
+    edge_lists(n_e, parent, root, sw, etop, ecnt, enz)
+    dtop = np.empty((1, K), np.int32)
+    dcnt = np.empty((1, K), np.int32)
+    coef = np.empty(K)
+    acc = np.zeros(2)
+    down_bound = down_bounds(path_edges, path_len, parent, beta_sum)
+    stp = np.empty(maxp)
+    rtp = np.empty(maxp)
+    qtp = np.empty(maxp)
+    qe = np.empty(maxp, np.int64)
+    qv = np.empty(maxp * K)
+    for d in range(len(doc_ptr) - 1):
+        dnz = topic_list(n_dk, d, sd, dtop, dcnt, 0)
+        doc_sums(d, n_dk, inv, root, alpha, dtop, dnz, coef, acc)
+        for t in range(doc_ptr[d], doc_ptr[d + 1]):
+            dnz = resample(t, d, term_ids[t], z, zp, rb, sd, sw, ptr, path_edges, path_len,
+                           parent, beta, beta_sum, path_prior, s_bound, n_e, n_i, n_dk, inv, root,
+                           alpha, etop, ecnt, enz, dtop, dcnt, dnz, coef, acc, down_bound, stp,
+                           rtp, qtp, qv, qe, rng)
