@@ -5,6 +5,7 @@ import pytest
 
 from models import LDA, corpus_from_docs, registry, synthetic_corpus
 from models._kernels import glda as G_
+from models._kernels import glda_sparse as GS
 from models.glda import GroupedLDA, doc_runs
 from models.lda import joint_log_lik
 from tests.helpers import assert_same_fit, resume_after_kill, save_and_load
@@ -153,6 +154,89 @@ def test_conditionals_match_reference(restricted, group_size, doc_counts):
     assert max(sizes) > G_.LINEAR_MAX and min(sizes) <= G_.LINEAR_MAX  # both paths were compared
 
 
+def _eq3_sparse_kernel(m, corpus, c, d, h):
+    """Kernel eq. 3 of a group of at most LINEAR_MAX tokens as its sparse sampler splits it:
+    (normalised conditional, sparse parts (K,), smoothing parts (K,), smoothing total A S_n)."""
+    lay, K = m._lay, m.n_topics
+    g0 = lay["grp_ptr"][d]
+    g, zg = m.g_[c], m.zg_[c]
+    lo, hi = corpus.doc_ptr[d], corpus.doc_ptr[d + 1]
+    words = corpus.term_ids[[i for i in range(lo, hi) if g[i] == h]].astype(np.int64)
+    offs = np.array([np.sum(words[:j] == words[j]) for j in range(len(words))], dtype=np.int64)
+    dw = np.unique(words)
+    k_h, n = zg[g0 + h], len(words)
+    n_kw, n_k = m.n_kw_[c].copy(), m.n_k_[c].copy()
+    np.subtract.at(n_kw, (words, k_h), 1)
+    n_k[k_h] -= n
+    if m._unit():
+        m_dk = np.bincount(zg[g0 + g[lo:hi]], minlength=K)
+        m_dk[k_h] -= n
+    else:
+        m_dk = np.bincount(zg[g0:lay["grp_ptr"][d + 1]], minlength=K)
+        m_dk[k_h] -= 1
+    vbeta, alpha = m.beta * corpus.n_terms, m.alpha_[c]
+    tk, tw = np.zeros(K, np.int64), np.zeros(K)
+    wbits, dbits = np.zeros((corpus.n_terms, (K + 63) // 64), np.uint64), np.zeros((K + 63) // 64, np.uint64)
+    GS.build_word_bits(n_kw, wbits)
+    GS.build_word_bits(m_dk[None, :], dbits[None, :])
+    cnt, total, A = GS.sparse_group_weights(words, offs, n, dw, len(dw), m_dk, dbits, wbits, alpha,
+                                            m._unit(), n_kw, n_k, m.beta, vbeta, tk, tw)
+    sparse = np.zeros(K)
+    sparse[tk[:cnt]] = tw[:cnt]
+    assert np.all(np.diff(tk[:cnt]) > 0) and total == pytest.approx(sparse.sum(), rel=1e-14)
+    smooth = np.array([GS.smooth_weight(k, n, A, alpha, m._unit(), n_k, vbeta) for k in range(K)])
+    S = np.zeros(G_.LINEAR_MAX + 1)
+    GS.smooth_sums(alpha, m._unit(), n_k, vbeta, n, S)
+    w = sparse + smooth
+    return w / w.sum(), sparse, smooth, A * S[n]
+
+
+@pytest.mark.parametrize("restricted,doc_counts,K", [(False, "groups", 7), (False, "tokens", 7),
+                                                     (True, "groups", 7), (False, "groups", 130)])
+def test_sparse_group_topic_step_matches_reference(restricted, doc_counts, K):
+    corpus = long_group_corpus()
+    m = prepared(GroupedLDA(n_topics=K, alpha=0.3, beta=0.05, n_chains=1, n_iter=3, burn_in=2,
+                            sample_every=1, seed=1, restricted=restricted, doc_counts=doc_counts,
+                            group_size=3.0), corpus, sweeps=2)
+    lay, c = m._lay, 0
+    args = (corpus.doc_ptr, corpus.term_ids, lay["grp_ptr"], m.g_[c], m.zg_[c], m.n_topics,
+            corpus.n_terms, m.alpha_[c], m.beta, restricted, doc_counts)
+    n_checked = n_sparse = 0
+    for d in range(corpus.n_docs):
+        for h in range(lay["grp_ptr"][d + 1] - lay["grp_ptr"][d]):
+            if np.sum(m.g_[c][corpus.doc_ptr[d]:corpus.doc_ptr[d + 1]] == h) > G_.LINEAR_MAX:
+                continue
+            got, sparse, smooth, smooth_total = _eq3_sparse_kernel(m, corpus, c, d, h)
+            np.testing.assert_allclose(got, ref.eq3_probs(h, d, *args), rtol=0, atol=1e-12)
+            want_sparse, want_smooth = ref.eq3_parts(h, d, *args)
+            np.testing.assert_allclose(sparse, want_sparse, rtol=1e-12, atol=0)
+            np.testing.assert_allclose(smooth, want_smooth, rtol=1e-12, atol=0)
+            assert smooth_total == pytest.approx(smooth.sum(), rel=1e-12)
+            n_checked += 1
+            n_sparse += np.sum(sparse == 0)
+    assert n_checked > 10 and n_sparse > 10  # the sparse part does skip topics
+
+
+@pytest.mark.parametrize("unit", [0, 1])
+def test_smoothing_sums_follow_count_moves(unit):
+    rng = np.random.default_rng(0)
+    alpha, vbeta, n_max = rng.uniform(0.05, 2.0, 6), 3.7, G_.LINEAR_MAX
+    n_k = rng.integers(0, 50, 6)
+    S, fresh = np.zeros(n_max + 1), np.zeros(n_max + 1)
+    GS.smooth_sums(alpha, unit, n_k, vbeta, n_max, S)
+    for _ in range(200):
+        k, step = rng.integers(6), rng.integers(-3, 4)
+        if n_k[k] + step < 0:
+            continue
+        GS.smooth_move(S, n_max, alpha[k], unit, vbeta + n_k[k], vbeta + n_k[k] + step)
+        n_k[k] += step
+    GS.smooth_sums(alpha, unit, n_k, vbeta, n_max, fresh)
+    np.testing.assert_allclose(S, fresh, rtol=1e-12)
+    a = [ref._rising(alpha[k], 5) if unit else alpha[k] for k in range(6)]
+    assert fresh[5] == pytest.approx(sum(a[k] / ref._rising(vbeta + n_k[k], 5) for k in range(6)),
+                                     rel=1e-13)
+
+
 def test_refinement_matches_reference():
     corpus = long_group_corpus()
     m = prepared(GroupedLDA(n_topics=3, n_chains=1, n_iter=3, burn_in=2, sample_every=1, seed=4,
@@ -174,11 +258,11 @@ def test_refinement_matches_reference():
     assert n_checked > 100 and n_moved > 10
 
 
-@pytest.mark.parametrize("restricted,doc_counts", [(False, "groups"), (False, "tokens"),
-                                                   (True, "groups")])
-def test_one_sweep_matches_reference_sampler(restricted, doc_counts):
+@pytest.mark.parametrize("restricted,doc_counts,K", [(False, "groups", 4), (False, "tokens", 4),
+                                                     (True, "groups", 4), (False, "groups", 70)])
+def test_one_sweep_matches_reference_sampler(restricted, doc_counts, K):
     corpus = long_group_corpus() if restricted else block_corpus(12)
-    m = prepared(GroupedLDA(n_topics=4, alpha=0.5, beta=0.1, n_chains=1, n_iter=3, burn_in=2,
+    m = prepared(GroupedLDA(n_topics=K, alpha=0.5, beta=0.1, n_chains=1, n_iter=3, burn_in=2,
                             sample_every=1, seed=6, restricted=restricted, doc_counts=doc_counts),
                  corpus, sweeps=1)
     lay = m._lay

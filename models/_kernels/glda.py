@@ -9,25 +9,18 @@ State of one chain: ``g`` (group of every token, local to its doc), ``zg`` (topi
 theta draws groups, alpha + M_dk); 1, tokens through a rising factorial (restricted LDA: theta
 draws tokens, the groups are the fixed (doc, word) runs); 2, tokens in one factor, alpha + N_dk
 (eq. 3 read with LDA's token counts).
+
+The group-topic step of groups of at most LINEAR_MAX tokens is sparse: see
+:mod:`models._kernels.glda_sparse`.
 """
 import math
 
 import numpy as np
 from numba import njit, prange
 
+from .glda_sparse import (LINEAR_MAX, _rising, bit_set, build_word_bits, draw_group_topic,
+                          smooth_move, smooth_sums)
 from .rng import randint, uniform
-
-# Products of at most this many factors stay in floating range for any int32 count (2^31)^16.
-LINEAR_MAX = 16
-
-
-@njit(cache=True, inline="always")
-def _rising(x, n):
-    """x (x + 1) ... (x + n - 1) as a product (n <= LINEAR_MAX)."""
-    p = 1.0
-    for j in range(n):
-        p *= x + j
-    return p
 
 
 @njit(cache=True)
@@ -136,12 +129,29 @@ def _pick(w, n, u):
     return last
 
 
+@njit(cache=True, inline="always")
+def _dec(n_kw, wbits, y, k):
+    """n_kw[y, k] -= 1, keeping word y's topic bitset."""
+    n_kw[y, k] -= 1
+    if n_kw[y, k] == 0:
+        bit_set(wbits[y], k, False)
+
+
+@njit(cache=True, inline="always")
+def _inc(n_kw, wbits, y, k):
+    if n_kw[y, k] == 0:
+        bit_set(wbits[y], k, True)
+    n_kw[y, k] += 1
+
+
 @njit(cache=True)
 def sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g, zg, n_kw, n_k, alpha,
               beta, unit, resample_groups, rng, n_grp_k, m_dk, topics, wbuf, kbuf, cnt, gptr,
-              members, words, offs, seen):
+              members, words, offs, seen, sp):
     """One Gibbs pass over doc d: every token's group (eq. 2 + refinement) in position order,
-    then every group's topic jointly with its tokens (eq. 3) in group order."""
+    then every group's topic jointly with its tokens (eq. 3) in group order. ``sp`` holds the
+    sparse step's state (word and doc topic bitsets, smoothing sums S, scratch)."""
+    wbits, dbits, S, n_max, nk_before, dw, tk, tw = sp
     V = n_kw.shape[0]
     vbeta = V * beta
     lo, hi = doc_ptr[d], doc_ptr[d + 1]
@@ -155,16 +165,17 @@ def sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g, zg, n
     if unit:
         for i in range(lo, hi):
             m_dk[zg[g0 + g[i]]] += 1
+    n_present = 0
     if resample_groups:
-        n_present = 0
         for k in range(len(n_k)):  # ascending topic order
             if n_grp_k[k] > 0:
                 topics[n_present] = k
+                nk_before[n_present] = n_k[k]
                 n_present += 1
         for i in range(lo, hi):
             y = term_ids[i]
             k_old = zg[g0 + g[i]]
-            n_kw[y, k_old] -= 1
+            _dec(n_kw, wbits, y, k_old)
             n_k[k_old] -= 1
             total = token_topic_weights(y, n_grp_k, topics, n_present, n_kw, n_k, beta, vbeta, wbuf)
             k0 = topics[_pick(wbuf, n_present, uniform(rng) * total)]
@@ -179,11 +190,15 @@ def sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g, zg, n
                     r -= 1
             h_new = refine_group(i, h_drawn, k0, g, zg, g0, run_ptr, run_tok, tok_run, cnt)
             g[i] = h_new
-            n_kw[y, k0] += 1
+            _inc(n_kw, wbits, y, k0)
             n_k[k0] += 1
             if unit:
                 m_dk[k_old] -= 1
                 m_dk[k0] += 1
+    # eq. 2 moved tokens only among the doc's group topics: bring S up to date for them
+    for j in range(n_present):
+        k = topics[j]
+        smooth_move(S, n_max, alpha[k], unit, vbeta + nk_before[j], vbeta + n_k[k])
     # members of every group (counting sort by group, position order within a group)
     for h in range(G + 1):
         gptr[h] = 0
@@ -199,32 +214,50 @@ def sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g, zg, n
         gptr[h + 1] = gptr[h]
     gptr[0] = 0
     for h in range(G):
+        k = zg[g0 + h]
+        if m_dk[k] > 0:
+            bit_set(dbits, k, True)
+    for h in range(G):
         n = gptr[h + 1] - gptr[h]
         k_old = zg[g0 + h]
+        n_dw = 0
         for j in range(n):
             y = term_ids[members[gptr[h] + j]]
             words[j] = y
             offs[j] = seen[y]
+            if seen[y] == 0:
+                dw[n_dw] = y
+                n_dw += 1
             seen[y] += 1
-            n_kw[y, k_old] -= 1
+            _dec(n_kw, wbits, y, k_old)
         for j in range(n):
             seen[words[j]] = 0
         n_k[k_old] -= n
+        smooth_move(S, n_max, alpha[k_old], unit, vbeta + n_k[k_old] + n, vbeta + n_k[k_old])
         n_grp_k[k_old] -= 1
         m_dk[k_old] -= n if unit else 1
-        total = group_topic_weights(words, offs, n, m_dk, alpha, unit, n_kw, n_k, beta, vbeta, kbuf)
-        k_new = _pick(kbuf, len(n_k), uniform(rng) * total)
+        bit_set(dbits, k_old, m_dk[k_old] > 0)
+        if n <= LINEAR_MAX:
+            k_new = draw_group_topic(uniform(rng), words, offs, n, dw, n_dw, m_dk, dbits, wbits,
+                                     alpha, unit, n_kw, n_k, beta, vbeta, S, tk, tw)
+        else:
+            total = group_topic_weights(words, offs, n, m_dk, alpha, unit, n_kw, n_k, beta, vbeta,
+                                        kbuf)
+            k_new = _pick(kbuf, len(n_k), uniform(rng) * total)
         zg[g0 + h] = k_new
         for j in range(n):
-            n_kw[words[j], k_new] += 1
+            _inc(n_kw, wbits, words[j], k_new)
         n_k[k_new] += n
+        smooth_move(S, n_max, alpha[k_new], unit, vbeta + n_k[k_new] - n, vbeta + n_k[k_new])
         n_grp_k[k_new] += 1
         m_dk[k_new] += n if unit else 1
+        bit_set(dbits, k_new, m_dk[k_new] > 0)
     # leave the scratch zeroed for the next doc
     for h in range(G):
         k = zg[g0 + h]
         n_grp_k[k] = 0
         m_dk[k] = 0
+        bit_set(dbits, k, False)
     for i in range(lo, hi):
         m_dk[zg[g0 + g[i]]] = 0
 
@@ -233,9 +266,13 @@ def sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g, zg, n
 def sweep_chains(doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g, zg, n_kw, n_k, alpha,
                  beta, unit, resample_groups, rng, max_groups, max_len):
     """One sweep of every chain, chains in parallel (each sequential in doc order, on its own
-    rng stream), so the result never depends on the thread count."""
+    rng stream), so the result never depends on the thread count. The sparse step's bitsets and
+    smoothing sums are rebuilt from the counts at the start, so they are a function of the state
+    (a resumed chain rebuilds the same ones)."""
     C, K = n_k.shape
     V = n_kw.shape[1]
+    n_max = min(max_len, LINEAR_MAX)
+    vbeta = V * beta
     for c in prange(C):
         n_grp_k = np.zeros(K, np.int64)
         m_dk = np.zeros(K, np.int64)
@@ -248,10 +285,16 @@ def sweep_chains(doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g, zg, n
         words = np.zeros(max_len, np.int64)
         offs = np.zeros(max_len, np.int64)
         seen = np.zeros(V, np.int64)
+        wbits = np.zeros((V, (K + 63) >> 6), np.uint64)
+        build_word_bits(n_kw[c], wbits)
+        S = np.zeros(LINEAR_MAX + 1)
+        smooth_sums(alpha[c], unit, n_k[c], vbeta, n_max, S)
+        sp = (wbits, np.zeros((K + 63) >> 6, np.uint64), S, n_max, np.zeros(K, np.int64),
+              np.zeros(max_len, np.int64), np.zeros(K, np.int64), np.zeros(K))
         for d in range(len(doc_ptr) - 1):
             sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g[c], zg[c],
                       n_kw[c], n_k[c], alpha[c], beta, unit, resample_groups, rng[c], n_grp_k,
-                      m_dk, topics, wbuf, kbuf, cnt, gptr, members, words, offs, seen)
+                      m_dk, topics, wbuf, kbuf, cnt, gptr, members, words, offs, seen, sp)
 
 
 @njit(cache=True)

@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from models._kernels.glda import LINEAR_MAX
 from models._kernels.rng import randint, uniform
 
 
@@ -95,6 +96,52 @@ def eq3_probs(h, d, doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms, alpha,
     return np.array([x / s for x in p])
 
 
+def _rising(x, n):
+    return math.prod(x + j for j in range(n))
+
+
+def eq3_parts(h, d, doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms, alpha, beta,
+              restricted=False, doc_counts="groups"):
+    """Eq. 3's unnormalised weights of group h (tokens removed) split as the sparse sampler
+    draws them: (sparse, smooth), two lists over the topics, whose sum is the weight
+    (a_k + b_k) prod_y rising(beta + N_ky, N_dhy) / rising(bY + N_k, n). With A the same
+    product at N_ky = 0: smooth_k = a_k A / rising(bY + N_k, n) and sparse_k = (b_k A + (a_k +
+    b_k)(prod - A)) / rising(bY + N_k, n), zero unless the doc's other groups hold k or a word of
+    the group has a count in k. a_k = alpha_k, b_k = M_dk (groups) or N_dk (doc_counts="tokens");
+    restricted LDA: a_k = rising(alpha_k, n), b_k = rising(alpha_k + N_dk, n) - a_k."""
+    n_kw, n_k, n_dk, m_dk = counts(doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms)
+    k_h = zg[grp_ptr[d] + h]
+    members = [i for i in range(doc_ptr[d], doc_ptr[d + 1]) if g[i] == h]
+    n = len(members)
+    n_dhy = {}
+    for i in members:
+        n_dhy[term_ids[i]] = n_dhy.get(term_ids[i], 0) + 1
+        n_kw[term_ids[i], k_h] -= 1
+    n_k[k_h] -= n
+    n_dk[d, k_h] -= n
+    m_dk[d, k_h] -= 1
+    A = math.prod(_rising(beta, c) for c in n_dhy.values())
+    sparse, smooth = [], []
+    for k in range(n_topics):
+        m = n_dk[d, k] if (restricted or doc_counts == "tokens") else m_dk[d, k]
+        a = _rising(alpha[k], n) if restricted else alpha[k]
+        b = 0.0 if m == 0 else (_rising(alpha[k] + m, n) - a if restricted else float(m))
+        prod = math.prod(_rising(beta + n_kw[y, k], c) for y, c in n_dhy.items())
+        r = _rising(beta * n_terms + n_k[k], n)
+        smooth.append(a * A / r)
+        sparse.append((b * A + (a + b) * (prod - A)) / r)
+    return sparse, smooth
+
+
+def _draw_parts(sparse, smooth, u01):
+    """The sparse part's topics in increasing order, then the smoothing part's, by one uniform."""
+    s_tot, m_tot = math.fsum(sparse), math.fsum(smooth)
+    u = u01 * (s_tot + m_tot)
+    if u < s_tot:
+        return _first_above(sparse, u)
+    return _first_above(smooth, u - s_tot)
+
+
 def refine(i, h_drawn, k0, d, doc_ptr, term_ids, grp_ptr, g, zg):
     """Among the doc's groups of topic k0, the one with the most other instances of token i's
     term; the drawn group keeps the token on a tie with the maximum, else the lowest index."""
@@ -123,7 +170,8 @@ def sweep(doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms, alpha, beta, rng
     """One sequential sweep in the fast sampler's order: per document, every token's group in
     position order (eq. 2: the topic from the probabilities summed over its groups, then the
     drawn group among that topic's groups uniformly, then the refinement), then every group's
-    topic in group order (eq. 3). Returns new (g, zg); advances rng_state."""
+    topic in group order (eq. 3: for groups of at most LINEAR_MAX tokens from its sparse part,
+    else its smoothing part, as :func:`eq3_parts`). Returns new (g, zg); advances rng_state."""
     g, zg = np.array(g, dtype=np.int64), np.array(zg, dtype=np.int64)
     for d in range(len(doc_ptr) - 1):
         g0, G = grp_ptr[d], grp_ptr[d + 1] - grp_ptr[d]
@@ -137,9 +185,12 @@ def sweep(doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms, alpha, beta, rng
                 h_drawn = of_k0[randint(rng_state, len(of_k0))]
                 g[i] = refine(i, h_drawn, k0, d, doc_ptr, term_ids, grp_ptr, g, zg)
         for h in range(G):
-            p = eq3_probs(h, d, doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms, alpha,
-                          beta, restricted, doc_counts)
-            zg[g0 + h] = _first_above(p, uniform(rng_state))
+            args = (h, d, doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms, alpha, beta,
+                    restricted, doc_counts)
+            if np.sum(g[doc_ptr[d]:doc_ptr[d + 1]] == h) <= LINEAR_MAX:
+                zg[g0 + h] = _draw_parts(*eq3_parts(*args), uniform(rng_state))
+            else:  # long groups: the whole conditional, topics in increasing order
+                zg[g0 + h] = _first_above(eq3_probs(*args), uniform(rng_state))
     return g, zg
 
 

@@ -1,0 +1,163 @@
+"""The sparse group-topic step (eq. 3) of grouped LDA for groups of at most LINEAR_MAX tokens,
+after SparseLDA (Yao et al. 2009).
+
+With a_k = alpha_k (doc factor units 0, 2) or rising(alpha_k, n) (unit 1), b_k the document part
+of the doc factor (zero for a topic the document's other groups do not hold), P_k = prod over the
+group's tokens of (beta + n_kw + off), A the same product at n_kw = 0 and R_k = rising(V beta +
+n_k, n), eq. 3's weight (a_k + b_k) P_k / R_k splits exactly into
+
+* a smoothing part a_k A / R_k, whose total is A S_n with S_n = sum_k a_k / R_k kept for every
+  group size n <= LINEAR_MAX (recomputed at the start of a sweep, updated whenever an n_k moves);
+* a sparse part (b_k A + (a_k + b_k)(P_k - A)) / R_k, zero unless the document holds k or a word
+  of the group has a count in k; those topics are the set bits of the OR of the document's topic
+  bitset and the words' bitsets (bit k of word y set iff n_kw[y, k] > 0).
+
+A draw walks the sparse part in increasing topic order and falls into the smoothing part (walked
+over all topics, also in increasing order) only with its small probability.
+"""
+import numpy as np
+from numba import njit
+from numba.cpython.unsafe.numbers import trailing_zeros  # LLVM cttz: index of the lowest set bit
+
+# Products of at most this many factors stay in floating range for any int32 count (2^31)^16.
+LINEAR_MAX = 16
+ONE = np.uint64(1)
+
+
+@njit(cache=True, inline="always")
+def _rising(x, n):
+    """x (x + 1) ... (x + n - 1) as a product (n <= LINEAR_MAX)."""
+    p = 1.0
+    for j in range(n):
+        p *= x + j
+    return p
+
+
+@njit(cache=True, inline="always")
+def bit_set(bits, k, on):
+    """Bit k of the bitset ``bits`` (uint64 words) set to ``on``."""
+    b, t = k >> 6, np.uint64(k & 63)
+    if on:
+        bits[b] |= ONE << t
+    else:
+        bits[b] &= ~(ONE << t)
+
+
+@njit(cache=True)
+def build_word_bits(n_kw, wbits):
+    """wbits[y] = the bitset of the topics k with n_kw[y, k] > 0."""
+    V, K = n_kw.shape
+    wbits[:] = 0
+    for y in range(V):
+        for k in range(K):
+            if n_kw[y, k] > 0:
+                wbits[y, k >> 6] |= ONE << np.uint64(k & 63)
+
+
+@njit(cache=True, inline="always")
+def _doc_coef(alpha_k, m, unit, n):
+    """(a_k, b_k) of the doc factor for a group of n tokens, m the doc's count of topic k."""
+    if unit == 1:
+        a = _rising(alpha_k, n)
+        return a, (_rising(alpha_k + m, n) - a if m > 0 else 0.0)
+    return alpha_k, float(m)
+
+
+@njit(cache=True)
+def smooth_sums(alpha, unit, n_k, vbeta, n_max, S):
+    """S[n] = sum_k a_k(n) / rising(V beta + n_k, n) for n = 0..n_max."""
+    for n in range(n_max + 1):
+        S[n] = 0.0
+    for k in range(len(n_k)):
+        x = vbeta + n_k[k]
+        r = 1.0
+        a = 1.0 if unit == 1 else alpha[k]
+        for n in range(n_max + 1):
+            if n > 0:
+                r *= x + n - 1
+                if unit == 1:
+                    a *= alpha[k] + n - 1
+            S[n] += a / r
+
+
+@njit(cache=True)
+def smooth_move(S, n_max, alpha_k, unit, x_old, x_new):
+    """Update S for a topic whose V beta + n_k went from x_old to x_new."""
+    if x_old == x_new:
+        return
+    r_old = 1.0
+    r_new = 1.0
+    a = 1.0 if unit == 1 else alpha_k
+    for n in range(1, n_max + 1):
+        r_old *= x_old + n - 1
+        r_new *= x_new + n - 1
+        if unit == 1:
+            a *= alpha_k + n - 1
+        S[n] += a / r_new - a / r_old
+
+
+@njit(cache=True)
+def sparse_group_weights(words, offs, n, dw, n_dw, m_dk, dbits, wbits, alpha, unit, n_kw, n_k,
+                         beta, vbeta, tk, tw):
+    """The sparse part of eq. 3 for a group of n <= LINEAR_MAX tokens (distinct words
+    ``dw[:n_dw]``; ``dbits`` the bitset of the topics with m_dk > 0): its topics in ``tk``
+    (increasing), their parts in ``tw``. Returns (number of topics, their total, A)."""
+    A = 1.0
+    for j in range(n):
+        A *= beta + offs[j]
+    cnt = 0
+    total = 0.0
+    for b in range(len(dbits)):
+        wx = np.uint64(0)
+        for j in range(n_dw):
+            wx |= wbits[dw[j], b]
+        x = wx | dbits[b]
+        while x != 0:
+            t = trailing_zeros(x)
+            x &= x - ONE
+            k = (b << 6) + t
+            a, bk = _doc_coef(alpha[k], m_dk[k], unit, n)
+            part = bk * A
+            if (wx >> np.uint64(t)) & ONE:
+                p = 1.0
+                for j in range(n):
+                    p *= beta + n_kw[words[j], k] + offs[j]
+                part += (a + bk) * (p - A)
+            part /= _rising(vbeta + n_k[k], n)
+            tk[cnt] = k
+            tw[cnt] = part
+            total += part
+            cnt += 1
+    return cnt, total, A
+
+
+@njit(cache=True)
+def smooth_weight(k, n, A, alpha, unit, n_k, vbeta):
+    """The smoothing part of eq. 3 for topic k: A a_k(n) / rising(V beta + n_k, n)."""
+    a = _rising(alpha[k], n) if unit == 1 else alpha[k]
+    return A * a / _rising(vbeta + n_k[k], n)
+
+
+@njit(cache=True)
+def draw_group_topic(u01, words, offs, n, dw, n_dw, m_dk, dbits, wbits, alpha, unit, n_kw, n_k,
+                     beta, vbeta, S, tk, tw):
+    """Eq. 3 drawn with u01 uniform in [0, 1): from the sparse part (increasing topic order),
+    else from the smoothing part (all topics in increasing order)."""
+    cnt, sparse, A = sparse_group_weights(words, offs, n, dw, n_dw, m_dk, dbits, wbits, alpha,
+                                          unit, n_kw, n_k, beta, vbeta, tk, tw)
+    u = u01 * (sparse + A * S[n])
+    if u < sparse:
+        acc = 0.0
+        for j in range(cnt):
+            acc += tw[j]
+            if u < acc:
+                return tk[j]
+        return tk[cnt - 1]
+    u -= sparse
+    acc = 0.0
+    K = len(n_k)
+    for k in range(K):
+        acc += smooth_weight(k, n, A, alpha, unit, n_k, vbeta)
+        if u < acc:
+            return k
+    return K - 1
