@@ -162,8 +162,7 @@ def _eq3_sparse_kernel(m, corpus, c, d, h):
     g, zg = m.g_[c], m.zg_[c]
     lo, hi = corpus.doc_ptr[d], corpus.doc_ptr[d + 1]
     words = corpus.term_ids[[i for i in range(lo, hi) if g[i] == h]].astype(np.int64)
-    offs = np.array([np.sum(words[:j] == words[j]) for j in range(len(words))], dtype=np.int64)
-    dw = np.unique(words)
+    dw, dc = np.unique(words, return_counts=True)
     k_h, n = zg[g0 + h], len(words)
     n_kw, n_k = m.n_kw_[c].copy(), m.n_k_[c].copy()
     np.subtract.at(n_kw, (words, k_h), 1)
@@ -179,14 +178,14 @@ def _eq3_sparse_kernel(m, corpus, c, d, h):
     wbits, dbits = np.zeros((corpus.n_terms, (K + 63) // 64), np.uint64), np.zeros((K + 63) // 64, np.uint64)
     GS.build_word_bits(n_kw, wbits)
     GS.build_word_bits(m_dk[None, :], dbits[None, :])
-    cnt, total, A = GS.sparse_group_weights(words, offs, n, dw, len(dw), m_dk, dbits, wbits, alpha,
-                                            m._unit(), n_kw, n_k, m.beta, vbeta, tk, tw)
+    S, inv_r = np.zeros(G_.LINEAR_MAX + 1), np.zeros((K, G_.LINEAR_MAX + 1))
+    GS.smooth_sums(alpha, m._unit(), n_k, vbeta, n, S, inv_r)
+    cnt, total, A = GS.sparse_group_weights(dw, dc, len(dw), n, m_dk, dbits, wbits, alpha,
+                                            m._unit(), n_kw, inv_r, m.beta, tk, tw)
     sparse = np.zeros(K)
     sparse[tk[:cnt]] = tw[:cnt]
     assert np.all(np.diff(tk[:cnt]) > 0) and total == pytest.approx(sparse.sum(), rel=1e-14)
-    smooth = np.array([GS.smooth_weight(k, n, A, alpha, m._unit(), n_k, vbeta) for k in range(K)])
-    S = np.zeros(G_.LINEAR_MAX + 1)
-    GS.smooth_sums(alpha, m._unit(), n_k, vbeta, n, S)
+    smooth = np.array([GS.smooth_weight(k, n, A, alpha, m._unit(), inv_r) for k in range(K)])
     w = sparse + smooth
     return w / w.sum(), sparse, smooth, A * S[n]
 
@@ -222,15 +221,16 @@ def test_smoothing_sums_follow_count_moves(unit):
     rng = np.random.default_rng(0)
     alpha, vbeta, n_max = rng.uniform(0.05, 2.0, 6), 3.7, G_.LINEAR_MAX
     n_k = rng.integers(0, 50, 6)
-    S, fresh = np.zeros(n_max + 1), np.zeros(n_max + 1)
-    GS.smooth_sums(alpha, unit, n_k, vbeta, n_max, S)
-    for _ in range(200):
+    S, inv_r = np.zeros(n_max + 1), np.zeros((6, n_max + 1))
+    fresh, fresh_inv = np.zeros(n_max + 1), np.zeros((6, n_max + 1))
+    GS.smooth_sums(alpha, unit, n_k, vbeta, n_max, S, inv_r)
+    for _ in range(300):
         k, step = rng.integers(6), rng.integers(-3, 4)
-        if n_k[k] + step < 0:
-            continue
-        GS.smooth_move(S, n_max, alpha[k], unit, vbeta + n_k[k], vbeta + n_k[k] + step)
-        n_k[k] += step
-    GS.smooth_sums(alpha, unit, n_k, vbeta, n_max, fresh)
+        if n_k[k] + step >= 0:
+            n_k[k] += step
+            GS.smooth_move(S, inv_r, n_max, k, alpha[k], unit, vbeta + n_k[k])
+    GS.smooth_sums(alpha, unit, n_k, vbeta, n_max, fresh, fresh_inv)
+    np.testing.assert_array_equal(inv_r, fresh_inv)
     np.testing.assert_allclose(S, fresh, rtol=1e-12)
     a = [ref._rising(alpha[k], 5) if unit else alpha[k] for k in range(6)]
     assert fresh[5] == pytest.approx(sum(a[k] / ref._rising(vbeta + n_k[k], 5) for k in range(6)),

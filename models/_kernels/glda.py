@@ -151,7 +151,7 @@ def sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g, zg, n
     """One Gibbs pass over doc d: every token's group (eq. 2 + refinement) in position order,
     then every group's topic jointly with its tokens (eq. 3) in group order. ``sp`` holds the
     sparse step's state (word and doc topic bitsets, smoothing sums S, scratch)."""
-    wbits, dbits, S, n_max, nk_before, dw, tk, tw = sp
+    wbits, dbits, S, inv_r, n_max, nk_before, dw, dc, tk, tw = sp
     V = n_kw.shape[0]
     vbeta = V * beta
     lo, hi = doc_ptr[d], doc_ptr[d + 1]
@@ -198,7 +198,8 @@ def sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g, zg, n
     # eq. 2 moved tokens only among the doc's group topics: bring S up to date for them
     for j in range(n_present):
         k = topics[j]
-        smooth_move(S, n_max, alpha[k], unit, vbeta + nk_before[j], vbeta + n_k[k])
+        if n_k[k] != nk_before[j]:
+            smooth_move(S, inv_r, n_max, k, alpha[k], unit, vbeta + n_k[k])
     # members of every group (counting sort by group, position order within a group)
     for h in range(G + 1):
         gptr[h] = 0
@@ -230,16 +231,19 @@ def sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g, zg, n
                 n_dw += 1
             seen[y] += 1
             _dec(n_kw, wbits, y, k_old)
+        for j in range(n_dw):
+            dc[j] = seen[dw[j]]
         for j in range(n):
             seen[words[j]] = 0
         n_k[k_old] -= n
-        smooth_move(S, n_max, alpha[k_old], unit, vbeta + n_k[k_old] + n, vbeta + n_k[k_old])
+        if n:
+            smooth_move(S, inv_r, n_max, k_old, alpha[k_old], unit, vbeta + n_k[k_old])
         n_grp_k[k_old] -= 1
         m_dk[k_old] -= n if unit else 1
         bit_set(dbits, k_old, m_dk[k_old] > 0)
         if n <= LINEAR_MAX:
-            k_new = draw_group_topic(uniform(rng), words, offs, n, dw, n_dw, m_dk, dbits, wbits,
-                                     alpha, unit, n_kw, n_k, beta, vbeta, S, tk, tw)
+            k_new = draw_group_topic(uniform(rng), dw, dc, n_dw, n, m_dk, dbits, wbits, alpha,
+                                     unit, n_kw, inv_r, beta, S, tk, tw)
         else:
             total = group_topic_weights(words, offs, n, m_dk, alpha, unit, n_kw, n_k, beta, vbeta,
                                         kbuf)
@@ -248,7 +252,8 @@ def sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g, zg, n
         for j in range(n):
             _inc(n_kw, wbits, words[j], k_new)
         n_k[k_new] += n
-        smooth_move(S, n_max, alpha[k_new], unit, vbeta + n_k[k_new] - n, vbeta + n_k[k_new])
+        if n:
+            smooth_move(S, inv_r, n_max, k_new, alpha[k_new], unit, vbeta + n_k[k_new])
         n_grp_k[k_new] += 1
         m_dk[k_new] += n if unit else 1
         bit_set(dbits, k_new, m_dk[k_new] > 0)
@@ -288,9 +293,11 @@ def sweep_chains(doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g, zg, n
         wbits = np.zeros((V, (K + 63) >> 6), np.uint64)
         build_word_bits(n_kw[c], wbits)
         S = np.zeros(LINEAR_MAX + 1)
-        smooth_sums(alpha[c], unit, n_k[c], vbeta, n_max, S)
-        sp = (wbits, np.zeros((K + 63) >> 6, np.uint64), S, n_max, np.zeros(K, np.int64),
-              np.zeros(max_len, np.int64), np.zeros(K, np.int64), np.zeros(K))
+        inv_r = np.zeros((K, LINEAR_MAX + 1))
+        smooth_sums(alpha[c], unit, n_k[c], vbeta, n_max, S, inv_r)
+        sp = (wbits, np.zeros((K + 63) >> 6, np.uint64), S, inv_r, n_max, np.zeros(K, np.int64),
+              np.zeros(max_len, np.int64), np.zeros(max_len, np.int64), np.zeros(K, np.int64),
+              np.zeros(K))
         for d in range(len(doc_ptr) - 1):
             sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g[c], zg[c],
                       n_kw[c], n_k[c], alpha[c], beta, unit, resample_groups, rng[c], n_grp_k,

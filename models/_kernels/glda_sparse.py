@@ -7,7 +7,8 @@ group's tokens of (beta + n_kw + off), A the same product at n_kw = 0 and R_k = 
 n_k, n), eq. 3's weight (a_k + b_k) P_k / R_k splits exactly into
 
 * a smoothing part a_k A / R_k, whose total is A S_n with S_n = sum_k a_k / R_k kept for every
-  group size n <= LINEAR_MAX (recomputed at the start of a sweep, updated whenever an n_k moves);
+  group size n <= LINEAR_MAX, as the table 1 / R_k (both recomputed at the start of a sweep,
+  updated whenever an n_k moves);
 * a sparse part (b_k A + (a_k + b_k)(P_k - A)) / R_k, zero unless the document holds k or a word
   of the group has a count in k; those topics are the set bits of the OR of the document's topic
   bitset and the words' bitsets (bit k of word y set iff n_kw[y, k] > 0).
@@ -64,8 +65,9 @@ def _doc_coef(alpha_k, m, unit, n):
 
 
 @njit(cache=True)
-def smooth_sums(alpha, unit, n_k, vbeta, n_max, S):
-    """S[n] = sum_k a_k(n) / rising(V beta + n_k, n) for n = 0..n_max."""
+def smooth_sums(alpha, unit, n_k, vbeta, n_max, S, inv_r):
+    """inv_r[k, n] = 1 / rising(V beta + n_k, n) and S[n] = sum_k a_k(n) inv_r[k, n] for
+    n = 0..n_max."""
     for n in range(n_max + 1):
         S[n] = 0.0
     for k in range(len(n_k)):
@@ -77,34 +79,34 @@ def smooth_sums(alpha, unit, n_k, vbeta, n_max, S):
                 r *= x + n - 1
                 if unit == 1:
                     a *= alpha[k] + n - 1
-            S[n] += a / r
+            inv_r[k, n] = 1.0 / r
+            S[n] += a * inv_r[k, n]
 
 
 @njit(cache=True)
-def smooth_move(S, n_max, alpha_k, unit, x_old, x_new):
-    """Update S for a topic whose V beta + n_k went from x_old to x_new."""
-    if x_old == x_new:
-        return
-    r_old = 1.0
-    r_new = 1.0
+def smooth_move(S, inv_r, n_max, k, alpha_k, unit, x_new):
+    """Update inv_r[k] and S for topic k whose V beta + n_k is now x_new."""
+    r = 1.0
     a = 1.0 if unit == 1 else alpha_k
     for n in range(1, n_max + 1):
-        r_old *= x_old + n - 1
-        r_new *= x_new + n - 1
+        r *= x_new + n - 1
         if unit == 1:
             a *= alpha_k + n - 1
-        S[n] += a / r_new - a / r_old
+        inv = 1.0 / r
+        S[n] += a * (inv - inv_r[k, n])
+        inv_r[k, n] = inv
 
 
 @njit(cache=True)
-def sparse_group_weights(words, offs, n, dw, n_dw, m_dk, dbits, wbits, alpha, unit, n_kw, n_k,
-                         beta, vbeta, tk, tw):
+def sparse_group_weights(dw, dc, n_dw, n, m_dk, dbits, wbits, alpha, unit, n_kw, inv_r, beta,
+                         tk, tw):
     """The sparse part of eq. 3 for a group of n <= LINEAR_MAX tokens (distinct words
-    ``dw[:n_dw]``; ``dbits`` the bitset of the topics with m_dk > 0): its topics in ``tk``
-    (increasing), their parts in ``tw``. Returns (number of topics, their total, A)."""
+    ``dw[:n_dw]`` with counts ``dc``; ``dbits`` the bitset of the topics with m_dk > 0): its
+    topics in ``tk`` (increasing), their parts in ``tw``. Returns (number of topics, their
+    total, A). A word's count in a topic is read only where its bit says it is nonzero."""
     A = 1.0
-    for j in range(n):
-        A *= beta + offs[j]
+    for j in range(n_dw):
+        A *= _rising(beta, dc[j])
     cnt = 0
     total = 0.0
     for b in range(len(dbits)):
@@ -120,10 +122,13 @@ def sparse_group_weights(words, offs, n, dw, n_dw, m_dk, dbits, wbits, alpha, un
             part = bk * A
             if (wx >> np.uint64(t)) & ONE:
                 p = 1.0
-                for j in range(n):
-                    p *= beta + n_kw[words[j], k] + offs[j]
+                for j in range(n_dw):
+                    if (wbits[dw[j], b] >> np.uint64(t)) & ONE:
+                        p *= _rising(beta + n_kw[dw[j], k], dc[j])
+                    else:
+                        p *= _rising(beta, dc[j])
                 part += (a + bk) * (p - A)
-            part /= _rising(vbeta + n_k[k], n)
+            part *= inv_r[k, n]
             tk[cnt] = k
             tw[cnt] = part
             total += part
@@ -132,19 +137,19 @@ def sparse_group_weights(words, offs, n, dw, n_dw, m_dk, dbits, wbits, alpha, un
 
 
 @njit(cache=True)
-def smooth_weight(k, n, A, alpha, unit, n_k, vbeta):
+def smooth_weight(k, n, A, alpha, unit, inv_r):
     """The smoothing part of eq. 3 for topic k: A a_k(n) / rising(V beta + n_k, n)."""
     a = _rising(alpha[k], n) if unit == 1 else alpha[k]
-    return A * a / _rising(vbeta + n_k[k], n)
+    return A * a * inv_r[k, n]
 
 
 @njit(cache=True)
-def draw_group_topic(u01, words, offs, n, dw, n_dw, m_dk, dbits, wbits, alpha, unit, n_kw, n_k,
-                     beta, vbeta, S, tk, tw):
+def draw_group_topic(u01, dw, dc, n_dw, n, m_dk, dbits, wbits, alpha, unit, n_kw, inv_r, beta,
+                     S, tk, tw):
     """Eq. 3 drawn with u01 uniform in [0, 1): from the sparse part (increasing topic order),
     else from the smoothing part (all topics in increasing order)."""
-    cnt, sparse, A = sparse_group_weights(words, offs, n, dw, n_dw, m_dk, dbits, wbits, alpha,
-                                          unit, n_kw, n_k, beta, vbeta, tk, tw)
+    cnt, sparse, A = sparse_group_weights(dw, dc, n_dw, n, m_dk, dbits, wbits, alpha, unit, n_kw,
+                                          inv_r, beta, tk, tw)
     u = u01 * (sparse + A * S[n])
     if u < sparse:
         acc = 0.0
@@ -155,9 +160,9 @@ def draw_group_topic(u01, words, offs, n, dw, n_dw, m_dk, dbits, wbits, alpha, u
         return tk[cnt - 1]
     u -= sparse
     acc = 0.0
-    K = len(n_k)
+    K = len(alpha)
     for k in range(K):
-        acc += smooth_weight(k, n, A, alpha, unit, n_k, vbeta)
+        acc += smooth_weight(k, n, A, alpha, unit, inv_r)
         if u < acc:
             return k
     return K - 1
