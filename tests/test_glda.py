@@ -95,13 +95,19 @@ def _eq2_kernel(m, corpus, c, i, d):
     n_k[k_i] -= 1
     n_grp = np.bincount(zg[g0:g0 + G], minlength=m.n_topics)
     topics = np.flatnonzero(n_grp)
-    w = np.zeros(m.n_topics)
-    total = G_.token_topic_weights(y, n_grp, topics, len(topics), n_kw, n_k, m.beta,
-                                   m.beta * corpus.n_terms, w)
-    per_topic = w[:len(topics)] / total
+    K, vbeta = m.n_topics, m.beta * corpus.n_terms
+    inv1 = 1.0 / (vbeta + n_k)
+    wbits, gbits = np.zeros((corpus.n_terms, (K + 63) // 64), np.uint64), np.zeros((K + 63) // 64, np.uint64)
+    GS.build_word_bits(n_kw, wbits)
+    GS.build_word_bits(n_grp[None, :], gbits[None, :])
+    tk, tw = np.zeros(K, np.int64), np.zeros(K)
+    cnt, wsum = G_.word_part(y, n_grp, gbits, wbits, n_kw, inv1, tk, tw)
+    assert np.all(np.diff(tk[:cnt]) > 0) and wsum == pytest.approx(tw[:cnt].sum(), rel=1e-14)
+    per_topic = m.beta * n_grp * inv1
+    per_topic[tk[:cnt]] += tw[:cnt]
+    per_topic /= per_topic[topics].sum()
     # spread a topic's mass uniformly over its groups, as the kernel's draw does
-    return np.array([per_topic[np.searchsorted(topics, zg[g0 + h])] / n_grp[zg[g0 + h]]
-                     for h in range(G)])
+    return np.array([per_topic[zg[g0 + h]] / n_grp[zg[g0 + h]] for h in range(G)])
 
 
 def _eq3_kernel(m, corpus, c, d, h):
@@ -178,16 +184,21 @@ def _eq3_sparse_kernel(m, corpus, c, d, h):
     wbits, dbits = np.zeros((corpus.n_terms, (K + 63) // 64), np.uint64), np.zeros((K + 63) // 64, np.uint64)
     GS.build_word_bits(n_kw, wbits)
     GS.build_word_bits(m_dk[None, :], dbits[None, :])
-    S, inv_r = np.zeros(G_.LINEAR_MAX + 1), np.zeros((K, G_.LINEAR_MAX + 1))
+    S, D, inv_r = np.zeros(G_.LINEAR_MAX + 1), np.zeros(G_.LINEAR_MAX + 1), np.zeros((K, G_.LINEAR_MAX + 1))
     GS.smooth_sums(alpha, m._unit(), n_k, vbeta, n, S, inv_r)
-    cnt, total, A = GS.sparse_group_weights(dw, dc, len(dw), n, m_dk, dbits, wbits, alpha,
-                                            m._unit(), n_kw, inv_r, m.beta, tk, tw)
-    sparse = np.zeros(K)
-    sparse[tk[:cnt]] = tw[:cnt]
-    assert np.all(np.diff(tk[:cnt]) > 0) and total == pytest.approx(sparse.sum(), rel=1e-14)
+    GS.doc_sums(dbits, m_dk, alpha, m._unit(), inv_r, n, D)
+    cnt, total, A = GS.word_group_weights(dw, dc, len(dw), n, m_dk, dbits, wbits, alpha,
+                                          m._unit(), n_kw, inv_r, m.beta, tk, tw)
+    word = np.zeros(K)
+    word[tk[:cnt]] = tw[:cnt]
+    assert np.all(np.diff(tk[:cnt]) > 0) and total == pytest.approx(word.sum(), rel=1e-14)
+    assert np.all(n_kw[dw][:, tk[:cnt]].sum(0) > 0) and cnt == np.sum(n_kw[dw].sum(0) > 0)
     smooth = np.array([GS.smooth_weight(k, n, A, alpha, m._unit(), inv_r) for k in range(K)])
-    w = sparse + smooth
-    return w / w.sum(), sparse, smooth, A * S[n]
+    doc = np.array([A * (m_dk[k] if not m._unit() == 1 else
+                         (ref._rising(alpha[k] + m_dk[k], n) - ref._rising(alpha[k], n)))
+                    * inv_r[k, n] for k in range(K)])
+    w = word + doc + smooth
+    return w / w.sum(), (word, doc, smooth), (A * D[n], A * S[n])
 
 
 @pytest.mark.parametrize("restricted,doc_counts,K", [(False, "groups", 7), (False, "tokens", 7),
@@ -205,14 +216,14 @@ def test_sparse_group_topic_step_matches_reference(restricted, doc_counts, K):
         for h in range(lay["grp_ptr"][d + 1] - lay["grp_ptr"][d]):
             if np.sum(m.g_[c][corpus.doc_ptr[d]:corpus.doc_ptr[d + 1]] == h) > G_.LINEAR_MAX:
                 continue
-            got, sparse, smooth, smooth_total = _eq3_sparse_kernel(m, corpus, c, d, h)
+            got, parts, totals = _eq3_sparse_kernel(m, corpus, c, d, h)
             np.testing.assert_allclose(got, ref.eq3_probs(h, d, *args), rtol=0, atol=1e-12)
-            want_sparse, want_smooth = ref.eq3_parts(h, d, *args)
-            np.testing.assert_allclose(sparse, want_sparse, rtol=1e-12, atol=0)
-            np.testing.assert_allclose(smooth, want_smooth, rtol=1e-12, atol=0)
-            assert smooth_total == pytest.approx(smooth.sum(), rel=1e-12)
+            for part, want, total in zip(parts, ref.eq3_parts(h, d, *args), (None,) + totals):
+                np.testing.assert_allclose(part, want, rtol=1e-12, atol=0)
+                if total is not None:
+                    assert total == pytest.approx(part.sum(), rel=1e-12)
             n_checked += 1
-            n_sparse += np.sum(sparse == 0)
+            n_sparse += np.sum(parts[0] + parts[1] == 0)
     assert n_checked > 10 and n_sparse > 10  # the sparse part does skip topics
 
 

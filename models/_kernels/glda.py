@@ -18,8 +18,8 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .glda_sparse import (LINEAR_MAX, _rising, bit_set, build_word_bits, draw_group_topic,
-                          smooth_move, smooth_sums)
+from .glda_sparse import (LINEAR_MAX, ONE, _rising, bit_set, build_word_bits, doc_sums,
+                          draw_group_topic, smooth_move, smooth_sums, topic_move, trailing_zeros)
 from .rng import randint, uniform
 
 
@@ -39,16 +39,49 @@ def _log_rising(x, n):
 
 
 @njit(cache=True)
-def token_topic_weights(y, n_grp_k, topics, n_topics_present, n_kw, n_k, beta, vbeta, out):
-    """Eq. 2 summed over the groups of each topic: out[j] = n_groups(topic_j) (beta + n_kw[y,
-    topic_j]) / (beta V + n_k[topic_j]) for the doc's distinct group topics ``topics[:n]``, with
-    the token already removed from the counts. Returns the total."""
-    total = 0.0
-    for j in range(n_topics_present):
+def draw_token_topic(u01, y, n_grp_k, gbits, wbits, n_kw, inv1, topics, n_present, beta, s_d,
+                     tk, tw):
+    """Eq. 2 summed over the groups of each topic, drawn with u01 uniform in [0, 1): the weight
+    of a doc topic k is n_groups(k) (beta + n_kw[y, k]) inv1[k], inv1[k] = 1 / (V beta + n_k),
+    the token removed from the counts. It is drawn from its word part n_groups(k) n_kw[y, k]
+    inv1[k] over the doc's topics where y has a count (``gbits & wbits[y]``, increasing), else
+    from its smoothing part beta n_groups(k) inv1[k] (total beta ``s_d``) over the doc's topics
+    ``topics[:n_present]`` (increasing)."""
+    cnt, wsum = word_part(y, n_grp_k, gbits, wbits, n_kw, inv1, tk, tw)
+    u = u01 * (wsum + beta * s_d)
+    if u < wsum:
+        acc = 0.0
+        for j in range(cnt):
+            acc += tw[j]
+            if u < acc:
+                return tk[j]
+        return tk[cnt - 1]
+    u -= wsum
+    acc = 0.0
+    for j in range(n_present):
         k = topics[j]
-        out[j] = n_grp_k[k] * (beta + n_kw[y, k]) / (vbeta + n_k[k])
-        total += out[j]
-    return total
+        acc += beta * (n_grp_k[k] * inv1[k])
+        if u < acc:
+            return k
+    return topics[n_present - 1]
+
+
+@njit(cache=True)
+def word_part(y, n_grp_k, gbits, wbits, n_kw, inv1, tk, tw):
+    """The word part of eq. 2 (see :func:`draw_token_topic`): topics in ``tk``, parts in ``tw``.
+    Returns (number of topics, total)."""
+    cnt = 0
+    total = 0.0
+    for b in range(len(gbits)):
+        x = gbits[b] & wbits[y, b]
+        while x != 0:
+            k = (b << 6) + trailing_zeros(x)
+            x &= x - ONE
+            tk[cnt] = k
+            tw[cnt] = n_grp_k[k] * n_kw[y, k] * inv1[k]
+            total += tw[cnt]
+            cnt += 1
+    return cnt, total
 
 
 @njit(cache=True)
@@ -146,12 +179,12 @@ def _inc(n_kw, wbits, y, k):
 
 @njit(cache=True)
 def sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g, zg, n_kw, n_k, alpha,
-              beta, unit, resample_groups, rng, n_grp_k, m_dk, topics, wbuf, kbuf, cnt, gptr,
+              beta, unit, resample_groups, rng, n_grp_k, m_dk, topics, kbuf, cnt, gptr,
               members, words, offs, seen, sp):
     """One Gibbs pass over doc d: every token's group (eq. 2 + refinement) in position order,
     then every group's topic jointly with its tokens (eq. 3) in group order. ``sp`` holds the
     sparse step's state (word and doc topic bitsets, smoothing sums S, scratch)."""
-    wbits, dbits, S, inv_r, n_max, nk_before, dw, dc, tk, tw = sp
+    wbits, dbits, gbits, S, D, inv_r, inv1, n_max, nk_before, dw, dc, tk, tw, gsort, gstart = sp
     V = n_kw.shape[0]
     vbeta = V * beta
     lo, hi = doc_ptr[d], doc_ptr[d + 1]
@@ -167,34 +200,48 @@ def sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g, zg, n
             m_dk[zg[g0 + g[i]]] += 1
     n_present = 0
     if resample_groups:
+        s_d = 0.0  # sum over the doc's topics of n_groups(k) / (V beta + n_k), kept per token
+        n_fill = 0
         for k in range(len(n_k)):  # ascending topic order
             if n_grp_k[k] > 0:
                 topics[n_present] = k
                 nk_before[n_present] = n_k[k]
                 n_present += 1
+                inv1[k] = 1.0 / (vbeta + n_k[k])
+                s_d += n_grp_k[k] * inv1[k]
+                bit_set(gbits, k, True)
+                gstart[k] = n_fill  # the groups of topic k: gsort[gstart[k]:...], index order
+                n_fill += n_grp_k[k]
+        for h in range(G):
+            k = zg[g0 + h]
+            gsort[gstart[k]] = h
+            gstart[k] += 1
+        for h in range(G):
+            gstart[zg[g0 + h]] -= 1
         for i in range(lo, hi):
             y = term_ids[i]
             k_old = zg[g0 + g[i]]
             _dec(n_kw, wbits, y, k_old)
             n_k[k_old] -= 1
-            total = token_topic_weights(y, n_grp_k, topics, n_present, n_kw, n_k, beta, vbeta, wbuf)
-            k0 = topics[_pick(wbuf, n_present, uniform(rng) * total)]
-            # eq. 2 is uniform over the groups of topic k0: draw the r-th of them in index order
-            r = randint(rng, n_grp_k[k0])
-            h_drawn = 0
-            for h in range(G):
-                if zg[g0 + h] == k0:
-                    if r == 0:
-                        h_drawn = h
-                        break
-                    r -= 1
+            inv = 1.0 / (vbeta + n_k[k_old])
+            s_d += n_grp_k[k_old] * (inv - inv1[k_old])
+            inv1[k_old] = inv
+            k0 = draw_token_topic(uniform(rng), y, n_grp_k, gbits, wbits, n_kw, inv1, topics,
+                                  n_present, beta, s_d, tk, tw)
+            # eq. 2 is uniform over the groups of topic k0: the r-th of them in index order
+            h_drawn = gsort[gstart[k0] + randint(rng, n_grp_k[k0])]
             h_new = refine_group(i, h_drawn, k0, g, zg, g0, run_ptr, run_tok, tok_run, cnt)
             g[i] = h_new
             _inc(n_kw, wbits, y, k0)
             n_k[k0] += 1
+            inv = 1.0 / (vbeta + n_k[k0])
+            s_d += n_grp_k[k0] * (inv - inv1[k0])
+            inv1[k0] = inv
             if unit:
                 m_dk[k_old] -= 1
                 m_dk[k0] += 1
+        for j in range(n_present):
+            bit_set(gbits, topics[j], False)
     # eq. 2 moved tokens only among the doc's group topics: bring S up to date for them
     for j in range(n_present):
         k = topics[j]
@@ -218,6 +265,7 @@ def sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g, zg, n
         k = zg[g0 + h]
         if m_dk[k] > 0:
             bit_set(dbits, k, True)
+    doc_sums(dbits, m_dk, alpha, unit, inv_r, n_max, D)
     for h in range(G):
         n = gptr[h + 1] - gptr[h]
         k_old = zg[g0 + h]
@@ -236,14 +284,14 @@ def sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g, zg, n
         for j in range(n):
             seen[words[j]] = 0
         n_k[k_old] -= n
-        if n:
-            smooth_move(S, inv_r, n_max, k_old, alpha[k_old], unit, vbeta + n_k[k_old])
         n_grp_k[k_old] -= 1
         m_dk[k_old] -= n if unit else 1
+        topic_move(S, D, inv_r, n_max, k_old, alpha[k_old], unit, vbeta + n_k[k_old],
+                   m_dk[k_old] + (n if unit else 1), m_dk[k_old])
         bit_set(dbits, k_old, m_dk[k_old] > 0)
         if n <= LINEAR_MAX:
             k_new = draw_group_topic(uniform(rng), dw, dc, n_dw, n, m_dk, dbits, wbits, alpha,
-                                     unit, n_kw, inv_r, beta, S, tk, tw)
+                                     unit, n_kw, inv_r, beta, S, D, tk, tw)
         else:
             total = group_topic_weights(words, offs, n, m_dk, alpha, unit, n_kw, n_k, beta, vbeta,
                                         kbuf)
@@ -252,10 +300,10 @@ def sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g, zg, n
         for j in range(n):
             _inc(n_kw, wbits, words[j], k_new)
         n_k[k_new] += n
-        if n:
-            smooth_move(S, inv_r, n_max, k_new, alpha[k_new], unit, vbeta + n_k[k_new])
         n_grp_k[k_new] += 1
         m_dk[k_new] += n if unit else 1
+        topic_move(S, D, inv_r, n_max, k_new, alpha[k_new], unit, vbeta + n_k[k_new],
+                   m_dk[k_new] - (n if unit else 1), m_dk[k_new])
         bit_set(dbits, k_new, m_dk[k_new] > 0)
     # leave the scratch zeroed for the next doc
     for h in range(G):
@@ -282,7 +330,6 @@ def sweep_chains(doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g, zg, n
         n_grp_k = np.zeros(K, np.int64)
         m_dk = np.zeros(K, np.int64)
         topics = np.zeros(K, np.int64)
-        wbuf = np.zeros(K)
         kbuf = np.zeros(K)
         cnt = np.zeros(max_groups + 1, np.int64)
         gptr = np.zeros(max_groups + 1, np.int64)
@@ -295,13 +342,14 @@ def sweep_chains(doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g, zg, n
         S = np.zeros(LINEAR_MAX + 1)
         inv_r = np.zeros((K, LINEAR_MAX + 1))
         smooth_sums(alpha[c], unit, n_k[c], vbeta, n_max, S, inv_r)
-        sp = (wbits, np.zeros((K + 63) >> 6, np.uint64), S, inv_r, n_max, np.zeros(K, np.int64),
-              np.zeros(max_len, np.int64), np.zeros(max_len, np.int64), np.zeros(K, np.int64),
-              np.zeros(K))
+        sp = (wbits, np.zeros((K + 63) >> 6, np.uint64), np.zeros((K + 63) >> 6, np.uint64), S,
+              np.zeros(LINEAR_MAX + 1), inv_r, np.zeros(K), n_max, np.zeros(K, np.int64), np.zeros(max_len, np.int64),
+              np.zeros(max_len, np.int64), np.zeros(K, np.int64), np.zeros(K),
+              np.zeros(max_groups + 1, np.int64), np.zeros(K, np.int64))
         for d in range(len(doc_ptr) - 1):
             sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g[c], zg[c],
                       n_kw[c], n_k[c], alpha[c], beta, unit, resample_groups, rng[c], n_grp_k,
-                      m_dk, topics, wbuf, kbuf, cnt, gptr, members, words, offs, seen, sp)
+                      m_dk, topics, kbuf, cnt, gptr, members, words, offs, seen, sp)
 
 
 @njit(cache=True)
