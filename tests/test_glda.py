@@ -248,6 +248,35 @@ def test_smoothing_sums_follow_count_moves(unit):
                                      rel=1e-13)
 
 
+@pytest.mark.parametrize("unit", [0, 1])
+def test_doc_sums_follow_topic_moves(unit):
+    rng = np.random.default_rng(1)
+    K, vbeta, n_max = 70, 2.5, G_.LINEAR_MAX
+    alpha, n_k, m_dk = rng.uniform(0.05, 2.0, K), rng.integers(0, 40, K), rng.integers(0, 3, K)
+    S, D, inv_r = np.zeros(n_max + 1), np.zeros(n_max + 1), np.zeros((K, n_max + 1))
+    bits = np.zeros((1, 2), np.uint64)
+    GS.smooth_sums(alpha, unit, n_k, vbeta, n_max, S, inv_r)
+    GS.build_word_bits(m_dk[None, :], bits)
+    GS.doc_sums(bits[0], m_dk, alpha, unit, inv_r, n_max, D)
+    for _ in range(300):
+        k, step, dm = rng.integers(K), rng.integers(-3, 4), rng.integers(-1, 2)
+        if n_k[k] + step >= 0 and m_dk[k] + dm >= 0:
+            n_k[k] += step
+            m_dk[k] += dm
+            GS.topic_move(S, D, inv_r, n_max, k, alpha[k], unit, vbeta + n_k[k], m_dk[k] - dm, m_dk[k])
+    fresh_s, fresh_d, fresh_inv = np.zeros(n_max + 1), np.zeros(n_max + 1), np.zeros((K, n_max + 1))
+    GS.smooth_sums(alpha, unit, n_k, vbeta, n_max, fresh_s, fresh_inv)
+    GS.build_word_bits(m_dk[None, :], bits)
+    GS.doc_sums(bits[0], m_dk, alpha, unit, fresh_inv, n_max, fresh_d)
+    np.testing.assert_array_equal(inv_r, fresh_inv)
+    np.testing.assert_allclose(S, fresh_s, rtol=1e-12)
+    np.testing.assert_allclose(D, fresh_d, rtol=1e-12)
+    b = [(ref._rising(alpha[k] + m_dk[k], 3) - ref._rising(alpha[k], 3)) if unit else m_dk[k]
+         for k in range(K)]
+    assert fresh_d[3] == pytest.approx(sum(b[k] / ref._rising(vbeta + n_k[k], 3) for k in range(K)),
+                                       rel=1e-12)
+
+
 def test_refinement_matches_reference():
     corpus = long_group_corpus()
     m = prepared(GroupedLDA(n_topics=3, n_chains=1, n_iter=3, burn_in=2, sample_every=1, seed=4,
