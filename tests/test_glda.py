@@ -5,6 +5,7 @@ import pytest
 
 from models import LDA, corpus_from_docs, registry, synthetic_corpus
 from models._kernels import glda as G_
+from models._kernels import glda_sparse as GS
 from models.glda import GroupedLDA, doc_runs
 from models.lda import joint_log_lik
 from tests.helpers import assert_same_fit, resume_after_kill, save_and_load
@@ -94,13 +95,19 @@ def _eq2_kernel(m, corpus, c, i, d):
     n_k[k_i] -= 1
     n_grp = np.bincount(zg[g0:g0 + G], minlength=m.n_topics)
     topics = np.flatnonzero(n_grp)
-    w = np.zeros(m.n_topics)
-    total = G_.token_topic_weights(y, n_grp, topics, len(topics), n_kw, n_k, m.beta,
-                                   m.beta * corpus.n_terms, w)
-    per_topic = w[:len(topics)] / total
+    K, vbeta = m.n_topics, m.beta * corpus.n_terms
+    inv1 = 1.0 / (vbeta + n_k)
+    wbits, gbits = np.zeros((corpus.n_terms, (K + 63) // 64), np.uint64), np.zeros((K + 63) // 64, np.uint64)
+    GS.build_word_bits(n_kw, wbits)
+    GS.build_word_bits(n_grp[None, :], gbits[None, :])
+    tk, tw = np.zeros(K, np.int64), np.zeros(K)
+    cnt, wsum = G_.word_part(y, n_grp, gbits, wbits, n_kw, inv1, tk, tw)
+    assert np.all(np.diff(tk[:cnt]) > 0) and wsum == pytest.approx(tw[:cnt].sum(), rel=1e-14)
+    per_topic = m.beta * n_grp * inv1
+    per_topic[tk[:cnt]] += tw[:cnt]
+    per_topic /= per_topic[topics].sum()
     # spread a topic's mass uniformly over its groups, as the kernel's draw does
-    return np.array([per_topic[np.searchsorted(topics, zg[g0 + h])] / n_grp[zg[g0 + h]]
-                     for h in range(G)])
+    return np.array([per_topic[zg[g0 + h]] / n_grp[zg[g0 + h]] for h in range(G)])
 
 
 def _eq3_kernel(m, corpus, c, d, h):
@@ -153,6 +160,123 @@ def test_conditionals_match_reference(restricted, group_size, doc_counts):
     assert max(sizes) > G_.LINEAR_MAX and min(sizes) <= G_.LINEAR_MAX  # both paths were compared
 
 
+def _eq3_sparse_kernel(m, corpus, c, d, h):
+    """Kernel eq. 3 of a group of at most LINEAR_MAX tokens as its sparse sampler splits it:
+    (normalised conditional, sparse parts (K,), smoothing parts (K,), smoothing total A S_n)."""
+    lay, K = m._lay, m.n_topics
+    g0 = lay["grp_ptr"][d]
+    g, zg = m.g_[c], m.zg_[c]
+    lo, hi = corpus.doc_ptr[d], corpus.doc_ptr[d + 1]
+    words = corpus.term_ids[[i for i in range(lo, hi) if g[i] == h]].astype(np.int64)
+    dw, dc = np.unique(words, return_counts=True)
+    k_h, n = zg[g0 + h], len(words)
+    n_kw, n_k = m.n_kw_[c].copy(), m.n_k_[c].copy()
+    np.subtract.at(n_kw, (words, k_h), 1)
+    n_k[k_h] -= n
+    if m._unit():
+        m_dk = np.bincount(zg[g0 + g[lo:hi]], minlength=K)
+        m_dk[k_h] -= n
+    else:
+        m_dk = np.bincount(zg[g0:lay["grp_ptr"][d + 1]], minlength=K)
+        m_dk[k_h] -= 1
+    vbeta, alpha = m.beta * corpus.n_terms, m.alpha_[c]
+    tk, tw = np.zeros(K, np.int64), np.zeros(K)
+    wbits, dbits = np.zeros((corpus.n_terms, (K + 63) // 64), np.uint64), np.zeros((K + 63) // 64, np.uint64)
+    GS.build_word_bits(n_kw, wbits)
+    GS.build_word_bits(m_dk[None, :], dbits[None, :])
+    S, D, inv_r = np.zeros(G_.LINEAR_MAX + 1), np.zeros(G_.LINEAR_MAX + 1), np.zeros((K, G_.LINEAR_MAX + 1))
+    GS.smooth_sums(alpha, m._unit(), n_k, vbeta, n, S, inv_r)
+    GS.doc_sums(dbits, m_dk, alpha, m._unit(), inv_r, n, D)
+    cnt, total, A = GS.word_group_weights(dw, dc, len(dw), n, m_dk, dbits, wbits, alpha,
+                                          m._unit(), n_kw, inv_r, m.beta, tk, tw)
+    word = np.zeros(K)
+    word[tk[:cnt]] = tw[:cnt]
+    assert np.all(np.diff(tk[:cnt]) > 0) and total == pytest.approx(word.sum(), rel=1e-14)
+    assert np.all(n_kw[dw][:, tk[:cnt]].sum(0) > 0) and cnt == np.sum(n_kw[dw].sum(0) > 0)
+    smooth = np.array([GS.smooth_weight(k, n, A, alpha, m._unit(), inv_r) for k in range(K)])
+    doc = np.array([A * (m_dk[k] if not m._unit() == 1 else
+                         (ref._rising(alpha[k] + m_dk[k], n) - ref._rising(alpha[k], n)))
+                    * inv_r[k, n] for k in range(K)])
+    w = word + doc + smooth
+    return w / w.sum(), (word, doc, smooth), (A * D[n], A * S[n])
+
+
+@pytest.mark.parametrize("restricted,doc_counts,K", [(False, "groups", 7), (False, "tokens", 7),
+                                                     (True, "groups", 7), (False, "groups", 130)])
+def test_sparse_group_topic_step_matches_reference(restricted, doc_counts, K):
+    corpus = long_group_corpus()
+    m = prepared(GroupedLDA(n_topics=K, alpha=0.3, beta=0.05, n_chains=1, n_iter=3, burn_in=2,
+                            sample_every=1, seed=1, restricted=restricted, doc_counts=doc_counts,
+                            group_size=3.0), corpus, sweeps=2)
+    lay, c = m._lay, 0
+    args = (corpus.doc_ptr, corpus.term_ids, lay["grp_ptr"], m.g_[c], m.zg_[c], m.n_topics,
+            corpus.n_terms, m.alpha_[c], m.beta, restricted, doc_counts)
+    n_checked = n_sparse = 0
+    for d in range(corpus.n_docs):
+        for h in range(lay["grp_ptr"][d + 1] - lay["grp_ptr"][d]):
+            if np.sum(m.g_[c][corpus.doc_ptr[d]:corpus.doc_ptr[d + 1]] == h) > G_.LINEAR_MAX:
+                continue
+            got, parts, totals = _eq3_sparse_kernel(m, corpus, c, d, h)
+            np.testing.assert_allclose(got, ref.eq3_probs(h, d, *args), rtol=0, atol=1e-12)
+            for part, want, total in zip(parts, ref.eq3_parts(h, d, *args), (None,) + totals):
+                np.testing.assert_allclose(part, want, rtol=1e-12, atol=0)
+                if total is not None:
+                    assert total == pytest.approx(part.sum(), rel=1e-12)
+            n_checked += 1
+            n_sparse += np.sum(parts[0] + parts[1] == 0)
+    assert n_checked > 10 and n_sparse > 10  # the sparse part does skip topics
+
+
+@pytest.mark.parametrize("unit", [0, 1])
+def test_smoothing_sums_follow_count_moves(unit):
+    rng = np.random.default_rng(0)
+    alpha, vbeta, n_max = rng.uniform(0.05, 2.0, 6), 3.7, G_.LINEAR_MAX
+    n_k = rng.integers(0, 50, 6)
+    S, inv_r = np.zeros(n_max + 1), np.zeros((6, n_max + 1))
+    fresh, fresh_inv = np.zeros(n_max + 1), np.zeros((6, n_max + 1))
+    GS.smooth_sums(alpha, unit, n_k, vbeta, n_max, S, inv_r)
+    for _ in range(300):
+        k, step = rng.integers(6), rng.integers(-3, 4)
+        if n_k[k] + step >= 0:
+            n_k[k] += step
+            GS.smooth_move(S, inv_r, n_max, k, alpha[k], unit, vbeta + n_k[k])
+    GS.smooth_sums(alpha, unit, n_k, vbeta, n_max, fresh, fresh_inv)
+    np.testing.assert_array_equal(inv_r, fresh_inv)
+    np.testing.assert_allclose(S, fresh, rtol=1e-12)
+    a = [ref._rising(alpha[k], 5) if unit else alpha[k] for k in range(6)]
+    assert fresh[5] == pytest.approx(sum(a[k] / ref._rising(vbeta + n_k[k], 5) for k in range(6)),
+                                     rel=1e-13)
+
+
+@pytest.mark.parametrize("unit", [0, 1])
+def test_doc_sums_follow_topic_moves(unit):
+    rng = np.random.default_rng(1)
+    K, vbeta, n_max = 70, 2.5, G_.LINEAR_MAX
+    alpha, n_k, m_dk = rng.uniform(0.05, 2.0, K), rng.integers(0, 40, K), rng.integers(0, 3, K)
+    S, D, inv_r = np.zeros(n_max + 1), np.zeros(n_max + 1), np.zeros((K, n_max + 1))
+    bits = np.zeros((1, 2), np.uint64)
+    GS.smooth_sums(alpha, unit, n_k, vbeta, n_max, S, inv_r)
+    GS.build_word_bits(m_dk[None, :], bits)
+    GS.doc_sums(bits[0], m_dk, alpha, unit, inv_r, n_max, D)
+    for _ in range(300):
+        k, step, dm = rng.integers(K), rng.integers(-3, 4), rng.integers(-1, 2)
+        if n_k[k] + step >= 0 and m_dk[k] + dm >= 0:
+            n_k[k] += step
+            m_dk[k] += dm
+            GS.topic_move(S, D, inv_r, n_max, k, alpha[k], unit, vbeta + n_k[k], m_dk[k] - dm, m_dk[k])
+    fresh_s, fresh_d, fresh_inv = np.zeros(n_max + 1), np.zeros(n_max + 1), np.zeros((K, n_max + 1))
+    GS.smooth_sums(alpha, unit, n_k, vbeta, n_max, fresh_s, fresh_inv)
+    GS.build_word_bits(m_dk[None, :], bits)
+    GS.doc_sums(bits[0], m_dk, alpha, unit, fresh_inv, n_max, fresh_d)
+    np.testing.assert_array_equal(inv_r, fresh_inv)
+    np.testing.assert_allclose(S, fresh_s, rtol=1e-12)
+    np.testing.assert_allclose(D, fresh_d, rtol=1e-12)
+    b = [(ref._rising(alpha[k] + m_dk[k], 3) - ref._rising(alpha[k], 3)) if unit else m_dk[k]
+         for k in range(K)]
+    assert fresh_d[3] == pytest.approx(sum(b[k] / ref._rising(vbeta + n_k[k], 3) for k in range(K)),
+                                       rel=1e-12)
+
+
 def test_refinement_matches_reference():
     corpus = long_group_corpus()
     m = prepared(GroupedLDA(n_topics=3, n_chains=1, n_iter=3, burn_in=2, sample_every=1, seed=4,
@@ -174,11 +298,11 @@ def test_refinement_matches_reference():
     assert n_checked > 100 and n_moved > 10
 
 
-@pytest.mark.parametrize("restricted,doc_counts", [(False, "groups"), (False, "tokens"),
-                                                   (True, "groups")])
-def test_one_sweep_matches_reference_sampler(restricted, doc_counts):
+@pytest.mark.parametrize("restricted,doc_counts,K", [(False, "groups", 4), (False, "tokens", 4),
+                                                     (True, "groups", 4), (False, "groups", 70)])
+def test_one_sweep_matches_reference_sampler(restricted, doc_counts, K):
     corpus = long_group_corpus() if restricted else block_corpus(12)
-    m = prepared(GroupedLDA(n_topics=4, alpha=0.5, beta=0.1, n_chains=1, n_iter=3, burn_in=2,
+    m = prepared(GroupedLDA(n_topics=K, alpha=0.5, beta=0.1, n_chains=1, n_iter=3, burn_in=2,
                             sample_every=1, seed=6, restricted=restricted, doc_counts=doc_counts),
                  corpus, sweeps=1)
     lay = m._lay

@@ -9,25 +9,18 @@ State of one chain: ``g`` (group of every token, local to its doc), ``zg`` (topi
 theta draws groups, alpha + M_dk); 1, tokens through a rising factorial (restricted LDA: theta
 draws tokens, the groups are the fixed (doc, word) runs); 2, tokens in one factor, alpha + N_dk
 (eq. 3 read with LDA's token counts).
+
+The group-topic step of groups of at most LINEAR_MAX tokens is sparse: see
+:mod:`models._kernels.glda_sparse`.
 """
 import math
 
 import numpy as np
 from numba import njit, prange
 
+from .glda_sparse import (LINEAR_MAX, ONE, _rising, bit_set, build_word_bits, doc_sums,
+                          draw_group_topic, smooth_move, smooth_sums, topic_move, trailing_zeros)
 from .rng import randint, uniform
-
-# Products of at most this many factors stay in floating range for any int32 count (2^31)^16.
-LINEAR_MAX = 16
-
-
-@njit(cache=True, inline="always")
-def _rising(x, n):
-    """x (x + 1) ... (x + n - 1) as a product (n <= LINEAR_MAX)."""
-    p = 1.0
-    for j in range(n):
-        p *= x + j
-    return p
 
 
 @njit(cache=True)
@@ -46,16 +39,49 @@ def _log_rising(x, n):
 
 
 @njit(cache=True)
-def token_topic_weights(y, n_grp_k, topics, n_topics_present, n_kw, n_k, beta, vbeta, out):
-    """Eq. 2 summed over the groups of each topic: out[j] = n_groups(topic_j) (beta + n_kw[y,
-    topic_j]) / (beta V + n_k[topic_j]) for the doc's distinct group topics ``topics[:n]``, with
-    the token already removed from the counts. Returns the total."""
-    total = 0.0
-    for j in range(n_topics_present):
+def draw_token_topic(u01, y, n_grp_k, gbits, wbits, n_kw, inv1, topics, n_present, beta, s_d,
+                     tk, tw):
+    """Eq. 2 summed over the groups of each topic, drawn with u01 uniform in [0, 1): the weight
+    of a doc topic k is n_groups(k) (beta + n_kw[y, k]) inv1[k], inv1[k] = 1 / (V beta + n_k),
+    the token removed from the counts. It is drawn from its word part n_groups(k) n_kw[y, k]
+    inv1[k] over the doc's topics where y has a count (``gbits & wbits[y]``, increasing), else
+    from its smoothing part beta n_groups(k) inv1[k] (total beta ``s_d``) over the doc's topics
+    ``topics[:n_present]`` (increasing)."""
+    cnt, wsum = word_part(y, n_grp_k, gbits, wbits, n_kw, inv1, tk, tw)
+    u = u01 * (wsum + beta * s_d)
+    if u < wsum:
+        acc = 0.0
+        for j in range(cnt):
+            acc += tw[j]
+            if u < acc:
+                return tk[j]
+        return tk[cnt - 1]
+    u -= wsum
+    acc = 0.0
+    for j in range(n_present):
         k = topics[j]
-        out[j] = n_grp_k[k] * (beta + n_kw[y, k]) / (vbeta + n_k[k])
-        total += out[j]
-    return total
+        acc += beta * (n_grp_k[k] * inv1[k])
+        if u < acc:
+            return k
+    return topics[n_present - 1]
+
+
+@njit(cache=True)
+def word_part(y, n_grp_k, gbits, wbits, n_kw, inv1, tk, tw):
+    """The word part of eq. 2 (see :func:`draw_token_topic`): topics in ``tk``, parts in ``tw``.
+    Returns (number of topics, total)."""
+    cnt = 0
+    total = 0.0
+    for b in range(len(gbits)):
+        x = gbits[b] & wbits[y, b]
+        while x != 0:
+            k = (b << 6) + trailing_zeros(x)
+            x &= x - ONE
+            tk[cnt] = k
+            tw[cnt] = n_grp_k[k] * n_kw[y, k] * inv1[k]
+            total += tw[cnt]
+            cnt += 1
+    return cnt, total
 
 
 @njit(cache=True)
@@ -136,12 +162,29 @@ def _pick(w, n, u):
     return last
 
 
+@njit(cache=True, inline="always")
+def _dec(n_kw, wbits, y, k):
+    """n_kw[y, k] -= 1, keeping word y's topic bitset."""
+    n_kw[y, k] -= 1
+    if n_kw[y, k] == 0:
+        bit_set(wbits[y], k, False)
+
+
+@njit(cache=True, inline="always")
+def _inc(n_kw, wbits, y, k):
+    if n_kw[y, k] == 0:
+        bit_set(wbits[y], k, True)
+    n_kw[y, k] += 1
+
+
 @njit(cache=True)
 def sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g, zg, n_kw, n_k, alpha,
-              beta, unit, resample_groups, rng, n_grp_k, m_dk, topics, wbuf, kbuf, cnt, gptr,
-              members, words, offs, seen):
+              beta, unit, resample_groups, rng, n_grp_k, m_dk, topics, kbuf, cnt, gptr,
+              members, words, offs, seen, sp):
     """One Gibbs pass over doc d: every token's group (eq. 2 + refinement) in position order,
-    then every group's topic jointly with its tokens (eq. 3) in group order."""
+    then every group's topic jointly with its tokens (eq. 3) in group order. ``sp`` holds the
+    sparse step's state (word and doc topic bitsets, smoothing sums S, scratch)."""
+    wbits, dbits, gbits, S, D, inv_r, inv1, n_max, nk_before, dw, dc, tk, tw, gsort, gstart = sp
     V = n_kw.shape[0]
     vbeta = V * beta
     lo, hi = doc_ptr[d], doc_ptr[d + 1]
@@ -155,35 +198,55 @@ def sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g, zg, n
     if unit:
         for i in range(lo, hi):
             m_dk[zg[g0 + g[i]]] += 1
+    n_present = 0
     if resample_groups:
-        n_present = 0
+        s_d = 0.0  # sum over the doc's topics of n_groups(k) / (V beta + n_k), kept per token
+        n_fill = 0
         for k in range(len(n_k)):  # ascending topic order
             if n_grp_k[k] > 0:
                 topics[n_present] = k
+                nk_before[n_present] = n_k[k]
                 n_present += 1
+                inv1[k] = 1.0 / (vbeta + n_k[k])
+                s_d += n_grp_k[k] * inv1[k]
+                bit_set(gbits, k, True)
+                gstart[k] = n_fill  # the groups of topic k: gsort[gstart[k]:...], index order
+                n_fill += n_grp_k[k]
+        for h in range(G):
+            k = zg[g0 + h]
+            gsort[gstart[k]] = h
+            gstart[k] += 1
+        for h in range(G):
+            gstart[zg[g0 + h]] -= 1
         for i in range(lo, hi):
             y = term_ids[i]
             k_old = zg[g0 + g[i]]
-            n_kw[y, k_old] -= 1
+            _dec(n_kw, wbits, y, k_old)
             n_k[k_old] -= 1
-            total = token_topic_weights(y, n_grp_k, topics, n_present, n_kw, n_k, beta, vbeta, wbuf)
-            k0 = topics[_pick(wbuf, n_present, uniform(rng) * total)]
-            # eq. 2 is uniform over the groups of topic k0: draw the r-th of them in index order
-            r = randint(rng, n_grp_k[k0])
-            h_drawn = 0
-            for h in range(G):
-                if zg[g0 + h] == k0:
-                    if r == 0:
-                        h_drawn = h
-                        break
-                    r -= 1
+            inv = 1.0 / (vbeta + n_k[k_old])
+            s_d += n_grp_k[k_old] * (inv - inv1[k_old])
+            inv1[k_old] = inv
+            k0 = draw_token_topic(uniform(rng), y, n_grp_k, gbits, wbits, n_kw, inv1, topics,
+                                  n_present, beta, s_d, tk, tw)
+            # eq. 2 is uniform over the groups of topic k0: the r-th of them in index order
+            h_drawn = gsort[gstart[k0] + randint(rng, n_grp_k[k0])]
             h_new = refine_group(i, h_drawn, k0, g, zg, g0, run_ptr, run_tok, tok_run, cnt)
             g[i] = h_new
-            n_kw[y, k0] += 1
+            _inc(n_kw, wbits, y, k0)
             n_k[k0] += 1
+            inv = 1.0 / (vbeta + n_k[k0])
+            s_d += n_grp_k[k0] * (inv - inv1[k0])
+            inv1[k0] = inv
             if unit:
                 m_dk[k_old] -= 1
                 m_dk[k0] += 1
+        for j in range(n_present):
+            bit_set(gbits, topics[j], False)
+    # eq. 2 moved tokens only among the doc's group topics: bring S up to date for them
+    for j in range(n_present):
+        k = topics[j]
+        if n_k[k] != nk_before[j]:
+            smooth_move(S, inv_r, n_max, k, alpha[k], unit, vbeta + n_k[k])
     # members of every group (counting sort by group, position order within a group)
     for h in range(G + 1):
         gptr[h] = 0
@@ -199,32 +262,55 @@ def sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g, zg, n
         gptr[h + 1] = gptr[h]
     gptr[0] = 0
     for h in range(G):
+        k = zg[g0 + h]
+        if m_dk[k] > 0:
+            bit_set(dbits, k, True)
+    doc_sums(dbits, m_dk, alpha, unit, inv_r, n_max, D)
+    for h in range(G):
         n = gptr[h + 1] - gptr[h]
         k_old = zg[g0 + h]
+        n_dw = 0
         for j in range(n):
             y = term_ids[members[gptr[h] + j]]
             words[j] = y
             offs[j] = seen[y]
+            if seen[y] == 0:
+                dw[n_dw] = y
+                n_dw += 1
             seen[y] += 1
-            n_kw[y, k_old] -= 1
+            _dec(n_kw, wbits, y, k_old)
+        for j in range(n_dw):
+            dc[j] = seen[dw[j]]
         for j in range(n):
             seen[words[j]] = 0
         n_k[k_old] -= n
         n_grp_k[k_old] -= 1
         m_dk[k_old] -= n if unit else 1
-        total = group_topic_weights(words, offs, n, m_dk, alpha, unit, n_kw, n_k, beta, vbeta, kbuf)
-        k_new = _pick(kbuf, len(n_k), uniform(rng) * total)
+        topic_move(S, D, inv_r, n_max, k_old, alpha[k_old], unit, vbeta + n_k[k_old],
+                   m_dk[k_old] + (n if unit else 1), m_dk[k_old])
+        bit_set(dbits, k_old, m_dk[k_old] > 0)
+        if n <= LINEAR_MAX:
+            k_new = draw_group_topic(uniform(rng), dw, dc, n_dw, n, m_dk, dbits, wbits, alpha,
+                                     unit, n_kw, inv_r, beta, S, D, tk, tw)
+        else:
+            total = group_topic_weights(words, offs, n, m_dk, alpha, unit, n_kw, n_k, beta, vbeta,
+                                        kbuf)
+            k_new = _pick(kbuf, len(n_k), uniform(rng) * total)
         zg[g0 + h] = k_new
         for j in range(n):
-            n_kw[words[j], k_new] += 1
+            _inc(n_kw, wbits, words[j], k_new)
         n_k[k_new] += n
         n_grp_k[k_new] += 1
         m_dk[k_new] += n if unit else 1
+        topic_move(S, D, inv_r, n_max, k_new, alpha[k_new], unit, vbeta + n_k[k_new],
+                   m_dk[k_new] - (n if unit else 1), m_dk[k_new])
+        bit_set(dbits, k_new, m_dk[k_new] > 0)
     # leave the scratch zeroed for the next doc
     for h in range(G):
         k = zg[g0 + h]
         n_grp_k[k] = 0
         m_dk[k] = 0
+        bit_set(dbits, k, False)
     for i in range(lo, hi):
         m_dk[zg[g0 + g[i]]] = 0
 
@@ -233,14 +319,17 @@ def sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g, zg, n
 def sweep_chains(doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g, zg, n_kw, n_k, alpha,
                  beta, unit, resample_groups, rng, max_groups, max_len):
     """One sweep of every chain, chains in parallel (each sequential in doc order, on its own
-    rng stream), so the result never depends on the thread count."""
+    rng stream), so the result never depends on the thread count. The sparse step's bitsets and
+    smoothing sums are rebuilt from the counts at the start, so they are a function of the state
+    (a resumed chain rebuilds the same ones)."""
     C, K = n_k.shape
     V = n_kw.shape[1]
+    n_max = min(max_len, LINEAR_MAX)
+    vbeta = V * beta
     for c in prange(C):
         n_grp_k = np.zeros(K, np.int64)
         m_dk = np.zeros(K, np.int64)
         topics = np.zeros(K, np.int64)
-        wbuf = np.zeros(K)
         kbuf = np.zeros(K)
         cnt = np.zeros(max_groups + 1, np.int64)
         gptr = np.zeros(max_groups + 1, np.int64)
@@ -248,10 +337,19 @@ def sweep_chains(doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g, zg, n
         words = np.zeros(max_len, np.int64)
         offs = np.zeros(max_len, np.int64)
         seen = np.zeros(V, np.int64)
+        wbits = np.zeros((V, (K + 63) >> 6), np.uint64)
+        build_word_bits(n_kw[c], wbits)
+        S = np.zeros(LINEAR_MAX + 1)
+        inv_r = np.zeros((K, LINEAR_MAX + 1))
+        smooth_sums(alpha[c], unit, n_k[c], vbeta, n_max, S, inv_r)
+        sp = (wbits, np.zeros((K + 63) >> 6, np.uint64), np.zeros((K + 63) >> 6, np.uint64), S,
+              np.zeros(LINEAR_MAX + 1), inv_r, np.zeros(K), n_max, np.zeros(K, np.int64), np.zeros(max_len, np.int64),
+              np.zeros(max_len, np.int64), np.zeros(K, np.int64), np.zeros(K),
+              np.zeros(max_groups + 1, np.int64), np.zeros(K, np.int64))
         for d in range(len(doc_ptr) - 1):
             sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g[c], zg[c],
                       n_kw[c], n_k[c], alpha[c], beta, unit, resample_groups, rng[c], n_grp_k,
-                      m_dk, topics, wbuf, kbuf, cnt, gptr, members, words, offs, seen)
+                      m_dk, topics, kbuf, cnt, gptr, members, words, offs, seen, sp)
 
 
 @njit(cache=True)

@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from models._kernels.glda import LINEAR_MAX
 from models._kernels.rng import randint, uniform
 
 
@@ -58,6 +59,21 @@ def eq2_probs(i, d, doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms, beta):
     return np.array([x / s for x in p])
 
 
+def eq2_parts(i, d, doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms, beta):
+    """Eq. 2 summed over the groups of each of the doc's topics (increasing), token i removed,
+    split as the sparse sampler draws it: (word, smooth, topics) with word_k = G_k N_ky /
+    (bY + N_k) and smooth_k = beta G_k / (bY + N_k), G_k the doc's groups of topic k."""
+    n_kw, n_k, _, _ = counts(doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms)
+    y, k_i = term_ids[i], zg[grp_ptr[d] + g[i]]
+    n_kw[y, k_i] -= 1
+    n_k[k_i] -= 1
+    groups = [int(zg[h]) for h in range(grp_ptr[d], grp_ptr[d + 1])]
+    topics = sorted(set(groups))
+    word = [groups.count(k) * n_kw[y, k] / (beta * n_terms + n_k[k]) for k in topics]
+    smooth = [beta * groups.count(k) / (beta * n_terms + n_k[k]) for k in topics]
+    return word, smooth, topics
+
+
 def eq3_probs(h, d, doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms, alpha, beta,
               restricted=False, doc_counts="groups"):
     """p(z_{d,h} = k | rest) of eq. 3 with all tokens of group h removed, normalised: (K,).
@@ -95,6 +111,58 @@ def eq3_probs(h, d, doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms, alpha,
     return np.array([x / s for x in p])
 
 
+def _rising(x, n):
+    return math.prod(x + j for j in range(n))
+
+
+def eq3_parts(h, d, doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms, alpha, beta,
+              restricted=False, doc_counts="groups"):
+    """Eq. 3's unnormalised weights of group h (tokens removed) split as the sparse sampler
+    draws them: (word, doc, smooth), three lists over the topics whose sum is the weight
+    (a_k + b_k) prod_y rising(beta + N_ky, N_dhy) / rising(bY + N_k, n). With A the same
+    product at N_ky = 0 and R_k = rising(bY + N_k, n): word_k = (a_k + b_k)(prod - A) / R_k (zero
+    unless a word of the group has a count in k), doc_k = b_k A / R_k (zero unless the doc's
+    other groups hold k), smooth_k = a_k A / R_k. a_k = alpha_k, b_k = M_dk (groups) or N_dk
+    (doc_counts="tokens"); restricted LDA: a_k = rising(alpha_k, n), b_k = rising(alpha_k + N_dk,
+    n) - a_k."""
+    n_kw, n_k, n_dk, m_dk = counts(doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms)
+    k_h = zg[grp_ptr[d] + h]
+    members = [i for i in range(doc_ptr[d], doc_ptr[d + 1]) if g[i] == h]
+    n = len(members)
+    n_dhy = {}
+    for i in members:
+        n_dhy[term_ids[i]] = n_dhy.get(term_ids[i], 0) + 1
+        n_kw[term_ids[i], k_h] -= 1
+    n_k[k_h] -= n
+    n_dk[d, k_h] -= n
+    m_dk[d, k_h] -= 1
+    A = math.prod(_rising(beta, c) for c in n_dhy.values())
+    word, doc, smooth = [], [], []
+    for k in range(n_topics):
+        m = n_dk[d, k] if (restricted or doc_counts == "tokens") else m_dk[d, k]
+        a = _rising(alpha[k], n) if restricted else alpha[k]
+        b = 0.0 if m == 0 else (_rising(alpha[k] + m, n) - a if restricted else float(m))
+        prod = math.prod(_rising(beta + n_kw[y, k], c) for y, c in n_dhy.items())
+        r = _rising(beta * n_terms + n_k[k], n)
+        word.append((a + b) * (prod - A) / r)
+        doc.append(b * A / r)
+        smooth.append(a * A / r)
+    return word, doc, smooth
+
+
+def _draw_parts(*parts_and_u01):
+    """One uniform over the parts' totals; the topic within the part it falls in (each part's
+    topics in increasing order)."""
+    *parts, u01 = parts_and_u01
+    totals = [math.fsum(p) for p in parts]
+    u = u01 * sum(totals)
+    for p, t in zip(parts[:-1], totals):
+        if u < t:
+            return _first_above(p, u)
+        u -= t
+    return _first_above(parts[-1], u)
+
+
 def refine(i, h_drawn, k0, d, doc_ptr, term_ids, grp_ptr, g, zg):
     """Among the doc's groups of topic k0, the one with the most other instances of token i's
     term; the drawn group keeps the token on a tie with the maximum, else the lowest index."""
@@ -121,25 +189,29 @@ def _first_above(p, u):
 def sweep(doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms, alpha, beta, rng_state,
           restricted=False, doc_counts="groups"):
     """One sequential sweep in the fast sampler's order: per document, every token's group in
-    position order (eq. 2: the topic from the probabilities summed over its groups, then the
-    drawn group among that topic's groups uniformly, then the refinement), then every group's
-    topic in group order (eq. 3). Returns new (g, zg); advances rng_state."""
+    position order (eq. 2: the topic from the probabilities summed over its groups, split as
+    :func:`eq2_parts`, then the drawn group among that topic's groups uniformly, then the
+    refinement), then every group's
+    topic in group order (eq. 3: for groups of at most LINEAR_MAX tokens from its sparse part,
+    else its smoothing part, as :func:`eq3_parts`). Returns new (g, zg); advances rng_state."""
     g, zg = np.array(g, dtype=np.int64), np.array(zg, dtype=np.int64)
     for d in range(len(doc_ptr) - 1):
         g0, G = grp_ptr[d], grp_ptr[d + 1] - grp_ptr[d]
         if not restricted:
             for i in range(doc_ptr[d], doc_ptr[d + 1]):
-                p = eq2_probs(i, d, doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms, beta)
-                topics = sorted({int(zg[g0 + h]) for h in range(G)})
-                p_topic = [math.fsum(p[h] for h in range(G) if zg[g0 + h] == k) for k in topics]
-                k0 = topics[_first_above(p_topic, uniform(rng_state) * math.fsum(p_topic))]
+                word, smooth, topics = eq2_parts(i, d, doc_ptr, term_ids, grp_ptr, g, zg, n_topics,
+                                                 n_terms, beta)
+                k0 = topics[_draw_parts(word, smooth, uniform(rng_state))]
                 of_k0 = [h for h in range(G) if zg[g0 + h] == k0]
                 h_drawn = of_k0[randint(rng_state, len(of_k0))]
                 g[i] = refine(i, h_drawn, k0, d, doc_ptr, term_ids, grp_ptr, g, zg)
         for h in range(G):
-            p = eq3_probs(h, d, doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms, alpha,
-                          beta, restricted, doc_counts)
-            zg[g0 + h] = _first_above(p, uniform(rng_state))
+            args = (h, d, doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms, alpha, beta,
+                    restricted, doc_counts)
+            if np.sum(g[doc_ptr[d]:doc_ptr[d + 1]] == h) <= LINEAR_MAX:
+                zg[g0 + h] = _draw_parts(*eq3_parts(*args), uniform(rng_state))
+            else:  # long groups: the whole conditional, topics in increasing order
+                zg[g0 + h] = _first_above(eq3_probs(*args), uniform(rng_state))
     return g, zg
 
 

@@ -1,0 +1,222 @@
+"""The sparse group-topic step (eq. 3) of grouped LDA for groups of at most LINEAR_MAX tokens,
+after SparseLDA (Yao et al. 2009).
+
+With a_k = alpha_k (doc factor units 0, 2) or rising(alpha_k, n) (unit 1), b_k the document part
+of the doc factor (zero for a topic the document's other groups do not hold), P_k = prod over the
+group's tokens of (beta + n_kw + off), A the same product at n_kw = 0 and R_k = rising(V beta +
+n_k, n), eq. 3's weight (a_k + b_k) P_k / R_k splits exactly into
+
+* a smoothing part a_k A / R_k, whose total is A S_n with S_n = sum_k a_k / R_k kept for every
+  group size n <= LINEAR_MAX, as the table 1 / R_k (both recomputed at the start of a sweep,
+  updated whenever an n_k moves);
+* a doc part b_k A / R_k, zero unless the document's other groups hold k, whose total is A D_n
+  with D_n = sum_k b_k / R_k kept while the document is sampled;
+* a word part (a_k + b_k)(P_k - A) / R_k, zero unless a word of the group has a count in k:
+  those topics are the set bits of the OR of the words' bitsets (bit k of word y set iff
+  n_kw[y, k] > 0).
+
+A draw walks the word part in increasing topic order and falls into the doc part (the doc's
+topics in increasing order) or the smoothing part (all topics) only with their small
+probabilities (A is of the order of beta^n).
+"""
+import numpy as np
+from numba import njit
+from numba.cpython.unsafe.numbers import trailing_zeros  # LLVM cttz: index of the lowest set bit
+
+# Products of at most this many factors stay in floating range for any int32 count (2^31)^16.
+LINEAR_MAX = 16
+ONE = np.uint64(1)
+
+
+@njit(cache=True, inline="always")
+def _rising(x, n):
+    """x (x + 1) ... (x + n - 1) as a product (n <= LINEAR_MAX)."""
+    p = 1.0
+    for j in range(n):
+        p *= x + j
+    return p
+
+
+@njit(cache=True, inline="always")
+def bit_set(bits, k, on):
+    """Bit k of the bitset ``bits`` (uint64 words) set to ``on``."""
+    b, t = k >> 6, np.uint64(k & 63)
+    if on:
+        bits[b] |= ONE << t
+    else:
+        bits[b] &= ~(ONE << t)
+
+
+@njit(cache=True)
+def build_word_bits(n_kw, wbits):
+    """wbits[y] = the bitset of the topics k with n_kw[y, k] > 0."""
+    V, K = n_kw.shape
+    wbits[:] = 0
+    for y in range(V):
+        for k in range(K):
+            if n_kw[y, k] > 0:
+                wbits[y, k >> 6] |= ONE << np.uint64(k & 63)
+
+
+@njit(cache=True, inline="always")
+def _doc_coef(alpha_k, m, unit, n):
+    """(a_k, b_k) of the doc factor for a group of n tokens, m the doc's count of topic k."""
+    if unit == 1:
+        a = _rising(alpha_k, n)
+        return a, (_rising(alpha_k + m, n) - a if m > 0 else 0.0)
+    return alpha_k, float(m)
+
+
+@njit(cache=True)
+def smooth_sums(alpha, unit, n_k, vbeta, n_max, S, inv_r):
+    """inv_r[k, n] = 1 / rising(V beta + n_k, n) and S[n] = sum_k a_k(n) inv_r[k, n] for
+    n = 0..n_max."""
+    for n in range(n_max + 1):
+        S[n] = 0.0
+    for k in range(len(n_k)):
+        x = vbeta + n_k[k]
+        r = 1.0
+        a = 1.0 if unit == 1 else alpha[k]
+        for n in range(n_max + 1):
+            if n > 0:
+                r *= x + n - 1
+                if unit == 1:
+                    a *= alpha[k] + n - 1
+            inv_r[k, n] = 1.0 / r
+            S[n] += a * inv_r[k, n]
+
+
+@njit(cache=True)
+def topic_move(S, D, inv_r, n_max, k, alpha_k, unit, x_new, m_old, m_new):
+    """Topic k's V beta + n_k is now x_new and its doc count went from m_old to m_new: update
+    inv_r[k], the smoothing sums S and the doc sums D (D[n] = sum_k b_k(n) inv_r[k, n])."""
+    r = 1.0
+    a = 1.0 if unit == 1 else alpha_k
+    ao = 1.0
+    an = 1.0
+    for n in range(1, n_max + 1):
+        r *= x_new + n - 1
+        if unit == 1:
+            a *= alpha_k + n - 1
+            ao *= alpha_k + m_old + n - 1
+            an *= alpha_k + m_new + n - 1
+        inv = 1.0 / r
+        if unit == 1:
+            b_old = ao - a if m_old > 0 else 0.0
+            b_new = an - a if m_new > 0 else 0.0
+        else:
+            b_old, b_new = float(m_old), float(m_new)
+        S[n] += a * (inv - inv_r[k, n])
+        D[n] += b_new * inv - b_old * inv_r[k, n]
+        inv_r[k, n] = inv
+    D[0] += float(m_new - m_old) if unit != 1 else 0.0
+
+
+@njit(cache=True)
+def smooth_move(S, inv_r, n_max, k, alpha_k, unit, x_new):
+    """Update inv_r[k] and S for topic k whose V beta + n_k is now x_new (no doc sums)."""
+    r = 1.0
+    a = 1.0 if unit == 1 else alpha_k
+    for n in range(1, n_max + 1):
+        r *= x_new + n - 1
+        if unit == 1:
+            a *= alpha_k + n - 1
+        inv = 1.0 / r
+        S[n] += a * (inv - inv_r[k, n])
+        inv_r[k, n] = inv
+
+
+@njit(cache=True)
+def doc_sums(dbits, m_dk, alpha, unit, inv_r, n_max, D):
+    """D[n] = sum over the doc's topics (``dbits``) of b_k(n) inv_r[k, n], n = 0..n_max."""
+    for n in range(n_max + 1):
+        D[n] = 0.0
+    for blk in range(len(dbits)):
+        x = dbits[blk]
+        while x != 0:
+            k = (blk << 6) + trailing_zeros(x)
+            x &= x - ONE
+            for n in range(n_max + 1):
+                D[n] += _doc_coef(alpha[k], m_dk[k], unit, n)[1] * inv_r[k, n]
+
+
+@njit(cache=True)
+def word_group_weights(dw, dc, n_dw, n, m_dk, dbits, wbits, alpha, unit, n_kw, inv_r, beta,
+                       tk, tw):
+    """The word part of eq. 3 for a group of n <= LINEAR_MAX tokens (distinct words
+    ``dw[:n_dw]`` with counts ``dc``): (a_k + b_k)(P_k - A) / R_k over the topics where a word of
+    the group has a count, in ``tk`` (increasing), the parts in ``tw``. Returns (number of
+    topics, their total, A). A word's count in a topic is read only where its bit is set."""
+    A = 1.0
+    for j in range(n_dw):
+        A *= _rising(beta, dc[j])
+    cnt = 0
+    total = 0.0
+    for blk in range(len(dbits)):
+        wx = np.uint64(0)
+        for j in range(n_dw):
+            wx |= wbits[dw[j], blk]
+        while wx != 0:
+            t = trailing_zeros(wx)
+            wx &= wx - ONE
+            k = (blk << 6) + t
+            a, bk = _doc_coef(alpha[k], m_dk[k], unit, n)
+            p = 1.0
+            for j in range(n_dw):
+                if (wbits[dw[j], blk] >> np.uint64(t)) & ONE:
+                    p *= _rising(beta + n_kw[dw[j], k], dc[j])
+                else:
+                    p *= _rising(beta, dc[j])
+            tk[cnt] = k
+            tw[cnt] = (a + bk) * (p - A) * inv_r[k, n]
+            total += tw[cnt]
+            cnt += 1
+    return cnt, total, A
+
+
+@njit(cache=True)
+def smooth_weight(k, n, A, alpha, unit, inv_r):
+    """The smoothing part of eq. 3 for topic k: A a_k(n) / rising(V beta + n_k, n)."""
+    a = _rising(alpha[k], n) if unit == 1 else alpha[k]
+    return A * a * inv_r[k, n]
+
+
+@njit(cache=True)
+def draw_group_topic(u01, dw, dc, n_dw, n, m_dk, dbits, wbits, alpha, unit, n_kw, inv_r, beta,
+                     S, D, tk, tw):
+    """Eq. 3 drawn with u01 uniform in [0, 1): from the word part (increasing topic order), else
+    the doc part b_k A / R_k (total A D[n]; the doc's topics in increasing order), else the
+    smoothing part (total A S[n]; all topics in increasing order)."""
+    cnt, wsum, A = word_group_weights(dw, dc, n_dw, n, m_dk, dbits, wbits, alpha, unit, n_kw,
+                                      inv_r, beta, tk, tw)
+    u = u01 * (wsum + A * D[n] + A * S[n])
+    if u < wsum:
+        acc = 0.0
+        for j in range(cnt):
+            acc += tw[j]
+            if u < acc:
+                return tk[j]
+        return tk[cnt - 1]
+    u -= wsum
+    if u < A * D[n]:
+        acc = 0.0
+        last = -1
+        for blk in range(len(dbits)):
+            x = dbits[blk]
+            while x != 0:
+                k = (blk << 6) + trailing_zeros(x)
+                x &= x - ONE
+                acc += A * _doc_coef(alpha[k], m_dk[k], unit, n)[1] * inv_r[k, n]
+                last = k
+                if u < acc:
+                    return k
+        if last >= 0:
+            return last
+    u -= A * D[n]
+    acc = 0.0
+    K = len(alpha)
+    for k in range(K):
+        acc += smooth_weight(k, n, A, alpha, unit, inv_r)
+        if u < acc:
+            return k
+    return K - 1
