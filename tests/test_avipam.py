@@ -246,3 +246,15 @@ def test_prepared_corpus_file_round_trips_and_bad_files_are_refused(corpus_beta,
     np.testing.assert_array_equal(z["top20"][3], m.topic_words(3, top=20)[0])
     row = json.loads((tmp_path / "rows" / "rows.jsonl").read_text())
     assert row == {"model": "x", "npmi_doc": 0.5}
+
+
+def test_bench_schedules_tables_product_decoder_others_the_estimators():
+    from retrieval.bench.avipam import parse_args
+
+    a = parse_args(["tables"])
+    assert (a.decoder, a.lr, a.epochs) == ("product", 2e-3, 200)
+    for cmd in ("collapse", "map"):
+        a = parse_args([cmd])
+        assert (a.decoder, a.lr, a.epochs) == ("mixture", 1e-3, 100)
+    a = parse_args(["tables", "--decoder", "mixture", "--lr", "1e-3", "--epochs", "7"])
+    assert (a.decoder, a.lr, a.epochs) == ("mixture", 1e-3, 7)
