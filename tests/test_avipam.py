@@ -219,3 +219,42 @@ def test_product_decoder_document_model(corpus_beta, norm, tmp_path):
     np.testing.assert_allclose(m.p_w_d([5, 2]), p[:, [5, 2]], rtol=1e-12)
     m.save(tmp_path / "p.npz")
     np.testing.assert_array_equal(AVIPAM.load(tmp_path / "p.npz").p_w_d([1, 9]), m.p_w_d([1, 9]))
+
+
+def test_prepared_corpus_file_round_trips_and_bad_files_are_refused(corpus_beta, tmp_path):
+    """The bench's --corpus-npz file gives back the same tokens, vocabulary and fingerprint
+    (so models trained from it are tied to the same corpus) and a rows file of saved topics."""
+    import json
+    from types import SimpleNamespace
+
+    from retrieval.bench.avipam import load_corpus_npz, save_corpus_npz, save_row
+
+    corpus = corpus_beta[0]
+    vocab = [f"w{i}" for i in range(corpus.n_terms)]
+    save_corpus_npz(corpus, vocab, tmp_path / "sub" / "c.npz")
+    back, vocab2 = load_corpus_npz(tmp_path / "sub" / "c.npz")
+    np.testing.assert_array_equal(back.term_ids, corpus.term_ids)
+    np.testing.assert_array_equal(back.doc_ptr, corpus.doc_ptr)
+    assert vocab2 == vocab and back.fingerprint == corpus.fingerprint
+    np.savez(tmp_path / "bad.npz", doc_ptr=corpus.doc_ptr)
+    with pytest.raises(ValueError, match="not a prepared corpus"):
+        load_corpus_npz(tmp_path / "bad.npz")
+    m = AVIPAM(epochs=2, **KW).fit(corpus)
+    save_row(tmp_path / "rows", "aviPAM 4pam:2,6", m, dict(model="x", npmi_doc=np.float64(0.5)))
+    z = np.load(tmp_path / "rows" / "aviPAM_4pam_2_6.npz")
+    assert z["top20"].shape == (6, 20) and z["topic_word"].shape == (6, corpus.n_terms)
+    np.testing.assert_array_equal(z["top20"][3], m.topic_words(3, top=20)[0])
+    row = json.loads((tmp_path / "rows" / "rows.jsonl").read_text())
+    assert row == {"model": "x", "npmi_doc": 0.5}
+
+
+def test_bench_schedules_tables_product_decoder_others_the_estimators():
+    from retrieval.bench.avipam import parse_args
+
+    a = parse_args(["tables"])
+    assert (a.decoder, a.lr, a.epochs) == ("product", 2e-3, 200)
+    for cmd in ("collapse", "map"):
+        a = parse_args([cmd])
+        assert (a.decoder, a.lr, a.epochs) == ("mixture", 1e-3, 100)
+    a = parse_args(["tables", "--decoder", "mixture", "--lr", "1e-3", "--epochs", "7"])
+    assert (a.decoder, a.lr, a.epochs) == ("mixture", 1e-3, 7)
