@@ -54,8 +54,8 @@ SLOW = {"bench", "comp5", "heldout", "regressions"}
 MODULES = ("retrieval.bench.", "retrieval.experiments.")
 NOT_RUN = {("make", "test"), ("make", "install"), ("pip", "install")}
 SHORT_TRAIN = {"--chains": "1", "--iterations": "3", "--burn-in": "2", "--sample-every": "1"}
-SHORT_SIZE = {"lda": {"--topics": "10"}, "tcm": {"--topics": "10"}, "pam": {"--super": "2", "--sub": "8"}}
-MODEL_PATH = re.compile(r"indexes/([\w.+-]+)/models/(\w+)-[\w.+-]*\.npz")
+SHORT_SIZE = {"pam": {"--super": "2", "--sub": "8"}}  # every other kind: 10 topics
+MODEL_PATH = re.compile(r"indexes/([\w.+-]+)/models/(tree-lda|\w+)-[\w.+-]*\.npz")
 
 
 @dataclass(frozen=True)
@@ -159,7 +159,7 @@ def rewrite(argv: list[str], data: Path) -> list[str] | None:
     if command == "train":
         if "--ray" in argv and argv.index("--ray") + 1 < len(argv) and not argv[argv.index("--ray") + 1].startswith("-"):
             del argv[argv.index("--ray") + 1]
-        for flag, value in {**SHORT_SIZE.get(argv[1], {}), **SHORT_TRAIN}.items():
+        for flag, value in {**SHORT_SIZE.get(argv[1], {"--topics": "10"}), **SHORT_TRAIN}.items():
             argv = _set(argv, flag, value)
     elif command == "smoothing":
         for flag, value in {"--k": "10", "--collections": SMALL, **SHORT_TRAIN}.items():

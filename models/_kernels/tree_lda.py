@@ -66,7 +66,7 @@ def move_token(w, d, k, p, sign, path_edges, path_len, parent, beta_sum, n_e, n_
         inv[i, k] = 1.0 / (beta_sum[i] + n_i[i, k])
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def naive_sweep(doc_ptr, term_ids, z, zp, ptr, path_edges, path_len, parent, beta, beta_sum, n_e,
                 n_i, n_dk, inv, alpha, rng):
     """NAIVE: every (topic, path) of the word enumerated, eq. 1 as written."""
@@ -91,33 +91,29 @@ def naive_sweep(doc_ptr, term_ids, z, zp, ptr, path_edges, path_len, parent, bet
                        n_dk, inv)
 
 
-@njit(cache=True)
+# The sparse samplers' flags (refined bucket, sorted doc list, sorted word lists) per variant.
+_FLAGS = {FAST: (False, False, False), FAST_RB: (True, False, False),
+          FAST_RB_SD: (True, True, False), FAST_RB_SW: (True, False, True),
+          FAST_RB_SDW: (True, True, True)}
+
+
 def sweep(variant, doc_ptr, term_ids, z, zp, ptr, path_edges, path_len, parent, beta, beta_sum,
           path_prior, s_bound, n_e, n_i, n_dk, inv, alpha, rng):
     """One sequential sweep in document order: every token's (topic z, path zp) redrawn by
     sampler ``variant`` (one of NAIVE .. FAST_RB_SDW); counts and ``inv`` kept in place.
-    ``s_bound``: s'_w of eq. 6 (:func:`path_bound`), used by the FAST-RB variants."""
+    ``s_bound``: s'_w of eq. 6 (:func:`path_bound`), used by the FAST-RB variants.
+    A Python dispatcher: the sparse kernel is specialised on its flags (``literally``), which
+    numba resolves when called from Python and fails to type when called from jitted code.
+    Both kernels release the GIL, so chains can sweep on threads."""
     if variant == NAIVE:
         naive_sweep(doc_ptr, term_ids, z, zp, ptr, path_edges, path_len, parent, beta, beta_sum,
                     n_e, n_i, n_dk, inv, alpha, rng)
-    elif variant == FAST:
-        sparse_sweep(False, False, False, doc_ptr, term_ids, z, zp, ptr, path_edges, path_len,
-                     parent, beta, beta_sum, path_prior, s_bound, n_e, n_i, n_dk, inv, alpha, rng)
-    elif variant == FAST_RB:
-        sparse_sweep(True, False, False, doc_ptr, term_ids, z, zp, ptr, path_edges, path_len,
-                     parent, beta, beta_sum, path_prior, s_bound, n_e, n_i, n_dk, inv, alpha, rng)
-    elif variant == FAST_RB_SD:
-        sparse_sweep(True, True, False, doc_ptr, term_ids, z, zp, ptr, path_edges, path_len,
-                     parent, beta, beta_sum, path_prior, s_bound, n_e, n_i, n_dk, inv, alpha, rng)
-    elif variant == FAST_RB_SW:
-        sparse_sweep(True, False, True, doc_ptr, term_ids, z, zp, ptr, path_edges, path_len,
-                     parent, beta, beta_sum, path_prior, s_bound, n_e, n_i, n_dk, inv, alpha, rng)
-    elif variant == FAST_RB_SDW:
-        sparse_sweep(True, True, True, doc_ptr, term_ids, z, zp, ptr, path_edges, path_len,
-                     parent, beta, beta_sum, path_prior, s_bound, n_e, n_i, n_dk, inv, alpha, rng)
+    elif variant in _FLAGS:
+        rb, sd, sw = _FLAGS[variant]
+        sparse_sweep(rb, sd, sw, doc_ptr, term_ids, z, zp, ptr, path_edges, path_len, parent,
+                     beta, beta_sum, path_prior, s_bound, n_e, n_i, n_dk, inv, alpha, rng)
     else:
-        raise ValueError("unknown sampler variant")
-    return path_edges.shape[0]
+        raise ValueError(f"unknown sampler variant {variant!r}")
 
 
 def path_bound(tree, alpha):

@@ -302,7 +302,7 @@ def _kth_path(tot, n, t):
     return t
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def resample(t, d, w, z, zp, rb, sd, sw, ptr, path_edges, path_len, parent, beta, beta_sum,
              path_prior, s_bound, n_e, n_i, n_dk, inv, root, alpha, etop, ecnt, enz, dtop, dcnt,
              dnz, coef, acc, down_bound, stp, rtp, qtp, qv, qe, rng):
@@ -363,7 +363,7 @@ def down_bounds(path_edges, path_len, parent, beta_sum):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def sparse_sweep(rb, sd, sw, doc_ptr, term_ids, z, zp, ptr, path_edges, path_len, parent, beta,
                  beta_sum, path_prior, s_bound, n_e, n_i, n_dk, inv, alpha, rng):
     """One sequential document-order sweep with the FAST buckets (lists built from the counts at
