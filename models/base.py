@@ -93,6 +93,16 @@ class TopicModel(abc.ABC):
             raise ValueError(f"{name} must be a finite number > {minimum_exclusive:g}"
                              f"{' or None' if allow_none else ''}, got {v!r}")
 
+    def _check_bool(self, name):
+        v = getattr(self, name)
+        if not isinstance(v, (bool, np.bool_)):
+            raise ValueError(f"{name} must be True or False, got {v!r}")
+
+    def _check_uint16(self, name):
+        """Topic ids are stored as uint16."""
+        if getattr(self, name) > 65535:
+            raise ValueError(f"{name} must be <= 65535, got {getattr(self, name)!r}")
+
     def _check_choice(self, name, choices):
         v = getattr(self, name)
         if v not in choices:

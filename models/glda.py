@@ -116,14 +116,12 @@ class GroupedLDA(LDA):
 
     def _check_params(self, corpus):
         self._check_shared_params("n_topics")
-        if self.n_topics > 65535:
-            raise ValueError(f"n_topics must be <= 65535, got {self.n_topics!r}")
+        self._check_uint16("n_topics")
         self._pos_float("alpha", allow_none=True)
         self._pos_float("beta")
         self._pos_float("group_size")
         self._check_choice("doc_counts", ("groups", "tokens"))
-        if not isinstance(self.restricted, (bool, np.bool_)):
-            raise ValueError(f"restricted must be True or False, got {self.restricted!r}")
+        self._check_bool("restricted")
         TopicModel._check_corpus(self, corpus)
 
     # the shared int parameters of every sampler include n_shards: gLDA has one shard per chain

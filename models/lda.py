@@ -159,8 +159,7 @@ class LDA(SweepOrderModel):
 
     def _check_params(self, corpus):
         self._check_shared_params("n_topics", "sparse_init_every", "optimize_every")
-        if self.n_topics > 65535:
-            raise ValueError(f"n_topics must be <= 65535, got {self.n_topics!r}")
+        self._check_uint16("n_topics")
         if self.alpha is not None and not (float(self.alpha) > 0):
             raise ValueError(f"alpha must be > 0 or None (50 / n_topics), got {self.alpha!r}")
         if not float(self.beta) > 0:

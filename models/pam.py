@@ -183,8 +183,7 @@ class PAM(PAMDocumentModel, SweepOrderModel):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float, np.floating, np.integer)) or not v > 0:
                 raise ValueError(f"{name} must be a number > 0, got {v!r}")
-        if not isinstance(self.learn_alpha, (bool, np.bool_)):
-            raise ValueError(f"learn_alpha must be True or False, got {self.learn_alpha!r}")
+        self._check_bool("learn_alpha")
         self._check_choice("init", INITS)
         self._check_choice("sampler", SAMPLERS)
         if not (0 < float(self.prune_mass) <= 1):

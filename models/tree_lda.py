@@ -117,13 +117,11 @@ class TreeLDA(GibbsModel):
 
     def _check_params(self, corpus):
         self._check_shared_params("n_topics")
-        if self.n_topics > 65535:
-            raise ValueError(f"n_topics must be <= 65535, got {self.n_topics!r}")
+        self._check_uint16("n_topics")
         self._pos_float("alpha", allow_none=True)
         self._pos_float("beta_root")
         self._pos_float("beta_synset")
-        if not isinstance(self.merge, (bool, np.bool_)):
-            raise ValueError(f"merge must be True or False, got {self.merge!r}")
+        self._check_bool("merge")
         self._check_choice("sampler", T.SAMPLERS)
         if self.wordnet is not None and not isinstance(self.wordnet, str):
             raise ValueError(f"wordnet must be a directory name or None, got {self.wordnet!r}")
