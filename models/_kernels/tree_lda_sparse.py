@@ -307,7 +307,7 @@ def _kth_path(tot, n, t):
     return t
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def resample(t0, t1, d, term_ids, z, zp, rb, sd, sw, ptr, path_edges, path_len, parent, beta,
              beta_sum, path_prior, s_bound, n_e, n_i, n_dk, inv, root, alpha, etop, ecnt, epos,
              enz, dtop, dcnt, dpos, dnz, coef, acc, down_bound, stp, rtp, qtp, qv, qe, rng):
@@ -317,6 +317,8 @@ def resample(t0, t1, d, term_ids, z, zp, rb, sd, sw, ptr, path_edges, path_len, 
     One loop body for both changes: the kernel runs measurably faster than with two inlined
     copies. A call per document, not per token: a call passes some 25 arrays, whose reference
     counts (atomic increments and decrements) cost more than a token's whole update did.
+    numpy's error model: no zero-division checks (every divisor is a positive prior sum or
+    path prior); the checks' raising branches made a sweep some 20% slower.
     Returns the document list's new length."""
     for t in range(t0, t1):
         w = term_ids[t]
