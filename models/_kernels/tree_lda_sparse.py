@@ -17,9 +17,9 @@ Why each piece:
 Lists: ``top[row, :nz]`` holds the topics with a positive count and ``lc[row, :nz]`` their counts
 (a copy in list order, so a bucket reads one or two cache lines instead of gathering from the
 (nodes, K) count matrix); ``pos[row, k]`` is k's index in the list (-1 when absent), so a count
-change finds its topic in one load (the linear scans it replaced were the single hottest loop
-of a sweep). In sorted mode counts are non-increasing along the list; a
-+-1 change moves a topic only across its block of equal counts, found by bisection: one swap.
+change finds its topic in one load instead of a scan. In sorted mode counts are non-increasing
+along the list; a +-1 change moves a topic only across its block of equal counts, found by
+bisection: one swap.
 """
 import numpy as np
 from numba import literally, njit
