@@ -44,10 +44,11 @@ class Sparse:
         n = tree.n_nodes
         self.root = TS.root_of(tree.parent)
         self.etop, self.ecnt = np.empty((n, K), np.int32), np.empty((n, K), np.int32)
-        self.enz = np.zeros(n, np.int64)
-        TS.edge_lists(n_e, tree.parent, self.root, sw, self.etop, self.ecnt, self.enz)
+        self.epos, self.enz = np.empty((n, K), np.int32), np.zeros(n, np.int64)
+        TS.edge_lists(n_e, tree.parent, self.root, sw, self.etop, self.ecnt, self.epos, self.enz)
         self.dtop, self.dcnt = np.empty((1, K), np.int32), np.empty((1, K), np.int32)
-        self.dnz = TS.topic_list(n_dk, d, sd, self.dtop, self.dcnt, 0)
+        self.dpos = np.empty((1, K), np.int32)
+        self.dnz = TS.topic_list(n_dk, d, sd, self.dtop, self.dcnt, self.dpos, 0)
         self.coef, self.acc = np.empty(K), np.zeros(2)
         TS.doc_sums(d, n_dk, inv, self.root, alpha, self.dtop, self.dnz, self.coef, self.acc)
         self.down = TS.down_bounds(tree.path_edges, tree.path_len, tree.parent, tree.beta_sum)
@@ -137,18 +138,23 @@ def test_topic_lists_stay_the_nonzero_topics_with_their_counts(sort):
     cnt = np.zeros((2, Kl), np.int32)
     cnt[1] = rng.integers(0, 4, Kl)
     top, lc = np.empty((3, Kl), np.int32), np.empty((3, Kl), np.int32)
-    nz = TS.topic_list(cnt, 1, sort, top, lc, 2)
+    pos = np.full((3, Kl), 7, np.int32)
+    nz = TS.topic_list(cnt, 1, sort, top, lc, pos, 2)
     for _ in range(3000):
         k = rng.integers(Kl)
         if cnt[1, k] > 0 and rng.random() < 0.5:
             cnt[1, k] -= 1
-            nz = TS.list_dec(top, lc, 2, nz, k, sort)
+            nz = TS.list_dec(top, lc, pos, 2, nz, k, sort)
         else:
             cnt[1, k] += 1
-            nz = TS.list_inc(top, lc, 2, nz, k, sort)
+            nz = TS.list_inc(top, lc, pos, 2, nz, k, sort)
         lst = top[2, :nz]
         assert sorted(lst) == list(np.flatnonzero(cnt[1]))
         assert (lc[2, :nz] == cnt[1, lst]).all()
+        # the position index: k's place in the list, -1 for every topic not in it
+        want = np.full(Kl, -1)
+        want[lst] = np.arange(nz)
+        np.testing.assert_array_equal(pos[2], want)
         if sort:
             assert (np.diff(lc[2, :nz]) <= 0).all()
 
@@ -187,10 +193,11 @@ def test_resample_keeps_lists_and_caches_equal_to_fresh_ones(rb, sd, sw):
         sp = Sparse(tree, n_e, n_dk, inv, alpha, d, sd, sw)
         dnz = sp.dnz
         for t in list(range(doc_ptr[d], doc_ptr[d + 1])) * 3:
-            dnz = TS.resample(t, d, term_ids[t], z, zp, rb, sd, sw, *args(tree), tree.beta,
+            dnz = TS.resample(t, t + 1, d, term_ids, z, zp, rb, sd, sw, *args(tree), tree.beta,
                               tree.beta_sum, tree.path_prior(), bound, n_e, n_i, n_dk, inv, sp.root,
-                              alpha, sp.etop, sp.ecnt, sp.enz, sp.dtop, sp.dcnt, dnz, sp.coef,
-                              sp.acc, sp.down, sp.stp, sp.rtp, sp.qtp, sp.qv, sp.qe, rng)
+                              alpha, sp.etop, sp.ecnt, sp.epos, sp.enz, sp.dtop, sp.dcnt, sp.dpos,
+                              dnz, sp.coef, sp.acc, sp.down, sp.stp, sp.rtp, sp.qtp, sp.qv, sp.qe,
+                              rng)
             fresh = Sparse(tree, n_e, n_dk, inv, alpha, d, sd, sw)
             assert dnz == fresh.dnz and sorted(sp.dtop[0, :dnz]) == sorted(fresh.dtop[0, :dnz])
             assert (sp.dcnt[0, :dnz] == n_dk[d, sp.dtop[0, :dnz]]).all()
@@ -204,6 +211,11 @@ def test_resample_keeps_lists_and_caches_equal_to_fresh_ones(rb, sd, sw):
                     assert (np.diff(n_e[j, got]) <= 0).all()
             if sd:
                 assert (np.diff(n_dk[d, sp.dtop[0, :dnz]]) <= 0).all()
+            for top, pos, nz in [(sp.dtop[0], sp.dpos[0], dnz)] + [
+                    (sp.etop[j], sp.epos[j], sp.enz[j]) for j in np.flatnonzero(tree.parent == sp.root)]:
+                want = np.full(K, -1)
+                want[top[:nz]] = np.arange(nz)
+                np.testing.assert_array_equal(pos, want)
     assert (z != z0).any()
     for got, want in zip((n_e, n_i, n_dk), ref.counts(tree, doc_ptr, term_ids, z, zp, K)):
         np.testing.assert_array_equal(got, want)
