@@ -19,7 +19,8 @@ import numpy as np
 from numba import njit, prange
 
 from .glda_sparse import (LINEAR_MAX, ONE, _rising, bit_set, build_word_bits, doc_sums,
-                          draw_group_topic, smooth_move, smooth_sums, topic_move, trailing_zeros)
+                          draw_group_topic, pick_listed, smooth_move, smooth_sums, topic_move,
+                          trailing_zeros)
 from .rng import randint, uniform
 
 
@@ -50,12 +51,7 @@ def draw_token_topic(u01, y, n_grp_k, gbits, wbits, n_kw, inv1, topics, n_presen
     cnt, wsum = word_part(y, n_grp_k, gbits, wbits, n_kw, inv1, tk, tw)
     u = u01 * (wsum + beta * s_d)
     if u < wsum:
-        acc = 0.0
-        for j in range(cnt):
-            acc += tw[j]
-            if u < acc:
-                return tk[j]
-        return tk[cnt - 1]
+        return pick_listed(u, tk, tw, cnt)
     u -= wsum
     acc = 0.0
     for j in range(n_present):

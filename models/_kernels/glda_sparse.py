@@ -182,6 +182,18 @@ def smooth_weight(k, n, A, alpha, unit, inv_r):
 
 
 @njit(cache=True)
+def pick_listed(u, tk, tw, cnt):
+    """The topic tk[j] where the running sum of tw[:cnt] passes u (u < that sum; the last one
+    on rounding)."""
+    acc = 0.0
+    for j in range(cnt):
+        acc += tw[j]
+        if u < acc:
+            return tk[j]
+    return tk[cnt - 1]
+
+
+@njit(cache=True)
 def draw_group_topic(u01, dw, dc, n_dw, n, m_dk, dbits, wbits, alpha, unit, n_kw, inv_r, beta,
                      S, D, tk, tw):
     """Eq. 3 drawn with u01 uniform in [0, 1): from the word part (increasing topic order), else
@@ -191,12 +203,7 @@ def draw_group_topic(u01, dw, dc, n_dw, n, m_dk, dbits, wbits, alpha, unit, n_kw
                                       inv_r, beta, tk, tw)
     u = u01 * (wsum + A * D[n] + A * S[n])
     if u < wsum:
-        acc = 0.0
-        for j in range(cnt):
-            acc += tw[j]
-            if u < acc:
-                return tk[j]
-        return tk[cnt - 1]
+        return pick_listed(u, tk, tw, cnt)
     u -= wsum
     if u < A * D[n]:
         acc = 0.0

@@ -74,15 +74,8 @@ def eq2_parts(i, d, doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms, beta):
     return word, smooth, topics
 
 
-def eq3_probs(h, d, doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms, alpha, beta,
-              restricted=False, doc_counts="groups"):
-    """p(z_{d,h} = k | rest) of eq. 3 with all tokens of group h removed, normalised: (K,).
-
-    (alpha + M_dk^{-h}) * Gamma(bY + N_k) / Gamma(bY + N_k + N_dh)
-        * prod_y Gamma(b + N_ky + N_dhy) / Gamma(b + N_ky),
-    M_dk counting groups (theta draws groups); restricted LDA: Gamma(alpha + N_dk + N_dh) /
-    Gamma(alpha + N_dk) over token counts instead of the first factor; ``doc_counts="tokens"``:
-    alpha + N_dk^{-h} (token counts) in the first factor."""
+def _without_group(h, d, doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms):
+    """The counts with group h of document d removed, its size n and word counts N_dhy."""
     n_kw, n_k, n_dk, m_dk = counts(doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms)
     k_h = zg[grp_ptr[d] + h]
     members = [i for i in range(doc_ptr[d], doc_ptr[d + 1]) if g[i] == h]
@@ -94,6 +87,20 @@ def eq3_probs(h, d, doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms, alpha,
     n_k[k_h] -= n
     n_dk[d, k_h] -= n
     m_dk[d, k_h] -= 1
+    return n_kw, n_k, n_dk, m_dk, n, n_dhy
+
+
+def eq3_probs(h, d, doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms, alpha, beta,
+              restricted=False, doc_counts="groups"):
+    """p(z_{d,h} = k | rest) of eq. 3 with all tokens of group h removed, normalised: (K,).
+
+    (alpha + M_dk^{-h}) * Gamma(bY + N_k) / Gamma(bY + N_k + N_dh)
+        * prod_y Gamma(b + N_ky + N_dhy) / Gamma(b + N_ky),
+    M_dk counting groups (theta draws groups); restricted LDA: Gamma(alpha + N_dk + N_dh) /
+    Gamma(alpha + N_dk) over token counts instead of the first factor; ``doc_counts="tokens"``:
+    alpha + N_dk^{-h} (token counts) in the first factor."""
+    n_kw, n_k, n_dk, m_dk, n, n_dhy = _without_group(h, d, doc_ptr, term_ids, grp_ptr, g, zg,
+                                                      n_topics, n_terms)
     logs = []
     for k in range(n_topics):
         if restricted:
@@ -125,17 +132,8 @@ def eq3_parts(h, d, doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms, alpha,
     other groups hold k), smooth_k = a_k A / R_k. a_k = alpha_k, b_k = M_dk (groups) or N_dk
     (doc_counts="tokens"); restricted LDA: a_k = rising(alpha_k, n), b_k = rising(alpha_k + N_dk,
     n) - a_k."""
-    n_kw, n_k, n_dk, m_dk = counts(doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms)
-    k_h = zg[grp_ptr[d] + h]
-    members = [i for i in range(doc_ptr[d], doc_ptr[d + 1]) if g[i] == h]
-    n = len(members)
-    n_dhy = {}
-    for i in members:
-        n_dhy[term_ids[i]] = n_dhy.get(term_ids[i], 0) + 1
-        n_kw[term_ids[i], k_h] -= 1
-    n_k[k_h] -= n
-    n_dk[d, k_h] -= n
-    m_dk[d, k_h] -= 1
+    n_kw, n_k, n_dk, m_dk, n, n_dhy = _without_group(h, d, doc_ptr, term_ids, grp_ptr, g, zg,
+                                                      n_topics, n_terms)
     A = math.prod(_rising(beta, c) for c in n_dhy.values())
     word, doc, smooth = [], [], []
     for k in range(n_topics):
