@@ -166,8 +166,9 @@ def save_run(run: list[ScoredDoc], path, tag: str, depth: int = DEPTH, params: d
     if params is not None:
         settings = {"topicir": __version__, "tag": tag, "depth": depth, **params}
         old = read_settings(path) if path.exists() else None
-        if old is not None and {k: v for k, v in old.items() if k != "written"} != settings:
-            changed = sorted(k for k in (set(old) | set(settings)) - {"written"} if old.get(k) != settings.get(k))
+        changed = [] if old is None else sorted(
+            k for k in (set(old) | set(settings)) - {"written"} if old.get(k) != settings.get(k))
+        if changed:
             log.warning("%s: replacing a run made with other settings (%s)", path,
                         ", ".join(f"{k}: {old.get(k)!r} -> {settings.get(k)!r}" for k in changed))
     write_run(path, run, tag=tag, depth=depth)
