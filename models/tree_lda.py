@@ -17,6 +17,7 @@ from ._kernels import tree_lda_state as S_
 from ._kernels.rng import make_rng_states
 from .gibbs import GibbsModel, rows_csr, stack_ptrs
 from .tree import build_tree
+from .tree_shards import sweep_chains, tree_shards
 
 
 def _synset_arrays(synsets):
@@ -54,6 +55,11 @@ class TreeLDA(GibbsModel):
         trains on an index. None: $WORDNET_DIR, else /usr/share/wordnet.
     n_chains : int, default=3
         Independent Markov chains, each with its own seed stream, swept in parallel.
+    n_shards : int, default=1
+        S: fixed document shards and word groups (whole synset components) sampled in parallel,
+        S sub-steps a sweep, each shard with its own rng stream and a private copy of the root's
+        counts merged after every sub-step (see :mod:`models.tree_shards`). Results depend on
+        ``n_shards`` and ``seed``, never on ``n_jobs``; 1 is the exact sequential sampler.
     n_iter : int, default=100
         Total Gibbs sweeps per chain (burn-in included).
     burn_in : int or None, default=None
@@ -62,7 +68,8 @@ class TreeLDA(GibbsModel):
         Sweeps between kept samples; None: ``max(1, (n_iter - burn_in) // 5)``.
     seed : int, default=0
     n_jobs : int or None, default=None
-        Threads (one chain per thread; results never depend on it). None: all numba threads.
+        Threads for the (chain, shard) tasks of a sweep; results never depend on it. None: all
+        numba threads.
     log_lik_every : int, default=10
         Record log p(w, z, paths) per token of every chain every this many sweeps (and at the end).
     callback_every : int, default=1
@@ -89,13 +96,10 @@ class TreeLDA(GibbsModel):
     _STATE = ("zzp", "alpha")
     _INFERENCE_ARRAYS = ("ne_ptr", "ne_topic", "ne_count", "dk_ptr", "dk_topic", "dk_count",
                          "alpha_samples", "doc_len", "syn_ptr", "syn_terms")
-    # one shard per chain (the sweep is sequential within a chain)
-    n_shards = 1
-
     def __init__(self, n_topics=100, alpha=None, beta_root=0.01, beta_synset=100.0, merge=False,
-                 sampler="fast-rb-sdw", wordnet=None, n_chains=3, n_iter=100, burn_in=None,
-                 sample_every=None, seed=0, n_jobs=None, log_lik_every=10, callback_every=1,
-                 checkpoint_every=10):
+                 sampler="fast-rb-sdw", wordnet=None, n_chains=3, n_shards=1, n_iter=100,
+                 burn_in=None, sample_every=None, seed=0, n_jobs=None, log_lik_every=10,
+                 callback_every=1, checkpoint_every=10):
         self.n_topics = n_topics
         self.alpha = alpha
         self.beta_root = beta_root
@@ -104,6 +108,7 @@ class TreeLDA(GibbsModel):
         self.sampler = sampler
         self.wordnet = wordnet
         self.n_chains = n_chains
+        self.n_shards = n_shards
         self.n_iter = n_iter
         self.burn_in = burn_in
         self.sample_every = sample_every
@@ -173,6 +178,7 @@ class TreeLDA(GibbsModel):
         self._path_prior = tree.path_prior()
         self.doc_len_ = np.diff(corpus.doc_ptr).astype(np.int64)
         self._s_bound = None
+        self._shards = tree_shards(corpus, tree, self.n_shards)
         self._cache = {}
 
     def _alloc_chain_state(self, corpus):
@@ -193,21 +199,22 @@ class TreeLDA(GibbsModel):
 
     def _start(self, corpus):
         C, K = self.n_chains, self.n_topics
-        self.rng_ = make_rng_states(self.seed, C)
+        # stream [c, 0] starts chain c: with one shard, the streams of the sequential sampler
+        self.rng_ = make_rng_states(self.seed, C, self.n_shards)
         self.alpha_ = np.full((C, K), self._alpha0())
         for c in range(C):
             S_.init_random(corpus.term_ids, self.tree_.word_path_ptr, K, self.z_[c], self.zp_[c],
-                           self.rng_[c])
+                           self.rng_[c, 0])
             self._rebuild_counts(corpus, c)
 
     def _step(self, corpus, it):
         t = self.tree_
         if getattr(self, "_s_bound", None) is None:
             self._s_bound = np.stack([T.path_bound(t, a) for a in self.alpha_])
-        S_.sweep_chains(T.SAMPLERS.index(self.sampler), corpus.doc_ptr, corpus.term_ids, self.z_,
-                        self.zp_, t.word_path_ptr, t.path_edges, t.path_len, t.parent, t.beta,
-                        t.beta_sum, self._path_prior, self._s_bound, self.n_e_, self.n_i_,
-                        self.n_dk_, self.inv_, self.alpha_, self.rng_)
+        sweep_chains(T.SAMPLERS.index(self.sampler), self._shards, self.z_, self.zp_,
+                     t.word_path_ptr, t.path_edges, t.path_len, t.beta, t.beta_sum,
+                     self._path_prior, self._s_bound, self.n_e_, self.n_i_, self.n_dk_, self.inv_,
+                     self.alpha_, self.rng_.reshape(self.n_chains, self.n_shards, 4))
 
     def _log_lik(self, c):
         t = self.tree_

@@ -16,7 +16,7 @@ import numpy as np
 from numba import njit
 
 from .rng import uniform
-from .tree_lda_sparse import sparse_sweep
+from .tree_lda_sparse import root_of, sparse_sweep
 
 NAIVE, FAST, FAST_RB, FAST_RB_SD, FAST_RB_SW, FAST_RB_SDW = range(6)
 SAMPLERS = ("naive", "fast", "fast-rb", "fast-rb-sd", "fast-rb-sw", "fast-rb-sdw")
@@ -67,16 +67,18 @@ def move_token(w, d, k, p, sign, path_edges, path_len, parent, beta_sum, n_e, n_
 
 
 @njit(cache=True, nogil=True)
-def naive_sweep(doc_ptr, term_ids, z, zp, ptr, path_edges, path_len, parent, beta, beta_sum, n_e,
-                n_i, n_dk, inv, alpha, rng):
-    """NAIVE: every (topic, path) of the word enumerated, eq. 1 as written."""
+def naive_sweep(run_ptr, run_doc, term_ids, z, zp, ptr, path_edges, path_len, parent, beta,
+                beta_sum, n_e, n_i, n_dk, inv, alpha, rng):
+    """NAIVE: every (topic, path) of the word enumerated, eq. 1 as written. Tokens
+    ``run_ptr[r]:run_ptr[r + 1]`` belong to document ``run_doc[r]``."""
     K = n_dk.shape[1]
     maxp = 1
     for w in range(len(ptr) - 1):
         maxp = max(maxp, ptr[w + 1] - ptr[w])
     buf = np.empty(K * maxp)
-    for d in range(len(doc_ptr) - 1):
-        for t in range(doc_ptr[d], doc_ptr[d + 1]):
+    for r in range(len(run_doc)):
+        d = run_doc[r]
+        for t in range(run_ptr[r], run_ptr[r + 1]):
             w = term_ids[t]
             move_token(w, d, z[t], zp[t], -1, path_edges, path_len, parent, beta_sum, n_e, n_i,
                        n_dk, inv)
@@ -101,17 +103,28 @@ def sweep(variant, doc_ptr, term_ids, z, zp, ptr, path_edges, path_len, parent, 
           path_prior, s_bound, n_e, n_i, n_dk, inv, alpha, rng):
     """One sequential sweep in document order: every token's (topic z, path zp) redrawn by
     sampler ``variant`` (one of NAIVE .. FAST_RB_SDW); counts and ``inv`` kept in place.
-    ``s_bound``: s'_w of eq. 6 (:func:`path_bound`), used by the FAST-RB variants.
+    ``s_bound``: s'_w of eq. 6 (:func:`path_bound`), used by the FAST-RB variants."""
+    sweep_runs(variant, doc_ptr, np.arange(len(doc_ptr) - 1), root_of(parent),
+               term_ids, z, zp, ptr, path_edges, path_len, parent, beta, beta_sum, path_prior,
+               s_bound, n_e, n_i, n_dk, inv, alpha, rng)
+
+
+def sweep_runs(variant, run_ptr, run_doc, root, term_ids, z, zp, ptr, path_edges, path_len, parent,
+               beta, beta_sum, path_prior, s_bound, n_e, n_i, n_dk, inv, alpha, rng):
+    """:func:`sweep` over runs: tokens ``run_ptr[r]:run_ptr[r + 1]`` of document ``run_doc[r]``,
+    with ``root`` the row of ``n_i`` / ``inv`` that the root's edges (``parent[j] == root``) count
+    in (a shard's private root row in a sharded sweep).
     A Python dispatcher: the sparse kernel is specialised on its flags (``literally``), which
     numba resolves when called from Python and fails to type when called from jitted code.
-    Both kernels release the GIL, so chains can sweep on threads."""
+    Both kernels release the GIL, so chains and shards can sweep on threads."""
     if variant == NAIVE:
-        naive_sweep(doc_ptr, term_ids, z, zp, ptr, path_edges, path_len, parent, beta, beta_sum,
-                    n_e, n_i, n_dk, inv, alpha, rng)
+        naive_sweep(run_ptr, run_doc, term_ids, z, zp, ptr, path_edges, path_len, parent, beta,
+                    beta_sum, n_e, n_i, n_dk, inv, alpha, rng)
     elif variant in _FLAGS:
         rb, sd, sw = _FLAGS[variant]
-        sparse_sweep(rb, sd, sw, doc_ptr, term_ids, z, zp, ptr, path_edges, path_len, parent,
-                     beta, beta_sum, path_prior, s_bound, n_e, n_i, n_dk, inv, alpha, rng)
+        sparse_sweep(rb, sd, sw, root, run_ptr, run_doc, term_ids, z, zp, ptr, path_edges,
+                     path_len, parent, beta, beta_sum, path_prior, s_bound, n_e, n_i, n_dk, inv,
+                     alpha, rng)
     else:
         raise ValueError(f"unknown sampler variant {variant!r}")
 

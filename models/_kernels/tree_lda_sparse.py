@@ -375,17 +375,17 @@ def down_bounds(path_edges, path_len, parent, beta_sum):
 
 
 @njit(cache=True, nogil=True)
-def sparse_sweep(rb, sd, sw, doc_ptr, term_ids, z, zp, ptr, path_edges, path_len, parent, beta,
-                 beta_sum, path_prior, s_bound, n_e, n_i, n_dk, inv, alpha, rng):
-    """One sequential document-order sweep with the FAST buckets (lists built from the counts at
-    the start, then kept up to date). The flags are compile-time constants: one specialised
+def sparse_sweep(rb, sd, sw, root, run_ptr, run_doc, term_ids, z, zp, ptr, path_edges, path_len,
+                 parent, beta, beta_sum, path_prior, s_bound, n_e, n_i, n_dk, inv, alpha, rng):
+    """One sequential sweep over runs (tokens ``run_ptr[r]:run_ptr[r + 1]`` of document
+    ``run_doc[r]``) with the FAST buckets (lists built from the counts at the start, then kept up
+    to date); ``root`` is the row the root's edges count in. The flags are compile-time constants: one specialised
     kernel per sampler (with run-time flags the kernel ran about twice as slow)."""
     literally(rb)
     literally(sd)
     literally(sw)
     K = n_dk.shape[1]
     n_nodes = len(parent)
-    root = root_of(parent)
     maxp = 1
     for w in range(len(ptr) - 1):
         maxp = max(maxp, ptr[w + 1] - ptr[w])
@@ -405,10 +405,11 @@ def sparse_sweep(rb, sd, sw, doc_ptr, term_ids, z, zp, ptr, path_edges, path_len
     qtp = np.empty(maxp)
     qe = np.empty(maxp, np.int64)
     qv = np.empty(maxp * K)
-    for d in range(len(doc_ptr) - 1):
+    for r in range(len(run_doc)):
+        d = run_doc[r]
         dnz = topic_list(n_dk, d, sd, dtop, dcnt, dpos, 0)
         doc_sums(d, n_dk, inv, root, alpha, dtop, dnz, coef, acc)
-        dnz = resample(doc_ptr[d], doc_ptr[d + 1], d, term_ids, z, zp, rb, sd, sw, ptr,
+        dnz = resample(run_ptr[r], run_ptr[r + 1], d, term_ids, z, zp, rb, sd, sw, ptr,
                        path_edges, path_len, parent, beta, beta_sum, path_prior, s_bound, n_e,
                        n_i, n_dk, inv, root, alpha, etop, ecnt, epos, enz, dtop, dcnt, dpos, dnz,
                        coef, acc, down_bound, stp, rtp, qtp, qv, qe, rng)

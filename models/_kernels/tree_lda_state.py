@@ -1,17 +1,13 @@
 """Chain state of tree-based LDA around the samplers of :mod:`models._kernels.tree_lda`:
-random initialisation, counts from assignments, the sweep of all chains, and the joint
+random initialisation, counts from assignments, and the joint
 log-likelihood log p(w, z, paths) with theta and every node's child distribution integrated out.
 """
 import math
 
-from concurrent.futures import ThreadPoolExecutor
-
-import numba
 import numpy as np
 from numba import njit
 
 from .rng import randint
-from .tree_lda import sweep
 
 
 @njit(cache=True)
@@ -42,24 +38,6 @@ def build_counts(doc_ptr, z, zp, path_edges, path_len, parent, beta_sum, n_e, n_
     for i in range(n_i.shape[0]):
         for k in range(n_i.shape[1]):
             inv[i, k] = 1.0 / (beta_sum[i] + n_i[i, k]) if beta_sum[i] > 0 else 0.0
-
-
-def sweep_chains(variant, doc_ptr, term_ids, z, zp, ptr, path_edges, path_len, parent, beta,
-                 beta_sum, path_prior, s_bound, n_e, n_i, n_dk, inv, alpha, rng):
-    """One sweep of every chain, the chains on threads (numba's thread count): each owns its
-    state and rng stream, so the result does not depend on the thread count. Python threads, not
-    prange: :func:`sweep` dispatches from Python to kernels that release the GIL."""
-    def one(c):
-        sweep(variant, doc_ptr, term_ids, z[c], zp[c], ptr, path_edges, path_len, parent, beta,
-              beta_sum, path_prior, s_bound[c], n_e[c], n_i[c], n_dk[c], inv[c], alpha[c], rng[c])
-
-    n = min(z.shape[0], numba.get_num_threads())
-    if n <= 1:
-        for c in range(z.shape[0]):
-            one(c)
-        return
-    with ThreadPoolExecutor(n) as pool:
-        list(pool.map(one, range(z.shape[0])))
 
 
 @njit(cache=True)

@@ -12,17 +12,20 @@ FAST-RB-SDW sweeps, as the paper's mean over 100 iterations is mostly over a set
 its copy of it, and the samplers take turns sweep by sweep so that machine load hits all alike.
 
     python -m retrieval.bench.tree_lda --vary T --values 50 100 200 500 --burn 20 --iters 3
+    python -m retrieval.bench.tree_lda --shards 2 --samplers naive fast-rb fast-rb-sdw   # both cores
 """
 import argparse
 import os
 import time
 
+import numba
 import numpy as np
 
 from models._kernels import tree_lda as TK
 from models._kernels.rng import make_rng_states
 from models.corpus import make_corpus
 from models.tree import build_tree
+from models.tree_shards import sweep_chains, tree_shards
 from retrieval.datasets import wordnet
 from retrieval.datasets.newsgroups import newsgroups_corpus
 
@@ -77,10 +80,18 @@ def start_state(corpus, tree, T, seed):
     return [z, zp, n_e, n_i, n_dk, inv]
 
 
-def one_sweep(variant, corpus, tree, state, alpha, bound, prior, rng):
-    """CPU seconds of one sweep of ``variant`` on ``state`` (changed in place). The kernel runs on
-    one thread, so its process CPU time is what an idle core would take, whatever else runs."""
+def one_sweep(variant, corpus, tree, state, alpha, bound, prior, rng, shards=None):
+    """Seconds of one sweep of ``variant`` on ``state`` (changed in place). Sequential (no
+    ``shards``): the kernel runs on one thread, so its process CPU time is what an idle core
+    would take, whatever else runs. Sharded: wall-clock seconds of the S shards on numba's
+    threads (``rng`` then holds S streams)."""
     z, zp, n_e, n_i, n_dk, inv = state
+    if shards is not None:
+        t0 = time.perf_counter()
+        sweep_chains(variant, shards, z[None], zp[None], tree.word_path_ptr, tree.path_edges,
+                     tree.path_len, tree.beta, tree.beta_sum, prior, bound[None], n_e[None],
+                     n_i[None], n_dk[None], inv[None], alpha[None], rng[None])
+        return time.perf_counter() - t0
     t0 = time.process_time()
     TK.sweep(variant, corpus.doc_ptr, corpus.term_ids, z, zp, tree.word_path_ptr, tree.path_edges,
              tree.path_len, tree.parent, tree.beta, tree.beta_sum, prior, bound, n_e, n_i, n_dk,
@@ -88,21 +99,24 @@ def one_sweep(variant, corpus, tree, state, alpha, bound, prior, rng):
     return time.process_time() - t0
 
 
-def time_samplers(variants, corpus, tree, T, iters, burn, seed):
+def time_samplers(variants, corpus, tree, T, iters, burn, seed, n_shards=1):
     """Mean seconds per sweep of each variant over ``iters`` sweeps taken in turns, each on its
-    own copy of the state after ``burn`` FAST-RB-SDW sweeps from the seeded random start."""
+    own copy of the state after ``burn`` FAST-RB-SDW sweeps from the seeded random start; with
+    ``n_shards`` > 1 the timed sweeps are sharded (wall-clock)."""
     alpha = np.full(T, 50.0 / T)
     bound = TK.path_bound(tree, alpha)
     prior = tree.path_prior()
     state = start_state(corpus, tree, T, seed)
-    rng = make_rng_states(seed, len(variants) + 1)
+    rng = make_rng_states(seed, len(variants) + 1, n_shards)
+    shards = tree_shards(corpus, tree, n_shards) if n_shards > 1 else None
     for _ in range(burn):
-        one_sweep(TK.FAST_RB_SDW, corpus, tree, state, alpha, bound, prior, rng[-1])
+        one_sweep(TK.FAST_RB_SDW, corpus, tree, state, alpha, bound, prior, rng[-1, 0])
     states = [[a.copy() for a in state] for _ in variants]
     times = np.zeros((len(variants), iters))
     for it in range(iters):
         for i, v in enumerate(variants):
-            times[i, it] = one_sweep(v, corpus, tree, states[i], alpha, bound, prior, rng[i])
+            times[i, it] = one_sweep(v, corpus, tree, states[i], alpha, bound, prior,
+                                     rng[i] if shards else rng[i, 0], shards)
     return times.mean(1)
 
 
@@ -124,6 +138,9 @@ def main(argv=None):
     ap.add_argument("--iters", type=int, default=3, help="timed sweeps per sampler and seed")
     ap.add_argument("--burn", type=int, default=20, help="FAST-RB-SDW sweeps before timing")
     ap.add_argument("--seeds", type=int, default=1)
+    ap.add_argument("--shards", type=int, default=1,
+                    help="time sharded sweeps of S shards on numba's threads (wall-clock) instead "
+                         "of sequential ones (CPU time)")
     ap.add_argument("--samplers", nargs="+", default=list(TK.SAMPLERS), choices=TK.SAMPLERS)
     ap.add_argument("--plot", default=None, help="PNG of seconds per sweep against the varied value")
     a = ap.parse_args(argv)
@@ -131,7 +148,7 @@ def main(argv=None):
     synsets = wordnet.read_synsets(a.wordnet)
     tiny, ttree, _ = setup(corpus, vocab, synsets, 50, 5)  # compile every kernel on a tiny problem
     tiny = make_corpus(tiny.doc_ptr[:11], tiny.term_ids[:tiny.doc_ptr[10]], tiny.n_terms)
-    time_samplers(list(range(6)), tiny, ttree, 4, 1, 1, 0)
+    time_samplers(list(range(6)), tiny, ttree, 4, 1, 1, 0, a.shards)
     variants = [TK.SAMPLERS.index(s) for s in a.samplers]
     rows = np.zeros((len(variants), len(a.values)))
     xs = []
@@ -141,9 +158,11 @@ def main(argv=None):
         xs.append(senses(tree))
         print(f"# {a.vary}={val}: T={T} V={V} C={len(tree.synsets)} of {n_cand} eligible synsets, "
               f"{xs[-1]:.2f} senses per correlated word, {cut.n_tokens} tokens, {a.burn} burn-in + "
-              f"{a.iters} timed sweeps x {a.seeds} seeds, load average {os.getloadavg()[0]:.2f}",
+              f"{a.iters} timed sweeps x {a.seeds} seeds, "
+              f"{f'{a.shards} shards on {numba.get_num_threads()} threads (wall-clock), ' if a.shards > 1 else ''}"
+              f"load average {os.getloadavg()[0]:.2f}",
               flush=True)
-        rows[:, col] = np.mean([time_samplers(variants, cut, tree, T, a.iters, a.burn, seed)
+        rows[:, col] = np.mean([time_samplers(variants, cut, tree, T, a.iters, a.burn, seed, a.shards)
                                 for seed in range(a.seeds)], axis=0)
         for s, x in zip(a.samplers, rows[:, col]):
             print(f"  {s:12s} {x:8.3f} s/sweep", flush=True)
