@@ -89,7 +89,9 @@ class AVIPAM(VariationalModel):
     decoder : {"mixture", "product"}, default="mixture"
         "mixture": PAM's generative model, p(w | d) = mix_d . softmax(norm(beta)). "product":
         ProdLDA's product of experts, p(w | d) = softmax(norm(mix_d . beta)), with the norm on
-        the decoder logits (batch statistics at training, running ones afterwards).
+        the decoder logits (batch statistics at training, running ones afterwards). Its topics
+        (``topic_words``) are what the decoder gives a document made of one topic,
+        softmax(norm(beta_k)), not ProdLDA's softmax(beta_k).
     epochs : int, default=100
     batch_size : int, default=200
     lr : float, default=1e-3

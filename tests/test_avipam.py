@@ -217,6 +217,12 @@ def test_product_decoder_document_model(corpus_beta, norm, tmp_path):
         want = torch.exp(m.net_.log_p_words(torch.from_numpy(m.doc_mix_))).numpy()
     np.testing.assert_allclose(p, want, rtol=1e-4, atol=1e-7)
     np.testing.assert_allclose(m.p_w_d([5, 2]), p[:, [5, 2]], rtol=1e-12)
+    # its topics: the decoder's p(w | d) for a document made of that one topic
+    with torch.no_grad():
+        one = torch.exp(m.net_.log_p_words(torch.eye(m.n_topics, dtype=torch.float64))).numpy()
+    np.testing.assert_allclose(m.topic_word_, one, rtol=1e-4, atol=1e-7)
+    if norm == "batch":  # not ProdLDA's softmax(beta_k): the per-word scale and shift count
+        assert not np.allclose(m.topic_word_, torch.softmax(m.net_.beta.detach(), 1).numpy(), rtol=0.1)
     m.save(tmp_path / "p.npz")
     np.testing.assert_array_equal(AVIPAM.load(tmp_path / "p.npz").p_w_d([1, 9]), m.p_w_d([1, 9]))
 
@@ -241,6 +247,7 @@ def test_prepared_corpus_file_round_trips_and_bad_files_are_refused(corpus_beta,
         load_corpus_npz(tmp_path / "bad.npz")
     m = AVIPAM(epochs=2, **KW).fit(corpus)
     save_row(tmp_path / "rows", "aviPAM 4pam:2,6", m, dict(model="x", npmi_doc=np.float64(0.5)))
+    assert AVIPAM.load(tmp_path / "rows" / "aviPAM_4pam_2_6.model.npz").n_topics == 6
     z = np.load(tmp_path / "rows" / "aviPAM_4pam_2_6.npz")
     assert z["top20"].shape == (6, 20) and z["topic_word"].shape == (6, corpus.n_terms)
     np.testing.assert_array_equal(z["top20"][3], m.topic_words(3, top=20)[0])

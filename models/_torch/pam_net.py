@@ -129,11 +129,13 @@ class PAMNet(nn.Module):
         self.dec_norm = make_norm(norm, n_terms) if decoder == "product" else None
 
     def topics(self):
-        """The sub-topic word distributions (K, V) (product decoder: softmax of beta's rows,
-        what ProdLDA reads its topics from)."""
+        """The sub-topic word distributions (K, V). Product decoder: what the decoder gives a
+        document made of that one topic, softmax(norm(beta_k)) with the normalisation's
+        running statistics (call in eval mode); ProdLDA reads softmax(beta_k) instead, which
+        ignores the per-word scale and shift the decoder's normalisation applies."""
         b = self.beta
         if self.decoder == "product":
-            return torch.softmax(b, dim=1)
+            return torch.softmax(self.dec_norm(b), dim=1)
         if self.norm == "batch":
             b = column_standardise(b)
         elif self.norm == "l2":

@@ -93,8 +93,6 @@ def evaluate(label, model, seconds, corpus, ref, vocab):
     doc = model_coherence(model, corpus, ref, window=None)
     win = model_coherence(model, corpus, ref, window=20)
     dup, uni = collapse_counts(model)
-    if getattr(model, "decoder", "mixture") == "product":
-        uni = None  # its topics are softmax(beta) rows, flat by construction: the count says nothing
     row = dict(model=label, npmi_doc=doc.mean, npmi_w20=win.mean, minutes=seconds / 60,
                duplicated=dup, uniform=uni, topics=model.n_topics)
     groups = getattr(model, "topic_groups", None) or []
@@ -172,6 +170,8 @@ def save_row(save, label, model, row):
     if getattr(model, "topic_word_", None) is not None:
         arrays["topic_word"] = model.topic_word_.astype(np.float32)
     np.savez_compressed(d / f"{name}.npz", **arrays)
+    if hasattr(model, "save"):  # the model itself, so other readings can be recounted
+        model.save(d / f"{name}.model.npz")
     with open(d / "rows.jsonl", "a") as f:
         f.write(json.dumps(row, default=lambda o: o.item() if hasattr(o, "item") else str(o)) + "\n")
 
