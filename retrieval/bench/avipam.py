@@ -39,7 +39,7 @@ from models.avipam import AVIPAM
 from models.lda import LDA
 from models.pam import PAM
 
-from ..experiments.coherence import convention_name, model_coherence
+from ..experiments.coherence import convention_name, model_coherence, topic_npmi
 
 DEFAULT_20NEWS = "/work/shared/data/20news/20news-bydate.tar.gz"
 
@@ -98,6 +98,11 @@ def evaluate(label, model, seconds, corpus, ref, vocab):
     groups = getattr(model, "topic_groups", None) or []
     if len(groups) > 1:
         row["components"] = [float(doc.per_topic[lo:hi].mean()) for lo, hi in groups]
+    if getattr(model, "decoder", None) == "product":
+        # ProdLDA's reading, softmax(beta_k), beside the decoder's own (the topics above)
+        beta = np.asarray(model.beta_, dtype=np.float64)
+        tops = [np.argsort(-beta[k], kind="stable")[:10] for k in range(len(beta))]
+        row["npmi_doc_prodlda"] = float(topic_npmi(tops, corpus).mean())
     best = np.argsort(-doc.per_topic)[:2]
     row["examples"] = [" ".join(vocab[i] for i in model.topic_words(int(k))[0]) for k in best]
     return row
@@ -112,6 +117,8 @@ def print_rows(rows, ref, device, threads):
         comp = " / ".join(f"{c:.3f}" for c in r.get("components", []))
         print(f"{r['model']:<24}{r['npmi_doc']:>9.4f}{r['npmi_w20']:>9.4f}{r['minutes']:>9.2f}"
               f"{r['duplicated']:>5}{'-' if r['uniform'] is None else r['uniform']:>5}  {comp}")
+        if "npmi_doc_prodlda" in r:
+            print(f"{'':<26}NPMI doc of ProdLDA's reading softmax(beta_k): {r['npmi_doc_prodlda']:.4f}")
         for ex in r["examples"]:
             print(f"{'':<26}{ex}")
     sys.stdout.flush()
