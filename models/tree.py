@@ -64,7 +64,7 @@ class Tree(NamedTuple):
         return out
 
 
-def _merge(synsets):
+def merge_synsets(synsets):
     """Union of synsets that share a term (union-find over terms)."""
     root = {}
 
@@ -109,7 +109,7 @@ def build_tree(synsets, n_terms, beta_root=0.01, beta_synset=100.0, merge=False)
         if len(terms) >= 2 and terms not in seen:
             seen.add(terms)
             kept.append(terms)
-    groups = _merge(kept) if merge else kept
+    groups = merge_synsets(kept) if merge else kept
     G = len(groups)
     n_leaves = sum(len(g) for g in groups)
     n_nodes = 1 + n_terms + G + n_leaves

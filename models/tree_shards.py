@@ -17,7 +17,9 @@ import numba
 import numpy as np
 
 from ._kernels.tree_lda import sweep_runs
+from ._kernels.tree_lda_sparse import root_of
 from .gibbs import block_run_ptrs, key_runs, token_shards
+from .tree import merge_synsets
 
 
 class TreeShards(NamedTuple):
@@ -39,35 +41,22 @@ class TreeShards(NamedTuple):
 
 
 def word_groups(tree, counts, n_groups):
-    """Group of every word: synset components (union-find over every synset's words), largest
-    token count first, each to the least loaded group (ties to the lowest index)."""
+    """Group of every word: synset components (the tree's synsets merged where they share a
+    word, as ``merge=True`` builds them), largest token count first (ties by smallest word),
+    each to the least loaded group (ties to the lowest index)."""
     V = tree.n_terms
-    root = np.arange(V)
-
-    def find(a):
-        while root[a] != a:
-            root[a] = root[root[a]]
-            a = root[a]
-        return a
-
-    for syn in tree.synsets:
-        r0 = find(int(syn[0]))
-        for w in syn[1:]:
-            r = find(int(w))
-            if r != r0:
-                root[max(r, r0)] = min(r, r0)
-                r0 = min(r, r0)
-    comp = np.array([find(w) for w in range(V)])
+    comp = np.arange(V)  # a component is named by its smallest word
+    for words in merge_synsets(tree.synsets):
+        comp[list(words)] = words[0]
     size = np.bincount(comp, weights=counts, minlength=V)
     heads = np.flatnonzero(comp == np.arange(V))
-    heads = heads[np.lexsort((heads, -size[heads]))]
     load = np.zeros(n_groups)
-    group_of_head = np.empty(V, dtype=np.int64)
-    for h in heads:
+    group_of = np.empty(V, dtype=np.int64)
+    for h in heads[np.lexsort((heads, -size[heads]))]:
         g = int(np.argmin(load))
-        group_of_head[h] = g
+        group_of[h] = g
         load[g] += size[h]
-    return group_of_head[comp]
+    return group_of[comp]
 
 
 def tree_shards(corpus, tree, n_shards):
@@ -75,7 +64,7 @@ def tree_shards(corpus, tree, n_shards):
     S = int(n_shards)
     M = tree.n_nodes
     parent = tree.parent.astype(np.int64)
-    root = int(np.flatnonzero(parent < 0)[0])
+    root = int(root_of(parent))
     counts = np.bincount(corpus.term_ids, minlength=tree.n_terms)
     group = word_groups(tree, counts, S) if S > 1 else np.zeros(tree.n_terms, dtype=np.int64)
     _, _, tok_doc, tok_shard = token_shards(corpus, S)

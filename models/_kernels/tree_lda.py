@@ -17,7 +17,7 @@ from numba import njit, typeof
 from numba.core import types
 
 from .rng import uniform
-from .tree_lda_sparse import root_of, sparse_sweep
+from .tree_lda_sparse import move_token, root_of, sparse_sweep
 
 NAIVE, FAST, FAST_RB, FAST_RB_SD, FAST_RB_SW, FAST_RB_SDW = range(6)
 SAMPLERS = ("naive", "fast", "fast-rb", "fast-rb-sd", "fast-rb-sw", "fast-rb-sdw")
@@ -54,19 +54,6 @@ def _pick(buf, u):
     return last  # rounding at the end
 
 
-@njit(cache=True)
-def move_token(w, d, k, p, sign, path_edges, path_len, parent, beta_sum, n_e, n_i, n_dk, inv):
-    """Add (sign 1) or remove (-1) a token of word w, doc d on topic k and path p, refreshing
-    the reciprocals of the path's nodes (the cousin set)."""
-    n_dk[d, k] += sign
-    for l in range(path_len[p]):
-        j = path_edges[p, l]
-        i = parent[j]
-        n_e[j, k] += sign
-        n_i[i, k] += sign
-        inv[i, k] = 1.0 / (beta_sum[i] + n_i[i, k])
-
-
 @njit(cache=True, nogil=True)
 def naive_sweep(run_ptr, run_doc, term_ids, z, zp, ptr, path_edges, path_len, parent, beta,
                 beta_sum, n_e, n_i, n_dk, inv, alpha, rng):
@@ -81,7 +68,7 @@ def naive_sweep(run_ptr, run_doc, term_ids, z, zp, ptr, path_edges, path_len, pa
         d = run_doc[r]
         for t in range(run_ptr[r], run_ptr[r + 1]):
             w = term_ids[t]
-            move_token(w, d, z[t], zp[t], -1, path_edges, path_len, parent, beta_sum, n_e, n_i,
+            move_token(d, z[t], zp[t], -1, path_edges, path_len, parent, beta_sum, n_e, n_i,
                        n_dk, inv)
             np_w = ptr[w + 1] - ptr[w]
             m = buf[:K * np_w].reshape(K, np_w)
@@ -90,7 +77,7 @@ def naive_sweep(run_ptr, run_doc, term_ids, z, zp, ptr, path_edges, path_len, pa
             x = _pick(m, uniform(rng) * m.sum())
             z[t] = x // np_w
             zp[t] = ptr[w] + x % np_w
-            move_token(w, d, z[t], zp[t], 1, path_edges, path_len, parent, beta_sum, n_e, n_i,
+            move_token(d, z[t], zp[t], 1, path_edges, path_len, parent, beta_sum, n_e, n_i,
                        n_dk, inv)
 
 

@@ -333,26 +333,31 @@ def resample(t0, t1, d, term_ids, z, zp, rb, sd, sw, ptr, path_edges, path_len, 
                 zp[t] = p
             acc[0] -= alpha[k] * inv[root, k]
             acc[1] -= n_dk[d, k] * inv[root, k]
-            n_dk[d, k] += sign
+            move_token(d, k, p, sign, path_edges, path_len, parent, beta_sum, n_e, n_i, n_dk, inv)
+            j = path_edges[p, 0]
             if sign > 0:
                 dnz = list_inc(dtop, dcnt, dpos, 0, dnz, k, sd)
+                enz[j] = list_inc(etop, ecnt, epos, j, enz[j], k, sw)
             else:
                 dnz = list_dec(dtop, dcnt, dpos, 0, dnz, k, sd)
-            for l in range(path_len[p]):
-                j = path_edges[p, l]
-                i = parent[j]
-                n_e[j, k] += sign
-                n_i[i, k] += sign
-                inv[i, k] = 1.0 / (beta_sum[i] + n_i[i, k])
-                if l == 0:
-                    if sign > 0:
-                        enz[j] = list_inc(etop, ecnt, epos, j, enz[j], k, sw)
-                    else:
-                        enz[j] = list_dec(etop, ecnt, epos, j, enz[j], k, sw)
+                enz[j] = list_dec(etop, ecnt, epos, j, enz[j], k, sw)
             acc[0] += alpha[k] * inv[root, k]
             acc[1] = acc[1] + n_dk[d, k] * inv[root, k] if dnz > 0 else 0.0
             coef[k] = (alpha[k] + n_dk[d, k]) * inv[root, k]
     return dnz
+
+
+@njit(cache=True, inline="always")
+def move_token(d, k, p, sign, path_edges, path_len, parent, beta_sum, n_e, n_i, n_dk, inv):
+    """Add (sign 1) or remove (-1) a token of doc d on topic k and path p, refreshing the
+    reciprocals of the path's nodes (the cousin set)."""
+    n_dk[d, k] += sign
+    for l in range(path_len[p]):
+        j = path_edges[p, l]
+        i = parent[j]
+        n_e[j, k] += sign
+        n_i[i, k] += sign
+        inv[i, k] = 1.0 / (beta_sum[i] + n_i[i, k])
 
 
 @njit(cache=True)
