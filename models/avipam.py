@@ -86,6 +86,9 @@ class AVIPAM(VariationalModel):
         nothing ("none", the ablation).
     dropout : float, default=0.2
         Dropout rate on the encoders' last hidden layer.
+    theta_dropout : float, default=0.0
+        Dropout rate on each document's sampled sub-topic mixture before the decoder, at training
+        only (AVITM's ProdLDA drops it with keep 0.4, i.e. 0.6).
     decoder : {"mixture", "product"}, default="mixture"
         "mixture": PAM's generative model, p(w | d) = mix_d . softmax(norm(beta)). "product":
         ProdLDA's product of experts, p(w | d) = softmax(norm(mix_d . beta)), with the norm on
@@ -129,13 +132,14 @@ class AVIPAM(VariationalModel):
                          "doc_lse")
 
     def __init__(self, arch="4pam:50,100", alpha=1.0, hidden=100, norm="batch", dropout=0.2,
-                 decoder="mixture", epochs=100, batch_size=200, lr=1e-3, beta1=0.99, seed=0, device="cpu",
+                 theta_dropout=0.0, decoder="mixture", epochs=100, batch_size=200, lr=1e-3, beta1=0.99, seed=0, device="cpu",
                  n_jobs=None, callback_every=1, checkpoint_every=10):
         self.arch = arch
         self.alpha = alpha
         self.hidden = hidden
         self.norm = norm
         self.dropout = dropout
+        self.theta_dropout = theta_dropout
         self.decoder = decoder
         self.epochs = epochs
         self.batch_size = batch_size
@@ -155,8 +159,10 @@ class AVIPAM(VariationalModel):
         self._pos_int("hidden")
         self._check_choice("norm", ("batch", "l2", "none"))
         self._check_choice("decoder", ("mixture", "product"))
-        if not (isinstance(self.dropout, (int, float)) and 0 <= self.dropout < 1):
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
+        for name in ("dropout", "theta_dropout"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and 0 <= v < 1):
+                raise ValueError(f"{name} must be in [0, 1), got {v!r}")
         if not (isinstance(self.beta1, (int, float)) and 0 <= self.beta1 < 1):
             raise ValueError(f"beta1 must be in [0, 1), got {self.beta1!r}")
         self._check_shared_params()
@@ -181,7 +187,8 @@ class AVIPAM(VariationalModel):
         arch = parse_arch(self.arch)
         masks = [torch.from_numpy(m) for m in arch.masks]
         return PAMNet(n_terms, masks, [float(self.alpha)] * len(masks), hidden=self.hidden,
-                      norm=self.norm, dropout=float(self.dropout), decoder=self.decoder)
+                      norm=self.norm, dropout=float(self.dropout), decoder=self.decoder,
+                      theta_dropout=float(self.theta_dropout))
 
     def _finalize(self, net, X):
         import torch

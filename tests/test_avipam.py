@@ -159,7 +159,7 @@ def test_bad_architectures_are_refused(bad, msg):
 def test_bad_parameters_are_refused(corpus_beta):
     corpus = corpus_beta[0]
     for kw, msg in [(dict(norm="layer"), "norm"), (dict(lr=0), "lr"), (dict(dropout=1.0), "dropout"),
-                    (dict(epochs=0), "epochs")]:
+                    (dict(theta_dropout=-0.1), "theta_dropout"), (dict(epochs=0), "epochs")]:
         with pytest.raises(ValueError, match=msg):
             AVIPAM(**kw).fit(corpus)
 
@@ -198,6 +198,41 @@ def test_collapse_counts_of_a_learned_model(fitted):
     from retrieval.bench.avipam import collapse_counts
 
     assert collapse_counts(fitted) == (0, 0)
+
+
+def test_distinct_topics_keep_the_best_of_each_duplicate_group():
+    from retrieval.bench.avipam import distinct_topics
+
+    tops = [[0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 4, 9], [6, 7, 8, 9, 10, 11], [0, 1, 2, 3, 20, 21]]
+    # 0 and 1 share 5 words (one group); 3 shares only 4 with either, 2 stands alone
+    np.testing.assert_array_equal(distinct_topics(tops, [0.1, 0.3, 0.2, 0.0]), [1, 2, 3])
+    np.testing.assert_array_equal(distinct_topics(tops, [0.3, 0.1, 0.2, 0.0]), [0, 2, 3])
+    np.testing.assert_array_equal(distinct_topics(tops, [0.3, 0.1, 0.2, 0.0], overlap=4), [0, 2])
+
+
+@pytest.mark.parametrize("decoder", ["mixture", "product"])
+def test_theta_dropout_changes_training_only(corpus_beta, decoder):
+    """Dropout on the document mixture (AVITM's keep 0.4 on theta): a mixture decoder still gets
+    a distribution (renormalised), training draws other numbers, and the amortized mixtures of
+    the fitted model carry no dropout (eval mode is deterministic)."""
+    import torch
+
+    corpus = corpus_beta[0]
+    a = AVIPAM(epochs=3, decoder=decoder, **KW).fit(corpus)
+    b = AVIPAM(epochs=3, decoder=decoder, theta_dropout=0.6, **KW).fit(corpus)
+    assert np.isfinite(b.log_lik_).all()
+    assert not np.array_equal(a.log_lik_, b.log_lik_)
+    np.testing.assert_allclose(b.doc_mix_.sum(1), 1.0, atol=1e-9)
+    np.testing.assert_array_equal(b.transform(corpus), b.transform(corpus))
+    net = b.net_
+    net.train()
+    x = torch.from_numpy(np.ones((4, corpus.n_terms), dtype=np.float32))
+    mix, _ = net(x, torch.Generator().manual_seed(0))
+    if decoder == "mixture":
+        np.testing.assert_allclose(mix.sum(1).detach().numpy(), 1.0, rtol=1e-5)
+    else:  # inverted dropout: zeros and entries scaled by 1 / 0.4
+        assert (mix == 0).any()
+    net.eval()
 
 
 @pytest.mark.parametrize("norm", ["batch", "l2", "none"])

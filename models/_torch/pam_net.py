@@ -103,17 +103,22 @@ class PAMNet(nn.Module):
         Normalisation of the encoder outputs and of beta before its softmax (section 4.1).
     dropout : float
         Dropout rate on the encoders' last hidden layer.
+    theta_dropout : float
+        Dropout rate on each document's sampled sub-topic mixture before the decoder, at training
+        only (AVITM drops the topic proportions too, keep 0.4); the mixture decoder renormalises
+        the dropped mixture.
     decoder : {"mixture", "product"}
         "mixture": PAM's own p(w | d) = mix . softmax(norm(beta)). "product": ProdLDA's product
         of experts, p(w | d) = softmax(norm(mix . beta)), the norm over the batch of documents.
     """
 
     def __init__(self, n_terms, masks, alphas, hidden=100, norm="batch", dropout=0.2,
-                 decoder="mixture"):
+                 decoder="mixture", theta_dropout=0.0):
         super().__init__()
         self.norm = norm
         self.decoder = decoder
         self.rate = float(dropout)
+        self.theta_rate = float(theta_dropout)
         self.encoders = nn.ModuleList(
             LevelEncoder(n_terms, hidden, m.shape[0], m.shape[1], norm) for m in masks)
         for l, (m, a) in enumerate(zip(masks, alphas)):
@@ -165,7 +170,15 @@ class PAMNet(nn.Module):
             # KL(N(mu, diag exp(logvar)) || N(0, diag pvar)) over the allowed children.
             t = torch.exp(logvar) / pvar + mu * mu / pvar - 1.0 + torch.log(pvar) - logvar
             kl = kl + 0.5 * (t * mask).sum((1, 2))
-        return mix[:, 0, :], kl
+        mix = mix[:, 0, :]
+        if self.training and sample and self.theta_rate > 0:
+            dropped = dropout(mix, self.theta_rate, gen)
+            if self.decoder == "mixture":
+                # PAM's decoder needs a distribution: renormalise, keep a row that lost every topic
+                tot = dropped.sum(1, keepdim=True)
+                dropped = torch.where(tot > 0, dropped / tot.clamp_min(1e-30), mix)
+            mix = dropped
+        return mix, kl
 
     def loss(self, x, gen):
         """Negative ELBO of every document of the batch (B,), and its KL part (B,)."""
