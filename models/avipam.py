@@ -132,8 +132,9 @@ class AVIPAM(VariationalModel):
                          "doc_lse")
 
     def __init__(self, arch="4pam:50,100", alpha=1.0, hidden=100, norm="batch", dropout=0.2,
-                 theta_dropout=0.0, decoder="mixture", epochs=100, batch_size=200, lr=1e-3, beta1=0.99, seed=0, device="cpu",
-                 n_jobs=None, callback_every=1, checkpoint_every=10):
+                 theta_dropout=0.0, decoder="mixture", epochs=100, batch_size=200, lr=1e-3,
+                 beta1=0.99, seed=0, device="cpu", n_jobs=None, callback_every=1,
+                 checkpoint_every=10):
         self.arch = arch
         self.alpha = alpha
         self.hidden = hidden

@@ -39,7 +39,7 @@ from models.avipam import AVIPAM
 from models.lda import LDA
 from models.pam import PAM
 
-from ..experiments.coherence import convention_name, model_coherence, topic_npmi
+from ..experiments.coherence import convention_name, model_coherence, model_topics, topic_npmi
 
 DEFAULT_20NEWS = "/work/shared/data/20news/20news-bydate.tar.gz"
 
@@ -76,11 +76,12 @@ def build(kind, params, args):
     return (LDA if kind == "lda" else PAM)(**params, **sched)
 
 
-def collapse_counts(model, top=10, overlap=5, entropy_frac=0.95):
-    """(duplicated topics, near-uniform topics) of ``model`` (see the module notes)."""
+def collapse_counts(model, tops=None, overlap=5, entropy_frac=0.95):
+    """(duplicated topics, near-uniform topics) of ``model`` (see the module notes); ``tops``:
+    every topic's top-10 term ids when already at hand."""
     K, V = model.n_topics, model.n_terms_
-    tops = [set(model.topic_words(k, top=top)[0].tolist()) for k in range(K)]
-    dup = sum(any(len(tops[k] & tops[j]) >= overlap for j in range(K) if j != k) for k in range(K))
+    sets = [set(np.asarray(t).tolist()) for t in (model_topics(model) if tops is None else tops)]
+    dup = sum(any(len(sets[k] & sets[j]) >= overlap for j in range(K) if j != k) for k in range(K))
     uniform = 0
     for k in range(K):
         p = model.topic_words(k, top=V)[1]
@@ -105,8 +106,8 @@ def distinct_topics(tops, per_topic, overlap=5):
 def evaluate(label, model, seconds, corpus, ref, vocab):
     doc = model_coherence(model, corpus, ref, window=None)
     win = model_coherence(model, corpus, ref, window=20)
-    dup, uni = collapse_counts(model)
-    tops = [model.topic_words(k, top=10)[0] for k in range(model.n_topics)]
+    tops = model_topics(model)
+    dup, uni = collapse_counts(model, tops)
     keep = distinct_topics(tops, doc.per_topic)
     row = dict(model=label, npmi_doc=doc.mean, npmi_w20=win.mean, minutes=seconds / 60,
                duplicated=dup, uniform=uni, topics=model.n_topics,
@@ -117,10 +118,10 @@ def evaluate(label, model, seconds, corpus, ref, vocab):
     if getattr(model, "decoder", None) == "product":
         # ProdLDA's reading, softmax(beta_k), beside the decoder's own (the topics above)
         beta = np.asarray(model.beta_, dtype=np.float64)
-        tops = [np.argsort(-beta[k], kind="stable")[:10] for k in range(len(beta))]
-        row["npmi_doc_prodlda"] = float(topic_npmi(tops, corpus).mean())
+        prod = [np.argsort(-beta[k], kind="stable")[:10] for k in range(len(beta))]
+        row["npmi_doc_prodlda"] = float(topic_npmi(prod, corpus).mean())
     best = np.argsort(-doc.per_topic)[:2]
-    row["examples"] = [" ".join(vocab[i] for i in model.topic_words(int(k))[0]) for k in best]
+    row["examples"] = [" ".join(vocab[i] for i in tops[k]) for k in best]
     return row
 
 
