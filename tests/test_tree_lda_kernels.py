@@ -44,8 +44,8 @@ class Sparse:
         n = tree.n_nodes
         self.root = TS.root_of(tree.parent)
         self.etop, self.ecnt = np.empty((n, K), np.int32), np.empty((n, K), np.int32)
-        self.epos, self.enz = np.empty((n, K), np.int32), np.zeros(n, np.int64)
-        TS.edge_lists(n_e, tree.parent, self.root, sw, self.etop, self.ecnt, self.epos, self.enz)
+        self.enz, self.touched = np.zeros(n, np.int64), np.zeros(n, np.bool_)
+        TS.edge_lists(n_e, tree.parent, self.root, sw, self.etop, self.ecnt, self.enz)
         self.dtop, self.dcnt = np.empty((1, K), np.int32), np.empty((1, K), np.int32)
         self.dpos = np.empty((1, K), np.int32)
         self.dnz = TS.topic_list(n_dk, d, sd, self.dtop, self.dcnt, self.dpos, 0)
@@ -131,30 +131,33 @@ def test_every_sampler_draws_from_the_conditional(variant, w, d):
     assert (np.abs(hits.ravel() / n - p) <= 5 * np.sqrt(p * (1 - p) / n) + 1e-9).all()
 
 
+@pytest.mark.parametrize("track", [True, False])
 @pytest.mark.parametrize("sort", [False, True])
-def test_topic_lists_stay_the_nonzero_topics_with_their_counts(sort):
+def test_topic_lists_stay_the_nonzero_topics_with_their_counts(sort, track):
     rng = np.random.default_rng(5)
     Kl = 12
     cnt = np.zeros((2, Kl), np.int32)
     cnt[1] = rng.integers(0, 4, Kl)
     top, lc = np.empty((3, Kl), np.int32), np.empty((3, Kl), np.int32)
     pos = np.full((3, Kl), 7, np.int32)
-    nz = TS.topic_list(cnt, 1, sort, top, lc, pos, 2)
+    nz = TS.topic_list(cnt, 1, sort, top, lc, pos, 2, track)
     for _ in range(3000):
         k = rng.integers(Kl)
+        i = pos[2, k] if track else TS.find(top, 2, nz, k)
+        assert i == (list(top[2, :nz]).index(k) if cnt[1, k] else -1)
         if cnt[1, k] > 0 and rng.random() < 0.5:
             cnt[1, k] -= 1
-            nz = TS.list_dec(top, lc, pos, 2, nz, k, sort)
+            nz = TS.list_dec(top, lc, pos, 2, nz, k, i, sort, track)
         else:
             cnt[1, k] += 1
-            nz = TS.list_inc(top, lc, pos, 2, nz, k, sort)
+            nz = TS.list_inc(top, lc, pos, 2, nz, k, i, sort, track)
         lst = top[2, :nz]
         assert sorted(lst) == list(np.flatnonzero(cnt[1]))
         assert (lc[2, :nz] == cnt[1, lst]).all()
-        # the position index: k's place in the list, -1 for every topic not in it
+        # the position index: k's place in the list, -1 for every topic not in it (or untouched)
         want = np.full(Kl, -1)
         want[lst] = np.arange(nz)
-        np.testing.assert_array_equal(pos[2], want)
+        np.testing.assert_array_equal(pos[2], want if track else 7)
         if sort:
             assert (np.diff(lc[2, :nz]) <= 0).all()
 
@@ -195,9 +198,12 @@ def test_resample_keeps_lists_and_caches_equal_to_fresh_ones(rb, sd, sw):
         for t in list(range(doc_ptr[d], doc_ptr[d + 1])) * 3:
             dnz = TS.resample(t, t + 1, d, term_ids, z, zp, rb, sd, sw, *args(tree), tree.beta,
                               tree.beta_sum, tree.path_prior(), bound, n_e, n_i, n_dk, inv, sp.root,
-                              alpha, sp.etop, sp.ecnt, sp.epos, sp.enz, sp.dtop, sp.dcnt, sp.dpos,
-                              dnz, sp.coef, sp.acc, sp.down, sp.stp, sp.rtp, sp.qtp, sp.qv, sp.qe,
-                              rng)
+                              alpha, sp.etop, sp.ecnt, sp.enz, sp.touched, sp.dtop, sp.dcnt,
+                              sp.dpos, dnz, sp.coef, sp.acc, sp.down, sp.stp, sp.rtp, sp.qtp, sp.qv,
+                              sp.qe, rng)
+            # the root edges' counts changed in their lists only: n_e's rows come from them
+            assert sp.touched[tree.path_edges[zp[t], 0]]
+            TS.edge_counts(sp.etop, sp.ecnt, sp.enz, sp.touched, n_e)
             fresh = Sparse(tree, n_e, n_dk, inv, alpha, d, sd, sw)
             assert dnz == fresh.dnz and sorted(sp.dtop[0, :dnz]) == sorted(fresh.dtop[0, :dnz])
             assert (sp.dcnt[0, :dnz] == n_dk[d, sp.dtop[0, :dnz]]).all()
@@ -211,11 +217,9 @@ def test_resample_keeps_lists_and_caches_equal_to_fresh_ones(rb, sd, sw):
                     assert (np.diff(n_e[j, got]) <= 0).all()
             if sd:
                 assert (np.diff(n_dk[d, sp.dtop[0, :dnz]]) <= 0).all()
-            for top, pos, nz in [(sp.dtop[0], sp.dpos[0], dnz)] + [
-                    (sp.etop[j], sp.epos[j], sp.enz[j]) for j in np.flatnonzero(tree.parent == sp.root)]:
-                want = np.full(K, -1)
-                want[top[:nz]] = np.arange(nz)
-                np.testing.assert_array_equal(pos, want)
+            want = np.full(K, -1)
+            want[sp.dtop[0, :dnz]] = np.arange(dnz)
+            np.testing.assert_array_equal(sp.dpos[0], want)
     assert (z != z0).any()
     for got, want in zip((n_e, n_i, n_dk), ref.counts(tree, doc_ptr, term_ids, z, zp, K)):
         np.testing.assert_array_equal(got, want)

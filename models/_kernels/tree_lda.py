@@ -69,7 +69,7 @@ def naive_sweep(run_ptr, run_doc, term_ids, z, zp, ptr, path_edges, path_len, pa
         for t in range(run_ptr[r], run_ptr[r + 1]):
             w = term_ids[t]
             move_token(d, z[t], zp[t], -1, path_edges, path_len, parent, beta_sum, n_e, n_i,
-                       n_dk, inv)
+                       n_dk, inv, 0)
             np_w = ptr[w + 1] - ptr[w]
             m = buf[:K * np_w].reshape(K, np_w)
             naive_masses(w, d, ptr, path_edges, path_len, parent, beta, beta_sum, n_e, n_i, n_dk,
@@ -78,7 +78,7 @@ def naive_sweep(run_ptr, run_doc, term_ids, z, zp, ptr, path_edges, path_len, pa
             z[t] = x // np_w
             zp[t] = ptr[w] + x % np_w
             move_token(d, z[t], zp[t], 1, path_edges, path_len, parent, beta_sum, n_e, n_i,
-                       n_dk, inv)
+                       n_dk, inv, 0)
 
 
 # The sparse samplers' flags (refined bucket, sorted doc list, sorted word lists) per variant.

@@ -16,10 +16,18 @@ Why each piece:
 
 Lists: ``top[row, :nz]`` holds the topics with a positive count and ``lc[row, :nz]`` their counts
 (a copy in list order, so a bucket reads one or two cache lines instead of gathering from the
-(nodes, K) count matrix); ``pos[row, k]`` is k's index in the list (-1 when absent), so a count
-change finds its topic in one load instead of a scan. In sorted mode counts are non-increasing
-along the list; a +-1 change moves a topic only across its block of equal counts, found by
-bisection: one swap.
+(nodes, K) count matrix). The document's list also keeps ``pos[row, k]``, k's index (-1 when
+absent); an edge's list does not: a count change finds its topic by scanning the row that the
+draw reads anyway, where a position index cost a cache miss per lookup. In sorted mode counts are
+non-increasing along the list; a +-1 change moves a topic only across its block of equal counts,
+found by bisection: one swap.
+
+Memory, not arithmetic, bounds a sweep: a token's word picks a random row of every (nodes, K)
+array it touches. So during a sweep the counts of the root's edges live only in their lists
+(``n_e``'s rows of the edges a sweep changed are rebuilt from them at its end), and an edge
+list's topics and counts sit side by side in one array. With the scan above, these cut a FAST-RB
+sweep by about a quarter at V = 10,000, T = 100 (20 Newsgroups, measured side by side with the
+same draws).
 """
 import numpy as np
 from numba import literally, njit
@@ -28,14 +36,15 @@ from .rng import uniform
 
 
 @njit(cache=True)
-def topic_list(cnt, cr, sort, top, lc, pos, row):
+def topic_list(cnt, cr, sort, top, lc, pos, row, track=True):
     """Fill ``top[row]`` with the k of ``cnt[cr, k] > 0`` (by decreasing count if ``sort``,
-    ties by topic), ``lc[row]`` with their counts and ``pos[row]`` with each topic's index
-    (-1 when absent); returns the list's length."""
+    ties by topic), ``lc[row]`` with their counts and, if ``track``, ``pos[row]`` with each
+    topic's index (-1 when absent); returns the list's length."""
     K = cnt.shape[1]
     nz = 0
     for k in range(K):
-        pos[row, k] = -1
+        if track:
+            pos[row, k] = -1
         if cnt[cr, k] > 0:
             top[row, nz] = k
             nz += 1
@@ -49,32 +58,44 @@ def topic_list(cnt, cr, sort, top, lc, pos, row):
             top[row, a] = tmp[o[a]]
     for a in range(nz):
         lc[row, a] = cnt[cr, top[row, a]]
-        pos[row, top[row, a]] = a
+        if track:
+            pos[row, top[row, a]] = a
     return nz
 
 
 @njit(cache=True, inline="always")
-def _swap(top, lc, pos, row, i, j):
+def _swap(top, lc, pos, row, i, j, track):
     t = top[row, i]
     top[row, i] = top[row, j]
     top[row, j] = t
-    pos[row, t] = j
-    pos[row, top[row, i]] = i
+    if track:
+        pos[row, t] = j
+        pos[row, top[row, i]] = i
     c = lc[row, i]
     lc[row, i] = lc[row, j]
     lc[row, j] = c
 
 
 @njit(cache=True, inline="always")
-def list_inc(top, lc, pos, row, nz, k, sort):
-    """One more token of topic k: count it in place (appending k if new) and, sorted, move it
-    ahead of its old equal-count block. Returns the new length."""
-    i = pos[row, k]
+def find(top, row, nz, k):
+    """k's index in list ``row`` (-1 when absent), by a scan."""
+    for a in range(nz):
+        if top[row, a] == k:
+            return a
+    return -1
+
+
+@njit(cache=True, inline="always")
+def list_inc(top, lc, pos, row, nz, k, i, sort, track):
+    """One more token of topic k, at index i of the list (-1 when absent): count it in place
+    (appending k if new) and, sorted, move it ahead of its old equal-count block; ``pos`` is
+    kept up to date if ``track``. Returns the new length."""
     if i < 0:
         i = nz
         top[row, i] = k
         lc[row, i] = 0
-        pos[row, k] = i
+        if track:
+            pos[row, k] = i
         nz += 1
     lc[row, i] += 1
     if sort:
@@ -87,15 +108,14 @@ def list_inc(top, lc, pos, row, nz, k, sort):
             else:
                 lo = m + 1
         if lo < i:
-            _swap(top, lc, pos, row, lo, i)
+            _swap(top, lc, pos, row, lo, i, track)
     return nz
 
 
 @njit(cache=True, inline="always")
-def list_dec(top, lc, pos, row, nz, k, sort):
-    """One token of topic k less (k must be listed): sorted, move it behind its old
+def list_dec(top, lc, pos, row, nz, k, i, sort, track):
+    """One token of topic k less, at index i of the list: sorted, move it behind its old
     equal-count block; drop it at zero (then it is last in sorted mode). Returns the new length."""
-    i = pos[row, k]
     lc[row, i] -= 1
     if sort:
         c = lc[row, i] + 1
@@ -107,22 +127,34 @@ def list_dec(top, lc, pos, row, nz, k, sort):
             else:
                 hi = m - 1
         if lo > i:
-            _swap(top, lc, pos, row, lo, i)
+            _swap(top, lc, pos, row, lo, i, track)
             i = lo
     if lc[row, i] == 0:
-        _swap(top, lc, pos, row, i, nz - 1)
-        pos[row, k] = -1
+        _swap(top, lc, pos, row, i, nz - 1, track)
+        if track:
+            pos[row, k] = -1
         nz -= 1
     return nz
 
 
 @njit(cache=True)
-def edge_lists(n_e, parent, root, sort, etop, ecnt, epos, enz):
+def edge_lists(n_e, parent, root, sort, etop, ecnt, enz):
     """Nonzero-topic lists of every edge out of the root (the first edges of all paths)."""
+    nopos = np.empty((1, 1), np.int32)
     for j in range(len(parent)):
         enz[j] = 0
         if parent[j] == root:
-            enz[j] = topic_list(n_e, j, sort, etop, ecnt, epos, j)
+            enz[j] = topic_list(n_e, j, sort, etop, ecnt, nopos, j, False)
+
+
+@njit(cache=True)
+def edge_counts(etop, ecnt, enz, touched, n_e):
+    """``n_e``'s rows of the ``touched`` edges from their lists (a sweep counts there only)."""
+    for j in range(len(touched)):
+        if touched[j]:
+            n_e[j, :] = 0
+            for a in range(enz[j]):
+                n_e[j, etop[j, a]] = ecnt[j, a]
 
 
 @njit(cache=True)
@@ -188,7 +220,7 @@ def buckets(w, d, exact_s, ptr, path_edges, path_len, parent, beta, path_prior, 
             for a in range(enz[j0]):
                 k = etop[j0, a]
                 dn = 1.0
-                ob = beta[j0] + n_e[j0, k]
+                ob = beta[j0] + ecnt[j0, a]  # the root edge's count: its list's
                 for l in range(1, path_len[p]):
                     e = path_edges[p, l]
                     dn *= inv[parent[e], k]
@@ -309,11 +341,12 @@ def _kth_path(tot, n, t):
 
 @njit(cache=True, error_model="numpy")
 def resample(t0, t1, d, term_ids, z, zp, rb, sd, sw, ptr, path_edges, path_len, parent, beta,
-             beta_sum, path_prior, s_bound, n_e, n_i, n_dk, inv, root, alpha, etop, ecnt, epos,
-             enz, dtop, dcnt, dpos, dnz, coef, acc, down_bound, stp, rtp, qtp, qv, qe, rng):
+             beta_sum, path_prior, s_bound, n_e, n_i, n_dk, inv, root, alpha, etop, ecnt, enz,
+             touched, dtop, dcnt, dpos, dnz, coef, acc, down_bound, stp, rtp, qtp, qv, qe, rng):
     """Tokens t0..t1-1 of doc d in turn: remove the token from the counts, draw its (topic,
     path) with :func:`draw`, add it back. Every count change also updates the reciprocal
-    normalisers of the path's nodes (its cousin set), both lists, ``coef`` and the root sums.
+    normalisers of the path's nodes (its cousin set), both lists, ``coef`` and the root sums;
+    the root edge's count changes in its list only (``touched`` marks the edge).
     One loop body for both changes: the kernel runs measurably faster than with two inlined
     copies. A call per document, not per token: a call passes some 25 arrays, whose reference
     counts (atomic increments and decrements) cost more than a token's whole update did.
@@ -333,14 +366,16 @@ def resample(t0, t1, d, term_ids, z, zp, rb, sd, sw, ptr, path_edges, path_len, 
                 zp[t] = p
             acc[0] -= alpha[k] * inv[root, k]
             acc[1] -= n_dk[d, k] * inv[root, k]
-            move_token(d, k, p, sign, path_edges, path_len, parent, beta_sum, n_e, n_i, n_dk, inv)
+            move_token(d, k, p, sign, path_edges, path_len, parent, beta_sum, n_e, n_i, n_dk, inv, 1)
             j = path_edges[p, 0]
+            touched[j] = True
+            i = find(etop, j, enz[j], k)
             if sign > 0:
-                dnz = list_inc(dtop, dcnt, dpos, 0, dnz, k, sd)
-                enz[j] = list_inc(etop, ecnt, epos, j, enz[j], k, sw)
+                dnz = list_inc(dtop, dcnt, dpos, 0, dnz, k, dpos[0, k], sd, True)
+                enz[j] = list_inc(etop, ecnt, dpos, j, enz[j], k, i, sw, False)
             else:
-                dnz = list_dec(dtop, dcnt, dpos, 0, dnz, k, sd)
-                enz[j] = list_dec(etop, ecnt, epos, j, enz[j], k, sw)
+                dnz = list_dec(dtop, dcnt, dpos, 0, dnz, k, dpos[0, k], sd, True)
+                enz[j] = list_dec(etop, ecnt, dpos, j, enz[j], k, i, sw, False)
             acc[0] += alpha[k] * inv[root, k]
             acc[1] = acc[1] + n_dk[d, k] * inv[root, k] if dnz > 0 else 0.0
             coef[k] = (alpha[k] + n_dk[d, k]) * inv[root, k]
@@ -348,14 +383,16 @@ def resample(t0, t1, d, term_ids, z, zp, rb, sd, sw, ptr, path_edges, path_len, 
 
 
 @njit(cache=True, inline="always")
-def move_token(d, k, p, sign, path_edges, path_len, parent, beta_sum, n_e, n_i, n_dk, inv):
+def move_token(d, k, p, sign, path_edges, path_len, parent, beta_sum, n_e, n_i, n_dk, inv, l0):
     """Add (sign 1) or remove (-1) a token of doc d on topic k and path p, refreshing the
-    reciprocals of the path's nodes (the cousin set)."""
+    reciprocals of the path's nodes (the cousin set); ``n_e`` changes from the path's l0-th
+    edge on (1: the root edge's count is kept elsewhere)."""
     n_dk[d, k] += sign
     for l in range(path_len[p]):
         j = path_edges[p, l]
         i = parent[j]
-        n_e[j, k] += sign
+        if l >= l0:
+            n_e[j, k] += sign
         n_i[i, k] += sign
         inv[i, k] = 1.0 / (beta_sum[i] + n_i[i, k])
 
@@ -394,11 +431,12 @@ def sparse_sweep(rb, sd, sw, root, run_ptr, run_doc, term_ids, z, zp, ptr, path_
     maxp = 1
     for w in range(len(ptr) - 1):
         maxp = max(maxp, ptr[w + 1] - ptr[w])
-    etop = np.empty((n_nodes, K), np.int32)
-    ecnt = np.empty((n_nodes, K), np.int32)
-    epos = np.empty((n_nodes, K), np.int32)
+    pairs = np.empty((n_nodes, K, 2), np.int32)  # an edge list's topics and counts side by side
+    etop = pairs[:, :, 0]
+    ecnt = pairs[:, :, 1]
     enz = np.zeros(n_nodes, np.int64)
-    edge_lists(n_e, parent, root, sw, etop, ecnt, epos, enz)
+    touched = np.zeros(n_nodes, np.bool_)
+    edge_lists(n_e, parent, root, sw, etop, ecnt, enz)
     dtop = np.empty((1, K), np.int32)
     dcnt = np.empty((1, K), np.int32)
     dpos = np.empty((1, K), np.int32)
@@ -416,5 +454,6 @@ def sparse_sweep(rb, sd, sw, root, run_ptr, run_doc, term_ids, z, zp, ptr, path_
         doc_sums(d, n_dk, inv, root, alpha, dtop, dnz, coef, acc)
         dnz = resample(run_ptr[r], run_ptr[r + 1], d, term_ids, z, zp, rb, sd, sw, ptr,
                        path_edges, path_len, parent, beta, beta_sum, path_prior, s_bound, n_e,
-                       n_i, n_dk, inv, root, alpha, etop, ecnt, epos, enz, dtop, dcnt, dpos, dnz,
-                       coef, acc, down_bound, stp, rtp, qtp, qv, qe, rng)
+                       n_i, n_dk, inv, root, alpha, etop, ecnt, enz, touched, dtop, dcnt, dpos,
+                       dnz, coef, acc, down_bound, stp, rtp, qtp, qv, qe, rng)
+    edge_counts(etop, ecnt, enz, touched, n_e)
