@@ -223,3 +223,17 @@ def test_resample_keeps_lists_and_caches_equal_to_fresh_ones(rb, sd, sw):
     assert (z != z0).any()
     for got, want in zip((n_e, n_i, n_dk), ref.counts(tree, doc_ptr, term_ids, z, zp, K)):
         np.testing.assert_array_equal(got, want)
+
+
+def test_bench_list_trace_counts_list_lengths_and_bucket_shares():
+    from models.corpus import make_corpus
+    from retrieval.bench.tree_lda import list_trace
+    tree, doc_ptr, term_ids, *_ = random_state(2)
+    corpus = make_corpus(doc_ptr, term_ids, n_terms=V)
+    rows, shares = list_trace(corpus, tree, K, 3, every=1)
+    assert [r[0] for r in rows] == [1, 2, 3]
+    assert all(1 <= r[2] <= K and 1 <= r[3] <= K for r in rows)
+    assert sum(shares) == pytest.approx(1.0) and min(shares) > 0
+    # one topic: every list holds exactly it
+    rows, shares = list_trace(corpus, tree, 1, 2, every=1)
+    assert all(r[2] == 1 and r[3] == 1 for r in rows)

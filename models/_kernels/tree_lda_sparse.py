@@ -421,8 +421,9 @@ def sparse_sweep(rb, sd, sw, root, run_ptr, run_doc, term_ids, z, zp, ptr, path_
                  parent, beta, beta_sum, path_prior, s_bound, n_e, n_i, n_dk, inv, alpha, rng):
     """One sequential sweep over runs (tokens ``run_ptr[r]:run_ptr[r + 1]`` of document
     ``run_doc[r]``) with the FAST buckets (lists built from the counts at the start, then kept up
-    to date); ``root`` is the row the root's edges count in. The flags are compile-time constants: one specialised
-    kernel per sampler (with run-time flags the kernel ran about twice as slow)."""
+    to date, and the root edges' rows of ``n_e`` rebuilt from them at the end); ``root`` is the
+    row the root's edges count in. The flags are compile-time constants: one specialised kernel
+    per sampler (with run-time flags the kernel ran about twice as slow)."""
     literally(rb)
     literally(sd)
     literally(sw)

@@ -13,6 +13,7 @@ its copy of it, and the samplers take turns sweep by sweep so that machine load 
 
     python -m retrieval.bench.tree_lda --vary T --values 50 100 200 500 --burn 20 --iters 3
     python -m retrieval.bench.tree_lda --shards 2 --samplers naive fast-rb fast-rb-sdw   # both cores
+    python -m retrieval.bench.tree_lda --lists 60   # list lengths and bucket shares along a chain
 """
 import argparse
 import os
@@ -120,6 +121,44 @@ def time_samplers(variants, corpus, tree, T, iters, burn, seed, n_shards=1):
     return times.mean(1)
 
 
+def list_trace(corpus, tree, T, sweeps, seed=0, every=5):
+    """One FAST-RB chain from the seeded random start: after every ``every``-th sweep, the mean
+    over tokens of the nonzero topics of the root edge on the token's path (its word's list) and
+    of its document; at the end each bucket's mean share of a one-path token's draw (with the token
+    left in the counts). Prints them and returns (rows of (sweep, seconds, word, doc), shares)."""
+    alpha = np.full(T, 50.0 / T)
+    bound = TK.path_bound(tree, alpha)
+    prior = tree.path_prior()
+    state = start_state(corpus, tree, T, seed)
+    rng = make_rng_states(seed, 1)[0]
+    ptr = tree.word_path_ptr
+    dl = np.diff(corpus.doc_ptr)
+    print(f"{'sweep':>5s} {'s':>7s} {'word topics':>12s} {'doc topics':>11s}")
+    rows = []
+    for it in range(1, sweeps + 1):
+        t = one_sweep(TK.FAST_RB, corpus, tree, state, alpha, bound, prior, rng)
+        if it % every == 1 or every == 1 or it == sweeps:
+            n_e, n_dk = state[2], state[4]
+            word = (n_e > 0).sum(1)[tree.path_edges[state[1], 0]].mean()
+            doc = (dl * (n_dk > 0).sum(1)).sum() / dl.sum()
+            rows.append((it, t, word, doc))
+            print(f"{it:5d} {t:7.3f} {word:12.2f} {doc:11.2f}", flush=True)
+    n_e, n_dk, inv = state[2], state[4], state[5]
+    doc = np.repeat(np.arange(corpus.n_docs), dl)
+    w, d = corpus.term_ids, doc
+    one = np.diff(ptr)[w] == 1
+    w, d = w[one], d[one]
+    j = tree.path_edges[ptr[w], 0]
+    root_inv = inv[int(TK.root_of(tree.parent))]
+    s = tree.beta[j] * (alpha * root_inv).sum()
+    r = tree.beta[j] * (n_dk[d] * root_inv).sum(1)
+    q = ((alpha + n_dk[d]) * n_e[j] * root_inv).sum(1)
+    tot = s + r + q
+    shares = [float(np.mean(x / tot)) for x in (s, r, q)]
+    print("bucket shares (one-path tokens): s {:.4f} r {:.4f} q {:.4f}".format(*shares))
+    return rows, shares
+
+
 def senses(tree):
     """Average number of paths (senses) of the words that sit in at least one synset."""
     n = np.diff(tree.word_path_ptr)
@@ -143,12 +182,20 @@ def main(argv=None):
                          "of sequential ones (CPU time)")
     ap.add_argument("--samplers", nargs="+", default=list(TK.SAMPLERS), choices=TK.SAMPLERS)
     ap.add_argument("--plot", default=None, help="PNG of seconds per sweep against the varied value")
+    ap.add_argument("--lists", type=int, default=0, metavar="N",
+                    help="instead of timing: N FAST-RB sweeps at T, V, C, printing list lengths "
+                         "and bucket shares")
     a = ap.parse_args(argv)
     corpus, vocab, _ = newsgroups_corpus(a.data)
     synsets = wordnet.read_synsets(a.wordnet)
     tiny, ttree, _ = setup(corpus, vocab, synsets, 50, 5)  # compile every kernel on a tiny problem
     tiny = make_corpus(tiny.doc_ptr[:11], tiny.term_ids[:tiny.doc_ptr[10]], tiny.n_terms)
     time_samplers(list(range(6)), tiny, ttree, 4, 1, 1, 0, a.shards)
+    if a.lists:
+        cut, tree, _ = setup(corpus, vocab, synsets, a.V, a.C)
+        print(f"# T={a.T} V={a.V} C={len(tree.synsets)}, {cut.n_tokens} tokens, FAST-RB, seed 0")
+        list_trace(cut, tree, a.T, a.lists)
+        return
     variants = [TK.SAMPLERS.index(s) for s in a.samplers]
     rows = np.zeros((len(variants), len(a.values)))
     xs = []
