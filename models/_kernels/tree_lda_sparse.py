@@ -369,7 +369,7 @@ def resample(t0, t1, d, term_ids, z, zp, rb, sd, sw, ptr, path_edges, path_len, 
             move_token(d, k, p, sign, path_edges, path_len, parent, beta_sum, n_e, n_i, n_dk, inv, 1)
             j = path_edges[p, 0]
             touched[j] = True
-            i = find(etop, j, enz[j], k)
+            i = find(etop, j, enz[j], k)  # edge lists keep no position index: dpos stands in, unused
             if sign > 0:
                 dnz = list_inc(dtop, dcnt, dpos, 0, dnz, k, dpos[0, k], sd, True)
                 enz[j] = list_inc(etop, ecnt, dpos, j, enz[j], k, i, sw, False)

@@ -137,17 +137,16 @@ def list_trace(corpus, tree, T, sweeps, seed=0, every=5):
     rows = []
     for it in range(1, sweeps + 1):
         t = one_sweep(TK.FAST_RB, corpus, tree, state, alpha, bound, prior, rng)
-        if it % every == 1 or every == 1 or it == sweeps:
+        if (it - 1) % every == 0 or it == sweeps:
             n_e, n_dk = state[2], state[4]
             word = (n_e > 0).sum(1)[tree.path_edges[state[1], 0]].mean()
             doc = (dl * (n_dk > 0).sum(1)).sum() / dl.sum()
             rows.append((it, t, word, doc))
             print(f"{it:5d} {t:7.3f} {word:12.2f} {doc:11.2f}", flush=True)
     n_e, n_dk, inv = state[2], state[4], state[5]
-    doc = np.repeat(np.arange(corpus.n_docs), dl)
-    w, d = corpus.term_ids, doc
-    one = np.diff(ptr)[w] == 1
-    w, d = w[one], d[one]
+    one = np.diff(ptr)[corpus.term_ids] == 1
+    w = corpus.term_ids[one]
+    d = np.repeat(np.arange(corpus.n_docs), dl)[one]
     j = tree.path_edges[ptr[w], 0]
     root_inv = inv[int(TK.root_of(tree.parent))]
     s = tree.beta[j] * (alpha * root_inv).sum()
