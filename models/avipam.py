@@ -99,6 +99,10 @@ class AVIPAM(VariationalModel):
     batch_size : int, default=200
     lr : float, default=1e-3
         Adam's learning rate.
+    kl_warmup : int, default=0
+        Epochs over which the weight of the KL terms in the training loss rises linearly from
+        1 / kl_warmup to 1; 0 trains on the ELBO from the start, as the paper. KL annealing as
+        in Bowman et al. (2016); ``log_lik_`` is the full ELBO either way.
     beta1 : float, default=0.99
         Adam's first-moment decay (AVITM uses 0.99).
     seed : int, default=0
@@ -133,7 +137,7 @@ class AVIPAM(VariationalModel):
 
     def __init__(self, arch="4pam:50,100", alpha=1.0, hidden=100, norm="batch", dropout=0.2,
                  theta_dropout=0.0, decoder="mixture", epochs=100, batch_size=200, lr=1e-3,
-                 beta1=0.99, seed=0, device="cpu", n_jobs=None, callback_every=1,
+                 kl_warmup=0, beta1=0.99, seed=0, device="cpu", n_jobs=None, callback_every=1,
                  checkpoint_every=10):
         self.arch = arch
         self.alpha = alpha
@@ -145,6 +149,7 @@ class AVIPAM(VariationalModel):
         self.epochs = epochs
         self.batch_size = batch_size
         self.lr = lr
+        self.kl_warmup = kl_warmup
         self.beta1 = beta1
         self.seed = seed
         self.device = device

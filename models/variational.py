@@ -35,11 +35,12 @@ def count_matrix(corpus):
 class VariationalModel(TopicModel):
     """Base of the models trained by amortized variational inference in torch.
 
-    Subclasses store the parameters ``epochs``, ``batch_size``, ``lr``, ``seed``, ``device``,
-    ``n_jobs``, ``callback_every``, ``checkpoint_every`` (and their own) and define
+    Subclasses store the parameters ``epochs``, ``batch_size``, ``lr``, ``kl_warmup``, ``seed``,
+    ``device``, ``n_jobs``, ``callback_every``, ``checkpoint_every`` (and their own) and define
     ``_check_params(corpus)``, ``_build_net(n_terms)`` (a module with ``loss(x, gen)`` returning
-    the negative ELBO of every document of a batch) and ``_finalize(net, X)`` (the fitted arrays
-    named in ``_INFERENCE_ARRAYS``, the first of which exists exactly when the model is fitted).
+    the negative ELBO and the KL part of every document of a batch) and ``_finalize(net, X)``
+    (the fitted arrays named in ``_INFERENCE_ARRAYS``, the first of which exists exactly when
+    the model is fitted).
 
     One model, no chains: ``n_chains = 1``, ``sample_iter_ = [epochs]``, ``log_lik_`` is the
     training ELBO per token of every epoch (the average of the mini-batch estimates).
@@ -54,6 +55,7 @@ class VariationalModel(TopicModel):
         for name in ("epochs", "batch_size", "callback_every", "checkpoint_every"):
             self._pos_int(name)
         self._pos_int("seed", 0)
+        self._pos_int("kl_warmup", 0)
         if self.n_jobs is not None:
             self._pos_int("n_jobs")
         self._pos_float("lr")
@@ -129,14 +131,17 @@ class VariationalModel(TopicModel):
         n_batches = max(1, -(-D // self.batch_size))
         for epoch in range(start, self.epochs):
             net.train()
+            # KL warm-up: the KL terms' weight rises linearly to 1 over the first kl_warmup
+            # epochs, a function of the epoch alone so that a resumed run is the same run.
+            kl_weight = min(1.0, (epoch + 1) / self.kl_warmup) if self.kl_warmup else 1.0
             perm = torch.randperm(D, generator=order_gen).numpy()
             total = 0.0
             # Near-equal batches (sizes differ by at most one): batch normalisation never sees
             # a batch of one document.
             for idx in np.array_split(perm, n_batches):
                 x = torch.from_numpy(X[np.sort(idx)].toarray()).to(dev)
-                neg_elbo, _ = net.loss(x, gen)
-                loss = neg_elbo.mean()
+                neg_elbo, kl = net.loss(x, gen)
+                loss = (neg_elbo - (1.0 - kl_weight) * kl).mean()
                 opt.zero_grad()
                 loss.backward()
                 opt.step()

@@ -65,8 +65,8 @@ OTHER_SCHEDULE = dict(decoder="mixture", lr=1e-3, epochs=100)
 def build(kind, params, args):
     """The estimator of one table row with the run's schedule."""
     if kind == "avipam":
-        extra = {k: getattr(args, k) for k in ("alpha", "beta1", "dropout", "theta_dropout", "hidden")
-                 if getattr(args, k, None) is not None}
+        names = ("alpha", "beta1", "dropout", "theta_dropout", "hidden", "kl_warmup")
+        extra = {k: getattr(args, k) for k in names if getattr(args, k, None) is not None}
         params = {"decoder": args.decoder, **extra, **params}
         return AVIPAM(**params, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
                       seed=args.seed, device=args.device, n_jobs=args.threads)
@@ -103,6 +103,15 @@ def distinct_topics(tops, per_topic, overlap=5):
     return np.array(sorted(keep), dtype=np.int64)
 
 
+def mixture_spread(mix):
+    """(mean largest share, mean effective number of sub-topics exp(entropy)) of the documents'
+    sub-topic mixtures (rows of ``mix``): how far the amortized mixtures are from uniform."""
+    mix = np.asarray(mix, dtype=np.float64)
+    mix = mix / mix.sum(1, keepdims=True)
+    ent = -(mix * np.log(np.where(mix > 0, mix, 1.0))).sum(1)
+    return float(mix.max(1).mean()), float(np.exp(ent).mean())
+
+
 def evaluate(label, model, seconds, corpus, ref, vocab):
     doc = model_coherence(model, corpus, ref, window=None)
     win = model_coherence(model, corpus, ref, window=20)
@@ -120,6 +129,8 @@ def evaluate(label, model, seconds, corpus, ref, vocab):
         beta = np.asarray(model.beta_, dtype=np.float64)
         prod = [np.argsort(-beta[k], kind="stable")[:10] for k in range(len(beta))]
         row["npmi_doc_prodlda"] = float(topic_npmi(prod, corpus).mean())
+    if getattr(model, "doc_mix_", None) is not None:
+        row["mix_max"], row["mix_eff"] = mixture_spread(model.doc_mix_)
     best = np.argsort(-doc.per_topic)[:2]
     row["examples"] = [" ".join(vocab[i] for i in tops[k]) for k in best]
     return row
@@ -140,6 +151,9 @@ def print_rows(rows, ref, device, threads):
               f"{r['duplicated']:>5}{'-' if r['uniform'] is None else r['uniform']:>5}  {comp}")
         if "npmi_doc_prodlda" in r:
             print(f"{'':<26}NPMI doc of ProdLDA's reading softmax(beta_k): {r['npmi_doc_prodlda']:.4f}")
+        if "mix_eff" in r:
+            print(f"{'':<26}document mixtures: largest share {r['mix_max']:.3f} on average, "
+                  f"{r['mix_eff']:.1f} effective sub-topics of {r['topics']}")
         for ex in r["examples"]:
             print(f"{'':<26}{ex}")
     sys.stdout.flush()
@@ -324,6 +338,8 @@ def parse_args(argv=None):
     common.add_argument("--theta-dropout", type=float,
                         help="aviPAM dropout on the document mixture (default: AVIPAM's)")
     common.add_argument("--hidden", type=int, help="aviPAM encoder width (default: AVIPAM's)")
+    common.add_argument("--kl-warmup", type=int,
+                        help="aviPAM epochs of KL warm-up (default: AVIPAM's, 0 = none)")
     t = sub.add_parser("tables", parents=[common], help="the paper's Tables 1 and 2")
     t.add_argument("--table", type=int, nargs="+", choices=(1, 2), default=[1, 2])
     t.add_argument("--only-avipam", action="store_true")
