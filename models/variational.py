@@ -190,8 +190,12 @@ class VariationalModel(TopicModel):
             raise ValueError(f"{os.fspath(path)}: is a {h.get('model')!r} checkpoint, not "
                              f"{type(self).__name__}; delete it or use another checkpoint path")
         ckpt.check_fingerprint(path, h, corpus.fingerprint, self.corpus_hash_)
-        diff = {k: (h["params"].get(k), v) for k, v in self.get_params().items()
-                if k not in _RESUME_FREE and h["params"].get(k) != v}
+        # A parameter added after the checkpoint was written reads as its default: the behaviour
+        # the checkpoint's run had.
+        default = type(self)().get_params()
+        was = {k: h["params"].get(k, default.get(k)) for k in default}
+        diff = {k: (was[k], v) for k, v in self.get_params().items()
+                if k not in _RESUME_FREE and was.get(k) != v}
         if diff:
             listing = ", ".join(f"{k}: checkpoint {t!r} vs now {m!r}" for k, (t, m) in diff.items())
             raise ValueError(f"{path}: checkpoint was written with other parameters ({listing}); "

@@ -141,6 +141,25 @@ def test_kl_warmup_weights_the_kl_in_the_gradient_only(corpus_beta, tmp_path):
         np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
 
 
+def test_checkpoint_from_before_a_new_parameter_resumes_with_its_default(corpus_beta, tmp_path):
+    from models import checkpoint as ckpt
+
+    corpus = corpus_beta[0]
+    kw = dict(KW, epochs=4, checkpoint_every=2)
+    want = AVIPAM(**kw).fit(corpus)
+    path = tmp_path / "old.ckpt"
+    AVIPAM(**dict(kw, epochs=2)).fit(corpus, checkpoint=path)
+    f = ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT)
+    header = dict(f.header)
+    header["params"] = {k: v for k, v in header["params"].items() if k not in ("kl_warmup", "epochs")}
+    header["params"]["epochs"] = 4
+    ckpt.write_model_file(path, header, dict(f.arrays), kind=ckpt.CHECKPOINT_FORMAT)
+    got = AVIPAM(**kw).fit(corpus, checkpoint=path)
+    np.testing.assert_array_equal(got.topic_word_, want.topic_word_)
+    with pytest.raises(ValueError, match="kl_warmup"):
+        AVIPAM(**dict(kw, kl_warmup=3)).fit(corpus, checkpoint=path)
+
+
 def test_save_and_load(fitted, corpus_beta, tmp_path):
     corpus = corpus_beta[0]
     path = tmp_path / "avi.npz"
