@@ -7,8 +7,8 @@ import pytest
 from scipy.optimize import linear_sum_assignment
 
 from models.avipam import AVIPAM, parse_arch
-from models.variational import count_matrix
 from models.corpus import make_corpus
+from models.variational import count_matrix
 from tests.helpers import Killed, resume_after_kill
 
 
@@ -325,7 +325,6 @@ def test_prepared_corpus_file_round_trips_and_bad_files_are_refused(corpus_beta,
     """The bench's --corpus-npz file gives back the same tokens, vocabulary and fingerprint
     (so models trained from it are tied to the same corpus) and a rows file of saved topics."""
     import json
-    from types import SimpleNamespace
 
     from retrieval.bench.avipam import load_corpus_npz, save_corpus_npz, save_row
 
