@@ -69,6 +69,21 @@ class TopicModel(abc.ABC):
     def get_params(self):
         return {name: getattr(self, name) for name in self._param_names()}
 
+    def _check_resume_params(self, path, saved, free):
+        """Refuse a checkpoint whose parameters ``saved`` differ from this model's, except those
+        in ``free``. A parameter added after the checkpoint was written reads as its default:
+        the behaviour the checkpoint's run had."""
+        sig = inspect.signature(type(self).__init__).parameters
+        diff = {}
+        for k, v in self.get_params().items():
+            was = saved.get(k, sig[k].default)
+            if k not in free and was != v:
+                diff[k] = (was, v)
+        if diff:
+            listing = ", ".join(f"{k}: checkpoint {t!r} vs now {m!r}" for k, (t, m) in diff.items())
+            raise ValueError(f"{path}: checkpoint was written with other parameters ({listing}); "
+                             f"use the same parameters or delete the checkpoint to start afresh")
+
     @classmethod
     def size_params(cls, k):
         """The parameters that give a model of size ``k`` topics (what grids over K, such as

@@ -273,13 +273,7 @@ class GibbsModel(TopicModel):
             raise ValueError(f"{os.fspath(path)}: is a {h.get('model')!r} checkpoint, not "
                              f"{type(self).__name__}; delete it or use another checkpoint path")
         ckpt.check_fingerprint(path, h, corpus.fingerprint, self.corpus_hash_)
-        mine, theirs = self.get_params(), h["params"]
-        diff = {k: (theirs.get(k), v) for k, v in mine.items()
-                if k not in _RESUME_FREE and theirs.get(k) != v}
-        if diff:
-            listing = ", ".join(f"{k}: checkpoint {t!r} vs now {m!r}" for k, (t, m) in diff.items())
-            raise ValueError(f"{path}: checkpoint was written with other parameters ({listing}); "
-                             f"use the same parameters or delete the checkpoint to start afresh")
+        self._check_resume_params(path, h["params"], _RESUME_FREE)
         assign, prior = self._STATE
         self.rng_ = np.ascontiguousarray(a["rng"], dtype=np.uint64)
         priors = np.ascontiguousarray(a[prior], dtype=np.float64)

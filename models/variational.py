@@ -190,16 +190,7 @@ class VariationalModel(TopicModel):
             raise ValueError(f"{os.fspath(path)}: is a {h.get('model')!r} checkpoint, not "
                              f"{type(self).__name__}; delete it or use another checkpoint path")
         ckpt.check_fingerprint(path, h, corpus.fingerprint, self.corpus_hash_)
-        # A parameter added after the checkpoint was written reads as its default: the behaviour
-        # the checkpoint's run had.
-        default = type(self)().get_params()
-        was = {k: h["params"].get(k, default.get(k)) for k in default}
-        diff = {k: (was[k], v) for k, v in self.get_params().items()
-                if k not in _RESUME_FREE and was.get(k) != v}
-        if diff:
-            listing = ", ".join(f"{k}: checkpoint {t!r} vs now {m!r}" for k, (t, m) in diff.items())
-            raise ValueError(f"{path}: checkpoint was written with other parameters ({listing}); "
-                             f"use the same parameters or delete the checkpoint to start afresh")
+        self._check_resume_params(path, h["params"], _RESUME_FREE)
         self._load_net_state(net, a)
         sd = opt.state_dict()
         state = {}

@@ -34,6 +34,7 @@ import sys
 import time
 
 import numpy as np
+from scipy import stats
 
 from models.avipam import AVIPAM
 from models.lda import LDA
@@ -108,8 +109,7 @@ def mixture_spread(mix):
     sub-topic mixtures (rows of ``mix``): how far the amortized mixtures are from uniform."""
     mix = np.asarray(mix, dtype=np.float64)
     mix = mix / mix.sum(1, keepdims=True)
-    ent = -(mix * np.log(np.where(mix > 0, mix, 1.0))).sum(1)
-    return float(mix.max(1).mean()), float(np.exp(ent).mean())
+    return float(mix.max(1).mean()), float(np.exp(stats.entropy(mix, axis=1)).mean())
 
 
 def evaluate(label, model, seconds, corpus, ref, vocab):

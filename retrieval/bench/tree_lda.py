@@ -81,6 +81,12 @@ def start_state(corpus, tree, T, seed):
     return [z, zp, n_e, n_i, n_dk, inv]
 
 
+def chain_start(corpus, tree, T, seed):
+    """(alpha, path bound, path prior, seeded random start state) of a bench chain."""
+    alpha = np.full(T, 50.0 / T)
+    return alpha, TK.path_bound(tree, alpha), tree.path_prior(), start_state(corpus, tree, T, seed)
+
+
 def one_sweep(variant, corpus, tree, state, alpha, bound, prior, rng, shards=None):
     """Seconds of one sweep of ``variant`` on ``state`` (changed in place). Sequential (no
     ``shards``): the kernel runs on one thread, so its process CPU time is what an idle core
@@ -104,10 +110,7 @@ def time_samplers(variants, corpus, tree, T, iters, burn, seed, n_shards=1):
     """Mean seconds per sweep of each variant over ``iters`` sweeps taken in turns, each on its
     own copy of the state after ``burn`` FAST-RB-SDW sweeps from the seeded random start; with
     ``n_shards`` > 1 the timed sweeps are sharded (wall-clock)."""
-    alpha = np.full(T, 50.0 / T)
-    bound = TK.path_bound(tree, alpha)
-    prior = tree.path_prior()
-    state = start_state(corpus, tree, T, seed)
+    alpha, bound, prior, state = chain_start(corpus, tree, T, seed)
     rng = make_rng_states(seed, len(variants) + 1, n_shards)
     shards = tree_shards(corpus, tree, n_shards) if n_shards > 1 else None
     for _ in range(burn):
@@ -126,10 +129,7 @@ def list_trace(corpus, tree, T, sweeps, seed=0, every=5):
     over tokens of the nonzero topics of the root edge on the token's path (its word's list) and
     of its document; at the end each bucket's mean share of a one-path token's draw (with the token
     left in the counts). Prints them and returns (rows of (sweep, seconds, word, doc), shares)."""
-    alpha = np.full(T, 50.0 / T)
-    bound = TK.path_bound(tree, alpha)
-    prior = tree.path_prior()
-    state = start_state(corpus, tree, T, seed)
+    alpha, bound, prior, state = chain_start(corpus, tree, T, seed)
     rng = make_rng_states(seed, 1)[0]
     ptr = tree.word_path_ptr
     dl = np.diff(corpus.doc_ptr)
