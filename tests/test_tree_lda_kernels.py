@@ -46,18 +46,19 @@ class Sparse:
         self.etop, self.ecnt = np.empty((n, K), np.int32), np.empty((n, K), np.int32)
         self.enz, self.touched = np.zeros(n, np.int64), np.zeros(n, np.bool_)
         TS.edge_lists(n_e, tree.parent, self.root, sw, self.etop, self.ecnt, self.enz)
-        self.dtop, self.dcnt = np.empty((1, K), np.int32), np.empty((1, K), np.int32)
-        self.dpos = np.empty((1, K), np.int32)
-        self.dnz = TS.topic_list(n_dk, d, sd, self.dtop, self.dcnt, self.dpos, 0)
+        self.dl = np.empty((3, K), np.int32)  # the document list: topics, counts, positions
+        self.dtop, self.dcnt, self.dpos = self.dl[0:1], self.dl[1:2], self.dl[2:3]
+        # unsorted, as the kernel keeps it: SD sorts it when a draw lands in r
+        self.dnz = TS.topic_list(n_dk, d, False, self.dtop, self.dcnt, self.dpos, 0)
         self.coef, self.acc = np.empty(K), np.zeros(2)
-        TS.doc_sums(d, n_dk, inv, self.root, alpha, self.dtop, self.dnz, self.coef, self.acc)
+        TS.doc_sums(d, n_dk, inv, self.root, alpha, self.dl, self.dnz, self.coef, self.acc)
         self.down = TS.down_bounds(tree.path_edges, tree.path_len, tree.parent, tree.beta_sum)
         P = np.diff(tree.word_path_ptr).max()
         self.stp, self.rtp, self.qtp = np.zeros(P), np.zeros(P), np.zeros(P)
         self.qe, self.qv = np.zeros(P, np.int64), np.zeros(P * K)
 
     def lists(self):
-        return (self.root, self.etop, self.ecnt, self.enz, self.dtop, self.dnz, self.coef, self.acc, self.down,
+        return (self.root, self.etop, self.ecnt, self.enz, self.dl, self.dnz, self.coef, self.acc, self.down,
                 self.stp, self.rtp, self.qtp, self.qv, self.qe)
 
 
@@ -69,13 +70,13 @@ def test_buckets_equal_eq5_and_naive_to_1e12(seed):
     bound = T.path_bound(tree, alpha)
     for d in range(len(doc_ptr) - 1):
         sp = Sparse(tree, n_e, n_dk, inv, alpha, d, sd=seed % 2, sw=seed // 2)
-        (root, etop, ecnt, enz, dtop, dnz, coef, acc, down, stp, rtp, qtp, qv, qe) = sp.lists()
+        (root, etop, ecnt, enz, dl, dnz, coef, acc, down, stp, rtp, qtp, qv, qe) = sp.lists()
         for w in range(V):
             want = ref.conditional(tree, w, d, n_e, n_i, n_dk, alpha)
             s, r, q = ref.buckets(tree, w, d, n_e, n_i, n_dk, alpha)
             P = want.shape[1]
-            st, rt, qt = TS.buckets(w, d, True, *args(tree), tree.beta, prior, n_e, n_dk, inv, root,
-                                    alpha, *sp.lists()[1:])
+            st, rt, qt = TS.buckets(w, True, *args(tree), tree.beta, prior, n_e, inv, root, alpha,
+                                    *sp.lists()[1:])
             np.testing.assert_allclose(stp[:P], s.sum(0), rtol=1e-12, atol=0)
             np.testing.assert_allclose(rtp[:P], r.sum(0), rtol=1e-12, atol=1e-300)
             dense_q = np.zeros((K, P))
@@ -94,7 +95,7 @@ def test_buckets_equal_eq5_and_naive_to_1e12(seed):
             T.naive_masses(w, d, *args(tree), tree.beta, tree.beta_sum, n_e, n_i, n_dk, alpha, naive)
             np.testing.assert_allclose(naive / naive.sum(), want, rtol=1e-12, atol=0)
             # the refined bucket's bounds hold: per path, and eq. 6's s'_w
-            TS.buckets(w, d, False, *args(tree), tree.beta, prior, n_e, n_dk, inv, root, alpha,
+            TS.buckets(w, False, *args(tree), tree.beta, prior, n_e, inv, root, alpha,
                        *sp.lists()[1:])
             assert (s.sum(0) <= stp[:P] * (1 + 1e-12)).all()
             assert s.sum() <= bound[w] * (1 + 1e-12)
@@ -122,13 +123,33 @@ def test_every_sampler_draws_from_the_conditional(variant, w, d):
         rb, sd, sw = variant >= T.FAST_RB, variant in (3, 5), variant in (4, 5)
         sp = Sparse(tree, n_e, n_dk, inv, alpha, d, sd, sw)
         root = sp.root
+        start = sp.dl[:, :sp.dnz].copy()
         for _ in range(n):
-            k, p = TS.draw(rb, sw, w, d, *args(tree), tree.beta, tree.path_prior(), bound, n_e,
-                           n_dk, inv, root, alpha, *sp.lists()[1:], rng)
+            k, p = TS.draw(rb, sd, sw, w, *args(tree), tree.beta, tree.path_prior(), bound, n_e,
+                           inv, root, alpha, *sp.lists()[1:], rng)
             hits[k, p - ptr[w]] += 1
+        # some draws landed in r: SD sorted the document's list there, the others leave it be
+        cnt = sp.dcnt[0, :sp.dnz]
+        assert (np.diff(cnt) <= 0).all() if sd else (sp.dl[:, :sp.dnz] == start).all()
+        assert (sp.dpos[0, sp.dtop[0, :sp.dnz]] == np.arange(sp.dnz)).all()
     # every cell within 5 binomial standard deviations
     p = want.ravel()
     assert (np.abs(hits.ravel() / n - p) <= 5 * np.sqrt(p * (1 - p) / n) + 1e-9).all()
+
+
+def test_sort_doc_list_orders_by_decreasing_count_stably_with_positions():
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        nz = int(rng.integers(0, K + 1))
+        dl = np.full((3, K), -1, np.int32)
+        dl[0, :nz] = rng.permutation(K)[:nz]
+        dl[1, :nz] = rng.integers(1, 4, nz)
+        dl[2, dl[0, :nz]] = np.arange(nz)
+        want = sorted(zip(-dl[1, :nz], range(nz), dl[0, :nz]))  # stable: ties keep list order
+        TS.sort_doc_list(dl, nz)
+        assert dl[0, :nz].tolist() == [k for _, _, k in want]
+        assert dl[1, :nz].tolist() == [-c for c, _, _ in want]
+        assert (dl[2, dl[0, :nz]] == np.arange(nz)).all()
 
 
 @pytest.mark.parametrize("track", [True, False])
@@ -198,9 +219,8 @@ def test_resample_keeps_lists_and_caches_equal_to_fresh_ones(rb, sd, sw):
         for t in list(range(doc_ptr[d], doc_ptr[d + 1])) * 3:
             dnz = TS.resample(t, t + 1, d, term_ids, z, zp, rb, sd, sw, *args(tree), tree.beta,
                               tree.beta_sum, tree.path_prior(), bound, n_e, n_i, n_dk, inv, sp.root,
-                              alpha, sp.etop, sp.ecnt, sp.enz, sp.touched, sp.dtop, sp.dcnt,
-                              sp.dpos, dnz, sp.coef, sp.acc, sp.down, sp.stp, sp.rtp, sp.qtp, sp.qv,
-                              sp.qe, rng)
+                              alpha, sp.etop, sp.ecnt, sp.enz, sp.touched, sp.dl, dnz, sp.coef,
+                              sp.acc, sp.down, sp.stp, sp.rtp, sp.qtp, sp.qv, sp.qe, rng)
             # the root edges' counts changed in their lists only: n_e's rows come from them
             assert sp.touched[tree.path_edges[zp[t], 0]]
             TS.edge_counts(sp.etop, sp.ecnt, sp.enz, sp.touched, n_e)
@@ -215,8 +235,6 @@ def test_resample_keeps_lists_and_caches_equal_to_fresh_ones(rb, sd, sw):
                 assert (sp.ecnt[j, :sp.enz[j]] == n_e[j, got]).all()
                 if sw:
                     assert (np.diff(n_e[j, got]) <= 0).all()
-            if sd:
-                assert (np.diff(n_dk[d, sp.dtop[0, :dnz]]) <= 0).all()
             want = np.full(K, -1)
             want[sp.dtop[0, :dnz]] = np.arange(dnz)
             np.testing.assert_array_equal(sp.dpos[0], want)

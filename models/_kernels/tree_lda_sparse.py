@@ -5,7 +5,10 @@ Why each piece:
 - q is nonzero only for topics with a nonzero edge-masked count on the path, and an edge's count
   is never below a descendant edge's, so the path's first edge (out of the root) decides it: one
   list of nonzero topics per root edge (``etop``), kept by decreasing count for SW.
-- r is nonzero only for the document's topics (``dtop``), kept by decreasing n_dk for SD.
+- r is nonzero only for the document's topics (the document list ``dl``). Its total is cached
+  for one-edge paths, so the list's order serves only a draw that lands in r (0.2% of the
+  draws on 20 Newsgroups): SD sorts it by decreasing n_dk then, instead of keeping it sorted
+  through every count change, which cost more than the shorter walks saved.
 - The root normaliser is shared by all paths: for a path of one edge s and r are S_p times the
   cached sums ``s_root = sum_k alpha_k / N_root,k`` and ``r_root = sum_k n_dk / N_root,k``, kept
   up to date on every count change (two topics per token) and recomputed at each document start
@@ -16,11 +19,11 @@ Why each piece:
 
 Lists: ``top[row, :nz]`` holds the topics with a positive count and ``lc[row, :nz]`` their counts
 (a copy in list order, so a bucket reads one or two cache lines instead of gathering from the
-(nodes, K) count matrix). The document's list also keeps ``pos[row, k]``, k's index (-1 when
-absent); an edge's list does not: a count change finds its topic by scanning the row that the
+(nodes, K) count matrix). The document's list, ``dl`` = rows (topics, counts, positions), also
+keeps ``pos[row, k]``, k's index (-1 when absent); an edge's list does not: a count change finds its topic by scanning the row that the
 draw reads anyway, where a position index cost a cache miss per lookup. In sorted mode counts are
-non-increasing along the list; a +-1 change moves a topic only across its block of equal counts,
-found by bisection: one swap.
+non-increasing along the list (SW's edge lists); a +-1 change moves a topic only across its
+block of equal counts, found by bisection: one swap.
 
 Memory, not arithmetic, bounds a sweep: a token's word picks a random row of every (nodes, K)
 array it touches. So during a sweep the counts of the root's edges live only in their lists
@@ -74,6 +77,26 @@ def _swap(top, lc, pos, row, i, j, track):
     c = lc[row, i]
     lc[row, i] = lc[row, j]
     lc[row, j] = c
+
+
+@njit(cache=True)
+def sort_doc_list(dl, nz):
+    """Insertion sort of the document list ``dl`` (rows topics, counts, positions) by decreasing
+    count, stable; the positions follow. Called when a draw lands in r (SD): the list is short
+    and, between two such draws, only a few counts have moved."""
+    for i in range(1, nz):
+        k = dl[0, i]
+        c = dl[1, i]
+        j = i
+        while j > 0 and dl[1, j - 1] < c:
+            dl[0, j] = dl[0, j - 1]
+            dl[1, j] = dl[1, j - 1]
+            dl[2, dl[0, j]] = j
+            j -= 1
+        if j < i:
+            dl[0, j] = k
+            dl[1, j] = c
+            dl[2, k] = j
 
 
 @njit(cache=True, inline="always")
@@ -158,7 +181,7 @@ def edge_counts(etop, ecnt, enz, touched, n_e):
 
 
 @njit(cache=True)
-def doc_sums(d, n_dk, inv, root, alpha, dtop, dnz, coef, acc):
+def doc_sums(d, n_dk, inv, root, alpha, dl, dnz, coef, acc):
     """Per-document caches from scratch: ``coef`` and acc = [s_root, r_root]."""
     K = n_dk.shape[1]
     s = 0.0
@@ -167,8 +190,8 @@ def doc_sums(d, n_dk, inv, root, alpha, dtop, dnz, coef, acc):
         coef[k] = (alpha[k] + n_dk[d, k]) * inv[root, k]
     r = 0.0
     for a in range(dnz):
-        k = dtop[0, a]
-        r += n_dk[d, k] * inv[root, k]
+        k = dl[0, a]
+        r += dl[1, a] * inv[root, k]
     acc[0] = s
     acc[1] = r
 
@@ -194,8 +217,8 @@ def s_exact(p, path_edges, path_len, parent, path_prior, inv, root, alpha, acc):
 
 
 @njit(cache=True, inline="always")
-def buckets(w, d, exact_s, ptr, path_edges, path_len, parent, beta, path_prior, n_e, n_dk, inv,
-            root, alpha, etop, ecnt, enz, dtop, dnz, coef, acc, down_bound, stp, rtp, qtp, qv, qe):
+def buckets(w, exact_s, ptr, path_edges, path_len, parent, beta, path_prior, n_e, inv, root,
+            alpha, etop, ecnt, enz, dl, dnz, coef, acc, down_bound, stp, rtp, qtp, qv, qe):
     """Per path c of word w: s (exact, or its upper bound S_p s_root prod 1/beta_sum below the
     root when not ``exact_s``), r and the q cells (values ``qv`` in the order of the path's root-edge list,
     path c's cells ending at ``qe[c]``). Returns (s total, r total, q total)."""
@@ -231,8 +254,8 @@ def buckets(w, d, exact_s, ptr, path_edges, path_len, parent, beta, path_prior, 
                 m += 1
             r = 0.0
             for a in range(dnz):
-                k = dtop[0, a]
-                r += n_dk[d, k] * inv[root, k] * downstream(p, k, path_edges, path_len, parent, inv)
+                k = dl[0, a]
+                r += dl[1, a] * inv[root, k] * downstream(p, k, path_edges, path_len, parent, inv)
             rtp[c] = S * r
             if exact_s:
                 stp[c] = s_exact(p, path_edges, path_len, parent, path_prior, inv, root, alpha, acc)
@@ -259,17 +282,17 @@ def _pick_path(tot, n, u):
 
 
 @njit(cache=True, inline="always")
-def draw(rb, sw, w, d, ptr, path_edges, path_len, parent, beta, path_prior, s_bound, n_e, n_dk,
-         inv, root, alpha, etop, ecnt, enz, dtop, dnz, coef, acc, down_bound, stp, rtp, qtp, qv,
+def draw(rb, sd, sw, w, ptr, path_edges, path_len, parent, beta, path_prior, s_bound, n_e,
+         inv, root, alpha, etop, ecnt, enz, dl, dnz, coef, acc, down_bound, stp, rtp, qtp, qv,
          qe, rng):
     """One draw of (topic, path) from eq. 5 for word w in doc d (token removed). With ``rb``
     (refined bucket) s is first replaced by an upper bound (the smaller of eq. 6's s'_w and the
     per-path bound) and computed only when the draw lands there; a draw in the slack is redrawn
     from the exact total, which keeps the draw exact. Returns (k, path id)."""
     npw = ptr[w + 1] - ptr[w]
-    st, rt, qt = buckets(w, d, not rb, ptr, path_edges, path_len, parent, beta, path_prior,
-                         n_e, n_dk, inv, root, alpha, etop, ecnt, enz, dtop, dnz, coef, acc,
-                         down_bound, stp, rtp, qtp, qv, qe)
+    st, rt, qt = buckets(w, not rb, ptr, path_edges, path_len, parent, beta, path_prior, n_e,
+                         inv, root, alpha, etop, ecnt, enz, dl, dnz, coef, acc, down_bound, stp,
+                         rtp, qtp, qv, qe)
     if rb:
         st = min(st, s_bound[w])
     u = uniform(rng) * (st + rt + qt)
@@ -300,11 +323,13 @@ def draw(rb, sw, w, d, ptr, path_edges, path_len, parent, beta, path_prior, s_bo
         c, u = _pick_path(rtp, npw, u)
         p = ptr[w] + c
         u /= path_prior[p]
-        last = dtop[0, 0]
-        for a in range(dnz):  # SD: the list is by decreasing n_dk
-            k = dtop[0, a]
+        if sd:  # walk the document's topics by decreasing n_dk
+            sort_doc_list(dl, dnz)
+        last = dl[0, 0]
+        for a in range(dnz):
+            k = dl[0, a]
             last = k
-            x = n_dk[d, k] * inv[root, k] * downstream(p, k, path_edges, path_len, parent, inv)
+            x = dl[1, a] * inv[root, k] * downstream(p, k, path_edges, path_len, parent, inv)
             if u < x:
                 return k, p
             u -= x
@@ -342,7 +367,7 @@ def _kth_path(tot, n, t):
 @njit(cache=True, error_model="numpy")
 def resample(t0, t1, d, term_ids, z, zp, rb, sd, sw, ptr, path_edges, path_len, parent, beta,
              beta_sum, path_prior, s_bound, n_e, n_i, n_dk, inv, root, alpha, etop, ecnt, enz,
-             touched, dtop, dcnt, dpos, dnz, coef, acc, down_bound, stp, rtp, qtp, qv, qe, rng):
+             touched, dl, dnz, coef, acc, down_bound, stp, rtp, qtp, qv, qe, rng):
     """Tokens t0..t1-1 of doc d in turn: remove the token from the counts, draw its (topic,
     path) with :func:`draw`, add it back. Every count change also updates the reciprocal
     normalisers of the path's nodes (its cousin set), both lists, ``coef`` and the root sums;
@@ -353,15 +378,16 @@ def resample(t0, t1, d, term_ids, z, zp, rb, sd, sw, ptr, path_edges, path_len, 
     numpy's error model: no zero-division checks (every divisor is a positive prior sum or
     path prior); the checks' raising branches made a sweep some 20% slower.
     Returns the document list's new length."""
+    dtop, dcnt, dpos = dl[0:1], dl[1:2], dl[2:3]
     for t in range(t0, t1):
         w = term_ids[t]
         k = z[t]
         p = zp[t]
         for sign in (-1, 1):
             if sign > 0:
-                k, p = draw(rb, sw, w, d, ptr, path_edges, path_len, parent, beta, path_prior,
-                            s_bound, n_e, n_dk, inv, root, alpha, etop, ecnt, enz, dtop, dnz, coef,
-                            acc, down_bound, stp, rtp, qtp, qv, qe, rng)
+                k, p = draw(rb, sd, sw, w, ptr, path_edges, path_len, parent, beta, path_prior,
+                            s_bound, n_e, inv, root, alpha, etop, ecnt, enz, dl, dnz, coef, acc,
+                            down_bound, stp, rtp, qtp, qv, qe, rng)
                 z[t] = k
                 zp[t] = p
             acc[0] -= alpha[k] * inv[root, k]
@@ -371,10 +397,10 @@ def resample(t0, t1, d, term_ids, z, zp, rb, sd, sw, ptr, path_edges, path_len, 
             touched[j] = True
             i = find(etop, j, enz[j], k)  # edge lists keep no position index: dpos stands in, unused
             if sign > 0:
-                dnz = list_inc(dtop, dcnt, dpos, 0, dnz, k, dpos[0, k], sd, True)
+                dnz = list_inc(dtop, dcnt, dpos, 0, dnz, k, dpos[0, k], False, True)
                 enz[j] = list_inc(etop, ecnt, dpos, j, enz[j], k, i, sw, False)
             else:
-                dnz = list_dec(dtop, dcnt, dpos, 0, dnz, k, dpos[0, k], sd, True)
+                dnz = list_dec(dtop, dcnt, dpos, 0, dnz, k, dpos[0, k], False, True)
                 enz[j] = list_dec(etop, ecnt, dpos, j, enz[j], k, i, sw, False)
             acc[0] += alpha[k] * inv[root, k]
             acc[1] = acc[1] + n_dk[d, k] * inv[root, k] if dnz > 0 else 0.0
@@ -438,9 +464,7 @@ def sparse_sweep(rb, sd, sw, root, run_ptr, run_doc, term_ids, z, zp, ptr, path_
     enz = np.zeros(n_nodes, np.int64)
     touched = np.zeros(n_nodes, np.bool_)
     edge_lists(n_e, parent, root, sw, etop, ecnt, enz)
-    dtop = np.empty((1, K), np.int32)
-    dcnt = np.empty((1, K), np.int32)
-    dpos = np.empty((1, K), np.int32)
+    dl = np.empty((3, K), np.int32)
     coef = np.empty(K)
     acc = np.zeros(2)
     down_bound = down_bounds(path_edges, path_len, parent, beta_sum)
@@ -451,10 +475,10 @@ def sparse_sweep(rb, sd, sw, root, run_ptr, run_doc, term_ids, z, zp, ptr, path_
     qv = np.empty(maxp * K)
     for r in range(len(run_doc)):
         d = run_doc[r]
-        dnz = topic_list(n_dk, d, sd, dtop, dcnt, dpos, 0)
-        doc_sums(d, n_dk, inv, root, alpha, dtop, dnz, coef, acc)
+        dnz = topic_list(n_dk, d, False, dl[0:1], dl[1:2], dl[2:3], 0)
+        doc_sums(d, n_dk, inv, root, alpha, dl, dnz, coef, acc)
         dnz = resample(run_ptr[r], run_ptr[r + 1], d, term_ids, z, zp, rb, sd, sw, ptr,
                        path_edges, path_len, parent, beta, beta_sum, path_prior, s_bound, n_e,
-                       n_i, n_dk, inv, root, alpha, etop, ecnt, enz, touched, dtop, dcnt, dpos,
-                       dnz, coef, acc, down_bound, stp, rtp, qtp, qv, qe, rng)
+                       n_i, n_dk, inv, root, alpha, etop, ecnt, enz, touched, dl, dnz, coef, acc,
+                       down_bound, stp, rtp, qtp, qv, qe, rng)
     edge_counts(etop, ecnt, enz, touched, n_e)
