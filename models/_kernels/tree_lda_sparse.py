@@ -20,10 +20,10 @@ Why each piece:
 Lists: ``top[row, :nz]`` holds the topics with a positive count and ``lc[row, :nz]`` their counts
 (a copy in list order, so a bucket reads one or two cache lines instead of gathering from the
 (nodes, K) count matrix). The document's list, ``dl`` = rows (topics, counts, positions), also
-keeps ``pos[row, k]``, k's index (-1 when absent); an edge's list does not: a count change finds its topic by scanning the row that the
-draw reads anyway, where a position index cost a cache miss per lookup. In sorted mode counts are
-non-increasing along the list (SW's edge lists); a +-1 change moves a topic only across its
-block of equal counts, found by bisection: one swap.
+keeps ``pos[row, k]``, k's index (-1 when absent); an edge's list does not: a count change finds
+its topic by scanning the row that the draw reads anyway, where a position index cost a cache
+miss per lookup. In sorted mode (SW's edge lists) counts are non-increasing along the list; a
++-1 change moves a topic only across its block of equal counts, found by bisection: one swap.
 
 Memory, not arithmetic, bounds a sweep: a token's word picks a random row of every (nodes, K)
 array it touches. So during a sweep the counts of the root's edges live only in their lists
@@ -285,10 +285,11 @@ def _pick_path(tot, n, u):
 def draw(rb, sd, sw, w, ptr, path_edges, path_len, parent, beta, path_prior, s_bound, n_e,
          inv, root, alpha, etop, ecnt, enz, dl, dnz, coef, acc, down_bound, stp, rtp, qtp, qv,
          qe, rng):
-    """One draw of (topic, path) from eq. 5 for word w in doc d (token removed). With ``rb``
-    (refined bucket) s is first replaced by an upper bound (the smaller of eq. 6's s'_w and the
-    per-path bound) and computed only when the draw lands there; a draw in the slack is redrawn
-    from the exact total, which keeps the draw exact. Returns (k, path id)."""
+    """One draw of (topic, path) from eq. 5 for word w in the document of list ``dl`` (token
+    removed). With ``rb`` (refined bucket) s is first replaced by an upper bound (the smaller of
+    eq. 6's s'_w and the per-path bound) and computed only when the draw lands there; a draw in
+    the slack is redrawn from the exact total, which keeps the draw exact. Returns (k, path id).
+    At most 30 arguments: CPython passes more as *args, which numba cannot inline."""
     npw = ptr[w + 1] - ptr[w]
     st, rt, qt = buckets(w, not rb, ptr, path_edges, path_len, parent, beta, path_prior, n_e,
                          inv, root, alpha, etop, ecnt, enz, dl, dnz, coef, acc, down_bound, stp,
