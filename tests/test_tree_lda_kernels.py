@@ -38,9 +38,10 @@ def args(tree):
 
 
 class Sparse:
-    """The sampler's lists and caches for doc d, built by the kernels' own builders."""
+    """The sampler's lists and caches for doc d, built by the kernels' own builders (the
+    document's list unsorted whatever SD: the kernel sorts it only when a draw lands in r)."""
 
-    def __init__(self, tree, n_e, n_dk, inv, alpha, d, sd, sw):
+    def __init__(self, tree, n_e, n_dk, inv, alpha, d, sw):
         n = tree.n_nodes
         self.root = TS.root_of(tree.parent)
         self.etop, self.ecnt = np.empty((n, K), np.int32), np.empty((n, K), np.int32)
@@ -48,7 +49,6 @@ class Sparse:
         TS.edge_lists(n_e, tree.parent, self.root, sw, self.etop, self.ecnt, self.enz)
         self.dl = np.empty((3, K), np.int32)  # the document list: topics, counts, positions
         self.dtop, self.dcnt, self.dpos = self.dl[0:1], self.dl[1:2], self.dl[2:3]
-        # unsorted, as the kernel keeps it: SD sorts it when a draw lands in r
         self.dnz = TS.topic_list(n_dk, d, False, self.dtop, self.dcnt, self.dpos, 0)
         self.coef, self.acc = np.empty(K), np.zeros(2)
         TS.doc_sums(d, n_dk, inv, self.root, alpha, self.dl, self.dnz, self.coef, self.acc)
@@ -69,7 +69,7 @@ def test_buckets_equal_eq5_and_naive_to_1e12(seed):
     prior = tree.path_prior()
     bound = T.path_bound(tree, alpha)
     for d in range(len(doc_ptr) - 1):
-        sp = Sparse(tree, n_e, n_dk, inv, alpha, d, sd=seed % 2, sw=seed // 2)
+        sp = Sparse(tree, n_e, n_dk, inv, alpha, d, sw=seed % 2)
         (root, etop, ecnt, enz, dl, dnz, coef, acc, down, stp, rtp, qtp, qv, qe) = sp.lists()
         for w in range(V):
             want = ref.conditional(tree, w, d, n_e, n_i, n_dk, alpha)
@@ -121,7 +121,7 @@ def test_every_sampler_draws_from_the_conditional(variant, w, d):
             hits.flat[T._pick(m, x)] += 1
     else:
         rb, sd, sw = variant >= T.FAST_RB, variant in (3, 5), variant in (4, 5)
-        sp = Sparse(tree, n_e, n_dk, inv, alpha, d, sd, sw)
+        sp = Sparse(tree, n_e, n_dk, inv, alpha, d, sw)
         root = sp.root
         start = sp.dl[:, :sp.dnz].copy()
         for _ in range(n):
@@ -214,7 +214,7 @@ def test_resample_keeps_lists_and_caches_equal_to_fresh_ones(rb, sd, sw):
     bound = T.path_bound(tree, alpha)
     z0 = z.copy()
     for d in range(len(doc_ptr) - 1):
-        sp = Sparse(tree, n_e, n_dk, inv, alpha, d, sd, sw)
+        sp = Sparse(tree, n_e, n_dk, inv, alpha, d, sw)
         dnz = sp.dnz
         for t in list(range(doc_ptr[d], doc_ptr[d + 1])) * 3:
             dnz = TS.resample(t, t + 1, d, term_ids, z, zp, rb, sd, sw, *args(tree), tree.beta,
@@ -224,7 +224,7 @@ def test_resample_keeps_lists_and_caches_equal_to_fresh_ones(rb, sd, sw):
             # the root edges' counts changed in their lists only: n_e's rows come from them
             assert sp.touched[tree.path_edges[zp[t], 0]]
             TS.edge_counts(sp.etop, sp.ecnt, sp.enz, sp.touched, n_e)
-            fresh = Sparse(tree, n_e, n_dk, inv, alpha, d, sd, sw)
+            fresh = Sparse(tree, n_e, n_dk, inv, alpha, d, sw)
             assert dnz == fresh.dnz and sorted(sp.dtop[0, :dnz]) == sorted(fresh.dtop[0, :dnz])
             assert (sp.dcnt[0, :dnz] == n_dk[d, sp.dtop[0, :dnz]]).all()
             np.testing.assert_allclose(sp.coef, fresh.coef, rtol=1e-14)

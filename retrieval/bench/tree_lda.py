@@ -59,8 +59,10 @@ def setup(corpus, vocab, synsets, V, C, seed=0):
     return cut, build_tree([cands[i] for i in sorted(pick)], len(keep)), len(cands)
 
 
-def start_state(corpus, tree, T, seed):
-    """Seeded uniform random (topic, path) per token and its counts: [z, zp, n_e, n_i, n_dk, inv]."""
+def chain_start(corpus, tree, T, seed):
+    """(alpha, path bound, path prior, state) of a bench chain: alpha = 50 / T and a seeded
+    uniform random (topic, path) per token with its counts, state = [z, zp, n_e, n_i, n_dk, inv]."""
+    alpha = np.full(T, 50.0 / T)
     rng0 = np.random.default_rng(seed)
     N = corpus.n_tokens
     z = rng0.integers(0, T, N).astype(np.int32)
@@ -78,13 +80,7 @@ def start_state(corpus, tree, T, seed):
         np.add.at(n_i, (tree.parent[e[m]], z[m]), 1)
     with np.errstate(divide="ignore"):
         inv = 1.0 / (tree.beta_sum[:, None] + n_i)
-    return [z, zp, n_e, n_i, n_dk, inv]
-
-
-def chain_start(corpus, tree, T, seed):
-    """(alpha, path bound, path prior, seeded random start state) of a bench chain."""
-    alpha = np.full(T, 50.0 / T)
-    return alpha, TK.path_bound(tree, alpha), tree.path_prior(), start_state(corpus, tree, T, seed)
+    return alpha, TK.path_bound(tree, alpha), tree.path_prior(), [z, zp, n_e, n_i, n_dk, inv]
 
 
 def one_sweep(variant, corpus, tree, state, alpha, bound, prior, rng, shards=None):
