@@ -250,8 +250,21 @@ def test_bench_list_trace_counts_list_lengths_and_bucket_shares():
     corpus = make_corpus(doc_ptr, term_ids, n_terms=V)
     rows, shares = list_trace(corpus, tree, K, 3, every=1)
     assert [r[0] for r in rows] == [1, 2, 3]
-    assert all(1 <= r[2] <= K and 1 <= r[3] <= K for r in rows)
+    assert all(1 <= x <= K for r in rows for x in r[2:])
+    # the mean over all tokens is the token-weighted mean of the one-path and several-path means
+    one = (np.diff(tree.word_path_ptr)[term_ids] == 1).mean()
+    assert 0 < one < 1
+    assert all(r[2] == pytest.approx(one * r[3] + (1 - one) * r[4]) for r in rows)
     assert sum(shares) == pytest.approx(1.0) and min(shares) > 0
     # one topic: every list holds exactly it
     rows, shares = list_trace(corpus, tree, 1, 2, every=1)
-    assert all(r[2] == 1 and r[3] == 1 for r in rows)
+    assert all(x == 1 for r in rows for x in r[2:])
+
+
+def test_bench_paper_ratios_divide_the_papers_naive_time():
+    from retrieval.bench.tree_lda import paper_ratios
+    r = paper_ratios("T", [100, 500, 7], ["naive", "fast-rb-sdw"])
+    assert r[0, :2].tolist() == [1.0, 1.0]
+    assert r[1, 0] == pytest.approx(12.655 / 3.241) and r[1, 1] == pytest.approx(71.223 / 7.424)
+    assert np.isnan(r[:, 2]).all()  # no such column in the paper
+    assert paper_ratios("C", [500], ["fast"])[0, 0] == pytest.approx(15.377 / 8.079)

@@ -30,6 +30,34 @@ from models.tree_shards import sweep_chains, tree_shards
 from retrieval.datasets import wordnet
 from retrieval.datasets.newsgroups import newsgroups_corpus
 
+# The paper's Table 1: seconds per iteration, samplers in TK.SAMPLERS order (6-core 2.8 GHz CPU,
+# 100 iterations x 5 seeds), for each (varied dimension, value).
+PAPER = {
+    ("T", 50): (5.700, 4.935, 2.937, 2.675, 2.449, 2.225),
+    ("T", 100): (12.655, 9.222, 4.037, 3.795, 3.363, 3.241),
+    ("T", 200): (29.200, 17.559, 5.880, 5.400, 4.894, 4.672),
+    ("T", 500): (71.223, 40.691, 8.551, 8.363, 7.404, 7.424),
+    ("V", 5000): (4.815, 2.897, 1.012, 0.972, 0.889, 0.828),
+    ("V", 10000): (12.351, 9.063, 3.900, 3.684, 3.376, 3.113),
+    ("V", 20000): (28.783, 20.460, 9.777, 9.287, 8.406, 7.777),
+    ("V", 30000): (51.088, 38.119, 20.040, 18.685, 16.640, 15.397),
+    ("C", 50): (11.166, 8.889, 3.995, 3.660, 3.272, 3.026),
+    ("C", 100): (12.586, 9.165, 4.078, 3.795, 3.363, 3.241),
+    ("C", 200): (13.000, 9.177, 3.858, 3.593, 3.308, 3.091),
+    ("C", 500): (15.377, 8.079, 3.156, 3.065, 2.787, 2.627),
+}
+
+
+def paper_ratios(vary, values, samplers):
+    """NAIVE / sampler in the paper's Table 1, (samplers, values); nan where it has no figure."""
+    out = np.full((len(samplers), len(values)), np.nan)
+    for j, v in enumerate(values):
+        row = PAPER.get((vary, v))
+        if row is not None:
+            for i, s in enumerate(samplers):
+                out[i, j] = row[0] / row[TK.SAMPLERS.index(s)]
+    return out
+
 
 def top_tfidf(corpus, V):
     """Ids of the V terms of highest tf-idf averaged over all documents."""
@@ -122,23 +150,28 @@ def time_samplers(variants, corpus, tree, T, iters, burn, seed, n_shards=1):
 
 def list_trace(corpus, tree, T, sweeps, seed=0, every=5):
     """One FAST-RB chain from the seeded random start: after every ``every``-th sweep, the mean
-    over tokens of the nonzero topics of the root edge on the token's path (its word's list) and
-    of its document; at the end each bucket's mean share of a one-path token's draw (with the token
-    left in the counts). Prints them and returns (rows of (sweep, seconds, word, doc), shares)."""
+    over tokens of the nonzero topics of the root edge on the token's path (its word's list), the
+    same over the tokens of words with one path (no synset) and with several, and the mean over
+    tokens of their document's nonzero topics; at the end each bucket's mean share of a one-path
+    token's draw (with the token left in the counts). Prints them and returns (rows of (sweep,
+    seconds, word, one-path word, several-path word, doc), shares); a mean over no tokens is nan."""
     alpha, bound, prior, state = chain_start(corpus, tree, T, seed)
     rng = make_rng_states(seed, 1)[0]
     ptr = tree.word_path_ptr
     dl = np.diff(corpus.doc_ptr)
-    print(f"{'sweep':>5s} {'s':>7s} {'word topics':>12s} {'doc topics':>11s}")
+    one = np.diff(ptr)[corpus.term_ids] == 1
+    print(f"# tokens of words with several paths: {1 - one.mean():.3f}")
+    print(f"{'sweep':>5s} {'s':>7s} {'word topics':>12s} {'one path':>9s} {'several':>8s} {'doc topics':>11s}")
     rows = []
     for it in range(1, sweeps + 1):
         t = one_sweep(TK.FAST_RB, corpus, tree, state, alpha, bound, prior, rng)
         if (it - 1) % every == 0 or it == sweeps:
             n_e, n_dk = state[2], state[4]
-            word = (n_e > 0).sum(1)[tree.path_edges[state[1], 0]].mean()
+            nz = (n_e > 0).sum(1)[tree.path_edges[state[1], 0]]
+            w1, w2 = (float(nz[m].mean()) if m.any() else np.nan for m in (one, ~one))
             doc = (dl * (n_dk > 0).sum(1)).sum() / dl.sum()
-            rows.append((it, t, word, doc))
-            print(f"{it:5d} {t:7.3f} {word:12.2f} {doc:11.2f}", flush=True)
+            rows.append((it, t, nz.mean(), w1, w2, doc))
+            print(f"{it:5d} {t:7.3f} {nz.mean():12.2f} {w1:9.2f} {w2:8.2f} {doc:11.2f}", flush=True)
     n_e, n_dk, inv = state[2], state[4], state[5]
     one = np.diff(ptr)[corpus.term_ids] == 1
     w = corpus.term_ids[one]
@@ -216,6 +249,9 @@ def main(argv=None):
         print(f"\n{'NAIVE / x':12s} " + " ".join(f"{a.vary}{v:<8d}" for v in a.values))
         for s, r in zip(a.samplers, rows):
             print(f"{s:12s} " + " ".join(f"{x:9.2f}" for x in base / r))
+        print(f"\n{'paper N / x':12s} " + " ".join(f"{a.vary}{v:<8d}" for v in a.values))
+        for s, r in zip(a.samplers, paper_ratios(a.vary, a.values, a.samplers)):
+            print(f"{s:12s} " + " ".join(f"{x:9.2f}" for x in r))
     if a.plot:
         plot(a.plot, a.vary, a.values, xs, a.samplers, rows)
 
