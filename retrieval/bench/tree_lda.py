@@ -173,7 +173,6 @@ def list_trace(corpus, tree, T, sweeps, seed=0, every=5):
             rows.append((it, t, nz.mean(), w1, w2, doc))
             print(f"{it:5d} {t:7.3f} {nz.mean():12.2f} {w1:9.2f} {w2:8.2f} {doc:11.2f}", flush=True)
     n_e, n_dk, inv = state[2], state[4], state[5]
-    one = np.diff(ptr)[corpus.term_ids] == 1
     w = corpus.term_ids[one]
     d = np.repeat(np.arange(corpus.n_docs), dl)[one]
     j = tree.path_edges[ptr[w], 0]
@@ -241,19 +240,20 @@ def main(argv=None):
                                 for seed in range(a.seeds)], axis=0)
         for s, x in zip(a.samplers, rows[:, col]):
             print(f"  {s:12s} {x:8.3f} s/sweep", flush=True)
-    print(f"\n{'s/sweep':12s} " + " ".join(f"{a.vary}{v:<8d}" for v in a.values))
-    for s, r in zip(a.samplers, rows):
-        print(f"{s:12s} " + " ".join(f"{x:9.3f}" for x in r))
+    print_table("s/sweep", a.vary, a.values, a.samplers, rows, 3)
     if "naive" in a.samplers:
-        base = rows[a.samplers.index("naive")]
-        print(f"\n{'NAIVE / x':12s} " + " ".join(f"{a.vary}{v:<8d}" for v in a.values))
-        for s, r in zip(a.samplers, rows):
-            print(f"{s:12s} " + " ".join(f"{x:9.2f}" for x in base / r))
-        print(f"\n{'paper N / x':12s} " + " ".join(f"{a.vary}{v:<8d}" for v in a.values))
-        for s, r in zip(a.samplers, paper_ratios(a.vary, a.values, a.samplers)):
-            print(f"{s:12s} " + " ".join(f"{x:9.2f}" for x in r))
+        print_table("NAIVE / x", a.vary, a.values, a.samplers, rows[a.samplers.index("naive")] / rows, 2)
+        print_table("paper N / x", a.vary, a.values, a.samplers,
+                    paper_ratios(a.vary, a.values, a.samplers), 2)
     if a.plot:
         plot(a.plot, a.vary, a.values, xs, a.samplers, rows)
+
+
+def print_table(title, vary, values, samplers, rows, digits):
+    """One summary table: a row per sampler, a column per varied value."""
+    print(f"\n{title:12s} " + " ".join(f"{vary}{v:<8d}" for v in values))
+    for s, r in zip(samplers, rows):
+        print(f"{s:12s} " + " ".join(f"{x:9.{digits}f}" for x in r))
 
 
 def plot(path, vary, values, senses_, samplers, rows):
