@@ -37,6 +37,11 @@ def args(tree):
     return (tree.word_path_ptr, tree.path_edges, tree.path_len, tree.parent)
 
 
+def fast_args(tree):
+    """The tree's arguments of the sparse kernels' ``buckets`` and ``draw``."""
+    return args(tree) + (tree.beta,)
+
+
 class Sparse:
     """The sampler's lists and caches for doc d, built by the kernels' own builders (the
     document's list unsorted whatever SD: the kernel sorts it only when a draw lands in r)."""
@@ -75,7 +80,7 @@ def test_buckets_equal_eq5_and_naive_to_1e12(seed):
             want = ref.conditional(tree, w, d, n_e, n_i, n_dk, alpha)
             s, r, q = ref.buckets(tree, w, d, n_e, n_i, n_dk, alpha)
             P = want.shape[1]
-            st, rt, qt = TS.buckets(w, True, *args(tree), tree.beta, prior, n_e, inv, root, alpha,
+            st, rt, qt = TS.buckets(w, True, *fast_args(tree), prior, n_e, inv, root, alpha,
                                     *sp.lists()[1:])
             np.testing.assert_allclose(stp[:P], s.sum(0), rtol=1e-12, atol=0)
             np.testing.assert_allclose(rtp[:P], r.sum(0), rtol=1e-12, atol=1e-300)
@@ -95,9 +100,9 @@ def test_buckets_equal_eq5_and_naive_to_1e12(seed):
             T.naive_masses(w, d, *args(tree), tree.beta, tree.beta_sum, n_e, n_i, n_dk, alpha, naive)
             np.testing.assert_allclose(naive / naive.sum(), want, rtol=1e-12, atol=0)
             # the refined bucket's bounds hold: per path, and eq. 6's s'_w
-            TS.buckets(w, False, *args(tree), tree.beta, prior, n_e, inv, root, alpha,
-                       *sp.lists()[1:])
+            TS.buckets(w, False, *fast_args(tree), prior, n_e, inv, root, alpha, *sp.lists()[1:])
             assert (s.sum(0) <= stp[:P] * (1 + 1e-12)).all()
+            assert (r.sum(0) <= rtp[:P] * (1 + 1e-12)).all()
             assert s.sum() <= bound[w] * (1 + 1e-12)
 
 
@@ -125,14 +130,46 @@ def test_every_sampler_draws_from_the_conditional(variant, w, d):
         root = sp.root
         start = sp.dl[:, :sp.dnz].copy()
         for _ in range(n):
-            k, p = TS.draw(rb, sd, sw, w, *args(tree), tree.beta, tree.path_prior(), bound, n_e,
-                           inv, root, alpha, *sp.lists()[1:], rng)
+            k, p = TS.draw(rb, sd, sw, w, *fast_args(tree), tree.path_prior(), bound, n_e, inv,
+                           root, alpha, *sp.lists()[1:], rng)
             hits[k, p - ptr[w]] += 1
         # some draws landed in r: SD sorted the document's list there, the others leave it be
         cnt = sp.dcnt[0, :sp.dnz]
         assert (np.diff(cnt) <= 0).all() if sd else (sp.dl[:, :sp.dnz] == start).all()
         assert (sp.dpos[0, sp.dtop[0, :sp.dnz]] == np.arange(sp.dnz)).all()
     # every cell within 5 binomial standard deviations
+    p = want.ravel()
+    assert (np.abs(hits.ravel() / n - p) <= 5 * np.sqrt(p * (1 - p) / n) + 1e-9).all()
+
+
+@pytest.mark.parametrize("variant", range(T.FAST_RB, T.FAST_RB_SDW + 1))
+@pytest.mark.parametrize("w,d", [(1, 3), (2, 5)])
+def test_refined_draws_stay_exact_whatever_the_slack_of_their_bounds(variant, w, d):
+    """The refined bucket bounds s and r of the synset paths and computes them only when a draw
+    lands in a bound, redrawing from the exact totals when it lands in the slack. Bounds eight
+    times too loose put about a fifth of the mass in the slack; the draws must not move."""
+    tree, _, _, _, _, alpha, n_e, n_i, n_dk = random_state(7)
+    inv = inv_of(tree, n_i)
+    want = ref.conditional(tree, w, d, n_e, n_i, n_dk, alpha)
+    P = want.shape[1]
+    sd, sw = variant in (3, 5), variant in (4, 5)
+    sp = Sparse(tree, n_e, n_dk, inv, alpha, d, sw)
+    sp.down *= 8.0
+    bound = 8.0 * T.path_bound(tree, alpha)
+    prior = tree.path_prior()
+    st, rt, qt = TS.buckets(w, True, *fast_args(tree), prior, n_e, inv, sp.root, alpha,
+                            *sp.lists()[1:])
+    sb, rb, _ = TS.buckets(w, False, *fast_args(tree), prior, n_e, inv, sp.root, alpha,
+                           *sp.lists()[1:])
+    assert (min(sb, bound[w]) + rb - st - rt) / (st + rt + qt) > 0.15
+    rng = make_rng_states(variant + 11)
+    n = 40000
+    hits = np.zeros((K, P))
+    ptr = tree.word_path_ptr
+    for _ in range(n):
+        k, p = TS.draw(True, sd, sw, w, *fast_args(tree), prior, bound, n_e, inv, sp.root, alpha,
+                       *sp.lists()[1:], rng)
+        hits[k, p - ptr[w]] += 1
     p = want.ravel()
     assert (np.abs(hits.ravel() / n - p) <= 5 * np.sqrt(p * (1 - p) / n) + 1e-9).all()
 

@@ -13,7 +13,9 @@ Why each piece:
   cached sums ``s_root = sum_k alpha_k / N_root,k`` and ``r_root = sum_k n_dk / N_root,k``, kept
   up to date on every count change (two topics per token) and recomputed at each document start
   so that rounding cannot drift. Longer paths (synset subtrees) multiply the downstream
-  normaliser per topic; their s costs O(K) and is what the refined bucket avoids.
+  normaliser per topic: their s costs O(K) and their r a pass over the document's topics. The
+  refined samplers bound both (the root sums times prod 1/beta_sum below the root) and compute
+  them only when a draw lands in a bound.
 - ``coef[k] = (alpha_k + n_dk) / N_root,k`` per document turns q of a one-edge path into one
   product per nonzero topic, as in SparseLDA.
 
@@ -217,11 +219,22 @@ def s_exact(p, path_edges, path_len, parent, path_prior, inv, root, alpha, acc):
 
 
 @njit(cache=True, inline="always")
-def buckets(w, exact_s, ptr, path_edges, path_len, parent, beta, path_prior, n_e, inv, root,
+def r_exact(p, path_edges, path_len, parent, inv, root, dl, dnz):
+    """Bucket r of one path over S_p: sum over the document's topics of n_dk / N_{k,p}."""
+    r = 0.0
+    for a in range(dnz):
+        k = dl[0, a]
+        r += dl[1, a] * inv[root, k] * downstream(p, k, path_edges, path_len, parent, inv)
+    return r
+
+
+@njit(cache=True, inline="always")
+def buckets(w, exact, ptr, path_edges, path_len, parent, beta, path_prior, n_e, inv, root,
             alpha, etop, ecnt, enz, dl, dnz, coef, acc, down_bound, stp, rtp, qtp, qv, qe):
-    """Per path c of word w: s (exact, or its upper bound S_p s_root prod 1/beta_sum below the
-    root when not ``exact_s``), r and the q cells (values ``qv`` in the order of the path's root-edge list,
-    path c's cells ending at ``qe[c]``). Returns (s total, r total, q total)."""
+    """Per path c of word w: s and r (exact, or for a path below a synset node their upper
+    bounds S_p s_root and S_p r_root times prod 1/beta_sum below the root when not ``exact``)
+    and the q cells (values ``qv`` in the order of the path's root-edge list, path c's cells
+    ending at ``qe[c]``). Returns (s total, r total, q total)."""
     m = 0
     st = 0.0
     rt = 0.0
@@ -252,14 +265,11 @@ def buckets(w, exact_s, ptr, path_edges, path_len, parent, beta, path_prior, n_e
                 qv[m] = x
                 qt += x
                 m += 1
-            r = 0.0
-            for a in range(dnz):
-                k = dl[0, a]
-                r += dl[1, a] * inv[root, k] * downstream(p, k, path_edges, path_len, parent, inv)
-            rtp[c] = S * r
-            if exact_s:
+            if exact:
+                rtp[c] = S * r_exact(p, path_edges, path_len, parent, inv, root, dl, dnz)
                 stp[c] = s_exact(p, path_edges, path_len, parent, path_prior, inv, root, alpha, acc)
             else:
+                rtp[c] = S * acc[1] * down_bound[p]
                 stp[c] = S * acc[0] * down_bound[p]
         qe[c] = m
         qtp[c] = qt - qt0
@@ -286,9 +296,10 @@ def draw(rb, sd, sw, w, ptr, path_edges, path_len, parent, beta, path_prior, s_b
          inv, root, alpha, etop, ecnt, enz, dl, dnz, coef, acc, down_bound, stp, rtp, qtp, qv,
          qe, rng):
     """One draw of (topic, path) from eq. 5 for word w in the document of list ``dl`` (token
-    removed). With ``rb`` (refined bucket) s is first replaced by an upper bound (the smaller of
-    eq. 6's s'_w and the per-path bound) and computed only when the draw lands there; a draw in
-    the slack is redrawn from the exact total, which keeps the draw exact. Returns (k, path id).
+    removed). With ``rb`` (refined bucket) s and the synset paths' r are first replaced by upper
+    bounds (for s the smaller of eq. 6's s'_w and the per-path bound) and computed only when the
+    draw lands in one; a draw in a bound's slack is redrawn from the exact totals, which keeps
+    the draw exact. Returns (k, path id).
     At most 30 arguments: CPython passes more as *args, which numba cannot inline."""
     npw = ptr[w + 1] - ptr[w]
     st, rt, qt = buckets(w, not rb, ptr, path_edges, path_len, parent, beta, path_prior, n_e,
@@ -297,14 +308,23 @@ def draw(rb, sd, sw, w, ptr, path_edges, path_len, parent, beta, path_prior, s_b
     if rb:
         st = min(st, s_bound[w])
     u = uniform(rng) * (st + rt + qt)
-    if rb and u < st:
-        bound = st
-        st = 0.0
-        for c in range(npw):
-            stp[c] = s_exact(ptr[w] + c, path_edges, path_len, parent, path_prior, inv, root,
-                             alpha, acc)
-            st += stp[c]
-        if u >= st and bound > st:  # in the slack of the bound: redraw from the exact total
+    if rb and u < st + rt:  # in a bound: compute the bucket it bounds
+        in_s = u < st
+        if in_s:
+            st = _s_paths(w, ptr, path_edges, path_len, parent, path_prior, inv, root, alpha, acc,
+                          stp)
+            slack = u >= st
+        else:
+            rt = _r_paths(w, ptr, path_edges, path_len, parent, path_prior, inv, root, dl, dnz,
+                          rtp)
+            slack = u - st >= rt
+        if slack:  # in the slack of a bound: redraw from the exact totals
+            if in_s:
+                rt = _r_paths(w, ptr, path_edges, path_len, parent, path_prior, inv, root, dl,
+                              dnz, rtp)
+            else:
+                st = _s_paths(w, ptr, path_edges, path_len, parent, path_prior, inv, root, alpha,
+                              acc, stp)
             u = uniform(rng) * (st + rt + qt)
     if u < st:
         c, u = _pick_path(stp, npw, u)
@@ -350,6 +370,30 @@ def draw(rb, sd, sw, w, ptr, path_edges, path_len, parent, beta, path_prior, s_b
             u -= qv[a]
     a0 = 0 if lastc == 0 else qe[lastc - 1]
     return etop[path_edges[ptr[w] + lastc, 0], last - a0], ptr[w] + lastc
+
+
+@njit(cache=True, inline="always")
+def _s_paths(w, ptr, path_edges, path_len, parent, path_prior, inv, root, alpha, acc, stp):
+    """Exact bucket s of every path of w into ``stp``; returns their total."""
+    st = 0.0
+    for c in range(ptr[w + 1] - ptr[w]):
+        stp[c] = s_exact(ptr[w] + c, path_edges, path_len, parent, path_prior, inv, root, alpha,
+                         acc)
+        st += stp[c]
+    return st
+
+
+@njit(cache=True, inline="always")
+def _r_paths(w, ptr, path_edges, path_len, parent, path_prior, inv, root, dl, dnz, rtp):
+    """Exact bucket r of every path of w into ``rtp`` (a one-edge path's is exact already);
+    returns their total."""
+    rt = 0.0
+    for c in range(ptr[w + 1] - ptr[w]):
+        p = ptr[w] + c
+        if path_len[p] > 1:
+            rtp[c] = path_prior[p] * r_exact(p, path_edges, path_len, parent, inv, root, dl, dnz)
+        rt += rtp[c]
+    return rt
 
 
 @njit(cache=True, inline="always")
