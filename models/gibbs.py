@@ -5,7 +5,6 @@ files. Each model supplies its layout, chain state, sweeps, kept samples and inf
 import math
 import os
 
-import numba
 import numpy as np
 
 from . import checkpoint as ckpt

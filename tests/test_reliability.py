@@ -19,7 +19,7 @@ import pytest
 
 from models import atomic
 from models.lda import LDA
-from retrieval.core.index import Index, build_index
+from retrieval.core.index import build_index
 from retrieval.core.modelfiles import default_model_path, index_corpus, load_model, train_model
 from retrieval.core.trec import TrecFormatError, read_run, write_run
 from retrieval.ui.cli import main

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from models._kernels import tree_lda as T
+from models._kernels import tree_lda_lists as TL
 from models._kernels import tree_lda_sparse as TS
 from models._kernels.rng import make_rng_states
 from models.tree import build_tree
@@ -51,10 +52,10 @@ class Sparse:
         self.root = TS.root_of(tree.parent)
         self.etop, self.ecnt = np.empty((n, K), np.int32), np.empty((n, K), np.int32)
         self.enz, self.touched = np.zeros(n, np.int64), np.zeros(n, np.bool_)
-        TS.edge_lists(n_e, tree.parent, self.root, sw, self.etop, self.ecnt, self.enz)
+        TL.edge_lists(n_e, tree.parent, self.root, sw, self.etop, self.ecnt, self.enz)
         self.dl = np.empty((3, K), np.int32)  # the document list: topics, counts, positions
         self.dtop, self.dcnt, self.dpos = self.dl[0:1], self.dl[1:2], self.dl[2:3]
-        self.dnz = TS.topic_list(n_dk, d, False, self.dtop, self.dcnt, self.dpos, 0)
+        self.dnz = TL.topic_list(n_dk, d, False, self.dtop, self.dcnt, self.dpos, 0)
         self.coef, self.acc = np.empty(K), np.zeros(2)
         TS.doc_sums(d, n_dk, inv, self.root, alpha, self.dl, self.dnz, self.coef, self.acc)
         self.down = TS.down_bounds(tree.path_edges, tree.path_len, tree.parent, tree.beta_sum)
@@ -183,7 +184,7 @@ def test_sort_doc_list_orders_by_decreasing_count_stably_with_positions():
         dl[1, :nz] = rng.integers(1, 4, nz)
         dl[2, dl[0, :nz]] = np.arange(nz)
         want = sorted(zip(-dl[1, :nz], range(nz), dl[0, :nz]))  # stable: ties keep list order
-        TS.sort_doc_list(dl, nz)
+        TL.sort_doc_list(dl, nz)
         assert dl[0, :nz].tolist() == [k for _, _, k in want]
         assert dl[1, :nz].tolist() == [-c for c, _, _ in want]
         assert (dl[2, dl[0, :nz]] == np.arange(nz)).all()
@@ -198,17 +199,17 @@ def test_topic_lists_stay_the_nonzero_topics_with_their_counts(sort, track):
     cnt[1] = rng.integers(0, 4, Kl)
     top, lc = np.empty((3, Kl), np.int32), np.empty((3, Kl), np.int32)
     pos = np.full((3, Kl), 7, np.int32)
-    nz = TS.topic_list(cnt, 1, sort, top, lc, pos, 2, track)
+    nz = TL.topic_list(cnt, 1, sort, top, lc, pos, 2, track)
     for _ in range(3000):
         k = rng.integers(Kl)
-        i = pos[2, k] if track else TS.find(top, 2, nz, k)
+        i = pos[2, k] if track else TL.find(top, 2, nz, k)
         assert i == (list(top[2, :nz]).index(k) if cnt[1, k] else -1)
         if cnt[1, k] > 0 and rng.random() < 0.5:
             cnt[1, k] -= 1
-            nz = TS.list_dec(top, lc, pos, 2, nz, k, i, sort, track)
+            nz = TL.list_dec(top, lc, pos, 2, nz, k, i, sort, track)
         else:
             cnt[1, k] += 1
-            nz = TS.list_inc(top, lc, pos, 2, nz, k, i, sort, track)
+            nz = TL.list_inc(top, lc, pos, 2, nz, k, i, sort, track)
         lst = top[2, :nz]
         assert sorted(lst) == list(np.flatnonzero(cnt[1]))
         assert (lc[2, :nz] == cnt[1, lst]).all()
@@ -260,7 +261,7 @@ def test_resample_keeps_lists_and_caches_equal_to_fresh_ones(rb, sd, sw):
                               sp.acc, sp.down, sp.stp, sp.rtp, sp.qtp, sp.qv, sp.qe, rng)
             # the root edges' counts changed in their lists only: n_e's rows come from them
             assert sp.touched[tree.path_edges[zp[t], 0]]
-            TS.edge_counts(sp.etop, sp.ecnt, sp.enz, sp.touched, n_e)
+            TL.edge_counts(sp.etop, sp.ecnt, sp.enz, sp.touched, n_e)
             fresh = Sparse(tree, n_e, n_dk, inv, alpha, d, sw)
             assert dnz == fresh.dnz and sorted(sp.dtop[0, :dnz]) == sorted(fresh.dtop[0, :dnz])
             assert (sp.dcnt[0, :dnz] == n_dk[d, sp.dtop[0, :dnz]]).all()

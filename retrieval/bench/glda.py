@@ -15,8 +15,6 @@ final log p(W, Z) per token of the token-level assignments, by the same formula 
 import argparse
 import time
 
-import numpy as np
-
 from models.corpus import make_corpus, synthetic_corpus
 from models.glda import GroupedLDA
 from models.lda import LDA
