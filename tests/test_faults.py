@@ -70,7 +70,12 @@ def test_kill_9_of_index_leaves_nothing_after_the_next_build(tmp_path):
     doc = "<DOC>\n<DOCNO> D{} </DOCNO>\n<TEXT>airbus subsidies rail strike story number {}</TEXT>\n</DOC>\n"
     src.write_text("".join(doc.format(i, i) for i in range(3000)))
     out = tmp_path / "ix" / "idx"
-    codes = [kill_at_random(["index", src, "--out", out, "--force"], rng, 0.2, 5.0) for _ in range(TRIALS)]
+    # Kill moments within an uninterrupted build's duration on this machine, so that they land.
+    t0 = time.monotonic()
+    assert topicir("index", src, "--out", out, "--force").wait(timeout=600) == 0
+    took = time.monotonic() - t0
+    codes = [kill_at_random(["index", src, "--out", out, "--force"], rng, 0.05 * took, 0.8 * took)
+             for _ in range(TRIALS)]
     assert codes.count(-signal.SIGKILL) >= 3, f"seed {SEED}: too few kills landed: {codes}"
     proc = topicir("index", src, "--out", out, "--force")
     assert proc.wait(timeout=600) == 0, f"seed {SEED}: {proc.stderr.read()}"
