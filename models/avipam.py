@@ -17,11 +17,13 @@ from .variational import VariationalModel, count_matrix
 class Arch(NamedTuple):
     """A parsed DAG: ``masks[l]`` (bool, (P_l, C_l)) joins level l to level l + 1, root first;
     ``groups`` are the sub-topic ranges [start, stop) of the mixture components (one range for a
-    layered PAM); ``levels`` the node counts below the root."""
+    layered PAM); ``levels`` the node counts below the root; ``full_cov``: the root's logistic
+    normal has a full, learned covariance (CTM)."""
 
     masks: list
     groups: list
     levels: list
+    full_cov: bool = False
 
 
 def parse_arch(desc):
@@ -32,10 +34,18 @@ def parse_arch(desc):
     super-topics over 50 sub-topics, "5pam:2,2,50" adds 2 super-duper topics).
     ``"molda:K_1:K_2:..."``: a mixture of LDAs: root -> M components -> component m's own K_m
     topics ("molda:10:50").
+    ``"ctm:K"``: the correlated topic model, root -> K topics with a full-covariance logistic
+    normal (Blei & Lafferty 2006).
     """
     if not isinstance(desc, str):
         raise ValueError(f"arch must be a string such as '4pam:50,100' or 'molda:10:50', got {desc!r}")
     s = desc.strip().lower()
+    m = re.fullmatch(r"ctm:(\d+)", s)
+    if m:
+        K = int(m.group(1))
+        if K < 2:
+            raise ValueError(f"arch {desc!r}: a CTM needs at least 2 topics, e.g. 'ctm:50'")
+        return Arch([np.ones((1, K), dtype=bool)], [(0, K)], [K], full_cov=True)
     m = re.fullmatch(r"(\d+)pam:(\d+(?:,\d+)*)", s)
     if m:
         L = int(m.group(1))
@@ -61,7 +71,7 @@ def parse_arch(desc):
         groups = [(int(bounds[i]), int(bounds[i + 1])) for i in range(len(ks))]
         return Arch([np.ones((1, len(ks)), dtype=bool), comp], groups, [len(ks), int(bounds[-1])])
     raise ValueError(f"cannot parse arch {desc!r}: use 'Lpam:n1,...' (e.g. '3pam:50', '4pam:50,100', "
-                     f"'5pam:10,50,100') or 'molda:K1:K2:...' (e.g. 'molda:10:50')")
+                     f"'5pam:10,50,100'), 'molda:K1:K2:...' (e.g. 'molda:10:50') or 'ctm:K'")
 
 
 class AVIPAM(VariationalModel):
@@ -73,10 +83,11 @@ class AVIPAM(VariationalModel):
     ----------
     arch : str, default="4pam:50,100"
         The DAG (see :func:`parse_arch`): "3pam:K" (LDA), "4pam:S,K", "5pam:T,S,K",
-        "molda:K1:K2".
+        "molda:K1:K2", "ctm:K" (correlated topic model: full covariances, learned prior).
     alpha : float, default=1.0
         Symmetric Dirichlet prior of every internal node, approximated by a logistic normal
-        (Laplace approximation in the softmax basis; AVITM's default is 1).
+        (Laplace approximation in the softmax basis; AVITM's default is 1). A CTM's prior starts
+        there and is then learned.
     hidden : int, default=100
         Width of the two softplus layers of every level's encoder.
     norm : {"batch", "l2", "none"}, default="batch"
@@ -194,7 +205,27 @@ class AVIPAM(VariationalModel):
         masks = [torch.from_numpy(m) for m in arch.masks]
         return PAMNet(n_terms, masks, [float(self.alpha)] * len(masks), hidden=self.hidden,
                       norm=self.norm, dropout=float(self.dropout), decoder=self.decoder,
-                      theta_dropout=float(self.theta_dropout))
+                      theta_dropout=float(self.theta_dropout), full_cov=arch.full_cov)
+
+    def topic_correlations(self):
+        """A CTM's learned topic correlations (K, K): the correlation matrix of its prior's
+        logits after centring them, c = eta - mean(eta). Only log-ratios of the logits reach
+        theta = softmax(eta), so the data leave the prior's variance along (1, ..., 1) free and
+        the raw correlations would all share that term; the centred ones are identified."""
+        self._check_fitted()
+        if not parse_arch(self.arch).full_cov:
+            raise ValueError(f"arch {self.arch!r} has independent topics; topic correlations are "
+                             f"learned by a CTM ('ctm:K')")
+        if self.net_ is None:
+            raise RuntimeError("this model file holds no network; refit to read the prior")
+        import torch
+
+        with torch.no_grad():
+            cov = self.net_.prior_cov().cpu().numpy().astype(np.float64)
+        centre = np.eye(len(cov)) - 1.0 / len(cov)
+        cov = centre @ cov @ centre
+        sd = np.sqrt(np.diag(cov))
+        return cov / np.outer(sd, sd)
 
     def _finalize(self, net, X):
         import torch

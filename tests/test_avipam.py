@@ -358,3 +358,16 @@ def test_bench_schedules_tables_product_decoder_others_the_estimators():
         assert (a.decoder, a.lr, a.epochs) == ("mixture", 1e-3, 100)
     a = parse_args(["tables", "--decoder", "mixture", "--lr", "1e-3", "--epochs", "7"])
     assert (a.decoder, a.lr, a.epochs) == ("mixture", 1e-3, 7)
+
+
+def test_bench_dmfvi_row_is_sklearn_variational_lda(corpus_beta):
+    """The paper's LDA DMFVI row: scikit-learn's batch variational LDA behind topic_words."""
+    from retrieval.bench.avipam import SklearnLDA, collapse_counts
+
+    corpus, beta = corpus_beta
+    m = SklearnLDA(6, max_iter=30, seed=0, n_jobs=1).fit(corpus)
+    np.testing.assert_allclose(m.topic_word_.sum(1), 1.0)
+    assert matched_cosines(m.topic_word_, beta).min() > 0.9
+    ids, p = m.topic_words(2, top=10)
+    assert ids.dtype == np.int64 and (np.diff(p) <= 0).all() and len(set(ids // 10)) == 1
+    assert collapse_counts(m) == (0, 0)

@@ -51,3 +51,12 @@ def test_quiet_hides_progress_bars(index_dir, tmp_path, capsys):
     from tqdm import tqdm
 
     assert not tqdm(range(1), disable=False).disable  # bars come back after the command
+
+
+@pytest.mark.parametrize("kind", ["lda", "pam", "avipam"])
+def test_train_help_reads_as_plain_text(kind, capsys):
+    """Docstring markup (roles, double backquotes) does not reach the terminal."""
+    with pytest.raises(SystemExit):
+        main(["train", kind, "--help"])
+    out = capsys.readouterr().out
+    assert "--threads" in out and "`" not in out and ":func:" not in out and ":meth:" not in out

@@ -5,6 +5,10 @@ decoder ``mix @ softmax(norm(beta))``.
 A DAG is a list of levels; level l joins its P_l parent nodes to its C_l children through a
 boolean mask (P_l, C_l): every parent has a distribution over its allowed children. Layered
 PAMs have full masks; a mixture of LDAs has a block mask (component m reaches only its topics).
+The correlated topic model (Blei & Lafferty 2006) is one level whose root has a full-covariance
+logistic normal: its prior's mean and Cholesky factor are learned (variational EM, like beta) and
+the encoder gives every document a full-covariance posterior through its Cholesky factor, as the
+paper's section 3 suggests.
 
 Randomness (the reparameterisation noise, dropout) comes only from the ``torch.Generator``
 passed in, so that a checkpoint holding its state resumes the same stream.
@@ -79,13 +83,53 @@ class LevelEncoder(nn.Module):
         self.norm_mu = make_norm(norm, width)
         self.norm_logvar = make_norm(norm, width)
 
-    def forward(self, x, rate, gen):
+    def hidden(self, x, rate, gen):
         h = F.softplus(self.fc2(F.softplus(self.fc1(x))))
-        if self.training:
-            h = dropout(h, rate, gen)
+        return dropout(h, rate, gen) if self.training else h
+
+    def forward(self, x, rate, gen):
+        h = self.hidden(x, rate, gen)
         mu = self.norm_mu(self.mu(h)).view(-1, *self.shape)
         logvar = self.norm_logvar(self.logvar(h)).view(-1, *self.shape)
         return mu, logvar
+
+
+def lower_triangular(log_diag, off, tril):
+    """Cholesky factors (..., K, K) from their log-diagonals (..., K) and strictly lower entries
+    (..., K(K-1)/2) at the positions ``tril`` (2, K(K-1)/2)."""
+    L = torch.diag_embed(torch.exp(log_diag))
+    L[..., tril[0], tril[1]] = off
+    return L
+
+
+class FullCovEncoder(LevelEncoder):
+    """The CTM root's MLP: the mean and log-variance of the PAM levels (normalised alike; the
+    log-variances are twice the log-diagonal of the posterior's Cholesky factor) and the factor's
+    strictly lower triangle, a linear head started at zero, so that training starts from the
+    diagonal posterior."""
+
+    def __init__(self, n_terms, hidden, n_children, norm):
+        super().__init__(n_terms, hidden, 1, n_children, norm)
+        K = n_children
+        self.register_buffer("tril", torch.tril_indices(K, K, -1))
+        self.off = nn.Linear(hidden, K * (K - 1) // 2)
+        nn.init.zeros_(self.off.weight)
+        nn.init.zeros_(self.off.bias)
+
+    def forward(self, x, rate, gen):
+        h = self.hidden(x, rate, gen)
+        mu = self.norm_mu(self.mu(h))
+        logvar = self.norm_logvar(self.logvar(h))
+        return mu, logvar, lower_triangular(0.5 * logvar, self.off(h), self.tril)
+
+
+def kl_full_cov(mu, logvar, L, mu0, L0, log_diag0):
+    """KL(N(mu, L L^T) || N(mu0, L0 L0^T)) of every row (B,), with logvar = 2 log diag(L):
+    0.5 [ |L0^-1 L|_F^2 + |L0^-1 (mu - mu0)|^2 - K + log|S0| - log|S| ]."""
+    K = mu.shape[-1]
+    A = torch.linalg.solve_triangular(L0, L, upper=False)
+    b = torch.linalg.solve_triangular(L0, (mu - mu0).unsqueeze(-1), upper=False).squeeze(-1)
+    return 0.5 * ((A * A).sum((1, 2)) + (b * b).sum(1) - K + 2.0 * log_diag0.sum() - logvar.sum(1))
 
 
 class PAMNet(nn.Module):
@@ -110,22 +154,37 @@ class PAMNet(nn.Module):
     decoder : {"mixture", "product"}
         "mixture": PAM's own p(w | d) = mix . softmax(norm(beta)). "product": ProdLDA's product
         of experts, p(w | d) = softmax(norm(mix . beta)), the norm over the batch of documents.
+    full_cov : bool
+        The correlated topic model: one level (root -> K topics) whose prior N(mu0, L0 L0^T) is
+        learned, started at the Laplace approximation of Dirichlet(alpha), and whose posteriors
+        have full covariances.
     """
 
     def __init__(self, n_terms, masks, alphas, hidden=100, norm="batch", dropout=0.2,
-                 decoder="mixture", theta_dropout=0.0):
+                 decoder="mixture", theta_dropout=0.0, full_cov=False):
         super().__init__()
+        if full_cov and len(masks) != 1:
+            raise ValueError("a full-covariance root (CTM) needs a single level: root -> topics")
+        self.full_cov = bool(full_cov)
         self.norm = norm
         self.decoder = decoder
         self.rate = float(dropout)
         self.theta_rate = float(theta_dropout)
-        self.encoders = nn.ModuleList(
-            LevelEncoder(n_terms, hidden, m.shape[0], m.shape[1], norm) for m in masks)
+        if self.full_cov:
+            self.encoders = nn.ModuleList([FullCovEncoder(n_terms, hidden, masks[0].shape[1], norm)])
+        else:
+            self.encoders = nn.ModuleList(
+                LevelEncoder(n_terms, hidden, m.shape[0], m.shape[1], norm) for m in masks)
         for l, (m, a) in enumerate(zip(masks, alphas)):
             kids = m.sum(1, keepdim=True).to(torch.float32)
             _, var = laplace_prior(a, kids)
             self.register_buffer(f"mask{l}", m.clone())
             self.register_buffer(f"prior_var{l}", var.expand(m.shape).clone())
+        if self.full_cov:
+            K = masks[0].shape[1]
+            self.prior_mu = nn.Parameter(torch.zeros(K))
+            self.prior_log_diag = nn.Parameter(0.5 * torch.log(self.prior_var0[0].clone()))
+            self.prior_off = nn.Parameter(torch.zeros(K * (K - 1) // 2))
         self.n_levels = len(masks)
         K = masks[-1].shape[1]
         self.beta = nn.Parameter(torch.empty(K, n_terms))
@@ -150,11 +209,27 @@ class PAMNet(nn.Module):
     def _level(self, l):
         return getattr(self, f"mask{l}"), getattr(self, f"prior_var{l}")
 
-    def forward(self, x, gen, sample=True):
-        """(mixture over sub-topics (B, K), KL of every document summed over all nodes (B,)).
+    def prior_chol(self):
+        """The CTM prior's Cholesky factor L0 (K, K)."""
+        return lower_triangular(self.prior_log_diag, self.prior_off, self.encoders[0].tril)
 
-        ``sample=False`` takes every node's posterior mean logits (the amortized document
-        mixture used after training); its KL is still the posterior's."""
+    def prior_cov(self):
+        """The CTM prior's learned covariance L0 L0^T (K, K)."""
+        L0 = self.prior_chol()
+        return L0 @ L0.T
+
+    def _full_cov_root(self, x, gen, sample):
+        """The CTM root: (theta (B, 1, K), KL (B,))."""
+        mu, logvar, L = self.encoders[0](x, self.rate, gen)
+        z = mu
+        if sample:
+            eps = torch.randn(mu.shape, generator=gen, device=mu.device, dtype=mu.dtype)
+            z = mu + torch.bmm(L, eps.unsqueeze(-1)).squeeze(-1)
+        kl = kl_full_cov(mu, logvar, L, self.prior_mu, self.prior_chol(), self.prior_log_diag)
+        return torch.softmax(z, dim=-1).unsqueeze(1), kl
+
+    def _diag_levels(self, x, gen, sample):
+        """The PAM levels, diagonal posteriors: (mixture (B, 1, K), KL (B,))."""
         B = x.shape[0]
         mix = x.new_ones(B, 1, 1)
         kl = x.new_zeros(B)
@@ -170,6 +245,17 @@ class PAMNet(nn.Module):
             # KL(N(mu, diag exp(logvar)) || N(0, diag pvar)) over the allowed children.
             t = torch.exp(logvar) / pvar + mu * mu / pvar - 1.0 + torch.log(pvar) - logvar
             kl = kl + 0.5 * (t * mask).sum((1, 2))
+        return mix, kl
+
+    def forward(self, x, gen, sample=True):
+        """(mixture over sub-topics (B, K), KL of every document summed over all nodes (B,)).
+
+        ``sample=False`` takes every node's posterior mean logits (the amortized document
+        mixture used after training); its KL is still the posterior's."""
+        if self.full_cov:
+            mix, kl = self._full_cov_root(x, gen, sample)
+        else:
+            mix, kl = self._diag_levels(x, gen, sample)
         mix = mix[:, 0, :]
         if self.training and sample and self.theta_rate > 0:
             dropped = dropout(mix, self.theta_rate, gen)

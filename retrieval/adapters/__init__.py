@@ -17,8 +17,10 @@ Hooks an adapter module may define:
 ``topic_lines(model, terms, topic, top) -> list[str]``
     How one topic reads in the console's ``:topic`` and the report's topic list (default: its
     top words from ``topic_words``).
-``report_section(model, index, plots) -> (title, markdown, html) | None``
-    A model-specific section of ``topicir report`` (PAM: super-topic correlations).
+``report_section(model, terms) -> dict | None``
+    A model-specific section of ``topicir report`` (PAM: super-topic correlations; aviPAM: a
+    CTM's topic correlations): ``title``, ``text`` and optionally ``figure``; None keeps the
+    default topic table.
 ``add_commands(subparsers)``
     CLI subcommands of the kind's own (``pam-view``, ``tcm-view``); each sets ``func``.
 """

@@ -47,6 +47,12 @@ def parse_docstring(doc: str | None) -> dict[str, tuple[str, str]]:
     return out
 
 
+def _plain(text: str) -> str:
+    """Docstring markup read as plain text on a terminal: ``:func:`name``` and ````code````
+    become ``name`` and ``code``."""
+    return re.sub(r"``([^`]+)``", r"\1", re.sub(r":\w+:`~?([^`]+)`", r"\1", text))
+
+
 def _first_sentence(text: str) -> str:
     m = re.match(r"(.+?\.)(\s|$)", text)
     return (m.group(1) if m else text).strip()
@@ -86,7 +92,7 @@ def add_estimator_args(parser: argparse.ArgumentParser, cls) -> list[str]:
             continue
         type_line, text = docs.get(name, ("", ""))
         default = param.default
-        help_text = _first_sentence(text) if text else name.replace("_", " ")
+        help_text = _plain(_first_sentence(text)) if text else name.replace("_", " ")
         flag = flag_of(name)
         if isinstance(default, bool):
             parser.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=default,

@@ -176,8 +176,8 @@ def topic_rows(model, stats, evals: Sequence[RunEval], max_topics: int = 30, wor
 
 def _section_model(model, stats, evals, model_name) -> Section:
     section = hook(model.kind, "report_section")  # e.g. PAM's correlations, TCM's collocations
-    if section is not None:
-        part = section(model, stats.terms)
+    part = section(model, stats.terms) if section is not None else None  # None: the default table
+    if part is not None:
         items = []
         if part.get("figure"):
             items.append(Plot(*part["figure"]))
