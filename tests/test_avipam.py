@@ -371,3 +371,6 @@ def test_bench_dmfvi_row_is_sklearn_variational_lda(corpus_beta):
     ids, p = m.topic_words(2, top=10)
     assert ids.dtype == np.int64 and (np.diff(p) <= 0).all() and len(set(ids // 10)) == 1
     assert collapse_counts(m) == (0, 0)
+    online = SklearnLDA(6, max_iter=30, seed=0, n_jobs=1, method="online").fit(corpus)
+    assert matched_cosines(online.topic_word_, beta).min() > 0.9
+    assert not np.allclose(online.topic_word_, m.topic_word_)
