@@ -1,7 +1,6 @@
 """Tree-LDA samplers (models/_kernels/tree_lda*.py) against the slow twin (eq. 1 by enumeration)."""
 import numpy as np
 import pytest
-
 from numba import njit
 
 from models._kernels import tree_lda as T

@@ -26,7 +26,7 @@ list's topics and counts sit side by side in one array. With the scan that finds
 edge's list (``tree_lda_lists``), these cut a FAST-RB sweep by about a quarter at V = 10,000,
 T = 100 (20 Newsgroups, measured side by side with the same draws). ``resample`` gets borrowed
 views (:mod:`borrow`) of every array: its inlined helpers rebind each array argument, which made
-56 reference-count calls (locked increments) per token; without them a sweep takes some 15% less,
+56 reference-count calls (locked increments) per token; without them a sweep takes some 13% less,
 the same chain bit for bit.
 """
 import numpy as np
