@@ -105,3 +105,12 @@ def write_wordnet(directory, synsets):
     for pos in ("verb", "adj", "adv"):
         (d / f"data.{pos}").write_text(lines[0])
     return d
+
+
+def block_topics(n_topics, words_per, floor=0.002):
+    """Topic-word matrix of a planted corpus: topic k puts almost all its mass on its own block
+    of ``words_per`` words (the rest ``floor`` before normalising)."""
+    beta = np.full((n_topics, n_topics * words_per), floor)
+    for k in range(n_topics):
+        beta[k, k * words_per:(k + 1) * words_per] = 1.0
+    return beta / beta.sum(1, keepdims=True)

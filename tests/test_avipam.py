@@ -9,7 +9,7 @@ from scipy.optimize import linear_sum_assignment
 from models.avipam import AVIPAM, parse_arch
 from models.corpus import make_corpus
 from models.variational import count_matrix
-from tests.helpers import Killed, resume_after_kill
+from tests.helpers import Killed, block_topics, resume_after_kill
 
 
 def pam4_corpus(n_docs=400, n_super=2, n_sub=6, words_per=10, doc_len=60, seed=0):
@@ -17,10 +17,7 @@ def pam4_corpus(n_docs=400, n_super=2, n_sub=6, words_per=10, doc_len=60, seed=0
     putting almost all its mass on its own block of ``words_per`` words. Returns (corpus, beta)."""
     rng = np.random.default_rng(seed)
     V = n_sub * words_per
-    beta = np.full((n_sub, V), 0.002)
-    for k in range(n_sub):
-        beta[k, k * words_per:(k + 1) * words_per] = 1.0
-    beta /= beta.sum(1, keepdims=True)
+    beta = block_topics(n_sub, words_per)
     toks = []
     for _ in range(n_docs):
         theta_r = rng.dirichlet(np.full(n_super, 0.5))

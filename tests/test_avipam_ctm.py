@@ -6,7 +6,7 @@ from scipy.optimize import linear_sum_assignment
 
 from models.avipam import AVIPAM, parse_arch
 from models.corpus import make_corpus
-from tests.helpers import resume_after_kill
+from tests.helpers import block_topics, resume_after_kill
 
 torch = pytest.importorskip("torch")
 
@@ -17,10 +17,7 @@ def ctm_corpus(n_docs=600, K=6, words_per=10, doc_len=60, rho=0.6, neg=-0.4, var
     own block of words. Returns (corpus, beta, C)."""
     rng = np.random.default_rng(seed)
     V = K * words_per
-    beta = np.full((K, V), 0.002)
-    for k in range(K):
-        beta[k, k * words_per:(k + 1) * words_per] = 1.0
-    beta /= beta.sum(1, keepdims=True)
+    beta = block_topics(K, words_per)
     C = np.eye(K)
     C[0, 1] = C[1, 0] = C[2, 3] = C[3, 2] = rho
     C[:2, 2:4] = C[2:4, :2] = neg
