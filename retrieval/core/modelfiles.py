@@ -22,6 +22,7 @@ from models.progress import TqdmCallback
 
 from .plugins import hook
 from .index import Index
+from .quick import quick_train_params
 
 log = logging.getLogger(__name__)
 
@@ -99,9 +100,13 @@ def train_model(index: Index, kind: str, out=None, *, checkpoint=True, progress:
     command resumes from it; the checkpoint is removed once the model is saved. The model path
     is locked while training: a second training of the same model is refused (LockedError).
     An existing ``out`` trained with other settings is refused unless ``overwrite``.
+    Under ``TOPICIR_QUICK=1`` the kind's quick settings replace the size and schedule.
     """
-    model = registry.model_class(kind)(**params)
+    model = registry.model_class(kind)(**quick_train_params(kind, params))
     out = Path(out) if out else default_model_path(index, kind, model.get_params())
+    if out.is_dir():
+        raise IsADirectoryError(errno.EISDIR, f"is a directory; name the model file to write "
+                                f"(e.g. {out / (kind + '.npz')})", str(out))
     _check_writable(out.parent)
     with target_lock(out, what="model"):
         _check_replace(out, kind, model.get_params(), overwrite)
