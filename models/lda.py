@@ -12,8 +12,10 @@ from ._kernels import lda as K_
 from ._kernels import lda_doc
 from ._kernels.dirichlet import topic_word_log_lik
 from ._kernels.rng import make_rng_states
+from . import file_specs
 from .generate import log_dirichlet, over_kept_samples
 from .gibbs import SweepOrderModel, block_run_ptrs, key_runs, rows_csr, stack_ptrs, token_shards
+from .lda_foldin import LDAFoldInMixin
 
 INITS = ("online", "random", "sparse")
 
@@ -43,7 +45,7 @@ def _next_pow2(k):
     return p
 
 
-class LDA(SweepOrderModel):
+class LDA(LDAFoldInMixin, SweepOrderModel):
     """LDA trained by collapsed Gibbs sampling with several chains, kept as a document model.
 
     Parameters
@@ -346,6 +348,7 @@ class LDA(SweepOrderModel):
 
     _INFERENCE_ARRAYS = ("kd_ptr", "kd_doc", "kd_count", "tw_ptr", "tw_topic", "tw_count",
                          "n_k_samples", "alpha_samples", "doc_len")
+    _FILE_SPEC = file_specs.LDA  # what a model file and a checkpoint must hold
 
     def _per_sample(self, term_ids):
         self._check_fitted()
