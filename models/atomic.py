@@ -13,6 +13,7 @@ finds the temporaries of dead writers so the next writer into the directory can 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
 import time
@@ -35,7 +36,10 @@ def atomic_path(path, *, mode: int = 0o644):
     before the move, since ``mkstemp`` creates files readable by their owner only.
     """
     path = Path(os.fspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=_tmp_prefix(path), dir=path.parent if str(path.parent) else ".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=_tmp_prefix(path), dir=path.parent if str(path.parent) else ".")
+    except OSError as e:  # a read-only or full directory: name the target, not a random name
+        _raise_naming(e, path, (e.filename,))
     os.close(fd)
     try:
         yield Path(tmp)
@@ -44,10 +48,17 @@ def atomic_path(path, *, mode: int = 0o644):
     except BaseException as e:
         with contextlib.suppress(OSError):
             os.remove(tmp)
-        if isinstance(e, OSError) and e.errno is not None and e.filename in (tmp, Path(tmp)):
-            # name the file the user asked for, not a temporary that no longer exists
-            raise type(e)(e.errno, e.strerror, os.fspath(path)) from e
+        if isinstance(e, OSError):
+            _raise_naming(e, path, (tmp, Path(tmp), None))
         raise
+
+
+def _raise_naming(e: OSError, path: Path, temporaries):
+    """Raise ``e`` naming ``path`` when it names one of ``temporaries`` (None: no file, as a
+    full disk reports a failed ``write``): the user asked for ``path``; the temporary is gone."""
+    if e.errno is None or e.filename not in temporaries:
+        raise e
+    raise type(e)(e.errno, e.strerror, os.fspath(path)) from e
 
 
 @contextlib.contextmanager
@@ -59,6 +70,23 @@ def atomic_open(path, mode: str = "w", **kwargs):
             yield f
             f.flush()
             os.fsync(f.fileno())
+
+
+def check_writable(directory) -> None:
+    """Fail before the work, not at its first write: a file where a directory (or one of its
+    parents) should be, or a directory this process cannot create files in, named."""
+    directory = Path(os.fspath(directory))
+    for d in (directory, *directory.parents):
+        if d.exists():
+            if not d.is_dir():
+                raise NotADirectoryError(errno.ENOTDIR, "is a file, not a directory", str(d))
+            break
+    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as e:  # named after the directory, not the random name of the probe
+        _raise_naming(e, directory, (e.filename,))
 
 
 def _umask() -> int:
@@ -87,6 +115,8 @@ def target_lock(path, *, what: str = "file", timeout: float = 0):
     lock = filelock.FileLock(os.fspath(lock_path(path)), timeout=timeout)
     try:
         lock.acquire()
+    except OSError as e:  # a read-only directory: name the target, not its lock file
+        _raise_naming(e, Path(os.fspath(path)), (lock.lock_file, lock_path(path)))
     except filelock.Timeout:
         raise LockedError(f"{os.fspath(path)}: another process is writing this {what} (lock "
                           f"{lock.lock_file} held); wait for it to finish, or write elsewhere") from None

@@ -69,12 +69,18 @@ def read_header(path):
                          f"({type(e).__name__}: {e})") from e
 
 
-def _check_readable(path):
-    """FileNotFoundError / PermissionError stay what they are (the CLI reports them by path)."""
+def _check_readable(path, kind=MODEL_FORMAT):
+    """A readable file that starts as an .npz (zip) archive does; FileNotFoundError and
+    PermissionError stay what they are (the CLI reports them by path)."""
+    what = "checkpoint" if kind == CHECKPOINT_FORMAT else "model"
     if os.path.isdir(path):
-        raise ValueError(f"{path}: is a directory, not a model file")
-    with open(path, "rb"):
-        pass
+        raise ValueError(f"{path}: is a directory, not a {what} file")
+    with open(path, "rb") as fh:
+        magic = fh.read(4)
+    if magic[:2] != b"PK":  # numpy would try the bytes as .npy, then as a pickle
+        problem = "is empty" if not magic else "is not an .npz archive"
+        fix = "; delete it to train afresh" if kind == CHECKPOINT_FORMAT else ""
+        raise ValueError(f"{path}: not a topicir {what} file ({problem}){fix}")
 
 
 def read_model_file(path, kind=MODEL_FORMAT):
@@ -83,7 +89,7 @@ def read_model_file(path, kind=MODEL_FORMAT):
     Raises ValueError (naming the file) for another format, kind or a newer format version.
     """
     path = os.fspath(path)
-    _check_readable(path)
+    _check_readable(path, kind)
     name = "__header__"
     # Our own file object: numpy leaves its own open when a damaged archive fails to load.
     with open(path, "rb") as fh:

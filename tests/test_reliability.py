@@ -206,7 +206,7 @@ def test_4_unwritable_model_output_fails_before_training(mini, tmp_path, capsys,
     def denied(*a, dir=None, **k):
         raise PermissionError(errno.EACCES, "Permission denied", str(dir))
 
-    monkeypatch.setattr("retrieval.core.modelfiles.tempfile.TemporaryFile", denied)
+    monkeypatch.setattr("models.atomic.tempfile.TemporaryFile", denied)
     fitted = []
     monkeypatch.setattr(LDA, "fit", lambda *a, **k: fitted.append(1))
     code = main(["-q", "train", "lda", "--index", str(index.path), "--out", str(tmp_path / "ro" / "m.npz"),

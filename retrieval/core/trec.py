@@ -223,8 +223,13 @@ def read_qrels(source) -> list[Qrel]:
 
 
 def read_run(source) -> list[ScoredDoc]:
-    """Read a TREC run, ``qid Q0 docno rank score tag`` per line; file order, qids normalized."""
+    """Read a TREC run, ``qid Q0 docno rank score tag`` per line; file order, qids normalized.
+
+    A document listed twice for one topic is refused (TrecFormatError naming both lines), as
+    trec_eval refuses it: its rank and score would be ambiguous.
+    """
     run = []
+    first_line: dict[tuple[str, str], int] = {}
     with open_text(source) as (name, lines):
         for lineno, line in enumerate(lines, 1):
             fields = line.split()
@@ -256,8 +261,17 @@ def read_run(source) -> list[ScoredDoc]:
                     name,
                     lineno,
                 )
-            score = score_value
-            run.append(ScoredDoc(norm_qid(qid), docno, score))
+            key = (norm_qid(qid), docno)
+            if key in first_line:
+                raise TrecFormatError(
+                    f"topic {key[0]!r} lists document {docno!r} again (first at line "
+                    f"{first_line[key]}); a run ranks each document once per topic. Remove "
+                    f"the duplicates from the system that wrote it.",
+                    name,
+                    lineno,
+                )
+            first_line[key] = lineno
+            run.append(ScoredDoc(key[0], docno, score_value))
     return run
 
 

@@ -5,15 +5,15 @@ messages for OS errors and warnings. Kept apart from ``cli.py`` so its parser ca
 from __future__ import annotations
 
 import argparse
-import errno
 import math
 import os
 import re
 import signal
 import sys
-import tempfile
 import warnings
 from pathlib import Path
+
+from models.atomic import check_writable  # noqa: F401  (the CLI's check of output directories)
 
 
 def floats(text: str) -> list[float]:
@@ -23,6 +23,15 @@ def floats(text: str) -> list[float]:
         raise argparse.ArgumentTypeError(f"expected a number or comma-separated numbers, got {text!r}") from None
     if not values or not all(math.isfinite(v) for v in values):
         raise argparse.ArgumentTypeError(f"expected finite numbers, comma-separated, got {text!r}")
+    return values
+
+
+def weights(text: str) -> list[float]:
+    """Comma-separated weights, each in [0, 1] (lam: the share of QL in the mixture)."""
+    values = floats(text)
+    bad = [v for v in values if not 0.0 <= v <= 1.0]
+    if bad:
+        raise argparse.ArgumentTypeError(f"expected weights between 0 and 1, got {bad[0]:g}")
     return values
 
 
@@ -55,22 +64,6 @@ def cli_flags(message: str) -> str:
     names = set(_TRAIN_FLAGS) | set(FLAG_NAMES)
     return re.sub(r"\b(" + "|".join(sorted(names, key=len, reverse=True)) + r")\b",
                   lambda m: _TRAIN_FLAGS.get(m.group(1)) or flag_of(m.group(1)), message)
-
-
-def check_writable(directory: Path) -> None:
-    """Outputs are checked before the work: a PermissionError now, not after ranking."""
-    _no_file_in_the_way(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryFile(dir=directory):
-        pass
-
-
-def _no_file_in_the_way(directory: Path) -> None:
-    for d in (directory, *directory.parents):
-        if d.exists():
-            if not d.is_dir():
-                raise NotADirectoryError(errno.ENOTDIR, "is a file, not a directory", str(d))
-            return
 
 
 def one_line_warning(message, category, filename, lineno, line=None) -> str:

@@ -1,0 +1,234 @@
+"""Issue 30, point 3: the smaller defects of the probe of untrusted input, one test (or a few)
+per defect. Full disks and read-only directories are simulated (the tests run as root, which
+writes anywhere): the OS call that would fail raises the error the OS would give.
+"""
+import errno
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from models import atomic, synthetic_corpus
+from models.checkpoint import CHECKPOINT_FORMAT, read_header, read_model_file
+from models.glda import GroupedLDA
+from models.lda import LDA
+from retrieval.core import index as index_module
+from retrieval.core.index import build_index
+from retrieval.core.modelfiles import train_model
+from retrieval.core.trec import TrecFormatError, read_run
+from retrieval.ui.cli import main
+
+DATA = Path(__file__).parent / "data"
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = dict(n_topics=3, n_chains=1, n_iter=8, seed=1)
+
+
+@pytest.fixture(scope="module")
+def mini(tmp_path_factory):
+    root = tmp_path_factory.mktemp("untrusted")
+    return build_index([DATA / "docs.trec"], root / "mini")
+
+
+def hidden(directory: Path) -> list[str]:
+    """Temporaries and work directories (not lock files) left in ``directory``."""
+    return sorted(p.name for p in directory.glob(".*") if not p.name.endswith(".lock"))
+
+
+# -- a document twice in one topic of a run ----------------------------------------------------
+
+def test_eval_refuses_a_document_listed_twice_for_a_topic(tmp_path, capsys):
+    run = tmp_path / "run.txt"
+    lines = [f"1 Q0 ADI-17 {r} {10 - r} t\n" for r in range(1, 4)] + ["2 Q0 ADI-17 1 5 t\n"]
+    run.write_text("".join(lines))
+    with pytest.raises(TrecFormatError, match=rf"{run}:2: topic '1' lists document 'ADI-17' again "
+                                              rf"\(first at line 1\)"):
+        read_run(run)
+    assert main(["eval", str(run), "--qrels", str(DATA / "qrels.txt")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{run}:2: topic '1' lists document 'ADI-17' again" in err
+    # the same document in two topics, and qids written two ways ('01' is topic 1), as trec_eval
+    run.write_text("1 Q0 ADI-17 1 2 t\n2 Q0 ADI-17 1 2 t\n01 Q0 ADI-18 1 1 t\n")
+    assert [r.qid for r in read_run(run)] == ["1", "2", "1"]
+    run.write_text("1 Q0 ADI-17 1 2 t\n01 Q0 ADI-17 2 1 t\n")
+    with pytest.raises(TrecFormatError, match=f"{run}:2: topic '1' lists document 'ADI-17' again"):
+        read_run(run)
+
+
+# -- gLDA's schedule ---------------------------------------------------------------------------
+
+def test_glda_schedule_defaults_to_the_shared_one():
+    for n_iter in (6, 40, 100):
+        glda, lda = GroupedLDA(n_iter=n_iter), LDA(n_iter=n_iter)
+        assert glda.burn_in is None and glda.sample_every is None
+        assert glda._schedule() == lda._schedule()
+        assert glda._sample_iters().tolist() == lda._sample_iters().tolist()
+    model = GroupedLDA(n_topics=3, n_chains=1, n_iter=6, seed=1).fit(synthetic_corpus(20, 40, 8, seed=1))
+    assert model.sample_iter_.tolist() == [4, 5, 6]
+
+
+def test_glda_trains_with_few_iterations_from_the_command_line(mini, tmp_path, capsys):
+    out = tmp_path / "g.npz"
+    code = main(["-q", "train", "glda", "--index", str(mini.path), "--out", str(out), "--topics", "3",
+                 "--chains", "1", "--iterations", "6"])
+    assert code == 0, capsys.readouterr().err
+    assert read_header(out)["params"]["burn_in"] is None and out.is_file()
+
+
+# -- full disk and read-only targets -----------------------------------------------------------
+
+def _full_disk(*args, **kwargs):
+    raise OSError(errno.ENOSPC, "No space left on device")  # as a failed write: no file name
+
+
+def test_full_disk_names_the_target_and_leaves_no_temporary(tmp_path):
+    target = tmp_path / "out.txt"
+    with pytest.raises(OSError) as info:
+        with atomic.atomic_open(target) as f:
+            f.write("x")
+            _full_disk()
+    assert (info.value.errno, info.value.filename) == (errno.ENOSPC, str(target))
+    assert hidden(tmp_path) == [] and not target.exists()
+
+
+def test_full_disk_is_one_line_with_the_path_for_run_and_train(mini, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("models.atomic.os.fsync", _full_disk)
+    out = tmp_path / "runs" / "run.txt"
+    code = main(["-q", "run", "--index", str(mini.path), "--topics", str(DATA / "topics.trec"),
+                 "--out", str(out)])
+    assert (code, capsys.readouterr().err) == (1, f"topicir run: error: {out}: No space left on device\n")
+    assert hidden(out.parent) == [] and not out.exists()
+    model = tmp_path / "m" / "m.npz"
+    code = main(["-q", "train", "lda", "--index", str(mini.path), "--out", str(model), "--topics", "3",
+                 "--chains", "1", "--iterations", "4"])
+    err = capsys.readouterr().err
+    assert (code, err) == (1, f"topicir train: error: {model}.ckpt: No space left on device\n")
+    assert hidden(model.parent) == [] and not model.exists()
+
+
+def test_full_disk_while_indexing_names_the_index(tmp_path, capsys, monkeypatch):
+    out = tmp_path / "idx"
+
+    def staging_full(sources, staging):
+        (staging / "docs-00000.jsonl").write_text("{}\n")
+        _full_disk()
+
+    monkeypatch.setattr(index_module, "_write_jsonl_shards", staging_full)
+    with pytest.raises(OSError) as info:
+        build_index([DATA / "docs.trec"], out)
+    assert (info.value.errno, info.value.filename) == (errno.ENOSPC, str(out))
+    assert hidden(tmp_path) == []
+    assert main(["-q", "index", str(DATA / "docs.trec"), "--out", str(out)]) == 1
+    assert capsys.readouterr().err == f"topicir index: error: {out}: No space left on device\n"
+
+
+def test_lucene_failing_on_a_full_disk_is_one_line(tmp_path, capsys, monkeypatch):
+    """Anserini logs a failed write and returns; the index it leaves has no commit point."""
+    real = index_module.jclass
+
+    class NoCommit:
+        @staticmethod
+        def main(argv):
+            Path(argv[argv.index("-index") + 1], "_0.fdt").write_bytes(b"partial")
+
+    monkeypatch.setattr(index_module, "jclass", lambda name: NoCommit if name.endswith(
+        "IndexCollection") else real(name))
+    usage = index_module.shutil.disk_usage(tmp_path)
+    monkeypatch.setattr(index_module.shutil, "disk_usage", lambda p: usage._replace(free=0))
+    out = tmp_path / "idx"
+    assert main(["-q", "index", str(DATA / "docs.trec"), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"topicir index: error: {out}: No space left on device (0 bytes free")
+    assert err.count("\n") == 1 and hidden(tmp_path) == [] and not out.exists()
+    # space enough: another failure of Anserini, still one line naming the index
+    monkeypatch.setattr(index_module.shutil, "disk_usage", lambda p: usage)
+    assert main(["-q", "index", str(DATA / "docs.trec"), "--out", str(out)]) == 1
+    assert capsys.readouterr().err == (f"topicir index: error: {out}: Anserini wrote no index; "
+                                       f"see its error above\n")
+
+
+def _read_only(*args, dir=None, prefix="tmp", **kwargs):
+    raise OSError(errno.EROFS, "Read-only file system", os.path.join(str(dir), f"{prefix}x81kq"))
+
+
+def test_read_only_target_is_named_not_the_temporary(mini, tmp_path, capsys, monkeypatch):
+    target = tmp_path / "d" / "run.txt"
+    target.parent.mkdir()
+    monkeypatch.setattr("models.atomic.tempfile.mkstemp", _read_only)
+    with pytest.raises(OSError) as info:
+        with atomic.atomic_open(target):
+            pass
+    assert (info.value.errno, info.value.filename) == (errno.EROFS, str(target))
+    monkeypatch.setattr("models.atomic.tempfile.TemporaryFile", _read_only)
+    for argv in (["run", "--index", str(mini.path), "--topics", str(DATA / "topics.trec"),
+                  "--out", str(target)],
+                 ["train", "lda", "--index", str(mini.path), "--out", str(target.parent / "m.npz"),
+                  "--topics", "3", "--chains", "1", "--iterations", "4"]):
+        assert main(["-q", *argv]) == 1
+        assert capsys.readouterr().err == f"topicir {argv[0]}: error: {target.parent}: Read-only file system\n"
+
+
+def test_read_only_index_parent_names_the_index(tmp_path, capsys, monkeypatch):
+    def read_only_lock(self, *a, **k):
+        raise OSError(errno.EROFS, "Read-only file system", self.lock_file)
+
+    monkeypatch.setattr("filelock.FileLock.acquire", read_only_lock)
+    out = tmp_path / "idx"
+    assert main(["-q", "index", str(DATA / "docs.trec"), "--out", str(out)]) == 1
+    assert capsys.readouterr().err == f"topicir index: error: {out}: Read-only file system\n"
+
+
+# -- a directory as --out, random bytes as a model ----------------------------------------------
+
+def test_out_directory_is_called_a_directory(mini, tmp_path, capsys):
+    out = tmp_path / "models"
+    out.mkdir()
+    code = main(["-q", "train", "lda", "--index", str(mini.path), "--out", str(out), "--topics", "3",
+                 "--chains", "1", "--iterations", "4"])
+    assert (code, capsys.readouterr().err) == (
+        2, f"topicir train: error: {out}: is a directory; name the model file to write (e.g. {out / 'lda.npz'})\n")
+    with pytest.raises(IsADirectoryError):
+        train_model(mini, "lda", out, progress=False, **SMALL)
+
+
+def test_random_bytes_are_not_a_topicir_model_file(mini, tmp_path, capsys):
+    bad, empty = tmp_path / "random.npz", tmp_path / "empty.npz"
+    bad.write_bytes(np.random.default_rng(0).bytes(3000))
+    empty.write_bytes(b"")
+    for read in (read_header, read_model_file):
+        with pytest.raises(ValueError, match=rf"^{bad}: not a topicir model file \(is not an .npz archive\)$"):
+            read(bad)
+        with pytest.raises(ValueError, match=rf"^{empty}: not a topicir model file \(is empty\)$"):
+            read(empty)
+    with pytest.raises(ValueError, match=rf"^{bad}: not a topicir checkpoint file \(is not an .npz "
+                                         rf"archive\); delete it to train afresh$"):
+        read_model_file(bad, kind=CHECKPOINT_FORMAT)
+    code = main(["-q", "run", "--index", str(mini.path), "--topics", str(DATA / "topics.trec"),
+                 "--model", str(bad), "--out-dir", str(tmp_path / "runs")])
+    err = capsys.readouterr().err
+    assert code == 2 and err == f"topicir run: error: {bad}: not a topicir model file (is not an .npz archive)\n"
+
+
+# -- JVM crash reports -------------------------------------------------------------------------
+
+def test_jvm_crash_report_goes_to_the_temporary_directory(tmp_path):
+    from retrieval.core.jvm import jvm_options
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    assert [o for o in jvm_options() if o.startswith("-XX:ErrorFile=")] == [
+        f"-XX:ErrorFile={Path(tempfile.gettempdir()) / 'topicir-hs_err_pid%p.log'}"]
+    # a native crash with the JVM loaded (as an out-of-range index in a kernel would give)
+    code = ("from retrieval.core.jvm import jclass; jclass('java.lang.String'); "
+            "import ctypes; ctypes.string_at(0)")
+    env = dict(os.environ, TMPDIR=str(tmp), PYTHONPATH=str(ROOT))
+    cwd = tmp_path / "work"
+    cwd.mkdir()
+    proc = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode != 0
+    assert list(cwd.iterdir()) == []
+    assert [p.name.startswith("topicir-hs_err_pid") for p in tmp.iterdir()] == [True]
