@@ -64,9 +64,12 @@ class GroupedLDA(LDA):
         Independent Markov chains, each on its own seed stream, sampled in parallel.
     n_iter : int, default=100
         Gibbs sweeps per chain (burn-in included).
-    burn_in : int, default=50
-    sample_every : int, default=10
-        Samples are kept after sweeps burn_in + sample_every, burn_in + 2 sample_every, ...
+    burn_in : int or None, default=None
+        Sweeps before the first kept sample; None: half of ``n_iter``.
+    sample_every : int or None, default=None
+        Sweeps between kept samples; None: ``max(1, (n_iter - burn_in) // 5)``. Samples are
+        kept after sweeps burn_in + sample_every, burn_in + 2 sample_every, ... <= n_iter
+        (the schedule of :class:`models.lda.LDA`).
     seed : int, default=0
     n_jobs : int or None, default=None
         Threads (one chain per thread; results never depend on it). None: all numba threads.
@@ -94,7 +97,7 @@ class GroupedLDA(LDA):
 
     def __init__(self, n_topics=800, alpha=None, beta=0.01, group_size=4.0, doc_counts="groups",
                  restricted=False,
-                 n_chains=3, n_iter=100, burn_in=50, sample_every=10, seed=0, n_jobs=None,
+                 n_chains=3, n_iter=100, burn_in=None, sample_every=None, seed=0, n_jobs=None,
                  log_lik_every=10, callback_every=1, checkpoint_every=10):
         self.n_topics = n_topics
         self.alpha = alpha
