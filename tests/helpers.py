@@ -58,7 +58,7 @@ def assert_same_fit(got, want, *attrs):
 
 def med_map_of_default_model(shared_data, index, kind, lams=(1.0, 0.7)):
     """MAP on med (judged title queries, mu = 1000) of QL mixed with the K = 800 model of ``kind``
-    that ``topicir smoothing`` trains; returns ({lam: MAP}, index, model)."""
+    that ``topicir reproduce smoothing`` trains; returns ({lam: MAP}, index, model)."""
     from retrieval.core.ranking import sweep_topics
     from retrieval.core.evaluate import aggregate, judged_topics
     from retrieval.experiments.smoothing import TRAIN, _model

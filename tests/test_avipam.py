@@ -346,15 +346,16 @@ def test_prepared_corpus_file_round_trips_and_bad_files_are_refused(corpus_beta,
 
 
 def test_bench_schedules_tables_product_decoder_others_the_estimators():
-    from retrieval.bench.avipam import parse_args
+    from retrieval.bench.avipam import OTHER_SCHEDULE, TABLE_SCHEDULE, settings
 
-    a = parse_args(["tables"])
+    a = settings(TABLE_SCHEDULE)
     assert (a.decoder, a.lr, a.epochs) == ("product", 2e-3, 200)
-    for cmd in ("collapse", "map"):
-        a = parse_args([cmd])
-        assert (a.decoder, a.lr, a.epochs) == ("mixture", 1e-3, 100)
-    a = parse_args(["tables", "--decoder", "mixture", "--lr", "1e-3", "--epochs", "7"])
+    a = settings(OTHER_SCHEDULE)
+    assert (a.decoder, a.lr, a.epochs) == ("mixture", 1e-3, 100)
+    a = settings(TABLE_SCHEDULE, decoder="mixture", lr=1e-3, epochs=7)
     assert (a.decoder, a.lr, a.epochs) == ("mixture", 1e-3, 7)
+    with pytest.raises(TypeError, match="unknown options"):
+        settings(TABLE_SCHEDULE, epoch=7)
 
 
 def test_bench_dmfvi_row_is_sklearn_variational_lda(corpus_beta):

@@ -2,7 +2,8 @@
 import numpy as np
 
 from models.corpus import synthetic_corpus
-from retrieval.bench.lda import main, synthetic_stats
+from retrieval.bench.lda import synthetic_stats
+from retrieval.ui.cli import main
 
 
 def test_synthetic_stats_are_the_corpus_counts():
@@ -18,7 +19,7 @@ def test_synthetic_stats_are_the_corpus_counts():
 
 
 def test_synthetic_run_reports_training_and_ranking(capsys):
-    assert main(["--synthetic", "--syn-docs", "400", "--syn-terms", "300", "--syn-len", "30",
+    assert main(["-q", "bench", "lda", "--synthetic", "--syn-docs", "400", "--syn-terms", "300", "--syn-len", "30",
                  "--syn-iters", "2", "--syn-samples", "2"]) == 0
     out = capsys.readouterr().out
     assert "K=800 chains=3 sweeps=2 samples/chain=2" in out

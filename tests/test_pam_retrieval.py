@@ -1,5 +1,5 @@
 """PAM over an index: train/load/rank, the CLI, the correlation view, and the empirical
-likelihood behind `topicir heldout` / `topicir comp5`."""
+likelihood behind `topicir reproduce heldout` / `topicir reproduce comp5`."""
 import io
 import tarfile
 from pathlib import Path

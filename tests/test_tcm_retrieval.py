@@ -179,7 +179,7 @@ def test_cli_train_view_and_run(tmp_path, capsys):
 
 
 # MAP of TCM smoothing on med (K = 800, 3 chains x 100 sweeps, seed 0; mu = 1000, lam = 0.7,
-# title queries, depth 1000), as `topicir smoothing --kind tcm` reports it; QL is 0.4955. Under
+# title queries, depth 1000), as `topicir reproduce smoothing --kind tcm` reports it; QL is 0.4955. Under
 # the paper's priors (alpha = 1 / K, alpha0 resampled to ~18) it was 0.5467; LDA K = 800 gives 0.6229.
 EXPECTED_TCM_MED = 0.6143
 

@@ -103,7 +103,7 @@ def test_lda_smoothing_beats_ql_on_med(shared_data, med_index, tmp_path_factory)
 
 
 # MAP of LDA smoothing on med (K = 800, 3 chains x 100 sweeps, seed 0, the trainer's defaults;
-# mu = 1000, lam = 0.7, title queries, depth 1000), as `topicir smoothing` reports it in the README.
+# mu = 1000, lam = 0.7, title queries, depth 1000), as `topicir reproduce smoothing` reports it in the README.
 EXPECTED_LDA_MED = 0.6229
 
 

@@ -1,8 +1,8 @@
 """Benchmark: LDA training throughput of topicir vs tomotopy, and an AP-scale synthetic run.
 
     topicir bench lda                          # 20 Newsgroups, K = 100 and 800, 50 sweeps
-    topicir bench lda -- --k 800 --iters 100
-    topicir bench lda -- --synthetic           # 250,000 docs, ~60 M tokens, K = 800, 3 chains
+    topicir bench lda --k 800 --iters 100
+    topicir bench lda --synthetic           # 250,000 docs, ~60 M tokens, K = 800, 3 chains
 
 20 Newsgroups: every post of the bydate tarball (train + test), tokenised as described in
 ``retrieval/newsgroups.py`` (lowercase ``[a-z][a-z0-9]+``, NLTK stopwords out, doc freq >= 2).
@@ -28,9 +28,10 @@ chains; seconds per iteration (all chains), then 100 three-term queries ranked o
 document exactly as ``topicir run`` scores them (Dirichlet QL mixed with P_LDA averaged over the
 15 samples, mu = 1000, lam = 0.7, top 1000), with the time of each query.
 """
-import argparse
+import logging
 import resource
 import time
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -39,6 +40,9 @@ from models.lda import LDA, joint_log_lik
 
 from ..core.scoring import Query, Scorer, top_k
 from ..core.stats import CollectionStats
+from ..core.tables import Table, fixed
+
+log = logging.getLogger(__name__)
 
 DEFAULT_20NEWS = "/work/shared/data/20news/20news-bydate.tar.gz"
 
@@ -110,34 +114,31 @@ def bench_newsgroups(args, out):
     from ..datasets.newsgroups import newsgroups_corpus
 
     t = time.perf_counter()
-    corpus, vocab, posts = newsgroups_corpus(args.data)
-    out(f"# 20news-bydate: {corpus.n_docs} docs, {corpus.n_tokens} tokens, {corpus.n_terms} terms "
+    corpus = first_docs(newsgroups_corpus(args.data)[0], args.docs)
+    out(f"20news-bydate: {corpus.n_docs} docs, {corpus.n_tokens} tokens, {corpus.n_terms} terms "
         f"(read+tokenised in {time.perf_counter() - t:.1f} s); sweeps={args.iters}, "
         f"threads={args.threads}, topicir n_shards={args.shards}, seed={args.seed}")
-    header = (f"{'corpus':<8} {'K':>4} {'iters':>5} {'topicir tok/s':>14} {'tomotopy tok/s':>15} "
-              f"{'ratio':>6} {'ll/token topicir':>17} {'ll/token tomotopy':>18} "
-              f"{'(tomotopy ll_per_word)':>22} {'cpu-s topicir':>13} {'cpu-s tomotopy':>14} "
-              f"{'peak GiB':>9}")
-    out(header)
+    nan = float("nan")
     rows = []
     for k in args.k:
         ours = run_topicir(corpus, k, args.iters, args.shards, args.threads, args.seed)
         theirs = run_tomotopy(corpus, k, args.iters, args.threads, args.seed) if not args.no_tomotopy else None
-        ratio = ours["tps"] / theirs["tps"] if theirs else float("nan")
-        line = (f"{'20news':<8} {k:>4} {args.iters:>5} {ours['tps'] / 1e6:>12.2f} M "
-                f"{(theirs['tps'] / 1e6 if theirs else float('nan')):>13.2f} M {ratio:>6.2f} "
-                f"{ours['ll']:>17.4f} {(theirs['ll'] if theirs else float('nan')):>18.4f} "
-                f"{(theirs['ll_tp'] if theirs else float('nan')):>22.4f} {ours['cpu']:>13.1f} "
-                f"{(theirs['cpu'] if theirs else float('nan')):>14.1f} {_peak_rss_gib():>9.2f}")
-        out(line)
-        rows.append(dict(k=k, topicir=ours, tomotopy=theirs))
+        rows.append({"corpus": "20news", "K": k, "iters": args.iters,
+                     "topicir M tok/s": fixed(ours["tps"] / 1e6, 2),
+                     "tomotopy M tok/s": fixed(theirs["tps"] / 1e6, 2) if theirs else nan,
+                     "ratio": fixed(ours["tps"] / theirs["tps"], 2) if theirs else nan,
+                     "ll/token topicir": ours["ll"], "ll/token tomotopy": theirs["ll"] if theirs else nan,
+                     "(tomotopy ll_per_word)": theirs["ll_tp"] if theirs else nan,
+                     "cpu-s topicir": fixed(ours["cpu"], 1), "cpu-s tomotopy": fixed(theirs["cpu"], 1) if theirs else nan,
+                     "peak GiB": fixed(_peak_rss_gib(), 2)})
+        log.info("K=%d: topicir %.2f M tokens/s", k, ours["tps"] / 1e6)
     return rows
 
 
 def bench_synthetic(args, out):
     t = time.perf_counter()
     corpus = synthetic_corpus(args.syn_docs, args.syn_terms, args.syn_len, seed=args.seed)
-    out(f"# synthetic: {corpus.n_docs} docs, {corpus.n_tokens} tokens, {corpus.n_terms} terms, "
+    out(f"synthetic: {corpus.n_docs} docs, {corpus.n_tokens} tokens, {corpus.n_terms} terms, "
         f"{corpus.fingerprint} (built in {time.perf_counter() - t:.1f} s)")
     k, chains = 800, 3
     n_samples = min(args.syn_samples, args.syn_iters)
@@ -199,36 +200,35 @@ def synthetic_stats(corpus):
                            [f"t{i:0{width}d}" for i in range(corpus.n_terms)], arrays)
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(prog="topicir bench lda", description=__doc__.split("\n")[0])
-    p.add_argument("--data", default=DEFAULT_20NEWS, help="20news-bydate tarball")
-    p.add_argument("--k", type=int, nargs="+", default=[100, 800], help="topic counts")
-    p.add_argument("--iters", type=int, default=50, help="Gibbs sweeps per run")
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--shards", type=int, default=4, help="topicir document shards")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--no-tomotopy", action="store_true")
-    p.add_argument("--synthetic", action="store_true", help="run the AP-scale synthetic benchmark instead")
-    p.add_argument("--syn-docs", type=int, default=250_000)
-    p.add_argument("--syn-terms", type=int, default=200_000)
-    p.add_argument("--syn-len", type=float, default=240.0)
-    p.add_argument("--syn-iters", type=int, default=5)
-    p.add_argument("--syn-samples", type=int, default=5,
-                   help="samples kept per chain (the last ones), as Wei & Croft's 5 per chain")
-    args = p.parse_args(argv)
+def first_docs(corpus, n_docs):
+    """The corpus cut to its first ``n_docs`` documents (same term ids)."""
+    if n_docs is None or n_docs >= corpus.n_docs:
+        return corpus
+    end = corpus.doc_ptr[n_docs]
+    return make_corpus(corpus.doc_ptr[:n_docs + 1], corpus.term_ids[:end], n_terms=corpus.n_terms,
+                       fingerprint=f"{corpus.fingerprint}:first{n_docs}")
+
+
+
+def run(*, data: str = DEFAULT_20NEWS, k=(100, 800), iters: int = 50, docs: int | None = None,
+        threads: int = 2, shards: int = 4, seed: int = 0, no_tomotopy: bool = False, synthetic: bool = False,
+        syn_docs: int = 250_000, syn_terms: int = 200_000, syn_len: float = 240.0, syn_iters: int = 5,
+        syn_samples: int = 5) -> list[Table]:
+    """LDA training throughput on 20 Newsgroups (its first ``docs`` posts; all by default) against
+    tomotopy, or with ``synthetic`` the AP-scale synthetic training and ranking run."""
+    args = SimpleNamespace(**locals())
     t = time.perf_counter()
-    warm_up(args.shards)
-    print(f"# numba warm-up/compilation: {time.perf_counter() - t:.1f} s (not counted)", flush=True)
+    warm_up(shards)
+    log.info("numba warm-up/compilation: %.1f s (not counted)", time.perf_counter() - t)
+    lines = []
 
-    def out(s):
-        print(s, flush=True)
+    def out(line):
+        log.info("%s", line)
+        lines.append(line)
 
-    if args.synthetic:
+    if synthetic:
         bench_synthetic(args, out)
-    else:
-        bench_newsgroups(args, out)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+        return [Table("LDA at AP scale (synthetic corpus): training, then ranking with LDA smoothing", [],
+                      notes=lines)]
+    rows = bench_newsgroups(args, out)
+    return [Table("LDA training throughput: topicir against tomotopy", rows, notes=lines)]

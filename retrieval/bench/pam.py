@@ -1,8 +1,8 @@
 """Benchmark: PAM training speed of topicir (exact and pruned samplers) vs tomotopy's PAModel.
 
     topicir bench pam                                  # 20 Newsgroups, (50, 100) and (100, 800)
-    topicir bench pam -- --sizes 100,800 --iters 40 --tomotopy-iters 3
-    topicir bench pam -- --sizes 100,800 --every 10 # every 10th post: tomotopy's sweep is long
+    topicir bench pam --sizes 100,800 --iters 40 --tomotopy-iters 3
+    topicir bench pam --sizes 100,800 --every 10 # every 10th post: tomotopy's sweep is long
 
 20 Newsgroups: every post of the bydate tarball, tokenised as ``retrieval/newsgroups.py`` does
 (the corpus of ``topicir bench lda``). Both samplers get the same integer tokens (tomotopy as
@@ -19,7 +19,7 @@ terms of the prior bucket + sub-topics scanned when the prior bucket is drawn (t
 evaluates s * s' pairs per token). ``ll/token`` is the collapsed log p(w, z, z') / n_tokens of
 the final state under its own alpha, by ``models.pam.pam_log_lik`` for both samplers.
 """
-import argparse
+import logging
 import resource
 import time
 import warnings
@@ -28,6 +28,10 @@ import numpy as np
 
 from models.corpus import make_corpus, synthetic_corpus
 from models.pam import PAM, pam_log_lik
+
+from ..core.tables import Table, fixed
+
+log = logging.getLogger(__name__)
 
 DEFAULT_20NEWS = "/work/shared/data/20news/20news-bydate.tar.gz"
 
@@ -99,65 +103,50 @@ def _every(corpus, k):
                        n_terms=corpus.n_terms, fingerprint=f"{corpus.fingerprint}:every{k}")
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(prog="topicir bench pam", description=__doc__.split("\n")[0])
-    p.add_argument("--data", default=DEFAULT_20NEWS, help="20news-bydate tarball")
-    p.add_argument("--sizes", nargs="+", default=["50,100", "100,800"], help="s,s' pairs")
-    p.add_argument("--iters", type=int, default=40, help="topicir sweeps per run")
-    p.add_argument("--tomotopy-iters", type=int, default=3, help="tomotopy sweeps timed per size")
-    p.add_argument("--samplers", nargs="+", default=["exact", "pruned"], choices=("exact", "pruned"))
-    p.add_argument("--prune-start", type=int, default=10)
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--shards", type=int, default=4, help="topicir document shards")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--no-tomotopy", action="store_true")
-    p.add_argument("--every", type=int, default=1,
-                   help="keep every k-th post only (both samplers), e.g. 10 to time tomotopy at 100,800")
-    args = p.parse_args(argv)
-    sizes = [tuple(int(x) for x in z.split(",")) for z in args.sizes]
+def run(*, data: str = DEFAULT_20NEWS, sizes=((50, 100), (100, 800)), iters: int = 40,
+        tomotopy_iters: int = 3, samplers=("exact", "pruned"), prune_start: int = 10, threads: int = 2,
+        shards: int = 4, seed: int = 0, no_tomotopy: bool = False, every: int = 1) -> list[Table]:
+    """Time PAM training per (s, s') size in ``sizes``: tomotopy's PAModel, then each of topicir's
+    ``samplers``; ``every`` > 1 keeps every k-th post only. Returns the speed table and the
+    terms evaluated per token along each run."""
     t = time.perf_counter()
-    warm_up(args.shards)
-    print(f"# numba warm-up/compilation: {time.perf_counter() - t:.1f} s (not counted)", flush=True)
+    warm_up(shards)
+    log.info("numba warm-up/compilation: %.1f s (not counted)", time.perf_counter() - t)
     from ..datasets.newsgroups import newsgroups_corpus
 
-    t = time.perf_counter()
-    corpus, _, _ = newsgroups_corpus(args.data)
-    if args.every > 1:
-        corpus = _every(corpus, args.every)
-    print(f"# 20news-bydate{f' (every {args.every}th post)' if args.every > 1 else ''}: {corpus.n_docs} docs, {corpus.n_tokens} tokens, {corpus.n_terms} terms "
-          f"(read in {time.perf_counter() - t:.1f} s); threads={args.threads}, topicir n_shards="
-          f"{args.shards}, seed={args.seed}, pruned sweeps alternate from sweep {args.prune_start}", flush=True)
-    header = (f"{'s,s_':>8} {'sampler':>9} {'iters':>5} {'s/iter mean':>11} {'s/iter last10':>13} "
-              f"{'speed-up':>11} {'ll/token':>9} {'terms/token (last)':>19} {'peak GiB':>8}")
-    rows = []
+    corpus, _, _ = newsgroups_corpus(data)
+    if every > 1:
+        corpus = _every(corpus, every)
+    rows, traces = [], []
     for s, s2 in sizes:
         theirs = None
-        if not args.no_tomotopy:
-            theirs = run_tomotopy(corpus, s, s2, args.tomotopy_iters, args.threads, args.seed)
-        print(header, flush=True)
-        if theirs is not None:
-            print(f"{f'{s},{s2}':>8} {'tomotopy':>9} {len(theirs['per_iter']):>5} "
-                  f"{theirs['per_iter'].mean():>11.2f} {theirs['per_iter'][-10:].mean():>13.2f} "
-                  f"{1.0:>11.2f} {theirs['ll']:>9.4f} {s * s2:>19d} {_peak_rss_gib():>8.2f}"
-                  f"   (tomotopy ll_per_word {theirs['ll_tp']:.4f})", flush=True)
-        for sampler in args.samplers:
-            ours = run_topicir(corpus, s, s2, args.iters, sampler, args.shards, args.threads, args.seed,
-                               args.prune_start)
-            last = ours["per_iter"][-10:].mean()
+        if not no_tomotopy:
+            theirs = run_tomotopy(corpus, s, s2, tomotopy_iters, threads, seed)
+            rows.append({"s,s'": f"{s},{s2}", "sampler": "tomotopy", "iters": len(theirs["per_iter"]),
+                         "s/iter mean": fixed(theirs["per_iter"].mean(), 2),
+                         "s/iter last10": fixed(theirs["per_iter"][-10:].mean(), 2), "speed-up": "1.0x",
+                         "ll/token": theirs["ll"], "terms/token (last)": s * s2,
+                         "peak GiB": fixed(_peak_rss_gib(), 2)})
+            log.info("%s,%s tomotopy: %.2f s/iter (tomotopy ll_per_word %.4f)", s, s2,
+                     theirs["per_iter"].mean(), theirs["ll_tp"])
+        for sampler in samplers:
+            ours = run_topicir(corpus, s, s2, iters, sampler, shards, threads, seed, prune_start)
             # conservative: tomotopy's cost per sweep is flat, ours falls as documents get sparse
             ratio = theirs["per_iter"].mean() / ours["per_iter"].mean() if theirs is not None else float("nan")
-            print(f"{f'{s},{s2}':>8} {sampler:>9} {args.iters:>5} {ours['per_iter'].mean():>11.2f} "
-                  f"{last:>13.2f} {ratio:>10.1f}x {ours['ll']:>9.4f} {ours['terms'][-1, 5]:>19.1f} "
-                  f"{_peak_rss_gib():>8.2f}", flush=True)
-            rows.append(dict(size=(s, s2), sampler=sampler, ours=ours, tomotopy=theirs))
-        for r in [r for r in rows if r["size"] == (s, s2)]:
-            tt = r["ours"]["terms"]
-            pick = [i for i in (0, 1, 2, 4, 9, 19, 29, 39, 59, 79, 99) if i < len(tt)]
-            print(f"# terms/token, {s},{s2} {r['sampler']}: " + "  ".join(
-                f"it{int(tt[i, 0])}{'p' if tt[i, 1] else ''}={tt[i, 5]:.0f} "
-                f"(doc {tt[i, 2]:.0f} + sup {tt[i, 3]:.0f} + sub {tt[i, 4]:.0f})" for i in pick), flush=True)
-    return rows
-
-
-if __name__ == "__main__":
-    main()
+            rows.append({"s,s'": f"{s},{s2}", "sampler": sampler, "iters": iters,
+                         "s/iter mean": fixed(ours["per_iter"].mean(), 2),
+                         "s/iter last10": fixed(ours["per_iter"][-10:].mean(), 2), "speed-up": f"{ratio:.1f}x",
+                         "ll/token": ours["ll"], "terms/token (last)": fixed(float(ours["terms"][-1, 5]), 1),
+                         "peak GiB": fixed(_peak_rss_gib(), 2)})
+            log.info("%s,%s %s: %.2f s/iter", s, s2, sampler, ours["per_iter"].mean())
+            tt = ours["terms"]
+            for i in [i for i in (0, 1, 2, 4, 9, 19, 29, 39, 59, 79, 99) if i < len(tt)]:
+                traces.append({"s,s'": f"{s},{s2}", "sampler": sampler,
+                               "sweep": f"{int(tt[i, 0])}{' (pruned)' if tt[i, 1] else ''}",
+                               "terms/token": round(float(tt[i, 5])), "doc pairs": round(float(tt[i, 2])),
+                               "super": round(float(tt[i, 3])), "sub": round(float(tt[i, 4]))})
+    setting = (f"20news-bydate{f' (every {every}th post)' if every > 1 else ''}: {corpus.n_docs} docs, "
+               f"{corpus.n_tokens} tokens, {corpus.n_terms} terms; threads={threads}, topicir n_shards="
+               f"{shards}, seed={seed}, pruned sweeps alternate from sweep {prune_start}")
+    return [Table("PAM training speed: topicir against tomotopy's PAModel", rows, notes=[setting]),
+            Table("Terms evaluated per token along each topicir run", traces, digits=0)]

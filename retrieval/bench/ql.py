@@ -1,7 +1,7 @@
 """Benchmark: time to rank 100 three-term queries over a whole collection, and peak memory.
 
     topicir bench ql                      # synthetic 250,000 docs + the largest shared collection
-    topicir bench ql -- --docs 50000      # smaller synthetic collection
+    topicir bench ql --docs 50000         # smaller synthetic collection
 
 Synthetic: a seeded Zipfian corpus (models.corpus.synthetic_corpus) of AP's size (250,000 docs,
 ~240 tokens each after stopping, 200,000 terms). Queries: three distinct terms drawn, seeded, from
@@ -10,7 +10,6 @@ side on the shared collection: Lucene's QLD via Anserini, which scores only matc
 """
 from __future__ import annotations
 
-import argparse
 import resource
 import time
 from pathlib import Path
@@ -21,6 +20,7 @@ from models.corpus import synthetic_corpus
 
 from ..core.scoring import MU, Query, Scorer, top_k
 from ..core.stats import CollectionStats
+from ..core.tables import Table, fixed
 
 
 def _peak_rss_gib() -> float:
@@ -62,48 +62,44 @@ def synthetic_stats(n_docs: int, n_terms: int, mean_len: float, seed: int) -> Co
     return CollectionStats.from_arrays(docnos, vocab, lens, corpus.term_ids, positions)
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="topicir bench ql", description=__doc__.split("\n")[0])
-    p.add_argument("--docs", type=int, default=250_000)
-    p.add_argument("--terms", type=int, default=200_000)
-    p.add_argument("--mean-len", type=float, default=240.0)
-    p.add_argument("--queries", type=int, default=100)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--shared", default="indexes/npl", help="index of the largest shared collection ('' to skip)")
-    args = p.parse_args(argv)
-
+def run(*, docs: int = 250_000, terms: int = 200_000, mean_len: float = 240.0, queries: int = 100,
+        seed: int = 0, shared: str = "indexes/npl") -> list[Table]:
+    """Rank ``queries`` seeded three-term queries over a synthetic collection of ``docs`` documents
+    and, when the index ``shared`` exists, over it with exact QL and with Lucene's QLD."""
+    n_queries = queries
     rows = []
+
+    def row(coll, system, secs, note):
+        rows.append({"collection": coll, "system": system, "seconds": fixed(secs, 2),
+                     "ms/query": fixed(1000 * secs / n_queries, 1), "peak GiB": fixed(_peak_rss_gib(), 2),
+                     "note": note})
+
     start = time.perf_counter()
-    stats = synthetic_stats(args.docs, args.terms, args.mean_len, args.seed)
+    stats = synthetic_stats(docs, terms, mean_len, seed)
     built = time.perf_counter() - start
-    queries = sample_queries(stats, args.queries, seed=args.seed)
-    secs = time_ranking(stats, queries)
-    rows.append((f"synthetic {stats.n_docs:,} docs, {stats.n_tokens / 1e6:.1f} M tokens", "topicir exact QL",
-                 secs, _peak_rss_gib(), f"(stats: {_stats_gib(stats):.2f} GiB of arrays, built in {built:.1f} s)"))
+    secs = time_ranking(stats, sample_queries(stats, n_queries, seed=seed))
+    row(f"synthetic {stats.n_docs:,} docs, {stats.n_tokens / 1e6:.1f} M tokens", "topicir exact QL", secs,
+        f"stats: {_stats_gib(stats):.2f} GiB of arrays, built in {built:.1f} s")
     del stats
 
-    if args.shared and Path(args.shared).exists():
+    if shared and Path(shared).exists():
         from ..core.baselines import run_baseline
         from ..core.index import Index
         from ..core.trec import Topic
 
-        index = Index(args.shared)
+        index = Index(shared)
         stats = index.stats
-        queries = sample_queries(stats, args.queries, seed=args.seed)
-        secs = time_ranking(stats, queries)
+        qs = sample_queries(stats, n_queries, seed=seed)
+        secs = time_ranking(stats, qs)
         label = f"{index.name} {stats.n_docs:,} docs, {stats.n_tokens / 1e6:.2f} M tokens"
-        rows.append((label, "topicir exact QL", secs, _peak_rss_gib(), f"(stats: {_stats_gib(stats):.3f} GiB of arrays)"))
-        topics = [Topic(str(i), q.text, "", "") for i, q in enumerate(queries)]
-        run_baseline(index, topics[:5], "qld", mu=MU, threads=1)  # warm up the JVM's JIT
+        row(label, "topicir exact QL", secs, f"stats: {_stats_gib(stats):.3f} GiB of arrays")
+        topics = [Topic(str(i), q.text, "", "") for i, q in enumerate(qs)]
+        run_baseline(index, topics[:5], "qld", mu=MU, threads=1, progress=False)  # warm up the JVM's JIT
         t0 = time.perf_counter()
-        run_baseline(index, topics, "qld", mu=MU, threads=1)
+        run_baseline(index, topics, "qld", mu=MU, threads=1, progress=False)
         lucene = time.perf_counter() - t0
-        rows.append((label, "Lucene QLD, 1 thread", lucene, _peak_rss_gib(),
-                     f"topicir/Lucene time ratio {secs / lucene:.2f} (Anserini SearchCollection, run file included)"))
+        row(label, "Lucene QLD, 1 thread", lucene,
+            f"topicir/Lucene time ratio {secs / lucene:.2f} (Anserini SearchCollection, run file included)")
 
-    print(f"Ranking {args.queries} three-term queries over every document, depth 1000, 1 thread "
-          f"(peak RSS: whole process so far, building the statistics included)")
-    print(f"{'collection':<40} {'system':<22} {'seconds':>8} {'ms/query':>9} {'peak GiB':>9}")
-    for coll, system, secs, rss, note in rows:
-        print(f"{coll:<40} {system:<22} {secs:8.2f} {1000 * secs / args.queries:9.1f} {rss:9.2f}  {note}")
-    return 0
+    return [Table(f"Ranking {n_queries} three-term queries over every document, depth 1000, 1 thread", rows,
+                  notes=["peak GiB: the whole process so far, building the statistics included"], digits=2)]

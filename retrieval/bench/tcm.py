@@ -1,7 +1,7 @@
 """Benchmark: TCM training speed, seconds per Gibbs iteration (the paper's Table 5).
 
     topicir bench tcm                              # 2,000-doc subset and all of 20 Newsgroups
-    topicir bench tcm -- --k 100 --threads 2 --samplers sparse --subsets 2000
+    topicir bench tcm --k 100 --threads 2 --samplers sparse --subsets 2000
 
 Corpus: 20 Newsgroups (bydate, train + test) tokenised as in ``retrieval/newsgroups.py``
 (lowercase ``[a-z][a-z0-9]+``, NLTK stopwords out, document frequency >= 2), keeping text order;
@@ -16,7 +16,7 @@ count, only the speed does), alpha0 resampled, seconds per iteration = median wa
 rebuilding the restaurants from b, and the alpha0 update). Numba compilation happens in a
 warm-up on a small corpus first and is not counted.
 """
-import argparse
+import logging
 import re
 import time
 
@@ -25,7 +25,10 @@ import numpy as np
 from models.corpus import make_corpus
 from models.tcm import TCM
 
+from ..core.tables import Table, fixed
 from ..datasets.newsgroups import STOPWORDS, read_newsgroups
+
+log = logging.getLogger(__name__)
 
 DEFAULT_20NEWS = "/work/shared/data/20news/20news-bydate.tar.gz"
 TOKEN_OR_PUNCT = re.compile(r"[a-z][a-z0-9]+|[.,;:!?()\[\]{}\"]")
@@ -106,43 +109,28 @@ def warm_up(shards):
             n_shards=shards, log_lik_every=1).fit(c, split=sp)
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(prog="topicir bench tcm", description=__doc__.split("\n")[0])
-    p.add_argument("--data", default=DEFAULT_20NEWS, help="20news-bydate tarball")
-    p.add_argument("--subsets", type=int, nargs="+", default=[2000, 0],
-                   help="document counts of the corpora timed; 0 = all of 20 Newsgroups")
-    p.add_argument("--k", type=int, nargs="+", default=[100, 800], help="topic counts")
-    p.add_argument("--samplers", nargs="+", default=["sparse", "exact"], choices=("sparse", "exact"))
-    p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    p.add_argument("--iters", type=int, default=5, help="timed sweeps per row")
-    p.add_argument("--warm", type=int, default=2, help="untimed sweeps before them")
-    p.add_argument("--shards", type=int, default=4)
-    p.add_argument("--seed", type=int, default=0)
-    args = p.parse_args(argv)
+def run(*, data: str = DEFAULT_20NEWS, subsets=(2000, 0), k=(100, 800), samplers=("sparse", "exact"),
+        threads=(1, 2), iters: int = 5, warm: int = 2, shards: int = 4, seed: int = 0) -> list[Table]:
+    """Seconds per TCM Gibbs iteration for every corpus of ``subsets`` (a document count; 0: all
+    of 20 Newsgroups), K, sampler and thread count."""
     t = time.perf_counter()
-    warm_up(args.shards)
-    print(f"# numba warm-up/compilation: {time.perf_counter() - t:.1f} s (not counted)", flush=True)
-    t = time.perf_counter()
-    full, full_split = newsgroups_sequences(args.data)
-    print(f"# 20news-bydate: {full.n_docs} docs, {full.n_tokens} tokens, {full.n_terms} terms, "
-          f"{int(full_split.sum())} splits (read+tokenised in {time.perf_counter() - t:.1f} s); "
-          f"shards={args.shards}, seed={args.seed}, {args.warm} untimed + {args.iters} timed sweeps",
-          flush=True)
-    print(f"{'corpus':<12} {'tokens':>9} {'K':>4} {'sampler':>7} {'threads':>7} {'s/iter':>8} "
-          f"{'(mean)':>8} {'M tok/s':>8} {'ll/token':>9} {'alpha0':>7} {'multi%':>6}", flush=True)
-    for n_docs in args.subsets:
-        corpus, split = (full, full_split) if n_docs == 0 else subset(full, full_split, n_docs, args.seed)
+    warm_up(shards)
+    log.info("numba warm-up/compilation: %.1f s (not counted)", time.perf_counter() - t)
+    full, full_split = newsgroups_sequences(data)
+    rows = []
+    for n_docs in subsets:
+        corpus, split = (full, full_split) if n_docs == 0 else subset(full, full_split, n_docs, seed)
         name = "20news" if n_docs == 0 else f"20news-{n_docs}"
-        for k in args.k:
-            for sampler in args.samplers:
-                for threads in args.threads:
-                    r = time_tcm(corpus, split, k, sampler, threads, args.iters, args.warm, args.shards,
-                                 args.seed)
-                    print(f"{name:<12} {corpus.n_tokens:>9} {k:>4} {sampler:>7} {threads:>7} "
-                          f"{r['secs']:>8.3f} {r['mean']:>8.3f} {corpus.n_tokens / r['secs'] / 1e6:>8.2f} "
-                          f"{r['ll']:>9.4f} {r['alpha0']:>7.1f} {100 * r['multi']:>6.1f}", flush=True)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+        for n_topics in k:
+            for sampler in samplers:
+                for n_threads in threads:
+                    r = time_tcm(corpus, split, n_topics, sampler, n_threads, iters, warm, shards, seed)
+                    rows.append({"corpus": name, "tokens": corpus.n_tokens, "K": n_topics, "sampler": sampler,
+                                 "threads": n_threads, "s/iter": fixed(r["secs"], 3), "(mean)": fixed(r["mean"], 3),
+                                 "M tok/s": fixed(corpus.n_tokens / r["secs"] / 1e6, 2), "ll/token": r["ll"],
+                                 "alpha0": fixed(r["alpha0"], 1), "multi%": fixed(100 * r["multi"], 1)})
+                    log.info("%s K=%d %s %d threads: %.3f s/iter", name, n_topics, sampler, n_threads, r["secs"])
+    return [Table("TCM training speed: seconds per Gibbs iteration (Zhao et al. Table 5)", rows,
+                  notes=[f"20news-bydate: {full.n_docs} docs, {full.n_tokens} tokens, {full.n_terms} terms, "
+                         f"{int(full_split.sum())} splits; shards={shards}, seed={seed}, {warm} untimed + "
+                         f"{iters} timed sweeps"])]

@@ -11,12 +11,11 @@ Timing: every sampler starts from the same state (a seeded uniform random start,
 FAST-RB-SDW sweeps, as the paper's mean over 100 iterations is mostly over a settled chain), owns
 its copy of it, and the samplers take turns sweep by sweep so that machine load hits all alike.
 
-    python -m retrieval.bench.tree_lda --vary T --values 50 100 200 500 --burn 20 --iters 3
-    python -m retrieval.bench.tree_lda --shards 2 --samplers naive fast-rb fast-rb-sdw   # both cores
-    python -m retrieval.bench.tree_lda --lists 60   # list lengths and bucket shares along a chain
+    topicir bench tree-lda --vary T --values 50 100 200 500 --burn 20 --iters 3
+    topicir bench tree-lda --shards 2 --samplers naive fast-rb fast-rb-sdw   # both cores
+    topicir bench tree-lda --lists 60   # list lengths and bucket shares along a chain
 """
-import argparse
-import os
+import logging
 import time
 
 import numba
@@ -29,6 +28,12 @@ from models.tree import build_tree
 from models.tree_shards import sweep_chains, tree_shards
 from retrieval.datasets import wordnet
 from retrieval.datasets.newsgroups import newsgroups_corpus
+
+from ..core.tables import Table, fixed
+
+log = logging.getLogger(__name__)
+
+DEFAULT_20NEWS = "/work/shared/data/20news/20news-bydate.tar.gz"
 
 # The paper's Table 1: seconds per iteration, samplers in TK.SAMPLERS order (6-core 2.8 GHz CPU,
 # 100 iterations x 5 seeds), for each (varied dimension, value).
@@ -153,15 +158,14 @@ def list_trace(corpus, tree, T, sweeps, seed=0, every=5):
     over tokens of the nonzero topics of the root edge on the token's path (its word's list), the
     same over the tokens of words with one path (no synset) and with several, and the mean over
     tokens of their document's nonzero topics; at the end each bucket's mean share of a one-path
-    token's draw (with the token left in the counts). Prints them and returns (rows of (sweep,
+    token's draw (with the token left in the counts). Returns (rows of (sweep,
     seconds, word, one-path word, several-path word, doc), shares); a mean over no tokens is nan."""
     alpha, bound, prior, state = chain_start(corpus, tree, T, seed)
     rng = make_rng_states(seed, 1)[0]
     ptr = tree.word_path_ptr
     dl = np.diff(corpus.doc_ptr)
     one = np.diff(ptr)[corpus.term_ids] == 1
-    print(f"# tokens of words with several paths: {1 - one.mean():.3f}")
-    print(f"{'sweep':>5s} {'s':>7s} {'word topics':>12s} {'one path':>9s} {'several':>8s} {'doc topics':>11s}")
+    log.info("tokens of words with several paths: %.3f", 1 - one.mean())
     rows = []
     for it in range(1, sweeps + 1):
         t = one_sweep(TK.FAST_RB, corpus, tree, state, alpha, bound, prior, rng)
@@ -171,7 +175,7 @@ def list_trace(corpus, tree, T, sweeps, seed=0, every=5):
             w1, w2 = (float(nz[m].mean()) if m.any() else np.nan for m in (one, ~one))
             doc = (dl * (n_dk > 0).sum(1)).sum() / dl.sum()
             rows.append((it, t, nz.mean(), w1, w2, doc))
-            print(f"{it:5d} {t:7.3f} {nz.mean():12.2f} {w1:9.2f} {w2:8.2f} {doc:11.2f}", flush=True)
+            log.info("sweep %d: %.3f s, %.2f word topics, %.2f doc topics", it, t, nz.mean(), doc)
     n_e, n_dk, inv = state[2], state[4], state[5]
     w = corpus.term_ids[one]
     d = np.repeat(np.arange(corpus.n_docs), dl)[one]
@@ -182,7 +186,6 @@ def list_trace(corpus, tree, T, sweeps, seed=0, every=5):
     q = ((alpha + n_dk[d]) * n_e[j] * root_inv).sum(1)
     tot = s + r + q
     shares = [float(np.mean(x / tot)) for x in (s, r, q)]
-    print("bucket shares (one-path tokens): s {:.4f} r {:.4f} q {:.4f}".format(*shares))
     return rows, shares
 
 
@@ -192,68 +195,57 @@ def senses(tree):
     return float(n[n > 1].mean()) if (n > 1).any() else 1.0
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m retrieval.bench.tree_lda", description=__doc__.split("\n")[0])
-    ap.add_argument("--data", default="/work/shared/data/20news/20news-bydate.tar.gz")
-    ap.add_argument("--wordnet", default=None, help="WordNet 3.0 dict directory (default /usr/share/wordnet)")
-    ap.add_argument("--vary", choices=("T", "V", "C"), default="T")
-    ap.add_argument("--values", type=int, nargs="+", default=[100])
-    ap.add_argument("--T", type=int, default=100)
-    ap.add_argument("--V", type=int, default=10000)
-    ap.add_argument("--C", type=int, default=100)
-    ap.add_argument("--iters", type=int, default=3, help="timed sweeps per sampler and seed")
-    ap.add_argument("--burn", type=int, default=20, help="FAST-RB-SDW sweeps before timing")
-    ap.add_argument("--seeds", type=int, default=1)
-    ap.add_argument("--shards", type=int, default=1,
-                    help="time sharded sweeps of S shards on numba's threads (wall-clock) instead "
-                         "of sequential ones (CPU time)")
-    ap.add_argument("--samplers", nargs="+", default=list(TK.SAMPLERS), choices=TK.SAMPLERS)
-    ap.add_argument("--plot", default=None, help="PNG of seconds per sweep against the varied value")
-    ap.add_argument("--lists", type=int, default=0, metavar="N",
-                    help="instead of timing: N FAST-RB sweeps at T, V, C, printing list lengths "
-                         "and bucket shares")
-    a = ap.parse_args(argv)
-    corpus, vocab, _ = newsgroups_corpus(a.data)
-    synsets = wordnet.read_synsets(a.wordnet)
+def run(*, data: str = DEFAULT_20NEWS, wordnet_dir: str | None = None, vary: str = "T", values=(100,),
+        T: int = 100, V: int = 10000, C: int = 100, iters: int = 3, burn: int = 20, seeds: int = 1,
+        shards: int = 1, samplers=tuple(TK.SAMPLERS), plot_path: str | None = None, lists: int = 0) -> list[Table]:
+    """Seconds per sweep of every sampler of ``samplers`` with ``vary`` (T, V or C) taking each of
+    ``values`` (the others fixed at ``T``, ``V``, ``C``), with the NAIVE / sampler ratios beside
+    the paper's; with ``lists`` > 0, instead, list lengths and bucket shares along that many
+    FAST-RB sweeps."""
+    samplers, values = list(samplers), list(values)
+    corpus, vocab, _ = newsgroups_corpus(data)
+    synsets = wordnet.read_synsets(wordnet_dir)
     tiny, ttree, _ = setup(corpus, vocab, synsets, 50, 5)  # compile every kernel on a tiny problem
     tiny = make_corpus(tiny.doc_ptr[:11], tiny.term_ids[:tiny.doc_ptr[10]], tiny.n_terms)
-    time_samplers(list(range(6)), tiny, ttree, 4, 1, 1, 0, a.shards)
-    if a.lists:
-        cut, tree, _ = setup(corpus, vocab, synsets, a.V, a.C)
-        print(f"# T={a.T} V={a.V} C={len(tree.synsets)}, {cut.n_tokens} tokens, FAST-RB, seed 0")
-        list_trace(cut, tree, a.T, a.lists)
-        return
-    variants = [TK.SAMPLERS.index(s) for s in a.samplers]
-    rows = np.zeros((len(variants), len(a.values)))
-    xs = []
-    for col, val in enumerate(a.values):
-        T, V, C = (val if a.vary == x else getattr(a, x) for x in ("T", "V", "C"))
-        cut, tree, n_cand = setup(corpus, vocab, synsets, V, C)
+    time_samplers(list(range(6)), tiny, ttree, 4, 1, 1, 0, shards)
+    if lists:
+        cut, tree, _ = setup(corpus, vocab, synsets, V, C)
+        trace, shares = list_trace(cut, tree, T, lists)
+        rows = [{"sweep": it, "s": fixed(t, 3), "word topics": fixed(w, 2), "one path": fixed(w1, 2),
+                 "several": fixed(w2, 2), "doc topics": fixed(d, 2)} for it, t, w, w1, w2, d in trace]
+        return [Table(f"Tree-LDA topic lists along a FAST-RB chain (T={T} V={V} C={len(tree.synsets)}, "
+                      f"{cut.n_tokens} tokens, seed 0)", rows,
+                      notes=["bucket shares (one-path tokens): s {:.4f} r {:.4f} q {:.4f}".format(*shares)])]
+    variants = [TK.SAMPLERS.index(s) for s in samplers]
+    rows = np.zeros((len(variants), len(values)))
+    xs, notes = [], []
+    for col, val in enumerate(values):
+        t_, v_, c_ = (val if vary == x else {"T": T, "V": V, "C": C}[x] for x in ("T", "V", "C"))
+        cut, tree, n_cand = setup(corpus, vocab, synsets, v_, c_)
         xs.append(senses(tree))
-        print(f"# {a.vary}={val}: T={T} V={V} C={len(tree.synsets)} of {n_cand} eligible synsets, "
-              f"{xs[-1]:.2f} senses per correlated word, {cut.n_tokens} tokens, {a.burn} burn-in + "
-              f"{a.iters} timed sweeps x {a.seeds} seeds, "
-              f"{f'{a.shards} shards on {numba.get_num_threads()} threads (wall-clock), ' if a.shards > 1 else ''}"
-              f"load average {os.getloadavg()[0]:.2f}",
-              flush=True)
-        rows[:, col] = np.mean([time_samplers(variants, cut, tree, T, a.iters, a.burn, seed, a.shards)
-                                for seed in range(a.seeds)], axis=0)
-        for s, x in zip(a.samplers, rows[:, col]):
-            print(f"  {s:12s} {x:8.3f} s/sweep", flush=True)
-    print_table("s/sweep", a.vary, a.values, a.samplers, rows, 3)
-    if "naive" in a.samplers:
-        print_table("NAIVE / x", a.vary, a.values, a.samplers, rows[a.samplers.index("naive")] / rows, 2)
-        print_table("paper N / x", a.vary, a.values, a.samplers,
-                    paper_ratios(a.vary, a.values, a.samplers), 2)
-    if a.plot:
-        plot(a.plot, a.vary, a.values, xs, a.samplers, rows)
+        notes.append(f"{vary}={val}: T={t_} V={v_} C={len(tree.synsets)} of {n_cand} eligible synsets, "
+                     f"{xs[-1]:.2f} senses per correlated word, {cut.n_tokens} tokens")
+        log.info("%s", notes[-1])
+        rows[:, col] = np.mean([time_samplers(variants, cut, tree, t_, iters, burn, seed, shards)
+                                for seed in range(seeds)], axis=0)
+    how = (f"{burn} burn-in + {iters} timed sweeps x {seeds} seeds, "
+           + (f"{shards} shards on {numba.get_num_threads()} threads (wall-clock)" if shards > 1
+              else "one thread (CPU time)"))
+    tables = [sampler_table("Tree-LDA seconds per sweep", vary, values, samplers, rows, 3, notes + [how])]
+    if "naive" in samplers:
+        tables.append(sampler_table("Tree-LDA speed-up: NAIVE / sampler", vary, values, samplers,
+                                    rows[samplers.index("naive")] / rows, 2))
+        tables.append(sampler_table("Hu & Boyd-Graber (2012) Table 1: NAIVE / sampler", vary, values, samplers,
+                                    paper_ratios(vary, values, samplers), 2))
+    if plot_path:
+        plot(plot_path, vary, values, xs, samplers, rows)
+    return tables
 
 
-def print_table(title, vary, values, samplers, rows, digits):
+def sampler_table(title, vary, values, samplers, rows, digits, notes=()):
     """One summary table: a row per sampler, a column per varied value."""
-    print(f"\n{title:12s} " + " ".join(f"{vary}{v:<8d}" for v in values))
-    for s, r in zip(samplers, rows):
-        print(f"{s:12s} " + " ".join(f"{x:9.{digits}f}" for x in r))
+    return Table(title, [{"sampler": s, **{f"{vary}={v}": float(x) for v, x in zip(values, r)}}
+                         for s, r in zip(samplers, rows)], notes=list(notes), digits=digits)
 
 
 def plot(path, vary, values, senses_, samplers, rows):
@@ -274,6 +266,3 @@ def plot(path, vary, values, senses_, samplers, rows):
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
-
-if __name__ == "__main__":
-    main()

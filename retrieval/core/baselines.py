@@ -11,6 +11,8 @@ import tempfile
 import warnings
 from pathlib import Path
 
+from tqdm import tqdm
+
 from .index import Index
 from .jvm import jclass
 from .trec import ScoredDoc, Topic, read_run, topic_query
@@ -18,6 +20,7 @@ from .trec import ScoredDoc, Topic, read_run, topic_query
 log = logging.getLogger(__name__)
 
 BASELINES = ("bm25", "qld", "bm25+rm3")
+MU_FREE = ("bm25", "bm25+rm3")  # baselines that take no Dirichlet prior
 
 
 def run_baseline(index: Index, topics: list[Topic], method: str, *, field: str = "title",
@@ -36,11 +39,21 @@ def run_baseline(index: Index, topics: list[Topic], method: str, *, field: str =
     if method == "bm25+rm3":
         args += ["-rm3", "-rm3.fbDocs", str(fb_docs), "-rm3.fbTerms", str(fb_terms),
                  "-rm3.originalQueryWeight", str(orig_weight)]
-    with tempfile.TemporaryDirectory(prefix="topicir-") as tmp:
-        topics_file, run_file = Path(tmp) / "topics.tsv", Path(tmp) / "run.txt"
-        topics_file.write_text("".join(f"{qid}\t{text}\n" for qid, text in queries.items()), encoding="utf-8")
-        log.info("%s: %d topics through Anserini SearchCollection", method, len(queries))
-        jclass("io.anserini.search.SearchCollection").main(
-            ["-index", str(index.path.resolve()), "-topics", str(topics_file), "-topicReader", "TsvString",
-             "-output", str(run_file), "-hits", str(depth), "-threads", str(threads), *args])
-        return read_run(run_file)
+    # with progress, in about ten chunks of topics so that a bar can follow the search (every
+    # topic is ranked on its own: chunks change nothing in the run); one call without
+    qids = list(queries)
+    size = max(1, -(-len(qids) // 10) if progress else len(qids))
+    run: list[ScoredDoc] = []
+    log.info("%s: %d topics through Anserini SearchCollection", method, len(queries))
+    with tempfile.TemporaryDirectory(prefix="topicir-") as tmp, \
+            tqdm(total=len(qids), desc=method, unit="topic", disable=not progress or not qids) as bar:
+        for start in range(0, len(qids), size):
+            chunk = qids[start:start + size]
+            topics_file, run_file = Path(tmp) / f"topics{start}.tsv", Path(tmp) / f"run{start}.txt"
+            topics_file.write_text("".join(f"{q}\t{queries[q]}\n" for q in chunk), encoding="utf-8")
+            jclass("io.anserini.search.SearchCollection").main(
+                ["-index", str(index.path.resolve()), "-topics", str(topics_file), "-topicReader", "TsvString",
+                 "-output", str(run_file), "-hits", str(depth), "-threads", str(threads), *args])
+            run += read_run(run_file)
+            bar.update(len(chunk))
+    return run

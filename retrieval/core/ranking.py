@@ -155,6 +155,30 @@ def read_settings(run_path) -> dict | None:
         return None
 
 
+def topics_key(source) -> str:
+    """The name a topic source goes by in run names, whatever its spelling: ``irds:cranfield``,
+    ``cranfield`` and ``topics/cranfield.trec`` are all ``cranfield``."""
+    text = str(source)
+    if text.startswith("irds:"):
+        return text.removeprefix("irds:").replace("/", "-")
+    return Path(text).name.split(".")[0]
+
+
+def changed_settings(old: dict, new: dict) -> list[str]:
+    """The settings that differ between two runs' records and change the ranking: not the
+    version or the date, not the spelling of the topic source, not the index's path when its
+    fingerprint is the same, not mu for a method that has none (BM25)."""
+    from .baselines import MU_FREE
+
+    ignore = {"written", "topicir"}
+    if old.get("fingerprint") and old.get("fingerprint") == new.get("fingerprint"):
+        ignore.add("index")
+    if new.get("method") in MU_FREE and old.get("method") == new.get("method"):
+        ignore.add("mu")
+    norm = lambda k, v: topics_key(v) if k == "topics" and v is not None else v
+    return sorted(k for k in (set(old) | set(new)) - ignore if norm(k, old.get(k)) != norm(k, new.get(k)))
+
+
 def save_run(run: list[ScoredDoc], path, tag: str, depth: int = DEPTH, params: dict | None = None) -> Path:
     """Write a TREC run and, with ``params``, the settings that made it to ``<run>.json`` (TREC
     run files have no room for them). Replacing a run made with other settings is logged."""
@@ -166,8 +190,7 @@ def save_run(run: list[ScoredDoc], path, tag: str, depth: int = DEPTH, params: d
     if params is not None:
         settings = {"topicir": __version__, "tag": tag, "depth": depth, **params}
         old = read_settings(path) if path.exists() else None
-        changed = [] if old is None else sorted(
-            k for k in (set(old) | set(settings)) - {"written"} if old.get(k) != settings.get(k))
+        changed = [] if old is None else changed_settings(old, settings)
         if changed:
             log.warning("%s: replacing a run made with other settings (%s)", path,
                         ", ".join(f"{k}: {old.get(k)!r} -> {settings.get(k)!r}" for k in changed))

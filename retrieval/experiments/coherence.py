@@ -18,13 +18,11 @@ repeated words; the two agree exactly on the document convention and on texts wi
 (tests/test_coherence.py). Token positions are those of the reference corpus as given (stopwords and out-of-vocabulary
 words already removed), as gensim sees the same token lists.
 
-    python -m retrieval.experiments.coherence --model M.npz --newsgroups [--window 20]
-    python -m retrieval.experiments.coherence --model M.npz --index indexes/med
+    topicir coherence --model M.npz --newsgroups [--window 20]
+    topicir coherence --model M.npz --index indexes/med
 """
 from __future__ import annotations
 
-import argparse
-import sys
 from typing import NamedTuple
 
 import numpy as np
@@ -170,40 +168,19 @@ def reference_corpus(args):
     return corpus, f"20 Newsgroups {args.split} ({corpus.n_docs} docs, top {args.vocab} words)"
 
 
-def add_arguments(p):
-    """The options of ``topicir coherence`` / ``python -m retrieval.experiments.coherence``."""
-    p.add_argument("--model", action="append", required=True,
-                   help="model file of any registered kind (repeatable)")
-    src = p.add_mutually_exclusive_group()
-    src.add_argument("--index", help="reference = this index's token stream (its models' vocabulary)")
-    src.add_argument("--newsgroups", nargs="?", const=DEFAULT_20NEWS, default=DEFAULT_20NEWS,
-                     help="reference = 20 Newsgroups with the AVITM-style vocabulary (default)")
-    p.add_argument("--vocab", type=int, default=2000, help="20 Newsgroups vocabulary size")
-    p.add_argument("--split", choices=("train", "test", "all"), default="train")
-    p.add_argument("--window", default="document",
-                   help="'document' (co-occurrence in a document) or a sliding window size, e.g. 20")
-    p.add_argument("--top-n", type=int, default=10)
+def coherence_report(models, *, index=None, newsgroups=DEFAULT_20NEWS, vocab: int = 2000, split: str = "train",
+                     window="document", top_n: int = 10) -> str:
+    """``topicir coherence``: NPMI of every model file of ``models`` (any kind) over the token
+    stream of ``index``, or else 20 Newsgroups (``split``, top ``vocab`` words)."""
+    from types import SimpleNamespace
 
-
-def run(args):
-    window = None if args.window == "document" else int(args.window)
     from models import registry
 
-    corpus, ref = reference_corpus(args)
-    for path in args.model:
+    win = None if str(window) == "document" else int(window)
+    corpus, ref = reference_corpus(SimpleNamespace(index=index, newsgroups=newsgroups, vocab=vocab, split=split))
+    out = []
+    for path in models:
         model = registry.load(path, fingerprint=corpus.fingerprint)
-        print(path)
-        for line in report(model, corpus, ref, window, args.top_n):
-            print("  " + line)
-    return 0
-
-
-def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m retrieval.experiments.coherence", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(p)
-    return run(p.parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        out.append(str(path))
+        out += ["  " + line for line in report(model, corpus, ref, win, top_n)]
+    return "\n".join(out)

@@ -9,6 +9,7 @@ from ..core.ranking import DEPTH, RUNS_DIR, run_name, run_topics, save_run
 from ..core.evaluate import DEFAULT_MEASURES, aggregate, check_topics
 from ..core.index import Index
 from ..core.scoring import MU
+from ..core.tables import Table
 from ..core.trec import Qrel, ScoredDoc, Topic
 
 log = logging.getLogger(__name__)
@@ -33,7 +34,7 @@ def produce_run(index: Index, topics: list[Topic], method: str, *, field: str = 
     if method == "ql":
         return run_topics(index, topics, field=field, mu=mu, lam=1.0, depth=depth, progress=False)
     params = {"mu": mu} if method == "qld" else {}
-    return run_baseline(index, topics, method, field=field, depth=depth, progress=False, **params)
+    return run_baseline(index, topics, method, field=field, depth=depth, **params)
 
 
 def compare(index: Index, topics: list[Topic], qrels: list[Qrel], *, methods=METHODS,
@@ -59,17 +60,7 @@ def compare(index: Index, topics: list[Topic], qrels: list[Qrel], *, methods=MET
 
 def format_table(rows: list[dict], title: str | None = None, digits: int = 4) -> str:
     """A plain-text table; the first key of the rows is the label column."""
-    if not rows:
-        return ""
-    keys = list(rows[0])
-    cells = [[str(r[keys[0]])] + [f"{r[k]:.{digits}f}" if isinstance(r[k], float) else str(r[k]) for k in keys[1:]]
-             for r in rows]
-    header = [keys[0]] + ["MAP" if k == "AP" else k for k in keys[1:]]
-    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(header)]
-    line = lambda cs: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cs, widths)))
-    out = [title] if title else []
-    out += [line(header), "  ".join("-" * w for w in widths)] + [line(c) for c in cells]
-    return "\n".join(out)
+    return Table(title or "", rows, digits=digits).text() if rows else ""
 
 
 def eval_report(runs, qrels_source, measures=DEFAULT_MEASURES, *, per_topic: bool = False) -> str:

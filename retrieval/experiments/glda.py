@@ -1,6 +1,6 @@
 """gLDA against LDA by log p(W, Z) (Bart 2011, Table 1 and Figures 7-8), one command:
 
-    python -m retrieval.experiments.glda --data ../shared/data --out glda_out
+    topicir reproduce glda-table --data ../shared/data --out glda_out
 
 For every corpus (20 Newsgroups subset and shared collections, "stemmed" and "raw": see
 :mod:`retrieval.experiments.glda_corpora`) and seed, LDA (exact sequential sparse sampler,
@@ -18,8 +18,8 @@ and gLDA topics of the raw corpora and the stopwords in every model's top 10 wor
 """
 from __future__ import annotations
 
-import argparse
 import json
+import logging
 import time
 from multiprocessing import get_context
 from pathlib import Path
@@ -29,7 +29,10 @@ import numpy as np
 from models.glda import GroupedLDA
 from models.lda import LDA, joint_log_lik
 
+from ..core.tables import Table
 from . import glda_corpora
+
+log = logging.getLogger(__name__)
 
 MODELS = ("LDA", "gLDA", "restricted LDA")
 STOPWORDS_NOTE = "NLTK's English list (179 words), as retrieval.datasets.newsgroups"
@@ -182,65 +185,57 @@ def topics_md(results, vocabs, n_pairs=5):
     return "\n".join(out)
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m retrieval.experiments.glda", description=__doc__.split("\n")[0])
-    p.add_argument("--data", default="../shared/data", type=Path)
-    p.add_argument("--corpora", nargs="+", default=["20news", "scifact", "cacm"])
-    p.add_argument("--variants", nargs="+", default=["stemmed", "raw"], choices=["stemmed", "raw"])
-    p.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
-    p.add_argument("--docs", type=int, default=2000, help="20 Newsgroups posts (0: all)")
-    p.add_argument("--seeds", type=int, default=3)
-    p.add_argument("--iters", type=int, default=200)
-    p.add_argument("--k", type=int, default=100)
-    p.add_argument("--group-size", type=float, default=4.0)
-    p.add_argument("--doc-counts", default="groups", choices=["groups", "tokens"],
-                   help="gLDA's doc factor in eq. 3 (see models.glda.GroupedLDA)")
-    p.add_argument("--record-every", type=int, default=20)
-    p.add_argument("--jobs", type=int, default=1, help="fits at once (processes)")
-    p.add_argument("--cache", default="build/glda_cache", type=Path, help="corpus cache folder")
-    p.add_argument("--out", default="build/glda_out", type=Path)
-    p.add_argument("--prepare", action="store_true", help="only build the cached corpora")
-    args = p.parse_args(argv)
-    if "LDA" not in args.models:
-        raise SystemExit("--models must include LDA (the improvement is relative to it)")
-    docs = args.docs or None
+def run(*, data="../shared/data", corpora=("20news", "scifact", "cacm"), variants=("stemmed", "raw"),
+        models=MODELS, docs: int = 2000, seeds: int = 3, iters: int = 200, k: int = 100, group_size: float = 4.0,
+        doc_counts: str = "groups", record_every: int = 20, jobs: int = 1, cache="build/glda_cache",
+        out="build/glda_out", prepare: bool = False) -> list[Table]:
+    """The improvement table of gLDA and restricted LDA over LDA (``docs``: 20 Newsgroups posts,
+    0 for all); also writes table.md, fig7.png, topics.md and results.json into ``out``. With
+    ``prepare``, only builds the cached corpora (and returns no table)."""
+    if "LDA" not in models:
+        raise ValueError("--models must include LDA (the improvement is relative to it)")
+    data, cache, out = Path(data), Path(cache), Path(out)
+    n_docs = docs or None
     vocabs = {}
-    for name in args.corpora:
-        for variant in args.variants:
-            corpus, vocabs[name, variant] = glda_corpora.load(args.data, name, variant, args.cache, docs)
-            print(f"# {name} {variant}: {corpus.n_docs} docs, {corpus.n_tokens} tokens, "
-                  f"{corpus.n_terms} terms", flush=True)
-    if args.prepare:
-        return 0
-    tasks = [dict(data=str(args.data), name=n, variant=v, cache=str(args.cache), docs=docs, model=m,
-                  k=args.k, iters=args.iters, seed=s, group_size=args.group_size,
-                  doc_counts=args.doc_counts,
-                  record_every=args.record_every)
-             for n in args.corpora for v in args.variants for s in range(args.seeds) for m in args.models]
+    for name in corpora:
+        for variant in variants:
+            corpus, vocabs[name, variant] = glda_corpora.load(data, name, variant, cache, n_docs)
+            log.info("%s %s: %d docs, %d tokens, %d terms", name, variant, corpus.n_docs, corpus.n_tokens,
+                     corpus.n_terms)
+    if prepare:
+        return []
+    tasks = [dict(data=str(data), name=n, variant=v, cache=str(cache), docs=n_docs, model=m, k=k, iters=iters,
+                  seed=s, group_size=group_size, doc_counts=doc_counts, record_every=record_every)
+             for n in corpora for v in variants for s in range(seeds) for m in models]
     # longest first (gLDA and restricted LDA cost more per sweep), so the pool ends together
     tasks.sort(key=lambda t: t["model"] == "LDA")
     t0 = time.perf_counter()
-    with get_context("spawn").Pool(args.jobs) as pool:
+    with get_context("spawn").Pool(jobs) as pool:
         results = []
         for r in pool.imap_unordered(fit_one, tasks):
             results.append(r)
-            print(f"# {len(results)}/{len(tasks)} {r['name']} {r['variant']} {r['model']} seed {r['seed']}: "
-                  f"final {r['trace'][-1]:.5g} ({time.perf_counter() - t0:.0f} s)", flush=True)
+            log.info("%d/%d %s %s %s seed %d: final %.5g (%.0f s)", len(results), len(tasks), r["name"],
+                     r["variant"], r["model"], r["seed"], r["trace"][-1], time.perf_counter() - t0)
     rows = summarize(results)
-    args.out.mkdir(parents=True, exist_ok=True)
-    md = table_md(rows)
-    head = (f"K = {args.k}, alpha = 50/K, beta = 0.01, {args.iters} sweeps, group size "
-            f"{args.group_size:g}, gLDA doc counts: {args.doc_counts}, {args.seeds} seeds, "
-            f"20news: {docs or 'all'} posts\n\n")
-    (args.out / "table.md").write_text(head + md + "\n")
-    plot_fig7(results, rows, args.out / "fig7.png")
-    (args.out / "topics.md").write_text(topics_md(results, vocabs))
-    (args.out / "results.json").write_text(json.dumps(
-        dict(args={k: str(v) for k, v in vars(args).items()}, rows=rows,
-             runs=[{k: v for k, v in r.items() if k != "n_kw"} for r in results]), indent=1))
-    print(head + md)
-    return 0
+    out.mkdir(parents=True, exist_ok=True)
+    head = (f"K = {k}, alpha = 50/K, beta = 0.01, {iters} sweeps, group size {group_size:g}, gLDA doc counts: "
+            f"{doc_counts}, {seeds} seeds, 20news: {n_docs or 'all'} posts")
+    (out / "table.md").write_text(head + "\n\n" + table_md(rows) + "\n")
+    plot_fig7(results, rows, out / "fig7.png")
+    (out / "topics.md").write_text(topics_md(results, vocabs))
+    settings = dict(corpora=corpora, variants=variants, models=models, docs=docs, seeds=seeds, iters=iters, k=k,
+                    group_size=group_size, doc_counts=doc_counts, record_every=record_every)
+    (out / "results.json").write_text(json.dumps(
+        dict(args={a: str(v) for a, v in settings.items()}, rows=rows,
+             runs=[{a: v for a, v in r.items() if a != "n_kw"} for r in results]), indent=1))
+    return [Table("gLDA against LDA: log p(W, Z) (Bart 2011, Table 1)", [table_row(r) for r in rows],
+                  notes=[head, f"figure 7, topics (figure 8) and every run: {out}"])]
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+def table_row(r) -> dict:
+    """A row of :func:`table_md`'s table, as :class:`Table` cells."""
+    lda = r["model"] == "LDA"
+    return {"corpus": r["corpus"], "tokens": f"{r['tokens']:,}", "model": r["model"],
+            "initial log p(W,Z)": f"{r['initial']:.4g}", "final (mean ± sd)": f"{r['final']:.5g} ± {r['final_sd']:.2g}",
+            "improvement % (mean ± sd)": "" if lda else f"{r['improvement']:+.1f} ± {r['improvement_sd']:.1f}",
+            "p (paired t)": "" if lda else f"{r['p']:.2g}", "CPU per sweep vs LDA": f"{r['cost']:.1f}x"}

@@ -1,8 +1,8 @@
 """The PAM paper's two model-quality measurements, for any kind that draws documents
 (:meth:`models.base.TopicModel.sample_word_probs`: LDA, PAM and gLDA here):
 
-    topicir heldout                  # held-out likelihood by the empirical-likelihood estimator
-    topicir comp5                    # 20 Newsgroups comp5 classification (Table 6)
+    topicir reproduce heldout         # held-out likelihood by the empirical-likelihood estimator
+    topicir reproduce comp5           # 20 Newsgroups comp5 classification (Table 6)
 
 Li & McCallum, "Pachinko Allocation: Scalable Mixture Models of Topic Correlations".
 

@@ -1,7 +1,7 @@
 """Regressions on the shared test collections: build each index, run QL and the baselines, and
 compare MAP with the checked-in expected values (Anserini's regression pages do the same).
 
-    topicir regressions --data ../shared/data
+    topicir reproduce regressions --data ../shared/data
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Topic smoothing against QL on the shared collections, one command:
 
-    topicir smoothing --data ../shared/data
+    topicir reproduce smoothing --data ../shared/data
 
 For every collection: exact QL; LDA smoothing (LBDM) with the papers' defaults (K = 800,
 3 chains, lam = 0.7, mu = 1000, 100 sweeps, samples every 10 after 50); and LBDM with K and lam

@@ -1,7 +1,7 @@
 """MAP of QL, LDA smoothing and tree-LDA smoothing (WordNet prior) on the shared collections at
 one K and lam, and a synonym example, one command:
 
-    python -m retrieval.experiments.tree_map --data ../shared/data --collections med cran --k 50 --lam 0.7
+    topicir reproduce tree-lda-map --data ../shared/data --collections med cran --k 50 --lam 0.7
 
 Both models are trained through the registry (``train_model``, kept under ``<index>/models/`` and
 reused) with the same schedule (chains, sweeps, burn-in, lag, seed 0); tree-LDA's synsets come
@@ -10,7 +10,6 @@ for the first collection, the two topics that send most tokens through synset su
 synsets they use, and a judged query with a relevant document that holds a WordNet synonym of a
 query term but not the term itself, with that document's rank under QL, LDA and tree-LDA.
 """
-import argparse
 import logging
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from ..core.evaluate import judged_topics
 from ..core.modelfiles import default_model_path, load_model
 from ..core.ranking import sweep_topics
 from ..core.sources import load_qrels, load_topics
-from .compare import format_table
+from ..core.tables import Table
 from .regressions import ensure_index
 from .smoothing import TRAIN, _model, collection_grid
 
@@ -120,36 +119,18 @@ def synonym_example(data, name, index, lda, tree, lam, mu, n_topics=2) -> str:
     return "\n".join(out)
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m retrieval.experiments.tree_map",
-                                description=__doc__.split("\n")[0])
-    p.add_argument("--data", default="../shared/data", type=Path)
-    p.add_argument("--indexes", default="indexes", type=Path)
-    p.add_argument("--collections", nargs="+", default=["med", "cran", "cisi", "cacm"])
-    p.add_argument("--k", type=int, default=50)
-    p.add_argument("--lam", type=float, default=0.7)
-    p.add_argument("--mu", type=float, default=1000.0)
-    p.add_argument("--chains", type=int, default=TRAIN["n_chains"])
-    p.add_argument("--iterations", type=int, default=TRAIN["n_iter"])
-    p.add_argument("--burn-in", type=int, default=TRAIN["burn_in"])
-    p.add_argument("--sample-every", type=int, default=TRAIN["sample_every"])
-    p.add_argument("--no-example", action="store_true", help="skip the synonym example")
-    p.add_argument("--control", action="store_true", help="also tree-LDA without synsets (no WordNet)")
-    args = p.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    train = dict(TRAIN, n_chains=args.chains, n_iter=args.iterations, burn_in=args.burn_in,
-                 sample_every=args.sample_every)
-    rows, models = map_table(args.data, args.collections, args.indexes, args.k, args.lam, args.mu, train,
-                             args.control)
-    print(format_table(rows, title=f"MAP: QL vs LDA vs tree-LDA smoothing (title queries, mu={args.mu:g}, "
-                                   f"K={args.k}, lam={args.lam:g}, {args.chains} chains, {args.iterations} "
-                                   f"sweeps, burn-in {args.burn_in}, a sample every {args.sample_every})"))
-    if not args.no_example:
-        name = args.collections[0]
-        print()
-        print(synonym_example(args.data, name, *models[name], args.lam, args.mu))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+def run(*, data="../shared/data", indexes="indexes", collections=("med", "cran", "cisi", "cacm"), k: int = 50,
+        lam: float = 0.7, mu: float = 1000.0, chains: int = TRAIN["n_chains"], iterations: int = TRAIN["n_iter"],
+        burn_in: int = TRAIN["burn_in"], sample_every: int = TRAIN["sample_every"], example: bool = True,
+        control: bool = False) -> list[Table]:
+    """MAP of QL, LDA and tree-LDA smoothing (``control``: also tree-LDA without synsets) and,
+    with ``example``, the synonym example of the first collection."""
+    train = dict(TRAIN, n_chains=chains, n_iter=iterations, burn_in=burn_in, sample_every=sample_every)
+    rows, models = map_table(Path(data), list(collections), Path(indexes), k, lam, mu, train, control)
+    tables = [Table(f"MAP: QL vs LDA vs tree-LDA smoothing (title queries, mu={mu:g}, K={k}, lam={lam:g}, "
+                    f"{chains} chains, {iterations} sweeps, burn-in {burn_in}, a sample every {sample_every})", rows)]
+    if example:
+        name = collections[0]
+        tables.append(Table(f"Synonyms at work on {name}", [],
+                            notes=synonym_example(Path(data), name, *models[name], lam, mu).splitlines()))
+    return tables

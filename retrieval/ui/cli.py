@@ -12,13 +12,18 @@ from models.registry import kinds
 from .. import __version__
 from ..core.plugins import hook
 from .guard import check_writable as _check_writable, cli_flags as _flags, finite as _finite
-from .guard import floats as _floats, pos_int as _pos_int, run_guarded
+from .guard import floats as _floats, pos_int as _pos_int, run_guarded, weights as _weights
+from .cli_bench import add_bench
+from .cli_more import add_coherence
+from .cli_reproduce import add_reproduce
 
 log = logging.getLogger("topicir")
 
 
 def _topics_name(source: str) -> str:
-    return source.removeprefix("irds:").replace("/", "-") if source.startswith("irds:") else Path(source).name.split(".")[0]
+    from ..core.ranking import topics_key
+
+    return topics_key(source)
 
 
 def cmd_index(args) -> int:
@@ -39,11 +44,17 @@ def _run_settings(args, index, *, method, mu, lam=None, model=None) -> dict:
 
 
 def cmd_run(args) -> int:
-    from ..core.baselines import run_baseline
+    from ..core.baselines import MU_FREE, run_baseline
     from ..core.ranking import DEPTH, run_name, save_run, sweep_topics
     from ..core.index import Index
     from ..core.sources import load_topics
 
+    from ..core.scoring import LAM
+
+    if args.lam is not None and args.lam != [LAM] and (args.baseline or not args.model):
+        raise ValueError(f"--lam {','.join(f'{x:g}' for x in args.lam)} weighs a topic model against QL: give "
+                         f"--model MODEL{' instead of --baseline' if args.baseline else ''} (without one the run "
+                         f"is plain QL)")
     index = Index(args.index)
     topics = load_topics(args.topics)
     tname = args.topics_name or _topics_name(args.topics)
@@ -54,14 +65,15 @@ def cmd_run(args) -> int:
         params = {"mu": f"{args.mu[0]:g}"} if args.baseline == "qld" else {}  # as `topicir compare` names it
         path = Path(args.out or out_dir / run_name(f"{index.name}.{tname}.{args.field}", args.baseline, **params))
         print(save_run(run, path, tag=args.tag or f"topicir-{args.baseline}", depth=args.depth,
-                       params=_run_settings(args, index, method=args.baseline, mu=args.mu[0])))
+                       params=_run_settings(args, index, method=args.baseline,
+                                                   mu=args.mu[0] if args.baseline not in MU_FREE else None)))
         return 0
     model, model_name, lams = None, "ql", [1.0]
     if args.model:
         from ..core.modelfiles import load_model
 
         model = load_model(args.model, index)
-        model_name, lams = Path(args.model).stem, args.lam
+        model_name, lams = Path(args.model).stem, args.lam or [LAM]
     settings = [(mu, lam) for mu in args.mu for lam in lams]
     if args.out and len(settings) > 1:
         raise ValueError("--out names one file; a sweep writes one run per setting into --out-dir")
@@ -90,6 +102,7 @@ def train_parser(kind: str) -> argparse.ArgumentParser:
     p.add_argument("--index", required=True, help="the index to train on")
     p.add_argument("--out", help="model file (default: <index>/models/<kind>-<settings>.npz)")
     p.add_argument("--no-checkpoint", action="store_true", help="write no checkpoint (no resume)")
+    p.add_argument("-q", "--quiet", action="store_true", help="log warnings only, no progress bars")
     names = add_estimator_args(p.add_argument_group(f"{kind} parameters"), cls)
     if "executor" in names:
         p.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
@@ -104,6 +117,11 @@ def cmd_train(args) -> int:
     from ..core.modelfiles import train_model
 
     targs = train_parser(args.kind).parse_args(args.rest)
+    if targs.quiet and not args.quiet:  # `topicir train KIND -q ...`
+        from .logs import setup_logging
+
+        args.quiet = True
+        setup_logging(True)
     params = {name: getattr(targs, name) for name in model_class(args.kind)._param_names()
               if hasattr(targs, name)}
     if getattr(targs, "ray", None) is not None:
@@ -171,55 +189,6 @@ def cmd_compare(args) -> int:
     return 0
 
 
-def cmd_regressions(args) -> int:
-    from ..experiments.compare import format_table
-    from ..experiments.regressions import check, run_collection
-
-    rows = []
-    for name in args.collections:
-        rows += run_collection(Path(args.data), name, Path(args.indexes))
-    print(format_table(rows, title="Shared collections: title queries, mu=1000, depth 1000, judged topics"))
-    misses = check(rows)
-    for miss in misses:
-        print(f"REGRESSION: {miss}", file=sys.stderr)
-    return 1 if misses else 0
-
-
-def cmd_smoothing(args) -> int:
-    from ..experiments.compare import format_table
-    from ..experiments.smoothing import REFERENCE_KIND, TRAIN, comparison_table
-
-    train = dict(TRAIN, n_chains=args.chains, n_iter=args.iterations, burn_in=args.burn_in,
-                 sample_every=args.sample_every)
-    kinds = list(dict.fromkeys([REFERENCE_KIND, args.kind]))  # a new kind is shown beside LDA
-    rows = comparison_table(Path(args.data), args.collections, Path(args.indexes), kinds, ks=args.k,
-                            lams=args.lam, mu=args.mu, train=train)
-    print(format_table(rows, title=f"MAP: QL vs {' vs '.join(k.upper() for k in kinds)} smoothing (title "
-                                   f"queries, mu={args.mu:g}, {args.chains} chains, {args.iterations} sweeps); "
-                                   f"LOCO = K and lam chosen on the other collections"))
-    return 0
-
-
-def cmd_heldout(args) -> int:
-    from ..experiments.compare import format_table
-    from ..experiments.pam_eval import heldout
-
-    res = heldout(args.data, kinds=args.kinds, seed=args.seed, n_docs=args.samples, n_jobs=args.threads)
-    print(format_table([{"model": k, **v} for k, v in res.items()],
-                       title="comp5 held-out likelihood (empirical likelihood, 75/25 split; lower bits/word is better)"))
-    return 0
-
-
-def cmd_comp5(args) -> int:
-    from ..experiments.compare import format_table
-    from ..experiments.pam_eval import PAPER_COMP5, comp5_accuracy
-
-    res = comp5_accuracy(args.data, kinds=args.kinds, seed=args.seed, n_docs=args.samples, n_jobs=args.threads)
-    rows = [{"model": k, "paper %": PAPER_COMP5.get(k, float("nan")), **v} for k, v in res.items()]
-    print(format_table(rows, title="20 Newsgroups comp5 classification accuracy (%), one model per class", digits=2))
-    return 0
-
-
 def cmd_demo(args) -> int:
     from .demo import run_demo
 
@@ -243,22 +212,6 @@ def cmd_report(args) -> int:
     return 0
 
 
-def bench_areas() -> list[str]:
-    """One benchmark per module of retrieval/bench (ql, and one per model kind)."""
-    import pkgutil
-
-    from .. import bench
-
-    return sorted(m.name for m in pkgutil.iter_modules(bench.__path__) if not m.name.startswith("_"))
-
-
-def cmd_bench(args) -> int:
-    import importlib
-
-    rest = args.rest[1:] if args.rest[:1] == ["--"] else args.rest
-    return importlib.import_module(f"..bench.{args.area}", __package__).main(rest) or 0
-
-
 def build_parser() -> argparse.ArgumentParser:
     from ..core.baselines import BASELINES
     from ..core.ranking import DEPTH, RUNS_DIR
@@ -266,7 +219,6 @@ def build_parser() -> argparse.ArgumentParser:
     from .demo import DATASET
     from ..core.evaluate import DEFAULT_MEASURES
     from ..experiments.compare import METHODS
-    from ..experiments.regressions import COLLECTIONS
     from .report import OUT_DIR as REPORTS_DIR
     from ..core.scoring import LAM, MU
     from ..core.trec import TOPIC_FIELDS
@@ -292,7 +244,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("run", help="rank topics over the whole collection and write TREC run files")
     add_query_args(s)
     s.add_argument("--mu", type=_floats, default=[MU], help="Dirichlet prior; comma list for a sweep")
-    s.add_argument("--lam", type=_floats, default=[LAM], help="weight of QL against the topic model; comma list for a sweep")
+    s.add_argument("--lam", type=_weights, help=f"weight of QL against the topic model, in [0, 1] (default {LAM:g}); "
+                   "comma list for a sweep; needs --model")
     s.add_argument("--model", help="topic model file (topicir train ...)")
     s.add_argument("--baseline", choices=BASELINES, help="run a Lucene baseline instead")
     s.add_argument("--out", help="run file (default: topics_runs/run.<index>.<topics>.<field>.<model>.<params>.txt)")
@@ -333,27 +286,6 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--measures", nargs="+", default=list(DEFAULT_MEASURES))
     s.set_defaults(func=cmd_compare)
 
-    s = sub.add_parser("regressions", help="build and check every shared test collection")
-    s.add_argument("--data", required=True, help="shared collections' folder, e.g. ../shared/data")
-    s.add_argument("--indexes", default="indexes")
-    s.add_argument("--collections", nargs="+", default=list(COLLECTIONS), choices=COLLECTIONS)
-    s.set_defaults(func=cmd_regressions)
-
-    s = sub.add_parser("smoothing", help="topic smoothing vs QL on the shared collections (LOCO-tuned K and lam)")
-    s.add_argument("--kind", choices=kinds(), default="lda",
-                   help="the model kind; another kind than lda is shown beside LDA")
-    s.add_argument("--data", required=True, help="shared collections' folder, e.g. ../shared/data")
-    s.add_argument("--indexes", default="indexes")
-    s.add_argument("--collections", nargs="+", default=list(COLLECTIONS), choices=COLLECTIONS)
-    s.add_argument("--k", type=lambda t: [int(x) for x in t.split(",")], default=[100, 200, 400, 800])
-    s.add_argument("--lam", type=_floats, default=[0.5, 0.6, 0.7, 0.8, 0.9])
-    s.add_argument("--mu", type=_finite, default=MU)
-    s.add_argument("--chains", type=int, default=3)
-    s.add_argument("--iterations", type=int, default=100)
-    s.add_argument("--burn-in", type=int, default=50)
-    s.add_argument("--sample-every", type=int, default=10)
-    s.set_defaults(func=cmd_smoothing)
-
     s = sub.add_parser("demo", help="Cranfield: QL, BM25, BM25+RM3 and LDA smoothing with t-tests against QL")
     s.add_argument("--dataset", default=DATASET)
     s.add_argument("--indexes", default="indexes")
@@ -385,43 +317,39 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--title")
     s.set_defaults(func=cmd_report)
 
-    from ..experiments import coherence
-
-    s = sub.add_parser("coherence", help="NPMI topic coherence of model files (any kind)",
-                       description=coherence.__doc__)
-    coherence.add_arguments(s)
-    s.set_defaults(func=coherence.run)
+    add_coherence(sub)
 
     for kind in kinds():  # commands of a kind's own (pam-view, tcm-view, ...) come from its adapter
         add = hook(kind, "add_commands")
         if add is not None:
             add(sub)
 
-    for name, func, what in (("heldout", cmd_heldout, "held-out likelihood (empirical likelihood) of LDA and PAM on comp5"),
-                             ("comp5", cmd_comp5, "20 Newsgroups comp5 classification with LDA and PAM (paper Table 6)")):
-        s = sub.add_parser(name, help=what)
-        s.add_argument("--data", required=True, help="20news-bydate.tar.gz, e.g. in ../shared/data/20news")
-        s.add_argument("--kinds", nargs="+", default=["lda", "pam"], choices=("lda", "pam", "glda"),
-                       help="kinds that draw documents, at the paper's settings (gLDA at LDA's)")
-        s.add_argument("--samples", type=int, default=1000, help="documents sampled for the empirical likelihood")
-        s.add_argument("--seed", type=int, default=0)
-        s.add_argument("--threads", type=int, default=None)
-        s.set_defaults(func=func)
-
-    s = sub.add_parser("bench", help="benchmarks (ql: ranking speed; a model kind: its training speed)")
-    s.add_argument("area", choices=bench_areas())
-    s.add_argument("rest", nargs=argparse.REMAINDER, help="options of the benchmark (see topicir bench AREA -- --help)")
-    s.set_defaults(func=cmd_bench)
+    add_reproduce(sub)
+    add_bench(sub)
     return p
 
 
+def _quiet_everywhere(parser: argparse.ArgumentParser) -> None:
+    """``-q`` after the subcommand too (``topicir run -q ...``), at every level; SUPPRESS keeps a
+    ``-q`` given before the subcommand."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                if "-q" not in sub._option_string_actions:
+                    sub.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
+                                     help="log warnings only, no progress bars")
+                _quiet_everywhere(sub)
+
+
 def main(argv=None) -> int:
+    from .logs import setup_logging
     from .progress import progress_bars
 
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
-    warnings.simplefilter("default")
+    parser = build_parser()
+    _quiet_everywhere(parser)
+    args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
+    setup_logging(args.quiet)
     with progress_bars(not args.quiet):
         return run_guarded(args.command, args.func, args, own_signals=argv is None)
 

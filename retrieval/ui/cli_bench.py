@@ -1,0 +1,240 @@
+"""``topicir bench AREA``: speed benchmarks, one per area (ql: ranking; a model kind: its
+training). Options here, measurements in :mod:`retrieval.bench`."""
+from __future__ import annotations
+
+import argparse
+import importlib
+
+from .cli_tables import TableCommand, add_table_commands
+
+DEFAULT_20NEWS = "/work/shared/data/20news/20news-bydate.tar.gz"
+
+
+def _call(module: str, func: str = "run"):
+    """The library function, imported when the command runs (numba, torch and Ray load slowly)."""
+    def call(**kwargs):
+        return getattr(importlib.import_module(f"retrieval.bench.{module}"), func)(**kwargs)
+    return call
+
+
+def _pairs(text: str) -> tuple[int, int]:
+    try:
+        s, s2 = (int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected s,s' (two integers), got {text!r}") from None
+    return s, s2
+
+
+def _newsgroups(p, what="20news-bydate tarball"):
+    p.add_argument("--data", default=DEFAULT_20NEWS, help=what)
+
+
+def add_ql(p):
+    p.add_argument("--docs", type=int, default=250_000, help="documents of the synthetic collection")
+    p.add_argument("--terms", type=int, default=200_000, help="its vocabulary")
+    p.add_argument("--mean-len", type=float, default=240.0, help="its mean document length")
+    p.add_argument("--queries", type=int, default=100)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--shared", default="indexes/npl",
+                   help="index of the largest shared collection, ranked too when it exists ('' to skip)")
+
+
+def add_lda(p):
+    _newsgroups(p)
+    p.add_argument("--k", type=int, nargs="+", default=[100, 800], help="topic counts")
+    p.add_argument("--iters", type=int, default=50, help="Gibbs sweeps per run")
+    p.add_argument("--docs", type=int, default=None, help="only the first DOCS posts")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--shards", type=int, default=4, help="topicir document shards")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-tomotopy", action="store_true")
+    p.add_argument("--synthetic", action="store_true", help="run the AP-scale synthetic benchmark instead")
+    p.add_argument("--syn-docs", type=int, default=250_000)
+    p.add_argument("--syn-terms", type=int, default=200_000)
+    p.add_argument("--syn-len", type=float, default=240.0)
+    p.add_argument("--syn-iters", type=int, default=5)
+    p.add_argument("--syn-samples", type=int, default=5,
+                   help="samples kept per chain (the last ones), as Wei & Croft's 5 per chain")
+
+
+def add_pam(p):
+    _newsgroups(p)
+    p.add_argument("--sizes", type=_pairs, nargs="+", default=[(50, 100), (100, 800)], help="s,s' pairs")
+    p.add_argument("--iters", type=int, default=40, help="topicir sweeps per run")
+    p.add_argument("--tomotopy-iters", type=int, default=3, help="tomotopy sweeps timed per size")
+    p.add_argument("--samplers", nargs="+", default=["exact", "pruned"], choices=("exact", "pruned"))
+    p.add_argument("--prune-start", type=int, default=10)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--shards", type=int, default=4, help="topicir document shards")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-tomotopy", action="store_true")
+    p.add_argument("--every", type=int, default=1,
+                   help="keep every k-th post only (both samplers), e.g. 10 to time tomotopy at 100,800")
+
+
+def add_tcm(p):
+    _newsgroups(p)
+    p.add_argument("--subsets", type=int, nargs="+", default=[2000, 0],
+                   help="document counts of the corpora timed; 0 = all of 20 Newsgroups")
+    p.add_argument("--k", type=int, nargs="+", default=[100, 800], help="topic counts")
+    p.add_argument("--samplers", nargs="+", default=["sparse", "exact"], choices=("sparse", "exact"))
+    p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    p.add_argument("--iters", type=int, default=5, help="timed sweeps per row")
+    p.add_argument("--warm", type=int, default=2, help="untimed sweeps before them")
+    p.add_argument("--shards", type=int, default=4)
+    p.add_argument("--seed", type=int, default=0)
+
+
+def add_glda(p):
+    _newsgroups(p)
+    p.add_argument("--k", type=int, nargs="+", default=[100, 800])
+    p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--docs", type=int, default=None, help="only the first DOCS posts")
+    p.add_argument("--group-size", type=float, default=4.0)
+    p.add_argument("--seed", type=int, default=0)
+
+
+def add_tree_lda(p, values=(100,)):
+    from models._kernels.tree_lda import SAMPLERS
+
+    _newsgroups(p)
+    p.add_argument("--wordnet", dest="wordnet_dir", default=None,
+                   help="WordNet 3.0 dict directory (default /usr/share/wordnet)")
+    p.add_argument("--vary", choices=("T", "V", "C"), default="T", help="the setting that takes --values")
+    p.add_argument("--values", type=int, nargs="+", default=list(values))
+    p.add_argument("--T", type=int, default=100, help="topics")
+    p.add_argument("--V", type=int, default=10000, help="vocabulary (top terms by tf-idf)")
+    p.add_argument("--C", type=int, default=100, help="WordNet synsets (correlations)")
+    p.add_argument("--iters", type=int, default=3, help="timed sweeps per sampler and seed")
+    p.add_argument("--burn", type=int, default=20, help="FAST-RB-SDW sweeps before timing")
+    p.add_argument("--seeds", type=int, default=1)
+    p.add_argument("--shards", type=int, default=1,
+                   help="time sharded sweeps of S shards on numba's threads (wall-clock) instead "
+                        "of sequential ones (CPU time)")
+    p.add_argument("--samplers", nargs="+", default=list(SAMPLERS), choices=SAMPLERS)
+    p.add_argument("--plot", dest="plot_path", default=None, help="PNG of seconds per sweep against the varied value")
+    p.add_argument("--lists", type=int, default=0, metavar="N",
+                   help="instead of timing: N FAST-RB sweeps at T, V, C, with list lengths and bucket shares")
+
+
+def add_ray(p):
+    _newsgroups(p)
+    p.add_argument("--docs", type=int, default=None, help="only the first DOCS posts")
+    p.add_argument("--synthetic", action="store_true", help="the AP-scale synthetic corpus instead")
+    p.add_argument("--syn-docs", type=int, default=250_000)
+    p.add_argument("--syn-terms", type=int, default=200_000)
+    p.add_argument("--syn-len", type=float, default=240.0)
+    p.add_argument("--k", type=int, nargs="+", default=None, help="topic counts (20news: 100 800; synthetic: 800)")
+    p.add_argument("--iters", type=int, default=8, help="sweeps per run (>= 3)")
+    p.add_argument("--chains", type=int, default=1)
+    p.add_argument("--shards", type=int, default=4)
+    p.add_argument("--threads", type=int, default=2, help="threads of the local trainer")
+    p.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="Ray worker counts")
+    p.add_argument("--address", default=None, help="Ray cluster (default: start a local one)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--cost-model", action="store_true",
+                   help="the modelled sweep times from the inputs below, train nothing")
+    p.add_argument("--rate", type=float, default=2.0e6, help="tokens/s of one worker")
+    p.add_argument("--slice-bytes-per-token", type=float, default=1.0,
+                   help="bytes of the sparse n_kw slices (slices MB / n_shards) per token")
+    p.add_argument("--round-latency", type=float, default=0.005, help="seconds per round")
+    p.add_argument("--gbps", type=float, default=10.0, help="network bandwidth, Gb/s")
+
+
+def add_avipam_common(p):
+    """The options of every aviPAM command (``None``: the command's schedule decides)."""
+    p.add_argument("--epochs", type=int, help="tables: 200, others: 100")
+    p.add_argument("--gibbs-iters", type=int, default=200)
+    p.add_argument("--dmfvi-iters", type=int, default=100,
+                   help="passes of scikit-learn's variational LDA (the DMFVI row)")
+    p.add_argument("--dmfvi-method", choices=("batch", "online"), default="batch",
+                   help="scikit-learn's learning_method for the DMFVI row")
+    p.add_argument("--batch-size", type=int, default=200)
+    p.add_argument("--lr", type=float, help="tables: 2e-3, others: 1e-3")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--decoder", choices=("mixture", "product"),
+                   help="aviPAM decoder: PAM's mixture or ProdLDA's product of experts "
+                        "(tables: product, lr 2e-3, 200 epochs by default)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--newsgroups", default=DEFAULT_20NEWS, help="20news-bydate tarball")
+    p.add_argument("--corpus-npz", help="a corpus written by 'topicir bench avipam prepare' (instead of --newsgroups)")
+    p.add_argument("--save", help="directory for every row's topics and the rows (JSON lines)")
+    p.add_argument("--alpha", type=float, help="aviPAM Dirichlet prior (default: AVIPAM's)")
+    p.add_argument("--beta1", type=float, help="aviPAM Adam beta1 (default: AVIPAM's)")
+    p.add_argument("--dropout", type=float, help="aviPAM dropout (default: AVIPAM's)")
+    p.add_argument("--theta-dropout", type=float, help="aviPAM dropout on the document mixture (default: AVIPAM's)")
+    p.add_argument("--hidden", type=int, help="aviPAM encoder width (default: AVIPAM's)")
+    p.add_argument("--kl-warmup", type=int, help="aviPAM epochs of KL warm-up (default: AVIPAM's, 0 = none)")
+
+
+def add_avipam_collapse(p):
+    add_avipam_common(p)
+    p.add_argument("--arch", default="4pam:2,50")
+
+
+def add_avipam_map(p):
+    add_avipam_common(p)
+    p.add_argument("--data", default="../shared/data", help="shared collections' folder")
+    p.add_argument("--indexes", default="indexes")
+    p.add_argument("--collections", nargs="+", default=["med"])
+    p.add_argument("--k", type=int, default=100)
+    p.add_argument("--mu", type=float, default=1000.0)
+    p.add_argument("--lam", type=float, default=0.7)
+    p.add_argument("--avipam-arch", nargs="+",
+                   help="aviPAM architectures, one column each (default: 4pam:K/8,K), e.g. ctm:50")
+
+
+def add_avipam_prepare(p):
+    p.add_argument("--newsgroups", default=DEFAULT_20NEWS, help="20news-bydate tarball")
+    p.add_argument("--out", default="build/avipam_20news.npz")
+
+
+def _prepare(**kwargs):
+    from ..bench.avipam import prepare
+    from ..core.tables import Table
+
+    return [Table("", [], notes=[prepare(**kwargs)])]
+
+
+QUICK_TREE = dict(values=[10], T=10, V=500, C=10, iters=1, burn=1)
+
+BENCHES = [
+    TableCommand("ql", "ranking speed and memory of exact QL (synthetic AP-scale collection, a shared one, Lucene)",
+                 add_ql, _call("ql"), dict(docs=2000, terms=3000, mean_len=50.0, queries=10, shared="")),
+    TableCommand("lda", "LDA training throughput against tomotopy (20 Newsgroups), or an AP-scale synthetic run",
+                 add_lda, _call("lda"), dict(k=[10], iters=5, docs=500)),
+    TableCommand("pam", "PAM training speed of the exact and pruned samplers against tomotopy (20 Newsgroups)",
+                 add_pam, _call("pam"), dict(sizes=[(4, 8)], iters=4, tomotopy_iters=1, every=40, prune_start=2)),
+    TableCommand("tcm", "TCM seconds per Gibbs iteration (Zhao et al. Table 5; 20 Newsgroups)",
+                 add_tcm, _call("tcm"), dict(subsets=[300], k=[10], threads=[1], iters=2, warm=1)),
+    TableCommand("glda", "grouped LDA against LDA: seconds per Gibbs sweep (20 Newsgroups)",
+                 add_glda, _call("glda"), dict(k=[10], iters=3, docs=300)),
+    TableCommand("tree-lda", "tree-LDA samplers' seconds per sweep with T, V or C varied (20 Newsgroups, WordNet)",
+                 add_tree_lda, _call("tree_lda"), QUICK_TREE),
+    TableCommand("ray", "LDA trained on Ray workers against the local trainer (same model), or the modelled costs",
+                 add_ray, _call("ray"), dict(docs=300, k=[8], iters=3, workers=[1])),
+]
+
+AVIPAM = [
+    TableCommand("collapse", "aviPAM component collapse with batch, l2 and no normalisation",
+                 add_avipam_collapse, _call("avipam", "collapse"), dict(arch="4pam:2,10", epochs=2)),
+    TableCommand("map", "MAP of QL mixed with LDA, 4-PAM and aviPAM on shared collections",
+                 add_avipam_map, _call("avipam", "map_table"), dict(k=8, gibbs_iters=3, epochs=2)),
+    TableCommand("prepare", "write the aviPAM 20 Newsgroups corpus into one .npz (for a machine without the data)",
+                 add_avipam_prepare, _prepare),
+]
+
+
+def bench_areas() -> list[str]:
+    return sorted([b.name for b in BENCHES] + ["avipam"])
+
+
+def add_bench(sub) -> None:
+    what = "benchmarks: ranking speed (ql) and each model kind's training speed"
+    s = sub.add_parser("bench", help=what, description=what[0].upper() + what[1:] + ".")
+    areas = s.add_subparsers(dest="area", required=True, metavar="AREA")
+    add_table_commands(areas, BENCHES)
+    a = areas.add_parser("avipam", help="aviPAM: component collapse, MAP as a document model; corpus file",
+                         description="aviPAM benchmarks (the paper's tables: topicir reproduce avipam-tables).")
+    add_table_commands(a.add_subparsers(dest="what", required=True, metavar="WHAT"), AVIPAM)

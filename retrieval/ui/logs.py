@@ -1,0 +1,38 @@
+"""How the ``topicir`` command speaks on stderr: warnings and errors (logging's and Python's
+``warnings``) as one line ``topicir: warning: ...``, progress messages as ``HH:MM:SS message``
+(off under ``-q``)."""
+from __future__ import annotations
+
+import logging
+import sys
+import warnings
+
+from .guard import one_line_warning
+
+
+class UserFormatter(logging.Formatter):
+    """``topicir: warning: message`` for WARNING and above, ``HH:MM:SS message`` below."""
+
+    def __init__(self):
+        super().__init__("%(asctime)s %(message)s", datefmt="%H:%M:%S")
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.levelno >= logging.WARNING:
+            text = " ".join(record.getMessage().split("\n"))
+            return f"topicir: {'warning' if record.levelno == logging.WARNING else 'error'}: {text}"
+        return super().format(record)
+
+
+def setup_logging(quiet: bool) -> None:
+    """Root logging to stderr through :class:`UserFormatter` (WARNING only under ``quiet``), and
+    Python warnings in the same style, each shown once per place."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(UserFormatter())
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if getattr(h, "topicir", False)]:
+        root.removeHandler(old)
+    handler.topicir = True
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING if quiet else logging.INFO)
+    warnings.simplefilter("default")
+    warnings.formatwarning = one_line_warning
