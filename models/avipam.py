@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from . import file_specs
 from .variational import VariationalModel, count_matrix
 
 
@@ -145,6 +146,7 @@ class AVIPAM(VariationalModel):
     # z_dw = (mix_d . beta_w - dec_shift_w) * dec_scale_w / doc_div_d (empty for "mixture").
     _INFERENCE_ARRAYS = ("topic_word", "doc_mix", "beta", "dec_shift", "dec_scale", "doc_div",
                          "doc_lse")
+    _FILE_SPEC = file_specs.AVIPAM  # what a model file must hold (and the network, its arch)
 
     def __init__(self, arch="4pam:50,100", alpha=1.0, hidden=100, norm="batch", dropout=0.2,
                  theta_dropout=0.0, decoder="mixture", epochs=100, batch_size=200, lr=1e-3,

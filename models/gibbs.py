@@ -8,6 +8,7 @@ import os
 import numpy as np
 
 from . import checkpoint as ckpt
+from . import validate
 from ._kernels.sparse import row_nnz, rows_to_csr
 from .base import TopicModel
 from .corpus import content_hash
@@ -273,6 +274,7 @@ class GibbsModel(TopicModel):
                              f"{type(self).__name__}; delete it or use another checkpoint path")
         ckpt.check_fingerprint(path, h, corpus.fingerprint, self.corpus_hash_)
         self._check_resume_params(path, h["params"], _RESUME_FREE)
+        validate.gibbs_checkpoint(self, path, f, corpus)
         assign, prior = self._STATE
         self.rng_ = np.ascontiguousarray(a["rng"], dtype=np.uint64)
         priors = np.ascontiguousarray(a[prior], dtype=np.float64)
@@ -332,6 +334,7 @@ class GibbsModel(TopicModel):
             another one is refused with a ValueError naming both fingerprints.
         """
         f = cls._read_file(path, fingerprint)
+        validate.gibbs_model_file(cls, path, f)
         try:
             return cls._from_file(f)
         except (KeyError, IndexError, ValueError, TypeError, AttributeError) as e:

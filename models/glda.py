@@ -14,6 +14,7 @@ from ._kernels import glda as G_
 from ._kernels import lda as K_
 from ._kernels.dirichlet import topic_word_log_lik
 from ._kernels.rng import make_rng_states
+from . import file_specs
 from .base import TopicModel
 from .gibbs import key_runs, rows_csr
 from .lda import LDA, count_shift
@@ -93,6 +94,7 @@ class GroupedLDA(LDA):
     kind = "glda"
     quick_params = dict(n_topics=4, n_chains=2, n_iter=8, burn_in=4, sample_every=2, seed=3)
     _STATE = ("gz", "alpha")
+    _FILE_SPEC = file_specs.GLDA
     _RETIRED_PARAMS = ()
 
     def __init__(self, n_topics=800, alpha=None, beta=0.01, group_size=4.0, doc_counts="groups",

@@ -3,6 +3,7 @@ correlations): the part of :class:`models.pam.PAM` that reads only the kept samp
 """
 import numpy as np
 
+from . import file_specs
 from .generate import log_dirichlet, over_kept_samples
 from ._kernels.pam_score import phi_table, score_p_w_d, score_p_w_d_per_sample
 
@@ -15,6 +16,7 @@ class PAMDocumentModel:
 
     _INFERENCE_ARRAYS = ("dp_ptr", "dp_key_samples", "dp_count_samples", "tw_ptr", "tw_sub",
                          "tw_count", "n_j_samples", "alpha_samples", "doc_len")
+    _FILE_SPEC = file_specs.PAM  # what a model file and a checkpoint must hold
 
     @property
     def n_topics(self):

@@ -10,6 +10,7 @@ import hashlib
 
 import numpy as np
 
+from . import file_specs
 from ._kernels.rng import make_rng_states
 from ._kernels.tcm import Prior, Text, init_random, sweep
 from ._kernels.tcm_restaurants import DocTopics, build_doc_lists, build_tables
@@ -411,6 +412,7 @@ class TCM(TCMDocumentModel, GibbsModel):
 
     _INFERENCE_ARRAYS = ("type_ptr", "type_terms", "ct_ptr", "ct_type", "ct_topic", "ct_count",
                          "dk_ptr", "dk_topic", "dk_count", "n_k_samples", "alpha0_samples")
+    _FILE_SPEC = file_specs.TCM  # what a model file and a checkpoint must hold
 
     def _header(self):
         # alpha=None has meant 1 / K and now means 50 / K: the file says which was used

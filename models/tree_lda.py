@@ -14,6 +14,7 @@ import numpy as np
 
 from ._kernels import tree_lda as T
 from ._kernels import tree_lda_state as S_
+from . import file_specs
 from ._kernels.rng import make_rng_states
 from .gibbs import GibbsModel, rows_csr, stack_ptrs
 from .tree import build_tree
@@ -96,6 +97,7 @@ class TreeLDA(GibbsModel):
     _STATE = ("zzp", "alpha")
     _INFERENCE_ARRAYS = ("ne_ptr", "ne_topic", "ne_count", "dk_ptr", "dk_topic", "dk_count",
                          "alpha_samples", "doc_len", "syn_ptr", "syn_terms")
+    _FILE_SPEC = file_specs.TREE_LDA  # what a model file and a checkpoint must hold
     def __init__(self, n_topics=100, alpha=None, beta_root=0.01, beta_synset=100.0, merge=False,
                  sampler="fast-rb-sdw", wordnet=None, n_chains=3, n_shards=1, n_iter=100,
                  burn_in=None, sample_every=None, seed=0, n_jobs=None, log_lik_every=10,

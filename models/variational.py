@@ -15,6 +15,7 @@ import os
 import numpy as np
 
 from . import checkpoint as ckpt
+from . import validate
 from .base import TopicModel
 from .corpus import content_hash
 
@@ -191,6 +192,7 @@ class VariationalModel(TopicModel):
                              f"{type(self).__name__}; delete it or use another checkpoint path")
         ckpt.check_fingerprint(path, h, corpus.fingerprint, self.corpus_hash_)
         self._check_resume_params(path, h["params"], _RESUME_FREE)
+        validate.variational_checkpoint(self, path, f, net, opt, {"order_rng": order_gen, "rng": gen})
         self._load_net_state(net, a)
         sd = opt.state_dict()
         state = {}
@@ -239,6 +241,7 @@ class VariationalModel(TopicModel):
         """Read a model written by :meth:`save` (refused when trained on another ``fingerprint``).
         The network is rebuilt on ``device`` of the saved parameters when available, else on CPU."""
         f = cls._read_file(path, fingerprint)
+        validate.variational_model_file(cls, path, f)
         h, a = f.header, f.arrays
         model = cls._from_params(h["params"])
         model.fingerprint_ = h["fingerprint"]
