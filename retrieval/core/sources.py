@@ -5,8 +5,10 @@ anything else is a path. Documents from every source come out as :class:`retriev
 """
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
+import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -60,16 +62,41 @@ def _jsonl_docs(path: Path, f) -> Iterator[Doc]:
                               f"Download or copy the file again.", str(path)) from None
 
 
+class DownloadError(OSError):
+    """ir_datasets could not download a dataset's files (no network, a dead mirror)."""
+
+
+def irds_home() -> str:
+    """Where ir_datasets keeps its downloads ($IR_DATASETS_HOME, default ~/.ir_datasets)."""
+    return os.environ.get("IR_DATASETS_HOME") or str(Path("~/.ir_datasets").expanduser())
+
+
+@contextlib.contextmanager
+def _downloads(source: str):
+    """ir_datasets' download failures (a RuntimeError or a requests error holding the whole
+    retry history) as one :class:`DownloadError` naming the dataset and ir_datasets' folder."""
+    try:
+        yield
+    except DownloadError:
+        raise
+    except (RuntimeError, OSError) as exc:
+        if "download" not in str(exc).lower() and "connection" not in type(exc).__name__.lower():
+            raise
+        raise DownloadError(f"{source}: ir_datasets could not download the collection (no network?); "
+                            f"its files go under {irds_home()}") from None
+
+
 def _irds_docs(source: str) -> Iterator[Doc]:
     dataset = _irds_dataset(source)
     if not dataset.has_docs():
         raise ValueError(f"{source!r} has no documents")
-    for i, doc in enumerate(dataset.docs_iter(), 1):
-        title = getattr(doc, "title", "") or ""
-        text = getattr(doc, "text", None)
-        if text is None:
-            text = doc.default_text()
-        yield Doc(doc.doc_id, title, text, source, i)
+    with _downloads(source):
+        for i, doc in enumerate(dataset.docs_iter(), 1):
+            title = getattr(doc, "title", "") or ""
+            text = getattr(doc, "text", None)
+            if text is None:
+                text = doc.default_text()
+            yield Doc(doc.doc_id, title, text, source, i)
 
 
 def iter_docs(sources: Iterable) -> Iterator[Doc]:
@@ -120,10 +147,11 @@ def load_topics(source) -> list[Topic]:
     if not dataset.has_queries():
         raise ValueError(f"{source!r} has no queries")
     topics = []
-    for q in dataset.queries_iter():
-        title = getattr(q, "title", None) or getattr(q, "text", None) or q.default_text()
-        topics.append(Topic(q.query_id, title, getattr(q, "description", "") or "",
-                            getattr(q, "narrative", "") or ""))
+    with _downloads(source):
+        for q in dataset.queries_iter():
+            title = getattr(q, "title", None) or getattr(q, "text", None) or q.default_text()
+            topics.append(Topic(q.query_id, title, getattr(q, "description", "") or "",
+                                getattr(q, "narrative", "") or ""))
     return topics
 
 
@@ -134,4 +162,5 @@ def load_qrels(source) -> list[Qrel]:
     dataset = _irds_dataset(source)
     if not dataset.has_qrels():
         raise ValueError(f"{source!r} has no qrels")
-    return [Qrel(q.query_id, q.doc_id, int(q.relevance)) for q in dataset.qrels_iter()]
+    with _downloads(source):
+        return [Qrel(q.query_id, q.doc_id, int(q.relevance)) for q in dataset.qrels_iter()]

@@ -15,6 +15,7 @@ from .guard import check_writable as _check_writable, cli_flags as _flags, finit
 from .guard import floats as _floats, pos_int as _pos_int, run_guarded, weights as _weights
 from .cli_bench import add_bench
 from .cli_more import add_coherence
+from .cli_reference import add_cli_reference
 from .cli_reproduce import add_reproduce
 
 log = logging.getLogger("topicir")
@@ -190,9 +191,16 @@ def cmd_compare(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    from .demo import run_demo
+    from ..core.sources import DownloadError, irds_home
+    from .demo import DATASET, SHARED_COPY, run_demo
 
-    print(run_demo(Path(args.indexes), args.dataset, k=args.k, iterations=args.iterations))
+    try:
+        print(run_demo(Path(args.indexes), args.dataset, k=args.k, iterations=args.iterations))
+    except DownloadError as exc:
+        if args.dataset != DATASET:
+            raise
+        raise DownloadError(f"{exc}. Offline, seed it: copy {SHARED_COPY} into {irds_home()}/cranfield/ "
+                            f"(`make demo` does it from the shared data folder)") from None
     return 0
 
 
@@ -326,6 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_reproduce(sub)
     add_bench(sub)
+    add_cli_reference(sub)
     return p
 
 

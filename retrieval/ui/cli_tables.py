@@ -47,6 +47,8 @@ def add_table_commands(sub, commands: list[TableCommand]) -> None:
 
 
 def _show(value) -> str:
+    if isinstance(value, dict):
+        return "small " + " and ".join(value) + " models"
     if isinstance(value, (list, tuple)):
         return " ".join(map(_show, value))
     return str(value) if value != "" else "''"

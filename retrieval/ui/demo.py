@@ -24,6 +24,8 @@ from ..experiments.compare import LABELS, R_NOTE, compare, format_table
 log = logging.getLogger(__name__)
 
 DATASET = "irds:cranfield"
+# what `make demo` copies into ir_datasets' folder on a machine without network
+SHARED_COPY = "../shared/data/irds-cache/cranfield/cran.tar.gz"
 MEASURES = ("AP", "P@10", "nDCG@10", "R@1000")
 # Small enough to train in seconds on 2 cores, large enough to beat QL clearly on Cranfield:
 # K = 100 with 2 chains averaged (5 samples each) is the README's cran row of `topicir iterations`.

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
+from tqdm import tqdm
 
 from ..core.plugins import hook
 from ..core.evaluate import DEFAULT_MEASURES, judged_topics
@@ -217,7 +218,7 @@ def _load_model(model, index):
 
 def build_report(runs, qrels, *, baseline=None, out_dir=OUT_DIR, measures=DEFAULT_MEASURES,
                  iterations=None, model=None, index=None, title: str | None = None,
-                 alpha: float = ALPHA, command: str | None = None) -> ReportFiles:
+                 alpha: float = ALPHA, command: str | None = None, progress: bool = True) -> ReportFiles:
     """Evaluate ``runs`` and write ``report.html`` and ``report.md`` (with ``plots/``) into ``out_dir``.
 
     Parameters
@@ -230,6 +231,7 @@ def build_report(runs, qrels, *, baseline=None, out_dir=OUT_DIR, measures=DEFAUL
     model, index : a topic model (object, or directory loaded with ``models_io.load_model``) and its
         index (``Index`` or directory); adds the model's most present topics and their top words
     command : the command line shown in the report; default the equivalent ``topicir report``
+    progress : a progress bar over the runs evaluated and the sections drawn
     """
     from . import plots
     from ..core.sources import load_qrels
@@ -259,7 +261,9 @@ def build_report(runs, qrels, *, baseline=None, out_dir=OUT_DIR, measures=DEFAUL
     if model is not None and index is None:
         raise ValueError("a topic model needs its index (index=...) to show its words")
 
-    evals = evaluate_runs(runs, qrels, measures)
+    bar = tqdm(total=len(runs) + 5 + (table is not None) + (model is not None), desc="report", unit="step",
+               disable=not progress)
+    evals = evaluate_runs(runs, qrels, measures, on_run=bar.update)
     base = _resolve_baseline(evals, baseline)
     keys = [k for k in evals[0].means]
     out_dir = Path(out_dir)
@@ -274,17 +278,23 @@ def build_report(runs, qrels, *, baseline=None, out_dir=OUT_DIR, measures=DEFAUL
             args += ["--model", str(model_arg), "--index", str(index.path)]
         command = shlex.join(args)
 
-    sections = [_section_summary(evals, base, keys, alpha)]
+    def step(section):
+        bar.update()
+        return section
+
+    sections = [step(_section_summary(evals, base, keys, alpha))]
     if len(evals) > 1:
         sections.append(_section_significance(evals, base, keys, alpha))
-    sections += [_section_topics(evals, base, plots), _section_pr(evals, plots)]
+    bar.update()
+    sections += [step(_section_topics(evals, base, plots)), step(_section_pr(evals, plots))]
     sweeps = find_sweeps(evals)
     if sweeps:
         sections.append(_section_sweeps(sweeps, base, keys, plots))
+    bar.update()
     if table is not None:
-        sections.append(_section_iterations(iterations, table, plots))
+        sections.append(step(_section_iterations(iterations, table, plots)))
     if model is not None:
-        sections.append(_section_model(model, index.stats, evals, model_name))
+        sections.append(step(_section_model(model, index.stats, evals, model_name)))
 
     runs_table = Table(["run", "file", "topics in run"],
                        [[ev.label, str(ev.path), str(len({r.qid for r in ev.run}))] for ev in evals])
@@ -308,4 +318,5 @@ def build_report(runs, qrels, *, baseline=None, out_dir=OUT_DIR, measures=DEFAUL
     html_path, md_path = out_dir / "report.html", out_dir / "report.md"
     _write_text(html_path, render_html(title, intro, sections))
     _write_text(md_path, render_markdown(title, intro, sections))
+    bar.close()
     return ReportFiles(html_path, md_path)

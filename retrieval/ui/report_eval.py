@@ -105,9 +105,11 @@ def label_runs(runs: Sequence[str]) -> dict[str, Path]:
     return out
 
 
-def evaluate_runs(runs: Mapping[str, Path], qrels: Sequence[Qrel], measures=DEFAULT_MEASURES) -> list[RunEval]:
+def evaluate_runs(runs: Mapping[str, Path], qrels: Sequence[Qrel], measures=DEFAULT_MEASURES,
+                  on_run=None) -> list[RunEval]:
     """Evaluate each run: means through ``evaluate.aggregate`` (as ``topicir eval``), per topic
-    through ``evaluate.per_topic`` with the 11 interpolated precisions added."""
+    through ``evaluate.per_topic`` with the 11 interpolated precisions added; ``on_run()`` is
+    called after each (progress)."""
     keys = [str(m) for m in parse_measures(measures)]
     if HEADLINE not in keys:
         keys.insert(0, HEADLINE)
@@ -119,6 +121,8 @@ def evaluate_runs(runs: Mapping[str, Path], qrels: Sequence[Qrel], measures=DEFA
             warnings.simplefilter("ignore")  # aggregate has warned about missing topics already
             table = per_topic(run, qrels, keys + [m for m in IPREC if m not in keys])
         out.append(RunEval(label, Path(path), run, run_params(Path(path).name), means, table))
+        if on_run is not None:
+            on_run()
     return out
 
 
