@@ -344,12 +344,13 @@ class AVIPAM(VariationalModel):
         ids = np.argsort(-mix, kind="stable")[:top]
         return ids.astype(np.int64), mix[ids]
 
-    def topic_words(self, topic, top=10, chain=0):
-        """Most probable terms of sub-topic ``topic`` (term ids int64, probabilities float64)."""
+    def topic_words(self, topic, top=10, chain=0, terms=None):
+        """Most probable terms of sub-topic ``topic`` (term ids int64, probabilities float64), or
+        (term, probability) pairs with a vocabulary ``terms``."""
         self._check_fitted()
         K = self.topic_word_.shape[0]
         if not 0 <= topic < K:
             raise ValueError(f"topic must be in [0, {K}), got {topic!r}")
         phi = self.topic_word_[topic].astype(np.float64)
         ids = np.argsort(-phi, kind="stable")[:top]
-        return ids.astype(np.int64), phi[ids]
+        return self._with_terms(ids.astype(np.int64), phi[ids], terms)

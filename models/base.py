@@ -211,8 +211,19 @@ class TopicModel(abc.ABC):
         """Most probable topics of document ``doc``: (topic ids int64, probabilities float64)."""
 
     @abc.abstractmethod
-    def topic_words(self, topic, top=10, chain=0):
-        """Most probable terms of ``topic``: (term ids int64, probabilities float64)."""
+    def topic_words(self, topic, top=10, chain=0, terms=None):
+        """Most probable terms of ``topic``: (term ids int64, probabilities float64), or with
+        ``terms`` (the vocabulary: term id -> string, e.g. ``index.stats.terms``) a list of
+        (term, probability) pairs, as tomotopy's ``get_topic_words``."""
+
+    def _with_terms(self, ids, probs, terms):
+        """``(ids, probs)``, or [(terms[id], prob), ...] when a vocabulary ``terms`` is given."""
+        if terms is None:
+            return ids, probs
+        if len(terms) != self.n_terms_:
+            raise ValueError(f"terms has {len(terms)} entries; the model has {self.n_terms_} terms "
+                             f"(give the vocabulary of the index it was trained on)")
+        return [(str(terms[i]), float(p)) for i, p in zip(ids, probs)]
 
     def sample_word_probs(self, n_docs, seed=0):
         """Word distributions of ``n_docs`` documents drawn from the model (document mixtures

@@ -437,9 +437,10 @@ class LDA(LDAFoldInMixin, SweepOrderModel):
         ids = np.argsort(-theta, kind="stable")[:top]
         return ids.astype(np.int64), theta[ids]
 
-    def topic_words(self, topic, top=10, chain=0):
+    def topic_words(self, topic, top=10, chain=0, terms=None):
         """Most probable terms of ``topic``: phi averaged over the kept samples of ``chain``.
-        Returns (term ids int64, probabilities float64)."""
+        Returns (term ids int64, probabilities float64), or (term, probability) pairs with a
+        vocabulary ``terms``."""
         self._check_fitted()
         if not 0 <= topic < self.n_topics:
             raise ValueError(f"topic must be in [0, {self.n_topics}), got {topic!r}")
@@ -456,7 +457,7 @@ class LDA(LDAFoldInMixin, SweepOrderModel):
             phi += (cnt + b) / (self.n_k_samples_[cs, topic] + V * b)
         phi /= len(css)
         ids = np.argsort(-phi, kind="stable")[:top]
-        return ids.astype(np.int64), phi[ids]
+        return self._with_terms(ids.astype(np.int64), phi[ids], terms)
 
 def joint_log_lik(corpus, z, n_topics, alpha, beta):
     """Collapsed log p(w, z) per token (Griffiths & Steyvers 2004, eq. 2-3) of any assignment.

@@ -110,9 +110,10 @@ class PAMDocumentModel:
         ids = np.argsort(-mix, kind="stable")[:top]
         return ids.astype(np.int64), mix[ids]
 
-    def topic_words(self, sub, top=10, chain=0):
+    def topic_words(self, sub, top=10, chain=0, terms=None):
         """Most probable terms of sub-topic ``sub``: phi averaged over the kept samples of
-        ``chain``. Returns (term ids int64, probabilities float64)."""
+        ``chain``. Returns (term ids int64, probabilities float64), or (term, probability) pairs
+        with a vocabulary ``terms``."""
         self._check_fitted()
         if not 0 <= sub < self.n_sub:
             raise ValueError(f"sub-topic must be in [0, {self.n_sub}), got {sub!r}")
@@ -122,7 +123,7 @@ class PAMDocumentModel:
             phi += self.phi_matrix(cs, subs=[sub])[0]
         phi /= len(css)
         ids = np.argsort(-phi, kind="stable")[:top]
-        return ids.astype(np.int64), phi[ids]
+        return self._with_terms(ids.astype(np.int64), phi[ids], terms)
 
     def sample_word_probs(self, n_docs, seed=0):
         """theta_root ~ Dir(alpha_root), each super-topic's Dir(alpha of the kept sample) over

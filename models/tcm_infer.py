@@ -254,14 +254,15 @@ class TCMDocumentModel:
         order = np.lexsort((cand, -n_tc_mean, -score))[:top]
         return cand[order], score[order], n_tc_mean[order]
 
-    def topic_words(self, topic, top=10, chain=0):
+    def topic_words(self, topic, top=10, chain=0, terms=None):
         """Most probable terms of ``topic`` as one-word collocations, ``P((w) | t)`` as
         :meth:`p_w_d` uses them, averaged over the kept samples of ``chain``; terms never seated
-        alone in the topic's restaurant are left out. Returns (term ids int64, probabilities)."""
+        alone in the topic's restaurant are left out. Returns (term ids int64, probabilities),
+        or (term, probability) pairs with a vocabulary ``terms``."""
         types, score, _ = self.topic_collocations(topic, top=self.n_types_, chain=chain, by="p_c_t")
         one = np.diff(self.type_ptr_)[types] == 1
         types, score = types[one][:top], score[one][:top]
-        return self.type_terms_[self.type_ptr_[types]].astype(np.int64), score
+        return self._with_terms(self.type_terms_[self.type_ptr_[types]].astype(np.int64), score, terms)
 
     def top_collocations(self, top=20, min_len=2, chain=0):
         """Most frequent collocations over all topics (mean count over the kept samples of

@@ -333,15 +333,16 @@ class TreeLDA(GibbsModel):
         ids = np.argsort(-theta, kind="stable")[:top]
         return ids.astype(np.int64), theta[ids]
 
-    def topic_words(self, topic, top=10, chain=0):
+    def topic_words(self, topic, top=10, chain=0, terms=None):
         """Most probable terms of ``topic``: P(w | k) averaged over the kept samples of ``chain``.
-        Returns (term ids int64, probabilities float64)."""
+        Returns (term ids int64, probabilities float64), or (term, probability) pairs with a
+        vocabulary ``terms``."""
         self._check_fitted()
         if not 0 <= topic < self.n_topics:
             raise ValueError(f"topic must be in [0, {self.n_topics}), got {topic!r}")
         phi = np.mean([self._phi(cs)[:, topic] for cs in self._cs_of_chain(chain)], axis=0)
         ids = np.argsort(-phi, kind="stable")[:top]
-        return ids.astype(np.int64), phi[ids]
+        return self._with_terms(ids.astype(np.int64), phi[ids], terms)
 
     def topic_synsets(self, topic, top=5, chain=0):
         """The synset subtrees ``topic`` uses most: (synset indices into ``tree_.synsets``, mean

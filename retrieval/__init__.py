@@ -10,6 +10,7 @@ from .core.baselines import BASELINES, run_baseline
 from .core.evaluate import aggregate, per_topic
 from .core.frames import per_topic_frame, run_frame
 from .core.index import Index, build_index
+from .core.infer import fold_in_texts, infer, text_term_ids
 from .core.modelfiles import load_model, train_model
 from .core.ranking import PreparedQuery, prepare, rank, run_name, run_topics, save_run, sweep_topics
 from .core.scoring import LAM, MU
@@ -18,7 +19,9 @@ from .core.trec import Qrel, ScoredDoc, Topic, read_run, write_run
 
 __all__ = [
     "BASELINES", "Index", "LAM", "MU", "PreparedQuery", "Qrel", "ScoredDoc", "Topic", "TopicModel",
-    "__version__", "aggregate", "build_index", "kinds", "load_model", "load_qrels", "load_topics",
+    "__version__", "aggregate", "build_index", "fold_in_texts", "infer", "kinds", "load_model",
+    "load_qrels", "load_topics",
     "model_class", "per_topic", "per_topic_frame", "prepare", "rank", "read_run", "run_baseline",
-    "run_frame", "run_name", "run_topics", "save_run", "sweep_topics", "train_model", "write_run",
+    "run_frame", "run_name", "run_topics", "save_run", "sweep_topics", "text_term_ids", "train_model",
+    "write_run",
 ]

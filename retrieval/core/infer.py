@@ -1,0 +1,57 @@
+"""Topics of new text under a model trained on an index: the text is analysed as the index
+analyses documents and queries (its Lucene analyzer), mapped to the index's term ids, and folded
+in (``model.fold_in``)."""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from .index import Index
+
+log = logging.getLogger(__name__)
+
+
+def text_term_ids(index: Index, texts) -> list[np.ndarray]:
+    """Term ids (int64 arrays, one per text, in text order) of ``texts`` as ``index`` analyses
+    them; terms the index does not have are left out (logged)."""
+    if isinstance(texts, str):
+        raise TypeError("texts must be a list of strings (one per document), not one string")
+    term_index = index.stats.term_index
+    out, unknown, total = [], 0, 0
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"texts[{i}] is a {type(text).__name__}, not a string")
+        terms = index.analyze(text)
+        ids = [term_index[t] for t in terms if t in term_index]
+        unknown += len(terms) - len(ids)
+        total += len(terms)
+        out.append(np.asarray(ids, dtype=np.int64))
+    if unknown:
+        log.info("%d of %d analysed terms are not in %s's vocabulary and were left out",
+                 unknown, total, index.path)
+    return out
+
+
+def _check_model_index(model, index: Index):
+    fp = getattr(model, "fingerprint_", None)
+    if fp != index.fingerprint:
+        raise ValueError(f"the model was trained on the index with fingerprint {fp}, not on "
+                         f"{index.path} ({index.fingerprint}): its term ids would mean other terms")
+    if not hasattr(model, "fold_in"):
+        raise ValueError(f"{model.kind} models cannot infer topics of new text yet (no fold_in)")
+
+
+def fold_in_texts(model, texts, index: Index, **fold_params):
+    """``model.fold_in`` of ``texts`` analysed by ``index`` (the index the model was trained on):
+    a :class:`models.foldin.FoldedDocs` with ``doc_topics_`` and ``p_w_d(term_ids)``."""
+    _check_model_index(model, index)
+    return model.fold_in(text_term_ids(index, texts), **fold_params)
+
+
+def infer(model, texts, index: Index, **fold_params) -> np.ndarray:
+    """Topic mixtures of new ``texts`` (a list of strings) under ``model``, trained on ``index``:
+    ndarray (len(texts), n_topics), rows summing to 1. ``fold_params`` go to ``model.fold_in``
+    (e.g. ``seed``); for a model with several chains, the mixtures are over chain ``chain``'s
+    topics (0 by default), as ``model.topic_words(k, chain=...)`` lists them."""
+    return fold_in_texts(model, texts, index, **fold_params).doc_topics_
