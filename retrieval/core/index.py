@@ -7,6 +7,11 @@ Builds happen in a hidden sibling directory that is renamed into place when comp
 interrupted build never leaves anything that looks like an index. A build holds the advisory
 lock of its output (``.NAME.lock``): a second build of the same index is refused, and a build
 removes what killed builds (``kill -9``, power loss) left in the same parent directory.
+
+An index grows with :func:`add_documents` (``topicir index --add``): the new documents get the
+rows after the old ones, so a model trained on the old index still describes the first rows,
+and the manifest's ``parents`` lists the fingerprint and document count of every earlier state.
+An append is built and swapped in the same way as a build, under the same lock.
 """
 from __future__ import annotations
 
@@ -21,14 +26,15 @@ import warnings
 from functools import cached_property
 from pathlib import Path
 
+import numpy as np
 from tqdm.auto import tqdm
 
 from models.atomic import remove_stale, target_lock
 
 from .. import __version__
-from .jvm import ANSERINI_VERSION, jclass
+from .jvm import ANSERINI_VERSION, jcast, jclass
 from .sources import iter_docs
-from .stats import CollectionStats, StatsBuilder, parse_term_positions
+from .stats import STATS_DIR, CollectionStats, StatsBuilder, parse_term_positions
 
 log = logging.getLogger(__name__)
 
@@ -37,16 +43,21 @@ ANALYZER = {"name": "DefaultEnglishAnalyzer", "stemmer": "porter", "stopwords": 
 _SHARD_DOCS = 50_000
 
 
-def _write_jsonl_shards(sources, staging: Path) -> tuple[list[str], int, list[str]]:
+def _write_jsonl_shards(sources, staging: Path, existing: Index | None = None) -> tuple[list[str], int, list[str]]:
     """Validate the documents and write them as Anserini JsonCollection shards.
 
     Returns the docnos in input order, the number of documents left out for having no text
-    (Anserini would skip them silently) and a few of their docnos.
+    (Anserini would skip them silently) and a few of their docnos. A document whose DOCNO
+    ``existing`` (the index being added to) already holds is an error naming its file and line.
     """
+    known = existing.stats.doc_index if existing is not None else {}
     docnos, empty = [], []
     out, n_in_shard = None, 0
     try:
         for doc in tqdm(iter_docs(sources), desc="reading documents", unit=" docs", mininterval=2):
+            if doc.docno in known:
+                raise ValueError(f"{doc.source}:{doc.line}: DOCNO {doc.docno!r} is already in the index "
+                                 f"{existing.path}; an added document needs a new DOCNO")
             contents = doc.contents
             if not contents.strip():
                 empty.append(f"{doc.docno} ({doc.source}:{doc.line})")
@@ -70,20 +81,25 @@ def _write_jsonl_shards(sources, staging: Path) -> tuple[list[str], int, list[st
     return docnos, len(empty), empty[:10]
 
 
-def _read_stats(lucene_dir: Path, docnos: list[str]) -> CollectionStats:
-    """Exact term positions of every document, read back from the Lucene index."""
+def _read_positions(lucene_dir: Path, docnos: list[str], builder: StatsBuilder | None = None) -> StatsBuilder:
+    """Exact term positions of ``docnos``, read back from the Lucene index into ``builder``."""
     utils = jclass("io.anserini.index.IndexReaderUtils")
     reader = utils.getReader(str(Path(lucene_dir).resolve()))
     try:
         if reader.numDocs() != len(docnos):
             raise RuntimeError(f"Lucene indexed {reader.numDocs()} documents of {len(docnos)} given; "
                                f"see the warnings above")
-        builder = StatsBuilder()
+        builder = builder if builder is not None else StatsBuilder()
         for docno in tqdm(docnos, desc="reading term positions", unit=" docs", mininterval=2):
             builder.add(parse_term_positions(utils.getTermPositions(reader, docno).toString()))
     finally:
         reader.close()
-    return builder.finish(docnos)
+    return builder
+
+
+def _read_stats(lucene_dir: Path, docnos: list[str]) -> CollectionStats:
+    """Exact term positions of every document, read back from the Lucene index."""
+    return _read_positions(lucene_dir, docnos).finish(docnos)
 
 
 _BUILD_PARTS = (".building-", ".jsonl-", ".old-")
@@ -138,11 +154,12 @@ def build_index(sources, out, *, threads: int = 2, force: bool = False) -> "Inde
         return _build_locked(sources, out, threads)
 
 
-def _build_locked(sources: list[str], out: Path, threads: int) -> "Index":
-    """The build, with an OS error in its work directories (a full disk, a read-only parent)
-    naming ``out``, the index asked for, not a temporary that is removed."""
+def _build_locked(sources: list[str], out: Path, threads: int, existing: Index | None = None) -> "Index":
+    """The build (or, with ``existing``, the append), with an OS error in its work directories
+    (a full disk, a read-only parent) naming ``out``, the index asked for, not a temporary that
+    is removed."""
     try:
-        return _build_in_work_dirs(sources, out, threads)
+        return _build_in_work_dirs(sources, out, threads, existing)
     except OSError as e:
         work = os.fspath(out.parent / f".{out.name}.")
         if e.errno is None or not (e.filename is None or os.fspath(e.filename).startswith(work)):
@@ -161,19 +178,86 @@ def _lucene_failure(out: Path, staging: Path) -> OSError:
     return OSError(f"{out}: Anserini wrote no index; see its error above")
 
 
-def _build_in_work_dirs(sources: list[str], out: Path, threads: int) -> "Index":
+def _index_shards(staging: Path, lucene_dir: Path, out: Path, threads: int) -> None:
+    """Anserini's IndexCollection over the JSON shards: the one place an index's settings are given."""
+    jclass("io.anserini.index.IndexCollection").main([
+        "-collection", "JsonCollection", "-input", str(staging.resolve()), "-index", str(lucene_dir.resolve()),
+        "-threads", str(threads), "-storePositions", "-storeDocvectors", "-storeRaw", "-quiet"])
+    if not any(lucene_dir.glob("segments_*")):
+        raise _lucene_failure(out, staging)
+
+
+# What an append rewrites; everything else in an index directory (models, adapters' files) is
+# carried over as hard links, which is safe because Lucene never rewrites a file and topicir's
+# files are replaced by rename.
+_REWRITTEN = ("write.lock", MANIFEST, STATS_DIR)
+
+
+def _link_tree(src: Path, dst: Path) -> None:
+    """``src`` into the new directory ``dst`` as hard links (copies where links fail), leaving
+    out what an append rewrites."""
+    def link(a, b):
+        try:
+            os.link(a, b)
+        except OSError:
+            shutil.copy2(a, b)
+    shutil.copytree(src, dst, copy_function=link, dirs_exist_ok=True,
+                    ignore=lambda d, names: [n for n in names if Path(d) == src and n in _REWRITTEN])
+
+
+def _append_lucene(lucene_dir: Path, added: Path) -> None:
+    """Add the segments of the Lucene index ``added`` to the one in ``lucene_dir`` (a copy of the
+    old index): Lucene appends them as they are, without analysing the documents again."""
+    fs, paths = jclass("org.apache.lucene.store.FSDirectory"), jclass("java.nio.file.Paths")
+    config = jclass("org.apache.lucene.index.IndexWriterConfig")().setOpenMode(
+        jclass("org.apache.lucene.index.IndexWriterConfig$OpenMode").APPEND)
+    target = fs.open(paths.get(str(lucene_dir.resolve())))
+    source = fs.open(paths.get(str(added.resolve())))
+    try:
+        writer = jclass("org.apache.lucene.index.IndexWriter")(target, config)
+        try:
+            writer.addIndexes(jcast("org.apache.lucene.store.Directory", source))
+            writer.commit()
+        finally:
+            writer.close()
+    finally:
+        source.close()
+        target.close()
+
+
+def _merged_stats(old: CollectionStats, added: StatsBuilder, docnos: list[str]) -> CollectionStats:
+    """Statistics of the old documents followed by the added ones, equal to those of a build of
+    all of them at once (terms renumbered in sorted order, postings rebuilt)."""
+    vocab = dict(old.term_index)
+    remap = np.empty(len(added.vocab), dtype=np.int32)
+    for term, i in added.vocab.items():
+        remap[i] = vocab.setdefault(term, len(vocab))
+    new_ids = np.frombuffer(added.term_ids, dtype=np.int32)
+    lens = np.concatenate([[0], old.doc_len, np.asarray(added.lens[1:], dtype=np.int64)]).astype(np.int64)
+    term_ids = np.concatenate([np.asarray(old.term_ids, dtype=np.int32), remap[new_ids] if len(new_ids) else new_ids])
+    positions = np.concatenate([np.asarray(old.positions, dtype=np.int32),
+                                np.frombuffer(added.positions, dtype=np.int32)])
+    return CollectionStats.from_arrays(old.docnos + docnos, vocab, lens, term_ids, positions)
+
+
+def _build_in_work_dirs(sources: list[str], out: Path, threads: int, existing: Index | None) -> "Index":
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=out.parent))
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.jsonl-", dir=out.parent))
+    added = None
     start = time.perf_counter()
     try:
-        docnos, n_empty, empty = _write_jsonl_shards(sources, staging)
+        docnos, n_empty, empty = _write_jsonl_shards(sources, staging, existing)
         log.info("indexing %d documents with Anserini %s", len(docnos), ANSERINI_VERSION)
-        jclass("io.anserini.index.IndexCollection").main([
-            "-collection", "JsonCollection", "-input", str(staging.resolve()), "-index", str(tmp.resolve()),
-            "-threads", str(threads), "-storePositions", "-storeDocvectors", "-storeRaw", "-quiet"])
-        if not any(tmp.glob("segments_*")):
-            raise _lucene_failure(out, staging)
-        stats = _read_stats(tmp, docnos)
+        if existing is None:
+            _index_shards(staging, tmp, out, threads)
+            stats = _read_stats(tmp, docnos)
+        else:
+            added = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=out.parent))
+            _index_shards(staging, added, out, threads)
+            positions = _read_positions(added, docnos)
+            _link_tree(existing.path, tmp)
+            _append_lucene(tmp, added)
+            stats = _merged_stats(existing.stats, positions, docnos)
         stats.save(tmp)
         manifest = {
             "topicir_version": __version__, "anserini_version": ANSERINI_VERSION,
@@ -184,6 +268,8 @@ def _build_in_work_dirs(sources: list[str], out: Path, threads: int) -> "Index":
             "analyzer": ANALYZER, "fingerprint": stats.fingerprint,
             "build_seconds": round(time.perf_counter() - start, 1),
         }
+        if existing is not None:
+            manifest = _appended_manifest(existing.manifest, manifest, len(docnos))
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
         os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it 0700: an index is as shared as its parent
         if out.exists():
@@ -196,9 +282,52 @@ def _build_in_work_dirs(sources: list[str], out: Path, threads: int) -> "Index":
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         shutil.rmtree(tmp, ignore_errors=True)
+        if added is not None:
+            shutil.rmtree(added, ignore_errors=True)
     log.info("index %s: %d docs, %d terms, %d tokens in %.1f s", out, manifest["n_docs"],
              manifest["n_terms"], manifest["n_tokens"], manifest["build_seconds"])
     return Index(out)
+
+
+def _appended_manifest(old: dict, new: dict, n_added: int) -> dict:
+    """The manifest after an append: every source so far, and the chain of earlier states."""
+    parent = {"fingerprint": old["fingerprint"], "n_docs": old["n_docs"], "n_terms": old["n_terms"],
+              "n_tokens": old["n_tokens"]}
+    return new | {
+        "created": old.get("created"), "added": new["created"],
+        "sources": list(old.get("sources", [])) + new["sources"],
+        "n_added_docs": n_added,
+        "n_empty_docs_skipped": old.get("n_empty_docs_skipped", 0) + new["n_empty_docs_skipped"],
+        "empty_docs_skipped": (list(old.get("empty_docs_skipped", [])) + new["empty_docs_skipped"])[:10],
+        "parents": list(old.get("parents", [])) + [parent],
+    }
+
+
+def add_documents(sources, index, *, threads: int = 2) -> "Index":
+    """Append the documents of ``sources`` to the index at ``index`` (``topicir index --add``).
+
+    They are analysed as the index's own documents were and get the rows after them; a DOCNO the
+    index already has is refused (file and line). The result has a new fingerprint, and its
+    manifest's ``parents`` ends with the old fingerprint and document count, so that models of the
+    old index can rank the new one (:mod:`retrieval.core.extension`). The old index stays in place,
+    untouched, until the new one is complete.
+    """
+    sources = [str(s) for s in ([sources] if isinstance(sources, (str, os.PathLike)) else sources)]
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads must be an int >= 1, got {threads!r}")
+    out = Path(index)
+    Index(out)  # not an index: say so before taking a lock beside it
+    with target_lock(out, what="index"):
+        existing = Index(out)  # read under the lock: another append may have finished meanwhile
+        analyzer = existing.manifest.get("analyzer")
+        if analyzer != ANALYZER:
+            raise ValueError(f"{out}: built with analyzer {analyzer}, this topicir indexes with {ANALYZER}; "
+                             f"rebuild the index with `topicir index` to add documents")
+        removed = remove_stale(dead_builds(out.parent, held=out))
+        if removed:
+            log.warning("removed %d leftovers of killed index builds: %s", len(removed),
+                        ", ".join(str(p) for p in removed))
+        return _build_locked(sources, out, threads, existing)
 
 
 def _umask() -> int:
@@ -230,6 +359,12 @@ class Index:
     @property
     def fingerprint(self) -> str:
         return self.manifest["fingerprint"]
+
+    @property
+    def parents(self) -> list[dict]:
+        """Earlier states of an index grown by :func:`add_documents`, oldest first, each with its
+        ``fingerprint`` and ``n_docs``: the first ``n_docs`` rows here are that index's documents."""
+        return list(self.manifest.get("parents", []))
 
     @cached_property
     def stats(self) -> CollectionStats:

@@ -73,3 +73,9 @@ def _jnius():
 def jclass(name: str):
     """The Java class ``name`` (e.g. ``"io.anserini.search.SimpleSearcher"``), starting the JVM if needed."""
     return _jnius().autoclass(name)
+
+
+def jcast(name: str, obj):
+    """``obj`` as Java class ``name`` (picks one overload of a method such as
+    ``IndexWriter.addIndexes``, whose argument types pyjnius cannot choose between)."""
+    return _jnius().cast(name, obj)

@@ -151,8 +151,18 @@ def training_inputs(index: Index, model, progress: bool = True) -> dict:
 
 def load_model(path, index: Index, kind: str | None = None):
     """Load a model file for use with ``index`` (refused if trained on another index, or, with
-    ``kind``, if it holds another kind of model)."""
-    model = registry.load(path, fingerprint=index.fingerprint)
+    ``kind``, if it holds another kind of model). On an index grown from the model's own by
+    ``topicir index --add`` it is an :class:`~retrieval.core.extension.ExtendedModel`: the added
+    documents are folded in."""
+    from .extension import document_model, parent_state
+
+    parent = parent_state(index, read_header(path).get("fingerprint"))
+    if parent is not None:
+        model = document_model(registry.load(path, fingerprint=parent["fingerprint"]), index)
+        log.info("%s was trained on the first %d of the %d documents of %s; the other %d are folded in",
+                 path, parent["n_docs"], index.stats.n_docs, index.path, index.stats.n_docs - parent["n_docs"])
+    else:
+        model = registry.load(path, fingerprint=index.fingerprint)
     if kind is not None and model.kind != kind:
         raise ValueError(f"{path}: holds a {model.kind} model; this command needs a {kind} model")
     return model

@@ -5,7 +5,9 @@ rank through :func:`prepare` and :meth:`PreparedQuery.scores`, so a model scores
 everywhere. A model's document tables for a query are computed once (:func:`prepare`) and then
 scored under any number of (mu, lam) settings or kept samples. Model kinds that add query parts
 (TCM's collocations) do so through their adapter's ``query_extra`` hook
-(:mod:`retrieval.adapters`); nothing here names a kind.
+(:mod:`retrieval.adapters`); nothing here names a kind. On an index grown after the model was
+trained, the model is read through :func:`retrieval.core.extension.document_model` (fold-in of
+the added documents), still by this one path.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 from tqdm.auto import tqdm
 
+from .extension import document_model
 from .plugins import hook
 from .index import Index
 from .scoring import LAM, MU, Query, Scorer, top_k
@@ -56,6 +59,7 @@ class PreparedQuery:
     """
 
     def __init__(self, index: Index, text: str, model=None, *, per_sample: bool = False):
+        model = document_model(model, index)  # a model of an index this one grew from: fold-in
         self.index, self.text, self.model, self.per_sample = index, text, model, per_sample
         self.query: Query = Scorer(index.stats).query(text, index.analyze(text))
         self.p_w = self.extra = self.p_extra = None
@@ -117,6 +121,7 @@ def sweep_topics(index: Index, topics: list[Topic], settings: list[tuple[float, 
                  progress: bool = True) -> dict[tuple[float, float], list[ScoredDoc]]:
     """One run per (mu, lam) setting; the model's tables are computed once per query."""
     runs = {setting: [] for setting in settings}
+    model = document_model(model, index)
     if model is not None:  # per-document constants now, so the bar's first step is a query's cost
         model.p_w_d(np.zeros(0, dtype=np.int64))
     for topic in tqdm(topics, desc="ranking topics", unit=" topics", disable=not progress, mininterval=1):

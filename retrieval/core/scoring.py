@@ -92,18 +92,42 @@ class Scorer:
         already computed (one per kept sample, or shared by several settings); by default the
         model's ``p_w_d``."""
         s = self.stats
-        out = np.zeros(s.n_docs)
         if len(query.term_ids) == 0:
-            return out
-        p_c = s.p_c[query.term_ids]
+            return np.zeros(s.n_docs)
+        return self._score(query, s.doc_len, s.post_doc, s.post_tf, s.post_ptr[query.term_ids],
+                           s.post_ptr[query.term_ids + 1], p_tm)
+
+    def score_docs(self, query: Query, doc_len, post_doc, post_tf, post_lo, post_hi,
+                   p_tm: np.ndarray | None = None) -> np.ndarray:
+        """:meth:`score` of documents that are not rows of the index (texts a re-ranker is given),
+        under the index's collection model P(w|C).
+
+        Parameters
+        ----------
+        doc_len : ndarray of shape (n_docs,), int64, their lengths in tokens
+        post_doc, post_tf : ndarray, int32: the query terms' postings among these documents,
+            term after term, docs ascending; those of query term j are ``[post_lo[j], post_hi[j])``
+        p_tm : ndarray of shape (n_docs, len(query.term_ids)), float64; needed when lam < 1
+        """
+        if len(query.term_ids) == 0:
+            return np.zeros(len(doc_len))
+        if p_tm is None and self.lam != 1.0:
+            raise ValueError(f"lam = {self.lam!r} mixes in a topic model: give P_TM(w|d) of these documents")
+        return self._score(query, np.asarray(doc_len, dtype=np.int64), np.asarray(post_doc, dtype=np.int32),
+                           np.asarray(post_tf, dtype=np.int32), np.asarray(post_lo, dtype=np.int64),
+                           np.asarray(post_hi, dtype=np.int64), p_tm)
+
+    def _score(self, query, doc_len, post_doc, post_tf, post_lo, post_hi, p_tm):
+        out = np.zeros(len(doc_len))
+        p_c = self.stats.p_c[query.term_ids]
         if self.lam == 1.0:
-            _score_ql(s.doc_len, [s.postings(w) for w in query.term_ids], p_c, query.weights, self.mu, out)
+            postings = [(post_doc[lo:hi], post_tf[lo:hi]) for lo, hi in zip(post_lo, post_hi)]
+            _score_ql(doc_len, postings, p_c, query.weights, self.mu, out)
         else:
             p_tm = self.model.p_w_d(query.term_ids) if p_tm is None else p_tm
             p_tm = np.ascontiguousarray(p_tm, dtype=np.float64)
-            _score_mixture(np.asarray(s.doc_len), np.asarray(s.post_doc), np.asarray(s.post_tf),
-                           np.asarray(s.post_ptr[query.term_ids]), np.asarray(s.post_ptr[query.term_ids + 1]),
-                           p_c, query.weights, self.mu, self.lam, p_tm, out)
+            _score_mixture(np.asarray(doc_len), np.asarray(post_doc), np.asarray(post_tf), np.asarray(post_lo),
+                           np.asarray(post_hi), p_c, query.weights, self.mu, self.lam, p_tm, out)
         return out
 
     def score_collocations(self, query: Query, p_w: np.ndarray, postings: list, p_c: np.ndarray,

@@ -28,11 +28,21 @@ def _topics_name(source: str) -> str:
 
 
 def cmd_index(args) -> int:
-    from ..core.index import build_index
+    from ..core.index import add_documents, build_index
 
-    index = build_index(args.sources, args.out, threads=args.threads, force=args.force)
+    if args.add:
+        if not args.index or args.out or args.force:
+            raise ValueError("--add appends to an existing index: give it as --index DIR (not --out, "
+                             "no --force)")
+        index = add_documents(args.sources, args.index, threads=args.threads)
+    elif not args.out or args.index:
+        raise ValueError("give the new index as --out DIR (--index DIR with --add appends to an existing one)")
+    else:
+        index = build_index(args.sources, args.out, threads=args.threads, force=args.force)
     m = index.manifest
-    print(f"{index.path}: {m['n_docs']} documents, {m['n_terms']} terms, {m['n_tokens']} tokens, "
+    added = (f"{m['n_added_docs']} documents added to {m['parents'][-1]['n_docs']}; now "
+             if args.add else "")
+    print(f"{index.path}: {added}{m['n_docs']} documents, {m['n_terms']} terms, {m['n_tokens']} tokens, "
           f"fingerprint {m['fingerprint']} ({m['build_seconds']} s)")
     return 0
 
@@ -236,9 +246,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-q", "--quiet", action="store_true", help="log warnings only, no progress bars")
     sub = p.add_subparsers(dest="command", required=True)
 
-    s = sub.add_parser("index", help="index TREC SGML files/dirs (plain or .gz), JSON lines, or irds:<id>")
+    s = sub.add_parser("index", help="index TREC SGML files/dirs (plain or .gz), JSON lines, or irds:<id>; "
+                       "--add appends to an index")
     s.add_argument("sources", nargs="+", help="files, directories, or irds:<dataset-id>")
-    s.add_argument("--out", required=True, help="index directory, e.g. indexes/ap")
+    s.add_argument("--out", help="index directory to build, e.g. indexes/ap")
+    s.add_argument("--add", action="store_true", help="append the documents to the existing index --index DIR "
+                   "(after its documents, same analyzer; models of it rank the result with fold-in)")
+    s.add_argument("--index", help="with --add: the index to append to")
     s.add_argument("--threads", type=_pos_int, default=2)
     s.add_argument("--force", action="store_true", help="replace an existing index (atomically)")
     s.set_defaults(func=cmd_index)
