@@ -9,7 +9,10 @@
     pt.Experiment([bm25, ql, lda], topics, qrels, eval_metrics=["map"], baseline=1)
 
 Both map a query frame (``qid``, ``query``) to a result frame (``qid, query, docno, score, rank``;
-rank from 0, as PyTerrier's retrievers number it). ``TopicIRRetriever`` calls the same ranking
+rank from 0, as PyTerrier's retrievers number it). ``TopicIRReranker`` re-scores the candidates of
+a result frame (another system's, or documents given as ``text``) with the same score:
+
+    pipeline = bm25 % 100 >> TopicIRReranker("indexes/cranfield", model=..., lam=0.7) ``TopicIRRetriever`` calls the same ranking
 function as ``topicir run`` (:func:`retrieval.core.ranking.run_topics`), so its results, and the
 MAP ``pt.Experiment`` computes from them, are those of ``topicir run`` + ``topicir eval``.
 Terrier's JVM is never started: only Anserini's, and only by ``LuceneRetriever``.
@@ -18,13 +21,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyterrier as pt
 
 from .core.baselines import BASELINES, run_baseline
 from .core.index import Index
-from .core.ranking import DEPTH, run_topics
-from .core.scoring import LAM, MU
+from .core.ranking import DEPTH, prepare, run_topics
+from .core.scoring import LAM, MU, Scorer
 from .core.trec import ScoredDoc, Topic
 
 RESULT_COLUMNS = ["qid", "query", "docno", "score", "rank"]
@@ -120,3 +124,105 @@ class LuceneRetriever(pt.Transformer):
 
     def __repr__(self) -> str:
         return f"Lucene({self.method})"
+
+
+class TopicIRReranker(pt.Transformer):
+    """Re-scores the candidate documents of a result frame (``qid, query, docno``, optionally
+    ``text``) with the topic-smoothed query likelihood of ``topicir run``.
+
+    A candidate that is a document of the index gets exactly its ``topicir run`` score (the
+    index's statistics and the model's document model, with fold-in on a grown index). A
+    candidate that is not is scored from its ``text`` column: analysed as the index analyses
+    documents, its P_TM(w|d) from ``model.fold_in`` of its tokens (all such texts of a frame
+    folded in together, seeded), under the index's collection model P(w|C).
+
+    Parameters
+    ----------
+    index, model, lam, mu : as :class:`TopicIRRetriever`
+    fold_params : dict, optional
+        Settings of ``model.fold_in`` (default: seed 0).
+    """
+
+    def __init__(self, index, model=None, *, lam: float = LAM, mu: float = MU, fold_params: dict | None = None):
+        retriever = TopicIRRetriever(index, model, lam=lam, mu=mu)
+        self.index, self.model, self.lam, self.mu = retriever.index, retriever.model, retriever.lam, retriever.mu
+        self.fold_params = {"seed": 0} | dict(fold_params or {})
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        pt.validate.result_frame(inp, extra_columns=["query"], context=self)
+        out = inp.assign(qid=inp["qid"].astype(str), docno=inp["docno"].astype(str))
+        doc_index = self.index.stats.doc_index
+        outside = sorted(set(out["docno"]) - set(doc_index))
+        if outside and "text" not in out.columns:
+            raise ValueError(f"{len(outside)} candidates are not documents of {self.index.path} (e.g. "
+                             f"{outside[0]!r}) and the frame has no text column to score them from")
+        texts = _Texts(self, out[out["docno"].isin(outside)].drop_duplicates("docno")) if outside else None
+        scores = np.empty(len(out))
+        for qid, rows in out.groupby("qid", sort=False).indices.items():
+            prepared = prepare(self.index, str(out["query"].iat[rows[0]]), self.model, qid=qid, warn=False)
+            docnos = out["docno"].to_numpy()[rows]
+            inside = np.array([d in doc_index for d in docnos], dtype=bool)
+            if inside.any():
+                all_scores = prepared.scores(self.mu, self.lam)
+                scores[rows[inside]] = all_scores[[doc_index[d] for d in docnos[inside]]]
+            if not inside.all():
+                text_scores = texts.scores(prepared)
+                scores[rows[~inside]] = text_scores[[texts.row[d] for d in docnos[~inside]]]
+        out["score"] = scores
+        out = out.sort_values(["qid", "score", "docno"], ascending=[True, False, True], kind="stable")
+        out["rank"] = out.groupby("qid", sort=False).cumcount()
+        return out.reset_index(drop=True)
+
+    def schematic(self, *, input_columns=None) -> dict:
+        what = "QL" if self.model is None else f"{getattr(self.model, 'kind', 'model').upper()}"
+        return _schematic(f"TopicIR re-rank {what}", index=self.index.name, lam=self.lam, mu=self.mu)
+
+    def __repr__(self) -> str:
+        what = "QL" if self.model is None else f"{getattr(self.model, 'kind', 'model').upper()} lam={self.lam:g}"
+        return f"TopicIRReranker({what})"
+
+
+class _Texts:
+    """Candidates given as text: analysed once, folded in once, scored per query."""
+
+    def __init__(self, reranker: TopicIRReranker, frame: pd.DataFrame):
+        from .core.extension import ExtendedModel, document_model
+
+        index = reranker.index
+        self.reranker, self.row = reranker, {d: i for i, d in enumerate(frame["docno"])}
+        term_index = index.stats.term_index
+        analysed = [index.analyze(str(t)) for t in frame["text"].fillna("")]
+        self.doc_len = np.array([len(terms) for terms in analysed], dtype=np.int64)
+        self.ids = [np.array([term_index[t] for t in terms if t in term_index], dtype=np.int64) for terms in analysed]
+        self.model = document_model(reranker.model, index)
+        self.folded = None
+        if self.model is not None and reranker.lam < 1.0:
+            # the model's term ids: its own index's, which a grown index renumbers
+            if isinstance(self.model, ExtendedModel):
+                self.to_model, model = self.model.to_model, self.model.model
+            else:
+                self.to_model, model = np.arange(index.stats.n_terms, dtype=np.int64), self.model
+            docs = [self.to_model[a][self.to_model[a] >= 0] for a in self.ids]
+            self.folded = model.fold_in(docs, **reranker.fold_params)
+
+    def scores(self, prepared) -> np.ndarray:
+        """The query's score of every text, as :meth:`retrieval.core.scoring.Scorer.score` scores rows."""
+        r, query = self.reranker, prepared.query
+        post_doc, post_tf, lo, hi = [], [], [], []
+        for w in query.term_ids:
+            tf = np.array([np.count_nonzero(a == w) for a in self.ids], dtype=np.int32)
+            docs = np.flatnonzero(tf)
+            lo.append(sum(map(len, post_doc)))
+            post_doc.append(docs.astype(np.int32))
+            post_tf.append(tf[docs])
+            hi.append(lo[-1] + len(docs))
+        p_tm = None
+        if self.folded is not None:
+            mapped = self.to_model[query.term_ids]
+            p_tm = np.zeros((len(self.doc_len), len(mapped)))
+            p_tm[:, mapped >= 0] = self.folded.p_w_d(mapped[mapped >= 0])
+        scorer = Scorer(r.index.stats, mu=r.mu, lam=r.lam if self.folded is not None else 1.0,
+                        model=self.model)
+        cat = (lambda parts, dtype: np.concatenate(parts).astype(dtype)) if post_doc else (lambda p, dt: np.zeros(0, dt))
+        return scorer.score_docs(query, self.doc_len, cat(post_doc, np.int32), cat(post_tf, np.int32),
+                                 np.array(lo, dtype=np.int64), np.array(hi, dtype=np.int64), p_tm)

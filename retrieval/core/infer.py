@@ -43,10 +43,18 @@ def _check_model_index(model, index: Index):
 
 
 def fold_in_texts(model, texts, index: Index, **fold_params):
-    """``model.fold_in`` of ``texts`` analysed by ``index`` (the index the model was trained on):
-    a :class:`models.foldin.FoldedDocs` with ``doc_topics_`` and ``p_w_d(term_ids)``."""
+    """``model.fold_in`` of ``texts`` analysed by ``index`` (the index the model was trained on, or
+    one grown from it by ``topicir index --add``, whose added terms the model leaves out): a
+    :class:`models.foldin.FoldedDocs` with ``doc_topics_`` and ``p_w_d(term_ids)`` (term ids of
+    the model's own index)."""
+    from .extension import ExtendedModel, document_model
+
+    ids = text_term_ids(index, texts)
+    doc_model = document_model(model, index)
+    if isinstance(doc_model, ExtendedModel):
+        return doc_model.model.fold_in([doc_model.model_term_ids(a) for a in ids], **fold_params)
     _check_model_index(model, index)
-    return model.fold_in(text_term_ids(index, texts), **fold_params)
+    return model.fold_in(ids, **fold_params)
 
 
 def infer(model, texts, index: Index, **fold_params) -> np.ndarray:
