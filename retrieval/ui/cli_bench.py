@@ -141,6 +141,36 @@ def add_ray(p):
     p.add_argument("--gbps", type=float, default=10.0, help="network bandwidth, Gb/s")
 
 
+def add_scale(p):
+    from ..bench.scale import KINDS
+
+    p.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS, help="model kinds to measure")
+    p.add_argument("--docs", type=int, default=250_000, help="documents of the synthetic AP collection")
+    p.add_argument("--fraction", type=float, default=0.05,
+                   help="share of the documents the models train on (whole files of 1,000); "
+                        "their figures are extrapolated linearly in tokens")
+    p.add_argument("--sweeps", type=int, default=5, help="sweeps (epochs) trained per kind, the first one timed as setup")
+    p.add_argument("--terms", type=int, default=200_000, help="vocabulary of the generator")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--work", default="build/bench-scale",
+                   help="folder of the generated files, the indexes and the logs (kept and reused)")
+    p.add_argument("--reindex", action="store_true",
+                   help="build and time the indexes again even when the work folder holds them")
+    p.add_argument("--wordnet", default=None, help="WordNet 3.0 dict directory (default /usr/share/wordnet)")
+
+
+def add_foldin(p):
+    p.add_argument("--train-docs", type=int, default=20_000, help="synthetic documents the model trains on")
+    p.add_argument("--new-docs", type=int, default=1000, help="new documents folded in")
+    p.add_argument("--terms", type=int, default=50_000)
+    p.add_argument("--mean-len", type=float, default=250.0)
+    p.add_argument("--k", type=int, default=800, help="topics")
+    p.add_argument("--iters", type=int, default=40, help="training sweeps")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0)
+
+
 def add_avipam_common(p):
     """The options of every aviPAM command (``None``: the command's schedule decides)."""
     p.add_argument("--epochs", type=int, help="tables: 200, others: 100")
@@ -212,6 +242,12 @@ BENCHES = [
                  add_glda, _call("glda"), dict(k=[10], iters=3, docs=300)),
     TableCommand("tree-lda", "tree-LDA samplers' seconds per sweep with T, V or C varied (20 Newsgroups, WordNet)",
                  add_tree_lda, _call("tree_lda"), QUICK_TREE),
+    TableCommand("scale", "every model kind at AP scale: indexing, training, memory and ranking against the targets",
+                 add_scale, _call("scale"), dict(kinds=["lda"], docs=300, fraction=1.0, sweeps=2, terms=3000,
+                                                 work="build/bench-scale-quick")),
+    TableCommand("foldin", "fold-in of new documents under a K = 800 LDA model (seconds, held-out likelihood)",
+                 add_foldin, _call("foldin"), dict(train_docs=500, new_docs=50, terms=2000, mean_len=50.0, k=8,
+                                                   iters=4)),
     TableCommand("ray", "LDA trained on Ray workers against the local trainer (same model), or the modelled costs",
                  add_ray, _call("ray"), dict(docs=300, k=[8], iters=3, workers=[1])),
 ]
@@ -231,7 +267,7 @@ def bench_areas() -> list[str]:
 
 
 def add_bench(sub) -> None:
-    what = "benchmarks: ranking speed (ql) and each model kind's training speed"
+    what = "benchmarks: ranking speed (ql), each model kind's training speed, AP scale (scale), fold-in"
     s = sub.add_parser("bench", help=what, description=what[0].upper() + what[1:] + ".")
     areas = s.add_subparsers(dest="area", required=True, metavar="AREA")
     add_table_commands(areas, BENCHES)

@@ -1,0 +1,366 @@
+"""Benchmark: every model kind at AP scale, on a synthetic collection in AP's own layout.
+
+    topicir bench scale                                # 250,000 documents, every kind, 5% trained
+    topicir bench scale --kinds lda pam --fraction 0.02
+
+Steps, each measured in its own child process so that its peak memory (``ru_maxrss`` of that
+process, the JVM included, since Anserini runs inside it) is its own:
+
+1. ``--docs`` documents of :mod:`retrieval.datasets.ap_synth` (gzip'd TREC SGML, 1,000 a file,
+   WordNet words, Zipfian, latent topics) are generated into ``--work`` (kept: a rerun reuses
+   them, and the index below when it is already there, unless ``--reindex``).
+2. ``topicir index`` of all of them: wall time and peak memory. Then 100 generated title
+   queries of 2-4 words ranked over the whole index with exact QL (``retrieval.run_topics``).
+3. A ``--fraction`` of the files is indexed apart, and every kind of ``--kinds`` is trained on
+   it at its default settings (``registry.model_class(kind)()``, training inputs through
+   :mod:`retrieval.core.modelfiles` as ``topicir train`` gets them) for ``--sweeps`` sweeps (or
+   epochs), with samples kept from the first sweep on so the model has as many samples per chain
+   as a default one keeps (at most 5), and the 100 queries are ranked with it. Numba's kernels
+   are compiled (or loaded from its cache) by a throw-away run first.
+
+Extrapolation to the whole collection (and on to AP's 250,000 documents when ``--docs`` is
+smaller: linear in documents), linear in tokens (the token ratio of the two indexes):
+setup (training inputs, initialisation and the first sweep), seconds per sweep, the projected
+default training (setup + the remaining sweeps, all chains, + finishing), the memory above the
+child's baseline (after imports, JIT and the JVM; for the vocabulary-sized arrays this is an
+upper bound, the vocabulary growing slower than the tokens) and the ranking time with a model.
+Indexing and exact QL are measured on the whole collection.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from ..core.tables import Table, fixed
+
+log = logging.getLogger(__name__)
+
+KINDS = ("lda", "pam", "tcm", "glda", "tree-lda", "avipam")
+# Targets on 2 cores at the defaults (issue 31)
+TRAIN_TARGET_MIN = {"lda": 30, "pam": 120, "tcm": 120, "glda": 120, "tree-lda": 120, "avipam": 60}
+MEMORY_TARGET_GIB = 12.0
+BATCH_TARGET_S = 2.0
+INDEX_TARGET_MIN = 10.0
+N_QUERIES = 100
+AP_DOCS = 250_000  # the targets are for AP88-90's size; a smaller --docs is extrapolated to it
+KEPT_PER_CHAIN = 5  # samples a default Gibbs model keeps per chain (100 sweeps: every 10th of 51..100)
+
+
+def _maxrss_gib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+# -- child processes ---------------------------------------------------------------------------
+
+def _child(task: str, args: dict, log_path: Path, timeout: float | None = None) -> dict:
+    """Run ``task`` in a fresh interpreter (``python -m retrieval.bench.scale``) and return the
+    JSON it writes; its stderr (progress, logging) goes to ``log_path``."""
+    out = log_path.with_suffix(".json")
+    out.unlink(missing_ok=True)
+    cmd = [sys.executable, "-m", "retrieval.bench.scale", task, json.dumps(args), str(out)]
+    with open(log_path, "w") as err:
+        proc = subprocess.run(cmd, stdout=err, stderr=subprocess.STDOUT, timeout=timeout)
+    if proc.returncode != 0 or not out.exists():
+        tail = log_path.read_text(errors="replace").strip().splitlines()[-15:]
+        raise RuntimeError(f"bench scale: the {task} step failed (exit {proc.returncode}); the end of "
+                           f"{log_path}:\n" + "\n".join(tail))
+    return json.loads(out.read_text())
+
+
+def _topics(queries: list[str]):
+    from ..core.trec import Topic
+
+    return [Topic(str(i + 1), q, "", "") for i, q in enumerate(queries)]
+
+
+def task_index(files: list[str], out: str, threads: int, queries: list[str]) -> dict:
+    """Build the index (timed; this process's peak memory is the build's), then time the batch
+    of exact QL queries over it."""
+    from ..core.index import build_index
+    from ..core.ranking import run_topics
+
+    start = time.perf_counter()
+    index = build_index(files, out, threads=threads, force=True)
+    secs = time.perf_counter() - start
+    peak = _maxrss_gib()
+    s = index.stats
+    result = dict(index_s=secs, index_peak_gib=peak, n_docs=s.n_docs, n_tokens=int(s.n_tokens),
+                  n_terms=s.n_terms)
+    result.update(_time_batch(index, queries, None))
+    return result
+
+
+def task_ql(index: str, queries: list[str]) -> dict:
+    from ..core.index import Index
+
+    index = Index(index)
+    s = index.stats
+    return dict(n_docs=s.n_docs, n_tokens=int(s.n_tokens), n_terms=s.n_terms, **_time_batch(index, queries, None))
+
+
+def _time_batch(index, queries, model) -> dict:
+    """Seconds of ranking the queries (depth 1000) as ``topicir run`` does, the model's
+    per-document constants included."""
+    from ..core.ranking import run_topics
+
+    lam = 1.0 if model is None else 0.7
+    # Two queries first, timed apart: the JVM, numba's kernels (loaded once per process) and
+    # the model's per-document constants (computed once per model) are ready before the batch.
+    start = time.perf_counter()
+    run_topics(index, _topics(queries[:2]), model=model, lam=lam, progress=False)
+    first_s = time.perf_counter() - start
+    start = time.perf_counter()
+    run_topics(index, _topics(queries), model=model, lam=lam, progress=False)
+    return dict(batch_s=time.perf_counter() - start, first_s=first_s, peak_gib=_maxrss_gib())
+
+
+def _schedule_params(kind: str, sweeps: int, threads: int) -> dict:
+    """The defaults, cut to ``sweeps`` sweeps (epochs) that keep samples from the first on."""
+    from models.registry import model_class
+
+    params = model_class(kind)().get_params()
+    if "epochs" in params:
+        return dict(epochs=sweeps, n_jobs=threads)
+    return dict(n_iter=sweeps, burn_in=max(0, sweeps - KEPT_PER_CHAIN), sample_every=1, n_jobs=threads)
+
+
+def task_warm(index: str, kinds: list[str], threads: int) -> dict:
+    """Compile every kernel the timed runs use (numba caches them on disk) at quick settings."""
+    from models.registry import model_class
+
+    from ..core.index import Index
+    from ..core.modelfiles import index_corpus, training_inputs
+
+    index = Index(index)
+    corpus = index_corpus(index)
+    for kind in kinds:
+        cls = model_class(kind)
+        quick = dict(cls.quick_params)
+        quick.update(dict(epochs=1) if "epochs" in quick else dict(n_iter=2, burn_in=0, sample_every=1))
+        model = cls(**quick, n_jobs=threads)
+        model.fit(corpus, **training_inputs(index, model, progress=False))
+        _time_batch(index, ["warm up"], model)
+    return {}
+
+
+def task_kind(index: str, kind: str, sweeps: int, threads: int, queries: list[str]) -> dict:
+    """Train ``kind`` at its defaults for ``sweeps`` sweeps on ``index`` with timings per sweep,
+    then rank the queries with it."""
+    from models.registry import model_class
+
+    from ..core.index import Index
+    from ..core.modelfiles import index_corpus, training_inputs
+    from ..core.quick import quick_train_params
+
+    cls = model_class(kind)  # imports torch for aviPAM: part of the baseline
+    index = Index(index)
+    index.analyze("warm")  # the JVM belongs to the baseline too
+    base = _maxrss_gib()
+    # under TOPICIR_QUICK=1 the kind's quick settings, as ``topicir train`` takes them
+    defaults = quick_train_params(kind, cls().get_params())
+    model = cls(**{**defaults, **_schedule_params(kind, sweeps, threads)})
+    ticks = []
+    start = time.perf_counter()
+    corpus = index_corpus(index)
+    inputs = training_inputs(index, model, progress=False)
+    inputs_s = time.perf_counter() - start
+    fit_start = time.perf_counter()
+    model.fit(corpus, callback=lambda m, it, n: ticks.append(time.perf_counter()), **inputs)
+    end = time.perf_counter()
+    steps = [b - a for a, b in zip([fit_start] + ticks[:-1], ticks)]
+    train_peak = _maxrss_gib()
+    result = dict(kind=kind, n_tokens=int(corpus.n_tokens), n_docs=int(corpus.n_docs), n_terms=int(corpus.n_terms),
+                  base_gib=base, train_peak_gib=train_peak, inputs_s=inputs_s, steps=steps,
+                  finish_s=end - ticks[-1], defaults={k: v for k, v in defaults.items() if _plain(v)},
+                  n_samples=int(getattr(model, "n_samples_", 1)))
+    result.update(_time_batch(index, queries, model))
+    return result
+
+
+def _plain(value) -> bool:
+    return value is None or isinstance(value, (int, float, str, bool))
+
+
+# -- the benchmark -----------------------------------------------------------------------------
+
+def _projection(kind: str, r: dict, ratio: float) -> dict:
+    """Whole-collection figures of one kind from its run on the fraction (see the docstring)."""
+    d = r["defaults"]
+    steps = r["steps"]
+    chains = d.get("n_chains", 1)
+    total = d.get("epochs") or d.get("n_iter")
+    setup = r["inputs_s"] + steps[0]
+    rest = steps[1:] if len(steps) > 1 else steps
+    per_step = sorted(rest)[len(rest) // 2]  # median: the last sweep also computes the likelihood
+    train_s = (setup + (total - 1) * per_step + r["finish_s"]) * ratio
+    return dict(setup_s=setup * ratio, per_chain_s=per_step / chains * ratio, chains=chains, sweeps=total,
+                train_min=train_s / 60,
+                peak_gib=r["base_gib"] + (r["peak_gib"] - r["base_gib"]) * ratio,
+                batch_s=r["batch_s"] * ratio)
+
+
+def _met(value: float, target: float) -> str:
+    return "met" if value <= target else "missed"
+
+
+def _cpu_name() -> str:
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def run(*, kinds=KINDS, docs: int = 250_000, fraction: float = 0.05, sweeps: int = 5, terms: int = 200_000,
+        threads: int = 2, seed: int = 0, work: str = "build/bench-scale", reindex: bool = False,
+        wordnet: str | None = None) -> list[Table]:
+    """Generate ``docs`` AP-layout documents, time their indexing and exact QL, train every kind
+    of ``kinds`` on ``fraction`` of them and project its training, memory and ranking to the
+    whole collection (module docstring)."""
+    from models.registry import kinds as registered
+
+    from ..datasets.ap_synth import DOCS_PER_FILE, Generator, generate
+
+    unknown = [k for k in kinds if k not in registered()]
+    if unknown:
+        raise ValueError(f"unknown model kind(s) {', '.join(map(repr, unknown))}; choose from {', '.join(registered())}")
+    if not 0 < fraction <= 1:
+        raise ValueError(f"fraction must be in (0, 1], got {fraction!r}")
+    if sweeps < 2:
+        raise ValueError(f"sweeps must be >= 2 (the first one is setup), got {sweeps!r}")
+    work = Path(work)
+    logs = work / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    files = [str(p) for p in generate(work / "ap", docs, n_terms=terms, seed=seed, wordnet=wordnet)]
+    gen_s = time.perf_counter() - start
+    gen = Generator(terms, seed, wordnet=wordnet)
+    queries = gen.queries(N_QUERIES, seed=seed)
+    n_frac_files = max(1, math.ceil(fraction * docs / DOCS_PER_FILE))
+    full_ix, frac_ix = work / f"index-{docs}", work / f"index-{docs}-f{n_frac_files}"
+
+    def cached_index(path, file_list, what):
+        record = path.with_name(path.name + ".measured.json")
+        if not reindex and (path / "topicir.json").exists() and record.exists():
+            log.info("reusing %s and its measured build (--reindex to build it again)", path)
+            measured = json.loads(record.read_text())
+            measured.update(_child("ql", dict(index=str(path), queries=queries), logs / f"ql-{what}.log"))
+            return measured, True
+        log.info("indexing %d files into %s", len(file_list), path)
+        measured = _child("index", dict(files=file_list, out=str(path), threads=threads, queries=queries),
+                          logs / f"index-{what}.log")
+        record.write_text(json.dumps({k: measured[k] for k in ("index_s", "index_peak_gib")}) + "\n")
+        return measured, False
+
+    full, full_cached = cached_index(full_ix, files, "full")
+    if n_frac_files >= len(files):  # the fraction is the whole collection
+        frac_ix, frac = full_ix, full
+    else:
+        frac, _ = cached_index(frac_ix, files[:n_frac_files], "fraction")
+    # to AP's size: linear in documents for the whole collection, in tokens for the fraction
+    grow = max(1.0, AP_DOCS / full["n_docs"])
+    ratio = full["n_tokens"] * grow / frac["n_tokens"]
+    log.info("compiling the kernels (not timed)")
+    _child("warm", dict(index=str(frac_ix), kinds=list(kinds), threads=threads), logs / "warm.log")
+    per_kind = {}
+    for kind in kinds:
+        log.info("training %s on %s", kind, frac_ix)
+        per_kind[kind] = _child("kind", dict(index=str(frac_ix), kind=kind, sweeps=sweeps, threads=threads,
+                                             queries=queries), logs / f"kind-{kind}.log")
+    return _tables(kinds, full, frac, per_kind, ratio, dict(
+        docs=docs, fraction=fraction, n_frac_files=n_frac_files, sweeps=sweeps, threads=threads, gen_s=gen_s,
+        full_cached=full_cached, vocab=gen.vocab, grow=grow))
+
+
+def _tables(kinds, full, frac, per_kind, ratio, info) -> list[Table]:
+    proj = {k: _projection(k, per_kind[k], ratio) for k in kinds}
+    rows = []
+
+    def row(what, value, unit, target, digits=1):
+        rows.append({"measure": what, "figure": f"{value:.{digits}f} {unit}", "target": f"<= {target:g} {unit}",
+                     "": _met(value, target)})
+
+    grow = info["grow"]
+    mark = "**" if grow > 1 else ""
+    row(f"indexing {round(full['n_docs'] * grow):,} documents (wall){mark}", full["index_s"] * grow / 60, "min",
+        INDEX_TARGET_MIN)
+    row(f"indexing: peak memory (JVM included){mark}", full["index_peak_gib"], "GiB", MEMORY_TARGET_GIB, 2)
+    row(f"{N_QUERIES}-query batch, exact QL{mark}", full["batch_s"] * grow, "s", BATCH_TARGET_S, 2)
+    for k in kinds:
+        p = proj[k]
+        sched = f"{p['chains']} chains x {p['sweeps']} sweeps" if p["chains"] > 1 or "n_iter" in per_kind[k]["defaults"] \
+            else f"{p['sweeps']} epochs"
+        row(f"{k}: default training ({sched})*", p["train_min"], "min", TRAIN_TARGET_MIN[k])
+        row(f"{k}: peak memory*", p["peak_gib"], "GiB", MEMORY_TARGET_GIB, 2)
+        row(f"{k}: {N_QUERIES}-query batch with the model*", p["batch_s"], "s", BATCH_TARGET_S, 2)
+    details = []
+    for k in kinds:
+        r, p = per_kind[k], proj[k]
+        unit = "epoch" if "epochs" in r["defaults"] else "sweep (1 chain)"
+        details.append({"kind": k, "setup s*": fixed(p["setup_s"], 1), f"s per sweep/epoch of 1 chain*": fixed(p["per_chain_s"], 2),
+                        "unit": unit, "samples kept": r["n_samples"],
+                        "measured: tokens": f"{r['n_tokens']:,}", "measured: s per step": " ".join(f"{s:.1f}" for s in r["steps"]),
+                        "measured: peak GiB": fixed(r["peak_gib"], 2), "baseline GiB": fixed(r["base_gib"], 2),
+                        "measured: batch s": fixed(r["batch_s"], 2),
+                        "measured: first 2 queries s": fixed(r["first_s"], 2)})
+    vocab = info["vocab"]
+    notes = [
+        f"Collection: {full['n_docs']:,} synthetic AP-layout documents (retrieval.datasets.ap_synth), "
+        f"{full['n_tokens'] / 1e6:.1f} M tokens and {full['n_terms']:,} terms after analysis; content words: "
+        f"{vocab.n_wordnet:,} WordNet lemmas ({vocab.source}) and {len(vocab.words) - vocab.n_wordnet:,} other words; "
+        f"generated or reused in {info['gen_s']:.0f} s. Threads: {info['threads']} (indexing and training).",
+        f"* Trained on a fraction: the first {info['n_frac_files']} files ({frac['n_docs']:,} documents, "
+        f"{frac['n_tokens'] / 1e6:.2f} M tokens, {frac['n_terms']:,} terms; asked: --fraction {info['fraction']:g}), "
+        f"{info['sweeps']} sweeps (epochs) at the kind's defaults otherwise, samples kept from sweep "
+        f"{max(1, info['sweeps'] - KEPT_PER_CHAIN + 1)} on. Extrapolated linearly in tokens (x{ratio:.1f}): setup "
+        f"(training inputs + initialisation + first sweep), seconds per sweep (median of the later ones), "
+        f"the default training (setup + the remaining sweeps of all chains + finishing), the memory above "
+        f"the process's baseline (an upper bound for vocabulary-sized arrays) and the batch time with "
+        f"the model (its ranking scores every document). Indexing and exact QL are measured on the "
+        f"whole collection" + (" (the index and its build measurement reused from an earlier run: "
+                                "--reindex to measure again)." if info["full_cached"] else "."),
+        "Each step ran in its own process; peak memory is its ru_maxrss (JVM included). Queries: "
+        f"{N_QUERIES} generated title queries of 2-4 words (each from one latent topic's top words), "
+        "ranked to depth 1000 over every document (retrieval.run_topics; lam 0.7 with a model), timed "
+        "after two queries that load the kernels and compute the model's per-document constants "
+        "(their seconds, a once-per-process cost, are in the second table, not extrapolated).",
+        f"QL batch on the fraction index: {frac['batch_s']:.2f} s.",
+    ]
+    if grow > 1:
+        notes.insert(2, f"** Measured on {full['n_docs']:,} documents ({full['index_s'] / 60:.1f} min, "
+                        f"{full['batch_s']:.2f} s for the QL batch) and extrapolated linearly to "
+                        f"{AP_DOCS:,} (x{grow:.2f}); peak memory as measured (Lucene's buffers are "
+                        f"bounded; the statistics read back grow with the tokens). The * figures are "
+                        f"extrapolated to {AP_DOCS:,} documents too.")
+    return [Table("AP scale: every target (2 cores, default settings)", rows, notes=notes),
+            Table("Per kind: measured on the fraction, and extrapolated (*)", details, digits=2)]
+
+
+# -- entry point of the child processes --------------------------------------------------------
+
+TASKS = {"index": task_index, "ql": task_ql, "warm": task_warm, "kind": task_kind}
+
+
+def _main(argv: list[str]) -> int:
+    task, args, out = argv
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    result = TASKS[task](**json.loads(args))
+    tmp = out + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(result, f)
+    os.replace(tmp, out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main(sys.argv[1:]))

@@ -1,0 +1,130 @@
+"""The AP-layout generator (retrieval.datasets.ap_synth) and ``topicir bench scale``."""
+from __future__ import annotations
+
+import gzip
+import math
+import re
+
+import numpy as np
+import pytest
+
+from retrieval.core.trec import read_collection
+from retrieval.datasets import ap_synth
+from retrieval.datasets.ap_synth import generate, vocabulary, wordnet_lemmas
+
+DOCNO = re.compile(r"^AP\d{6}-\d{4}$")
+
+
+@pytest.fixture(scope="module")
+def collection(tmp_path_factory):
+    """2,500 documents: two full files and a half one, as the TREC reader yields them."""
+    out = tmp_path_factory.mktemp("ap")
+    files = generate(out, 2500, n_terms=20_000, seed=7, progress=False)
+    return out, files, list(read_collection(out))
+
+
+def test_files_are_gzipd_sgml_of_a_thousand_documents_in_aps_layout(collection):
+    out, files, docs = collection
+    assert [f.name for f in files] == ["AP880101.gz", "AP880102.gz", "AP880103.gz"]
+    raw = gzip.open(files[0], "rt").read()
+    assert raw.count("<DOC>") == 1000 and raw.count("</DOC>") == 1000
+    first = raw[:raw.index("</DOC>")]
+    tags = re.findall(r"^<(\w+)>", first, re.M)
+    assert tags == ["DOC", "DOCNO", "FILEID", "FIRST", "SECOND", "HEAD", "DATELINE", "TEXT"]
+    assert "<DOCNO> AP880101-0001 </DOCNO>" in first and "(AP) </DATELINE>" in first
+
+
+def test_the_trec_reader_yields_the_requested_documents_with_head_and_text(collection):
+    _, files, docs = collection
+    assert len(docs) == 2500 and len({d.docno for d in docs}) == 2500
+    assert all(DOCNO.match(d.docno) for d in docs)
+    assert docs[1000].docno == "AP880102-0001" and docs[-1].docno == "AP880103-0500"
+    assert all(d.title and d.text for d in docs)
+    # metadata stays out of what is indexed, as for real AP
+    assert not any("(AP)" in d.contents or "AP-NR" in d.contents for d in docs[:50])
+
+
+def test_lengths_follow_aps_distribution(collection):
+    """Mean about 450 words, median below it, a long tail."""
+    _, _, docs = collection
+    n = np.array([len(d.text.split()) for d in docs])
+    assert abs(n.mean() - 450) < 30
+    assert np.median(n) < 0.9 * n.mean()
+    assert np.percentile(n, 99) > 2.5 * n.mean()
+    assert n.min() >= 20
+
+
+def test_text_has_sentences_stopwords_and_a_zipfian_vocabulary(collection):
+    _, _, docs = collection
+    words = " ".join(d.text for d in docs[:500]).split()
+    assert sum(w[-1] in ".?!" for w in words) > len(words) / 45  # sentences of at most ~40 words
+    lower = [w.strip(".,?!").lower() for w in words]
+    stop = sum(w in ap_synth.STOPWORDS for w in lower) / len(lower)
+    assert 0.35 < stop < 0.5
+    content = [w for w in lower if w not in ap_synth.STOPWORDS]
+    _, counts = np.unique(content, return_counts=True)
+    counts = np.sort(counts)[::-1]
+    # Zipf: frequency falls about tenfold from rank 10 to rank 100 and again to rank 1000
+    assert 4 < counts[9] / counts[99] < 25 and 4 < counts[99] / counts[999] < 25
+
+
+def test_documents_have_latent_topics(collection):
+    """Words co-occur by topic: two documents share more content words with each other when
+    they share a topic than at random, so topic models have structure to find."""
+    _, _, docs = collection
+    gen = ap_synth.Generator(20_000, seed=7)
+    topic_words = {int(t): set(map(str.lower, gen.words[gen.topic_words[t, :30]])) for t in range(ap_synth.N_LATENT)}
+    bags = [set(w.strip(".,?!").lower() for w in d.text.split()) for d in docs[:400]]
+    best = [max(topic_words, key=lambda t: len(b & topic_words[t])) for b in bags]
+    hits = [len(b & topic_words[t]) for b, t in zip(bags, best)]
+    # a random topic's top 30 words meet a document a few times at most
+    rand = [len(b & topic_words[(t + 97) % ap_synth.N_LATENT]) for b, t in zip(bags, best)]
+    assert np.mean(hits) > 3 * np.mean(rand) + 2
+
+
+def test_same_seed_same_bytes_other_seed_other_bytes(tmp_path):
+    a = generate(tmp_path / "a", 120, n_terms=3000, seed=3, progress=False)
+    b = generate(tmp_path / "b", 120, n_terms=3000, seed=3, progress=False)
+    c = generate(tmp_path / "c", 120, n_terms=3000, seed=4, progress=False)
+    assert a[0].read_bytes() == b[0].read_bytes()
+    assert a[0].read_bytes() != c[0].read_bytes()
+
+
+def test_a_rerun_reuses_its_files_and_grows_a_short_last_file(tmp_path):
+    first = generate(tmp_path, 1500, n_terms=3000, seed=1, docs_per_file=1000, progress=False)
+    stamp = first[0].stat().st_mtime_ns
+    again = generate(tmp_path, 2000, n_terms=3000, seed=1, docs_per_file=1000, progress=False)
+    assert again[0].stat().st_mtime_ns == stamp  # reused
+    assert gzip.open(again[1], "rt").read().count("<DOC>") == 1000  # regrown to a full file
+    assert sum(1 for _ in read_collection(tmp_path)) == 2000
+    generate(tmp_path, 1000, n_terms=3000, seed=2, progress=False)  # other seed: regenerated
+    assert first[0].stat().st_mtime_ns != stamp
+
+
+def test_vocabulary_is_wordnet_words_and_says_so_without_wordnet(tmp_path):
+    lemmas = wordnet_lemmas()
+    if not lemmas:
+        pytest.skip("WordNet is not installed (make wordnet)")
+    v = vocabulary(5000, seed=0)
+    assert v.n_wordnet == 5000 - len(ap_synth.NEWSWIRE) and set(v.words[len(ap_synth.NEWSWIRE):]) <= set(lemmas)
+    bare = vocabulary(500, seed=0, wordnet=tmp_path)  # no WordNet files there
+    assert bare.n_wordnet == 0 and "no WordNet" in bare.source and len(set(bare.words)) == 500
+
+
+@pytest.mark.slow
+def test_a_tiny_bench_scale_run_gives_finite_figures_against_the_targets(tmp_path):
+    """A few hundred documents, LDA only (about a minute: four child processes start the JVM)."""
+    from retrieval.bench.scale import run
+
+    tables = run(kinds=["lda"], docs=600, fraction=0.5, sweeps=2, terms=3000, work=str(tmp_path))
+    targets, details = tables
+    assert [r["measure"].split(":")[0] for r in targets.rows][-3:] == ["lda"] * 3
+    assert all(r[""] in ("met", "missed") for r in targets.rows)
+    for r in targets.rows:
+        value, unit = r["figure"].split()
+        assert math.isfinite(float(value)) and float(value) > 0 and r["target"].endswith(unit)
+    (row,) = details.rows
+    assert set(row) >= {"kind", "setup s*", "s per sweep/epoch of 1 chain*", "measured: tokens", "measured: batch s"}
+    assert row["kind"] == "lda" and row["samples kept"] == 2 * 3
+    assert all(math.isfinite(float(row[k])) for k in ("setup s*", "s per sweep/epoch of 1 chain*", "measured: batch s"))
+    assert "the first 1 files (500 documents" in targets.notes[1]
