@@ -186,3 +186,26 @@ def test_cli_add_and_run(grown, tmp_path, capsys, caplog):
                      "--out", str(tmp_path / "run.txt")]) == 0
     assert "folded in 9 documents in" in caplog.text
     assert len((tmp_path / "run.txt").read_text().splitlines()) == 39
+
+
+def test_heldout_likelihood_of_the_added_documents(grown, capsys):
+    from models.heldout import document_completion
+
+    from retrieval.core.infer import heldout_likelihood
+
+    model, g, base = grown["model"], grown["grown"], grown["base"]
+    ext = load_model(grown["path"], g)
+    want = document_completion(model, ext.added_docs(), seed=0)
+    assert heldout_likelihood(model, g) == want
+    assert want.n_docs == 9 and want.n_scored + want.n_observed == 9 * 12  # zeppelin left out
+    # the same documents from their file, analysed by the model's own index or the grown one
+    assert heldout_likelihood(model, base, [grown["root"] / "added.trec"]) == want
+    assert heldout_likelihood(ext, g, [grown["root"] / "added.trec"]) == want
+    with pytest.raises(ValueError, match="no document was added after training; give held-out documents"):
+        heldout_likelihood(model, base)
+    assert main(["-q", "heldout", "--model", str(grown["path"]), "--index", str(g.path)]) == 0
+    out = capsys.readouterr().out
+    assert f"held-out log-likelihood per token  {want.log_lik:.4f}" in out
+    assert f"perplexity                         {np.exp(-want.log_lik):.1f}" in out and "seed=0" in out
+    assert main(["-q", "heldout", "--model", str(grown["path"]), "--index", str(base.path)]) == 2
+    assert "give held-out documents (--docs FILE)" in capsys.readouterr().err

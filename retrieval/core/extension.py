@@ -103,16 +103,20 @@ class ExtendedModel:
         mapped = self.to_model[np.asarray(term_ids, dtype=np.int64)]
         return mapped[mapped >= 0]
 
-    @cached_property
-    def folded(self):
-        """``model.fold_in`` of every added document's tokens (:class:`models.foldin.FoldedDocs`)."""
+    def added_docs(self) -> list[np.ndarray]:
+        """The tokens of every added document as the model's term ids (terms it never saw left out)."""
         s, n = self.index.stats, self.n_model_docs
         lo = int(s.doc_ptr[n])
         mapped = self.to_model[np.asarray(s.term_ids[lo:], dtype=np.int64)]
         kept = np.concatenate([[0], np.cumsum(mapped >= 0)])
         ends = kept[np.asarray(s.doc_ptr[n:], dtype=np.int64) - lo]
         tokens = mapped[mapped >= 0]
-        docs = [tokens[ends[d]:ends[d + 1]] for d in range(self.n_added)]
+        return [tokens[ends[d]:ends[d + 1]] for d in range(self.n_added)]
+
+    @cached_property
+    def folded(self):
+        """``model.fold_in`` of every added document's tokens (:class:`models.foldin.FoldedDocs`)."""
+        docs = self.added_docs()
         log.info("folding in the %d documents added to %s since the %s model was trained (%s)",
                  self.n_added, self.index.path, self.model.kind,
                  ", ".join(f"{k}={v}" for k, v in self.fold_params.items()))

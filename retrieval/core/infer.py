@@ -63,3 +63,36 @@ def infer(model, texts, index: Index, **fold_params) -> np.ndarray:
     (e.g. ``seed``); for a model with several chains, the mixtures are over chain ``chain``'s
     topics (0 by default), as ``model.topic_words(k, chain=...)`` lists them."""
     return fold_in_texts(model, texts, index, **fold_params).doc_topics_
+
+
+def heldout_likelihood(model, index: Index, sources=None, **fold_params):
+    """Held-out log-likelihood per token by document completion
+    (:func:`models.heldout.document_completion`, Wallach et al. 2009) of documents the model was
+    not trained on: with ``sources`` (TREC files, JSON lines, ``irds:`` ids), their documents
+    analysed by ``index``; without, the documents added to ``index`` after the model was trained
+    (``topicir index --add``). Returns a :class:`models.heldout.Completion`."""
+    from models.heldout import document_completion
+
+    from .extension import ExtendedModel, document_model
+    from .sources import iter_docs
+
+    doc_model = document_model(model, index)
+    base = doc_model.model if isinstance(doc_model, ExtendedModel) else model
+    if sources is None:
+        if not isinstance(doc_model, ExtendedModel):
+            raise ValueError(f"{index.path} is the index the model was trained on: no document was added after "
+                             f"training; give held-out documents (--docs FILE)")
+        docs = doc_model.added_docs()
+    else:
+        sources = [str(s) for s in sources]
+        texts = [doc.contents for doc in iter_docs(sources)]
+        if not texts:
+            raise ValueError(f"no documents in {', '.join(sources)}")
+        if isinstance(doc_model, ExtendedModel):
+            docs = [doc_model.model_term_ids(a) for a in text_term_ids(index, texts)]
+        else:
+            _check_model_index(model, index)
+            docs = text_term_ids(index, texts)
+    if not hasattr(base, "fold_in"):
+        raise ValueError(f"{base.kind} models cannot fold in documents yet, which document completion needs")
+    return document_completion(base, docs, **fold_params)

@@ -170,6 +170,24 @@ def cmd_iterations(args) -> int:
     return 0
 
 
+def cmd_heldout(args) -> int:
+    import math
+
+    from ..core.index import Index
+    from ..core.infer import heldout_likelihood
+    from ..core.modelfiles import load_model
+
+    index = Index(args.index)
+    c = heldout_likelihood(load_model(args.model, index), index, args.docs, seed=args.seed)
+    what = (", ".join(args.docs) + " (analysed by the index)") if args.docs else "the documents added after training"
+    print(f"{Path(args.model).name} on {index.path}: {c.n_docs} documents of {what}, by document completion "
+          f"(tokens at even positions folded in, {c.n_observed}; at odd positions scored, {c.n_scored})")
+    print(f"held-out log-likelihood per token  {c.log_lik:.4f}")
+    print(f"perplexity                         {math.exp(-c.log_lik):.1f}")
+    print("fold-in " + " ".join(f"{k}={v}" for k, v in c.params.items()))
+    return 0
+
+
 def cmd_eval(args) -> int:
     from ..core.evaluate import judged_topics
     from ..core.sources import load_qrels
@@ -290,6 +308,17 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--lam", type=_finite, default=LAM)
     s.add_argument("--csv", help="also write the table as CSV (for topicir report --iterations)")
     s.set_defaults(func=cmd_iterations)
+
+    what = ("held-out log-likelihood and perplexity of a model by document completion (Wallach et al. 2009): "
+            "of the documents added to the index after training, or of --docs")
+    s = sub.add_parser("heldout", help=what, description=what + ". (`topicir reproduce heldout` is the PAM "
+                       "paper's empirical likelihood.)")
+    s.add_argument("--model", required=True, help="topic model file (topicir train ...)")
+    s.add_argument("--index", required=True, help="the model's index, or one grown from it (topicir index --add)")
+    s.add_argument("--docs", nargs="+", help="held-out documents: TREC files/dirs, JSON lines or irds:<id>, "
+                   "analysed by the index (default: the documents added to the index after training)")
+    s.add_argument("--seed", type=int, default=0, help="seed of the fold-in")
+    s.set_defaults(func=cmd_heldout)
 
     what = ("evaluate TREC runs with ir-measures: means over the judged topics (with a relevant document, "
             "column 'topics'); judged topics a run lacks count 0")
