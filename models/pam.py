@@ -40,6 +40,7 @@ from ._kernels.pam_counts import (
 )
 from ._kernels.rng import make_rng_states
 from .gibbs import SweepOrderModel, block_run_ptrs, key_runs, rows_csr, stack_ptrs, token_shards
+from .pam_foldin import PAMFoldInMixin
 from .pam_infer import PAMDocumentModel
 
 SAMPLERS = ("exact", "pruned")
@@ -47,7 +48,7 @@ INITS = ("random", "sparse")
 _STAT_NAMES = ("tokens", "doc_pairs", "super_terms", "sub_terms", "prior_draws")
 
 
-class PAM(PAMDocumentModel, SweepOrderModel):
+class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):
     """Four-level PAM trained by collapsed Gibbs sampling with several chains, kept as a
     document model.
 

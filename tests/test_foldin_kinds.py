@@ -1,0 +1,186 @@
+"""Fold-in of new documents for PAM, tree-LDA and TCM (models.<kind>_foldin): every fast kernel
+against its reference twin, and for every kind the properties the ranker and document
+completion rely on (same seed, same result whatever the threads; distributions; folding in a
+training document gives back its document model)."""
+import numpy as np
+import pytest
+
+from models import pam_foldin
+from models._kernels import pam_foldin as PF
+from models.heldout import document_completion
+from models.pam import PAM
+from tests.reference import pam_foldin_reference as pam_ref
+from tests.test_foldin import K_PLANT, WORDS_PER, as_corpus, planted_docs
+
+V = K_PLANT * WORDS_PER
+TRAIN = planted_docs(100, 30, seed=0)
+
+
+def fit_pam():
+    return PAM(n_super=2, n_sub=4, alpha_root=0.5, alpha_sub=0.5, n_chains=2, n_iter=30, burn_in=20,
+               sample_every=5, n_shards=1, seed=3).fit(as_corpus(TRAIN))
+
+
+FITS = {"pam": fit_pam}
+
+
+@pytest.fixture(scope="module", params=sorted(FITS))
+def trained(request):
+    return FITS[request.param]()
+
+
+@pytest.fixture(scope="module")
+def pam():
+    return fit_pam()
+
+
+# -- every kind ----------------------------------------------------------------------------------
+
+
+def test_same_seed_same_result_whatever_threads_and_batches(trained, monkeypatch):
+    m = trained
+    docs = planted_docs(5, 20, seed=11) + [np.zeros(0, dtype=np.int64)]
+    a = m.fold_in(docs, seed=7, samples=None)
+    m.n_jobs = 1
+    try:
+        b = m.fold_in(docs, seed=7, samples=None)
+        monkeypatch.setattr(pam_foldin, "_BATCH_ENTRIES", 30)  # several batches
+        c = m.fold_in(docs, seed=7, samples=None)
+    finally:
+        m.n_jobs = None
+    terms = np.arange(V)
+    for x in (b, c):
+        np.testing.assert_array_equal(x.doc_topics_, a.doc_topics_)
+        np.testing.assert_array_equal(x.p_w_d(terms), a.p_w_d(terms))
+    assert not np.array_equal(m.fold_in(docs, seed=8).doc_topics_, m.fold_in(docs, seed=7).doc_topics_)
+
+
+def test_distributions(trained):
+    m = trained
+    f = m.fold_in(planted_docs(4, 15, seed=12) + [np.zeros(0, dtype=np.int64)], n_iter=4, n_keep=2)
+    assert f.doc_topics_.shape == (5, m.n_topics)
+    np.testing.assert_allclose(f.doc_topics_.sum(1), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(f.p_w_d(np.arange(V)).sum(1), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(m.transform(planted_docs(2, 15, seed=12), n_iter=4, n_keep=2),
+                               f.doc_topics_[:2])
+
+
+def test_training_documents_fold_in_to_their_document_model(trained):
+    """Folding in a training document's tokens gives a P_TM close to the model's own for it:
+    much closer than the documents' models are to each other."""
+    m = trained
+    terms = np.arange(V)
+    own = m.p_w_d(terms)
+    got = m.fold_in(TRAIN, samples=None, n_iter=20, n_keep=10).p_w_d(terms)
+    gap = np.abs(got - own).sum(1).mean()
+    spread = np.abs(own - own.mean(0)).sum(1).mean()
+    assert gap < 0.1 * spread, (gap, spread)
+
+
+def test_document_completion_prefers_in_topic_documents(trained):
+    m = trained
+    rng = np.random.default_rng(5)
+    held = planted_docs(20, 30, seed=21)
+    shuffled = [rng.integers(0, V, size=30) for _ in held]  # tokens from no topic in particular
+    good = document_completion(m, held, seed=1)
+    bad = document_completion(m, shuffled, seed=1)
+    assert np.isfinite(good.log_lik) and good.n_scored == 20 * 15
+    assert good.log_lik > bad.log_lik + 0.3
+    assert document_completion(m, held, seed=1) == good
+
+
+def test_bad_input_is_refused(trained):
+    with pytest.raises(ValueError, match="term id 40 is out of range"):
+        trained.fold_in([np.array([0, 40])])
+    with pytest.raises(ValueError, match="n_keep"):
+        trained.fold_in([np.array([1])], n_iter=2, n_keep=3)
+    with pytest.raises(ValueError, match="samples must be"):
+        trained.fold_in([np.array([1])], samples=99)
+
+
+# -- PAM -----------------------------------------------------------------------------------------
+
+
+def pam_dense(m, cs):
+    """(n_wj (V, n_sub), n_j, alpha) of kept sample cs, dense."""
+    n_wj = np.zeros((m.n_terms_, m.n_sub), dtype=np.int64)
+    for w in range(m.n_terms_):
+        lo, hi = m.tw_ptr_[cs, w], m.tw_ptr_[cs, w + 1]
+        n_wj[w, m.tw_sub_[lo:hi].astype(np.int64)] = m.tw_count_[lo:hi]
+    return n_wj, m.n_j_samples_[cs], m.alpha_samples_[cs]
+
+
+def pam_sample(m, cs):
+    return PF.make_sample(cs, m.tw_ptr_, m.tw_sub_, m.tw_count_, m.n_j_samples_, m.alpha_samples_,
+                          float(m.alpha_root), float(m.beta))
+
+
+def test_pam_fold_doc_matches_reference_draw_for_draw(pam):
+    m = pam
+    for cs in (0, m.n_samples_ * m.n_chains - 1):
+        n_wj, n_j, alpha = pam_dense(m, cs)
+        smp = pam_sample(m, cs)
+        for d, terms in enumerate(planted_docs(3, 25, seed=13)):
+            s_fast = np.empty(4, dtype=np.uint64)
+            PF.seed_stream(5, 100 * cs + d, s_fast)
+            s_ref = s_fast.copy()
+            st, words, uid = PF.new_doc_state(terms, m.n_super, m.n_sub, 3)
+            for u, w in enumerate(words):
+                PF.word_G(w, smp, st.G[u])
+            anz = PF.fold_doc(terms, uid, smp, st, 6, 3, s_fast)
+            z_ref, acc_ref = pam_ref.fold_doc(terms, n_wj, n_j, alpha, float(m.alpha_root),
+                                              float(m.beta), 6, 3, s_ref)
+            np.testing.assert_array_equal(st.z, z_ref)
+            np.testing.assert_array_equal(st.acc, acc_ref.ravel())
+            assert anz == np.count_nonzero(acc_ref)
+            np.testing.assert_array_equal(s_fast, s_ref)
+
+
+def test_pam_conditionals_match_reference(pam):
+    m = pam
+    cs = 1
+    n_wj, n_j, alpha = pam_dense(m, cs)
+    smp = pam_sample(m, cs)
+    rng = np.random.default_rng(0)
+    G = np.empty(m.n_super)
+    for _ in range(30):
+        n_pair = rng.integers(0, 4, size=(m.n_super, m.n_sub)) * (rng.random((m.n_super, m.n_sub)) < 0.5)
+        st, _, _ = PF.new_doc_state(np.zeros(20, dtype=np.int64), m.n_super, m.n_sub, 1)
+        keys = np.flatnonzero(n_pair.ravel())
+        st.n_pair[:] = n_pair.ravel()
+        st.n_i[:] = n_pair.sum(1)
+        st.plist[:len(keys)] = keys
+        w = int(rng.integers(V))
+        PF.word_G(w, smp, G)
+        fast = PF.token_conditional(w, G, smp, st, len(keys))
+        slow = pam_ref.conditional(w, st.n_i, n_pair, n_wj, n_j, alpha, float(m.alpha_root),
+                                   float(m.beta))
+        np.testing.assert_allclose(fast, slow, rtol=1e-10, atol=0)
+
+
+def test_pam_p_w_d_matches_reference(pam):
+    m = pam
+    docs = planted_docs(4, 20, seed=14)
+    f = m.fold_in(docs, n_iter=6, n_keep=3, samples=None, seed=2)
+    got = f.p_w_d(np.arange(V))
+    want = np.zeros_like(got)
+    mix = np.zeros((len(docs), m.n_sub))
+    for j, cs in enumerate(f.css_):
+        n_wj, n_j, alpha = pam_dense(m, cs)
+        for d in range(len(docs)):
+            lo, hi = f.f_ptr_[j, d], f.f_ptr_[j, d + 1]
+            summed = np.zeros(m.n_super * m.n_sub)
+            summed[f.f_key_[lo:hi]] = f.f_count_[lo:hi]
+            summed = summed.reshape(m.n_super, m.n_sub)
+            assert summed.sum() == 3 * len(docs[d])
+            want[d] += pam_ref.p_w_d(summed, 3, len(docs[d]), n_wj, n_j, alpha,
+                                     float(m.alpha_root), float(m.beta))
+            if cs // m.n_samples_ == 0:  # doc_topics_ is over chain 0's sub-topics
+                mix[d] += pam_ref.mixture(summed, 3, len(docs[d]), alpha, float(m.alpha_root))
+    want /= len(f.css_)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    np.testing.assert_allclose(f.doc_topics_, mix / m.n_samples_, rtol=1e-12)
+    ptr = np.array([0, 2, 2, 5, 6])
+    toks = np.array([3, 7, 0, 39, 3, 12])
+    doc = np.repeat(np.arange(4), np.diff(ptr))
+    np.testing.assert_allclose(f.token_probs(ptr, toks), got[doc, toks], rtol=1e-12)
