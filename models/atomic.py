@@ -115,11 +115,11 @@ def target_lock(path, *, what: str = "file", timeout: float = 0):
     lock = filelock.FileLock(os.fspath(lock_path(path)), timeout=timeout)
     try:
         lock.acquire()
-    except OSError as e:  # a read-only directory: name the target, not its lock file
-        _raise_naming(e, Path(os.fspath(path)), (lock.lock_file, lock_path(path)))
-    except filelock.Timeout:
+    except filelock.Timeout:  # before OSError, of which it is one (a TimeoutError)
         raise LockedError(f"{os.fspath(path)}: another process is writing this {what} (lock "
                           f"{lock.lock_file} held); wait for it to finish, or write elsewhere") from None
+    except OSError as e:  # a read-only directory: name the target, not its lock file
+        _raise_naming(e, Path(os.fspath(path)), (lock.lock_file, lock_path(path)))
     try:
         yield
     finally:

@@ -28,12 +28,16 @@ def _csr(prefix, rows, index, cols, dtype=_TOPIC, count="count"):
             V.pointer(ptr, idx), V.index(idx, cols), V.sorted_within(idx, ptr), V.nonneg(cnt))
 
 
+_SPARSE = V.When("init='sparse'", lambda m: m.init == "sparse")
+_NOT_SPARSE = V.When("init is not 'sparse'", lambda m: m.init != "sparse")
+
+
 def _assignments(dim):
     """Assignment values: topics (or pair keys) in [0, dim); -1 (not yet drawn) as well under the
     sparse initialisation."""
     def checks(name, optional):
-        return (V.index(name, dim, when=lambda m: m.init != "sparse", optional=optional),
-                V.index(name, dim, low=-1, when=lambda m: m.init == "sparse", optional=optional))
+        return (V.index(name, dim, when=_NOT_SPARSE, optional=optional),
+                V.index(name, dim, low=-1, when=_SPARSE, optional=optional))
     return checks
 
 
@@ -89,7 +93,7 @@ def _glda_values(name, optional):
 
 GLDA = V.Spec(
     model=LDA_MODEL,
-    checkpoint=V.state_checks("gz", (lambda d: d["tokens"] + d["groups"],), np.int32,
+    checkpoint=V.state_checks("gz", ("tokens+groups",), np.int32,
                               _glda_values, "alpha", ("topics",), ()),
     dims=lambda m, h, c: {} if c is None else {"groups": int(m._lay["grp_ptr"][-1])})
 
@@ -105,15 +109,15 @@ PAM = V.Spec(
         V.pointer("dp_ptr", "dp_key_samples"), V.index("dp_key_samples", "pairs"),
         V.sorted_within("dp_key_samples", "dp_ptr"), V.nonneg("dp_count_samples"),
         V.totals("dp_count_samples", "dp_ptr", "doc_len"),
-        *_csr("tw", "terms", "sub", "sub_topics"),
-        V.array("n_j_samples", ("samples", "sub_topics"), np.int64),
-        V.totals("tw_count", "tw_ptr", "n_j_samples", by="tw_sub", width="sub_topics"),
-        V.array("alpha_samples", ("samples", "super_topics", "sub_topics"), np.float64),
+        *_csr("tw", "terms", "sub", "sub-topics"),
+        V.array("n_j_samples", ("samples", "sub-topics"), np.int64),
+        V.totals("tw_count", "tw_ptr", "n_j_samples", by="tw_sub", width="sub-topics"),
+        V.array("alpha_samples", ("samples", "super-topics", "sub-topics"), np.float64),
         V.finite_pos("alpha_samples"),
     ),
     checkpoint=V.state_checks("z", ("tokens",), np.int32, _assignments("pairs"), "alpha",
-                              ("super_topics", "sub_topics"), ("shards",)),
-    dims=lambda m, h, c: dict(super_topics=m.n_super, sub_topics=m.n_sub, pairs=m.n_super * m.n_sub))
+                              ("super-topics", "sub-topics"), ("shards",)),
+    dims=lambda m, h, c: {"super-topics": m.n_super, "sub-topics": m.n_sub, "pairs": m.n_super * m.n_sub})
 
 
 # -- TCM ---------------------------------------------------------------------------------------
@@ -175,7 +179,7 @@ TCM = V.Spec(
         V.array("alpha0_samples", ("samples",), np.float64), V.finite_pos("alpha0_samples"),
     ),
     checkpoint=V.state_checks("b", ("tokens",), np.int32, _boundaries, "alpha0", (),
-                              (lambda d: d["shards"] + 1,)),
+                              ("shards+1",)),
     dims=_no_dims)
 
 
@@ -240,19 +244,19 @@ TREE_LDA = V.Spec(
         V.relation("ne_count", "edges out of the root count the documents' tokens", _root_totals),
         V.array("alpha_samples", ("samples", "topics"), np.float64), V.finite_pos("alpha_samples"),
     ),
-    checkpoint=V.state_checks("zzp", (lambda d: 2 * d["tokens"],), np.int64, _paths, "alpha",
+    checkpoint=V.state_checks("zzp", ("2*tokens",), np.int64, _paths, "alpha",
                               ("topics",), ("shards",)),
     dims=_no_dims)
 
 
 # -- aviPAM (the network state is checked against the header's architecture as well) ----------
 
-def _product(m):
-    return m.decoder == "product"
+_product = V.When("decoder='product'", lambda m: m.decoder == "product")
+_mixture = V.When("decoder='mixture'", lambda m: m.decoder != "product")
 
 
 def _empty(name):
-    return V.array(name, (0,), (np.float32, np.float64), when=lambda m: not _product(m))
+    return V.array(name, (0,), (np.float32, np.float64), when=_mixture)
 
 
 AVIPAM = V.Spec(

@@ -162,10 +162,8 @@ class LDA(LDAFoldInMixin, SweepOrderModel):
     def _check_params(self, corpus):
         self._check_shared_params("n_topics", "sparse_init_every", "optimize_every")
         self._check_uint16("n_topics")
-        if self.alpha is not None and not (float(self.alpha) > 0):
-            raise ValueError(f"alpha must be > 0 or None (50 / n_topics), got {self.alpha!r}")
-        if not float(self.beta) > 0:
-            raise ValueError(f"beta must be > 0, got {self.beta!r}")
+        self._pos_float("alpha", allow_none=True)  # None: 50 / n_topics
+        self._pos_float("beta")
         self._check_choice("init", INITS)
         self._check_corpus(corpus)
 

@@ -37,23 +37,40 @@ def _fail(ctx, message):
 
 
 def _dim(ctx, spec, name=None, axis_len=None):
-    """The size a shape entry asks for: an int, a callable of the dimensions, "dim" or "dim+1".
-    An unknown plain dimension is bound to ``axis_len`` (the first array that has it)."""
+    """The size a shape entry asks for: an int, or a sum of terms "dim", "2*dim" or ints
+    ("topics+1", "tokens+groups"). An unknown dimension standing alone or with an int
+    ("documents+1") is bound by ``axis_len``, the first array that has it."""
     if isinstance(spec, (int, np.integer)):
         return int(spec)
-    if callable(spec):
-        return int(spec(ctx.dims))
-    base, _, extra = spec.partition("+")
-    if base not in ctx.dims:
-        if axis_len is None:
-            _fail(ctx, f"{name}: dimension {base!r} unknown")
-        ctx.dims[base] = int(axis_len) - (int(extra) if extra else 0)
-    return ctx.dims[base] + (int(extra) if extra else 0)
+    total, unknown = 0, []
+    for term in spec.split("+"):
+        factor, _, dim = term.rpartition("*")
+        if dim.isdigit():
+            total += int(dim)
+        elif dim in ctx.dims:
+            total += int(factor or 1) * ctx.dims[dim]
+        else:
+            unknown.append(dim)
+    if unknown:
+        if axis_len is None or len(unknown) > 1 or "*" in spec:
+            _fail(ctx, f"{name}: dimension {unknown[0]!r} unknown")
+        ctx.dims[unknown[0]] = int(axis_len) - total
+        total = int(axis_len)
+    return total
 
 
 def _shape_text(shape):
-    return "(" + ", ".join(s if isinstance(s, str) else "n" if callable(s) else str(s)
-                           for s in shape) + ")"
+    return "(" + ", ".join(str(s) for s in shape) + ")"
+
+
+class When(NamedTuple):
+    """A condition on the estimator's parameters under which a check applies, with its text."""
+
+    text: str
+    test: Callable
+
+    def __call__(self, model):
+        return self.test(model)
 
 
 class Check(NamedTuple):
@@ -68,7 +85,7 @@ class Check(NamedTuple):
 
 
 def array(name, shape, dtype, when=None, optional=False):
-    """``name`` has ``shape`` (entries: dimension names, "dim+1", ints or callables) and one of
+    """``name`` has ``shape`` (entries: ints or sums of dimensions, see :func:`_dim`) and one of
     the dtypes ``dtype``."""
     dtypes = tuple(np.dtype(d) for d in (dtype if isinstance(dtype, tuple) else (dtype,)))
 
@@ -270,7 +287,8 @@ def describe(spec):
     rows = []
     for where, checks in (("model", spec.model), ("checkpoint", spec.checkpoint)):
         for c in checks:
-            rows.append((where, c.array, c.text))
+            cond = f" (when {c.when.text})" if isinstance(c.when, When) else ""
+            rows.append((where, c.array, c.text + cond))
     return rows
 
 

@@ -140,3 +140,48 @@ print(jvm[0] != 0, kept == jvm == kept_down, plain[0] != jvm[0], plain_down[0] =
                          timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split()[-4:] == ["True"] * 4, out.stdout
+
+
+def test_lost_worker_is_one_line_of_the_command_naming_the_checkpoint(ray_cluster, tmp_path, capsys,
+                                                                     caplog, monkeypatch):
+    """Issue 30: a lost worker is an expected failure: one message naming the worker and the
+    checkpoint a rerun resumes from; Ray's report of the death goes to the log, not the screen."""
+    import logging
+    import time
+
+    from models.executors.ray import _RayRunner
+    from retrieval.core.index import build_index
+    from retrieval.ui.cli import main
+
+    src = tmp_path / "docs.trec"
+    rng = np.random.default_rng(0)
+    src.write_text("".join(f"<DOC>\n<DOCNO> D{i} </DOCNO>\n<TEXT>"
+                           f"{' '.join(f'w{t}' for t in rng.integers(0, 80, 30))}</TEXT>\n</DOC>\n"
+                           for i in range(120)))
+    index = build_index([src], tmp_path / "idx")
+    capsys.readouterr()
+    step = _RayRunner.step
+
+    def step_then_kill(self, model, corpus, it):
+        if it == 7:
+            os.kill(self.worker_pids()[1], signal.SIGKILL)
+        return step(self, model, corpus, it)
+
+    monkeypatch.setattr(_RayRunner, "step", step_then_kill)
+    caplog.set_level(logging.DEBUG, logger="models.executors.ray")
+    out = tmp_path / "m.npz"
+    code = main(["-q", "train", "lda", "--index", str(index.path), "--out", str(out), "--topics", "4",
+                 "--chains", "1", "--iterations", "40", "--shards", "2", "--checkpoint-every", "3",
+                 "--ray"])
+    deadline = time.time() + 20  # the raylet's report reaches the driver asynchronously
+    while time.time() < deadline and not any("Ray: " in r.getMessage() for r in caplog.records):
+        time.sleep(0.2)
+    import gc
+
+    gc.collect()  # Ray logs the dead worker's unread results as they are collected
+    captured = capsys.readouterr()
+    assert code == 1
+    assert captured.err == (f"topicir train: error: Ray worker 1 (shards 1-1) died during sweep 8; "
+                            f"rerun the same command to resume from the checkpoint {out}.ckpt (sweep 6)\n")
+    assert "died" not in captured.out and "Unhandled error" not in captured.err
+    assert any("Ray: " in r.getMessage() and "died" in r.getMessage() for r in caplog.records)

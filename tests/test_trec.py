@@ -609,7 +609,7 @@ QIDS = st.one_of(
 )
 RUNS = st.lists(
     st.builds(ScoredDoc, QIDS, st.text(NAME, min_size=1, max_size=6), st.floats(allow_nan=False, allow_infinity=False)),
-    max_size=40,
+    max_size=40, unique_by=lambda doc: (doc.qid, doc.docno),  # a run ranks a document once per topic
 )
 
 

@@ -18,6 +18,7 @@ The driver keeps the model object: initialisation (the online pass is sequential
 log-likelihood, kept samples, alpha's optimisation and checkpoints run there on state it pulls
 back when the fit loop needs it (see :class:`models.executors.LocalRunner` for the protocol).
 """
+import logging
 import os
 import time
 
@@ -26,15 +27,14 @@ import ray
 from ray.exceptions import ObjectLostError, OwnerDiedError, RayActorError, WorkerCrashedError
 
 from .._kernels import lda_doc
+from . import WorkerLostError  # noqa: F401  (raised here; defined without Ray for the CLI)
 from .signals import init_ray, shutdown_ray
+
+log = logging.getLogger(__name__)
 
 _DIED = (RayActorError, WorkerCrashedError, ObjectLostError, OwnerDiedError)
 # Workers import this package from where the driver imported it (same code on both sides).
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-class WorkerLostError(RuntimeError):
-    """A Ray worker died mid-training; the message says how to resume."""
 
 
 def compact_lists(wcap_ptr, wl, wl_nnz, terms):
@@ -175,8 +175,10 @@ class _RayRunner:
     # -- setup --------------------------------------------------------------------------------
 
     def start(self, model, corpus, checkpoint):
+        _ray_reports_to_log()
         if not ray.is_initialized():
-            init_ray(address=self.ex.address, log_to_driver=False)
+            # Ray's log records (its start-up banner) go to this process's log, not Ray's handler
+            init_ray(address=self.ex.address, log_to_driver=False, configure_logging=False)
             self._owns_ray = True
         S, C, lay = model.n_shards, model.n_chains, model._lay
         cpus = int(ray.cluster_resources().get("CPU", 1))
@@ -327,16 +329,11 @@ class _RayRunner:
             return ray.get(refs)
         except _DIED as e:
             dead = [a for a, w in enumerate(self.workers) if not _alive(w)]
-            who = ", ".join(f"worker {a} (shards {self.ranges[a][0]}-{self.ranges[a][1] - 1})"
+            who = ", ".join(f"Ray worker {a} (shards {self.ranges[a][0]}-{self.ranges[a][1] - 1})"
                             for a in dead) or "a Ray worker"
-            if self.checkpoint is not None:
-                how = (f"the checkpoint {os.fspath(self.checkpoint)} holds sweep {self.last_ckpt}; "
-                       f"fit again with the same checkpoint to resume from there (the result is "
-                       f"the model of an uninterrupted run)")
-            else:
-                how = "no checkpoint was given: pass checkpoint= (--checkpoint) to be able to resume"
-            raise WorkerLostError(f"{who} died during {what} ({type(e).__name__}); training "
-                                  f"stopped, nothing after the last checkpoint is kept: {how}") from e
+            log.debug("Ray's report of the lost worker: %s", e)
+            ckpt = None if self.checkpoint is None else os.fspath(self.checkpoint)
+            raise WorkerLostError(who, what, ckpt, self.last_ckpt, type(e).__name__) from None
 
     def close(self):
         for w in self.workers:
@@ -344,6 +341,37 @@ class _RayRunner:
         self.workers = []
         if self._owns_ray:
             shutdown_ray()
+
+
+def _ray_reports_to_log():
+    """Ray's driver prints its raylet's error reports (a lost worker: a screenful) on stdout and
+    logs an "Unhandled error" for every result a dead worker left unread; they go to this
+    module's log at DEBUG instead, since :class:`WorkerLostError` says what happened. Ray's
+    session logs keep them too."""
+    try:
+        import ray._private.worker as driver
+
+        original = driver.print_to_stdstream
+    except (ImportError, AttributeError):  # another Ray: its reports stay as they are
+        return
+    if getattr(original, "raylet_to_log", False):
+        return
+
+    def print_to_stdstream(data, *args, **kwargs):
+        if data.get("pid") != "raylet":
+            return original(data, *args, **kwargs)
+        for line in data.get("lines", ()):
+            log.debug("Ray: %s", line)
+
+    def unhandled_to_log(record):
+        if not record.getMessage().startswith("Unhandled error"):
+            return True
+        log.debug("Ray: %s", record.getMessage())
+        return False
+
+    print_to_stdstream.raylet_to_log = True
+    driver.print_to_stdstream = print_to_stdstream
+    logging.getLogger(driver.__name__).addFilter(unhandled_to_log)
 
 
 def _alive(worker):

@@ -277,6 +277,7 @@ def read_run(source) -> list[ScoredDoc]:
 
 def _run_lines(run: Iterable[ScoredDoc], tag: str, depth: int | None) -> list[str]:
     by_qid: dict[str, list[tuple[float, str]]] = defaultdict(list)
+    seen: set[tuple[str, str]] = set()
     for qid, docno, score in run:
         score = float(score)  # numpy scalars repr as "np.float64(...)"
         if not math.isfinite(score):
@@ -285,6 +286,10 @@ def _run_lines(run: Iterable[ScoredDoc], tag: str, depth: int | None) -> list[st
         for what, value in (("qid", qid), ("docno", docno)):
             if not value or len(value.split()) != 1 or value.strip() != value:
                 raise ValueError(f"{what} must be non-empty without whitespace, got {value!r}")
+        if (qid, docno) in seen:  # read_run and trec_eval refuse such a run
+            raise ValueError(f"topic {qid!r} ranks document {docno!r} twice; a run ranks each "
+                             f"document once per topic")
+        seen.add((qid, docno))
         by_qid[qid].append((-score, docno))
     if all(qid.isascii() and qid.isdigit() for qid in by_qid):
         qids = sorted(by_qid, key=lambda qid: (int(qid), qid))

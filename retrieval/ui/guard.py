@@ -85,11 +85,12 @@ def _terminate(signum, frame):
 
 def run_guarded(command: str, func, args, own_signals: bool = True) -> int:
     """``func(args)`` with every failure as one line on stderr: exit 2 for bad input (including
-    a missing, unreadable or misplaced file), 1 for a locked target, another OSError (ENOSPC) or
-    a bug (``TOPICIR_TRACEBACK=1`` re-raises it), 130 for Ctrl-C or SIGTERM.
+    a missing, unreadable or misplaced file), 1 for a locked target, a lost Ray worker, another
+    OSError (ENOSPC) or a bug (``TOPICIR_TRACEBACK=1`` re-raises it), 130 for Ctrl-C or SIGTERM.
     ``own_signals``: a command-line run owns the process and turns SIGTERM into the clean-up of
     Ctrl-C; a caller of ``main(argv)`` keeps its own handlers."""
     from models.atomic import LockedError
+    from models.executors import WorkerLostError
 
     formatwarning, warnings.formatwarning = warnings.formatwarning, one_line_warning
     if own_signals:
@@ -101,6 +102,9 @@ def run_guarded(command: str, func, args, own_signals: bool = True) -> int:
         msg = os_error_message(exc) if isinstance(exc, OSError) else exc
         print(f"topicir {command}: error: {msg}", file=sys.stderr)
         return 2
+    except WorkerLostError as exc:  # expected on a cluster: say how to resume
+        print(f"topicir {command}: error: {exc.rerun_message()}", file=sys.stderr)
+        return 1
     except (LockedError, OSError) as exc:
         msg = os_error_message(exc) if isinstance(exc, OSError) else exc
         print(f"topicir {command}: error: {msg}", file=sys.stderr)

@@ -1,0 +1,295 @@
+"""Model and checkpoint files are untrusted input (issue 30): for every registered kind, a tiny
+trained model and a checkpoint taken mid-training are damaged array by array (the dtype's largest
+value, a negative one, NaN, a grown pointer, the array halved with a matching manifest) and
+header field by header field, and every damaged file is either refused with one line naming it,
+or works: never a signal, a traceback, or a changed model in the console.
+
+Driven by ``models.registry.kinds()`` and each kind's ``quick_params``, so a new kind is fuzzed
+by registering. Model files are loaded in-process (validation refuses them before any kernel
+runs); what is accepted, and every resumed training, runs in a subprocess per kind, so that a
+crash fails the test instead of killing pytest; a few ``topicir run`` and ``topicir train``
+calls per kind check the command line end to end.
+"""
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from models import checkpoint as ck
+from models import registry
+from tests.helpers import Killed
+from tests.test_conformance import THEMES, wordnet_for_tree_lda  # noqa: F401 (autouse fixture)
+
+ROOT = Path(__file__).resolve().parents[1]
+KINDS = registry.kinds()
+_FORMAT_KEYS = ("format", "format_version", "topicir_version", "arrays")
+
+
+@pytest.fixture(scope="module")
+def collection(tmp_path_factory):
+    from retrieval.core.index import build_index
+
+    root = tmp_path_factory.mktemp("fuzz")
+    rng = np.random.default_rng(1)
+    words = [t.split() for t in THEMES]
+    docs = []
+    for d in range(24):
+        theme = words[d % 3]
+        text = " ".join(rng.choice(theme) for _ in range(rng.integers(12, 30)))
+        docs.append(f"<DOC>\n<DOCNO> F{d:03d} </DOCNO>\n<TEXT>\n{text}.\n</TEXT>\n</DOC>\n")
+    (root / "docs.trec").write_text("".join(docs))
+    (root / "topics.trec").write_text("<top>\n<num> Number: 1\n<title> car engine\n</top>\n"
+                                      "<top>\n<num> Number: 2\n<title> river water\n</top>\n")
+    return build_index([root / "docs.trec"], root / "index"), root / "topics.trec"
+
+
+def _length(cls):
+    return cls.quick_params.get("n_iter", cls.quick_params.get("epochs"))
+
+
+@pytest.fixture(scope="module")
+def trained(collection, tmp_path_factory):
+    """Per kind: the model file, and a checkpoint of the same training killed at its last
+    checkpoint before the end (so a resume runs sweeps on the state)."""
+    from retrieval.core.modelfiles import index_corpus, train_model, training_inputs
+
+    index, _ = collection
+    cache = {}
+
+    def get(kind):
+        if kind not in cache:
+            cls = registry.model_class(kind)
+            d = tmp_path_factory.mktemp(f"fuzz-{kind}")
+            model, path = train_model(index, kind, d / f"{kind}.npz", progress=False, **cls.quick_params)
+            n = _length(cls)
+            kill_at = (n - 1) // 2 * 2
+
+            def kill(m, it, total):
+                if it == kill_at:
+                    raise Killed
+            ckpt = d / f"{kind}.ckpt"
+            est = cls(**dict(cls.quick_params, checkpoint_every=2))
+            with pytest.raises(Killed):
+                est.fit(index_corpus(index), callback=kill, checkpoint=ckpt,
+                        **training_inputs(index, est, False))
+            cache[kind] = model, path, ckpt
+        return cache[kind]
+    return get
+
+
+# -- the mutations -----------------------------------------------------------------------------
+
+def array_mutations(arrays):
+    """(label, name, mutated array) for every array: the dtype's largest value, a negative one,
+    NaN and infinity for floats, a grown pointer, the array halved."""
+    for name, a in arrays.items():
+        if name == "__header__" or a.size == 0 or a.dtype == bool:
+            continue
+        mid = a.size // 2
+        values = []
+        if a.dtype.kind in "iu":
+            values += [("max", np.iinfo(a.dtype).max)]
+            if a.dtype.kind == "i":
+                values += [("negative", -1), ("min", np.iinfo(a.dtype).min)]
+        elif a.dtype.kind == "f":
+            values += [("nan", np.nan), ("negative", -1.0), ("inf", np.inf)]
+        for label, v in values:
+            b = a.copy()
+            b.flat[mid] = v
+            yield f"{name}={label}", name, b
+        if name.endswith("_ptr") and a.dtype.kind in "iu":
+            b = a.copy()
+            b.flat[-1] += 1
+            yield f"{name}=grown", name, b
+        if a.ndim and a.shape[0] > 1:
+            yield f"{name}=halved", name, a[: a.shape[0] // 2].copy()
+
+
+def _changed(v):
+    """Other values of a header parameter: out of range, NaN, another size, another type."""
+    if isinstance(v, bool):
+        return [not v, "yes"]
+    if isinstance(v, int):
+        return [-1, 0, v + 1, 2 ** 40, "7"]
+    if isinstance(v, float):
+        return [-v if v else -1.0, math.nan, math.inf, 0.0, v * 2]
+    if v is None:
+        return [-1.0, math.nan, 3]
+    if isinstance(v, str):
+        return ["bogus", ""]
+    return [None]
+
+
+def header_mutations(header, keys):
+    """(label, mutated header) for every parameter and the given header fields."""
+    for k, v in header["params"].items():
+        for new in _changed(v):
+            yield f"params.{k}={new!r}", dict(header, params=dict(header["params"], **{k: new}))
+    for k in keys:
+        if k in header:
+            for new in _changed(header[k]) + ([[]] if isinstance(header[k], list) else []):
+                yield f"{k}={new!r}", dict(header, **{k: new})
+
+
+def write_mutants(src, out_dir, kind, header_keys):
+    f = ck.read_model_file(src, kind=kind)
+    header = {k: v for k, v in f.header.items() if k not in _FORMAT_KEYS}
+    out = []
+    for i, (label, name, b) in enumerate(array_mutations(f.arrays)):
+        p = out_dir / f"a{i}.npz"
+        ck.write_model_file(p, header, dict(f.arrays, **{name: b}), kind=kind)
+        out.append((label, p))
+    for i, (label, h) in enumerate(header_mutations(header, header_keys)):
+        p = out_dir / f"h{i}.npz"
+        ck.write_model_file(p, h, f.arrays, kind=kind)
+        out.append((label, p))
+    return out
+
+
+def one_line_refusal(exc, path):
+    msg = str(exc)
+    return "\n" not in msg and msg.startswith(f"{path}: ")
+
+
+# -- a subprocess that runs kernels on what validation let through ------------------------------
+
+_WORKER = r"""
+import json, sys
+import numpy as np
+from models import registry
+from retrieval.core.index import Index
+from retrieval.core.modelfiles import index_corpus, load_model, training_inputs
+kind, index_path, jobs = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+index = Index(index_path)
+corpus, cls = index_corpus(index), registry.model_class(kind)
+V, D = index.stats.n_terms, index.stats.n_docs
+for mode, path in jobs:
+    print("START", path, flush=True)
+    try:
+        if mode == "score":
+            m = load_model(path, index)
+            p = m.p_w_d(np.arange(V))
+            m.doc_topics(0, top=3)
+            m.topic_words(0, top=3)
+            ok = p.shape == (D, V) and bool(np.isfinite(p).all())
+            res = "ok" if ok else f"bad scores {p.shape} finite={np.isfinite(p).all()}"
+        else:
+            est = cls(**dict(cls.quick_params, checkpoint_every=2))
+            est.fit(corpus, checkpoint=path, **training_inputs(index, est, False))
+            res = "ok"
+    except ValueError as e:
+        res = "error: " + str(e)
+    except Exception as e:
+        res = f"UNEXPECTED {type(e).__name__}: {e}"
+    print("RESULT", json.dumps([path, res]), flush=True)
+"""
+
+
+def run_worker(kind, index, jobs):
+    """Run ``jobs`` [(mode, path)] in one subprocess; returns {path: result} and the process."""
+    proc = subprocess.run([sys.executable, "-c", _WORKER, kind, str(index.path), json.dumps(jobs)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    results, last = {}, None
+    for line in proc.stdout.splitlines():
+        if line.startswith("START "):
+            last = line[6:]
+        elif line.startswith("RESULT "):
+            path, res = json.loads(line[7:])
+            results[path] = res
+    assert proc.returncode == 0, (f"{kind}: worker died with {proc.returncode} on {last}: "
+                                  f"{proc.stderr[-2000:]}")
+    return results
+
+
+def cli(*args, cwd):
+    return subprocess.Popen([sys.executable, "-m", "retrieval", *map(str, args)], cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+
+
+def train_args(kind, out, index):
+    from retrieval.ui.estimator_args import flag_of
+
+    cls = registry.model_class(kind)
+    args = ["train", kind, "--index", index.path, "--out", out, "-q"]
+    for k, v in dict(cls.quick_params, checkpoint_every=2).items():
+        if isinstance(v, bool):
+            args.append(flag_of(k) if v else "--no-" + flag_of(k)[2:])
+        else:
+            args += [flag_of(k), v]
+    return args
+
+
+# -- the test ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_damaged_files_are_refused_in_one_line_or_work(kind, collection, trained, tmp_path):
+    from retrieval.core.modelfiles import load_model
+    from retrieval.ui.console import Session
+
+    index, topics = collection
+    model, path, ckpt = trained(kind)
+    cls = registry.model_class(kind)
+    assert getattr(cls, "_FILE_SPEC", None) is not None, f"{kind} declares no _FILE_SPEC"
+    (tmp_path / "m").mkdir()
+    (tmp_path / "c").mkdir()
+    mutants = write_mutants(path, tmp_path / "m", ck.MODEL_FORMAT,
+                            ("n_terms", "n_samples", "n_iter", "sample_iter", "log_lik", "alpha_used"))
+    ck_mutants = write_mutants(ckpt, tmp_path / "c", ck.CHECKPOINT_FORMAT,
+                               ("iteration", "sample_chain", "sample_iter", "log_lik"))
+    assert len(mutants) > 20 and len(ck_mutants) > 10
+
+    # model files: loaded in-process, then through the console's :model
+    session = Session(index, model=model, model_name="good")
+    accepted, refused = [], []
+    for label, p in mutants:
+        try:
+            load_model(p, index)
+        except ValueError as e:
+            assert one_line_refusal(e, p), (kind, label, str(e))
+            out = "".join(text for _, text in session.execute(f":model {p}"))
+            assert out.startswith("error: ") and str(p) in out and out.count("\n") == 1, (kind, label, out)
+            assert session.model is model and session.model_name == "good", (kind, label)
+            refused.append((label, p))
+        else:
+            accepted.append(("score", str(p)))
+    # every out-of-range value of an index, pointer or count array is refused
+    assert len(refused) >= len(mutants) // 2, (kind, len(refused), len(mutants))
+
+    # command lines, started now to run beside the worker: `run` with a damaged model, and
+    # `train` resuming a damaged checkpoint
+    bad_model = next(p for label, p in refused if not label.startswith(("params.", "n_")))
+    bad_header = next(p for label, p in refused if label.startswith("params."))
+    out = tmp_path / "cli" / "model.npz"
+    out.parent.mkdir()
+    bad_ckpt = next(p for label, p in ck_mutants if label.endswith(("=max", "=nan")))
+    Path(str(out) + ".ckpt").write_bytes(bad_ckpt.read_bytes())
+    procs = [(p, cli("run", "--index", index.path, "--topics", topics, "--model", p,
+                     "--out-dir", tmp_path / "runs", cwd=tmp_path)) for p in (bad_model, bad_header)]
+    procs.append((Path(str(out) + ".ckpt"), cli(*train_args(kind, out, index), cwd=tmp_path)))
+
+    # what validation let through, and every checkpoint, in a subprocess
+    jobs = accepted + [("resume", str(p)) for _, p in ck_mutants]
+    results = run_worker(kind, index, jobs)
+    labels = {str(p): label for label, p in mutants + ck_mutants}
+    for mode, p in jobs:
+        res = results.get(p)
+        assert res is not None and not res.startswith("UNEXPECTED"), (kind, labels[p], res)
+        if res != "ok":
+            assert res.startswith(f"error: {p}: ") and "\n" not in res, (kind, labels[p], res)
+        elif mode == "score":
+            pass  # a damaged header field or value the model does not depend on
+
+    assert results[str(bad_ckpt)] != "ok", (kind, labels[str(bad_ckpt)])
+    for p, proc in procs:
+        stdout, stderr = proc.communicate(timeout=300)
+        assert proc.returncode == 2, (kind, p, proc.returncode, stderr)
+        assert stderr.count("\n") == 1 and str(p) in stderr and "Traceback" not in stderr, (kind, stderr)
+    assert not list(tmp_path.glob("hs_err_pid*.log"))
+    assert not out.exists()
+    assert not [q for q in (tmp_path / "cli").iterdir() if q.name.startswith(".") and
+                not q.name.endswith(".lock")], "a temporary was left"
