@@ -12,6 +12,8 @@ from typing import NamedTuple
 import numpy as np
 
 from . import file_specs
+from .avipam_foldin import AVIFoldInMixin
+from .foldin import as_corpus
 from .variational import VariationalModel, count_matrix
 
 
@@ -75,7 +77,7 @@ def parse_arch(desc):
                      f"'5pam:10,50,100'), 'molda:K1:K2:...' (e.g. 'molda:10:50') or 'ctm:K'")
 
 
-class AVIPAM(VariationalModel):
+class AVIPAM(AVIFoldInMixin, VariationalModel):
     """A PAM (or mixture of LDAs) trained by amortized variational inference, kept as a
     document model: P_AVI(w | d) = sum_k mix_dk beta_kw with mix_d the posterior-mean sub-topic
     mixture of document d from one encoder pass.
@@ -293,10 +295,9 @@ class AVIPAM(VariationalModel):
 
     def transform(self, corpus):
         """Sub-topic mixtures (n_docs, n_topics) of the documents of any ``corpus`` over the
-        model's vocabulary, from one encoder pass each."""
+        model's vocabulary (or a list of term-id arrays), from one encoder pass each."""
         self._check_fitted()
-        if corpus.n_terms != self.n_terms_:
-            raise ValueError(f"corpus has {corpus.n_terms} terms, the model {self.n_terms_}")
+        corpus = as_corpus(corpus, self.n_terms_)
         import torch
 
         prev = torch.get_num_threads()

@@ -11,7 +11,7 @@ import abc
 
 import numpy as np
 
-from .corpus import Corpus
+from .corpus import Corpus, make_corpus
 
 
 def token_lists(docs, n_terms):
@@ -43,6 +43,15 @@ def token_lists(docs, n_terms):
     doc_ptr[1:] = np.cumsum([len(p) for p in parts])
     term_ids = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
     return doc_ptr, term_ids
+
+
+def as_corpus(docs, n_terms):
+    """``docs`` (see :func:`token_lists`) as a Corpus over ``n_terms`` terms."""
+    if isinstance(docs, Corpus):
+        token_lists(docs, n_terms)
+        return docs
+    doc_ptr, term_ids = token_lists(docs, n_terms)
+    return make_corpus(doc_ptr, term_ids, n_terms=n_terms, fingerprint="new documents")
 
 
 def check_fold_params(n_iter, n_keep, seed):

@@ -76,20 +76,21 @@ class LDAFoldInMixin:
         return np.array([c * S + s for c in range(self.n_chains) for s in range(S - samples, S)],
                         dtype=np.int64)
 
-    def fold_in(self, docs, n_iter=20, n_keep=10, samples=None, seed=0, chain=0):
+    def fold_in(self, docs, n_iter=10, n_keep=5, samples=1, seed=0, chain=0):
         """Posterior of new documents given the trained topics.
 
         Parameters
         ----------
         docs : list of int arrays, or Corpus
             The new documents as term ids of the model's vocabulary.
-        n_iter : int, default=20
+        n_iter : int, default=10
             Gibbs sweeps over every new document after its online initialisation.
-        n_keep : int, default=10
+        n_keep : int, default=5
             The last ``n_keep`` sweeps are averaged.
-        samples : int or None, default=None
+        samples : int or None, default=1
             Fold in under the last ``samples`` kept samples of every chain (None: all of them,
-            as P_TM of training documents averages all of them).
+            as P_TM of training documents averages all of them; the cost grows with the number
+            of samples, the held-out likelihood gains little).
         seed : int, default=0
             Same seed, same result whatever ``n_jobs`` (every document and sample has its own
             random stream).

@@ -103,7 +103,8 @@ def test_conditionals_match_reference(trained):
 
 def test_p_w_d_matches_reference(trained, new_docs):
     m = trained
-    f = m.fold_in(new_docs, n_iter=8, n_keep=4, seed=2)
+    f = m.fold_in(new_docs, n_iter=8, n_keep=4, samples=None, seed=2)
+    assert len(f.css_) == m.n_chains * m.n_samples_
     terms = np.arange(m.n_terms_)
     got = f.p_w_d(terms)
     want = np.zeros_like(got)
@@ -224,3 +225,21 @@ def test_document_completion_needs_fold_in():
         pass
     with pytest.raises(TypeError, match="no fold_in"):
         document_completion(NoFold(), [np.array([1, 2])])
+
+
+@pytest.mark.parametrize("decoder, norm", [("mixture", "batch"), ("product", "batch"), ("product", "l2")])
+def test_avipam_fold_in_of_training_documents_gives_their_document_model(decoder, norm):
+    from models.avipam import AVIPAM
+
+    docs = planted_docs(40, 20, seed=6)
+    corpus = as_corpus(docs)
+    m = AVIPAM(arch="4pam:2,4", hidden=16, epochs=3, batch_size=16, decoder=decoder, norm=norm,
+               seed=3).fit(corpus)
+    f = m.fold_in(docs)
+    np.testing.assert_allclose(f.doc_topics_, m.doc_mix_, rtol=1e-6)
+    terms = np.arange(corpus.n_terms)
+    np.testing.assert_allclose(f.p_w_d(terms), m.p_w_d(terms), rtol=1e-6)
+    np.testing.assert_allclose(f.p_w_d(terms).sum(1), 1.0, rtol=1e-9)
+    np.testing.assert_allclose(m.transform(docs[:3]), f.doc_topics_[:3], rtol=1e-5)  # float32 batches
+    got = document_completion(m, planted_docs(10, 20, seed=7))
+    assert got.n_scored == 100 and np.isfinite(got.log_lik)
