@@ -1,33 +1,28 @@
-"""Every command of README.md runs as printed, so no example drifts from the code.
+"""Every command printed in README.md and docs/ runs as printed, so no example drifts from the code.
 
-The commands are the README's code blocks (4-space indented or fenced): a block whose lines start
-with ``topicir``, ``python`` (``-m retrieval``), ``make`` or ``pip`` is a shell block, one that starts
-with ``import``/``from`` is a Python snippet; other blocks (formulas) are text. Each command runs
-in-process, in README order, in one scratch directory, after these rewrite rules (and no others):
+Pages: README.md, then the docs pages in the order of mkdocs.yml's nav (then any page the nav
+lacks), except docs/results/ (written by the commands) and docs/cli.md (generated from the
+parsers). Their fenced code blocks are read by language: ``sh`` blocks hold one command per line
+(``# comments`` allowed), ``python`` blocks are snippets, ``text`` blocks are not run. Every line
+runs in page order, in one scratch directory shared by all pages (so a page may use the index
+of the README's tour, as it says), with these liberties and no others:
 
-1. ``../shared/data`` is the shared test collections' folder (tests/conftest.py; skipped if absent).
-2. One collection: every shared collection named in an index path (``indexes/cacm``), a data path
-   (``.../cacm/topics.trec``) or ``--collections`` becomes med (1,033 documents); so does AP
-   (``indexes/ap``), which users index from their own TREC disks (not in the shared data).
-3. ``--ray ADDRESS`` (a cluster of the reader's) trains on a local Ray cluster (``--ray``).
-   Trainings are shortened: ``train`` gets 10 topics (PAM: 2 super-, 8 sub-topics), 1 chain,
-   3 sweeps, burn-in 2, a sample every sweep (so one sample); ``smoothing`` K = 10 with the same
-   schedule; ``make demo`` is ``topicir demo --k 10 --iterations 3``.
-4. A model file a command names that no earlier command wrote (its name records the printed,
-   not the shortened, settings) is the newest model of that kind on that index, or, if there is
-   none, a shortened model trained there first.
-5. An index a command names that does not exist yet is built first (shared collection, or
-   ``irds:<name>``); ``topicir index`` onto an existing index gets ``--force``.
-6. ``topicir console`` reads ``#1`` and ``:why 1`` from stdin; globs are expanded as a shell would.
-   The commands ``make demo`` prints to go on with run too, as printed.
-7. Not run: ``make test`` and ``python -m pytest`` (this suite), ``make install`` and ``pip
-   install`` (the test setup has installed). Marked slow (``pytest --runslow``): ``bench``,
-   ``comp5``, ``heldout`` (minutes), ``regressions`` (minutes; tests/test_regressions.py runs it
-   collection by collection), and the benchmark and experiment modules ``python -m
-   retrieval.bench.X`` / ``retrieval.experiments.X`` (minutes to hours), which then run
-   in-process through their ``main(argv)`` after rules 1 and 2.
+1. ``../shared/data`` is the shared collections' folder (tests/conftest.py; skipped if absent).
+2. ``TOPICIR_QUICK=1`` is set (documented in docs/benchmarks.md): trainings, benchmarks and
+   reproductions run at their small settings. ``VAR=value`` before a command sets it too.
+3. ``topicir ARGS`` and ``python -m retrieval ARGS`` run in-process (``retrieval.ui.cli.main``);
+   ``make demo`` runs its Makefile recipe's last step, ``python -m retrieval demo`` (the install
+   before it is the test setup's), then the commands the demo prints to go on with.
+4. Not run: ``make test``, ``pip install``, ``python -m pytest`` (this suite) and ``mkdocs``
+   (tests/test_docs_site.py). A command printed twice runs once (its first place); README's
+   Python API block is tests/test_readme_api.py's, so it runs there (copies of it are checked
+   to be identical).
+5. ``topicir console`` reads ``#1`` and ``:why 1`` from stdin; globs expand as a shell would.
+6. ``reproduce`` and ``bench`` lines are marked slow (``pytest --runslow``) unless listed in
+   QUICK_SECONDS (those take seconds in quick mode). Lines training or running tree-LDA skip
+   when WordNet is not installed (``make wordnet``).
 
-A command line no rule knows fails the test: add a rule here when the README gains one.
+A command line no rule knows fails the test: add a rule here when the docs gain one.
 """
 from __future__ import annotations
 
@@ -46,220 +41,194 @@ import pytest
 
 from conftest import ROOT, SHARED_DATA
 
-README = ROOT / "README.md"
-COMMAND_WORDS = ("topicir", "python", "make", "pip")
-SMALL = "med"
-COLLECTIONS = ("med", "cran", "cisi", "cacm", "npl", "scifact", "adi")
-SLOW = {"bench", "comp5", "heldout", "regressions"}
-MODULES = ("retrieval.bench.", "retrieval.experiments.")
-NOT_RUN = {("make", "test"), ("make", "install"), ("pip", "install")}
-SHORT_TRAIN = {"--chains": "1", "--iterations": "3", "--burn-in": "2", "--sample-every": "1"}
-SHORT_SIZE = {"pam": {"--super": "2", "--sub": "8"}}  # every other kind: 10 topics
-MODEL_PATH = re.compile(r"indexes/([\w.+-]+)/models/(tree-lda|\w+)-[\w.+-]*\.npz")
+DATA_ROOT = "../shared/data"
+NOT_RUN = (("make", "test"), ("pip", "install"), ("python", "-m", "pytest"), ("mkdocs",))
+SLOW_COMMANDS = {"reproduce", "bench"}
+# reproduce/bench lines (their first two words after topicir) that take seconds in quick mode
+QUICK_SECONDS: set[tuple[str, str]] = set()
+SHELL, PYTHON, TEXT = ("sh", "bash", "shell", "console"), ("python", "py"), ("text", "")
+FENCE = re.compile(r"^```\s*([\w+-]*)\s*$")
 
 
 @dataclass(frozen=True)
 class Block:
-    line: int        # 1-based line of README.md where the block starts
-    kind: str        # "shell" or "python"
-    lines: tuple     # (line number, text) per line
+    page: str        # path relative to the repository root
+    line: int        # 1-based line of the block's first code line
+    lang: str
+    lines: tuple     # (line number, text) per non-blank line
 
 
-def readme_blocks(text: str) -> list[Block]:
-    """Code blocks of a Markdown text: 4-space indented ones after a blank line, and fenced ones."""
-    raw, lines, i = [], text.splitlines(), 0
-    while i < len(lines):
-        if lines[i].lstrip().startswith("```"):
-            j = i + 1
-            while j < len(lines) and not lines[j].lstrip().startswith("```"):
-                j += 1
-            raw.append([(n + 1, lines[n]) for n in range(i + 1, j)])
-            i = j + 1
-        elif lines[i].startswith("    ") and (i == 0 or not lines[i - 1].strip()):
-            j = i
-            while j < len(lines) and (lines[j].startswith("    ") or not lines[j].strip()):
-                j += 1
-            raw.append([(n + 1, lines[n][4:]) for n in range(i, j) if lines[n].strip()])
-            i = j
-        else:
-            i += 1
-    blocks = []
-    for body in raw:
-        body = [(n, t) for n, t in body if t.strip()]
-        if not body:
-            continue
-        first = body[0][1].lstrip()
-        if first.startswith(("import ", "from ")):
-            blocks.append(Block(body[0][0], "python", tuple(body)))
-        elif any(t.split()[0] in COMMAND_WORDS for _, t in body) or all(
-                re.fullmatch(r"[a-z][\w.-]*", t.split()[0]) and len(t.split()) > 1 and t.split()[1] != "="
-                for _, t in body):
-            # a block of command-like lines even if no rule knows the program: fails loudly in rewrite
-            blocks.append(Block(body[0][0], "shell", tuple(body)))
+def pages() -> list[Path]:
+    """README.md, then docs/ in the nav order of mkdocs.yml, then any page the nav lacks."""
+    docs = ROOT / "docs"
+    nav = re.findall(r":\s*([\w./-]+\.md)\s*$", (ROOT / "mkdocs.yml").read_text(encoding="utf-8"), re.M)
+    found = sorted(p.relative_to(docs).as_posix() for p in docs.rglob("*.md"))
+    order = [n for n in nav if n in found] + [n for n in found if n not in nav]
+    return [ROOT / "README.md"] + [docs / n for n in order
+                                   if not n.startswith("results/") and n != "cli.md"]
+
+
+def fenced_blocks(text: str, page: str = "page.md") -> list[Block]:
+    """The fenced code blocks of a Markdown text, with their language."""
+    blocks, lang, start, body = [], None, 0, []
+    for n, line in enumerate(text.splitlines(), 1):
+        m = FENCE.match(line.strip())
+        if lang is None and m:
+            lang, start, body = m.group(1).lower(), n + 1, []
+        elif lang is not None and line.strip() == "```":
+            blocks.append(Block(page, start, lang, tuple(body)))
+            lang = None
+        elif lang is not None and line.strip():
+            body.append((n, line))
     return blocks
 
 
-def readme_commands() -> list:
-    params = []
-    for block in readme_blocks(README.read_text(encoding="utf-8")):
-        if block.kind == "python":
-            params.append(pytest.param(block, id=f"README.md:{block.line} python"))
-            continue
-        for line_no, text in block.lines:
-            argv = shlex.split(text, comments=True)
-            marks = [pytest.mark.slow] if len(argv) > 1 and argv[1] in SLOW or _module(argv) else []
-            params.append(pytest.param((line_no, text, argv), id=f"README.md:{line_no} {' '.join(argv[:2])}",
-                                       marks=marks))
+def _key(argv: list[str]) -> str:
+    return " ".join(argv)
+
+
+def _api_block() -> str:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    return re.search(r"## Python API.*?```python\n(.*?)```", readme, re.S).group(1)
+
+
+def printed_commands() -> list:
+    """One pytest param per command line and Python block, in page order (rule 4 applied)."""
+    params, seen, api = [], {}, _api_block().strip()
+    for page in pages():
+        rel = page.relative_to(ROOT).as_posix()
+        for block in fenced_blocks(page.read_text(encoding="utf-8"), rel):
+            where = f"{rel}:{block.line}"
+            if block.lang in PYTHON:
+                source = "\n".join(t for _, t in block.lines)
+                if source.strip() == api.strip() or source in seen:
+                    continue
+                seen[source] = where
+                params.append(pytest.param(block, id=f"{where} python"))
+            elif block.lang in SHELL:
+                for line_no, text in block.lines:
+                    argv = shlex.split(text, comments=True)
+                    if not argv or _key(argv) in seen:
+                        continue
+                    seen[_key(argv)] = f"{rel}:{line_no}"
+                    words = [a for a in argv if "=" not in a or a.startswith("-")]
+                    slow = (len(words) > 2 and words[0] == "topicir" and words[1] in SLOW_COMMANDS
+                            and tuple(words[1:3]) not in QUICK_SECONDS)
+                    params.append(pytest.param((rel, line_no, argv), id=f"{rel}:{line_no} {' '.join(words[:3])}",
+                                               marks=[pytest.mark.slow] if slow else []))
+            elif block.lang not in TEXT:
+                raise AssertionError(f"{where}: code block language {block.lang!r}: use sh, python or text")
     return params
 
 
-# --- rewrite rules ---------------------------------------------------------------------------
+# --- what a printed line runs as -------------------------------------------------------------
 
-def _set(argv: list[str], flag: str, value: str) -> list[str]:
-    if flag in argv:
-        argv = list(argv)
-        argv[argv.index(flag) + 1] = value
-        return argv
-    return [*argv, flag, value]
-
-
-def _module(argv: list[str]) -> str | None:
-    """The benchmark or experiment module a ``python -m`` line runs (rule 7), else None."""
-    if argv[:2] == ["python", "-m"] and len(argv) > 2 and argv[2].startswith(MODULES):
-        return argv[2]
-    return None
-
-
-def _one_collection(arg: str) -> str:
-    """Rule 2: any shared collection (and AP) in a path becomes SMALL."""
-    names = "|".join(c for c in (*COLLECTIONS, "ap") if c != SMALL)
-    return re.sub(rf"(indexes/|data/)({names})(?=/|$)", rf"\g<1>{SMALL}", arg)
-
-
-def rewrite(argv: list[str], data: Path) -> list[str] | None:
-    """The argv to run for a README command line (rules 1-3, 6, 7); None: not run."""
-    if tuple(argv[:2]) in NOT_RUN:
-        return None
+def to_cli(argv: list[str], data: Path) -> tuple[dict, list[str] | None]:
+    """(environment settings, topicir argv) for a printed line; argv None: not run (rule 4)."""
+    env = {}
+    while argv and re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", argv[0]):
+        name, value = argv[0].split("=", 1)
+        env[name], argv = value, argv[1:]
+    if any(tuple(argv[:len(p)]) == p for p in NOT_RUN):
+        return env, None
+    argv = [a.replace(DATA_ROOT, str(data)) for a in argv]
     if argv[:2] == ["make", "demo"]:
-        return ["demo", "--k", "10", "--iterations", "3"]
-    if argv[:3] == ["python", "-m", "pytest"]:
-        return None
-    if _module(argv):
-        return ["-m", argv[2], *[_one_collection(a.replace("../shared/data", str(data))) for a in argv[3:]]]
+        recipe = (ROOT / "Makefile").read_text(encoding="utf-8").split("\ndemo:", 1)[1].split("\n\n", 1)[0]
+        assert recipe.rstrip().endswith("-m retrieval demo"), "the Makefile's demo recipe changed: update rule 3"
+        return env, ["demo"]
     if argv[:3] == ["python", "-m", "retrieval"]:
-        argv = ["topicir", *argv[3:]]
-    if argv[0] != "topicir":
-        raise AssertionError(f"no README rule for {' '.join(argv)!r}: add one to tests/test_readme_commands.py")
-    argv = [_one_collection(a.replace("../shared/data", str(data))) for a in argv[1:]]
-    if "--collections" in argv:
-        start = argv.index("--collections") + 1
-        end = next((i for i in range(start, len(argv)) if argv[i].startswith("--")), len(argv))
-        argv = argv[:start] + [SMALL] + argv[end:]
-    command = argv[0]
-    if command == "train":
-        if "--ray" in argv and argv.index("--ray") + 1 < len(argv) and not argv[argv.index("--ray") + 1].startswith("-"):
-            del argv[argv.index("--ray") + 1]
-        for flag, value in {**SHORT_SIZE.get(argv[1], {"--topics": "10"}), **SHORT_TRAIN}.items():
-            argv = _set(argv, flag, value)
-    elif command == "smoothing":
-        for flag, value in {"--k": "10", "--collections": SMALL, **SHORT_TRAIN}.items():
-            argv = _set(argv, flag, value)
-    expanded = []
-    for arg in argv:  # rule 6: the shell's globbing
-        matches = sorted(glob.glob(arg)) if any(c in arg for c in "*?[") and not arg.startswith("-") else [arg]
-        assert matches, f"{arg}: no file matches the README's glob"
-        expanded += matches
-    return expanded
+        return env, argv[3:]
+    if argv[:1] == ["topicir"]:
+        return env, argv[1:]
+    raise AssertionError(f"no rule for {' '.join(argv)!r}: add one to tests/test_readme_commands.py")
 
 
-def _ensure_index(name: str, data: Path):
-    """Rule 5."""
-    from retrieval.core.index import build_index
-
-    path = Path("indexes") / name
-    if not path.exists():
-        source = str(data / name / "docs") if (data / name).is_dir() else f"irds:{name}"
-        build_index([source], path)
-    return path
-
-
-def _ensure_models(argv: list[str], data: Path) -> list[str]:
-    """Rules 4 and 5 for the index and model paths of one command."""
-    from retrieval.core.index import Index
-    from retrieval.core.modelfiles import train_model
-
-    if "--index" in argv and argv[0] != "index":
-        _ensure_index(Path(argv[argv.index("--index") + 1]).name, data)
-    if argv[0] == "index" and "--out" in argv and Path(argv[argv.index("--out") + 1]).exists():
-        argv = [*argv, "--force"]
+def _glob(argv: list[str]) -> list[str]:
     out = []
     for arg in argv:
-        m = MODEL_PATH.fullmatch(arg)
-        if m and not Path(arg).exists():
-            name, kind = m.groups()
-            _ensure_index(name, data)
-            trained = sorted(Path(arg).parent.glob(f"{kind}-*.npz"), key=lambda p: p.stat().st_mtime)
-            if trained:
-                arg = str(trained[-1])
-            else:
-                size = {"pam": dict(n_super=2, n_sub=8)}.get(kind, dict(n_topics=10))
-                train_model(Index(Path("indexes") / name), kind, arg, progress=False, checkpoint=False,
-                            n_chains=1, n_iter=3, burn_in=2, sample_every=1, **size)
-        out.append(arg)
+        matches = sorted(glob.glob(arg)) if any(c in arg for c in "*?[") and not arg.startswith("-") else [arg]
+        assert matches, f"{arg}: no file matches the printed glob"
+        out += matches
     return out
 
 
-# --- the test --------------------------------------------------------------------------------
+def _has_wordnet() -> bool:
+    return Path(os.environ.get("WORDNET_DIR", "/usr/share/wordnet"), "data.noun").exists()
+
+
+# --- the tests -------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory):
-    """A scratch directory as the cwd of every README command, with Cranfield in ir_datasets' cache."""
+    """The scratch directory every printed command runs in, in quick mode, with Cranfield in
+    ir_datasets' download cache (a copy of the download, as `make demo` seeds it)."""
     if not SHARED_DATA.is_dir():
         pytest.skip(f"shared data not found at {SHARED_DATA}")
     import ir_datasets
 
     cran = ir_datasets.util.home_path() / "cranfield" / "cran.tar.gz"
-    if not cran.exists():  # byte-identical to ir_datasets' download (see ../shared/data/README.md)
+    if not cran.exists():
         cran.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(SHARED_DATA / "irds-cache" / "cranfield" / "cran.tar.gz", cran)
-    work = tmp_path_factory.mktemp("readme")
-    old = os.getcwd()
+    work = tmp_path_factory.mktemp("printed-commands")
+    old_cwd, old_quick = os.getcwd(), os.environ.get("TOPICIR_QUICK")
     os.chdir(work)
+    os.environ["TOPICIR_QUICK"] = "1"
     yield work
-    os.chdir(old)
+    os.chdir(old_cwd)
+    if old_quick is None:
+        os.environ.pop("TOPICIR_QUICK", None)
+    else:
+        os.environ["TOPICIR_QUICK"] = old_quick
 
 
-def test_readme_has_commands():
-    params = readme_commands()
-    assert len(params) > 20
-    kinds = {p.values[0].kind if isinstance(p.values[0], Block) else p.values[0][2][0] for p in params}
-    assert {"topicir", "make", "python"} <= kinds
+def test_pages_have_commands():
+    params = printed_commands()
+    lines = [p.values[0] for p in params if not isinstance(p.values[0], Block)]
+    assert len(lines) > 30
+    assert {"README.md", "docs/models/lda.md", "docs/user-guide.md"} <= {page for page, _, _ in lines}
+    assert any(argv[:2] == ["make", "demo"] for _, _, argv in lines)
+
+
+def test_copies_of_the_api_block_are_the_readmes():
+    """The Python API block appears verbatim wherever it is printed (tests/test_readme_api.py runs it)."""
+    api = _api_block()
+    copies = [p for p in pages() if "tir.build_index([" in p.read_text(encoding="utf-8")]
+    assert copies, "README.md's Python API block is gone"
+    for page in copies:
+        assert api in page.read_text(encoding="utf-8"), f"{page}: its copy of README's Python API block differs"
+
+
+def test_readme_table_commands_are_printed_and_run():
+    """The model table's `train` commands (inline code) are lines of the docs' sh blocks, so they run."""
+    printed = {_key(p.values[0][2]) for p in printed_commands() if not isinstance(p.values[0], Block)}
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    inline = [c for row in readme.splitlines() if row.startswith("|")
+              for c in re.findall(r"`(topicir [^`]+)`", row)]
+    assert len(inline) == 6
+    for command in inline:
+        assert _key(shlex.split(command)) in printed, f"README table command not printed in a page: {command}"
 
 
 @pytest.mark.regression
-@pytest.mark.parametrize("command", readme_commands())
-def test_readme_command_runs(command, workspace, monkeypatch, capsys):
+@pytest.mark.parametrize("command", printed_commands())
+def test_printed_command_runs(command, workspace, monkeypatch, capsys):
     data = SHARED_DATA.resolve()
     if isinstance(command, Block):
-        source = "\n".join(t for _, t in command.lines)
-        source = _one_collection(source.replace("../shared/data", str(data)))
-        for path in {m.group(0) for m in MODEL_PATH.finditer(source)}:
-            source = source.replace(path, _ensure_models([path], data)[0])
-        exec(compile(source, f"README.md:{command.line}", "exec"), {"__name__": "__readme__"})
-        assert capsys.readouterr().out.strip(), "the snippet printed nothing"
+        source = "\n".join(t for _, t in command.lines).replace(DATA_ROOT, str(data))
+        exec(compile(source, f"{command.page}:{command.line}", "exec"), {"__name__": "__docs__"})
+        assert capsys.readouterr().out.strip(), f"{command.page}:{command.line}: the snippet printed nothing"
         return
-    line_no, text, argv = command
-    argv = rewrite(argv, data)
+    page, line_no, printed = command
+    env, argv = to_cli(printed, data)
+    where = f"{page}:{line_no}: {' '.join(printed)}"
     if argv is None:
-        pytest.skip(f"README.md:{line_no}: {text.strip()!r} is not run (rule 7)")
-    argv = _ensure_models(argv, data)
-    if argv[0] == "-m":  # rule 7: a benchmark or experiment module, in-process
-        import importlib
-
-        rc = importlib.import_module(argv[1]).main(argv[2:])
-        assert rc in (0, None), f"README.md:{line_no}: python -m {' '.join(argv[1:])} exited {rc}"
-        assert capsys.readouterr().out.strip(), f"README.md:{line_no}: printed nothing"
-        return
+        pytest.skip(f"{where} is not run (rule 4)")
+    if "tree-lda" in printed and not _has_wordnet():
+        pytest.skip("WordNet is not installed (make wordnet)")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    argv = _glob(argv)
     if argv[0] == "console":
         monkeypatch.setattr(sys, "stdin", io.StringIO("#1\n:why 1\n"))
     from retrieval.ui.cli import main
@@ -267,9 +236,11 @@ def test_readme_command_runs(command, workspace, monkeypatch, capsys):
     with contextlib.redirect_stderr(io.StringIO()) as err:
         rc = main(argv)
     out = capsys.readouterr().out
-    assert rc == 0, f"README.md:{line_no}: topicir {' '.join(argv)} exited {rc}\n{err.getvalue()[-2000:]}"
-    assert out.strip(), f"README.md:{line_no}: topicir {' '.join(argv)} printed nothing"
-    if argv[0] == "demo":  # its table, and the next commands it prints run as pasted
+    assert rc == 0, f"{where}\nexited {rc}:\n{err.getvalue()[-3000:]}"
+    assert out.strip(), f"{where}\nprinted nothing"
+    if argv[0] == "train":  # one stdout line: the model path given with --out
+        assert out.strip().splitlines()[-1] == argv[argv.index("--out") + 1]
+    if argv[0] == "demo":  # its table, and the commands it prints to go on with, pasted
         assert all(m in out for m in ("QL (exact Dirichlet)", "BM25+RM3", "LDA smoothing", "p vs QL"))
         pasted = [shlex.split(line)[1:] for line in out.splitlines() if line.startswith("    topicir ")]
         assert [a[0] for a in pasted] == ["console", "report"]
@@ -280,20 +251,19 @@ def test_readme_command_runs(command, workspace, monkeypatch, capsys):
         assert "AP" in capsys.readouterr().out  # the console's topic #1 with its AP
 
 
-def test_blocks_and_rules_on_a_made_up_readme(tmp_path):
-    text = ("# t\n\n    score(d) = sum of log P(w|d)\n\ntext\n\n    topicir run --index indexes/cacm  # QL\n"
-            "    make test\n\n```sh\npython -m retrieval smoothing --data ../shared/data --collections cacm npl\n```\n\n"
-            "    import pyterrier as pt\n    print(1)\n\nmore\n\n    docker run x\n")
-    blocks = readme_blocks(text)
-    assert [(b.line, b.kind, len(b.lines)) for b in blocks] == [(7, "shell", 2), (11, "shell", 1), (14, "python", 2),
-                                                                  (19, "shell", 1)]
-    data = tmp_path
-    assert rewrite(shlex.split(blocks[0].lines[0][1], comments=True), data) == ["run", "--index", "indexes/med"]
-    assert rewrite(["make", "test"], data) is None
-    smoothing = rewrite(shlex.split(blocks[1].lines[0][1]), data)
-    assert smoothing[:5] == ["smoothing", "--data", str(data), "--collections", "med"]
-    assert smoothing[5:] == ["--k", "10", "--chains", "1", "--iterations", "3", "--burn-in", "2", "--sample-every", "1"]
-    train = rewrite(["topicir", "train", "pam", "--index", "indexes/cran", "--sub", "800", "--iterations", "100"], data)
-    assert train[:8] == ["train", "pam", "--index", "indexes/med", "--sub", "8", "--iterations", "3"]
-    with pytest.raises(AssertionError, match="no README rule for 'docker run x'"):
-        rewrite(["docker", "run", "x"], data)
+def test_rules_on_a_made_up_page(tmp_path):
+    text = ("# t\n\n```text\nscore(d) = sum of log P(w|d)\n```\n\n```sh\ntopicir run --index indexes/x  # QL\n"
+            "make test\nTOPICIR_QUICK=1 topicir bench ql\n```\n\n```python\nimport os\nprint(1)\n```\n\n"
+            "```sh\ndocker run x\n```\n")
+    blocks = fenced_blocks(text)
+    assert [(b.line, b.lang, len(b.lines)) for b in blocks] == [(4, "text", 1), (8, "sh", 3), (14, "python", 2),
+                                                                  (19, "sh", 1)]
+    run = shlex.split(blocks[1].lines[0][1], comments=True)
+    assert to_cli(run, tmp_path) == ({}, ["run", "--index", "indexes/x"])
+    assert to_cli(["make", "test"], tmp_path) == ({}, None)
+    assert to_cli(shlex.split(blocks[1].lines[2][1]), tmp_path) == ({"TOPICIR_QUICK": "1"}, ["bench", "ql"])
+    assert to_cli(["topicir", "reproduce", "smoothing", "--data", "../shared/data"], tmp_path)[1] == [
+        "reproduce", "smoothing", "--data", str(tmp_path)]
+    assert to_cli(["make", "demo"], tmp_path) == ({}, ["demo"])
+    with pytest.raises(AssertionError, match="no rule for 'docker run x'"):
+        to_cli(["docker", "run", "x"], tmp_path)

@@ -88,7 +88,11 @@ def write_reference(path) -> Path:
 
 
 def add_cli_reference(sub) -> None:
+    """``cli-reference`` and ``file-checks``: the pages generated from the code."""
+    from .file_checks import add_file_checks
+
     what = "write this command-line reference (docs/cli.md) from the parsers"
     s = sub.add_parser("cli-reference", help=what, description=what[0].upper() + what[1:] + ".")
     s.add_argument("--write", metavar="PATH", required=True, help="the Markdown file, e.g. docs/cli.md")
     s.set_defaults(func=lambda args: print(write_reference(args.write)) or 0)
+    add_file_checks(sub)
