@@ -18,6 +18,7 @@ from . import file_specs
 from ._kernels.rng import make_rng_states
 from .gibbs import GibbsModel, rows_csr, stack_ptrs
 from .tree import build_tree
+from .tree_lda_foldin import TreeFoldInMixin
 from .tree_shards import sweep_chains, tree_shards
 
 
@@ -29,7 +30,7 @@ def _synset_arrays(synsets):
     return ptr, terms
 
 
-class TreeLDA(GibbsModel):
+class TreeLDA(TreeFoldInMixin, GibbsModel):
     """Tree-based LDA with a synset (WordNet) prior, trained by collapsed Gibbs sampling with
     several chains and kept as a document model.
 

@@ -7,9 +7,12 @@ import pytest
 
 from models import pam_foldin
 from models._kernels import pam_foldin as PF
+from models._kernels import tree_lda_foldin as TF
 from models.heldout import document_completion
 from models.pam import PAM
+from models.tree_lda import TreeLDA
 from tests.reference import pam_foldin_reference as pam_ref
+from tests.reference import tree_lda_foldin_reference as tree_ref
 from tests.test_foldin import K_PLANT, WORDS_PER, as_corpus, planted_docs
 
 V = K_PLANT * WORDS_PER
@@ -21,7 +24,16 @@ def fit_pam():
                sample_every=5, n_shards=1, seed=3).fit(as_corpus(TRAIN))
 
 
-FITS = {"pam": fit_pam}
+# word 2 has three paths (its own leaf and two synsets); one synset spans two planted topics
+SYNSETS = [[0, 1, 2], [2, 3], [10, 11], [5, 25], [30, 31, 32, 33]]
+
+
+def fit_tree():
+    return TreeLDA(n_topics=K_PLANT, alpha=0.2, n_chains=2, n_iter=30, burn_in=20, sample_every=5,
+                   seed=3).fit(as_corpus(TRAIN), synsets=SYNSETS)
+
+
+FITS = {"pam": fit_pam, "tree-lda": fit_tree}
 
 
 @pytest.fixture(scope="module", params=sorted(FITS))
@@ -32,6 +44,11 @@ def trained(request):
 @pytest.fixture(scope="module")
 def pam():
     return fit_pam()
+
+
+@pytest.fixture(scope="module")
+def tree():
+    return fit_tree()
 
 
 # -- every kind ----------------------------------------------------------------------------------
@@ -52,7 +69,8 @@ def test_same_seed_same_result_whatever_threads_and_batches(trained, monkeypatch
     for x in (b, c):
         np.testing.assert_array_equal(x.doc_topics_, a.doc_topics_)
         np.testing.assert_array_equal(x.p_w_d(terms), a.p_w_d(terms))
-    assert not np.array_equal(m.fold_in(docs, seed=8).doc_topics_, m.fold_in(docs, seed=7).doc_topics_)
+    mixed = [np.random.default_rng(d).integers(0, V, size=20) for d in range(4)]  # uncertain topics
+    assert not np.array_equal(m.fold_in(mixed, seed=8).doc_topics_, m.fold_in(mixed, seed=7).doc_topics_)
 
 
 def test_distributions(trained):
@@ -184,3 +202,60 @@ def test_pam_p_w_d_matches_reference(pam):
     toks = np.array([3, 7, 0, 39, 3, 12])
     doc = np.repeat(np.arange(4), np.diff(ptr))
     np.testing.assert_allclose(f.token_probs(ptr, toks), got[doc, toks], rtol=1e-12)
+
+
+# -- tree-LDA ------------------------------------------------------------------------------------
+
+
+def test_tree_conditionals_match_reference(tree):
+    """The fast kernel's topic conditional is the reference's joint (topic, path) conditional
+    summed over the word's paths."""
+    m = tree
+    rng = np.random.default_rng(1)
+    for cs in (0, 3):
+        n_e = m.edge_counts(cs)
+        phi = m._phi(cs)
+        alpha = m.alpha_samples_[cs]
+        for w in (2, 3, 11, 25, 39):
+            ndk = rng.integers(0, 5, size=m.n_topics)
+            fast = TF.token_conditional(w, phi, alpha, ndk)
+            np.testing.assert_allclose(fast, tree_ref.conditional(w, ndk, m.tree_, n_e, alpha),
+                                       rtol=1e-10, atol=0)
+
+
+def test_tree_fold_doc_matches_reference_draw_for_draw(tree):
+    m = tree
+    cs = 1
+    alpha = m.alpha_samples_[cs]
+    for d, terms in enumerate(planted_docs(3, 25, seed=13)):
+        words, rows = np.unique(terms, return_inverse=True)
+        phi = np.ascontiguousarray(m._phi(cs)[words])
+        phi_ref = tree_ref.word_probs(m.tree_, m.edge_counts(cs), words)
+        np.testing.assert_allclose(phi, phi_ref, rtol=1e-12)
+        s_fast = np.empty(4, dtype=np.uint64)
+        TF.seed_stream(5, d, s_fast)
+        s_ref = s_fast.copy()
+        K = m.n_topics
+        z, ndk, acc = np.empty(len(terms), np.int64), np.zeros(K, np.int64), np.zeros(K, np.int64)
+        TF.fold_doc(rows.astype(np.int64), phi, alpha, 6, 3, s_fast, z, ndk, acc, np.empty(K))
+        z_ref, acc_ref = tree_ref.fold_doc(rows, phi, alpha, 6, 3, s_ref)
+        np.testing.assert_array_equal(z, z_ref)
+        np.testing.assert_array_equal(acc, acc_ref)
+        assert not ndk.any()
+
+
+def test_tree_p_w_d_matches_reference(tree):
+    m = tree
+    docs = planted_docs(4, 20, seed=14)
+    f = m.fold_in(docs, n_iter=6, n_keep=3, samples=None, seed=2)
+    got = f.p_w_d(np.arange(V))
+    want = np.zeros_like(got)
+    for j, cs in enumerate(f.css_):
+        phi = tree_ref.word_probs(m.tree_, m.edge_counts(cs), range(V))
+        for d in range(len(docs)):
+            lo, hi = f.f_ptr_[j, d], f.f_ptr_[j, d + 1]
+            summed = np.zeros(m.n_topics)
+            summed[f.f_topic_[lo:hi].astype(np.int64)] = f.f_count_[lo:hi]
+            assert summed.sum() == 3 * len(docs[d])
+            want[d] += tree_ref.p_w_d(summed, 3, len(docs[d]), phi, m.alpha_samples_[cs])
+    np.testing.assert_allclose(got, want / len(f.css_), rtol=1e-10)
