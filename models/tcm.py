@@ -23,6 +23,7 @@ from ._kernels.tcm_score import (
     resample_alpha0,
 )
 from .gibbs import GibbsModel, shard_docs, stack_ptrs
+from .tcm_foldin import TCMFoldInMixin
 from .tcm_infer import TCMDocumentModel
 
 SAMPLERS = ("sparse", "exact")
@@ -83,7 +84,7 @@ def _split_hash(split):
     return hashlib.sha1(np.ascontiguousarray(split, dtype=np.uint8).tobytes()).hexdigest()
 
 
-class TCM(TCMDocumentModel, GibbsModel):
+class TCM(TCMFoldInMixin, TCMDocumentModel, GibbsModel):
     """Topical Collocation Model trained by point-wise Gibbs sampling with several chains, kept
     as a document model over collocations.
 

@@ -7,11 +7,14 @@ import pytest
 
 from models import pam_foldin
 from models._kernels import pam_foldin as PF
+from models._kernels import tcm_foldin as CF
 from models._kernels import tree_lda_foldin as TF
 from models.heldout import document_completion
 from models.pam import PAM
+from models.tcm import TCM
 from models.tree_lda import TreeLDA
 from tests.reference import pam_foldin_reference as pam_ref
+from tests.reference import tcm_foldin_reference as tcm_ref
 from tests.reference import tree_lda_foldin_reference as tree_ref
 from tests.test_foldin import K_PLANT, WORDS_PER, as_corpus, planted_docs
 
@@ -33,7 +36,12 @@ def fit_tree():
                    seed=3).fit(as_corpus(TRAIN), synsets=SYNSETS)
 
 
-FITS = {"pam": fit_pam, "tree-lda": fit_tree}
+def fit_tcm():
+    return TCM(n_topics=K_PLANT, alpha=0.2, max_len=3, n_chains=2, n_iter=30, burn_in=20,
+               sample_every=5, n_shards=1, seed=3).fit(as_corpus(TRAIN))
+
+
+FITS = {"pam": fit_pam, "tree-lda": fit_tree, "tcm": fit_tcm}
 
 
 @pytest.fixture(scope="module", params=sorted(FITS))
@@ -49,6 +57,11 @@ def pam():
 @pytest.fixture(scope="module")
 def tree():
     return fit_tree()
+
+
+@pytest.fixture(scope="module")
+def tcm():
+    return fit_tcm()
 
 
 # -- every kind ----------------------------------------------------------------------------------
@@ -78,21 +91,25 @@ def test_distributions(trained):
     f = m.fold_in(planted_docs(4, 15, seed=12) + [np.zeros(0, dtype=np.int64)], n_iter=4, n_keep=2)
     assert f.doc_topics_.shape == (5, m.n_topics)
     np.testing.assert_allclose(f.doc_topics_.sum(1), 1.0, rtol=1e-12)
-    np.testing.assert_allclose(f.p_w_d(np.arange(V)).sum(1), 1.0, rtol=1e-12)
+    if getattr(m, "p_w_d_sums_to_one", True):  # TCM's P(w|d) leaves mass to longer collocations
+        np.testing.assert_allclose(f.p_w_d(np.arange(V)).sum(1), 1.0, rtol=1e-12)
     np.testing.assert_allclose(m.transform(planted_docs(2, 15, seed=12), n_iter=4, n_keep=2),
                                f.doc_topics_[:2])
 
 
 def test_training_documents_fold_in_to_their_document_model(trained):
     """Folding in a training document's tokens gives a P_TM close to the model's own for it:
-    much closer than the documents' models are to each other."""
+    much closer than the documents' models are to each other, and closer than the model's two
+    chains are to each other for the document (L1 distances, mean over documents)."""
     m = trained
     terms = np.arange(V)
     own = m.p_w_d(terms)
     got = m.fold_in(TRAIN, samples=None, n_iter=20, n_keep=10).p_w_d(terms)
+    per_chain = m.p_w_d_per_sample(terms).mean(1)
     gap = np.abs(got - own).sum(1).mean()
     spread = np.abs(own - own.mean(0)).sum(1).mean()
-    assert gap < 0.1 * spread, (gap, spread)
+    chains = np.abs(per_chain[0] - per_chain[1]).sum(1).mean()
+    assert gap < 0.15 * spread and gap < 0.5 * chains, (gap, spread, chains)
 
 
 def test_document_completion_prefers_in_topic_documents(trained):
@@ -259,3 +276,80 @@ def test_tree_p_w_d_matches_reference(tree):
             assert summed.sum() == 3 * len(docs[d])
             want[d] += tree_ref.p_w_d(summed, 3, len(docs[d]), phi, m.alpha_samples_[cs])
     np.testing.assert_allclose(got, want / len(f.css_), rtol=1e-10)
+
+
+# -- TCM -----------------------------------------------------------------------------------------
+
+
+def tcm_sample(m, cs):
+    return CF.make_sample(cs, m.ct_ptr_, m.ct_type_, m.ct_topic_, m.ct_count_, m.n_k_samples_,
+                          m.alpha0_samples_, m.p0_len_, float(m.alpha_), float(m.p_stop))
+
+
+def tcm_spans(m, terms):
+    span = np.empty((len(terms), m.max_len), dtype=np.int64)
+    CF.span_types(np.array([0, len(terms)]), terms, m.type_ptr_, m.type_terms_,
+                  np.asarray(m._len_blocks(), dtype=np.int64), span)
+    return span
+
+
+def test_tcm_span_types_are_the_models_types(tcm):
+    m = tcm
+    terms = np.concatenate([m.collocation_terms(t) for t in m.top_collocations(3, min_len=2)[0]])
+    span = tcm_spans(m, terms.astype(np.int64))
+    for i in range(len(terms)):
+        for n in range(1, m.max_len + 1):
+            want = m.find_collocation(terms[i:i + n]) if i + n <= len(terms) else -1
+            assert span[i, n - 1] == want
+    assert (span[:, 1] >= 0).any()
+
+
+def test_tcm_position_conditionals_match_reference(tcm):
+    """The K + 1 weights of a position, from the documented formula, against the conditional
+    of the joint probability of the document's collocations and topics."""
+    m = tcm
+    K = m.n_topics
+    rng = np.random.default_rng(2)
+    for cs in (0, 3):
+        smp = tcm_sample(m, cs)
+        for terms in planted_docs(3, 12, seed=15):
+            span = tcm_spans(m, terms)
+            for _ in range(6):
+                b = np.where(rng.random(len(terms)) < 0.6, rng.integers(0, K, len(terms)), -1)
+                b[-1] = rng.integers(K)
+                for i in range(len(b)):  # no collocation longer than max_len
+                    if i >= m.max_len - 1 and (b[i - m.max_len + 1:i + 1] == -1).all():
+                        b[i] = rng.integers(K)
+                j = int(rng.integers(len(terms)))
+                e = j if j == len(b) - 1 else j + 1 + int(np.argmax(b[j + 1:] >= 0))
+                s = next((i + 1 for i in range(j - 1, -1, -1) if b[i] >= 0), 0)
+                ndk = np.zeros(K, dtype=np.int64)
+                N = 0
+                for a, z, k in tcm_ref.collocations(b):  # all but L and R (or LR)
+                    if z < s or a > e:
+                        ndk[k] += 1
+                        N += 1
+                w = np.empty(K + 1)
+                nw = CF.position_weights(j, span, smp, b, ndk, N, np.empty(K), w)
+                fast = w[:nw] / w[:nw].sum()
+                slow = tcm_ref.conditional(m, cs, terms, b, j)
+                np.testing.assert_allclose(fast, slow, rtol=1e-9, atol=1e-15)
+
+
+def test_tcm_p_c_d_is_the_document_model_of_the_folded_counts(tcm):
+    m = tcm
+    docs = planted_docs(3, 20, seed=14)
+    f = m.fold_in(docs, n_iter=6, n_keep=3, samples=None, seed=2)
+    terms, seg = np.array([0, 1, 12, 13, 13]), np.array([0, 2, 3, 5])
+    got = f.p_c_d(terms, seg)
+    phi, _ = m._phi(terms, seg)
+    want = np.zeros_like(got)
+    for j, cs in enumerate(f.css_):
+        for d in range(len(docs)):
+            lo, hi = f.f_ptr_[j, d], f.f_ptr_[j, d + 1]
+            n_dk = np.zeros(m.n_topics)
+            n_dk[f.f_topic_[lo:hi].astype(np.int64)] = f.f_count_[lo:hi] / 3
+            assert 0 < n_dk.sum() <= len(docs[d])
+            want[d] += (n_dk + m.alpha_) @ phi[cs] / (n_dk.sum() + m.n_topics * m.alpha_)
+    np.testing.assert_allclose(got, want / len(f.css_), rtol=1e-12)
+    np.testing.assert_allclose(f.p_w_d([0, 12])[:, 0], f.p_c_d([0], [0, 1])[:, 0], rtol=1e-12)
