@@ -181,9 +181,7 @@ class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):
         if self.n_super * self.n_sub > 2**31 - 1:
             raise ValueError(f"n_super * n_sub must fit in int32, got {self.n_super} * {self.n_sub}")
         for name in ("alpha_root", "alpha_sub", "beta"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float, np.floating, np.integer)) or not v > 0:
-                raise ValueError(f"{name} must be a number > 0, got {v!r}")
+            self._pos_float(name)
         self._check_bool("learn_alpha")
         self._check_choice("init", INITS)
         self._check_choice("sampler", SAMPLERS)
