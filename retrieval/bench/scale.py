@@ -61,11 +61,11 @@ def _maxrss_gib() -> float:
 # -- child processes ---------------------------------------------------------------------------
 
 def _child(task: str, args: dict, log_path: Path, timeout: float | None = None) -> dict:
-    """Run ``task`` in a fresh interpreter (``python -m retrieval.bench.scale``) and return the
-    JSON it writes; its stderr (progress, logging) goes to ``log_path``."""
+    """Run ``task`` in a fresh interpreter (:func:`child_main`) and return the JSON it writes;
+    its output (progress, logging) goes to ``log_path``."""
     out = log_path.with_suffix(".json")
     out.unlink(missing_ok=True)
-    cmd = [sys.executable, "-m", "retrieval.bench.scale", task, json.dumps(args), str(out)]
+    cmd = [sys.executable, "-c", _CHILD, task, json.dumps(args), str(out)]
     with open(log_path, "w") as err:
         proc = subprocess.run(cmd, stdout=err, stderr=subprocess.STDOUT, timeout=timeout)
     if proc.returncode != 0 or not out.exists():
@@ -346,12 +346,14 @@ def _tables(kinds, full, frac, per_kind, ratio, info) -> list[Table]:
             Table("Per kind: measured on the fraction, and extrapolated (*)", details, digits=2)]
 
 
-# -- entry point of the child processes --------------------------------------------------------
+# -- what the child processes run -------------------------------------------------------------
 
 TASKS = {"index": task_index, "ql": task_ql, "warm": task_warm, "kind": task_kind}
+_CHILD = "import sys; from retrieval.bench.scale import child_main; child_main(sys.argv[1:])"
 
 
-def _main(argv: list[str]) -> int:
+def child_main(argv: list[str]) -> None:
+    """``TASK ARGS_JSON OUT``: run one task and write its result to OUT (atomically)."""
     task, args, out = argv
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     result = TASKS[task](**json.loads(args))
@@ -359,8 +361,3 @@ def _main(argv: list[str]) -> int:
     with open(tmp, "w") as f:
         json.dump(result, f)
     os.replace(tmp, out)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(_main(sys.argv[1:]))
