@@ -8,6 +8,7 @@ from models._version import __version__
 
 from .core.baselines import BASELINES, run_baseline
 from .core.evaluate import aggregate, per_topic
+from .core.feedback import Expansion, Settings as FeedbackSettings, read_expansions, run_feedback, sweep_feedback
 from .core.frames import per_topic_frame, run_frame
 from .core.index import Index, build_index
 from .core.infer import fold_in_texts, infer, text_term_ids
@@ -18,10 +19,11 @@ from .core.sources import load_qrels, load_topics
 from .core.trec import Qrel, ScoredDoc, Topic, read_run, write_run
 
 __all__ = [
-    "BASELINES", "Index", "LAM", "MU", "PreparedQuery", "Qrel", "ScoredDoc", "Topic", "TopicModel",
+    "BASELINES", "Expansion", "FeedbackSettings", "Index", "LAM", "MU", "PreparedQuery", "Qrel", "ScoredDoc", "Topic", "TopicModel",
     "__version__", "aggregate", "build_index", "fold_in_texts", "infer", "kinds", "load_model",
     "load_qrels", "load_topics",
-    "model_class", "per_topic", "per_topic_frame", "prepare", "rank", "read_run", "run_baseline",
-    "run_frame", "run_name", "run_topics", "save_run", "sweep_topics", "text_term_ids", "train_model",
+    "model_class", "per_topic", "per_topic_frame", "prepare", "rank", "read_expansions", "read_run",
+    "run_baseline", "run_feedback", "run_frame", "run_name", "run_topics", "save_run", "sweep_feedback",
+    "sweep_topics", "text_term_ids", "train_model",
     "write_run",
 ]

@@ -30,10 +30,13 @@ Models are reached only through the protocol of :mod:`models.base` (``p_w_d``,
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
+from .extension import document_model
 from .index import Index
 from .ranking import DEPTH, PreparedQuery, prepare, ranked
 from .scoring import LAM, MU, Query, top_k
@@ -75,6 +78,23 @@ class Settings:
         mu = "" if self.method != "rm3" or self.fb_mu == 0.0 else \
             f" fbmu{'=mu' if self.fb_mu is None else format(self.fb_mu, 'g')}"
         return f"docs{self.fb_docs} terms{self.fb_terms}{extra} w{self.original_weight:g}{mu}"
+
+    def params(self) -> dict:
+        """The setting as run-name parameters (:func:`retrieval.core.ranking.run_name`), every
+        field that changes the ranking: ``fbrm3_fbdocs10_fbterms10_fbw0.5``."""
+        out = {"fb": self.method, "fbdocs": self.fb_docs, "fbterms": self.fb_terms}
+        if self.method == "topics":
+            out["fbtopics"] = self.fb_topics
+        out["fbw"] = f"{self.original_weight:g}"
+        if self.method == "rm3" and self.fb_mu != 0.0:
+            out["fbmu"] = "mu" if self.fb_mu is None else f"{self.fb_mu:g}"
+        return out
+
+    def as_dict(self) -> dict:
+        """The setting for a run's settings file."""
+        return {"method": self.method, "fb_docs": self.fb_docs, "fb_terms": self.fb_terms,
+                "original_weight": self.original_weight,
+                "fb_topics": self.fb_topics if self.method == "topics" else None, "fb_mu": self.fb_mu}
 
 
 @dataclass
@@ -219,13 +239,15 @@ class FeedbackQuery:
     model : topic model or None (exact QL)
     mu, lam : the ranking's Dirichlet prior and QL weight (lam is 1 without a model)
     qid : str, for warnings and the expansions
+    prepared : PreparedQuery of ``text`` with ``model``, if the caller has it already (the console)
     """
 
     def __init__(self, index: Index, text: str, model=None, *, mu: float = MU, lam: float = LAM,
-                 qid: str = ""):
-        self.index, self.model, self.mu, self.qid = index, model, float(mu), qid
+                 qid: str = "", prepared: PreparedQuery | None = None):
+        # a model of an index this one grew from is read with fold-in, as the ranking reads it
+        self.index, self.model, self.mu, self.qid = index, document_model(model, index), float(mu), qid
         self.lam = float(lam) if model is not None else 1.0
-        self.prepared: PreparedQuery = prepare(index, text, model, qid=qid)
+        self.prepared: PreparedQuery = prepared if prepared is not None else prepare(index, text, model, qid=qid)
         self.first = self.prepared.scores(self.mu, self.lam)
         self._top = np.zeros(0, dtype=np.int64)
         self._rm: dict = {}
@@ -321,3 +343,41 @@ def run_feedback(index: Index, topics: list[Topic], settings: Settings = Setting
     ``{qid: Expansion}``."""
     return sweep_feedback(index, topics, [settings], model=model, mu=mu, lam=lam, field=field,
                           depth=depth, progress=progress)[settings]
+
+
+# -- the expansions file beside a run ------------------------------------------------------------
+
+
+def expansions_path(run_path) -> Path:
+    """The expansions file beside a run: ``<run>.expansions.jsonl``."""
+    run_path = Path(run_path)
+    return run_path.with_name(run_path.name + ".expansions.jsonl")
+
+
+def write_expansions(path, expansions) -> Path:
+    """Every query's :meth:`Expansion.as_dict`, one JSON object a line, written atomically."""
+    from models.atomic import atomic_open
+
+    with atomic_open(path, "w", encoding="utf-8") as out:
+        for e in expansions:
+            out.write(json.dumps(e.as_dict()) + "\n")
+    return Path(path)
+
+
+def read_expansions(path) -> list[dict]:
+    """The records :func:`write_expansions` wrote; a line that is not a JSON object is an error
+    naming the file and line."""
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                record = None
+            if not isinstance(record, dict) or "qid" not in record or "terms" not in record:
+                raise ValueError(f"{path}:{n}: expected an expansion record (JSON with qid and terms), "
+                                 f"got {line.strip()[:60]!r}")
+            out.append(record)
+    return out

@@ -184,11 +184,17 @@ def changed_settings(old: dict, new: dict) -> list[str]:
     return sorted(k for k in (set(old) | set(new)) - ignore if norm(k, old.get(k)) != norm(k, new.get(k)))
 
 
-def save_run(run: list[ScoredDoc], path, tag: str, depth: int = DEPTH, params: dict | None = None) -> Path:
+def save_run(run: list[ScoredDoc], path, tag: str, depth: int = DEPTH, params: dict | None = None,
+             expansions=None) -> Path:
     """Write a TREC run and, with ``params``, the settings that made it to ``<run>.json`` (TREC
-    run files have no room for them). Replacing a run made with other settings is logged."""
+    run files have no room for them). Replacing a run made with other settings is logged.
+    ``expansions`` (pseudo-relevance feedback's :class:`retrieval.core.feedback.Expansion` of
+    every query) go to ``<run>.expansions.jsonl``; without them an earlier run's file there is
+    removed, so that it never describes another run."""
     from models.atomic import atomic_open
     from models._version import __version__
+
+    from .feedback import expansions_path, write_expansions
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -200,6 +206,10 @@ def save_run(run: list[ScoredDoc], path, tag: str, depth: int = DEPTH, params: d
             log.warning("%s: replacing a run made with other settings (%s)", path,
                         ", ".join(f"{k}: {old.get(k)!r} -> {settings.get(k)!r}" for k in changed))
     write_run(path, run, tag=tag, depth=depth)
+    if expansions is not None:
+        write_expansions(expansions_path(path), expansions)
+    else:
+        expansions_path(path).unlink(missing_ok=True)
     if params is not None:
         with atomic_open(settings_path(path), "w", encoding="utf-8") as out:
             json.dump(settings | {"written": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, out, indent=1)

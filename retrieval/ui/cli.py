@@ -47,6 +47,13 @@ def cmd_index(args) -> int:
     return 0
 
 
+def _weight(text: str) -> float:
+    value = _weights(text)
+    if len(value) != 1:
+        raise argparse.ArgumentTypeError(f"expected one weight in [0, 1], got {text!r}")
+    return value[0]
+
+
 def _run_settings(args, index, *, method, mu, lam=None, model=None) -> dict:
     """What made a run, for the settings file beside it."""
     return {"method": method, "index": str(Path(index.path).resolve()), "fingerprint": index.fingerprint,
@@ -66,6 +73,7 @@ def cmd_run(args) -> int:
         raise ValueError(f"--lam {','.join(f'{x:g}' for x in args.lam)} weighs a topic model against QL: give "
                          f"--model MODEL{' instead of --baseline' if args.baseline else ''} (without one the run "
                          f"is plain QL)")
+    fb = _feedback_settings(args)
     index = Index(args.index)
     topics = load_topics(args.topics)
     tname = args.topics_name or _topics_name(args.topics)
@@ -88,15 +96,47 @@ def cmd_run(args) -> int:
     settings = [(mu, lam) for mu in args.mu for lam in lams]
     if args.out and len(settings) > 1:
         raise ValueError("--out names one file; a sweep writes one run per setting into --out-dir")
-    runs = sweep_topics(index, topics, settings, field=args.field, model=model, depth=args.depth)
-    for (mu, lam), run in runs.items():
+    if fb is None:
+        runs = {s: (run, None) for s, run in sweep_topics(index, topics, settings, field=args.field, model=model,
+                                                          depth=args.depth).items()}
+    else:
+        from ..core.feedback import run_feedback
+
+        runs = {(mu, lam): run_feedback(index, topics, fb, model=model, mu=mu, lam=lam, field=args.field,
+                                        depth=args.depth) for mu, lam in settings}
+    for (mu, lam), (run, expansions) in runs.items():
         params = {"mu": f"{mu:g}"} | ({"lam": f"{lam:g}"} if model is not None else {})
+        params |= fb.params() if fb is not None else {}
         params |= ({"depth": args.depth} if args.depth != DEPTH else {}) | ({"tag": args.tag} if args.tag else {})
         path = Path(args.out) if args.out else out_dir / run_name(f"{index.name}.{tname}.{args.field}", model_name, **params)
-        print(save_run(run, path, tag=args.tag or f"topicir-{model_name}", depth=args.depth,
-                       params=_run_settings(args, index, method=model_name, mu=mu,
-                                            lam=lam if model is not None else None, model=args.model)))
+        record = _run_settings(args, index, method=model_name, mu=mu, lam=lam if model is not None else None,
+                               model=args.model) | ({"feedback": fb.as_dict()} if fb is not None else {})
+        print(save_run(run, path, tag=args.tag or f"topicir-{model_name}", depth=args.depth, params=record,
+                       expansions=list(expansions.values()) if expansions is not None else None))
     return 0
+
+
+def _feedback_settings(args):
+    """The feedback :class:`~retrieval.core.feedback.Settings` of ``topicir run``, or None."""
+    from ..core.feedback import Settings
+
+    given = [flag for flag, v in (("--fb-docs", args.fb_docs), ("--fb-terms", args.fb_terms),
+                                  ("--fb-weight", args.fb_weight), ("--fb-topics", args.fb_topics)) if v is not None]
+    if args.feedback is None:
+        if given:
+            raise ValueError(f"{given[0]} sets pseudo-relevance feedback: add --feedback rm3 or --feedback topics")
+        return None
+    if args.baseline:
+        raise ValueError(f"--feedback {args.feedback} ranks with topicir's query likelihood: drop --baseline "
+                         f"{args.baseline} (--baseline bm25+rm3 is Anserini's RM3)")
+    if args.feedback == "topics" and not args.model:
+        raise ValueError("--feedback topics expands queries with a topic model's topics: give --model MODEL "
+                         "(--feedback rm3 needs none)")
+    if args.fb_topics is not None and args.feedback != "topics":
+        raise ValueError("--fb-topics is the number of topics of --feedback topics; rm3 has none")
+    values = {"fb_docs": args.fb_docs, "fb_terms": args.fb_terms, "original_weight": args.fb_weight,
+              "fb_topics": args.fb_topics}
+    return Settings(args.feedback, **{k: v for k, v in values.items() if v is not None})
 
 
 def train_parser(kind: str) -> argparse.ArgumentParser:
@@ -258,6 +298,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .report import OUT_DIR as REPORTS_DIR
     from ..core.scoring import LAM, MU
     from ..core.trec import TOPIC_FIELDS
+    from ..core.feedback import FB_DOCS, FB_TERMS, FB_TOPICS, METHODS as FB_METHODS, ORIGINAL_WEIGHT
 
     p = argparse.ArgumentParser(prog="topicir", description="Topic-model-smoothed query likelihood over Lucene indexes.")
     p.add_argument("--version", action="version", version=f"topicir {__version__}")
@@ -292,6 +333,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out-dir", default=str(RUNS_DIR))
     s.add_argument("--topics-name", help="name used in run file names (default: from --topics)")
     s.add_argument("--tag", help="run tag (last column)")
+    fb = s.add_argument_group("pseudo-relevance feedback", "rank again with the query expanded from its top "
+                              "documents; each query's expansion is written beside the run "
+                              "(<run>.expansions.jsonl)")
+    fb.add_argument("--feedback", choices=FB_METHODS, help="rm3: relevance model (exact QL+RM3 without --model, "
+                    "over the topic-smoothed document models with one); topics: the top documents' topics' "
+                    "words (needs --model)")
+    fb.add_argument("--fb-docs", type=_pos_int, help=f"feedback documents (default {FB_DOCS})")
+    fb.add_argument("--fb-terms", type=_pos_int, help=f"expansion terms (default {FB_TERMS})")
+    fb.add_argument("--fb-weight", type=_weight, help=f"weight of the original query, in [0, 1] "
+                    f"(default {ORIGINAL_WEIGHT:g}; 1 ranks as without feedback)")
+    fb.add_argument("--fb-topics", type=_pos_int, help=f"topics that expand a query, --feedback topics "
+                    f"(default {FB_TOPICS})")
     s.set_defaults(func=cmd_run)
 
     s = sub.add_parser("train", help="train a topic model on an index (checkpoints; rerun to resume)",
