@@ -19,6 +19,7 @@ from ..core.stats import CollectionStats
 from ..core.trec import TOPIC_FIELDS, Qrel, Topic, topic_query, write_run
 from .console_text import (ConsoleError, Fragments, Result, check_lam, check_mu, match_words, settings_label,
                            snippet, wrap)
+from .console_feedback import FeedbackViews
 from .console_views import ModelViews
 
 HITS = 10                 # hits shown per query; results keep DEPTH for :write
@@ -37,6 +38,8 @@ Type a query to rank every document; #QID runs topic QID of --topics (in the cur
   :topic K          top words of topic K (needs a model)
   :lam X  :mu X     QL weight in [0, 1] / Dirichlet prior > 0
   :model DIR|off    load a topic model / go back to plain QL
+  :feedback rm3|topics|off   pseudo-relevance feedback (topics needs a model); :why N lists the expansion
+  :fb docs=10 terms=10 weight=0.5 topics=3   its feedback documents, terms, original-query weight, topics
   :field F          field of #QID queries: title, desc, narr, title+desc
   :topics FILE      load topics;   :qrels FILE   mark relevant hits, show AP of #QID queries
   :hits N           hits shown (each result keeps 1000 for :write)
@@ -46,7 +49,7 @@ Type a query to rank every document; #QID runs topic QID of --topics (in the cur
                     the queries beside it as FILE.queries.tsv (topicir run --topics reads it)
   :history  :set  :help  :quit       Ctrl-C cancels a query, Ctrl-D leaves."""
 
-COMMANDS = ("why", "doc", "topic", "lam", "mu", "model", "field", "topics", "qrels", "hits",
+COMMANDS = ("why", "doc", "topic", "lam", "mu", "model", "feedback", "fb", "field", "topics", "qrels", "hits",
             "compare", "write", "history", "set", "help", "quit")
 _ALIASES = {"q": "quit", "exit": "quit", "h": "help", "?": "help", "settings": "set", "k": "hits"}
 _PATH_ARGS = ("model", "topics", "qrels", "write")
@@ -68,7 +71,7 @@ def _load_model(path: str, index):
     return load_model(path, index)
 
 
-class Session(ModelViews):
+class Session(ModelViews, FeedbackViews):
     """State of a console session and one method per command.
 
     Parameters
@@ -103,6 +106,8 @@ class Session(ModelViews):
         self.done = False
         self._n_free = 0
         self._stems: dict[str, list[str]] = {}
+        self.feedback = None     # feedback Settings (console_feedback), None: off
+        self.fb_values: dict = {}
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -116,7 +121,7 @@ class Session(ModelViews):
             s += f" (lam={self.lam:g} waits for a model)"
         elif self.model is not None and self.lam == 1.0:
             s += f" (model {self.model_name} loaded, lam=1 ignores it)"
-        return s
+        return s + self.feedback_label()
 
     def toolbar(self) -> str:
         t = f" {self.index.name}: {self.stats.n_docs:,} docs | {self.settings()} | hits {self.hits}"
@@ -186,18 +191,23 @@ class Session(ModelViews):
         lam = self.lam if lam is None else lam
         start = time.perf_counter()
         lam = lam if self.model is not None else 1.0
-        prepared = prepare(self.index, text, self.model if lam < 1 else None, warn=False)
+        topic_fb = self.feedback is not None and self.feedback.method == "topics"
+        prepared = prepare(self.index, text, self.model if lam < 1 or topic_fb else None, warn=False)
         query = prepared.query
         if len(query.term_ids) == 0:
             if not query.terms:
                 raise ConsoleError(f"{text!r} has no indexable words (only stopwords or punctuation)")
             raise ConsoleError(f"no term of {text!r} is in {self.index.name} "
                                f"(analysed: {' '.join(query.terms)})")
-        scores = prepared.scores(mu, lam)
+        expansion = None
+        if self.feedback is not None:  # the expanded query is what :why breaks down
+            query, expansion, scores = self.feedback_query(prepared, text, mu, lam)
+        else:
+            scores = prepared.scores(mu, lam)
         docs = top_k(scores, self.depth)
         mixed = lam < 1
         return Result(qid, text, query, mu, lam, self.model_name if mixed else None,
-                      self.model if mixed else None, docs, scores[docs], time.perf_counter() - start)
+                      self.model if mixed else None, docs, scores[docs], time.perf_counter() - start, expansion)
 
     def _judged(self, result: Result) -> dict[str, int] | None:
         judged = self.qrels.get(result.qid)
@@ -259,6 +269,9 @@ class Session(ModelViews):
         q = result.query
         terms = set(q.terms)
         settings = settings_label(result.mu, result.lam, result.model_name)
+        if result.expansion is not None:
+            e = result.expansion
+            settings += f" +{e.method} {e.settings.label()}"
         out: Fragments = [("class:dim", f"{result.qid}: "), ("class:query", result.text),
                           ("class:dim", f"  [{' '.join(q.terms)}]  {settings}, {self.stats.n_docs:,} docs "
                                         f"in {1000 * result.seconds:.0f} ms\n")]
@@ -375,6 +388,7 @@ class Session(ModelViews):
     def cmd_set(self, arg: str) -> Fragments:
         lines = [f"index  {self.index.name} ({self.stats.n_docs:,} docs, {self.stats.n_terms:,} terms)",
                  f"mu     {self.mu:g}", f"lam    {self.lam:g}", f"model  {self.model_name or 'none (plain QL)'}",
+                 f"feedback {self.feedback_label().strip() or 'off'}",
                  f"field  {self.field} ({len(self.topics)} topics loaded)", f"qrels  {len(self.qrels)} topics",
                  f"hits   {self.hits} shown, {self.depth} kept", f"now    {self.settings()}"]
         return [("", "\n".join(lines) + "\n")]
@@ -396,4 +410,8 @@ class Session(ModelViews):
             return [self.stats.docnos[d] for d in self.last.docs[:self.hits]]
         if command == "model":
             return ["off"]
+        if command == "feedback":
+            return ["rm3", "topics", "off"]
+        if command == "fb":
+            return ["docs=", "terms=", "weight=", "topics="]
         return []

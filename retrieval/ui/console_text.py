@@ -136,6 +136,7 @@ class Result(NamedTuple):
     docs: np.ndarray        # rows of the top DEPTH docs, best first, int64
     scores: np.ndarray      # their scores, float64
     seconds: float
+    expansion: object = None  # retrieval.core.feedback.Expansion of a feedback ranking
 
     def run(self, docnos) -> list[ScoredDoc]:
         return [ScoredDoc(self.qid, docnos[d], float(s)) for d, s in zip(self.docs, self.scores)]

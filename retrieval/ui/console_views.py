@@ -54,6 +54,8 @@ class ModelViews:
             if abs(ranked_score - total) > 1e-9 * max(1.0, abs(total)):
                 out.append(("class:dim", f"(the model's extra query parts, e.g. collocations, add "
                                          f"{ranked_score - total:+.4f})\n"))
+        if r.expansion is not None:
+            out += self.expansion_lines(r.expansion)
         if self.model is not None:
             out += self._doc_topics(doc)
         return out
