@@ -12,9 +12,12 @@ Both map a query frame (``qid``, ``query``) to a result frame (``qid, query, doc
 rank from 0, as PyTerrier's retrievers number it). ``TopicIRReranker`` re-scores the candidates of
 a result frame (another system's, or documents given as ``text``) with the same score:
 
-    pipeline = bm25 % 100 >> TopicIRReranker("indexes/cranfield", model=..., lam=0.7) ``TopicIRRetriever`` calls the same ranking
-function as ``topicir run`` (:func:`retrieval.core.ranking.run_topics`), so its results, and the
-MAP ``pt.Experiment`` computes from them, are those of ``topicir run`` + ``topicir eval``.
+    pipeline = bm25 % 100 >> TopicIRReranker("indexes/cranfield", model=..., lam=0.7)
+
+``TopicIRRetriever`` calls the same ranking function as ``topicir run``
+(:func:`retrieval.core.ranking.run_topics`; with ``feedback=FeedbackSettings(...)``,
+:func:`retrieval.core.feedback.run_feedback`, as ``topicir run --feedback``), so its results, and
+the MAP ``pt.Experiment`` computes from them, are those of ``topicir run`` + ``topicir eval``.
 Terrier's JVM is never started: only Anserini's, and only by ``LuceneRetriever``.
 """
 from __future__ import annotations
@@ -26,6 +29,7 @@ import pandas as pd
 import pyterrier as pt
 
 from .core.baselines import BASELINES, run_baseline
+from .core.feedback import Settings as FeedbackSettings, run_feedback
 from .core.index import Index
 from .core.ranking import DEPTH, prepare, run_topics
 from .core.scoring import LAM, MU, Scorer
@@ -74,9 +78,14 @@ class TopicIRRetriever(pt.Transformer):
         Dirichlet prior of QL.
     depth : int
         Documents returned per query.
+    feedback : FeedbackSettings or None
+        Pseudo-relevance feedback (``topicir run --feedback``): ``FeedbackSettings("rm3", ...)``
+        (exact QL+RM3 without a model) or ``FeedbackSettings("topics", ...)`` (needs a model).
+        Each transform keeps its queries' expansions in ``expansions_`` (qid -> Expansion).
     """
 
-    def __init__(self, index, model=None, *, lam: float = LAM, mu: float = MU, depth: int = DEPTH):
+    def __init__(self, index, model=None, *, lam: float = LAM, mu: float = MU, depth: int = DEPTH,
+                 feedback: FeedbackSettings | None = None):
         self.index = _index(index)
         if isinstance(model, (str, Path)):
             from .core.modelfiles import load_model
@@ -86,21 +95,32 @@ class TopicIRRetriever(pt.Transformer):
             raise ValueError(f"lam must be in [0, 1], got {lam!r}")
         if mu <= 0:
             raise ValueError(f"mu must be positive, got {mu!r}")
+        if feedback is not None and not isinstance(feedback, FeedbackSettings):
+            raise ValueError(f"feedback must be a retrieval.FeedbackSettings or None, got {feedback!r}")
+        if feedback is not None and feedback.method == "topics" and model is None:
+            raise ValueError("topic feedback expands queries with a topic model's topics: give model=...")
         self.model, self.lam, self.mu, self.depth = model, float(lam) if model is not None else 1.0, float(mu), depth
+        self.feedback, self.expansions_ = feedback, {}
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.query_frame(inp, extra_columns=["query"], context=self)
-        run = run_topics(self.index, _topics(inp), mu=self.mu, lam=self.lam, model=self.model,
-                         depth=self.depth, progress=False)
+        if self.feedback is None:
+            run = run_topics(self.index, _topics(inp), mu=self.mu, lam=self.lam, model=self.model,
+                             depth=self.depth, progress=False)
+        else:
+            run, self.expansions_ = run_feedback(self.index, _topics(inp), self.feedback, model=self.model,
+                                                 mu=self.mu, lam=self.lam, depth=self.depth, progress=False)
         return _results(inp, run)
 
     def schematic(self, *, input_columns=None) -> dict:
         what = "QL" if self.model is None else f"{getattr(self.model, 'kind', 'model').upper()}"
-        return _schematic(f"TopicIR {what}", index=self.index.name, lam=self.lam, mu=self.mu, depth=self.depth)
+        fb = {} if self.feedback is None else {"feedback": f"{self.feedback.method} {self.feedback.label()}"}
+        return _schematic(f"TopicIR {what}", index=self.index.name, lam=self.lam, mu=self.mu, depth=self.depth, **fb)
 
     def __repr__(self) -> str:
         what = "QL" if self.model is None else f"{getattr(self.model, 'kind', 'model').upper()} lam={self.lam:g}"
-        return f"TopicIR({what})"
+        fb = "" if self.feedback is None else f" +{self.feedback.method} {self.feedback.label()}"
+        return f"TopicIR({what}{fb})"
 
 
 class LuceneRetriever(pt.Transformer):
