@@ -68,7 +68,7 @@ def test_run_with_feedback_equals_run_feedback(coll, tmp_path, method, with_mode
     assert [(r.qid, r.docno) for r in got] == [(r.qid, r.docno) for r in want]
     assert np.allclose([r.score for r in got], [r.score for r in want], rtol=1e-9)
     # the name and the settings file carry the feedback settings
-    assert "_fb" + method + "_fbdocs5_fbterms4" in path.name and "fbw0.4" in path.name
+    assert "_prf-" + method + "_fbdocs5_fbterms4" in path.name and "fbw0.4" in path.name
     assert ("fbtopics2" in path.name) == (method == "topics")
     assert read_settings(path)["feedback"] == settings.as_dict()
     written = read_expansions(expansions_path(path))
@@ -81,7 +81,7 @@ def test_feedback_changes_the_ranking_and_lam_lists_keep_working(coll, tmp_path)
     _, _, _, model_path = coll
     paths = cli_run(coll, tmp_path, "--model", str(model_path), "--lam", "0.5,0.9", "--feedback", "rm3")
     assert [p.name.split(".lda.")[1] for p in paths] == [
-        "mu1000_lam0.5_fbrm3_fbdocs10_fbterms10_fbw0.5.txt", "mu1000_lam0.9_fbrm3_fbdocs10_fbterms10_fbw0.5.txt"]
+        "mu1000_lam0.5_prf-rm3_fbdocs10_fbterms10_fbw0.5.txt", "mu1000_lam0.9_prf-rm3_fbdocs10_fbterms10_fbw0.5.txt"]
     assert all(expansions_path(p).is_file() for p in paths)
     [plain] = cli_run(coll, tmp_path / "plain", "--model", str(model_path), "--lam", "0.5")
     assert read_run(plain) != read_run(paths[0])
@@ -178,3 +178,22 @@ def test_pyterrier_feedback_equals_topicir_run(coll, tmp_path):
         ours = per_topic(run, qrels, ["AP"])["AP"]
         assert per_q[per_q.name == name].set_index("qid")["value"].to_dict() == pytest.approx(ours, abs=1e-12)
     assert "+topics docs10 terms6 topics3 w0.5" in repr(systems["topics"][0])
+
+
+def test_report_lists_the_expansions_of_feedback_runs(coll, tmp_path):
+    from retrieval.ui.report import build_report
+
+    root, _, _, model_path = coll
+    [plain] = cli_run(coll, tmp_path / "plain")
+    [fb] = cli_run(coll, tmp_path / "fb", "--model", str(model_path), "--feedback", "topics", "--fb-terms", "5")
+    files = build_report({"ql": plain, "fb": fb}, root / "qrels.txt", out_dir=tmp_path / "report", progress=False)
+    md, html = files.markdown.read_text(), files.html.read_text()
+    assert "Feedback expansions" in md and "Feedback expansions" in html
+    assert f"fb: feedback topics docs10 terms5 topics3 w0.5, from {expansions_path(fb).name}" in md
+    section = md.split("Feedback expansions")[1]
+    for record in read_expansions(expansions_path(fb)):
+        line = next(l for l in section.splitlines() if l.startswith(f"| {record['qid']} |"))
+        assert ", ".join(f"{t} {w:.3f}" for t, w in record["terms"][:10]) in line
+        assert all(f"{c}:{k} {p:.2f}" in line for c, k, p in record["topics"])  # two chains
+    only_plain = build_report({"ql": plain}, root / "qrels.txt", out_dir=tmp_path / "r2", progress=False)
+    assert "Feedback expansions" not in only_plain.markdown.read_text()

@@ -81,8 +81,8 @@ class Settings:
 
     def params(self) -> dict:
         """The setting as run-name parameters (:func:`retrieval.core.ranking.run_name`), every
-        field that changes the ranking: ``fbrm3_fbdocs10_fbterms10_fbw0.5``."""
-        out = {"fb": self.method, "fbdocs": self.fb_docs, "fbterms": self.fb_terms}
+        field that changes the ranking: ``prf-rm3_fbdocs10_fbterms10_fbw0.5``."""
+        out = {"prf-": self.method, "fbdocs": self.fb_docs, "fbterms": self.fb_terms}
         if self.method == "topics":
             out["fbtopics"] = self.fb_topics
         out["fbw"] = f"{self.original_weight:g}"

@@ -188,6 +188,36 @@ def _section_model(model, stats, evals, model_name) -> Section:
     return Section(f"Topics of {model_name}", "topics", [Table(["topic", "share", "top words"], rows), Para(how)])
 
 
+def _section_expansions(evals, terms: int = 10) -> Section | None:
+    """Per run with an expansions file beside it (``topicir run --feedback``), each topic's expanded
+    query (its heaviest ``terms`` terms) and, for topic feedback, the topics that expanded it."""
+    from ..core.feedback import expansions_path, read_expansions
+
+    blocks = []
+    for ev in evals:
+        path = expansions_path(ev.path)
+        if not path.is_file():
+            continue
+        records = sorted(read_expansions(path), key=lambda r: (len(r["qid"]), r["qid"]))
+        chains = any(c for r in records for c, _, _ in r.get("topics", []))
+        header = ["topic", "expanded query (weight)"]
+        if any(r.get("topics") for r in records):
+            header.append("topics P(k|Q)" + (" (chain:topic)" if chains else ""))
+        rows = []
+        for r in records:
+            row = [r["qid"], ", ".join(f"{t} {w:.3f}" for t, w in r["terms"][:terms])]
+            if len(header) == 3:
+                row.append(", ".join(f"{f'{c}:' if chains else ''}{k} {p:.2f}" for c, k, p in r.get("topics", [])))
+            rows.append(row)
+        what = f"{records[0]['method']} {records[0]['settings']}" if records else "no topics"
+        blocks.append(Table(header, rows, caption=f"{ev.label}: feedback {what}, from {path.name}", collapsed=True))
+    if not blocks:
+        return None
+    note = (f"Pseudo-relevance feedback (topicir run --feedback): each query as it was ranked again, the original "
+            f"query's terms and the feedback terms with their weights in it (the {terms} heaviest).")
+    return Section("Feedback expansions", "feedback", blocks + [Para(note)])
+
+
 # -- the report ------------------------------------------------------------------------------
 
 
@@ -295,6 +325,9 @@ def build_report(runs, qrels, *, baseline=None, out_dir=OUT_DIR, measures=DEFAUL
         sections.append(step(_section_iterations(iterations, table, plots)))
     if model is not None:
         sections.append(step(_section_model(model, index.stats, evals, model_name)))
+    expansions = _section_expansions(evals)
+    if expansions is not None:
+        sections.append(expansions)
 
     runs_table = Table(["run", "file", "topics in run"],
                        [[ev.label, str(ev.path), str(len({r.qid for r in ev.run}))] for ev in evals])
