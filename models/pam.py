@@ -45,7 +45,6 @@ from .pam_infer import PAMDocumentModel
 
 SAMPLERS = ("exact", "pruned")
 INITS = ("random", "sparse")
-_STAT_NAMES = ("tokens", "doc_pairs", "super_terms", "sub_terms", "prior_draws")
 
 
 class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):

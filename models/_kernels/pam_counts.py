@@ -1,16 +1,10 @@
-"""PAM: conversions between sweep and document order, counts from z, the doc lists, alpha by
+"""PAM: the conversion from document to sweep order, counts from z, the doc lists, alpha by
 moment matching and the collapsed log-likelihood (see :mod:`models._kernels.pam`).
 """
 import math
 
 import numpy as np
 from numba import njit, prange
-
-
-@njit(cache=True, parallel=True)
-def z_to_doc_order(z_ord, ord_pos, out):
-    for i in prange(len(z_ord)):
-        out[ord_pos[i]] = z_ord[i]
 
 
 @njit(cache=True, parallel=True)

@@ -22,12 +22,10 @@ Why each piece:
 Memory, not arithmetic, bounds a sweep: a token's word picks a random row of every (nodes, K)
 array it touches. So during a sweep the counts of the root's edges live only in their lists
 (``n_e``'s rows of the edges a sweep changed are rebuilt from them at its end), and an edge
-list's topics and counts sit side by side in one array. With the scan that finds a topic in an
-edge's list (``tree_lda_lists``), these cut a FAST-RB sweep by about a quarter at V = 10,000,
-T = 100 (20 Newsgroups, measured side by side with the same draws). ``resample`` gets borrowed
-views (:mod:`borrow`) of every array: its inlined helpers rebind each array argument, which made
-56 reference-count calls (locked increments) per token; without them a sweep takes some 13% less,
-the same chain bit for bit.
+list's topics and counts sit side by side in one array, next to the scan that finds a topic in an
+edge's list (``tree_lda_lists``): fewer rows touched per token. ``resample`` gets borrowed views
+(:mod:`borrow`) of every array, because its inlined helpers rebind each array argument and every
+rebinding of a counted array is a locked reference-count update; the draws are unchanged.
 """
 import numpy as np
 from numba import literally, njit
@@ -280,11 +278,10 @@ def resample(t0, t1, d, term_ids, z, zp, rb, sd, sw, ptr, path_edges, path_len, 
     path) with :func:`draw`, add it back. Every count change also updates the reciprocal
     normalisers of the path's nodes (its cousin set), both lists, ``coef`` and the root sums;
     the root edge's count changes in its list only (``touched`` marks the edge).
-    One loop body for both changes: the kernel runs measurably faster than with two inlined
-    copies. A call per document, not per token: a call passes some 25 arrays, whose reference
-    counts (atomic increments and decrements) cost more than a token's whole update did.
-    numpy's error model: no zero-division checks (every divisor is a positive prior sum or
-    path prior); the checks' raising branches made a sweep some 20% slower.
+    One loop body for both changes (removal and addition), so the code is compiled once. A call
+    per document, not per token: a call passes some 25 arrays, each with a reference count to
+    update. numpy's error model: no zero-division checks, since every divisor is a positive prior
+    sum or path prior.
     Returns the document list's new length."""
     dtop, dcnt, dpos = dl[0:1], dl[1:2], dl[2:3]
     for t in range(t0, t1):

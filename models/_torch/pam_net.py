@@ -19,9 +19,6 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-NORMS = ("batch", "l2", "none")
-
-
 def laplace_prior(alpha, n_children):
     """Mean and variance, in the softmax basis, of the Laplace approximation of a symmetric
     Dirichlet(alpha) over ``n_children`` (MacKay 1998; AVITM): mu = 0 and
