@@ -162,6 +162,27 @@ def add_tree_map(p):
     p.add_argument("--control", action="store_true", help="also tree-LDA without synsets (no WordNet)")
 
 
+# -- pseudo-relevance feedback -------------------------------------------------------------------
+
+def add_feedback(p):
+    from ..core.scoring import LAM, MU
+    from ..experiments.feedback import COLLECTIONS, K
+
+    p.add_argument("--kind", choices=kinds(), default="lda", help="the model kind of the topic runs")
+    add_collections(p, COLLECTIONS)
+    p.add_argument("--k", type=int, default=K, help="topics of the model")
+    p.add_argument("--lam", type=finite, default=LAM)
+    p.add_argument("--mu", type=finite, default=MU)
+    add_schedule(p, chains=2, iterations=60, burn_in=30, sample_every=10)
+
+
+def feedback(*, kind, data, indexes, collections, k, lam, mu, chains, iterations, burn_in, sample_every):
+    from ..experiments.feedback import TRAIN, feedback_table
+
+    train = dict(TRAIN, n_chains=chains, n_iter=iterations, burn_in=burn_in, sample_every=sample_every)
+    return [feedback_table(Path(data), collections, Path(indexes), kind=kind, k=k, train=train, mu=mu, lam=lam)]
+
+
 # -- a growing index -----------------------------------------------------------------------------
 
 def add_growing(p):
@@ -220,6 +241,9 @@ REPRODUCTIONS = [
                  "Table 1)", add_tree_table1, _lib("bench.tree_lda"), QUICK_TREE),
     TableCommand("tree-lda-map", "MAP of QL, LDA and tree-LDA smoothing (WordNet prior) and a synonym example",
                  add_tree_map, _lib("experiments.tree_map"), dict(collections=["med"], k=5, **QUICK_TRAIN)),
+    TableCommand("feedback", "pseudo-relevance feedback with and without topics (QL+RM3, BM25+RM3, RM3 over "
+                 "topic smoothing, topic feedback; LOCO settings)", add_feedback, feedback,
+                 dict(collections=["med", "cran"], k=5, **QUICK_TRAIN)),
     TableCommand("growing", "a growing index: a model trained on 4 in 5 documents ranking all of them (the "
                  "others added with index --add and folded in) against one trained on all", add_growing,
                  growing, dict(collections=["med"], k=5, **QUICK_TRAIN)),
