@@ -7,6 +7,7 @@ conditionals), the fit loop, checkpoints and model files in :mod:`models.gibbs`;
 validates, allocates and sweeps.
 """
 import hashlib
+import math
 
 import numpy as np
 
@@ -209,8 +210,12 @@ class TCM(TCMFoldInMixin, TCMDocumentModel, GibbsModel):
         self._check_choice("init", INITS)
         self._check_choice("sampler", SAMPLERS)
         self._check_corpus(corpus)
-        p0 = p0_table(float(self.p_stop), corpus.n_terms, self.max_len)
-        if not p0[self.max_len] > 0:
+        # log P0 of the longest collocation, before any table of max_len entries is allocated
+        p, m = float(self.p_stop), int(self.max_len)
+        z = 1.0 - (1.0 - p) ** m
+        tail = 0.0 if m == 1 else (m - 1) * math.log1p(-p) if p < 1 else -math.inf
+        log_last = math.log(p) + tail - m * math.log(max(corpus.n_terms, 1)) - math.log(z)
+        if not log_last > math.log(np.finfo(float).smallest_subnormal):
             raise ValueError(f"max_len={self.max_len!r} is too long for n_terms={corpus.n_terms}: "
                              f"P0 of a collocation that long underflows to 0; lower max_len")
 

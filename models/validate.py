@@ -298,13 +298,18 @@ def _gibbs_header(path, header, model):
     """Dimensions a Gibbs model file's header gives, once its own fields are sound."""
     n_samples = header_int(path, header, "n_samples", 1)
     header_int(path, header, "n_iter", 1)
-    it = header.get("sample_iter")
-    if not isinstance(it, list) or len(it) != n_samples:
-        raise ValueError(f"{os.fspath(path)}: header sample_iter is not a list of the "
-                         f"{n_samples} kept samples' iterations")
+    _sample_iter(path, header, n_samples)
     _log_lik_header(path, header)
     return dict(chains=model.n_chains, samples=model.n_chains * n_samples,
                 terms=header_int(path, header, "n_terms", 1), topics=int(model.n_topics))
+
+
+def _sample_iter(path, header, n_samples):
+    it = header.get("sample_iter")
+    if (not isinstance(it, list) or len(it) != n_samples
+            or not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in it)):
+        raise ValueError(f"{os.fspath(path)}: header sample_iter is not a list of the "
+                         f"{n_samples} kept samples' iterations")
 
 
 def _log_lik_header(path, header):
@@ -388,6 +393,11 @@ def _net_state(path, arrays, net, prefix="net."):
                              f"architecture in the header needs {shape} {str(t.dtype)[6:]}")
         if a.dtype.kind == "f" and not np.isfinite(a).all():
             raise ValueError(f"{os.fspath(path)}: {k} holds a value that is not finite")
+        name = k[len(prefix):]
+        if name.startswith("prior_var") and not (a > 0).all():  # the Laplace prior's variances
+            raise ValueError(f"{os.fspath(path)}: {k} holds a variance <= 0")
+        if name.startswith("mask") and not np.isin(a, (0, 1)).all():
+            raise ValueError(f"{os.fspath(path)}: {k} holds a value other than 0 and 1")
 
 
 def variational_model_file(cls, path, f):
@@ -401,12 +411,22 @@ def variational_model_file(cls, path, f):
             params = dict(params, device="cpu")
     model = header_params(cls, path, dict(f.header, params=params))
     header_int(path, f.header, "n_iter", 1)
+    _sample_iter(path, f.header, 1)
     _log_lik_header(path, f.header)
-    dims = dict(terms=header_int(path, f.header, "n_terms", 1), topics=int(model.n_topics))
+    dims = dict(terms=header_int(path, f.header, "n_terms", 1), topics=int(model.n_topics),
+                documents=header_int(path, f.header, "n_docs", 1))
     dims.update(cls._FILE_SPEC.dims(model, f.header, None))
     dims = run_checks(cls._FILE_SPEC.model, path, f.header, f.arrays, model, dims)
     if any(k.startswith("net.") for k in f.arrays):
-        _net_state(path, f.arrays, model._make_net(dims["terms"]))
+        import torch
+
+        try:
+            with torch.device("meta"):  # shapes only: a header asking for a huge layer allocates nothing
+                net = model._build_net(dims["terms"])
+        except RuntimeError as e:  # sizes beyond what torch can even describe
+            raise ValueError(f"{os.fspath(path)}: the network the header's parameters describe cannot "
+                             f"be built ({str(e).splitlines()[0]})") from None
+        _net_state(path, f.arrays, net)
     return model, dims
 
 

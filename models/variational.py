@@ -64,7 +64,11 @@ class VariationalModel(TopicModel):
             raise ValueError(f"device must be a torch device string such as 'cpu' or 'cuda', got {self.device!r}")
         import torch
 
-        dev = torch.device(self.device)
+        try:
+            dev = torch.device(self.device)
+        except RuntimeError:
+            raise ValueError(f"device must be a torch device string such as 'cpu' or 'cuda', "
+                             f"got {self.device!r}") from None
         if dev.type == "cuda" and not torch.cuda.is_available():
             raise ValueError("device 'cuda' asked for, but torch sees no CUDA device "
                              "(torch.cuda.is_available() is False); use --device cpu")
@@ -118,6 +122,7 @@ class VariationalModel(TopicModel):
         self.fingerprint_ = corpus.fingerprint
         self.corpus_hash_ = content_hash(corpus.doc_ptr, corpus.term_ids, corpus.n_terms)
         self.n_terms_ = corpus.n_terms
+        self.n_docs_ = corpus.n_docs
         X = count_matrix(corpus)
         net = self._make_net(corpus.n_terms)
         opt = torch.optim.Adam(net.parameters(), lr=float(self.lr), betas=(self.beta1, 0.999))
@@ -228,6 +233,7 @@ class VariationalModel(TopicModel):
         protocol; a variational model has no further chain state."""
         self._check_fitted()
         header = dict(self._file_header(), n_iter=int(self.n_iter_), n_samples=1,
+                      n_docs=int(self.n_docs_),
                       sample_iter=self.sample_iter_.tolist(), log_lik=self._log_lik_rows,
                       log_lik_iter=self._log_lik_iters)
         arrays = {name: getattr(self, name + "_") for name in self._INFERENCE_ARRAYS}
@@ -250,6 +256,7 @@ class VariationalModel(TopicModel):
         model.n_samples_ = 1
         model.sample_iter_ = np.array(h["sample_iter"], dtype=np.int64)
         model.n_terms_ = int(h["n_terms"])
+        model.n_docs_ = int(h["n_docs"])
         model._log_lik_rows = h["log_lik"]
         model._log_lik_iters = h["log_lik_iter"]
         for name in cls._INFERENCE_ARRAYS:

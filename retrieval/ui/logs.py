@@ -32,7 +32,9 @@ def setup_logging(quiet: bool) -> None:
     for old in [h for h in root.handlers if getattr(h, "topicir", False)]:
         root.removeHandler(old)
     handler.topicir = True
+    level = logging.WARNING if quiet else logging.INFO
+    handler.setLevel(level)  # a library's logger set to DEBUG still reaches the log, not the screen
     root.addHandler(handler)
-    root.setLevel(logging.WARNING if quiet else logging.INFO)
+    root.setLevel(level)
     warnings.simplefilter("default")
     warnings.formatwarning = one_line_warning
