@@ -267,3 +267,24 @@ def test_rules_on_a_made_up_page(tmp_path):
     assert to_cli(["make", "demo"], tmp_path) == ({}, ["demo"])
     with pytest.raises(AssertionError, match="no rule for 'docker run x'"):
         to_cli(["docker", "run", "x"], tmp_path)
+
+
+def test_every_printed_command_parses(tmp_path):
+    """Every printed topicir line, the slow ones included, is accepted by the command's parser:
+    a renamed option or a missing subcommand fails here without running anything."""
+    from retrieval.ui.cli import build_parser
+
+    parser = build_parser()
+    lines = [p.values[0] for p in printed_commands() if not isinstance(p.values[0], Block)]
+    checked = 0
+    for page, line_no, printed in lines:
+        _, argv = to_cli(printed, tmp_path)
+        if argv is None:
+            continue
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            try:
+                parser.parse_args(argv)
+            except SystemExit:
+                pytest.fail(f"{page}:{line_no}: {' '.join(printed)}\n{err.getvalue()[-500:]}")
+        checked += 1
+    assert checked > 30
