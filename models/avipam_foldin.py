@@ -52,13 +52,16 @@ class AVIFoldIn(FoldedDocs):
 class AVIFoldInMixin:
     """``fold_in`` for aviPAM; its ``transform`` gives the mixtures alone."""
 
-    def fold_in(self, docs, seed=0, chain=0):
+    def fold_in(self, docs, n_iter=1, n_keep=1, samples=None, seed=0, chain=0):
         """Posterior of new documents (term-id arrays of the model's vocabulary, or a Corpus)
-        from one encoder pass each. The result does not depend on ``seed`` (the posterior mean
-        is taken, nothing is sampled) nor ``chain`` (one model); both are accepted as every
-        kind's ``fold_in`` accepts them. Returns :class:`AVIFoldIn`."""
+        from one encoder pass each. The result does not depend on the sampling settings
+        ``n_iter``, ``n_keep``, ``samples`` and ``seed`` (the posterior mean is taken, nothing is
+        sampled) nor ``chain`` (one model); they are checked and accepted as every kind's
+        ``fold_in`` accepts them. Returns :class:`AVIFoldIn`."""
         self._check_fitted()
-        check_fold_params(1, 1, seed)
+        check_fold_params(n_iter, n_keep, seed)
+        if samples not in (None, 1):
+            raise ValueError(f"samples must be None (all) or 1 for a model with one kept sample, got {samples!r}")
         if chain != 0:
             raise ValueError(f"chain must be 0 for a model without chains, got {chain!r}")
         corpus = as_corpus(docs, self.n_terms_)

@@ -29,6 +29,7 @@ import pandas as pd
 import pyterrier as pt
 
 from .core.baselines import BASELINES, run_baseline
+from .core.extension import FOLD_PARAMS
 from .core.feedback import Settings as FeedbackSettings, run_feedback
 from .core.index import Index
 from .core.ranking import DEPTH, prepare, run_topics
@@ -160,13 +161,14 @@ class TopicIRReranker(pt.Transformer):
     ----------
     index, model, lam, mu : as :class:`TopicIRRetriever`
     fold_params : dict, optional
-        Settings of ``model.fold_in`` (default: seed 0).
+        Settings of ``model.fold_in`` (default: seed 0, every kept sample, as for documents added
+        to an index).
     """
 
     def __init__(self, index, model=None, *, lam: float = LAM, mu: float = MU, fold_params: dict | None = None):
         retriever = TopicIRRetriever(index, model, lam=lam, mu=mu)
         self.index, self.model, self.lam, self.mu = retriever.index, retriever.model, retriever.lam, retriever.mu
-        self.fold_params = {"seed": 0} | dict(fold_params or {})
+        self.fold_params = FOLD_PARAMS | dict(fold_params or {})
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.result_frame(inp, extra_columns=["query"], context=self)

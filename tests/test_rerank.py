@@ -71,11 +71,11 @@ def test_texts_outside_the_index_are_folded_in(setup):
                          + [("1", "violin melody zeppelin", d, t) for d, t in texts.items()],
                          columns=["qid", "query", "docno", "text"])
     res = TopicIRReranker(base, model=model, lam=0.7, mu=1000)(frame).set_index("docno")["score"]
-    # the term-by-term formula, with P_TM of the texts from one fold-in of all of them (seed 0)
+    # the term-by-term formula, with P_TM of the texts from one fold-in of all of them (seed 0, every kept sample)
     s = base.stats
     analysed = {d: base.analyze(t) for d, t in texts.items()}
     folded = model.fold_in([[s.term_index[w] for w in terms if w in s.term_index] for terms in analysed.values()],
-                           seed=0)
+                           seed=0, samples=None)
     q = [s.term_index[w] for w in ("violin", "melodi")]  # zeppelin: not in the index, not in the query
     p_tm = folded.p_w_d(q)
     for i, (docno, terms) in enumerate(analysed.items()):

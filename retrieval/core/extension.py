@@ -24,8 +24,9 @@ from .stats import _pack_strings
 
 log = logging.getLogger(__name__)
 
-# Fold-in settings of added documents: seeded, so that a run on a grown index is reproducible.
-FOLD_PARAMS = {"seed": 0}
+# Fold-in settings of added documents: seeded, so that a run on a grown index is reproducible,
+# and under every kept sample, as the model's P_TM of its own documents averages them all.
+FOLD_PARAMS = {"seed": 0, "samples": None}
 
 
 def parent_state(index: Index, fingerprint: str | None) -> dict | None:

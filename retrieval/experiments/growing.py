@@ -108,7 +108,8 @@ def growing_table(data, collections=COLLECTIONS, indexes=Path("indexes"), *, kin
                      f"Title topics, MAP over the judged topics, depth 1000, mu={mu:g}, lam={lam:g}; {kind} K={k}, "
                      f"{settings}, the same settings and seed for both models.",
                      f"Added: every {HELD_EVERY}th document of the collection (in file order), added with "
-                     f"`topicir index --add` to the index of the others and folded in (seed 0) once per run; "
+                     f"`topicir index --add` to the index of the others and folded in under every kept sample "
+                     f"(seed 0) once per run; "
                      f"fold-in s is that time.",
                      f"difference = 80% + fold-in minus all docs; within {TARGET} MAP on {within} of {len(rows)} "
                      f"collections."])
