@@ -74,16 +74,21 @@ def _anchor(title: str) -> str:
 
 
 def write_reference(path) -> Path:
-    from models.atomic import atomic_open
-
     from .cli import build_parser, _quiet_everywhere
 
     parser = build_parser()
     _quiet_everywhere(parser)
+    return write_page(path, reference(parser))
+
+
+def write_page(path, text: str) -> Path:
+    """Write a generated page atomically, creating its folder."""
+    from models.atomic import atomic_open
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_open(path, "w", encoding="utf-8") as f:
-        f.write(reference(parser))
+        f.write(text)
     return path
 
 

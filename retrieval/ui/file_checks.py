@@ -1,9 +1,9 @@
 """``topicir file-checks``: docs/model-files.md, the checks every model and checkpoint file of each
 kind passes before a kernel reads it, as each kind declares them (``models/file_specs.py``), so
-the page cannot drift from the code (tests/test_cli_tables.py checks it is current)."""
+the page cannot drift from the code (tests/test_file_checks_page.py checks it is current)."""
 from __future__ import annotations
 
-from pathlib import Path
+from .cli_reference import write_page
 
 COMMAND = "topicir file-checks --write docs/model-files.md"
 
@@ -30,18 +30,8 @@ def page() -> str:
     return "\n".join(out)
 
 
-def write_page(path) -> Path:
-    from models.atomic import atomic_open
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_open(path, "w", encoding="utf-8") as f:
-        f.write(page())
-    return path
-
-
 def add_file_checks(sub) -> None:
     what = "write the page of the checks every model and checkpoint file passes (docs/model-files.md)"
     s = sub.add_parser("file-checks", help=what, description=what[0].upper() + what[1:] + ".")
     s.add_argument("--write", metavar="PATH", required=True, help="the Markdown file, e.g. docs/model-files.md")
-    s.set_defaults(func=lambda args: print(write_page(args.write)) or 0)
+    s.set_defaults(func=lambda args: print(write_page(args.write, page())) or 0)
