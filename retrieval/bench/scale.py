@@ -85,7 +85,6 @@ def task_index(files: list[str], out: str, threads: int, queries: list[str]) -> 
     """Build the index (timed; this process's peak memory is the build's), then time the batch
     of exact QL queries over it."""
     from ..core.index import build_index
-    from ..core.ranking import run_topics
 
     start = time.perf_counter()
     index = build_index(files, out, threads=threads, force=True)

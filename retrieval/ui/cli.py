@@ -4,7 +4,6 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-import warnings
 from pathlib import Path
 
 from models.registry import kinds

@@ -11,7 +11,6 @@ import re
 import signal
 import sys
 import warnings
-from pathlib import Path
 
 from models.atomic import check_writable  # noqa: F401  (the CLI's check of output directories)
 
