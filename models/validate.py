@@ -413,8 +413,9 @@ def variational_model_file(cls, path, f):
     header_int(path, f.header, "n_iter", 1)
     _sample_iter(path, f.header, 1)
     _log_lik_header(path, f.header)
-    dims = dict(terms=header_int(path, f.header, "n_terms", 1), topics=int(model.n_topics),
-                documents=header_int(path, f.header, "n_docs", 1))
+    dims = dict(terms=header_int(path, f.header, "n_terms", 1), topics=int(model.n_topics))
+    if "n_docs" in f.header:  # files written before the header had it: bound by their arrays
+        dims["documents"] = header_int(path, f.header, "n_docs", 1)
     dims.update(cls._FILE_SPEC.dims(model, f.header, None))
     dims = run_checks(cls._FILE_SPEC.model, path, f.header, f.arrays, model, dims)
     if any(k.startswith("net.") for k in f.arrays):

@@ -247,7 +247,7 @@ class VariationalModel(TopicModel):
         """Read a model written by :meth:`save` (refused when trained on another ``fingerprint``).
         The network is rebuilt on ``device`` of the saved parameters when available, else on CPU."""
         f = cls._read_file(path, fingerprint)
-        validate.variational_model_file(cls, path, f)
+        _, dims = validate.variational_model_file(cls, path, f)
         h, a = f.header, f.arrays
         model = cls._from_params(h["params"])
         model.fingerprint_ = h["fingerprint"]
@@ -256,7 +256,7 @@ class VariationalModel(TopicModel):
         model.n_samples_ = 1
         model.sample_iter_ = np.array(h["sample_iter"], dtype=np.int64)
         model.n_terms_ = int(h["n_terms"])
-        model.n_docs_ = int(h["n_docs"])
+        model.n_docs_ = int(dims["documents"])
         model._log_lik_rows = h["log_lik"]
         model._log_lik_iters = h["log_lik_iter"]
         for name in cls._INFERENCE_ARRAYS:

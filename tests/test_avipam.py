@@ -174,6 +174,22 @@ def test_save_and_load(fitted, corpus_beta, tmp_path):
         AVIPAM.load(path, fingerprint="other")
 
 
+def test_files_without_n_docs_in_the_header_still_load(fitted, corpus_beta, tmp_path):
+    """Files written before the header recorded n_docs take it from their arrays."""
+    from models import checkpoint as ck
+
+    path = tmp_path / "avi.npz"
+    fitted.save(path)
+    f = ck.read_model_file(path)
+    header = {k: v for k, v in f.header.items() if k not in ("n_docs", "format", "format_version", "arrays")}
+    ck.write_model_file(tmp_path / "old.npz", header, dict(f.arrays))
+    assert "n_docs" not in ck.read_header(tmp_path / "old.npz")
+    back = AVIPAM.load(tmp_path / "old.npz", fingerprint=corpus_beta[0].fingerprint)
+    assert back.n_docs_ == fitted.n_docs_ == corpus_beta[0].n_docs
+    back.save(tmp_path / "again.npz")
+    assert ck.read_header(tmp_path / "again.npz")["n_docs"] == corpus_beta[0].n_docs
+
+
 @pytest.mark.parametrize("arch, levels, groups", [
     ("3pam:5", [5], [(0, 5)]),
     ("5pam:2,3,4", [2, 3, 4], [(0, 4)]),
