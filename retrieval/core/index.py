@@ -26,6 +26,7 @@ import warnings
 from functools import cached_property
 from pathlib import Path
 
+import numba
 import numpy as np
 from tqdm.auto import tqdm
 
@@ -34,7 +35,7 @@ from models.atomic import remove_stale, target_lock
 from .. import __version__
 from .jvm import ANSERINI_VERSION, jcast, jclass
 from .sources import iter_docs
-from .stats import STATS_DIR, CollectionStats, StatsBuilder, parse_term_positions
+from .stats import STATS_DIR, CollectionStats, DocTokens, doc_major
 
 log = logging.getLogger(__name__)
 
@@ -81,25 +82,230 @@ def _write_jsonl_shards(sources, staging: Path, existing: Index | None = None) -
     return docnos, len(empty), empty[:10]
 
 
-def _read_positions(lucene_dir: Path, docnos: list[str], builder: StatsBuilder | None = None) -> StatsBuilder:
-    """Exact term positions of ``docnos``, read back from the Lucene index into ``builder``."""
+class _LuceneReadBack:
+    """Bulk reads of a Lucene index, one JVM call per batch of terms.
+
+    Each pyjnius call is a JNI round trip, and Lucene decompresses a chunk of term vectors for every
+    document looked up, so reading an index a document (or a posting) at a time costs more than
+    Anserini took to write it. Instead, existing Java methods (Anserini's postings lists, the
+    streams of ``java.util.stream``) are composed with ``java.lang.invoke.MethodHandles`` into
+    functions that a parallel stream maps over a whole batch inside the JVM; a batch comes back as
+    one ``int[]`` (as native-order bytes) or one string. The bundled Java runtime has no compiler, so
+    the helpers cannot be written in Java. Functional objects never cross into Python: pyjnius
+    cannot wrap the hidden classes ``MethodHandleProxies`` makes.
+    """
+
+    def __init__(self, reader):
+        self.reader = reader
+        self._mh = mh = jclass("java.lang.invoke.MethodHandles")
+        self._mt, self._lk, self._c = jclass("java.lang.invoke.MethodType"), mh.publicLookup(), jclass("java.lang.Class").forName
+        c, i32 = self._c, jclass("java.lang.Integer").TYPE
+        string, lst, irdr = c("java.lang.String"), c("java.util.List"), c("org.apache.lucene.index.IndexReader")
+        int_stream, ints = c("java.util.stream.IntStream"), c("[I")
+        utils = c("io.anserini.index.IndexReaderUtils")
+        posting = c("io.anserini.index.IndexReaderUtils$Posting")
+        # Posting -> docid, tf, positions...
+        head = self._static(int_stream, "of", int_stream, ints).asCollector(ints, 2)
+        head = mh.filterArguments(head, 0, self._virtual(posting, "getDocid", i32), self._virtual(posting, "getTF", i32))
+        tail = mh.filterReturnValue(self._virtual(posting, "getPositions", ints),
+                                    self._static(c("java.util.Arrays"), "stream", int_stream, ints))
+        post = mh.filterArguments(self._static(int_stream, "concat", int_stream, int_stream, int_stream), 0,
+                                  self._same_arg(head, int_stream, posting), tail)
+        post = self._same_arg(post, int_stream, posting)
+        # term -> its postings (Lucene docids ascending), flattened
+        plist = mh.insertArguments(self._static(utils, "getPostingsListForAnalyzedTerm", lst, irdr, string), 0, reader)
+        term = mh.filterReturnValue(plist, self._virtual(c("java.util.Collection"), "stream", c("java.util.stream.Stream")).asType(
+            self._type(c("java.util.stream.Stream"), lst)))
+        term = mh.filterReturnValue(term, self._flat_map(post))
+        self._postings = self._ints_to_bytes(mh.filterReturnValue(self._lines(), mh.filterReturnValue(
+            self._flat_map(term), self._virtual(int_stream, "toArray", ints))))
+        # IndexTerm -> "cf df term"
+        index_term, i64 = c("io.anserini.index.IndexReaderUtils$IndexTerm"), jclass("java.lang.Long").TYPE
+        concat = self._virtual(string, "concat", string, string)
+        space = mh.insertArguments(concat, 1, " ")
+        cf = mh.filterReturnValue(mh.filterReturnValue(self._virtual(index_term, "getTotalTF", i64),
+                                                       self._static(string, "valueOf", string, i64)), space)
+        df = mh.filterReturnValue(mh.filterReturnValue(self._virtual(index_term, "getDF", i32),
+                                                       self._static(string, "valueOf", string, i32)), space)
+        line = self._same_arg(mh.filterArguments(concat, 0, cf, df), string, index_term)
+        line = self._same_arg(mh.filterArguments(concat, 0, line, self._virtual(index_term, "getTerm", string)), string, index_term)
+        iterator, spliterator, boolean = c("java.util.Iterator"), c("java.util.Spliterator"), jclass("java.lang.Boolean").TYPE
+        to_split = mh.collectArguments(self._static(c("java.util.Spliterators"), "spliteratorUnknownSize", spliterator, iterator, i32),
+                                       1, self._int_constant(jclass("java.util.Spliterator").ORDERED))
+        to_stream = mh.collectArguments(self._static(c("java.util.stream.StreamSupport"), "stream", c("java.util.stream.Stream"),
+                                                     spliterator, boolean), 1, mh.zero(boolean))
+        terms = mh.insertArguments(self._static(utils, "getTerms", iterator, irdr), 0, reader)
+        terms = mh.filterReturnValue(mh.filterReturnValue(terms, to_split), to_stream)
+        self._terms = mh.dropArguments(mh.filterReturnValue(terms, self._map_join(line, "\n")), 0, string)
+        # docno -> Lucene docid: the first posting of the docno in the "id" field
+        bytes_ref, penum = c("org.apache.lucene.util.BytesRef"), c("org.apache.lucene.index.PostingsEnum")
+        as_term = self._lk.findConstructor(bytes_ref, self._type(jclass("java.lang.Void").TYPE, c("java.lang.CharSequence")))
+        first = self._static(c("org.apache.lucene.index.MultiTerms"), "getTermPostingsEnum", penum, irdr, string, bytes_ref)
+        first = mh.filterArguments(mh.insertArguments(first, 0, reader, "id"), 0, as_term.asType(self._type(bytes_ref, string)))
+        first = mh.filterReturnValue(first, self._virtual(penum, "nextDoc", i32))
+        self._docids = self._ints_to_bytes(mh.filterReturnValue(self._lines(), mh.filterReturnValue(
+            self._proxied(self._virtual(c("java.util.stream.Stream"), "mapToInt", int_stream, c("java.util.function.ToIntFunction")),
+                          c("java.util.function.ToIntFunction"), first),
+            self._virtual(int_stream, "toArray", ints))))
+
+    # -- composing handles ---------------------------------------------------------------------
+
+    def _type(self, ret, *args):
+        return self._mt.methodType(ret, list(args)) if args else self._mt.methodType(ret)
+
+    def _static(self, cls, name, ret, *args):
+        return self._lk.findStatic(cls, name, self._type(ret, *args))
+
+    def _virtual(self, cls, name, ret, *args):
+        return self._lk.findVirtual(cls, name, self._type(ret, *args))
+
+    def _same_arg(self, fn, ret, cls):
+        """``fn(x, x, ...)`` (returning ``ret``) as a function of one argument ``x`` of class ``cls``."""
+        return self._mh.permuteArguments(fn, self._type(ret, cls), *([0] * fn.type().parameterCount()))
+
+    def _int_constant(self, value: int):
+        # pyjnius passes a Python int or bool to Object parameters unpredictably; parse it in Java.
+        c = self._c
+        return self._mh.insertArguments(self._static(c("java.lang.Integer"), "parseInt", jclass("java.lang.Integer").TYPE,
+                                                     c("java.lang.String")), 0, str(value))
+
+    def _proxied(self, method, iface, fn):
+        """``method(receiver, iface-instance-of-fn)`` as a function of the receiver."""
+        c = self._c
+        make = self._static(c("java.lang.invoke.MethodHandleProxies"), "asInterfaceInstance", c("java.lang.Object"),
+                            c("java.lang.Class"), c("java.lang.invoke.MethodHandle"))
+        return self._mh.collectArguments(method, 1, self._mh.insertArguments(make, 0, iface, fn).asType(self._type(iface)))
+
+    def _flat_map(self, fn):
+        """``(Stream)IntStream``: the ``IntStream`` of ``fn`` of each element, concatenated."""
+        c = self._c
+        return self._proxied(self._virtual(c("java.util.stream.Stream"), "flatMapToInt", c("java.util.stream.IntStream"),
+                                           c("java.util.function.Function")), c("java.util.function.Function"), fn)
+
+    def _map_join(self, fn, sep: str):
+        """``(Stream)String``: ``fn`` of each element, joined by ``sep``."""
+        c, mh = self._c, self._mh
+        stream, collector = c("java.util.stream.Stream"), c("java.util.stream.Collector")
+        mapped = self._proxied(self._virtual(stream, "map", stream, c("java.util.function.Function")), c("java.util.function.Function"), fn)
+        joining = mh.insertArguments(self._static(c("java.util.stream.Collectors"), "joining", collector, c("java.lang.CharSequence")), 0, sep)
+        collect = mh.collectArguments(self._virtual(stream, "collect", c("java.lang.Object"), collector), 1, joining)
+        return mh.filterReturnValue(mapped, collect.asType(self._type(c("java.lang.String"), stream)))
+
+    def _lines(self):
+        """``(String)Stream``: the lines of a string, as an ordered parallel stream."""
+        c, mh = self._c, self._mh
+        string, lst, strings = c("java.lang.String"), c("java.util.List"), c("[Ljava.lang.String;")
+        split = mh.insertArguments(self._virtual(string, "split", strings, string), 1, "\n")
+        as_list = self._static(c("java.util.Arrays"), "asList", lst, c("[Ljava.lang.Object;")).asType(self._type(lst, strings))
+        parallel = self._virtual(c("java.util.Collection"), "parallelStream", c("java.util.stream.Stream")).asType(
+            self._type(c("java.util.stream.Stream"), lst))
+        return mh.filterReturnValue(mh.filterReturnValue(split, as_list), parallel)
+
+    def _ints_to_bytes(self, fn):
+        """``fn`` with its ``int[]`` result as a ``byte[]`` in native order (pyjnius hands a byte[]
+        over as one buffer, an int[] as a list of Python ints)."""
+        c, mh, i32 = self._c, self._mh, jclass("java.lang.Integer").TYPE
+        ints, buf = c("[I"), c("java.nio.ByteBuffer")
+        n_bytes = mh.filterReturnValue(mh.arrayLength(ints), mh.collectArguments(
+            self._static(c("java.lang.Math"), "multiplyExact", i32, i32, i32), 1, self._int_constant(4)))
+        alloc = mh.filterReturnValue(n_bytes, self._static(buf, "allocate", buf, i32))
+        alloc = mh.filterReturnValue(alloc, mh.insertArguments(self._virtual(buf, "order", buf, c("java.nio.ByteOrder")), 1,
+                                                               jclass("java.nio.ByteOrder").nativeOrder()))
+        put = mh.filterArguments(self._virtual(c("java.nio.IntBuffer"), "put", c("java.nio.IntBuffer"), ints), 0,
+                                 self._virtual(buf, "asIntBuffer", c("java.nio.IntBuffer")))
+        fill = mh.foldArguments(mh.dropArguments(self._virtual(buf, "array", c("[B")), 1, ints), mh.dropReturn(put))
+        return mh.filterReturnValue(fn, mh.foldArguments(fill, alloc))
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    def terms(self) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """The terms of the ``contents`` field in Lucene's (sorted) order, with their collection and
+        document frequencies."""
+        text = self._terms.invokeWithArguments("")
+        lines = text.split("\n") if text else []
+        cf = np.fromiter((line.split(" ", 1)[0] for line in lines), dtype=np.int64, count=len(lines))
+        df = np.fromiter((line.split(" ", 2)[1] for line in lines), dtype=np.int64, count=len(lines))
+        return [line.split(" ", 2)[2] for line in lines], cf, df
+
+    def postings(self, terms: list[str]) -> np.ndarray:
+        """The postings of ``terms``, one after the other, each as docid, tf and tf positions (int32)."""
+        return np.frombuffer(self._postings.invokeWithArguments("\n".join(terms)).tostring(), dtype=np.int32)
+
+    def docids(self, docnos: list[str]) -> np.ndarray:
+        """Lucene docid of each of ``docnos`` (every one must be in the index)."""
+        bad = next((d for d in docnos if "\n" in d or not d), None)
+        if bad is not None:  # they are sent as lines
+            raise ValueError(f"DOCNO {bad!r} is empty or contains a line break")
+        try:
+            found = self._docids.invokeWithArguments("\n".join(docnos))
+        except Exception as e:  # jnius.JavaException: a docno Lucene does not have has no postings enum
+            raise RuntimeError(f"a document given to Anserini is not in its index ({str(e).splitlines()[0]})") from e
+        return np.frombuffer(found.tostring(), dtype=np.int32)
+
+
+_BATCH_TOKENS = 4_000_000  # positions a batch of terms brings back: about 30 MB of text
+
+
+def _read_positions(lucene_dir: Path, docnos: list[str]) -> DocTokens:
+    """Exact term positions of ``docnos`` (rows in that order), read back from the Lucene index."""
     utils = jclass("io.anserini.index.IndexReaderUtils")
     reader = utils.getReader(str(Path(lucene_dir).resolve()))
     try:
-        if reader.numDocs() != len(docnos):
+        if reader.numDocs() != len(docnos) or reader.maxDoc() != len(docnos):
             raise RuntimeError(f"Lucene indexed {reader.numDocs()} documents of {len(docnos)} given; "
                                f"see the warnings above")
-        builder = builder if builder is not None else StatsBuilder()
-        for docno in tqdm(docnos, desc="reading term positions", unit=" docs", mininterval=2):
-            builder.add(parse_term_positions(utils.getTermPositions(reader, docno).toString()))
+        lucene = _LuceneReadBack(reader)
+        docids = lucene.docids(docnos)
+        row_of = np.full(len(docnos), -1, dtype=np.int32)
+        if len(docids) != len(docnos) or docids.min(initial=0) < 0 or docids.max(initial=0) >= len(docnos):
+            raise RuntimeError(f"{lucene_dir}: Lucene's document ids do not match the {len(docnos)} documents given")
+        row_of[docids] = np.arange(len(docnos), dtype=np.int32)
+        if (row_of < 0).any():
+            raise RuntimeError(f"{lucene_dir}: two documents given share a Lucene document id")
+        terms, cf, df = lucene.terms()
+        expect = (reader.getSumTotalTermFreq("contents"), reader.getSumDocFreq("contents"))
+        if (int(cf.sum()), int(df.sum())) != expect:
+            raise RuntimeError(f"{lucene_dir}: read {cf.sum()} tokens in {df.sum()} postings, Lucene counts {expect[0]} "
+                               f"in {expect[1]}")
+        post_doc = np.empty(int(df.sum()), dtype=np.int32)
+        post_tf = np.empty(int(df.sum()), dtype=np.int32)
+        positions = np.empty(int(cf.sum()), dtype=np.int32)
+        cum, lo, n_post, n_pos = np.cumsum(cf), 0, 0, 0
+        with tqdm(total=int(cf.sum()), desc="reading term positions", unit=" tokens", unit_scale=True,
+                  mininterval=2) as bar:
+            while lo < len(terms):
+                hi = max(lo + 1, int(np.searchsorted(cum, n_pos + _BATCH_TOKENS, side="right")))
+                got = _unpack_postings(lucene.postings(terms[lo:hi]), post_doc, post_tf, positions, n_post, n_pos)
+                if got != (n_post + int(df[lo:hi].sum()), n_pos + int(cf[lo:hi].sum())):
+                    raise RuntimeError(f"{lucene_dir}: the postings of terms {terms[lo]!r}..{terms[hi - 1]!r} do not "
+                                       f"match their frequencies")
+                bar.update(got[1] - n_pos)
+                n_post, n_pos, lo = got[0], got[1], hi
     finally:
         reader.close()
-    return builder
+    doc_ptr, term_ids, pos = doc_major(df, row_of[post_doc], post_tf, positions, len(docnos))
+    return DocTokens(terms, doc_ptr, term_ids, pos)
+
+
+@numba.njit(cache=True)
+def _unpack_postings(data, post_doc, post_tf, positions, n_post, n_pos):
+    """Postings flattened as docid, tf, tf positions into the arrays from offsets ``n_post`` and
+    ``n_pos``; returns the new offsets (short data stops early, with offsets that do not add up)."""
+    i = 0
+    while i + 1 < len(data):
+        post_doc[n_post], tf = data[i], data[i + 1]
+        post_tf[n_post] = tf
+        i += 2
+        if i + tf > len(data) or n_pos + tf > len(positions):
+            break
+        positions[n_pos:n_pos + tf] = data[i:i + tf]
+        n_post, n_pos, i = n_post + 1, n_pos + tf, i + tf
+    return n_post, n_pos
 
 
 def _read_stats(lucene_dir: Path, docnos: list[str]) -> CollectionStats:
     """Exact term positions of every document, read back from the Lucene index."""
-    return _read_positions(lucene_dir, docnos).finish(docnos)
+    return _read_positions(lucene_dir, docnos).stats(docnos)
 
 
 _BUILD_PARTS = (".building-", ".jsonl-", ".old-")
@@ -225,18 +431,15 @@ def _append_lucene(lucene_dir: Path, added: Path) -> None:
         target.close()
 
 
-def _merged_stats(old: CollectionStats, added: StatsBuilder, docnos: list[str]) -> CollectionStats:
+def _merged_stats(old: CollectionStats, added: DocTokens, docnos: list[str]) -> CollectionStats:
     """Statistics of the old documents followed by the added ones, equal to those of a build of
     all of them at once (terms renumbered in sorted order, postings rebuilt)."""
     vocab = dict(old.term_index)
-    remap = np.empty(len(added.vocab), dtype=np.int32)
-    for term, i in added.vocab.items():
-        remap[i] = vocab.setdefault(term, len(vocab))
-    new_ids = np.frombuffer(added.term_ids, dtype=np.int32)
-    lens = np.concatenate([[0], old.doc_len, np.asarray(added.lens[1:], dtype=np.int64)]).astype(np.int64)
+    remap = np.array([vocab.setdefault(term, len(vocab)) for term in added.terms], dtype=np.int32)
+    new_ids = added.term_ids
+    lens = np.concatenate([[0], old.doc_len, np.diff(added.doc_ptr)]).astype(np.int64)
     term_ids = np.concatenate([np.asarray(old.term_ids, dtype=np.int32), remap[new_ids] if len(new_ids) else new_ids])
-    positions = np.concatenate([np.asarray(old.positions, dtype=np.int32),
-                                np.frombuffer(added.positions, dtype=np.int32)])
+    positions = np.concatenate([np.asarray(old.positions, dtype=np.int32), added.positions])
     return CollectionStats.from_arrays(old.docnos + docnos, vocab, lens, term_ids, positions)
 
 
