@@ -15,7 +15,9 @@ Two behaviours worth knowing (measured, see tests/test_pam.py and the issue repo
 - The moment-matching precision S_i is a geometric mean over all s' sub-topics; sub-topics a
   super-topic never uses contribute m_ij ~ s' - 1 through the pseudo-document, so with many
   sub-topics (100/800 on small collections) S_i approaches s' and theta_i stays close to its
-  mean, while with few sub-topics S_i can shrink well below 1.
+  mean, while with few sub-topics S_i can shrink well below 1. As a document model this
+  ignores the document's own sub-topics; hence alpha is learnt by Minka's fixed point, the
+  estimate of the alpha that the sampler's joint depends on (``alpha_estimator``).
 """
 import numpy as np
 
@@ -36,6 +38,7 @@ from ._kernels.pam_counts import (
     build_n_wj,
     compact_doc_lists,
     log_lik_docs,
+    ml_alpha,
     moment_match,
 )
 from ._kernels.rng import make_rng_states
@@ -44,6 +47,7 @@ from .pam_foldin import PAMFoldInMixin
 from .pam_infer import PAMDocumentModel
 
 SAMPLERS = ("exact", "pruned")
+ALPHA_ESTIMATORS = ("minka", "moments")
 INITS = ("random", "sparse")
 
 
@@ -69,8 +73,14 @@ class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):
     beta : float, default=0.01
         Symmetric sub-topic-word prior.
     learn_alpha : bool, default=True
-        Re-estimate alpha_ij by moment matching with one pseudo-document (section 2.4, see
-        :func:`models._kernels.pam._moment_match`) after every ``optimize_every`` sweeps.
+        Re-estimate alpha_ij after every ``optimize_every`` sweeps.
+    alpha_estimator : {"minka", "moments"}, default="minka"
+        "minka": Minka's fixed point for the Dirichlet-multinomial of every super-topic's
+        sub-topic counts, with Mallet's Gamma(1.001, 1) prior on each alpha_ij (see
+        :func:`models._kernels.pam_counts.ml_alpha`). "moments": the paper's moment matching
+        with one pseudo-document (section 2.4, :func:`models._kernels.pam_counts.moment_match`);
+        with many sub-topics its S_i grows towards s' (see above), and P_PAM(w | d) comes close
+        to the mixture of the document's super-topics' mean sub-topic distributions.
     optimize_every : int, default=1
     n_chains : int, default=3
     n_iter : int, default=100
@@ -137,7 +147,7 @@ class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):
     quick_params = dict(n_super=2, n_sub=4, n_chains=2, n_iter=8, burn_in=4, sample_every=2, n_shards=2, seed=3)
 
     def __init__(self, n_super=100, n_sub=800, alpha_root=0.01, alpha_sub=0.01, beta=0.01,
-                 learn_alpha=True, optimize_every=1, n_chains=3, n_iter=100, burn_in=None,
+                 learn_alpha=True, alpha_estimator="minka", optimize_every=1, n_chains=3, n_iter=100, burn_in=None,
                  sample_every=None, init="random", sparse_init_frac=1 / 16, sparse_init_every=2,
                  sampler="exact", prune_start=10, prune_mass=0.9, prune_max_edges=64,
                  n_shards=4, seed=0, n_jobs=None, log_lik_every=10, callback_every=1,
@@ -148,6 +158,7 @@ class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):
         self.alpha_sub = alpha_sub
         self.beta = beta
         self.learn_alpha = learn_alpha
+        self.alpha_estimator = alpha_estimator
         self.optimize_every = optimize_every
         self.n_chains = n_chains
         self.n_iter = n_iter
@@ -182,6 +193,7 @@ class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):
         for name in ("alpha_root", "alpha_sub", "beta"):
             self._pos_float(name)
         self._check_bool("learn_alpha")
+        self._check_choice("alpha_estimator", ALPHA_ESTIMATORS)
         self._check_choice("init", INITS)
         self._check_choice("sampler", SAMPLERS)
         if not (0 < float(self.prune_mass) <= 1):
@@ -317,10 +329,17 @@ class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):
             for c in range(C):
                 self._update_alpha(c)
 
+    # Minka's fixed point per update, warm-started from the last alpha (Mallet's prior)
+    _FP_ITERS, _FP_SHAPE, _FP_SCALE = 20, 1.001, 1.0
+
     def _update_alpha(self, c):
         lay = self._lay
-        moment_match(lay["cap_ptr"], self.dp_key_[c], self.dp_count_[c], self.dp_nnz_[c],
-                     self.n_ds_[c], self._active[c], self.alpha_[c])
+        args = (lay["cap_ptr"], self.dp_key_[c], self.dp_count_[c], self.dp_nnz_[c],
+                self.n_ds_[c], self._active[c], self.alpha_[c])
+        if self.alpha_estimator == "minka":
+            ml_alpha(*args, self._FP_ITERS, self._FP_SHAPE, self._FP_SCALE)
+        else:
+            moment_match(*args)
         self._edges[c] = None
 
     def _sweep(self, c, pruned=False):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from models import corpus_from_docs, synthetic_corpus
-from models._kernels.pam_counts import build_doc_lists, moment_match, z_from_doc_order
+from models._kernels.pam_counts import build_doc_lists, ml_alpha, moment_match, z_from_doc_order
 from models._kernels.pam_score import token_conditional
 from models.pam import PAM, pam_log_lik
 from tests.helpers import assert_same_fit, resume_after_kill, save_and_load
@@ -202,7 +202,7 @@ def test_moment_matching_without_dispersion_keeps_the_precision():
 def test_moment_matching_matches_reference():
     corpus = small_corpus()
     m = prepared(PAM(n_super=4, n_sub=7, n_chains=1, n_iter=2, burn_in=1, sample_every=1,
-                     n_shards=1, seed=2), corpus)
+                     n_shards=1, seed=2, alpha_estimator="moments"), corpus)
     for _ in range(4):
         m._sweep(0)
     n_dij, _, _ = ref.counts_from_z(corpus.doc_ptr, corpus.term_ids, m._z_doc(0), 4, 7,
@@ -211,6 +211,77 @@ def test_moment_matching_matches_reference():
     m._update_alpha(0)
     np.testing.assert_allclose(m.alpha_[0], want, rtol=1e-10)
     assert not np.allclose(want, 0.01)
+
+
+def test_minka_matches_reference():
+    corpus = small_corpus()
+    m = prepared(PAM(n_super=4, n_sub=7, n_chains=1, n_iter=2, burn_in=1, sample_every=1,
+                     n_shards=1, seed=2), corpus)
+    for _ in range(3):
+        m._sweep(0)
+        m._update_alpha(0)
+    m._sweep(0)
+    n_dij, _, _ = ref.counts_from_z(corpus.doc_ptr, corpus.term_ids, m._z_doc(0), 4, 7,
+                                    corpus.n_terms)
+    want = ref.ml_alpha(n_dij, m.alpha_[0], PAM._FP_ITERS, PAM._FP_SHAPE, PAM._FP_SCALE)
+    m._update_alpha(0)
+    np.testing.assert_allclose(m.alpha_[0], want, rtol=1e-10)
+    assert not np.allclose(want, 0.01)
+
+
+def planted_doc_lists(n_sub):
+    """Doc lists of the planted corpus's own pairs, its 8 sub-topics among ``n_sub``."""
+    corpus, keys = planted_corpus()
+    z = ((keys // 8) * n_sub + keys % 8).astype(np.int32)
+    cap_ptr = np.concatenate([[0], np.cumsum(np.minimum(np.diff(corpus.doc_ptr), 2 * n_sub))])
+    dp_key = np.zeros(cap_ptr[-1], np.int32)
+    dp_count = np.zeros(cap_ptr[-1], np.int32)
+    dp_nnz, n_ds = np.zeros(corpus.n_docs, np.int32), np.zeros((corpus.n_docs, 2), np.int32)
+    build_doc_lists(corpus.doc_ptr, z, n_sub, cap_ptr.astype(np.int64), dp_key, dp_count, dp_nnz,
+                    n_ds)
+    return (cap_ptr.astype(np.int64), dp_key, dp_count, dp_nnz, n_ds,
+            np.ones(corpus.n_docs, np.uint8))
+
+
+def test_minka_climbs_to_a_fixed_point_of_the_dm_posterior():
+    lists = planted_doc_lists(8)
+    cap_ptr, dp_key, dp_count, dp_nnz, n_ds, _ = lists
+    z = np.concatenate([dp_key[cap_ptr[d]:cap_ptr[d] + dp_nnz[d]].repeat(
+        dp_count[cap_ptr[d]:cap_ptr[d] + dp_nnz[d]]) for d in range(len(dp_nnz))])
+    doc_ptr = np.concatenate([[0], np.cumsum(n_ds.sum(1))])
+    n_dij, _, _ = ref.counts_from_z(doc_ptr, np.zeros(len(z), np.int64), z, 2, 8, 1)
+    alpha = np.full((2, 8), 0.01)
+    start = ref.dm_log_posterior(n_dij, alpha, 1.001, 1.0)
+    ml_alpha(*lists, alpha, 500, 1.001, 1.0)
+    top = ref.dm_log_posterior(n_dij, alpha, 1.001, 1.0)
+    assert top > start + 100
+    again = alpha.copy()
+    ml_alpha(*lists, again, 1, 1.001, 1.0)
+    np.testing.assert_allclose(again, alpha, rtol=1e-6)
+    for f in (0.9, 1.1):  # a maximum along the precision too
+        assert ref.dm_log_posterior(n_dij, alpha * f, 1.001, 1.0) < top
+    # the 4 sub-topics a super-topic owns get its mass, the others stay at the prior's floor
+    assert (alpha[0, :4] > 0.3).all() and (alpha[0, 4:] < 1e-3).all()
+    assert (alpha[1, 4:] > 0.3).all() and (alpha[1, :4] < 1e-3).all()
+
+
+def test_many_sub_topics_inflate_the_moment_precision_but_not_minkas():
+    # The same planted pairs among 8, 64 and 256 sub-topics: the unused ones pull the moment
+    # estimate's S_i towards s' (so theta_i ~ alpha_i / S_i ignores the document), Minka's
+    # S_i does not move.
+    S_mom, S_ml = [], []
+    for n_sub in (8, 64, 256):
+        lists = planted_doc_lists(n_sub)
+        a = np.full((2, n_sub), 0.01)
+        moment_match(*lists, a)
+        S_mom.append(a.sum(1))
+        a = np.full((2, n_sub), 0.01)
+        ml_alpha(*lists, a, 500, 1.001, 1.0)
+        S_ml.append(a.sum(1))
+    S_mom, S_ml = np.array(S_mom), np.array(S_ml)
+    assert (S_mom[1] > 40).all() and (S_mom[2] > 200).all()
+    np.testing.assert_allclose(S_ml, np.broadcast_to(S_ml[0], S_ml.shape), rtol=0.01)
+    assert ((S_ml > 1) & (S_ml < 3)).all()
 
 
 # -- invariants, reproducibility, resume ---------------------------------------------------------
@@ -283,6 +354,9 @@ def test_params_are_validated():
         PAM(n_super=2, n_sub=3, n_iter=10, burn_in=5, sample_every=5, sampler="fast").fit(corpus)
     with pytest.raises(ValueError, match="alpha_root"):
         PAM(n_super=2, n_sub=3, alpha_root=0, n_iter=10, burn_in=5, sample_every=5).fit(corpus)
+    with pytest.raises(ValueError, match="alpha_estimator"):
+        PAM(n_super=2, n_sub=3, n_iter=10, burn_in=5, sample_every=5,
+            alpha_estimator="ml").fit(corpus)
     m = PAM(n_super=3)
     assert m.get_params()["n_super"] == 3 and m.n_sub == 800  # __init__ stores unchanged
 

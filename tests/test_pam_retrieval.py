@@ -166,8 +166,9 @@ def test_iteration_table_works_for_pam(mini):
     topics, qrels = load_topics(DATA / "topics.trec"), load_qrels(DATA / "qrels.txt")
     for s, row in enumerate(rows):
         assert row["avg2"] == pytest.approx(avg2_map(index, model, topics, qrels, s), abs=1e-12)
-        chains = [float(m) for m in row["chains"].split()]
-        assert len(chains) == model.n_chains and row["avg1"] == pytest.approx(sum(chains) / len(chains))
+        chains = [float(m) for m in row["chains"].split()]  # printed to 4 decimals
+        assert len(chains) == model.n_chains
+        assert row["avg1"] == pytest.approx(sum(chains) / len(chains), abs=5e-5)
 
 
 @pytest.mark.regression

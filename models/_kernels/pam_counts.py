@@ -1,5 +1,6 @@
 """PAM: the conversion from document to sweep order, counts from z, the doc lists, alpha by
-moment matching and the collapsed log-likelihood (see :mod:`models._kernels.pam`).
+Minka's fixed point or by moment matching, and the collapsed log-likelihood (see
+:mod:`models._kernels.pam`).
 """
 import math
 
@@ -149,6 +150,101 @@ def moment_match(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, active, alpha):
             S = math.exp(log_sum / n_valid)
         for j in range(n_sub):
             alpha[i, j] = S * mean[i, j]
+
+
+@njit(cache=True)
+def ml_alpha(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, active, alpha, n_iter, shape, scale):
+    """Re-estimate every row alpha[i, :] by Minka's fixed point for the Dirichlet-multinomial
+    (Wallach et al. 2009, with a Gamma(shape, scale) prior on every alpha_ij as Mallet does):
+
+        alpha_ij <- (alpha_ij sum_d [psi(n_ij^d + alpha_ij) - psi(alpha_ij)] + shape - 1)
+                    / (sum_d [psi(n_i^d + S_i) - psi(S_i)] + 1 / scale)
+
+    over the active documents with n_i^d > 0, ``n_iter`` times from the current alpha. This is
+    the (MAP) estimate of the alpha that the collapsed joint p(z, z' | alpha) depends on; it
+    needs no pseudo-document. For integer n, psi(n + a) - psi(a) = sum_{k<n} 1 / (a + k), so
+    the sums run over each count's histogram once per iteration. A super-topic used by no
+    document keeps its row; alpha_ij >= 1e-10 keeps every pair reachable.
+
+    alpha : ndarray of shape (n_super, n_sub), float64, changed in place.
+    """
+    n_super, n_sub = alpha.shape
+    n_docs = len(dp_nnz)
+    # (pair key, count) of every document pair and n_i^d of every (doc, used super-topic),
+    # sorted so that each key's counts (and each super-topic's totals) are one ascending run
+    n_pairs = 0
+    n_tot = 0
+    for d in range(n_docs):
+        if active[d] == 0:
+            continue
+        n_pairs += dp_nnz[d]
+        for i in range(n_super):
+            if n_ds[d, i] > 0:
+                n_tot += 1
+    pk = np.empty(n_pairs, dtype=np.int64)
+    tk = np.empty(n_tot, dtype=np.int64)
+    big = np.int64(1) << 32
+    a = 0
+    b = 0
+    for d in range(n_docs):
+        if active[d] == 0:
+            continue
+        base = cap_ptr[d]
+        for q in range(dp_nnz[d]):
+            pk[a] = np.int64(dp_key[base + q]) * big + dp_count[base + q]
+            a += 1
+        for i in range(n_super):
+            if n_ds[d, i] > 0:
+                tk[b] = np.int64(i) * big + n_ds[d, i]
+                b += 1
+    pk.sort()
+    tk.sort()
+    used = np.zeros(n_super, dtype=np.uint8)
+    for b in range(n_tot):
+        used[tk[b] // big] = 1
+    num = np.zeros((n_super, n_sub))
+    den = np.zeros(n_super)
+    S = np.empty(n_super)
+    for _ in range(n_iter):
+        for i in range(n_super):
+            S[i] = 0.0
+            for j in range(n_sub):
+                S[i] += alpha[i, j]
+        den[:] = 0.0
+        b = 0
+        while b < n_tot:
+            i = tk[b] // big
+            dig = 0.0
+            k = 0
+            while b < n_tot and tk[b] // big == i:
+                n = tk[b] - i * big
+                while k < n:
+                    dig += 1.0 / (S[i] + k)
+                    k += 1
+                den[i] += dig
+                b += 1
+        num[:, :] = 0.0
+        a = 0
+        while a < n_pairs:
+            key = pk[a] // big
+            i = key // n_sub
+            j = key - i * n_sub
+            old = alpha[i, j]
+            dig = 0.0
+            k = 0
+            while a < n_pairs and pk[a] // big == key:
+                n = pk[a] - key * big
+                while k < n:
+                    dig += 1.0 / (old + k)
+                    k += 1
+                num[i, j] += dig
+                a += 1
+        for i in range(n_super):
+            if used[i] == 0:
+                continue
+            for j in range(n_sub):
+                new = (alpha[i, j] * num[i, j] + shape - 1.0) / (den[i] + 1.0 / scale)
+                alpha[i, j] = new if new > 1e-10 else 1e-10
 
 
 # ---------------------------------------------------------------------------------------------

@@ -137,6 +137,43 @@ def moment_match(n_dij, alpha):
     return out
 
 
+def ml_alpha(n_dij, alpha, n_iter, shape, scale):
+    """alpha_ij by Minka's fixed point, straight from the formula with digamma: over the docs
+    with n_i^d > 0, ``n_iter`` times, every alpha_ij <- (alpha_ij sum_d [psi(n_ij^d + a_ij) -
+    psi(a_ij)] + shape - 1) / (sum_d [psi(n_i^d + S_i) - psi(S_i)] + 1 / scale), at least 1e-10."""
+    from scipy.special import digamma
+
+    out = np.array(alpha, dtype=np.float64)
+    for i in range(out.shape[0]):
+        rows = np.array([n_dij[d, i] for d in range(len(n_dij)) if n_dij[d, i].sum() > 0])
+        if not len(rows):
+            continue
+        for _ in range(n_iter):
+            a = out[i].copy()
+            S = a.sum()
+            den = (digamma(rows.sum(1) + S) - digamma(S)).sum()
+            num = (digamma(rows + a) - digamma(a)).sum(0)
+            out[i] = np.maximum((a * num + shape - 1) / (den + 1 / scale), 1e-10)
+    return out
+
+
+def dm_log_posterior(n_dij, alpha, shape, scale):
+    """log p(z' | z, alpha) of the Dirichlet-multinomials plus the Gamma(shape, scale) log
+    prior of every alpha_ij of the used super-topics (constants dropped): what
+    :func:`ml_alpha` climbs."""
+    lg = math.lgamma
+    ll = 0.0
+    for i in range(alpha.shape[0]):
+        rows = [n_dij[d, i] for d in range(len(n_dij)) if n_dij[d, i].sum() > 0]
+        if not rows:
+            continue
+        S = alpha[i].sum()
+        for r in rows:
+            ll += lg(S) - lg(r.sum() + S) + sum(lg(n + a) - lg(a) for n, a in zip(r, alpha[i]))
+        ll += sum((shape - 1) * math.log(a) - a / scale for a in alpha[i])
+    return ll
+
+
 def log_lik(doc_ptr, term_ids, z, n_super, n_sub, n_terms, alpha_root, alpha, beta):
     """Collapsed log p(w, z, z') per assigned token."""
     n_dij, n_wj, n_j = counts_from_z(doc_ptr, term_ids, z, n_super, n_sub, n_terms)
