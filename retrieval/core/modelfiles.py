@@ -34,14 +34,14 @@ def index_corpus(index: Index) -> Corpus:
 
 
 # Parameters that change how fast a model trains, never what it is.
-_RUNTIME_PARAMS = ("n_jobs", "callback_every", "checkpoint_every", "log_lik_every", "executor")
+RUNTIME_PARAMS = ("n_jobs", "callback_every", "checkpoint_every", "log_lik_every", "executor")
 
 
 def settings_hash(kind: str, params: dict) -> str:
     """8 hex digits identifying every parameter that shapes the model (not n_jobs & co.); the
     schedule counts as the sweeps it keeps (burn_in=None and 50 are one model at 100 sweeps)."""
     model = registry.model_class(kind)(**params)
-    shaping = {k: v for k, v in model.get_params().items() if k not in _RUNTIME_PARAMS}
+    shaping = {k: v for k, v in model.get_params().items() if k not in RUNTIME_PARAMS}
     if hasattr(model, "_schedule"):
         try:
             shaping["burn_in"], shaping["sample_every"] = model._schedule()
@@ -75,7 +75,7 @@ def _check_replace(out: Path, kind: str, params: dict, overwrite: bool) -> None:
     if not same:
         what = "an unreadable file" if old is None else "a model trained with other settings (" + ", ".join(
             f"{k}: {old.get(k)!r} there vs {v!r} now" for k, v in params.items()
-            if k not in _RUNTIME_PARAMS and old.get(k) != v) + ")"
+            if k not in RUNTIME_PARAMS and old.get(k) != v) + ")"
         raise FileExistsError(f"{out} is {what}; delete it first or choose another --out")
 
 

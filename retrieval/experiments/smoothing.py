@@ -20,7 +20,7 @@ from ..core.ranking import sweep_topics
 from ..core.evaluate import aggregate, judged_topics
 from models.registry import model_class
 
-from ..core.modelfiles import default_model_path, load_model, train_model
+from ..core.modelfiles import RUNTIME_PARAMS, default_model_path, load_model, train_model
 from .regressions import COLLECTIONS, ensure_index
 from ..core.scoring import LAM, MU
 from ..core.sources import load_qrels, load_topics
@@ -37,13 +37,18 @@ TRAIN = dict(n_chains=3, n_iter=100, burn_in=50, sample_every=10, seed=0)
 REFERENCE_KIND = "lda"
 
 
+def _shaping(params: dict) -> dict:
+    return {k: v for k, v in params.items() if k not in RUNTIME_PARAMS}
+
+
 def _model(index, kind: str, k: int, train: dict):
     params = dict(train, **model_class(kind).size_params(k))
     path = default_model_path(index, kind, params)
     # the file name holds only K, chains, sweeps and seed: a file trained under other defaults
     # (e.g. TCM before alpha = 50 / K) is retrained, not reused
-    want = model_class(kind)(**params).get_params()
-    if path.exists() and read_header(path).get("params") == want:
+    # (where training runs, e.g. the executor, is not written to model files and not compared)
+    want = _shaping(model_class(kind)(**params).get_params())
+    if path.exists() and _shaping(read_header(path).get("params") or {}) == want:
         return load_model(path, index)
     return train_model(index, kind, path, overwrite=True, **params)[0]
 
