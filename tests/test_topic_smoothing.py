@@ -111,3 +111,28 @@ EXPECTED_LDA_MED = 0.6229
 def test_lda_smoothing_on_med_matches_the_readme(shared_data, med_index):
     maps, _, _ = med_map_of_default_model(shared_data, med_index, "lda", lams=(0.7,))
     assert maps[0.7] == pytest.approx(EXPECTED_LDA_MED, abs=0.01)
+
+
+def test_experiments_reuse_their_cached_model_and_retrain_a_stale_one(tmp_path, monkeypatch):
+    """The experiments' model cache (``<index>/models/``) loads a model trained with the same
+    settings (model files leave out where training ran, e.g. the executor) and retrains one
+    whose header holds other settings."""
+    from retrieval.experiments import smoothing
+
+    index = build_index([DATA / "docs.trec"], tmp_path / "mini")
+    train = dict(n_chains=1, n_iter=6, burn_in=2, sample_every=2, seed=3)
+    first = smoothing._model(index, "lda", 4, train)
+    trained = []
+    real_train, real_header = smoothing.train_model, smoothing.read_header
+    monkeypatch.setattr(smoothing, "train_model", lambda *a, **kw: trained.append(kw) or real_train(*a, **kw))
+    again = smoothing._model(index, "lda", 4, train)
+    assert trained == []
+    assert np.array_equal(again.p_w_d([0, 1]), first.p_w_d([0, 1]))
+
+    def stale(path):
+        header = real_header(path)
+        header["params"]["beta"] = 0.5
+        return header
+    monkeypatch.setattr(smoothing, "read_header", stale)
+    smoothing._model(index, "lda", 4, train)
+    assert len(trained) == 1
