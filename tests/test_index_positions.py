@@ -20,6 +20,7 @@ DOCS = [
     ("C-9", "Repeats", "banana banana banana split banana, the banana's bananas"),
     ("C-2", "", "The of and a an"),
     ("D-5", "Numbers", "1988 1989 1990 3.14159 2,718 U.S.A. I.B.M. x86_64 co-operate"),
+    ("C-4", "", "I love 😀 and 🎉 parties 🎉"),  # terms beyond U+FFFF, which pyjnius garbles on the way to Java
 ]
 
 
@@ -86,13 +87,21 @@ def test_bulk_reader_equals_per_document_reader(tricky):
     docnos = tricky.stats.docnos
     assert docnos == [d for d, _, _ in DOCS]
     assert_same(tricky.stats, per_document_stats(tricky.path, docnos))
-    assert {"3,000", "null", "müller", "1,000,000"} <= set(tricky.stats.terms)
+    assert {"3,000", "null", "müller", "1,000,000", "😀", "🎉"} <= set(tricky.stats.terms)
 
 
 def test_rows_follow_the_docnos_given_not_lucene_order(tricky):
     docnos = list(reversed(tricky.stats.docnos))
     docnos[1], docnos[4] = docnos[4], docnos[1]
     assert_same(_read_stats(tricky.path, docnos), per_document_stats(tricky.path, docnos))
+
+
+def test_docnos_beyond_the_basic_plane(tmp_path):
+    write_jsonl(tmp_path / "docs.jsonl", [("D-🎉", "", "party party time"), ("D-2", "", "time flies"), ("😀", "", "smile")])
+    s = build_index([tmp_path / "docs.jsonl"], tmp_path / "idx").stats
+    assert s.docnos == ["D-🎉", "D-2", "😀"]
+    assert [[s.terms[t] for t in s.term_ids[s.doc_ptr[d]:s.doc_ptr[d + 1]]] for d in range(3)] == [
+        ["parti", "parti", "time"], ["time", "fli"], ["smile"]]
 
 
 def test_a_document_of_stopwords_only_is_an_empty_row(tricky):
@@ -128,12 +137,12 @@ def test_append_keeps_equal_to_per_document_reading(tmp_path, tricky):
 
 
 def test_documents_lucene_lacks_are_an_error(tricky):
-    with pytest.raises(RuntimeError, match="Lucene indexed 7 documents of 6"):
+    with pytest.raises(RuntimeError, match="Lucene indexed 8 documents of 6"):
         _read_positions(tricky.path, tricky.stats.docnos[:6])
     with pytest.raises(RuntimeError, match="not in its index"):
-        _read_positions(tricky.path, tricky.stats.docnos[:6] + ["NOPE"])
+        _read_positions(tricky.path, tricky.stats.docnos[:7] + ["NOPE"])
     with pytest.raises(ValueError, match="line break"):
-        _read_positions(tricky.path, tricky.stats.docnos[:6] + ["A\nB"])
+        _read_positions(tricky.path, tricky.stats.docnos[:7] + ["A\nB"])
 
 
 def test_from_arrays_sorts_unordered_tokens_like_before():
@@ -175,3 +184,8 @@ def test_doc_major_puts_term_major_postings_in_position_order():
     assert doc_ptr.tolist() == [0, 3, 7, 7]
     assert term_ids.tolist() == [2, 2, 0, 1, 0, 1, 0]
     assert pos.tolist() == [0, 1, 2, 0, 3, 5, 7]
+
+
+def test_from_arrays_refuses_lengths_that_do_not_add_up():
+    with pytest.raises(ValueError, match="add up to 3 tokens, given 2 term ids and 2 positions"):
+        CollectionStats.from_arrays(["a", "b"], {"x": 0}, np.array([0, 1, 2]), np.zeros(2, np.int32), np.arange(2, dtype=np.int32))

@@ -19,12 +19,14 @@ import errno
 import json
 import logging
 import os
+import re
 import shutil
 import tempfile
 import time
 import warnings
 from functools import cached_property
 from pathlib import Path
+from urllib.parse import quote
 
 import numba
 import numpy as np
@@ -41,7 +43,7 @@ log = logging.getLogger(__name__)
 
 MANIFEST = "topicir.json"
 ANALYZER = {"name": "DefaultEnglishAnalyzer", "stemmer": "porter", "stopwords": "lucene-english"}
-_SHARD_DOCS = 50_000
+_SHARD_DOCS = 5_000  # Anserini gives each thread whole files: small ones keep every thread busy to the end
 
 
 def _write_jsonl_shards(sources, staging: Path, existing: Index | None = None) -> tuple[list[str], int, list[str]]:
@@ -83,167 +85,183 @@ def _write_jsonl_shards(sources, staging: Path, existing: Index | None = None) -
 
 
 class _LuceneReadBack:
-    """Bulk reads of a Lucene index, one JVM call per batch of terms.
+    """Bulk reads of a Lucene index: one JVM call per batch of terms, not per document.
 
     Each pyjnius call is a JNI round trip, and Lucene decompresses a chunk of term vectors for every
-    document looked up, so reading an index a document (or a posting) at a time costs more than
-    Anserini took to write it. Instead, existing Java methods (Anserini's postings lists, the
-    streams of ``java.util.stream``) are composed with ``java.lang.invoke.MethodHandles`` into
-    functions that a parallel stream maps over a whole batch inside the JVM; a batch comes back as
-    one ``int[]`` (as native-order bytes) or one string. The bundled Java runtime has no compiler, so
-    the helpers cannot be written in Java. Functional objects never cross into Python: pyjnius
-    cannot wrap the hidden classes ``MethodHandleProxies`` makes.
+    document looked up, so reading an index back a document at a time took longer than Anserini
+    took to write it. Here existing Java methods (Anserini's postings lists and ``java.util.stream``)
+    are composed with ``java.lang.invoke.MethodHandles`` into functions that a parallel stream maps
+    over a whole batch inside the JVM; a batch comes back as one ``int[]`` (as native-order bytes:
+    pyjnius turns a ``byte[]`` into one buffer but an ``int[]`` into a list of Python ints). The
+    bundled Java runtime has no compiler, so these helpers cannot be written in Java. Functional
+    objects stay in the JVM: pyjnius cannot wrap the hidden classes ``MethodHandleProxies`` makes.
     """
 
     def __init__(self, reader):
         self.reader = reader
-        self._mh = mh = jclass("java.lang.invoke.MethodHandles")
-        self._mt, self._lk, self._c = jclass("java.lang.invoke.MethodType"), mh.publicLookup(), jclass("java.lang.Class").forName
-        c, i32 = self._c, jclass("java.lang.Integer").TYPE
-        string, lst, irdr = c("java.lang.String"), c("java.util.List"), c("org.apache.lucene.index.IndexReader")
-        int_stream, ints = c("java.util.stream.IntStream"), c("[I")
-        utils = c("io.anserini.index.IndexReaderUtils")
-        posting = c("io.anserini.index.IndexReaderUtils$Posting")
-        # Posting -> docid, tf, positions...
-        head = self._static(int_stream, "of", int_stream, ints).asCollector(ints, 2)
-        head = mh.filterArguments(head, 0, self._virtual(posting, "getDocid", i32), self._virtual(posting, "getTF", i32))
-        tail = mh.filterReturnValue(self._virtual(posting, "getPositions", ints),
-                                    self._static(c("java.util.Arrays"), "stream", int_stream, ints))
-        post = mh.filterArguments(self._static(int_stream, "concat", int_stream, int_stream, int_stream), 0,
-                                  self._same_arg(head, int_stream, posting), tail)
-        post = self._same_arg(post, int_stream, posting)
-        # term -> its postings (Lucene docids ascending), flattened
-        plist = mh.insertArguments(self._static(utils, "getPostingsListForAnalyzedTerm", lst, irdr, string), 0, reader)
-        term = mh.filterReturnValue(plist, self._virtual(c("java.util.Collection"), "stream", c("java.util.stream.Stream")).asType(
-            self._type(c("java.util.stream.Stream"), lst)))
-        term = mh.filterReturnValue(term, self._flat_map(post))
-        self._postings = self._ints_to_bytes(mh.filterReturnValue(self._lines(), mh.filterReturnValue(
-            self._flat_map(term), self._virtual(int_stream, "toArray", ints))))
-        # IndexTerm -> "cf df term"
-        index_term, i64 = c("io.anserini.index.IndexReaderUtils$IndexTerm"), jclass("java.lang.Long").TYPE
-        concat = self._virtual(string, "concat", string, string)
-        space = mh.insertArguments(concat, 1, " ")
-        cf = mh.filterReturnValue(mh.filterReturnValue(self._virtual(index_term, "getTotalTF", i64),
-                                                       self._static(string, "valueOf", string, i64)), space)
-        df = mh.filterReturnValue(mh.filterReturnValue(self._virtual(index_term, "getDF", i32),
-                                                       self._static(string, "valueOf", string, i32)), space)
-        line = self._same_arg(mh.filterArguments(concat, 0, cf, df), string, index_term)
-        line = self._same_arg(mh.filterArguments(concat, 0, line, self._virtual(index_term, "getTerm", string)), string, index_term)
-        iterator, spliterator, boolean = c("java.util.Iterator"), c("java.util.Spliterator"), jclass("java.lang.Boolean").TYPE
-        to_split = mh.collectArguments(self._static(c("java.util.Spliterators"), "spliteratorUnknownSize", spliterator, iterator, i32),
-                                       1, self._int_constant(jclass("java.util.Spliterator").ORDERED))
-        to_stream = mh.collectArguments(self._static(c("java.util.stream.StreamSupport"), "stream", c("java.util.stream.Stream"),
-                                                     spliterator, boolean), 1, mh.zero(boolean))
-        terms = mh.insertArguments(self._static(utils, "getTerms", iterator, irdr), 0, reader)
-        terms = mh.filterReturnValue(mh.filterReturnValue(terms, to_split), to_stream)
-        self._terms = mh.dropArguments(mh.filterReturnValue(terms, self._map_join(line, "\n")), 0, string)
-        # docno -> Lucene docid: the first posting of the docno in the "id" field
-        bytes_ref, penum = c("org.apache.lucene.util.BytesRef"), c("org.apache.lucene.index.PostingsEnum")
-        as_term = self._lk.findConstructor(bytes_ref, self._type(jclass("java.lang.Void").TYPE, c("java.lang.CharSequence")))
-        first = self._static(c("org.apache.lucene.index.MultiTerms"), "getTermPostingsEnum", penum, irdr, string, bytes_ref)
-        first = mh.filterArguments(mh.insertArguments(first, 0, reader, "id"), 0, as_term.asType(self._type(bytes_ref, string)))
-        first = mh.filterReturnValue(first, self._virtual(penum, "nextDoc", i32))
-        self._docids = self._ints_to_bytes(mh.filterReturnValue(self._lines(), mh.filterReturnValue(
-            self._proxied(self._virtual(c("java.util.stream.Stream"), "mapToInt", int_stream, c("java.util.function.ToIntFunction")),
-                          c("java.util.function.ToIntFunction"), first),
-            self._virtual(int_stream, "toArray", ints))))
+        self._mh = jclass("java.lang.invoke.MethodHandles")
+        self._mt, self._lookup = jclass("java.lang.invoke.MethodType"), self._mh.publicLookup()
+        self._postings = {decode: self._ints_as_bytes(self._postings_of_lines(decode)) for decode in (False, True)}
+        self._terms = self._terms_listing()
+        self._docids = {decode: self._ints_as_bytes(self._docids_of_lines(decode)) for decode in (False, True)}
 
     # -- composing handles ---------------------------------------------------------------------
 
-    def _type(self, ret, *args):
-        return self._mt.methodType(ret, list(args)) if args else self._mt.methodType(ret)
+    @staticmethod
+    def _c(name: str):
+        """A Java class object (``int``, ``long``, ``boolean``, ``void`` or a name such as ``[I``)."""
+        prims = {"int": "java.lang.Integer", "long": "java.lang.Long", "boolean": "java.lang.Boolean", "void": "java.lang.Void"}
+        return jclass(prims[name]).TYPE if name in prims else jclass("java.lang.Class").forName(name)
 
-    def _static(self, cls, name, ret, *args):
-        return self._lk.findStatic(cls, name, self._type(ret, *args))
+    def _type(self, ret: str, *args: str):
+        return self._mt.methodType(self._c(ret), [self._c(a) for a in args]) if args else self._mt.methodType(self._c(ret))
 
-    def _virtual(self, cls, name, ret, *args):
-        return self._lk.findVirtual(cls, name, self._type(ret, *args))
+    def _static(self, cls: str, name: str, ret: str, *args: str):
+        return self._lookup.findStatic(self._c(cls), name, self._type(ret, *args))
 
-    def _same_arg(self, fn, ret, cls):
-        """``fn(x, x, ...)`` (returning ``ret``) as a function of one argument ``x`` of class ``cls``."""
-        return self._mh.permuteArguments(fn, self._type(ret, cls), *([0] * fn.type().parameterCount()))
+    def _virtual(self, cls: str, name: str, ret: str, *args: str):
+        return self._lookup.findVirtual(self._c(cls), name, self._type(ret, *args))
 
-    def _int_constant(self, value: int):
-        # pyjnius passes a Python int or bool to Object parameters unpredictably; parse it in Java.
-        c = self._c
-        return self._mh.insertArguments(self._static(c("java.lang.Integer"), "parseInt", jclass("java.lang.Integer").TYPE,
-                                                     c("java.lang.String")), 0, str(value))
+    def _then(self, *fns):
+        """``fns[-1](...fns[1](fns[0](x)))``."""
+        out = fns[0]
+        for fn in fns[1:]:
+            out = self._mh.filterReturnValue(out, fn)
+        return out
 
-    def _proxied(self, method, iface, fn):
-        """``method(receiver, iface-instance-of-fn)`` as a function of the receiver."""
-        c = self._c
-        make = self._static(c("java.lang.invoke.MethodHandleProxies"), "asInterfaceInstance", c("java.lang.Object"),
-                            c("java.lang.Class"), c("java.lang.invoke.MethodHandle"))
-        return self._mh.collectArguments(method, 1, self._mh.insertArguments(make, 0, iface, fn).asType(self._type(iface)))
+    def _same_arg(self, fn, ret: str, arg: str):
+        """``fn(x, x, ...)`` as a function of its one argument ``x``."""
+        return self._mh.permuteArguments(fn, self._type(ret, arg), *([0] * fn.type().parameterCount()))
 
-    def _flat_map(self, fn):
-        """``(Stream)IntStream``: the ``IntStream`` of ``fn`` of each element, concatenated."""
-        c = self._c
-        return self._proxied(self._virtual(c("java.util.stream.Stream"), "flatMapToInt", c("java.util.stream.IntStream"),
-                                           c("java.util.function.Function")), c("java.util.function.Function"), fn)
+    def _constant_int(self, value: int):
+        # pyjnius hands Python ints and bools to Object parameters as it sees fit; parse in Java.
+        return self._mh.insertArguments(self._static("java.lang.Integer", "parseInt", "int", "java.lang.String"), 0, str(value))
 
-    def _map_join(self, fn, sep: str):
-        """``(Stream)String``: ``fn`` of each element, joined by ``sep``."""
-        c, mh = self._c, self._mh
-        stream, collector = c("java.util.stream.Stream"), c("java.util.stream.Collector")
-        mapped = self._proxied(self._virtual(stream, "map", stream, c("java.util.function.Function")), c("java.util.function.Function"), fn)
-        joining = mh.insertArguments(self._static(c("java.util.stream.Collectors"), "joining", collector, c("java.lang.CharSequence")), 0, sep)
-        collect = mh.collectArguments(self._virtual(stream, "collect", c("java.lang.Object"), collector), 1, joining)
-        return mh.filterReturnValue(mapped, collect.asType(self._type(c("java.lang.String"), stream)))
+    def _with_lambda(self, method, iface: str, fn):
+        """``method(receiver, fn as an iface instance)`` as a function of the receiver."""
+        make = self._static("java.lang.invoke.MethodHandleProxies", "asInterfaceInstance", "java.lang.Object",
+                            "java.lang.Class", "java.lang.invoke.MethodHandle")
+        instance = self._mh.insertArguments(make, 0, self._c(iface), fn).asType(self._type(iface))
+        return self._mh.collectArguments(method, 1, instance)
 
-    def _lines(self):
-        """``(String)Stream``: the lines of a string, as an ordered parallel stream."""
-        c, mh = self._c, self._mh
-        string, lst, strings = c("java.lang.String"), c("java.util.List"), c("[Ljava.lang.String;")
-        split = mh.insertArguments(self._virtual(string, "split", strings, string), 1, "\n")
-        as_list = self._static(c("java.util.Arrays"), "asList", lst, c("[Ljava.lang.Object;")).asType(self._type(lst, strings))
-        parallel = self._virtual(c("java.util.Collection"), "parallelStream", c("java.util.stream.Stream")).asType(
-            self._type(c("java.util.stream.Stream"), lst))
-        return mh.filterReturnValue(mh.filterReturnValue(split, as_list), parallel)
+    def _lines(self, decode: bool):
+        """``(String)Stream<String>``: the lines of a string as an ordered parallel stream, each
+        percent-decoded if ``decode``."""
+        split = self._mh.insertArguments(self._virtual("java.lang.String", "split", "[Ljava.lang.String;", "java.lang.String"), 1, "\n")
+        as_list = self._static("java.util.Arrays", "asList", "java.util.List", "[Ljava.lang.Object;")
+        parallel = self._virtual("java.util.Collection", "parallelStream", "java.util.stream.Stream")
+        lines = self._then(split, as_list.asType(self._type("java.util.List", "[Ljava.lang.String;")),
+                           parallel.asType(self._type("java.util.stream.Stream", "java.util.List")))
+        if not decode:
+            return lines
+        stream = "java.util.stream.Stream"
+        url_decode = self._mh.insertArguments(self._static("java.net.URLDecoder", "decode", "java.lang.String", "java.lang.String",
+                                                           "java.lang.String"), 1, "UTF-8")
+        return self._then(lines, self._with_lambda(self._virtual(stream, "map", stream, "java.util.function.Function"),
+                                                   "java.util.function.Function", url_decode))
 
-    def _ints_to_bytes(self, fn):
-        """``fn`` with its ``int[]`` result as a ``byte[]`` in native order (pyjnius hands a byte[]
-        over as one buffer, an int[] as a list of Python ints)."""
-        c, mh, i32 = self._c, self._mh, jclass("java.lang.Integer").TYPE
-        ints, buf = c("[I"), c("java.nio.ByteBuffer")
-        n_bytes = mh.filterReturnValue(mh.arrayLength(ints), mh.collectArguments(
-            self._static(c("java.lang.Math"), "multiplyExact", i32, i32, i32), 1, self._int_constant(4)))
-        alloc = mh.filterReturnValue(n_bytes, self._static(buf, "allocate", buf, i32))
-        alloc = mh.filterReturnValue(alloc, mh.insertArguments(self._virtual(buf, "order", buf, c("java.nio.ByteOrder")), 1,
-                                                               jclass("java.nio.ByteOrder").nativeOrder()))
-        put = mh.filterArguments(self._virtual(c("java.nio.IntBuffer"), "put", c("java.nio.IntBuffer"), ints), 0,
-                                 self._virtual(buf, "asIntBuffer", c("java.nio.IntBuffer")))
-        fill = mh.foldArguments(mh.dropArguments(self._virtual(buf, "array", c("[B")), 1, ints), mh.dropReturn(put))
-        return mh.filterReturnValue(fn, mh.foldArguments(fill, alloc))
+    def _call(self, handles, strings: list[str]):
+        """``handles[decode]`` applied to ``strings`` sent as lines. pyjnius garbles characters beyond
+        U+FFFF (emoji) on their way to Java, so strings with such characters go percent-encoded."""
+        text = "\n".join(strings)
+        if _ASTRAL.search(text) is None:
+            return handles[False].invokeWithArguments(text)
+        return handles[True].invokeWithArguments("\n".join(quote(s, safe="") for s in strings))
+
+    def _ints_as_bytes(self, fn):
+        """``fn`` with its ``int[]`` result copied into a ``byte[]``, native byte order."""
+        mh, buf = self._mh, "java.nio.ByteBuffer"
+        n_bytes = mh.collectArguments(self._static("java.lang.Math", "multiplyExact", "int", "int", "int"), 1, self._constant_int(4))
+        native = mh.insertArguments(self._virtual(buf, "order", buf, "java.nio.ByteOrder"), 1, jclass("java.nio.ByteOrder").nativeOrder())
+        alloc = self._then(mh.arrayLength(self._c("[I")), n_bytes, self._static(buf, "allocate", buf, "int"), native)
+        put = mh.filterArguments(self._virtual("java.nio.IntBuffer", "put", "java.nio.IntBuffer", "[I"), 0,
+                                 self._virtual(buf, "asIntBuffer", "java.nio.IntBuffer"))
+        # (ints) -> buf = alloc(ints); put(buf, ints); buf.array()
+        fill = mh.foldArguments(mh.dropArguments(self._virtual(buf, "array", "[B"), 1, self._c("[I")), mh.dropReturn(put))
+        return self._then(fn, mh.foldArguments(fill, alloc))
+
+    def _postings_of_lines(self, decode: bool):
+        """``(String)int[]``: for each line (a term), its postings as docid, tf, tf positions."""
+        mh, posting, ints = self._mh, "io.anserini.index.IndexReaderUtils$Posting", "java.util.stream.IntStream"
+        head = mh.filterArguments(self._static(ints, "of", ints, "[I").asCollector(self._c("[I"), 2), 0,
+                                  self._virtual(posting, "getDocid", "int"), self._virtual(posting, "getTF", "int"))
+        tail = self._then(self._virtual(posting, "getPositions", "[I"), self._static("java.util.Arrays", "stream", ints, "[I"))
+        one = self._same_arg(mh.filterArguments(self._static(ints, "concat", ints, ints, ints), 0,
+                                                self._same_arg(head, ints, posting), tail), ints, posting)
+        flat_map = self._virtual("java.util.stream.Stream", "flatMapToInt", ints, "java.util.function.Function")
+        # Lucene docids come in ascending order, positions ascending within each.
+        postings = mh.insertArguments(self._static("io.anserini.index.IndexReaderUtils", "getPostingsListForAnalyzedTerm",
+                                                   "java.util.List", "org.apache.lucene.index.IndexReader", "java.lang.String"),
+                                      0, self.reader)
+        term = self._then(postings, self._virtual("java.util.Collection", "stream", "java.util.stream.Stream").asType(
+            self._type("java.util.stream.Stream", "java.util.List")), self._with_lambda(flat_map, "java.util.function.Function", one))
+        return self._then(self._lines(decode), self._with_lambda(flat_map, "java.util.function.Function", term),
+                          self._virtual(ints, "toArray", "[I"))
+
+    def _terms_listing(self):
+        """``(String)String``, the argument ignored: a line ``cf df term`` for each term of ``contents``."""
+        mh, it, s = self._mh, "io.anserini.index.IndexReaderUtils$IndexTerm", "java.lang.String"
+        concat = self._virtual(s, "concat", s, s)
+        space = mh.insertArguments(concat, 1, " ")
+        cf = self._then(self._virtual(it, "getTotalTF", "long"), self._static(s, "valueOf", s, "long"), space)
+        df = self._then(self._virtual(it, "getDF", "int"), self._static(s, "valueOf", s, "int"), space)
+        line = self._same_arg(mh.filterArguments(concat, 0, cf, df), s, it)
+        line = self._same_arg(mh.filterArguments(concat, 0, line, self._virtual(it, "getTerm", s)), s, it)
+        spliterator = mh.collectArguments(self._static("java.util.Spliterators", "spliteratorUnknownSize", "java.util.Spliterator",
+                                                       "java.util.Iterator", "int"),
+                                          1, self._constant_int(jclass("java.util.Spliterator").ORDERED))
+        sequential = mh.collectArguments(self._static("java.util.stream.StreamSupport", "stream", "java.util.stream.Stream",
+                                                      "java.util.Spliterator", "boolean"), 1, mh.zero(self._c("boolean")))
+        stream = "java.util.stream.Stream"
+        mapped = self._with_lambda(self._virtual(stream, "map", stream, "java.util.function.Function"), "java.util.function.Function", line)
+        joined = mh.collectArguments(self._virtual(stream, "collect", "java.lang.Object", "java.util.stream.Collector"), 1,
+                                     mh.insertArguments(self._static("java.util.stream.Collectors", "joining", "java.util.stream.Collector",
+                                                                     "java.lang.CharSequence"), 0, "\n"))
+        terms = mh.insertArguments(self._static("io.anserini.index.IndexReaderUtils", "getTerms", "java.util.Iterator",
+                                                "org.apache.lucene.index.IndexReader"), 0, self.reader)
+        listing = self._then(terms, spliterator, sequential, mapped, joined.asType(self._type(s, stream)))
+        return mh.dropArguments(listing, 0, self._c(s))  # a handle of no arguments cannot be invoked through pyjnius
+
+    def _docids_of_lines(self, decode: bool):
+        """``(String)int[]``: the Lucene docid of each line (a docno), its first posting in the ``id`` field."""
+        mh, penum, ref = self._mh, "org.apache.lucene.index.PostingsEnum", "org.apache.lucene.util.BytesRef"
+        as_bytes = self._lookup.findConstructor(self._c(ref), self._type("void", "java.lang.CharSequence"))
+        enum = self._static("org.apache.lucene.index.MultiTerms", "getTermPostingsEnum", penum,
+                            "org.apache.lucene.index.IndexReader", "java.lang.String", ref)
+        enum = mh.filterArguments(mh.insertArguments(enum, 0, self.reader, "id"), 0, as_bytes.asType(self._type(ref, "java.lang.String")))
+        first = self._then(enum, self._virtual(penum, "nextDoc", "int"))
+        map_to_int = self._virtual("java.util.stream.Stream", "mapToInt", "java.util.stream.IntStream", "java.util.function.ToIntFunction")
+        return self._then(self._lines(decode), self._with_lambda(map_to_int, "java.util.function.ToIntFunction", first),
+                          self._virtual("java.util.stream.IntStream", "toArray", "[I"))
 
     # -- reads ---------------------------------------------------------------------------------
 
     def terms(self) -> tuple[list[str], np.ndarray, np.ndarray]:
-        """The terms of the ``contents`` field in Lucene's (sorted) order, with their collection and
-        document frequencies."""
+        """The terms of ``contents`` in Lucene's (sorted) order, with their collection and document
+        frequencies (int64)."""
         text = self._terms.invokeWithArguments("")
-        lines = text.split("\n") if text else []
-        cf = np.fromiter((line.split(" ", 1)[0] for line in lines), dtype=np.int64, count=len(lines))
-        df = np.fromiter((line.split(" ", 2)[1] for line in lines), dtype=np.int64, count=len(lines))
-        return [line.split(" ", 2)[2] for line in lines], cf, df
+        cf, df, terms = zip(*(line.split(" ", 2) for line in text.split("\n"))) if text else ((), (), ())
+        return list(terms), np.array(cf, dtype=np.int64), np.array(df, dtype=np.int64)
 
     def postings(self, terms: list[str]) -> np.ndarray:
-        """The postings of ``terms``, one after the other, each as docid, tf and tf positions (int32)."""
-        return np.frombuffer(self._postings.invokeWithArguments("\n".join(terms)).tostring(), dtype=np.int32)
+        """The postings of ``terms``, one term after the other, each posting as docid, tf and the tf
+        positions (int32)."""
+        return np.frombuffer(self._call(self._postings, terms).tostring(), dtype=np.int32)
 
     def docids(self, docnos: list[str]) -> np.ndarray:
-        """Lucene docid of each of ``docnos`` (every one must be in the index)."""
+        """The Lucene docid of each of ``docnos`` (int32)."""
         bad = next((d for d in docnos if "\n" in d or not d), None)
-        if bad is not None:  # they are sent as lines
+        if bad is not None:  # sent as lines
             raise ValueError(f"DOCNO {bad!r} is empty or contains a line break")
         try:
-            found = self._docids.invokeWithArguments("\n".join(docnos))
-        except Exception as e:  # jnius.JavaException: a docno Lucene does not have has no postings enum
+            found = self._call(self._docids, docnos)
+        except Exception as e:  # jnius.JavaException: a docno Lucene does not have has no postings
             raise RuntimeError(f"a document given to Anserini is not in its index ({str(e).splitlines()[0]})") from e
         return np.frombuffer(found.tostring(), dtype=np.int32)
 
 
-_BATCH_TOKENS = 4_000_000  # positions a batch of terms brings back: about 30 MB of text
+_ASTRAL = re.compile("[\U00010000-\U0010FFFF]")
+_BATCH_TOKENS = 4_000_000  # positions of a batch of terms: an int[] of under 3 times as many ints
 
 
 def _read_positions(lucene_dir: Path, docnos: list[str]) -> DocTokens:
@@ -292,7 +310,7 @@ def _unpack_postings(data, post_doc, post_tf, positions, n_post, n_pos):
     """Postings flattened as docid, tf, tf positions into the arrays from offsets ``n_post`` and
     ``n_pos``; returns the new offsets (short data stops early, with offsets that do not add up)."""
     i = 0
-    while i + 1 < len(data):
+    while i + 1 < len(data) and n_post < len(post_doc):
         post_doc[n_post], tf = data[i], data[i + 1]
         post_tf[n_post] = tf
         i += 2

@@ -184,6 +184,9 @@ class CollectionStats:
         remap = np.empty(len(vocab), dtype=np.int32)
         remap[[vocab[t] for t in terms]] = np.arange(len(terms), dtype=np.int32)
         doc_ptr = np.cumsum(lens)
+        if not doc_ptr[-1] == len(term_ids) == len(positions):
+            raise ValueError(f"document lengths add up to {doc_ptr[-1]} tokens, given {len(term_ids)} term ids "
+                             f"and {len(positions)} positions")
         term_ids = remap[term_ids] if len(term_ids) else term_ids
         if not _in_position_order(doc_ptr, positions):
             # Lucene's per-document maps hand tokens out term by term; readers in position order skip this.
@@ -222,8 +225,8 @@ class CollectionStats:
 
 
 # -- kernels -----------------------------------------------------------------------------------
-# Linear passes over the tokens: at AP's 60 M tokens the sorts they replace (lexsort, np.unique of
-# term-document keys) took most of the time of building the statistics.
+# Linear passes over the tokens, instead of sorts of all of them (lexsort, np.unique of term-document
+# keys): an AP-sized collection has tens of millions.
 
 @numba.njit(cache=True)
 def _in_position_order(doc_ptr, positions) -> bool:
