@@ -203,7 +203,7 @@ class SampledFoldInMixin:
         return np.array([c * S + s for c in range(self.n_chains) for s in range(S - samples, S)],
                         dtype=np.int64)
 
-    def fold_in(self, docs, n_iter=10, n_keep=5, samples=1, seed=0, chain=0):
+    def fold_in(self, docs, n_iter=10, n_keep=5, samples=1, seed=0, chain=0, **inputs):
         """Posterior of new documents given the trained model (its kept samples held fixed).
 
         Parameters
@@ -225,6 +225,9 @@ class SampledFoldInMixin:
             random stream).
         chain : int, default=0
             The chain whose topics (PAM's: sub-topics) ``doc_topics_`` is over.
+        **inputs
+            The kind's own inputs beside the tokens, as its ``fit`` takes them (TCM: ``split``,
+            0/1 flags over the new documents' tokens, 1 where no collocation may continue).
 
         Returns
         -------
@@ -236,8 +239,15 @@ class SampledFoldInMixin:
         self._cs_of_chain(chain)
         css = self._fold_css(samples)
         doc_ptr, term_ids = token_lists(docs, self.n_terms_)
+        extra = self._fold_inputs(doc_ptr, **inputs)
         return self._fold_in(doc_ptr, term_ids, css, n_iter, n_keep, seed, chain,
-                             dict(n_iter=n_iter, n_keep=n_keep, samples=samples, seed=seed))
+                             dict(n_iter=n_iter, n_keep=n_keep, samples=samples, seed=seed), **extra)
+
+    def _fold_inputs(self, doc_ptr, **inputs) -> dict:
+        """The kind's extra fold-in inputs for the documents ``doc_ptr``, checked: none by default."""
+        if inputs:
+            raise TypeError(f"{self.kind} fold_in() got unexpected arguments: {', '.join(inputs)}")
+        return {}
 
     @abc.abstractmethod
     def _fold_in(self, doc_ptr, term_ids, css, n_iter, n_keep, seed, chain, params):

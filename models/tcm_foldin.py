@@ -6,8 +6,9 @@ topics given the collocations before), then resampled for ``n_iter`` sweeps over
 the collocation-topic counts of the last ``n_keep`` sweeps are averaged. P_TM is then the TCM
 document model with those counts, averaged over the samples, as for training documents:
 :meth:`TCMFoldIn.p_c_d` for collocations (what the ranker scores a query's multi-word
-collocations with) and ``p_w_d`` for one-word collocations. No split is forced inside a new
-document (collocations may join any adjacent tokens of it). Kernels:
+collocations with) and ``p_w_d`` for one-word collocations. As in training, ``split`` flags say where
+a stopword or punctuation separated two tokens of a new document: no collocation crosses them
+(without flags, collocations may join any adjacent tokens). Kernels:
 :mod:`models._kernels.tcm_foldin`.
 """
 import numpy as np
@@ -59,10 +60,20 @@ class TCMFoldInMixin(SampledFoldInMixin):
     document's positions, the collocation-topic counts of the kept sweeps are averaged;
     ``fold_in`` returns :class:`TCMFoldIn`."""
 
-    def _fold_in(self, doc_ptr, term_ids, css, n_iter, n_keep, seed, chain, params):
+    def _fold_inputs(self, doc_ptr, split=None) -> dict:
+        """``split`` checked as :func:`models.tcm.split_flags` checks training splits, over the
+        new documents' tokens concatenated."""
+        from .corpus import make_corpus
+        from .tcm import split_flags
+
+        n = int(doc_ptr[-1])
+        shape = make_corpus(doc_ptr, np.zeros(n, dtype=np.int64), n_terms=1, fingerprint="new documents")
+        return {"split": split_flags(shape, split)}
+
+    def _fold_in(self, doc_ptr, term_ids, css, n_iter, n_keep, seed, chain, params, split):
         doc_len = np.diff(doc_ptr)
         span = np.empty((len(term_ids), self.max_len), dtype=np.int64)
-        self._with_threads(F_.span_types, doc_ptr, term_ids, self.type_ptr_, self.type_terms_,
+        self._with_threads(F_.span_types, doc_ptr, term_ids, split, self.type_ptr_, self.type_terms_,
                            np.asarray(self._len_blocks(), dtype=np.int64), span)
 
         def run(d0, d1, cap_ptr, out_topic, out_count, out_nnz):

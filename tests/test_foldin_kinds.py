@@ -286,9 +286,10 @@ def tcm_sample(m, cs):
                           m.alpha0_samples_, m.p0_len_, float(m.alpha_), float(m.p_stop))
 
 
-def tcm_spans(m, terms):
+def tcm_spans(m, terms, split=None):
     span = np.empty((len(terms), m.max_len), dtype=np.int64)
-    CF.span_types(np.array([0, len(terms)]), terms, m.type_ptr_, m.type_terms_,
+    split = np.zeros(len(terms), dtype=np.uint8) if split is None else split
+    CF.span_types(np.array([0, len(terms)]), terms, split, m.type_ptr_, m.type_terms_,
                   np.asarray(m._len_blocks(), dtype=np.int64), span)
     return span
 
@@ -302,21 +303,32 @@ def test_tcm_span_types_are_the_models_types(tcm):
             want = m.find_collocation(terms[i:i + n]) if i + n <= len(terms) else -1
             assert span[i, n - 1] == want
     assert (span[:, 1] >= 0).any()
+    split = (np.arange(len(terms)) % 3 == 1).astype(np.uint8)
+    cut = tcm_spans(m, terms.astype(np.int64), split)
+    for i in range(len(terms)):
+        for n in range(1, m.max_len + 1):
+            crosses = i + n <= len(terms) and split[i:i + n - 1].any()
+            assert cut[i, n - 1] == (CF.CROSSES if crosses else span[i, n - 1])
 
 
-def test_tcm_position_conditionals_match_reference(tcm):
+@pytest.mark.parametrize("with_splits", [False, True])
+def test_tcm_position_conditionals_match_reference(tcm, with_splits):
     """The K + 1 weights of a position, from the documented formula, against the conditional
-    of the joint probability of the document's collocations and topics."""
+    of the joint probability of the document's collocations and topics; where a split follows
+    the position (a stopword or punctuation), only its K topic weights."""
     m = tcm
     K = m.n_topics
     rng = np.random.default_rng(2)
     for cs in (0, 3):
         smp = tcm_sample(m, cs)
         for terms in planted_docs(3, 12, seed=15):
-            span = tcm_spans(m, terms)
+            split = (rng.random(len(terms)) < 0.3).astype(np.uint8) if with_splits else None
+            span = tcm_spans(m, terms, split)
             for _ in range(6):
                 b = np.where(rng.random(len(terms)) < 0.6, rng.integers(0, K, len(terms)), -1)
                 b[-1] = rng.integers(K)
+                if split is not None:  # a split is a boundary
+                    b[(split == 1) & (b < 0)] = rng.integers(K)
                 for i in range(len(b)):  # no collocation longer than max_len
                     if i >= m.max_len - 1 and (b[i - m.max_len + 1:i + 1] == -1).all():
                         b[i] = rng.integers(K)
@@ -332,8 +344,11 @@ def test_tcm_position_conditionals_match_reference(tcm):
                 w = np.empty(K + 1)
                 nw = CF.position_weights(j, span, smp, b, ndk, N, np.empty(K), w)
                 fast = w[:nw] / w[:nw].sum()
-                slow = tcm_ref.conditional(m, cs, terms, b, j)
-                np.testing.assert_allclose(fast, slow, rtol=1e-9, atol=1e-15)
+                slow = tcm_ref.conditional(m, cs, terms, b, j, split)
+                np.testing.assert_allclose(fast, slow[:nw], rtol=1e-9, atol=1e-15)
+                assert np.all(slow[nw:] == 0)
+                if split is not None and split[j] and j < len(b) - 1:
+                    assert nw == K
 
 
 def test_tcm_p_c_d_is_the_document_model_of_the_folded_counts(tcm):
@@ -353,3 +368,24 @@ def test_tcm_p_c_d_is_the_document_model_of_the_folded_counts(tcm):
             want[d] += (n_dk + m.alpha_) @ phi[cs] / (n_dk.sum() + m.n_topics * m.alpha_)
     np.testing.assert_allclose(got, want / len(f.css_), rtol=1e-12)
     np.testing.assert_allclose(f.p_w_d([0, 12])[:, 0], f.p_c_d([0], [0, 1])[:, 0], rtol=1e-12)
+
+
+def test_tcm_fold_in_keeps_collocations_within_splits(tcm):
+    """With a split after every token each collocation is one token (n_keep * length of them per
+    document and sample); without splits the planted collocations join tokens; bad flags are
+    refused."""
+    m = tcm
+    docs = planted_docs(4, 16, seed=21)
+    n_tokens = sum(len(d) for d in docs)
+
+    def collocations_per_doc(f):
+        return np.array([[f.f_count_[f.f_ptr_[j, d]:f.f_ptr_[j, d + 1]].sum() for d in range(len(docs))]
+                         for j in range(f.f_ptr_.shape[0])])
+    cut = m.fold_in(docs, n_iter=6, n_keep=3, samples=None, seed=4, split=np.ones(n_tokens, dtype=np.uint8))
+    assert np.array_equal(collocations_per_doc(cut), np.tile([3 * len(d) for d in docs], (cut.f_ptr_.shape[0], 1)))
+    free = m.fold_in(docs, n_iter=6, n_keep=3, samples=None, seed=4)
+    assert (collocations_per_doc(free) < collocations_per_doc(cut)).any()
+    with pytest.raises(ValueError, match="split must have shape"):
+        m.fold_in(docs, split=np.ones(n_tokens - 1))
+    with pytest.raises(TypeError, match="splits"):
+        m.fold_in(docs, splits=np.ones(n_tokens))

@@ -209,3 +209,26 @@ def test_heldout_likelihood_of_the_added_documents(grown, capsys):
     assert f"perplexity                         {np.exp(-want.log_lik):.1f}" in out and "seed=0" in out
     assert main(["-q", "heldout", "--model", str(grown["path"]), "--index", str(base.path)]) == 2
     assert "give held-out documents (--docs FILE)" in capsys.readouterr().err
+
+
+def test_tcm_folds_in_added_documents_with_their_splits(tmp_path):
+    """A TCM model of an earlier state folds the added documents in with the splits training
+    gets from the index (punctuation, stopwords), and a split before every term it never saw."""
+    from retrieval.adapters import tcm as tcm_adapter
+
+    (tmp_path / "old.trec").write_text(trec(make_docs(30, 0, 1)))
+    (tmp_path / "added.trec").write_text(trec([("N1", "apple banana, cherry zeppelin grape melon. peach of apple"),
+                                               ("N2", "engine piston valve gear")]))
+    base = build_index([tmp_path / "old.trec"], tmp_path / "base")
+    model, path = train_model(base, "tcm", tmp_path / "tcm.npz", n_topics=3, n_chains=1, n_iter=12, burn_in=6,
+                              sample_every=3, seed=0, progress=False)
+    build_index([tmp_path / "old.trec"], tmp_path / "idx")
+    g = add_documents([tmp_path / "added.trec"], tmp_path / "idx")
+    ext = load_model(path, g)
+    split = tcm_adapter.fold_in_inputs(g, model, 30, ext.to_model)["split"]
+    # N1 as the model knows it: appl banana | cherri | grape melon | peach | appl (zeppelin left out)
+    assert [len(d) for d in ext.added_docs()] == [7, 4]
+    assert split[:7].tolist() == [0, 1, 1, 0, 1, 1, 1] and split[7:10].tolist() == [0, 0, 0]
+    ids = np.array([g.stats.term_index[w] for w in ("appl", "banana", "engin")])
+    want = model.fold_in(ext.added_docs(), seed=0, samples=None, split=split).p_w_d(ext.to_model[ids])
+    np.testing.assert_array_equal(ext.p_w_d(ids)[30:], want)

@@ -14,10 +14,15 @@ becomes
 and at a document's last token (a forced boundary) p(k) ~ (n_dk + alpha) P(L | k). These K + 1
 weights are evaluated densely. A new document starts from an online pass: collocation lengths
 drawn as P0 draws them (a collocation ends after a token with probability p#), every
-collocation's topic given those before it. No split is forced inside a new document.
+collocation's topic given those before it.
+
+Splits (a stopword or punctuation between two tokens, as in training) are forced boundaries: a
+collocation crossing one has P(c | k) = 0, so the position before a split has only its K topic
+weights and the online pass ends a collocation there.
 
 ``span_type[i, m - 1]`` is the collocation type of tokens i..i + m - 1 (-1: a type no kept
-sample has, or past the document's end), found in the model's sorted type table. A sample's
+sample has, or past the document's end; CROSSES: it crosses a split), found in the model's
+sorted type table. A sample's
 restaurant entries are ``ct_type/ct_topic/ct_count[ct_lo:ct_hi]``, sorted by type then topic.
 Documents and samples run in parallel, each on its own random stream (seed, sample, document).
 """
@@ -29,6 +34,8 @@ from numba import njit, prange
 from .lda_foldin import seed_stream
 from .rng import uniform
 from .sparse import lower_bound
+
+CROSSES = -2  # span type of tokens that cross a split: no collocation
 
 
 class TcmSample(NamedTuple):
@@ -74,20 +81,28 @@ def find_type(type_ptr, type_terms, blocks, terms, a, m):
 
 
 @njit(cache=True, parallel=True)
-def span_types(doc_ptr, term_ids, type_ptr, type_terms, blocks, out):
-    """out[i, m - 1] = type of the span of m tokens from token i within its document (or -1)."""
+def span_types(doc_ptr, term_ids, split, type_ptr, type_terms, blocks, out):
+    """out[i, m - 1] = type of the span of m tokens from token i within its document (or -1),
+    CROSSES where ``split`` (uint8, 1: no collocation continues past this token) cuts it."""
     L = out.shape[1]
     for d in prange(len(doc_ptr) - 1):
         for i in range(doc_ptr[d], doc_ptr[d + 1]):
+            cut = False
             for m in range(1, L + 1):
                 out[i, m - 1] = -1
                 if i + m <= doc_ptr[d + 1]:
-                    out[i, m - 1] = find_type(type_ptr, type_terms, blocks, term_ids, i, m)
+                    if cut:
+                        out[i, m - 1] = CROSSES
+                    else:
+                        out[i, m - 1] = find_type(type_ptr, type_terms, blocks, term_ids, i, m)
+                        cut = split[i + m - 1] != 0
 
 
 @njit(cache=True)
 def p_col(smp, t, m, k):
-    """P(c | k) of a collocation of type t (-1: unseen) and length m."""
+    """P(c | k) of a collocation of type t (-1: unseen; CROSSES: none) and length m."""
+    if t == CROSSES:
+        return 0.0
     base = smp.alpha0 * smp.p0_len[m]
     n = 0
     if t >= 0:
@@ -104,7 +119,7 @@ def p_col(smp, t, m, k):
 @njit(cache=True)
 def p_col_all(smp, t, m, out):
     """P(c | k) for every topic k (overwrites out)."""
-    base = smp.alpha0 * smp.p0_len[m]
+    base = 0.0 if t == CROSSES else smp.alpha0 * smp.p0_len[m]
     for k in range(len(out)):
         out[k] = base / (smp.n_k[k] + smp.alpha0)
     if t >= 0:
@@ -132,7 +147,7 @@ def _pick(w, n, u01):
 def position_weights(j, spans, smp, b, ndk, N, pl, w):
     """The K + 1 weights of position j (w[K]: no boundary) with L, R / LR already removed from
     ``ndk`` and ``N``; ``spans`` are the document's span types. Returns the number of weights
-    (1 + K at a free position, K at the last token)."""
+    (1 + K at a free position, K at the last token and wherever L and R may not join)."""
     K = len(ndk)
     n = len(b)
     s = j
@@ -150,10 +165,10 @@ def position_weights(j, spans, smp, b, ndk, N, pl, w):
     pR = p_col(smp, spans[j + 1, e - j - 1], e - j, kr)
     for k in range(K):
         w[k] = (ndk[k] + smp.alpha) * pl[k] * (ndk[kr] + (1 if k == kr else 0) + smp.alpha) * pR
-    w[K] = 0.0
     m = e - s + 1
-    if m <= len(smp.p0_len) - 1:
-        w[K] = (ndk[kr] + smp.alpha) * p_col(smp, spans[s, m - 1], m, kr) * (N + 1 + K * smp.alpha)
+    if m > len(smp.p0_len) - 1 or spans[s, m - 1] == CROSSES:
+        return K
+    w[K] = (ndk[kr] + smp.alpha) * p_col(smp, spans[s, m - 1], m, kr) * (N + 1 + K * smp.alpha)
     return K + 1
 
 
@@ -175,7 +190,7 @@ def fold_doc(spans, smp, n_iter, n_keep, state, b, ndk, acc, pl, w):
     N = 0
     s = 0
     for i in range(n):  # online pass
-        if i < n - 1 and i - s + 1 < L and uniform(state) >= smp.p_stop:
+        if i < n - 1 and i - s + 1 < L and spans[s, i - s + 1] != CROSSES and uniform(state) >= smp.p_stop:
             b[i] = -1
             continue
         p_col_all(smp, spans[s, i - s], i - s + 1, pl)

@@ -11,6 +11,10 @@ Hooks an adapter module may define:
     The extra ``fit`` inputs the model's ``training_inputs`` names, derived from an index
     (TCM: where collocations must stop; tree-LDA: WordNet synsets as index terms). A hook with a
     ``model`` parameter gets the estimator, to read its settings (tree-LDA: ``wordnet``).
+``fold_in_inputs(index, model, n_docs, to_model) -> dict``
+    The extra ``fold_in`` inputs of the documents added to ``index`` after its first ``n_docs``
+    (TCM: their splits), over the tokens the model knows (``to_model``: the model's term id of
+    every index term, -1 for terms it never saw).
 ``query_extra(index, model, text, query) -> QueryExtra | None``
     Extra query parts scored beside the query terms (TCM: the query's collocations), see
     :class:`retrieval.core.ranking.QueryExtra`.

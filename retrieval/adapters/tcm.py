@@ -1,7 +1,8 @@
 """Retrieval side of the Topical Collocation Model: training splits, query collocations, views.
 
 - ``training_inputs``: where collocations must stop (stopwords, punctuation), from the index
-  (:mod:`retrieval.adapters.tcm_sequences`).
+  (:mod:`retrieval.adapters.tcm_sequences`); ``fold_in_inputs``: the same for documents added
+  to the index after training.
 - ``query_extra``: the model's segmentation of a query; every multi-word collocation c adds
   ``omega log(lam P_QL(c|d) + (1 - lam) P_TCM(c|d))`` to the score.
 - Views (``topicir tcm-view``, the console, reports): for every topic (largest first), its top
@@ -75,6 +76,20 @@ def view_text(rows, phrases=None) -> str:
 
 def training_inputs(index, progress: bool = True) -> dict:
     return {"split": index_splits(index, progress=progress)}
+
+
+def fold_in_inputs(index, model, n_docs: int, to_model) -> dict:
+    """The split flags of the documents of ``index`` after its first ``n_docs`` (those added since
+    the model was trained), over the tokens the model knows (``to_model``: the model's term id
+    of every index term, -1 for terms it never saw): the index's flags, and a split before every
+    left-out term, so that no collocation joins the terms on either side of it."""
+    s = index.stats
+    lo = int(s.doc_ptr[n_docs])
+    split = index_splits(index, progress=False)[lo:]
+    known = np.asarray(to_model)[np.asarray(s.term_ids[lo:], dtype=np.int64)] >= 0
+    before_unknown = np.zeros(len(known), dtype=bool)
+    before_unknown[:-1] = ~known[1:]
+    return {"split": (split.astype(bool) | before_unknown)[known].astype(np.uint8)}
 
 
 def query_extra(index, model, text: str, query) -> QueryExtra:

@@ -122,7 +122,9 @@ class ExtendedModel:
                  self.n_added, self.index.path, self.model.kind,
                  ", ".join(f"{k}={v}" for k, v in self.fold_params.items()))
         start = time.perf_counter()
-        folded = self.model.fold_in(docs, **self.fold_params)
+        inputs = hook(self.model.kind, "fold_in_inputs")  # e.g. TCM: where collocations stop
+        extra = inputs(self.index, self.model, self.n_model_docs, self.to_model) if inputs else {}
+        folded = self.model.fold_in(docs, **self.fold_params, **extra)
         log.info("folded in %d documents in %.1f s", self.n_added, time.perf_counter() - start)
         return folded
 

@@ -4,8 +4,9 @@ document's segmentation and collocation topics with a kept sample's restaurants 
     p(b) = Gamma(K alpha) / Gamma(N + K alpha) prod_k Gamma(n_dk + alpha) / Gamma(alpha)
            * prod_{collocations c with topic k} (n_kc + alpha0 P0(c)) / (n_k + alpha0),
 
-(theta integrated out; P0(c) = 0 beyond max_len), and the conditional of one boundary variable
-as the joint at each of its values, normalised.
+(theta integrated out; P0(c) = 0 beyond max_len; a collocation that crosses a split, a token i
+with split[i] = 1 before its last token, has probability 0), and the conditional of one
+boundary variable as the joint at each of its values, normalised.
 """
 import math
 
@@ -38,13 +39,14 @@ def collocations(b):
     return out
 
 
-def log_joint(model, cs, terms, b):
+def log_joint(model, cs, terms, b, split=None):
     K, alpha = model.n_topics, float(model.alpha_)
     cols = collocations(b)
     ndk = np.zeros(K, dtype=np.int64)
     out = 0.0
     for s, e, k in cols:
-        p = p_col(model, cs, terms[s:e + 1], k)
+        crosses = split is not None and any(split[i] for i in range(s, e))
+        p = 0.0 if crosses else p_col(model, cs, terms[s:e + 1], k)
         if p == 0.0:
             return -math.inf
         out += math.log(p)
@@ -53,14 +55,15 @@ def log_joint(model, cs, terms, b):
     return out + sum(math.lgamma(n + alpha) - math.lgamma(alpha) for n in ndk)
 
 
-def conditional(model, cs, terms, b, j):
-    """p(b_j = k) for k = 0..K-1 and, unless j is the last token, p(b_j = none) last."""
+def conditional(model, cs, terms, b, j, split=None):
+    """p(b_j = k) for k = 0..K-1 and, unless j is the last token, p(b_j = none) last (0 where
+    ``split`` cuts after token j)."""
     values = list(range(model.n_topics)) + ([-1] if j < len(terms) - 1 else [])
     logs = []
     for v in values:
         bb = list(b)
         bb[j] = v
-        logs.append(log_joint(model, cs, terms, bb))
+        logs.append(log_joint(model, cs, terms, bb, split))
     top = max(logs)
     p = [math.exp(x - top) for x in logs]
     s = math.fsum(p)
