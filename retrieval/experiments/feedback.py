@@ -27,8 +27,9 @@ from .smoothing import _model
 
 log = logging.getLogger(__name__)
 
-TRAIN = dict(n_chains=2, n_iter=60, burn_in=30, sample_every=10, seed=0)
-K = 100
+# the default model, as the smoothing table trains it (and shares its files)
+TRAIN = dict(n_chains=3, n_iter=100, burn_in=50, sample_every=10, seed=0)
+K = 800
 RM3_GRID = tuple(Settings("rm3", d, n, w) for d in (5, 10, 20) for n in (10, 30) for w in (0.3, 0.5, 0.7))
 TOPIC_GRID = tuple(Settings("topics", d, n, w, fb_topics=t)
                    for d in (5, 10) for t in (1, 3) for n in (10, 30) for w in (0.5, 0.7))

@@ -173,7 +173,7 @@ def add_feedback(p):
     p.add_argument("--k", type=int, default=K, help="topics of the model")
     p.add_argument("--lam", type=finite, default=LAM)
     p.add_argument("--mu", type=finite, default=MU)
-    add_schedule(p, chains=2, iterations=60, burn_in=30, sample_every=10)
+    add_schedule(p)
 
 
 def feedback(*, kind, data, indexes, collections, k, lam, mu, chains, iterations, burn_in, sample_every):
@@ -195,13 +195,16 @@ def add_growing(p):
     p.add_argument("--lam", type=finite, default=LAM)
     p.add_argument("--mu", type=finite, default=MU)
     add_schedule(p, chains=2, iterations=60, burn_in=30, sample_every=10)
+    p.add_argument("--seeds", type=int, nargs="+", default=[0],
+                   help="train both models once per seed and report the mean MAP over the seeds")
 
 
-def growing(*, kind, data, indexes, collections, k, lam, mu, chains, iterations, burn_in, sample_every):
+def growing(*, kind, data, indexes, collections, k, lam, mu, chains, iterations, burn_in, sample_every, seeds):
     from ..experiments.growing import TRAIN, growing_table
 
     train = dict(TRAIN, n_chains=chains, n_iter=iterations, burn_in=burn_in, sample_every=sample_every)
-    return [growing_table(Path(data), collections, Path(indexes), kind=kind, k=k, train=train, mu=mu, lam=lam)]
+    return [growing_table(Path(data), collections, Path(indexes), kind=kind, k=k, train=train, mu=mu, lam=lam,
+                          seeds=seeds)]
 
 
 # -- aviPAM --------------------------------------------------------------------------------------
