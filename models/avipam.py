@@ -17,6 +17,30 @@ from .foldin import as_corpus
 from .variational import VariationalModel, count_matrix
 
 
+# Semi-amortized refinement: Adam's step on the per-document variational parameters, and the
+# documents refined together.
+_REFINE_LR = 0.05
+_REFINE_BATCH = 500
+# What a batch's draws are for: a refinement step, the averaged mixture, an ELBO estimate.
+_REFINE, _AVERAGE, _ESTIMATE = 0, 1, 2
+# What models written before ``refine_steps`` and ``doc_samples`` existed did: one encoder pass,
+# the mixture at the posterior means.
+_ONE_PASS = dict(refine_steps=0, doc_samples=0)
+
+
+def _batch_draws(seed, batch_no, device, n_levels):
+    """``draws(purpose, call)``: one torch generator per level, seeded from (seed, batch number,
+    purpose, call, level) alone, so that a document's draws depend on its place in the input and
+    not on the documents after it (nor on how many steps came before)."""
+    import torch
+
+    def draws(purpose, call):
+        keys = np.random.SeedSequence([seed, batch_no, purpose, call]).spawn(n_levels)
+        return [torch.Generator(device=device).manual_seed(int(k.generate_state(1, np.uint64)[0] >> 1))
+                for k in keys]
+    return draws
+
+
 class Arch(NamedTuple):
     """A parsed DAG: ``masks[l]`` (bool, (P_l, C_l)) joins level l to level l + 1, root first;
     ``groups`` are the sub-topic ranges [start, stop) of the mixture components (one range for a
@@ -152,8 +176,8 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
 
     def __init__(self, arch="4pam:50,100", alpha=1.0, hidden=100, norm="batch", dropout=0.2,
                  theta_dropout=0.0, decoder="mixture", epochs=100, batch_size=200, lr=1e-3,
-                 kl_warmup=0, beta1=0.99, seed=0, device="cpu", n_jobs=None, callback_every=1,
-                 checkpoint_every=10):
+                 kl_warmup=0, beta1=0.99, refine_steps=30, doc_samples=16, seed=0, device="cpu",
+                 n_jobs=None, callback_every=1, checkpoint_every=10):
         self.arch = arch
         self.alpha = alpha
         self.hidden = hidden
@@ -166,6 +190,8 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         self.lr = lr
         self.kl_warmup = kl_warmup
         self.beta1 = beta1
+        self.refine_steps = refine_steps
+        self.doc_samples = doc_samples
         self.seed = seed
         self.device = device
         self.n_jobs = n_jobs
@@ -186,9 +212,16 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
                 raise ValueError(f"{name} must be in [0, 1), got {v!r}")
         if not (isinstance(self.beta1, (int, float)) and 0 <= self.beta1 < 1):
             raise ValueError(f"beta1 must be in [0, 1), got {self.beta1!r}")
+        self._pos_int("refine_steps", 0)
+        self._pos_int("doc_samples", 0)
         self._check_shared_params()
         if corpus is not None and self.norm == "batch" and corpus.n_docs < 2:
             raise ValueError("norm='batch' needs at least 2 documents")
+
+    @classmethod
+    def _from_params(cls, params):
+        # Files written before refinement existed hold one-pass mixtures: read them as such.
+        return super()._from_params({**_ONE_PASS, **params})
 
     @property
     def n_topics(self):
@@ -274,9 +307,28 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
 
     # -- amortized inference ------------------------------------------------------------------
 
-    def _encode(self, X, batch=2000):
-        """Posterior-mean sub-topic mixtures of the rows of the count matrix ``X``: every node's
-        posterior mean logits, softmaxed and multiplied down the levels; no sampling."""
+    def _encode(self, X):
+        """Sub-topic mixtures of the rows of the count matrix ``X``: the encoder's posteriors,
+        refined by ``refine_steps`` steps on each document's ELBO, then the posterior mean of
+        the mixture over ``doc_samples`` draws (or the mixture at every node's mean logits when
+        ``doc_samples`` is 0). Draws come from streams seeded by ``seed``."""
+        import torch
+
+        out = np.empty((X.shape[0], self.n_topics), dtype=np.float64)
+        for lo, net, _, params, draws in self._batch_posteriors(X, self.refine_steps, self.seed):
+            with torch.no_grad():
+                eps = None
+                if self.doc_samples:
+                    eps = net.noise(params, self.doc_samples, draws(_AVERAGE, 0), _REFINE_BATCH)
+                mix, _ = net.mix_kl(params, eps)
+            out[lo:lo + mix.shape[1]] = mix.mean(0).cpu().numpy()
+        out /= out.sum(axis=1, keepdims=True)
+        return out
+
+    def _batch_posteriors(self, X, steps, seed, batch=_REFINE_BATCH):
+        """(first row, network, (documents, their nonzero entries, the topics at them), variational
+        parameters, draws) of every batch of rows of ``X``: the encoder's posteriors refined by
+        ``steps`` steps. ``draws(purpose, call)`` gives the batch's generators, one per level."""
         import torch
 
         net = self.net_
@@ -284,13 +336,73 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
             raise RuntimeError("this model file holds no encoder; refit to infer new documents")
         net.eval()
         dev = next(net.parameters()).device
-        out = np.empty((X.shape[0], self.n_topics), dtype=np.float64)
         with torch.no_grad():
-            for lo in range(0, X.shape[0], batch):
-                x = torch.from_numpy(X[lo:lo + batch].toarray()).to(dev)
-                mix, _ = net(x, None, sample=False)
-                out[lo:lo + batch] = mix.cpu().numpy()
-        out /= out.sum(axis=1, keepdims=True)
+            topics = net.topics()
+        for b, lo in enumerate(range(0, X.shape[0], batch)):
+            x = torch.from_numpy(X[lo:lo + batch].toarray()).to(dev)
+            pairs, tw = self._pairs(net, x, topics)
+            draws = _batch_draws(seed, b, dev, net.n_levels)
+            yield lo, net, (x, pairs, tw), self._posteriors(net, x, pairs, tw, draws, steps), draws
+
+    @staticmethod
+    def _pairs(net, x, topics):
+        """The nonzero (row, column, count) entries of ``x`` and the topics' columns at them,
+        (nnz, K), for the mixture decoder's likelihood; (None, None) for the product decoder."""
+        if net.decoder == "product":
+            return None, None
+        rows, cols = x.nonzero(as_tuple=True)
+        return (rows, cols, x[rows, cols]), topics[:, cols].T.contiguous()
+
+    @staticmethod
+    def _posteriors(net, x, pairs, tw, draws, steps):
+        """The encoder's variational parameters of the documents ``x``, then ``steps`` Adam steps
+        on the sum of their ELBOs with the decoder fixed (semi-amortized VI, Kim et al. 2018),
+        one fresh draw per step: every document's parameters move on its own ELBO alone (Adam
+        is elementwise)."""
+        import torch
+
+        with torch.no_grad():
+            params = net.posterior_params(x)
+        if not steps:
+            return params
+        params = [p.detach().clone().requires_grad_(True) for p in params]
+        opt = torch.optim.Adam(params, lr=_REFINE_LR)
+        with torch.enable_grad():
+            for step in range(steps):
+                eps = net.noise(params, 1, draws(_REFINE, step), _REFINE_BATCH)
+                mix, kl = net.mix_kl(params, eps)
+                loss = (kl - net.expected_log_lik(x, mix, tw, pairs)).sum()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        return [p.detach() for p in params]
+
+    def elbo(self, corpus, refine_steps=None, n_samples=64, seed=None):
+        """Per-document ELBO (n_docs,) of the posteriors that :meth:`transform` reaches with
+        ``refine_steps`` (default: the model's) refinement steps, estimated with ``n_samples``
+        draws: E_q[log p(w_d | mix)] - KL(q || prior). Its rise from ``refine_steps=0`` is the
+        amortization gap of the encoder. ``seed``: of the draws (default: the model's)."""
+        import torch
+
+        self._check_fitted()
+        steps = self.refine_steps if refine_steps is None else refine_steps
+        for name, v, low in (("refine_steps", steps, 0), ("n_samples", n_samples, 1),
+                             ("seed", self.seed if seed is None else seed, 0)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
+                raise ValueError(f"{name} must be an int >= {low}, got {v!r}")
+        X = count_matrix(as_corpus(corpus, self.n_terms_))
+        out = np.zeros(X.shape[0])
+        seed = self.seed if seed is None else seed
+        for lo, net, (x, pairs, tw), params, draws in self._batch_posteriors(X, int(steps), int(seed)):
+            with torch.no_grad():
+                _, kl = net.mix_kl(params)
+                ll = 0.0
+                for s in range(0, n_samples, 8):  # draws in chunks: (S, nnz, K) stays small
+                    k = min(8, n_samples - s)
+                    eps = net.noise(params, k, draws(_ESTIMATE, s), _REFINE_BATCH)
+                    mix, _ = net.mix_kl(params, eps)
+                    ll = ll + k * net.expected_log_lik(x, mix, tw, pairs)
+                out[lo:lo + len(kl)] = (ll / n_samples - kl).cpu().numpy()
         return out
 
     def transform(self, corpus):

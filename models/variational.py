@@ -19,7 +19,10 @@ from . import validate
 from .base import TopicModel
 from .corpus import content_hash
 
-_RESUME_FREE = ("n_jobs", "callback_every", "checkpoint_every", "device")
+# Parameters a checkpoint may differ in: they do not change training (refine_steps and
+# doc_samples only how documents are inferred afterwards).
+_RESUME_FREE = ("n_jobs", "callback_every", "checkpoint_every", "device", "refine_steps",
+                "doc_samples")
 
 
 def count_matrix(corpus):

@@ -263,6 +263,76 @@ class PAMNet(nn.Module):
             mix = dropped
         return mix, kl
 
+    # -- per-document posteriors (semi-amortized inference) ------------------------------------
+
+    def posterior_params(self, x):
+        """The encoders' variational parameters of the documents ``x`` (B, V), without dropout
+        (call in eval mode): diagonal levels [mu_0, logvar_0, mu_1, logvar_1, ...], each
+        (B, P_l, C_l); a CTM root [mu, logvar, off], (B, K), (B, K) and (B, K(K-1)/2) with
+        ``off`` the strictly lower triangle of the posterior's Cholesky factor."""
+        if self.full_cov:
+            enc = self.encoders[0]
+            h = enc.hidden(x, 0.0, None)
+            return [enc.norm_mu(enc.mu(h)), enc.norm_logvar(enc.logvar(h)), enc.off(h)]
+        out = []
+        for enc in self.encoders:
+            out += list(enc(x, 0.0, None))
+        return out
+
+    def noise(self, params, n_samples, gens, rows=0):
+        """``n_samples`` standard normal draws for every level of ``params``, (S, *mean shape),
+        level l's from ``gens[l]``. They are drawn document-major for max(``rows``, B)
+        documents and cut to the B of the batch, so that a document's draws do not depend on
+        how many documents follow it (torch draws the last values of a tensor, and small
+        tensors, differently)."""
+        mus = params[:1] if self.full_cov else params[0::2]
+        return [torch.randn((max(rows, m.shape[0]), n_samples, *m.shape[1:]), generator=g,
+                            device=m.device, dtype=m.dtype)[:m.shape[0]].transpose(0, 1)
+                for m, g in zip(mus, gens)]
+
+    def mix_kl(self, params, eps=None):
+        """Sub-topic mixtures (S, B, K) of the posteriors ``params`` (see
+        :meth:`posterior_params`) at the draws ``eps`` (see :meth:`noise`), or at every node's
+        mean logits when ``eps`` is None (S = 1); and the KL of every posterior to the prior (B,)."""
+        if self.full_cov:
+            mu, logvar, off = params
+            L = lower_triangular(0.5 * logvar, off, self.encoders[0].tril)
+            z = mu[None] if eps is None else mu + (L @ eps[0].unsqueeze(-1)).squeeze(-1)
+            kl = kl_full_cov(mu, logvar, L, self.prior_mu, self.prior_chol(), self.prior_log_diag)
+            return torch.softmax(z, dim=-1), kl
+        B = params[0].shape[0]
+        S = 1 if eps is None else eps[0].shape[0]
+        mix = params[0].new_ones(S * B, 1, 1)
+        kl = params[0].new_zeros(B)
+        for l in range(self.n_levels):
+            mask, pvar = self._level(l)
+            mu, logvar = params[2 * l], params[2 * l + 1]
+            z = mu.expand(S, *mu.shape) if eps is None else mu + torch.exp(0.5 * logvar) * eps[l]
+            theta = torch.softmax(z.masked_fill(~mask, float("-inf")), dim=-1)
+            mix = torch.bmm(mix, theta.reshape(S * B, *mu.shape[1:]))
+            t = torch.exp(logvar) / pvar + mu * mu / pvar - 1.0 + torch.log(pvar) - logvar
+            kl = kl + 0.5 * (t * mask).sum((1, 2))
+        return mix.view(S, B, -1), kl
+
+    def expected_log_lik(self, x, mix, topics=None, pairs=None):
+        """The decoder's log-likelihood of the documents ``x`` (B, V) under each of the mixtures
+        ``mix`` (S, B, K), averaged over S: (B,). The mixture decoder reads only the words a
+        document holds: ``pairs`` = (doc rows, term columns, counts) of the nonzero entries of
+        ``x`` and ``topics`` (:meth:`topics` restricted to those columns, transposed: (nnz, K)),
+        passed so that a loop over steps computes them once."""
+        S, B, K = mix.shape
+        if self.decoder == "product":
+            lp = self.log_p_words(mix.reshape(S * B, K)).view(S, B, -1)
+            return (x * lp).sum(-1).mean(0)
+        if pairs is None:
+            pairs = x.nonzero(as_tuple=True)
+            pairs = (pairs[0], pairs[1], x[pairs])
+        rows, cols, counts = pairs
+        tw = self.topics()[:, cols].T if topics is None else topics
+        p = (mix[:, rows, :] * tw).sum(-1)                               # (S, nnz)
+        ll = (counts * torch.log(p + 1e-10)).mean(0)
+        return torch.zeros(B, dtype=ll.dtype, device=ll.device).index_add_(0, rows, ll)
+
     def loss(self, x, gen):
         """Negative ELBO of every document of the batch (B,), and its KL part (B,)."""
         mix, kl = self(x, gen)
