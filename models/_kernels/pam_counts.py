@@ -244,7 +244,7 @@ def ml_alpha(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, active, alpha, n_iter, sha
                 continue
             for j in range(n_sub):
                 new = (alpha[i, j] * num[i, j] + shape - 1.0) / (den[i] + 1.0 / scale)
-                alpha[i, j] = new if new > 1e-10 else 1e-10
+                alpha[i, j] = max(new, 1e-10)
 
 
 # ---------------------------------------------------------------------------------------------
