@@ -28,17 +28,21 @@ def _score_mixture(doc_len, post_doc, post_tf, post_lo, post_hi, p_c, q_weight, 
     """Add sum_w q_weight[w] * log(lam * P_QL(w|d) + (1 - lam) * p_tm[d, w]) to ``out`` (changed in place).
 
     post_lo/post_hi : postings range of each query term; p_tm : (n_docs, n_query_terms) float64.
+    The postings are scattered into a (n_docs, n_query_terms) table first, so that the documents
+    are scored in one parallel loop (one thread start per query, not two per query term).
     """
-    n_docs = doc_len.shape[0]
-    p = np.empty(n_docs)
-    for j in range(q_weight.shape[0]):
-        for d in numba.prange(n_docs):
-            p[d] = mu * p_c[j] / (doc_len[d] + mu)
+    n_docs, n_q = doc_len.shape[0], q_weight.shape[0]
+    tf = np.zeros((n_docs, n_q), dtype=np.int32)
+    for j in range(n_q):
         for i in range(post_lo[j], post_hi[j]):
-            d = post_doc[i]
-            p[d] += post_tf[i] / (doc_len[d] + mu)
-        for d in numba.prange(n_docs):
-            out[d] += q_weight[j] * np.log(lam * p[d] + (1.0 - lam) * p_tm[d, j])
+            tf[post_doc[i], j] = post_tf[i]
+    for d in numba.prange(n_docs):
+        norm = doc_len[d] + mu
+        for j in range(n_q):
+            p = mu * p_c[j] / norm
+            if tf[d, j] > 0:
+                p += tf[d, j] / norm
+            out[d] += q_weight[j] * np.log(lam * p + (1.0 - lam) * p_tm[d, j])
 
 
 def _score_ql(doc_len, postings, p_c, q_weight, mu, out) -> None:
