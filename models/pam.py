@@ -75,12 +75,13 @@ class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):
     learn_alpha : bool, default=True
         Re-estimate alpha_ij after every ``optimize_every`` sweeps.
     alpha_estimator : {"minka", "moments"}, default="minka"
-        "minka": Minka's fixed point for the Dirichlet-multinomial of every super-topic's
-        sub-topic counts, with Mallet's Gamma(1.001, 1) prior on each alpha_ij (see
-        :func:`models._kernels.pam_counts.ml_alpha`). "moments": the paper's moment matching
-        with one pseudo-document (section 2.4, :func:`models._kernels.pam_counts.moment_match`);
-        with many sub-topics its S_i grows towards s' (see above), and P_PAM(w | d) comes close
-        to the mixture of the document's super-topics' mean sub-topic distributions.
+        How alpha_ij is re-estimated: "minka", Minka's fixed point for the Dirichlet-multinomial
+        of every super-topic's sub-topic counts with Mallet's Gamma(1.001, 1) prior on each
+        alpha_ij; "moments", the paper's moment matching with one pseudo-document (section 2.4).
+        See :func:`models._kernels.pam_counts.ml_alpha` and
+        :func:`models._kernels.pam_counts.moment_match`; with many sub-topics the moment
+        estimate's S_i grows towards s' (see above), and P_PAM(w | d) comes close to the mixture
+        of the document's super-topics' mean sub-topic distributions.
     optimize_every : int, default=1
     n_chains : int, default=3
     n_iter : int, default=100
@@ -147,8 +148,9 @@ class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):
     quick_params = dict(n_super=2, n_sub=4, n_chains=2, n_iter=8, burn_in=4, sample_every=2, n_shards=2, seed=3)
 
     def __init__(self, n_super=100, n_sub=800, alpha_root=0.01, alpha_sub=0.01, beta=0.01,
-                 learn_alpha=True, alpha_estimator="minka", optimize_every=1, n_chains=3, n_iter=100, burn_in=None,
-                 sample_every=None, init="random", sparse_init_frac=1 / 16, sparse_init_every=2,
+                 learn_alpha=True, alpha_estimator="minka", optimize_every=1, n_chains=3,
+                 n_iter=100, burn_in=None, sample_every=None, init="random",
+                 sparse_init_frac=1 / 16, sparse_init_every=2,
                  sampler="exact", prune_start=10, prune_mass=0.9, prune_max_edges=64,
                  n_shards=4, seed=0, n_jobs=None, log_lik_every=10, callback_every=1,
                  checkpoint_every=10):
