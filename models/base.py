@@ -202,6 +202,21 @@ class TopicModel(abc.ABC):
         """P_TM(w | d) of every document for the given term ids, averaged over everything the
         model keeps: ndarray of shape (n_docs, len(term_ids)), float64."""
 
+    def p_w_d_rows(self, term_ids, docs):
+        """:meth:`p_w_d` of the documents ``docs`` only: ndarray (len(docs), len(term_ids)),
+        float64. Kinds whose document model can be read per document override it, so that a few
+        documents (pseudo-relevance feedback's) do not cost the whole collection."""
+        p = self.p_w_d(term_ids)
+        return p[self._check_docs(docs, len(p))]
+
+    @staticmethod
+    def _check_docs(docs, D):
+        docs = np.asarray(docs, dtype=np.int64).ravel()
+        if docs.size and (docs.min() < 0 or docs.max() >= D):
+            bad = docs[(docs < 0) | (docs >= D)][0]
+            raise ValueError(f"document {int(bad)!r} is out of range for a model of {D} documents")
+        return docs
+
     @abc.abstractmethod
     def p_w_d_per_sample(self, term_ids):
         """P_TM(w | d) of every kept sample: ndarray (n_chains, n_samples, n_docs, len(term_ids))."""

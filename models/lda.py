@@ -390,6 +390,34 @@ class LDA(LDAFoldInMixin, SweepOrderModel):
         K_._mean_over_samples(per, out)
         return out
 
+    def p_w_d_rows(self, term_ids, docs):
+        """:meth:`p_w_d` of the documents ``docs`` only, (len(docs), len(term_ids)): per kept
+        sample theta of those documents times the terms' phi columns, so the cost is theirs, not
+        the collection's (equal to ``p_w_d(term_ids)[docs]`` up to rounding)."""
+        self._check_fitted()
+        term_ids = self._check_term_ids(term_ids)
+        uniq, back = np.unique(self._check_docs(docs, len(self.doc_len_)), return_inverse=True)
+        V, K, b = self.n_terms_, self.n_topics, float(self.beta)
+        row = np.full(len(self.doc_len_), -1, dtype=np.int64)
+        row[uniq] = np.arange(len(uniq))
+        n_cs = self.kd_ptr_.shape[0]
+        out = np.zeros((len(uniq), len(term_ids)))
+        for cs in range(n_cs):
+            lo, hi = self.kd_ptr_[cs, 0], self.kd_ptr_[cs, K]
+            topic = np.repeat(np.arange(K), np.diff(self.kd_ptr_[cs]))
+            r = row[self.kd_doc_[lo:hi]]
+            keep = r >= 0
+            n_dk = np.zeros((len(uniq), K))
+            np.add.at(n_dk, (r[keep], topic[keep]), self.kd_count_[lo:hi][keep])
+            alpha = self.alpha_samples_[cs]
+            theta = (n_dk + alpha) / (self.doc_len_[uniq] + alpha.sum())[:, None]
+            n_kw = np.zeros((K, len(term_ids)))
+            for j, w in enumerate(term_ids):
+                a, z = self.tw_ptr_[cs, w], self.tw_ptr_[cs, w + 1]
+                n_kw[self.tw_topic_[a:z].astype(np.int64), j] = self.tw_count_[a:z]
+            out += theta @ ((n_kw + b) / (self.n_k_samples_[cs][:, None] + V * b))
+        return (out / n_cs)[back]
+
     def p_w_d_per_sample(self, term_ids):
         """P_LDA(w | d) of every kept sample: ndarray of shape (n_chains, n_samples, n_docs, n_terms)."""
         per = self._per_sample(term_ids)

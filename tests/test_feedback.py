@@ -93,7 +93,11 @@ def test_p_tm_rows_chunked_equals_full(themed, themed_lda):
     terms = np.arange(themed.stats.n_terms)
     docs = np.array([7, 2, 25])
     full = themed_lda.p_w_d(terms)[docs]
-    np.testing.assert_array_equal(p_tm_rows(themed_lda, terms, docs, 30, chunk_cells=61), full)
+
+    class Whole:  # a document model with p_w_d only: read a chunk of terms at a time
+        p_w_d = staticmethod(themed_lda.p_w_d)
+    np.testing.assert_array_equal(p_tm_rows(Whole(), terms, docs, 30, chunk_cells=61), full)
+    np.testing.assert_allclose(p_tm_rows(themed_lda, terms, docs, 30), full, rtol=1e-12)
 
 
 def test_rm3_expands_from_the_relevant_top_documents(themed):
@@ -255,3 +259,17 @@ def test_every_kind_through_the_protocol(collection, trained, kind):  # noqa: F8
     # the doctor theme's documents lead the topic-feedback run
     scores, ex = fq.scores(Settings(method="topics", fb_docs=5, fb_topics=1, fb_terms=10))
     assert len({t for t, _ in ex.feedback} & analysed(collection, DOCTOR)) >= 3, ex.feedback
+
+
+def test_p_tm_rows_of_every_kind_are_rows_of_p_w_d():
+    """Feedback reads P_TM of its few documents through ``p_w_d_rows``: for every kind (LDA's
+    own path, the protocol's default for the others), the rows of ``p_w_d``."""
+    from models import synthetic_corpus
+    from models.registry import model_class
+    from retrieval.core.feedback import p_tm_rows
+
+    corpus = synthetic_corpus(30, 40, 15, seed=3, n_latent=3)
+    terms, docs = np.array([1, 4, 4, 9]), np.array([2, 0, 29, 2])
+    for kind, params in [("lda", dict(n_topics=4)), ("pam", dict(n_super=2, n_sub=4)), ("glda", dict(n_topics=4))]:
+        m = model_class(kind)(**params, n_chains=1, n_iter=6, burn_in=2, sample_every=2, seed=0).fit(corpus)
+        np.testing.assert_allclose(p_tm_rows(m, terms, docs, corpus.n_docs), m.p_w_d(terms)[docs], rtol=1e-12)

@@ -232,3 +232,11 @@ def test_tcm_folds_in_added_documents_with_their_splits(tmp_path):
     ids = np.array([g.stats.term_index[w] for w in ("appl", "banana", "engin")])
     want = model.fold_in(ext.added_docs(), seed=0, samples=None, split=split).p_w_d(ext.to_model[ids])
     np.testing.assert_array_equal(ext.p_w_d(ids)[30:], want)
+
+
+def test_rows_of_a_grown_index_mix_the_models_and_the_folded_documents(grown):
+    g = grown["grown"]
+    ext = load_model(grown["path"], g)
+    ids = np.array([g.stats.term_index[w] for w in ("appl", "zeppelin", "violin")])
+    docs = np.array([35, 3, 38, 0, 35])
+    np.testing.assert_allclose(ext.p_w_d_rows(ids, docs), ext.p_w_d(ids)[docs], rtol=1e-12)

@@ -105,3 +105,18 @@ def test_models_does_not_import_retrieval_or_jvm():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        cwd=str(__import__("pathlib").Path(__file__).resolve().parents[1]))
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_p_w_d_rows_of_a_few_documents_are_their_rows_of_p_w_d(fitted):
+    """The per-document path (feedback's few documents) gives p_w_d's rows, in the order asked
+    (repeats kept), for LDA's own kernel and the protocol's default (here through TopicModel)."""
+    from models.base import TopicModel
+
+    corpus, m = fitted
+    terms = np.array([3, 0, 7, 19, 3])
+    docs = np.array([5, 0, 79, 5, 12])
+    want = m.p_w_d(terms)[docs]
+    np.testing.assert_allclose(m.p_w_d_rows(terms, docs), want, rtol=1e-12)
+    np.testing.assert_array_equal(TopicModel.p_w_d_rows(m, terms, docs), want)
+    with pytest.raises(ValueError, match="document 80 is out of range"):
+        m.p_w_d_rows(terms, [80])

@@ -140,6 +140,21 @@ class ExtendedModel:
         out[n:, known] = self.folded.p_w_d(mapped[known])
         return out
 
+    def p_w_d_rows(self, term_ids, docs) -> np.ndarray:
+        """:meth:`p_w_d` of the rows ``docs`` only, (len(docs), len(term_ids))."""
+        ids = np.asarray(term_ids, dtype=np.int64).ravel()
+        docs = np.asarray(docs, dtype=np.int64).ravel()
+        mapped = self.to_model[ids]
+        known = mapped >= 0
+        n = self.n_model_docs
+        out = np.zeros((len(docs), len(ids)))
+        old = docs < n
+        if old.any():
+            out[np.ix_(old, known)] = self.model.p_w_d_rows(mapped[known], docs[old])
+        if (~old).any():
+            out[np.ix_(~old, known)] = self.folded.p_w_d(mapped[known])[docs[~old] - n]
+        return out
+
     def p_w_d_per_sample(self, term_ids):
         raise ValueError(f"documents added to {self.index.path} after training have no per-sample tables; "
                          f"rank with the averaged model, or use the index the model was trained on")

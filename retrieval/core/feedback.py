@@ -138,8 +138,10 @@ def doc_terms(stats, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def p_tm_rows(model, term_ids: np.ndarray, docs: np.ndarray, n_docs: int,
               chunk_cells: int = CHUNK_CELLS) -> np.ndarray:
     """P_TM(w|d) of ``term_ids`` for the documents ``docs`` only, (len(docs), len(term_ids)):
-    ``p_w_d`` (every one of the ``n_docs`` documents' rows) a chunk of terms at a time, keeping
-    the rows of ``docs``."""
+    the model's ``p_w_d_rows`` where it has one, else ``p_w_d`` (every one of the ``n_docs``
+    documents' rows) a chunk of terms at a time, keeping the rows of ``docs``."""
+    if hasattr(model, "p_w_d_rows"):
+        return model.p_w_d_rows(term_ids, docs)
     out = np.empty((len(docs), len(term_ids)))
     step = max(1, chunk_cells // max(n_docs, 1))
     for lo in range(0, len(term_ids), step):
