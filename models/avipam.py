@@ -103,8 +103,9 @@ def parse_arch(desc):
 
 class AVIPAM(AVIFoldInMixin, VariationalModel):
     """A PAM (or mixture of LDAs) trained by amortized variational inference, kept as a
-    document model: P_AVI(w | d) = sum_k mix_dk beta_kw with mix_d the posterior-mean sub-topic
-    mixture of document d from one encoder pass.
+    document model: P_AVI(w | d) = sum_k mix_dk beta_kw with mix_d the sub-topic mixture of
+    document d: the encoder's posterior refined on that document's ELBO (semi-amortized VI) and
+    averaged over posterior draws.
 
     Parameters
     ----------
@@ -143,7 +144,20 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         in Bowman et al. (2016); ``log_lik_`` is the full ELBO either way.
     beta1 : float, default=0.99
         Adam's first-moment decay (AVITM uses 0.99).
+    refine_steps : int, default=30
+        After training, and for every document :meth:`transform` or ``fold_in`` infers: Adam
+        steps on each document's own ELBO, started from the encoder's variational parameters,
+        with the decoder fixed (semi-amortized VI, Kim et al. 2018); 0 keeps the encoder's
+        posterior. Does not change training.
+    doc_samples : int, default=16
+        The document mixture mix_d is the posterior mean of the mixture, averaged over this many
+        draws from the (refined) posterior, as the Gibbs kinds average samples; 0 takes the
+        mixture at every node's mean logits. Model files written before these two parameters
+        existed load with ``refine_steps=0, doc_samples=0``, what they were written with.
     seed : int, default=0
+        Seeds training and, apart, the draws of the refinement and the averaging: the same seed
+        gives the same mixtures, and a document's mixture does not depend on the documents
+        after it in the input.
     device : str, default="cpu"
         torch device: "cpu" or "cuda" (bit-reproducible only on CPU; see models.variational).
     n_jobs : int or None, default=None
@@ -159,8 +173,8 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
     ----------
     topic_word_ : ndarray of shape (n_sub, n_terms), float32
         The sub-topics softmax(norm(beta)).
-    doc_mix_ : ndarray of shape (n_docs, n_sub), float32
-        Amortized posterior-mean sub-topic mixture of every training document.
+    doc_mix_ : ndarray of shape (n_docs, n_sub), float64
+        Sub-topic mixture of every training document (see ``refine_steps``, ``doc_samples``).
     log_lik_ : ndarray of shape (epochs, 1)
         Training ELBO per token of every epoch.
     """
@@ -367,14 +381,21 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
             return params
         params = [p.detach().clone().requires_grad_(True) for p in params]
         opt = torch.optim.Adam(params, lr=_REFINE_LR)
-        with torch.enable_grad():
-            for step in range(steps):
-                eps = net.noise(params, 1, draws(_REFINE, step), _REFINE_BATCH)
-                mix, kl = net.mix_kl(params, eps)
-                loss = (kl - net.expected_log_lik(x, mix, tw, pairs)).sum()
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
+        prev = torch.get_num_threads()
+        # One thread, as training: the mixtures do not depend on n_jobs (torch splits reductions
+        # by thread count), and these small ops gain nothing from threads on a busy machine.
+        torch.set_num_threads(1)
+        try:
+            with torch.enable_grad():
+                for step in range(steps):
+                    eps = net.noise(params, 1, draws(_REFINE, step), _REFINE_BATCH)
+                    mix, kl = net.mix_kl(params, eps)
+                    loss = (kl - net.expected_log_lik(x, mix, tw, pairs)).sum()
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+        finally:
+            torch.set_num_threads(prev)
         return [p.detach() for p in params]
 
     def elbo(self, corpus, refine_steps=None, n_samples=64, seed=None):
@@ -407,7 +428,8 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
 
     def transform(self, corpus):
         """Sub-topic mixtures (n_docs, n_topics) of the documents of any ``corpus`` over the
-        model's vocabulary (or a list of term-id arrays), from one encoder pass each."""
+        model's vocabulary (or a list of term-id arrays): one encoder pass each, refined and
+        averaged as ``refine_steps`` and ``doc_samples`` say."""
         self._check_fitted()
         corpus = as_corpus(corpus, self.n_terms_)
         import torch

@@ -1,6 +1,6 @@
-"""Fold-in for aviPAM: a new document's posterior is the encoder's (amortized inference, one
-pass: the posterior-mean mixture, no sampling), and P_TM(w | d) the decoder's for that mixture,
-exactly as for training documents."""
+"""Fold-in for aviPAM: a new document's posterior is the encoder's, refined on the document's
+ELBO and averaged over draws as the model's ``refine_steps`` and ``doc_samples`` say, and
+P_TM(w | d) the decoder's for that mixture, exactly as for training documents."""
 import numpy as np
 
 from .foldin import FoldedDocs, as_corpus, check_fold_params
@@ -54,9 +54,9 @@ class AVIFoldInMixin:
 
     def fold_in(self, docs, n_iter=1, n_keep=1, samples=None, seed=0, chain=0):
         """Posterior of new documents (term-id arrays of the model's vocabulary, or a Corpus)
-        from one encoder pass each. The result does not depend on the sampling settings
-        ``n_iter``, ``n_keep``, ``samples`` and ``seed`` (the posterior mean is taken, nothing is
-        sampled) nor ``chain`` (one model); they are checked and accepted as every kind's
+        inferred as :meth:`transform` infers them (its draws seeded by the model's ``seed``).
+        The result does not depend on the Gibbs settings ``n_iter``, ``n_keep``, ``samples``
+        and ``seed`` nor ``chain`` (one model); they are checked and accepted as every kind's
         ``fold_in`` accepts them. Returns :class:`AVIFoldIn`."""
         self._check_fitted()
         check_fold_params(n_iter, n_keep, seed)
