@@ -130,3 +130,15 @@ def test_bad_refinement_parameters_are_refused(corpus, fitted, tmp_path, name, b
         fitted.elbo(corpus, n_samples=0)
     with pytest.raises(ValueError, match="refine_steps"):
         fitted.elbo(corpus, refine_steps=-2)
+
+
+def test_mixtures_do_not_depend_on_the_thread_count(fitted, corpus):
+    """Refinement runs on one torch thread (reductions split by thread count would change the
+    last bits); the encoder pass on n_jobs threads agrees to float32 rounding."""
+    import copy
+
+    two = copy.copy(fitted)
+    two.n_jobs = 2
+    before = torch.get_num_threads()
+    np.testing.assert_allclose(two.transform(corpus), fitted.doc_mix_, rtol=1e-5, atol=1e-9)
+    assert torch.get_num_threads() == before  # restored
