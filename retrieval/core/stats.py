@@ -253,17 +253,20 @@ def _postings(doc_ptr, term_ids, n_terms):
     for t in range(n_terms):
         post_ptr[t + 1] += post_ptr[t]
     post_doc = np.empty(post_ptr[n_terms], np.int32)
-    post_tf = np.zeros(post_ptr[n_terms], np.int32)
+    post_tf = np.empty(post_ptr[n_terms], np.int32)
     fill = post_ptr[:-1].copy()
-    last[:] = -1
+    count = np.zeros(n_terms, np.int32)
     for d in range(len(doc_ptr) - 1):  # ascending docs: each term's postings come out sorted
         for i in range(doc_ptr[d], doc_ptr[d + 1]):
+            count[term_ids[i]] += 1
+        # one write per (term, doc) pair, not per token: the postings are scattered across memory
+        for i in range(doc_ptr[d], doc_ptr[d + 1]):
             t = term_ids[i]
-            if last[t] != d:
-                last[t] = d
+            if count[t]:
                 post_doc[fill[t]] = d
+                post_tf[fill[t]] = count[t]
                 fill[t] += 1
-            post_tf[fill[t] - 1] += 1
+                count[t] = 0
     return post_ptr, post_doc, post_tf
 
 
