@@ -400,22 +400,27 @@ class LDA(LDAFoldInMixin, SweepOrderModel):
         V, K, b = self.n_terms_, self.n_topics, float(self.beta)
         row = np.full(len(self.doc_len_), -1, dtype=np.int64)
         row[uniq] = np.arange(len(uniq))
-        n_cs = self.kd_ptr_.shape[0]
-        out = np.zeros((len(uniq), len(term_ids)))
+        n_cs, T = self.kd_ptr_.shape[0], len(term_ids)
+        out = np.zeros((len(uniq), T))
         for cs in range(n_cs):
             lo, hi = self.kd_ptr_[cs, 0], self.kd_ptr_[cs, K]
-            topic = np.repeat(np.arange(K), np.diff(self.kd_ptr_[cs]))
             r = row[self.kd_doc_[lo:hi]]
-            keep = r >= 0
-            n_dk = np.zeros((len(uniq), K))
-            np.add.at(n_dk, (r[keep], topic[keep]), self.kd_count_[lo:hi][keep])
+            keep = np.flatnonzero(r >= 0)
+            topic = np.searchsorted(self.kd_ptr_[cs], lo + keep, side="right") - 1
+            n_dk = np.bincount(r[keep] * K + topic, weights=self.kd_count_[lo:hi][keep],
+                               minlength=len(uniq) * K).reshape(len(uniq), K)
             alpha = self.alpha_samples_[cs]
             theta = (n_dk + alpha) / (self.doc_len_[uniq] + alpha.sum())[:, None]
-            n_kw = np.zeros((K, len(term_ids)))
-            for j, w in enumerate(term_ids):
-                a, z = self.tw_ptr_[cs, w], self.tw_ptr_[cs, w + 1]
-                n_kw[self.tw_topic_[a:z].astype(np.int64), j] = self.tw_count_[a:z]
-            out += theta @ ((n_kw + b) / (self.n_k_samples_[cs][:, None] + V * b))
+            # theta phi = theta (b / (n_k + V b)) + the sum over the terms' topic postings
+            norm = 1.0 / (self.n_k_samples_[cs] + V * b)
+            out += (theta @ (b * norm))[:, None]
+            a, z = self.tw_ptr_[cs, term_ids], self.tw_ptr_[cs, term_ids + 1]
+            n = z - a
+            at = np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n) + np.repeat(a, n)
+            k = self.tw_topic_[at].astype(np.int64)
+            cols = np.repeat(np.arange(T), n)
+            for i in range(len(uniq)):
+                out[i] += np.bincount(cols, weights=theta[i, k] * self.tw_count_[at] * norm[k], minlength=T)
         return (out / n_cs)[back]
 
     def p_w_d_per_sample(self, term_ids):
