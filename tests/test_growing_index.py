@@ -218,7 +218,7 @@ def test_tcm_folds_in_added_documents_with_their_splits(tmp_path):
 
     (tmp_path / "old.trec").write_text(trec(make_docs(30, 0, 1)))
     (tmp_path / "added.trec").write_text(trec([("N1", "apple banana, cherry zeppelin grape melon. peach of apple"),
-                                               ("N2", "engine piston valve gear")]))
+                                               ("N2", "engine piston valve gear aardvark")]))
     base = build_index([tmp_path / "old.trec"], tmp_path / "base")
     model, path = train_model(base, "tcm", tmp_path / "tcm.npz", n_topics=3, n_chains=1, n_iter=12, burn_in=6,
                               sample_every=3, seed=0, progress=False)
@@ -227,12 +227,23 @@ def test_tcm_folds_in_added_documents_with_their_splits(tmp_path):
     ext = load_model(path, g)
     split = tcm_adapter.fold_in_inputs(g, model, 30, ext.to_model)["split"]
     # N1 as the model knows it: appl banana | cherri | grape melon | peach | appl (zeppelin left out)
-    assert [len(d) for d in ext.added_docs()] == [7, 4]
+    assert [len(d) for d in ext.added_docs()] == [7, 4] and g.stats.terms[0] == "aardvark"
     assert split[:7].tolist() == [0, 1, 1, 0, 1, 1, 1] and split[7:10].tolist() == [0, 0, 0]
     ids = np.array([g.stats.term_index[w] for w in ("appl", "banana", "engin")])
     want = model.fold_in(ext.added_docs(), seed=0, samples=None, split=split).p_w_d(ext.to_model[ids])
     np.testing.assert_array_equal(ext.p_w_d(ids)[30:], want)
 
+    # a query's collocations: segmented in the model's term ids (the index's are shifted by the
+    # new "aardvark"), P_TCM(c|d) of the model's documents, then of the folded-in ones
+    b = base.stats
+    c = [b.terms[w] for w in model.collocation_terms(model.top_collocations(1, min_len=2)[0][0])]
+    text = " ".join(c + ["zeppelin"])
+    grown_q, base_q = prepare(g, text, ext), prepare(base, text, model)
+    assert grown_q.extra.labels == base_q.extra.labels == [" ".join(c)]
+    np.testing.assert_array_equal(grown_q.p_extra[:30], base_q.p_extra)
+    seg = np.array([0, len(c)])
+    np.testing.assert_array_equal(grown_q.p_extra[30:], ext.folded.p_c_d(ext.to_model[[g.stats.term_index[t] for t in c]], seg))
+    assert len(run_topics(g, [Topic("1", text, "", "")], model=ext, depth=32, progress=False)) == 32
 
 def test_rows_of_a_grown_index_mix_the_models_and_the_folded_documents(grown):
     g = grown["grown"]
@@ -240,3 +251,4 @@ def test_rows_of_a_grown_index_mix_the_models_and_the_folded_documents(grown):
     ids = np.array([g.stats.term_index[w] for w in ("appl", "zeppelin", "violin")])
     docs = np.array([35, 3, 38, 0, 35])
     np.testing.assert_allclose(ext.p_w_d_rows(ids, docs), ext.p_w_d(ids)[docs], rtol=1e-12)
+

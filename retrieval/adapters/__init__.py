@@ -17,7 +17,9 @@ Hooks an adapter module may define:
     every index term, -1 for terms it never saw).
 ``query_extra(index, model, text, query) -> QueryExtra | None``
     Extra query parts scored beside the query terms (TCM: the query's collocations), see
-    :class:`retrieval.core.ranking.QueryExtra`.
+    :class:`retrieval.core.ranking.QueryExtra`. On an index grown since training, ``model`` is a
+    :class:`retrieval.core.extension.ExtendedModel` (``to_model`` maps the index's term ids to the
+    model's, ``folded`` holds the added documents' posteriors).
 ``topic_lines(model, terms, topic, top) -> list[str]``
     How one topic reads in the console's ``:topic`` and the report's topic list (default: its
     top words from ``topic_words``).

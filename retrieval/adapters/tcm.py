@@ -96,6 +96,12 @@ def query_extra(index, model, text: str, query) -> QueryExtra:
     col = query_collocations(index, model, text)
 
     def p_tm(per_sample: bool):
+        to_model = getattr(model, "to_model", None)
+        if to_model is not None:  # a grown index: the model's documents, then the folded-in ones
+            if per_sample:
+                return model.p_w_d_per_sample(col.term_ids)  # refused, with the reason
+            ids = to_model[col.term_ids]
+            return np.vstack([model.model.p_c_d(ids, col.seg_ptr), model.folded.p_c_d(ids, col.seg_ptr)])
         if per_sample:
             return model.p_c_d_per_sample(col.term_ids, col.seg_ptr)
         return model.p_c_d(col.term_ids, col.seg_ptr)

@@ -221,9 +221,18 @@ def collocation_postings(stats, split: np.ndarray, term_ids) -> tuple[np.ndarray
 
 def segment_query(index, model, text: str) -> tuple[np.ndarray, np.ndarray]:
     """The query's term ids in order and the model's segmentation of them into collocations
-    (``seg_ptr``, see ``TCM.segment``)."""
+    (``seg_ptr``, see ``TCM.segment``). For a model of an earlier state of a grown index
+    (:class:`retrieval.core.extension.ExtendedModel`) the terms it never saw are left out."""
     seq = query_sequence(index, text)
-    return seq.term_ids, model.segment(seq.term_ids, seq.split)
+    to_model = getattr(model, "to_model", None)  # a model of an earlier state of a grown index
+    if to_model is None:
+        return seq.term_ids, model.segment(seq.term_ids, seq.split)
+    # in the model's term ids; a term it never saw is left out, with a split in its place
+    mapped = to_model[seq.term_ids]
+    known = mapped >= 0
+    split = seq.split.astype(bool)
+    split[:-1] |= ~known[1:]
+    return seq.term_ids[known], model.model.segment(mapped[known], split[known].astype(np.uint8))
 
 
 def query_collocations(index, model, text: str) -> QueryCollocations:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-import warnings
 from functools import cached_property
 
 import numpy as np
@@ -82,9 +81,6 @@ class ExtendedModel:
         self.to_model = np.full(index.stats.n_terms, -1, dtype=np.int64)
         self.to_model[ids] = np.arange(len(ids))
         self.fingerprint_ = index.fingerprint
-        if hook(model.kind, "query_extra") is not None:
-            warnings.warn(f"{model.kind} query parts beyond terms are left out on {index.path}: its documents "
-                          f"added after training have no posteriors for them", stacklevel=3)
 
     def __getattr__(self, name):
         if name in ("model", "index"):  # not set yet (copying, unpickling): no recursion
