@@ -5,7 +5,6 @@ The numerical work lives in :mod:`models._kernels.lda_doc` (the sweep) and
 :mod:`models._kernels.lda` (the rest), the fit loop, checkpoints and model files in
 :mod:`models.gibbs`; this class validates, allocates and sweeps.
 """
-import numba
 import numpy as np
 
 from ._kernels import lda as K_
@@ -13,9 +12,9 @@ from ._kernels import lda_doc
 from ._kernels.dirichlet import topic_word_log_lik
 from ._kernels.rng import make_rng_states
 from . import file_specs
-from .generate import log_dirichlet, over_kept_samples
 from .gibbs import SweepOrderModel, block_run_ptrs, key_runs, rows_csr, stack_ptrs, token_shards
 from .lda_foldin import LDAFoldInMixin
+from .lda_infer import LDADocumentModel
 
 INITS = ("online", "random", "sparse")
 
@@ -45,7 +44,7 @@ def _next_pow2(k):
     return p
 
 
-class LDA(LDAFoldInMixin, SweepOrderModel):
+class LDA(LDAFoldInMixin, LDADocumentModel, SweepOrderModel):
     """LDA trained by collapsed Gibbs sampling with several chains, kept as a document model.
 
     Parameters
@@ -348,147 +347,6 @@ class LDA(LDAFoldInMixin, SweepOrderModel):
                          "n_k_samples", "alpha_samples", "doc_len")
     _FILE_SPEC = file_specs.LDA  # what a model file and a checkpoint must hold
 
-    def _per_sample(self, term_ids):
-        self._check_fitted()
-        term_ids = self._check_term_ids(term_ids)
-        V = self.n_terms_
-        n_cs, D = self.kd_ptr_.shape[0], len(self.doc_len_)
-        if getattr(self, "_doc_consts", None) is None:
-            inv_len = np.empty((n_cs, D))
-            smooth = np.empty((n_cs, D))
-            K_._doc_constants(self.kd_ptr_, self.kd_doc_, self.kd_count_, self.n_k_samples_,
-                              self.alpha_samples_, float(self.beta), V, self.doc_len_, inv_len,
-                              smooth)
-            self._doc_consts = (inv_len, smooth)
-        inv_len, smooth = self._doc_consts
-        out = np.empty((n_cs, D, len(term_ids)))
-        n_blocks = max(1, min(D, 8 * numba.get_num_threads()))
-        K_._score_p_w_d_sparse(self.kd_ptr_, self.kd_doc_, self.kd_count_, self.tw_ptr_,
-                               self.tw_topic_, self.tw_count_, self.n_k_samples_,
-                               self.alpha_samples_, float(self.beta), inv_len, smooth, term_ids,
-                               n_blocks, out)
-        return out
-
-    def p_w_d(self, term_ids):
-        """P_LDA(w | d) for every document, averaged over all kept samples of all chains.
-
-        ``P_LDA(w | d) = sum_k (n_dk + alpha_k) / (n_d + sum(alpha)) * (n_kw + beta) / (n_k + V beta)``
-        (Wei & Croft 2006, eq. 3), per sample. A term costs the length of the postings of the
-        topics it occurs in (see ``_score_p_w_d_sparse``); the first call also computes two
-        (n_samples, n_docs) tables of per-document constants.
-
-        Parameters
-        ----------
-        term_ids : array-like of int, shape (n_query_terms,)
-
-        Returns
-        -------
-        ndarray of shape (n_docs, n_query_terms), float64
-        """
-        per = self._per_sample(term_ids)
-        out = np.empty(per.shape[1:])
-        K_._mean_over_samples(per, out)
-        return out
-
-    def p_w_d_rows(self, term_ids, docs):
-        """:meth:`p_w_d` of the documents ``docs`` only, (len(docs), len(term_ids)): per kept
-        sample theta of those documents times the terms' phi columns, so the cost is theirs, not
-        the collection's (equal to ``p_w_d(term_ids)[docs]`` up to rounding)."""
-        self._check_fitted()
-        term_ids = self._check_term_ids(term_ids)
-        uniq, back = np.unique(self._check_docs(docs, len(self.doc_len_)), return_inverse=True)
-        V, K, b = self.n_terms_, self.n_topics, float(self.beta)
-        row = np.full(len(self.doc_len_), -1, dtype=np.int64)
-        row[uniq] = np.arange(len(uniq))
-        n_cs, T = self.kd_ptr_.shape[0], len(term_ids)
-        out = np.zeros((len(uniq), T))
-        for cs in range(n_cs):
-            lo, hi = self.kd_ptr_[cs, 0], self.kd_ptr_[cs, K]
-            r = row[self.kd_doc_[lo:hi]]
-            keep = np.flatnonzero(r >= 0)
-            topic = np.searchsorted(self.kd_ptr_[cs], lo + keep, side="right") - 1
-            n_dk = np.bincount(r[keep] * K + topic, weights=self.kd_count_[lo:hi][keep],
-                               minlength=len(uniq) * K).reshape(len(uniq), K)
-            alpha = self.alpha_samples_[cs]
-            theta = (n_dk + alpha) / (self.doc_len_[uniq] + alpha.sum())[:, None]
-            # theta phi = theta (b / (n_k + V b)) + the sum over the terms' topic postings
-            norm = 1.0 / (self.n_k_samples_[cs] + V * b)
-            out += (theta @ (b * norm))[:, None]
-            a, z = self.tw_ptr_[cs, term_ids], self.tw_ptr_[cs, term_ids + 1]
-            n = z - a
-            at = np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n) + np.repeat(a, n)
-            k = self.tw_topic_[at].astype(np.int64)
-            cols = np.repeat(np.arange(T), n)
-            for i in range(len(uniq)):
-                out[i] += np.bincount(cols, weights=theta[i, k] * self.tw_count_[at] * norm[k], minlength=T)
-        return (out / n_cs)[back]
-
-    def p_w_d_per_sample(self, term_ids):
-        """P_LDA(w | d) of every kept sample: ndarray of shape (n_chains, n_samples, n_docs, n_terms)."""
-        per = self._per_sample(term_ids)
-        return per.reshape(self.n_chains, per.shape[0] // self.n_chains, *per.shape[1:])
-
-    def phi_matrix(self, cs):
-        """Dense phi (n_topics, n_terms) of kept sample ``cs`` (= chain * n_samples + sample)."""
-        self._check_fitted()
-        V = self.tw_ptr_.shape[1] - 1
-        lo, hi = self.tw_ptr_[cs, 0], self.tw_ptr_[cs, V]
-        cnt = np.zeros((self.n_topics, V))
-        words = np.repeat(np.arange(V), np.diff(self.tw_ptr_[cs]))
-        cnt[self.tw_topic_[lo:hi].astype(np.int64), words] = self.tw_count_[lo:hi]
-        b = float(self.beta)
-        return (cnt + b) / (self.n_k_samples_[cs][:, None] + V * b)
-
-    def sample_word_probs(self, n_docs, seed=0):
-        """theta ~ Dir(alpha of the kept sample), p = theta phi (see :class:`TopicModel`)."""
-        self._check_fitted()
-        rng = np.random.default_rng(seed)
-        return over_kept_samples(self.alpha_samples_.shape[0], n_docs, lambda cs, m: np.exp(
-            log_dirichlet(rng, self.alpha_samples_[cs], m)) @ self.phi_matrix(cs))
-
-    def doc_topics(self, doc, top=10, chain=0):
-        """Most probable topics of ``doc``: theta averaged over the kept samples of ``chain``
-        (topics are not aligned across chains). Returns (topic ids int64, probabilities float64)."""
-        self._check_fitted()
-        D = len(self.doc_len_)
-        if not 0 <= doc < D:
-            raise ValueError(f"doc must be in [0, {D}), got {doc!r}")
-        theta = np.zeros(self.n_topics)
-        css = self._cs_of_chain(chain)
-        for cs in css:
-            a = self.alpha_samples_[cs]
-            t = a.copy()
-            for k in range(self.n_topics):  # binary search doc in every topic's postings
-                lo, hi = self.kd_ptr_[cs, k], self.kd_ptr_[cs, k + 1]
-                j = lo + np.searchsorted(self.kd_doc_[lo:hi], doc)
-                if j < hi and self.kd_doc_[j] == doc:
-                    t[k] += self.kd_count_[j]
-            theta += t / (self.doc_len_[doc] + a.sum())
-        theta /= len(css)
-        ids = np.argsort(-theta, kind="stable")[:top]
-        return ids.astype(np.int64), theta[ids]
-
-    def topic_words(self, topic, top=10, chain=0, terms=None):
-        """Most probable terms of ``topic``: phi averaged over the kept samples of ``chain``.
-        Returns (term ids int64, probabilities float64), or (term, probability) pairs with a
-        vocabulary ``terms``."""
-        self._check_fitted()
-        if not 0 <= topic < self.n_topics:
-            raise ValueError(f"topic must be in [0, {self.n_topics}), got {topic!r}")
-        V = self.tw_ptr_.shape[1] - 1
-        b = float(self.beta)
-        phi = np.zeros(V)
-        css = self._cs_of_chain(chain)
-        for cs in css:
-            cnt = np.zeros(V)
-            lo, hi = self.tw_ptr_[cs, 0], self.tw_ptr_[cs, V]
-            sel = np.flatnonzero(self.tw_topic_[lo:hi] == topic) + lo
-            words = np.searchsorted(self.tw_ptr_[cs], sel, side="right") - 1
-            cnt[words] = self.tw_count_[sel]
-            phi += (cnt + b) / (self.n_k_samples_[cs, topic] + V * b)
-        phi /= len(css)
-        ids = np.argsort(-phi, kind="stable")[:top]
-        return self._with_terms(ids.astype(np.int64), phi[ids], terms)
 
 def joint_log_lik(corpus, z, n_topics, alpha, beta):
     """Collapsed log p(w, z) per token (Griffiths & Steyvers 2004, eq. 2-3) of any assignment.

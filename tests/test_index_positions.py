@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 
 import retrieval.core.index as index_module
-from retrieval.core.index import _read_positions, _read_stats, add_documents, build_index
+import retrieval.core.readback as readback_module
+from retrieval.core.index import add_documents, build_index
+from retrieval.core.readback import read_positions as _read_positions, read_stats as _read_stats
 from retrieval.core.jvm import jclass
 from retrieval.core.stats import CollectionStats, StatsBuilder, _postings, doc_major, parse_term_positions
 
@@ -120,7 +122,7 @@ def test_many_segments_and_threads(tmp_path, monkeypatch):
     docs = [(f"S{i:03d}", "", " ".join(rng.choice(words, size=rng.integers(1, 40)))) for i in range(60)]
     write_jsonl(tmp_path / "docs.jsonl", docs)
     monkeypatch.setattr(index_module, "_SHARD_DOCS", 7)
-    monkeypatch.setattr(index_module, "_BATCH_TOKENS", 50)  # many small batches of terms
+    monkeypatch.setattr(readback_module, "_BATCH_TOKENS", 50)  # many small batches of terms
     idx = build_index([tmp_path / "docs.jsonl"], tmp_path / "idx", threads=3)
     assert_same(idx.stats, per_document_stats(idx.path, idx.stats.docnos))
 

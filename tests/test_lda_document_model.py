@@ -120,3 +120,20 @@ def test_p_w_d_rows_of_a_few_documents_are_their_rows_of_p_w_d(fitted):
     np.testing.assert_array_equal(TopicModel.p_w_d_rows(m, terms, docs), want)
     with pytest.raises(ValueError, match="document 80 is out of range"):
         m.p_w_d_rows(terms, [80])
+
+
+def test_doc_topics_is_theta_averaged_over_the_chains_samples(fitted):
+    corpus, m = fitted
+    K = m.n_topics
+    for d in (0, 3, 79):
+        for chain in range(m.n_chains):
+            css = m._cs_of_chain(chain)
+            want = np.zeros(K)
+            for cs in css:  # the document's count in every topic's postings, one topic at a time
+                n_dk = np.array([m.kd_count_[m.kd_ptr_[cs, k]:m.kd_ptr_[cs, k + 1]][
+                    m.kd_doc_[m.kd_ptr_[cs, k]:m.kd_ptr_[cs, k + 1]] == d].sum() for k in range(K)])
+                a = m.alpha_samples_[cs]
+                want += (n_dk + a) / (m.doc_len_[d] + a.sum())
+            ids, p = m.doc_topics(d, top=K, chain=chain)
+            assert sorted(ids) == list(range(K))
+            np.testing.assert_allclose(p, want[ids] / len(css), rtol=1e-12)
