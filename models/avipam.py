@@ -147,8 +147,8 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
     refine_steps : int, default=30
         After training, and for every document :meth:`transform` or ``fold_in`` infers: Adam
         steps on each document's own ELBO, started from the encoder's variational parameters,
-        with the decoder fixed (semi-amortized VI, Kim et al. 2018); 0 keeps the encoder's
-        posterior. Does not change training.
+        with the decoder fixed (semi-amortized VI as in Kim, Wiseman, Miller, Sontag and Rush
+        2018); 0 keeps the encoder's posterior. Does not change training.
     doc_samples : int, default=16
         The document mixture mix_d is the posterior mean of the mixture, averaged over this many
         draws from the (refined) posterior, as the Gibbs kinds average samples; 0 takes the
