@@ -89,15 +89,16 @@ def feedback_table(data, collections=COLLECTIONS, indexes=Path("indexes"), *, ki
                for name in tqdm(collections, desc="feedback", unit=" collections", disable=not progress)}
     smooth = kind.upper()
     label = {"LDA+RM3": f"{smooth}+RM3", "LDA topic feedback": f"{smooth} topic feedback"}
-    rows, chosen_lines, all_tf, all_sm = [], [], {}, {}
+    rows, chosen_lines, all_rm, all_tf, all_sm = [], [], {}, {}, {}
     for name, r in results.items():
         chosen = {m: loco_choice(results, name, m) for m in METHODS}
         ap = {"QL": r["QL"], "QL+RM3": r["QL+RM3"][chosen["QL+RM3"]], "BM25+RM3": r["BM25+RM3"],
               smooth: r[smooth], **{label[m]: r[m][chosen[m]] for m in METHODS[1:]}}
-        tf = ap[label["LDA topic feedback"]]
+        rm, tf = ap[label["LDA+RM3"]], ap[label["LDA topic feedback"]]
         row = {"collection": name, **{key: float(np.mean(list(v.values()))) for key, v in ap.items()},
-               f"p (TF vs {smooth})": _ttest_p(tf, r[smooth])}
+               f"p (RM3 vs {smooth})": _ttest_p(rm, r[smooth]), f"p (TF vs {smooth})": _ttest_p(tf, r[smooth])}
         rows.append(row)
+        all_rm.update({(name, q): v for q, v in rm.items()})
         all_tf.update({(name, q): v for q, v in tf.items()})
         all_sm.update({(name, q): v for q, v in r[smooth].items()})
         chosen_lines.append(f"{name}: " + "; ".join(f"{label.get(m, m)} {s.label()}" for m, s in chosen.items()))
@@ -105,13 +106,14 @@ def feedback_table(data, collections=COLLECTIONS, indexes=Path("indexes"), *, ki
     for key in rows[0]:
         if key != "collection":
             mean[key] = float(np.mean([row[key] for row in rows]))
+    mean[f"p (RM3 vs {smooth})"] = _ttest_p(all_rm, all_sm)
     mean[f"p (TF vs {smooth})"] = _ttest_p(all_tf, all_sm)
     notes = [f"{smooth} K={k}, {train.get('n_chains')} chains, {train.get('n_iter')} sweeps; mu={mu:g}, "
              f"lam={lam:g}; BM25+RM3: Anserini defaults (k1 0.9, b 0.4; 10 docs, 10 terms, weight 0.5).",
              "Feedback settings by leave-one-collection-out (docs, terms, topics, original-query weight):",
              *chosen_lines,
-             f"p: paired t-test over the judged topics of topic feedback vs {smooth} smoothing "
-             f"(mean row: over all collections' topics)."]
+             f"p: paired t-test over the judged topics of {smooth}+RM3 (RM3) and of topic feedback (TF) "
+             f"vs {smooth} smoothing (mean row: over all collections' topics)."]
     title = (f"MAP with pseudo-relevance feedback, with and without topics (title queries, depth 1000, "
              f"LOCO feedback settings)")
     return Table(title, rows + [mean], notes)
