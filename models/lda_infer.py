@@ -123,9 +123,7 @@ class LDADocumentModel:
         for cs in css:
             a = self.alpha_samples_[cs]
             t = a.copy()
-            lo, hi = self.kd_ptr_[cs, 0], self.kd_ptr_[cs, self.n_topics]
-            at = lo + np.flatnonzero(self.kd_doc_[lo:hi] == doc)  # the doc in every topic's postings
-            t[np.searchsorted(self.kd_ptr_[cs], at, side="right") - 1] += self.kd_count_[at]
+            K_._add_doc_counts(self.kd_ptr_[cs], self.kd_doc_, self.kd_count_, doc, t)
             theta += t / (self.doc_len_[doc] + a.sum())
         theta /= len(css)
         ids = np.argsort(-theta, kind="stable")[:top]

@@ -207,6 +207,16 @@ def _doc_lists_to_postings(cap_ptr, dt, cshift, dt_nnz, n_topics, post_ptr, post
             fill[k] += 1
 
 
+@njit(cache=True)
+def _add_doc_counts(kd_ptr, kd_doc, kd_count, doc, out):
+    """out[k] += n_dk of one sample's topic-major postings (``kd_ptr``: its (K + 1,) row): a
+    binary search of ``doc`` in every topic's postings."""
+    for k in range(len(kd_ptr) - 1):
+        j = lower_bound(kd_doc, kd_ptr[k], kd_ptr[k + 1], doc)
+        if j < kd_ptr[k + 1] and kd_doc[j] == doc:
+            out[k] += kd_count[j]
+
+
 @njit(cache=True, parallel=True)
 def _doc_constants(kd_ptr, kd_doc, kd_count, n_k, alpha, beta, n_terms, doc_len, inv_len, smooth):
     """Per (sample, doc): inv_len = 1 / (n_d + A) and smooth = sum_k n_dk beta / (n_k + V beta),
