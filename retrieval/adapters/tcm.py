@@ -18,7 +18,7 @@ import numpy as np
 
 from ..core.ranking import QueryExtra
 from ..core.scoring import OMEGA
-from .tcm_sequences import index_splits, query_collocations
+from .tcm_sequences import index_splits, known_splits, query_collocations
 
 PSEUDO = 5.0
 
@@ -87,9 +87,7 @@ def fold_in_inputs(index, model, n_docs: int, to_model) -> dict:
     lo = int(s.doc_ptr[n_docs])
     split = index_splits(index, progress=False)[lo:]
     known = np.asarray(to_model)[np.asarray(s.term_ids[lo:], dtype=np.int64)] >= 0
-    before_unknown = np.zeros(len(known), dtype=bool)
-    before_unknown[:-1] = ~known[1:]
-    return {"split": (split.astype(bool) | before_unknown)[known].astype(np.uint8)}
+    return {"split": known_splits(split, known)}
 
 
 def query_extra(index, model, text: str, query) -> QueryExtra:

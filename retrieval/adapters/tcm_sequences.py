@@ -230,9 +230,16 @@ def segment_query(index, model, text: str) -> tuple[np.ndarray, np.ndarray]:
     # in the model's term ids; a term it never saw is left out, with a split in its place
     mapped = to_model[seq.term_ids]
     known = mapped >= 0
-    split = seq.split.astype(bool)
-    split[:-1] |= ~known[1:]
-    return seq.term_ids[known], model.model.segment(mapped[known], split[known].astype(np.uint8))
+    return seq.term_ids[known], model.model.segment(mapped[known], known_splits(seq.split, known))
+
+
+def known_splits(split, known) -> np.ndarray:
+    """Split flags of the tokens the model knows (``known``), the others left out: a token keeps
+    its flag and gains one where a left-out token follows it, so that no collocation joins the
+    tokens on either side of a left-out one. uint8, one per known token."""
+    out = np.asarray(split).astype(bool)
+    out[:-1] |= ~known[1:]
+    return out[known].astype(np.uint8)
 
 
 def query_collocations(index, model, text: str) -> QueryCollocations:
