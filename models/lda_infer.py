@@ -6,6 +6,7 @@ import numba
 import numpy as np
 
 from ._kernels import lda as K_
+from ._kernels import lda_score as S_
 from .generate import log_dirichlet, over_kept_samples
 
 
@@ -13,25 +14,34 @@ class LDADocumentModel:
     """The document-model half of :class:`models.lda.LDA` (and of the kinds built on it), read
     from the inference arrays ``_set_inference_arrays`` sets."""
 
+    def _constants(self):
+        """Per-document constants of the kept samples, computed once per model: inv_len and
+        smooth (n_samples, n_docs) of :func:`~models._kernels.lda._doc_constants`, their mean
+        product, and each document's row among the distinct document lengths."""
+        if getattr(self, "_doc_consts", None) is None:
+            n_cs, D = self.kd_ptr_.shape[0], len(self.doc_len_)
+            inv_len, smooth = np.empty((n_cs, D)), np.empty((n_cs, D))
+            K_._doc_constants(self.kd_ptr_, self.kd_doc_, self.kd_count_, self.n_k_samples_,
+                              self.alpha_samples_, float(self.beta), self.n_terms_, self.doc_len_,
+                              inv_len, smooth)
+            base = np.empty(D)
+            S_.mean_constants(inv_len, smooth, base)
+            lengths, len_slot = np.unique(self.doc_len_, return_inverse=True)
+            self._doc_consts = (inv_len, smooth, base, lengths, len_slot.astype(np.int64))
+        return self._doc_consts
+
+    def _n_blocks(self):
+        return max(1, min(len(self.doc_len_), 4 * numba.get_num_threads()))
+
     def _per_sample(self, term_ids):
         self._check_fitted()
         term_ids = self._check_term_ids(term_ids)
-        V = self.n_terms_
-        n_cs, D = self.kd_ptr_.shape[0], len(self.doc_len_)
-        if getattr(self, "_doc_consts", None) is None:
-            inv_len = np.empty((n_cs, D))
-            smooth = np.empty((n_cs, D))
-            K_._doc_constants(self.kd_ptr_, self.kd_doc_, self.kd_count_, self.n_k_samples_,
-                              self.alpha_samples_, float(self.beta), V, self.doc_len_, inv_len,
-                              smooth)
-            self._doc_consts = (inv_len, smooth)
-        inv_len, smooth = self._doc_consts
-        out = np.empty((n_cs, D, len(term_ids)))
-        n_blocks = max(1, min(D, 8 * numba.get_num_threads()))
+        inv_len, smooth = self._constants()[:2]
+        out = np.empty((self.kd_ptr_.shape[0], len(self.doc_len_), len(term_ids)))
         K_._score_p_w_d_sparse(self.kd_ptr_, self.kd_doc_, self.kd_count_, self.tw_ptr_,
                                self.tw_topic_, self.tw_count_, self.n_k_samples_,
                                self.alpha_samples_, float(self.beta), inv_len, smooth, term_ids,
-                               n_blocks, out)
+                               self._n_blocks(), out)
         return out
 
     def p_w_d(self, term_ids):
@@ -39,8 +49,8 @@ class LDADocumentModel:
 
         ``P_LDA(w | d) = sum_k (n_dk + alpha_k) / (n_d + sum(alpha)) * (n_kw + beta) / (n_k + V beta)``
         (Wei & Croft 2006, eq. 3), per sample. A term costs the length of the postings of the
-        topics it occurs in (see ``_score_p_w_d_sparse``); the first call also computes two
-        (n_samples, n_docs) tables of per-document constants.
+        topics it occurs in, summed straight into the mean (:mod:`models._kernels.lda_score`); the
+        first call also computes the per-document constants of every sample.
 
         Parameters
         ----------
@@ -50,9 +60,17 @@ class LDADocumentModel:
         -------
         ndarray of shape (n_docs, n_query_terms), float64
         """
-        per = self._per_sample(term_ids)
-        out = np.empty(per.shape[1:])
-        K_._mean_over_samples(per, out)
+        self._check_fitted()
+        term_ids = self._check_term_ids(term_ids)
+        inv_len, _, base, lengths, len_slot = self._constants()
+        ap = S_.alpha_phi(self.tw_ptr_, self.tw_topic_, self.tw_count_, self.n_k_samples_,
+                          self.alpha_samples_, float(self.beta), term_ids)
+        # mean over samples of ap / (n_d + A): a function of the document's length alone
+        by_len = (1.0 / (lengths[:, None] + self.alpha_samples_.sum(axis=1)[None, :])) @ ap / len(ap)
+        out = np.empty((len(self.doc_len_), len(term_ids)))
+        S_.p_w_d_mean(self.kd_ptr_, self.kd_doc_, self.kd_count_, self.tw_ptr_, self.tw_topic_,
+                      self.tw_count_, self.n_k_samples_, float(self.beta), inv_len, base, len_slot,
+                      by_len, term_ids, self._n_blocks(), out)
         return out
 
     def p_w_d_rows(self, term_ids, docs):

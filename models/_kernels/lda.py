@@ -279,14 +279,3 @@ def _score_p_w_d_sparse(kd_ptr, kd_doc, kd_count, tw_ptr, tw_topic, tw_count, n_
                         out[cs, kd_doc[i], t] += kd_count[i] * coef
                 for d in range(d0, d1):
                     out[cs, d, t] *= inv_len[cs, d]
-
-
-@njit(cache=True, parallel=True)
-def _mean_over_samples(per, out):
-    n_cs, n_docs, T = per.shape
-    for d in prange(n_docs):
-        for t in range(T):
-            acc = 0.0
-            for cs in range(n_cs):
-                acc += per[cs, d, t]
-            out[d, t] = acc / n_cs

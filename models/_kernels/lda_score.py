@@ -1,0 +1,87 @@
+"""P_LDA(w | d) averaged over the kept samples, for every document, in one pass (arrays in,
+arrays out; no I/O).
+
+Per sample cs (Wei & Croft 2006, eq. 3), with inv[cs, d] = 1 / (n_d + A_cs):
+
+    P_cs(w | d) = inv[cs, d] * (smooth[cs, d] + ap[cs, w] + sum_{k: n_kw > 0} n_dk n_kw / (n_k + V b))
+
+The mean over samples splits into a per-document constant (the mean of inv * smooth, computed
+once per model), a part that depends on the document only through its length (the mean of
+inv * ap: one value per distinct length and term) and the sparse part, added straight into the
+mean through the topic-major postings. Nothing of size n_samples x n_docs is written per query,
+which is what made the per-sample tables (:func:`.lda._score_p_w_d_sparse`) cost more than the
+postings themselves on large collections.
+"""
+import numpy as np
+from numba import njit, prange
+
+from .sparse import lower_bound
+
+
+@njit(cache=True, parallel=True)
+def mean_constants(inv_len, smooth, out):
+    """out[d] = mean over samples of inv_len[cs, d] * smooth[cs, d]."""
+    n_cs, n_docs = inv_len.shape
+    for d in prange(n_docs):
+        acc = 0.0
+        for cs in range(n_cs):
+            acc += inv_len[cs, d] * smooth[cs, d]
+        out[d] = acc / n_cs
+
+
+@njit(cache=True)
+def alpha_phi(tw_ptr, tw_topic, tw_count, n_k, alpha, beta, term_ids):
+    """ap[cs, t] = sum_k alpha_k phi_kw of each sample and query term (dense over K, sparse
+    over the term's topics)."""
+    n_cs, K = alpha.shape
+    V = tw_ptr.shape[1] - 1
+    vbeta = V * beta
+    ap = np.zeros((n_cs, len(term_ids)))
+    for cs in range(n_cs):
+        dense = 0.0
+        for k in range(K):
+            dense += alpha[cs, k] * beta / (n_k[cs, k] + vbeta)
+        for t in range(len(term_ids)):
+            w = term_ids[t]
+            acc = dense
+            for j in range(tw_ptr[cs, w], tw_ptr[cs, w + 1]):
+                k = tw_topic[j]
+                acc += alpha[cs, k] * tw_count[j] / (n_k[cs, k] + vbeta)
+            ap[cs, t] = acc
+    return ap
+
+
+@njit(cache=True, parallel=True)
+def p_w_d_mean(kd_ptr, kd_doc, kd_count, tw_ptr, tw_topic, tw_count, n_k, beta, inv_len, base,
+               len_slot, by_len, term_ids, n_blocks, out):
+    """out[d, t] = P_LDA(w_t | d) averaged over the samples (module docstring).
+
+    base : (n_docs,) the per-document constant; by_len : (n_lengths, n_terms) the mean of
+    inv * ap for each distinct document length, len_slot[d] the row of document d. Documents
+    are split into ``n_blocks`` ranges processed in parallel (each posting list is
+    binary-searched for the range). Overwrites out (n_docs, n_terms).
+    """
+    n_cs = kd_ptr.shape[0]
+    n_docs, T = out.shape
+    V = tw_ptr.shape[1] - 1
+    vbeta = V * beta
+    scale = 1.0 / n_cs
+    for blk in prange(n_blocks):
+        d0 = blk * n_docs // n_blocks
+        d1 = (blk + 1) * n_docs // n_blocks
+        for d in range(d0, d1):
+            for t in range(T):
+                out[d, t] = base[d] + by_len[len_slot[d], t]
+        for cs in range(n_cs):
+            for t in range(T):
+                w = term_ids[t]
+                for j in range(tw_ptr[cs, w], tw_ptr[cs, w + 1]):
+                    k = tw_topic[j]
+                    coef = scale * tw_count[j] / (n_k[cs, k] + vbeta)
+                    a = kd_ptr[cs, k]
+                    b = kd_ptr[cs, k + 1]
+                    lo = lower_bound(kd_doc, a, b, d0)
+                    hi = lower_bound(kd_doc, lo, b, d1)
+                    for i in range(lo, hi):
+                        d = kd_doc[i]
+                        out[d, t] += kd_count[i] * coef * inv_len[cs, d]
