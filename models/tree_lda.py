@@ -14,6 +14,7 @@ import numpy as np
 
 from ._kernels import tree_lda as T
 from ._kernels import tree_lda_state as S_
+from ._kernels import tree_lda_score as R_
 from . import file_specs
 from ._kernels.rng import make_rng_states
 from .gibbs import GibbsModel, rows_csr, stack_ptrs
@@ -290,37 +291,104 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
         self._check_fitted()
         return self._dense(cs, "ne")
 
-    def _phi(self, cs):
-        """P(w | k) of kept sample cs: (n_terms, K), every column sums to 1."""
-        key = ("phi", cs)
+    def _rows(self, cs, which, rows):
+        """Dense counts (len(rows), K) of some rows of kept sample cs ("ne": nodes, "dk":
+        documents), read from their sparse rows."""
+        ptr, cols, cnt = (getattr(self, f"{which}_{x}_") for x in ("ptr", "topic", "count"))
+        rows = np.asarray(rows, dtype=np.int64)
+        lo, n = ptr[cs, rows], ptr[cs, rows + 1] - ptr[cs, rows]
+        at = np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n) + np.repeat(lo, n)
+        out = np.zeros((len(rows), self.n_topics))
+        out[np.repeat(np.arange(len(rows)), n), cols[at].astype(np.int64)] = cnt[at]
+        return out
+
+    def _column(self, cs, which, topic):
+        """Counts of ``topic`` in every row of kept sample cs, (n_rows,)."""
+        ptr, cols, cnt = (getattr(self, f"{which}_{x}_") for x in ("ptr", "topic", "count"))
+        lo, hi = ptr[cs, 0], ptr[cs, -1]
+        sel = np.flatnonzero(cols[lo:hi] == topic) + lo
+        out = np.zeros(ptr.shape[1] - 1)
+        out[np.searchsorted(ptr[cs], sel, side="right") - 1] = cnt[sel]
+        return out
+
+    def _topic_totals(self, cs):
+        """Tokens of every topic in kept sample cs, (K,)."""
+        key = ("n_k", cs)
         if key not in self._cache:
-            self._cache[key] = S_.edge_word_probs(self.tree_, self._dense(cs, "ne"))
+            lo, hi = self.dk_ptr_[cs, 0], self.dk_ptr_[cs, -1]
+            self._cache[key] = np.bincount(self.dk_topic_[lo:hi], weights=self.dk_count_[lo:hi],
+                                           minlength=self.n_topics)
         return self._cache[key]
 
-    def _theta(self, cs):
-        """theta of kept sample cs: (D, K), (n_dk + alpha_k) / (n_d + sum alpha)."""
-        key = ("theta", cs)
-        if key not in self._cache:
-            a = self.alpha_samples_[cs]
-            self._cache[key] = (self._dense(cs, "dk") + a) / (self.doc_len_[:, None] + a.sum())
-        return self._cache[key]
+    def _phi_terms(self, cs, words):
+        """P(w | k) of the terms ``words`` under kept sample cs, (len(words), K): over each
+        term's paths, the product of the posterior probabilities of their edges (what
+        ``edge_word_probs`` gives for every term), from the count rows of those edges and of
+        their parents only."""
+        tree, K = self.tree_, self.n_topics
+        words = np.asarray(words, dtype=np.int64)
+        first, n_paths = tree.word_path_ptr[words], np.diff(tree.word_path_ptr)[words]
+        paths = np.arange(n_paths.sum()) - np.repeat(np.cumsum(n_paths) - n_paths, n_paths) + np.repeat(first, n_paths)
+        edges = tree.path_edges[paths]
+        nodes = np.unique(edges[edges >= 0])
+        parents = tree.parent[nodes]
+        need = np.union1d(nodes, parents[parents > 0])
+        counts = self._rows(cs, "ne", need)
+        # tokens through a node are those of its own edge; through the root, all of the topic's
+        at_parent = counts[np.minimum(np.searchsorted(need, parents), len(need) - 1)]
+        through = np.where((parents > 0)[:, None], at_parent, self._topic_totals(cs)[None, :])
+        edge_p = (tree.beta[nodes, None] + counts[np.searchsorted(need, nodes)]) / (
+            tree.beta_sum[parents, None] + through)
+        path_p = np.ones((len(paths), K))
+        for j in range(edges.shape[1]):
+            e = edges[:, j]
+            ok = e >= 0
+            path_p[ok] *= edge_p[np.searchsorted(nodes, e[ok])]
+        out = np.zeros((len(words), K))
+        np.add.at(out, np.repeat(np.arange(len(words)), n_paths), path_p)
+        return out
+
+    def _theta_doc(self, cs, doc):
+        """theta of one document under kept sample cs: (n_dk + alpha_k) / (n_d + sum alpha)."""
+        a = self.alpha_samples_[cs]
+        return (self._rows(cs, "dk", [doc])[0] + a) / (self.doc_len_[doc] + a.sum())
+
+    def topic_mass(self, cs):
+        """sum over documents of theta_dk under kept sample cs, (K,): the topics' sizes."""
+        a = self.alpha_samples_[cs]
+        inv = 1.0 / (self.doc_len_ + a.sum())
+        lo, hi = self.dk_ptr_[cs, 0], self.dk_ptr_[cs, -1]
+        docs = np.repeat(np.arange(len(self.doc_len_)), np.diff(self.dk_ptr_[cs]))
+        return np.bincount(self.dk_topic_[lo:hi], weights=self.dk_count_[lo:hi] * inv[docs],
+                           minlength=self.n_topics) + a * inv.sum()
 
     # -- document model -----------------------------------------------------------------------
 
-    def p_w_d_per_sample(self, term_ids):
-        """P_TREE(w | d) of every kept sample: ndarray (n_chains, n_samples, n_docs, n_terms)."""
+    def _query_tables(self, term_ids):
+        """phi (n_cs, K, T) of the terms and sum_k a_k phi_kw (n_cs, T), per kept sample."""
         self._check_fitted()
         term_ids = self._check_term_ids(term_ids)
         n_cs = self.ne_ptr_.shape[0]
-        out = np.empty((n_cs, len(self.doc_len_), len(term_ids)))
-        for cs in range(n_cs):
-            out[cs] = self._theta(cs) @ self._phi(cs)[term_ids].T
-        return out.reshape(self.n_chains, n_cs // self.n_chains, *out.shape[1:])
+        phi = np.ascontiguousarray(np.stack([self._phi_terms(cs, term_ids).T for cs in range(n_cs)]))
+        return phi, np.ascontiguousarray(np.einsum("ck,ckt->ct", self.alpha_samples_, phi))
+
+    def p_w_d_per_sample(self, term_ids):
+        """P_TREE(w | d) of every kept sample: ndarray (n_chains, n_samples, n_docs, n_terms)."""
+        phi, ap = self._query_tables(term_ids)
+        out = np.empty((phi.shape[0], len(self.doc_len_), phi.shape[2]))
+        R_.p_w_d_per_sample(self.dk_ptr_, self.dk_topic_, self.dk_count_, self.doc_len_,
+                            self.alpha_samples_.sum(1), phi, ap, out)
+        return out.reshape(self.n_chains, out.shape[0] // self.n_chains, *out.shape[1:])
 
     def p_w_d(self, term_ids):
         """P_TREE(w | d) = sum_k theta_dk P(w | k) for every document, averaged over all kept
-        samples of all chains: ndarray of shape (n_docs, len(term_ids)), float64."""
-        return self.p_w_d_per_sample(term_ids).mean(axis=(0, 1))
+        samples of all chains: ndarray of shape (n_docs, len(term_ids)), float64. A query costs
+        the documents' sparse topic rows of every sample (:mod:`models._kernels.tree_lda_score`)."""
+        phi, ap = self._query_tables(term_ids)
+        out = np.empty((len(self.doc_len_), phi.shape[2]))
+        R_.p_w_d_mean(self.dk_ptr_, self.dk_topic_, self.dk_count_, self.doc_len_,
+                      self.alpha_samples_.sum(1), phi, ap, out)
+        return out
 
     def doc_topics(self, doc, top=10, chain=0):
         """Most probable topics of ``doc``: theta averaged over the kept samples of ``chain``.
@@ -330,7 +398,7 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
         if not 0 <= doc < D:
             raise ValueError(f"doc must be in [0, {D}), got {doc!r}")
         css = self._cs_of_chain(chain)
-        theta = np.mean([self._theta(cs)[doc] for cs in css], axis=0)
+        theta = np.mean([self._theta_doc(cs, doc) for cs in css], axis=0)
         ids = np.argsort(-theta, kind="stable")[:top]
         return ids.astype(np.int64), theta[ids]
 
@@ -341,7 +409,8 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
         self._check_fitted()
         if not 0 <= topic < self.n_topics:
             raise ValueError(f"topic must be in [0, {self.n_topics}), got {topic!r}")
-        phi = np.mean([self._phi(cs)[:, topic] for cs in self._cs_of_chain(chain)], axis=0)
+        phi = np.mean([S_.edge_word_probs(self.tree_, self._column(cs, "ne", topic)[:, None])[:, 0]
+                       for cs in self._cs_of_chain(chain)], axis=0)
         ids = np.argsort(-phi, kind="stable")[:top]
         return self._with_terms(ids.astype(np.int64), phi[ids], terms)
 
@@ -354,7 +423,7 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
             raise ValueError(f"topic must be in [0, {self.n_topics}), got {topic!r}")
         G = len(self.tree_.synsets)
         first = 1 + self.n_terms_  # synset nodes follow the root and the words' own leaves
-        n = np.mean([self._dense(cs, "ne")[first:first + G, topic] for cs in self._cs_of_chain(chain)],
+        n = np.mean([self._column(cs, "ne", topic)[first:first + G] for cs in self._cs_of_chain(chain)],
                     axis=0) if G else np.zeros(0)
         ids = np.argsort(-n, kind="stable")[:top]
         ids = ids[n[ids] > 0]

@@ -34,7 +34,7 @@ class TreeFoldIn(SampledTopicFoldIn):
     def _p_pairs(self, pair_ptr, pair_term):
         m = self.model
         words, rows = np.unique(pair_term, return_inverse=True)
-        phi = np.ascontiguousarray(np.stack([m._phi(cs)[words] for cs in self.css_]))
+        phi = np.ascontiguousarray(np.stack([m._phi_terms(cs, words) for cs in self.css_]))
         out = np.empty(len(pair_term))
         m._with_threads(F_.p_pairs, pair_ptr, rows.astype(np.int64).ravel(), self.doc_len_,
                         self.f_ptr_, self.f_topic_, self.f_count_, float(self.n_keep), phi,
@@ -52,7 +52,7 @@ class TreeFoldInMixin(SampledFoldInMixin):
         words, rows = np.unique(term_ids, return_inverse=True)
         rows = rows.astype(np.int64).ravel()
         # P(w | k) of the new documents' words only, under every sample used
-        phi = np.ascontiguousarray(np.stack([self._phi(cs)[words] for cs in css]))
+        phi = np.ascontiguousarray(np.stack([self._phi_terms(cs, words) for cs in css]))
         alpha = np.ascontiguousarray(self.alpha_samples_[css])
 
         def run(d0, d1, cap_ptr, out_topic, out_count, out_nnz):

@@ -231,7 +231,7 @@ def test_tree_conditionals_match_reference(tree):
     rng = np.random.default_rng(1)
     for cs in (0, 3):
         n_e = m.edge_counts(cs)
-        phi = m._phi(cs)
+        phi = m._phi_terms(cs, np.arange(m.n_terms_))
         alpha = m.alpha_samples_[cs]
         for w in (2, 3, 11, 25, 39):
             ndk = rng.integers(0, 5, size=m.n_topics)
@@ -246,7 +246,7 @@ def test_tree_fold_doc_matches_reference_draw_for_draw(tree):
     alpha = m.alpha_samples_[cs]
     for d, terms in enumerate(planted_docs(3, 25, seed=13)):
         words, rows = np.unique(terms, return_inverse=True)
-        phi = np.ascontiguousarray(m._phi(cs)[words])
+        phi = np.ascontiguousarray(m._phi_terms(cs, words))
         phi_ref = tree_ref.word_probs(m.tree_, m.edge_counts(cs), words)
         np.testing.assert_allclose(phi, phi_ref, rtol=1e-12)
         s_fast = np.empty(4, dtype=np.uint64)

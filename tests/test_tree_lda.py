@@ -73,6 +73,18 @@ def test_counts_log_lik_and_document_model_match_independent_formulas(fitted):
     np.testing.assert_allclose(p, m.p_w_d_per_sample(np.arange(c.n_terms)).mean(axis=(0, 1)), rtol=1e-12)
 
 
+def test_query_terms_phi_and_topic_sizes_read_from_sparse_rows_match_the_dense_tables(fitted):
+    c, m = fitted
+    words = np.array([7, 0, 7, 11, 2])  # repeated, and on several paths
+    for cs in range(m.ne_ptr_.shape[0]):
+        dense = edge_word_probs(m.tree_, m.edge_counts(cs))
+        np.testing.assert_allclose(m._phi_terms(cs, words), dense[words], rtol=1e-13)
+        a = m.alpha_samples_[cs]
+        theta = (m._rows(cs, "dk", np.arange(c.n_docs)) + a) / (np.diff(c.doc_ptr)[:, None] + a.sum())
+        np.testing.assert_allclose(m.topic_mass(cs), theta.sum(axis=0), rtol=1e-12)
+        np.testing.assert_array_equal(m._column(cs, "ne", 1), m.edge_counts(cs)[:, 1])
+
+
 def test_topic_views(fitted):
     c, m = fitted
     ids, probs = m.doc_topics(0, top=2)

@@ -89,7 +89,7 @@ def topic_lines(model, terms, topic: int, top: int = 10) -> list[str]:
 def report_section(model, terms) -> dict:
     """Every topic (most tokens first) with its top words and the synsets it uses."""
     css = list(model._cs_of_chain(0))
-    size = np.mean([model._theta(cs).sum(axis=0) for cs in css], axis=0)
+    size = np.mean([model.topic_mass(cs) for cs in css], axis=0)
     out = [f"{len(model.tree_.synsets)} synset subtrees in the prior tree "
            f"(beta_root={model.beta_root:g}, beta_synset={model.beta_synset:g}, merge={model.merge})."]
     for k in np.lexsort((np.arange(model.n_topics), -size))[:20]:

@@ -1,0 +1,52 @@
+"""The tree-LDA document model P_TREE(w | d) for retrieval (arrays in, arrays out; no I/O).
+
+Per kept sample cs, ``P(w | d) = (sum_k n_dk phi_kw + sum_k a_k phi_kw) / (n_d + A)`` with the
+document's topic counts read from their sparse rows, and phi of the query terms only (their
+paths' edge probabilities, :meth:`models.tree_lda.TreeLDA._phi_terms`): no dense (n_docs, K)
+theta and no (n_terms, K) phi per sample.
+"""
+from numba import njit, prange
+
+
+@njit(cache=True, inline="always")
+def _doc_sample(cs, d, dk_ptr, dk_topic, dk_count, n_d, alpha_sum, phi, ap, scale, out):
+    """out[t] += scale * P_cs(term t | d)."""
+    T = phi.shape[2]
+    f = scale / (n_d + alpha_sum[cs])
+    for t in range(T):
+        out[t] += ap[cs, t] * f
+    for i in range(dk_ptr[cs, d], dk_ptr[cs, d + 1]):
+        k = dk_topic[i]
+        c = dk_count[i] * f
+        for t in range(T):
+            out[t] += c * phi[cs, k, t]
+
+
+@njit(cache=True, parallel=True)
+def p_w_d_mean(dk_ptr, dk_topic, dk_count, doc_len, alpha_sum, phi, ap, out):
+    """out[d, t] = P_TREE(term t | d) averaged over the samples (overwrites out).
+
+    dk_ptr : (n_cs, n_docs + 1) offsets into the flat dk_topic/dk_count of every sample;
+    phi : (n_cs, K, T) P(w_t | k); ap : (n_cs, T) sum_k a_k phi_kw; alpha_sum : (n_cs,).
+    """
+    n_cs = phi.shape[0]
+    n_docs, T = out.shape
+    scale = 1.0 / n_cs
+    for d in prange(n_docs):
+        for t in range(T):
+            out[d, t] = 0.0
+        for cs in range(n_cs):
+            _doc_sample(cs, d, dk_ptr, dk_topic, dk_count, doc_len[d], alpha_sum, phi, ap, scale,
+                        out[d])
+
+
+@njit(cache=True, parallel=True)
+def p_w_d_per_sample(dk_ptr, dk_topic, dk_count, doc_len, alpha_sum, phi, ap, out):
+    """out[cs, d, t] = P_TREE(term t | d) under sample cs (overwrites out)."""
+    n_cs, n_docs, T = out.shape
+    for d in prange(n_docs):
+        for cs in range(n_cs):
+            for t in range(T):
+                out[cs, d, t] = 0.0
+            _doc_sample(cs, d, dk_ptr, dk_topic, dk_count, doc_len[d], alpha_sum, phi, ap, 1.0,
+                        out[cs, d])
