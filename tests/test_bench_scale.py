@@ -111,12 +111,40 @@ def test_vocabulary_is_wordnet_words_and_says_so_without_wordnet(tmp_path):
     assert bare.n_wordnet == 0 and "no WordNet" in bare.source and len(set(bare.words)) == 500
 
 
+def test_two_point_fit_separates_the_proportional_part_from_the_other():
+    from retrieval.bench.scale import fit_two
+
+    # memory = 2 per token + 5 per term, measured at two sizes
+    a, b = fit_two(1000, 2 * 1000 + 5 * 300, 4000, 2 * 4000 + 5 * 600, 300, 600)
+    assert a == pytest.approx(2) and b == pytest.approx(5)
+    # time = 0.01 per doc + 0.3 fixed
+    a, b = fit_two(100, 1.3, 300, 3.3, 1.0, 1.0)
+    assert a == pytest.approx(0.01) and b == pytest.approx(0.3)
+    # noise that would make the fixed part negative: all of it proportional, from the larger run
+    assert fit_two(100, 1.0, 300, 3.3, 1.0, 1.0) == (pytest.approx(3.3 / 300), 0.0)
+    # no growth at all: a fixed cost, not a negative slope
+    assert fit_two(100, 2.0, 300, 1.9, 1.0, 1.0) == (0.0, pytest.approx(1.9))
+
+
+def test_the_target_vocabulary_follows_heaps_law_up_to_the_generators():
+    from retrieval.bench.scale import _target_size
+
+    full = dict(n_tokens=1_000_000, n_terms=40_000, n_docs=10_000, batch_s=0.5)
+    frac = dict(n_tokens=100_000, n_terms=10_000, n_docs=1_000)  # beta = log 4 / log 10
+    t = _target_size(full, frac, 10.0, 10**9)
+    assert t["tokens"] == 10_000_000 and t["docs"] == 100_000 and t["terms"] == pytest.approx(160_000)
+    assert t["ql_batch_s"] == 5.0  # exact QL of the whole collection, linear in documents
+    assert _target_size(full, frac, 10.0, 50_000)["terms"] == 50_000
+    assert _target_size(full, frac, 1.0, 10**9)["terms"] == 40_000
+
+
 @pytest.mark.slow
 def test_a_tiny_bench_scale_run_gives_finite_figures_against_the_targets(tmp_path):
-    """A few hundred documents, LDA only (about a minute: three child processes start the JVM)."""
+    """Two files of documents, LDA only, trained on both and on one of them (about two minutes:
+    every child process starts the JVM)."""
     from retrieval.bench.scale import run
 
-    tables = run(kinds=["lda"], docs=600, fraction=0.5, sweeps=2, terms=3000, work=str(tmp_path))
+    tables = run(kinds=["lda"], docs=2000, fraction=1.0, sweeps=2, terms=3000, work=str(tmp_path))
     targets, details = tables
     assert [r["measure"].split(":")[0] for r in targets.rows][-3:] == ["lda"] * 3
     assert all(r[""] in ("met", "missed") for r in targets.rows)
@@ -127,4 +155,6 @@ def test_a_tiny_bench_scale_run_gives_finite_figures_against_the_targets(tmp_pat
     assert set(row) >= {"kind", "setup s*", "s per sweep/epoch of 1 chain*", "measured: tokens", "measured: batch s"}
     assert row["kind"] == "lda" and row["samples kept"] == 2  # per chain: both sweeps kept
     assert all(math.isfinite(float(row[k])) for k in ("setup s*", "s per sweep/epoch of 1 chain*", "measured: batch s"))
-    assert "the first 1 files (600 documents" in targets.notes[1]  # one file: the whole collection
+    assert row["small: tokens"] and math.isfinite(float(row["small: batch s"]))
+    assert "the first 2 files (2,000 documents" in targets.notes[1]  # the whole collection
+    assert "the first 1 files (1,000 documents" in targets.notes[1]  # and the small fraction

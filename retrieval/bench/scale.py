@@ -18,13 +18,15 @@ process, the JVM included, since Anserini runs inside it) is its own:
    as a default one keeps (at most 5), and the 100 queries are ranked with it. Numba's kernels
    are compiled (or loaded from its cache) by a throw-away run first.
 
-Extrapolation to the whole collection (and on to AP's 250,000 documents when ``--docs`` is
-smaller: linear in documents), linear in tokens (the token ratio of the two indexes):
-setup (training inputs, initialisation and the first sweep), seconds per sweep, the projected
-default training (setup + the remaining sweeps, all chains, + finishing), the memory above the
-child's baseline (after imports, JIT and the JVM; for the vocabulary-sized arrays this is an
-upper bound, the vocabulary growing slower than the tokens) and the ranking time with a model.
-Indexing and exact QL are measured on the whole collection.
+A second fraction of half as many files is trained too, and every figure is extrapolated
+through the two runs (:func:`fit_two`): setup (training inputs, initialisation and the first
+sweep), seconds per sweep, finishing and the memory above the child's baseline (after imports,
+JIT and the JVM) as a part proportional to the tokens plus one proportional to the vocabulary
+(count tables are vocabulary-sized). The ranking time with a model is that of exact QL on the
+whole collection plus what the model adds on the fraction, linear in documents. The target
+collection is the whole one, grown linearly in
+documents to AP's 250,000 when ``--docs`` is smaller, its vocabulary by Heaps' law. Indexing
+and exact QL are measured on the whole collection.
 """
 from __future__ import annotations
 
@@ -118,7 +120,20 @@ def _time_batch(index, queries, model) -> dict:
     first_s = time.perf_counter() - start
     start = time.perf_counter()
     run_topics(index, _topics(queries), model=model, lam=lam, progress=False)
-    return dict(batch_s=time.perf_counter() - start, first_s=first_s, peak_gib=_maxrss_gib())
+    batch_s = time.perf_counter() - start
+    tables_s = 0.0
+    if model is not None:  # where the time goes: the model's P_TM(w|d) tables of the query terms
+        from ..core.extension import document_model
+        from ..core.scoring import Scorer
+
+        scorer, doc_model = Scorer(index.stats), document_model(model, index)
+        ids = [scorer.query(q, index.analyze(q)).term_ids for q in queries]
+        start = time.perf_counter()
+        for term_ids in ids:
+            if len(term_ids):
+                doc_model.p_w_d(term_ids)
+        tables_s = time.perf_counter() - start
+    return dict(batch_s=batch_s, tables_s=tables_s, first_s=first_s, peak_gib=_maxrss_gib())
 
 
 def _schedule_params(kind: str, sweeps: int, threads: int) -> dict:
@@ -181,6 +196,8 @@ def task_kind(index: str, kind: str, sweeps: int, threads: int, queries: list[st
                   finish_s=end - ticks[-1], defaults={k: v for k, v in defaults.items() if _plain(v)},
                   n_samples=int(getattr(model, "n_samples_", 1)))
     result.update(_time_batch(index, queries, model))
+    # the same batch without the model, in this process: what the model adds is the difference
+    result["ql_batch_s"] = _time_batch(index, queries, None)["batch_s"]
     return result
 
 
@@ -190,20 +207,64 @@ def _plain(value) -> bool:
 
 # -- the benchmark -----------------------------------------------------------------------------
 
-def _projection(kind: str, r: dict, ratio: float) -> dict:
-    """Whole-collection figures of one kind from its run on the fraction (see the docstring)."""
+def fit_two(x1: float, y1: float, x2: float, y2: float, v1: float = 0.0, v2: float = 0.0) -> tuple[float, float]:
+    """Non-negative (a, b) with ``y = a * x + b * v`` through two measurements, or with
+    ``v = 1`` (``v1 = v2 = 1``) ``y = a * x + b``: a size-proportional part and one that is not
+    (a fixed cost, or one that grows with the vocabulary). Where the exact solution has a
+    negative part (measurement noise), that part is dropped and the other fitted to the larger
+    run alone."""
+    det = x1 * v2 - x2 * v1
+    if det != 0:
+        a, b = (y1 * v2 - y2 * v1) / det, (x1 * y2 - x2 * y1) / det
+        if a >= 0 and b >= 0:
+            return a, b
+    if v2 > 0 and (y2 - y1) * (x2 - x1) <= 0:  # no growth with the size: all of it the other part
+        return 0.0, max(y2, 0.0) / v2
+    return max(y2, 0.0) / x2, 0.0
+
+
+def _projection(r: dict, small: dict | None, target: dict) -> dict:
+    """Figures of one kind for the ``target`` collection (tokens, terms, docs) from its runs on
+    the fraction (``r``) and on the smaller fraction (``small``; None: linear in tokens from
+    ``r`` alone). See the module docstring."""
     d = r["defaults"]
-    steps = r["steps"]
     chains = d.get("n_chains", 1)
     total = d.get("epochs") or d.get("n_iter")
-    setup = r["inputs_s"] + steps[0]
-    rest = steps[1:] if len(steps) > 1 else steps
-    per_step = sorted(rest)[len(rest) // 2]  # median: the last sweep also computes the likelihood
-    train_s = (setup + (total - 1) * per_step + r["finish_s"]) * ratio
-    return dict(setup_s=setup * ratio, per_chain_s=per_step / chains * ratio, chains=chains, sweeps=total,
-                train_min=train_s / 60,
-                peak_gib=r["base_gib"] + (r["peak_gib"] - r["base_gib"]) * ratio,
-                batch_s=r["batch_s"] * ratio)
+
+    def parts(run):
+        steps = run["steps"]
+        rest = steps[1:] if len(steps) > 1 else steps
+        # median: the last sweep also computes the likelihood
+        return dict(setup=run["inputs_s"] + steps[0], step=sorted(rest)[len(rest) // 2],
+                    finish=run["finish_s"], mem=max(run["peak_gib"] - run["base_gib"], 0.0))
+
+    big = parts(r)
+    if small is None:
+        ratio = target["tokens"] / r["n_tokens"]
+        proj = {k: v * ratio for k, v in big.items()}
+    else:
+        lo = parts(small)
+        proj = {}
+        for key in big:  # tokens and vocabulary
+            a, b = fit_two(small["n_tokens"], lo[key], r["n_tokens"], big[key], small["n_terms"], r["n_terms"])
+            proj[key] = a * target["tokens"] + b * target["terms"]
+    # exact QL of the whole collection as measured, plus what the model adds, linear in documents
+    batch = target["ql_batch_s"] + max(r["batch_s"] - r["ql_batch_s"], 0.0) * target["docs"] / r["n_docs"]
+    train_s = proj["setup"] + (total - 1) * proj["step"] + proj["finish"]
+    return dict(setup_s=proj["setup"], per_chain_s=proj["step"] / chains, chains=chains, sweeps=total,
+                train_min=train_s / 60, peak_gib=r["base_gib"] + proj["mem"], batch_s=batch)
+
+
+def _target_size(full: dict, frac: dict, grow: float, max_terms: int) -> dict:
+    """Tokens, terms and documents of the collection the figures are for: the whole index,
+    grown linearly in documents to AP's size, its vocabulary by Heaps' law through the fraction
+    and the whole index (at most the generator's vocabulary)."""
+    tokens = full["n_tokens"] * grow
+    terms = float(full["n_terms"])
+    if grow > 1 and full["n_tokens"] > frac["n_tokens"] and full["n_terms"] > frac["n_terms"]:
+        beta = math.log(full["n_terms"] / frac["n_terms"]) / math.log(full["n_tokens"] / frac["n_tokens"])
+        terms = min(full["n_terms"] * grow ** beta, float(max_terms))
+    return dict(tokens=tokens, terms=terms, docs=full["n_docs"] * grow, ql_batch_s=full["batch_s"] * grow)
 
 
 def _met(value: float, target: float) -> str:
@@ -266,23 +327,32 @@ def run(*, kinds=KINDS, docs: int = 250_000, fraction: float = 0.05, sweeps: int
         frac_ix, frac = full_ix, full
     else:
         frac, _ = cached_index(frac_ix, files[:n_frac_files], "fraction")
-    # to AP's size: linear in documents for the whole collection, in tokens for the fraction
+    # a second, smaller fraction separates what grows with the tokens from what does not
+    n_small_files = n_frac_files // 2
+    small_ix = work / f"index-{docs}-f{n_small_files}"
+    small = cached_index(small_ix, files[:n_small_files], "small")[0] if n_small_files else None
+    # to AP's size: linear in documents for the whole collection
     grow = max(1.0, AP_DOCS / full["n_docs"])
-    ratio = full["n_tokens"] * grow / frac["n_tokens"]
+    target = _target_size(full, frac, grow, terms)
     log.info("compiling the kernels (not timed)")
     _child("warm", dict(index=str(frac_ix), kinds=list(kinds), threads=threads), logs / "warm.log")
-    per_kind = {}
+    per_kind, per_kind_small = {}, {}
     for kind in kinds:
         log.info("training %s on %s", kind, frac_ix)
         per_kind[kind] = _child("kind", dict(index=str(frac_ix), kind=kind, sweeps=sweeps, threads=threads,
                                              queries=queries), logs / f"kind-{kind}.log")
-    return _tables(kinds, full, frac, per_kind, ratio, dict(
-        docs=docs, fraction=fraction, n_frac_files=n_frac_files, sweeps=sweeps, threads=threads, gen_s=gen_s,
-        full_cached=full_cached, vocab=gen.vocab, grow=grow))
+        if small is not None:
+            log.info("training %s on %s", kind, small_ix)
+            per_kind_small[kind] = _child("kind", dict(index=str(small_ix), kind=kind, sweeps=sweeps,
+                                                       threads=threads, queries=queries),
+                                          logs / f"kind-{kind}-small.log")
+    return _tables(kinds, full, frac, small, per_kind, per_kind_small, target, dict(
+        docs=docs, fraction=fraction, n_frac_files=n_frac_files, n_small_files=n_small_files, sweeps=sweeps,
+        threads=threads, gen_s=gen_s, full_cached=full_cached, vocab=gen.vocab, grow=grow))
 
 
-def _tables(kinds, full, frac, per_kind, ratio, info) -> list[Table]:
-    proj = {k: _projection(k, per_kind[k], ratio) for k in kinds}
+def _tables(kinds, full, frac, small, per_kind, per_kind_small, target, info) -> list[Table]:
+    proj = {k: _projection(per_kind[k], per_kind_small.get(k), target) for k in kinds}
     rows = []
 
     def row(what, value, unit, target, digits=1):
@@ -311,7 +381,14 @@ def _tables(kinds, full, frac, per_kind, ratio, info) -> list[Table]:
                         "measured: tokens": f"{r['n_tokens']:,}", "measured: s per step": " ".join(f"{s:.1f}" for s in r["steps"]),
                         "measured: peak GiB": fixed(r["peak_gib"], 2), "baseline GiB": fixed(r["base_gib"], 2),
                         "measured: batch s": fixed(r["batch_s"], 2),
+                        "measured: QL batch s": fixed(r["ql_batch_s"], 2),
+                        "measured: of which P_TM tables s": fixed(r.get("tables_s", 0.0), 2),
                         "measured: first 2 queries s": fixed(r["first_s"], 2)})
+        if k in per_kind_small:
+            q = per_kind_small[k]
+            details[-1].update({"small: tokens": f"{q['n_tokens']:,}",
+                                "small: s per step": " ".join(f"{s:.1f}" for s in q["steps"]),
+                                "small: peak GiB": fixed(q["peak_gib"], 2), "small: batch s": fixed(q["batch_s"], 2)})
     vocab = info["vocab"]
     notes = [
         f"Collection: {full['n_docs']:,} synthetic AP-layout documents (retrieval.datasets.ap_synth), "
@@ -321,19 +398,32 @@ def _tables(kinds, full, frac, per_kind, ratio, info) -> list[Table]:
         f"* Trained on a fraction: the first {info['n_frac_files']} files ({frac['n_docs']:,} documents, "
         f"{frac['n_tokens'] / 1e6:.2f} M tokens, {frac['n_terms']:,} terms; asked: --fraction {info['fraction']:g}), "
         f"{info['sweeps']} sweeps (epochs) at the kind's defaults otherwise, samples kept from sweep "
-        f"{max(1, info['sweeps'] - KEPT_PER_CHAIN + 1)} on. Extrapolated linearly in tokens (x{ratio:.1f}): setup "
-        f"(training inputs + initialisation + first sweep), seconds per sweep (median of the later ones), "
-        f"the default training (setup + the remaining sweeps of all chains + finishing), the memory above "
-        f"the process's baseline (an upper bound for vocabulary-sized arrays) and the batch time with "
-        f"the model (its ranking scores every document). Indexing and exact QL are measured on the "
+        f"{max(1, info['sweeps'] - KEPT_PER_CHAIN + 1)} on. "
+        + (f"Each kind also trained on the first {info['n_small_files']} files ({small['n_docs']:,} documents, "
+           f"{small['n_tokens'] / 1e6:.2f} M tokens, {small['n_terms']:,} terms; the 'small' columns), and every "
+           f"figure extrapolated through both runs (bench.scale.fit_two): setup (training inputs + "
+           f"initialisation + first sweep), seconds per sweep (median of the later ones), finishing and the "
+           f"memory above the process's baseline as a part proportional to the tokens plus one proportional "
+           f"to the vocabulary. Target collection: "
+           if small is not None else
+           "Extrapolated linearly in tokens from this one run: setup, seconds per sweep, finishing, the memory "
+           "above the process's baseline (an upper bound for vocabulary-sized arrays). Target collection: ")
+        + f"{target['docs']:,.0f} documents, {target['tokens'] / 1e6:.1f} M tokens, {target['terms']:,.0f} terms "
+        f"(Heaps' law through the fraction and the whole index). The default training is setup + the "
+        f"remaining sweeps of all chains + finishing. The batch with a model (its ranking scores every "
+        f"document) is the exact QL batch of the whole collection plus what the model added on the "
+        f"fraction (its batch minus the QL batch in the same process), linear in documents. Indexing and exact QL are measured on the "
         f"whole collection" + (" (the index and its build measurement reused from an earlier run: "
                                 "--reindex to measure again)." if info["full_cached"] else "."),
         "Each step ran in its own process; peak memory is its ru_maxrss (JVM included). Queries: "
         f"{N_QUERIES} generated title queries of 2-4 words (each from one latent topic's top words), "
         "ranked to depth 1000 over every document (retrieval.run_topics; lam 0.7 with a model), timed "
         "after two queries that load the kernels and compute the model's per-document constants "
-        "(their seconds, a once-per-process cost, are in the second table, not extrapolated).",
-        f"QL batch on the fraction index: {frac['batch_s']:.2f} s.",
+        "(their seconds, a once-per-process cost, are in the second table, not extrapolated). Where a "
+        "model's batch goes: 'of which P_TM tables' times the model's P_TM(w|d) of the query terms for "
+        "every document (``p_w_d``) apart, after the batch; the rest is QL, mixing, ranking and run lines.",
+        f"QL batch on the fraction index: {frac['batch_s']:.2f} s"
+        + (f", on the small one: {small['batch_s']:.2f} s." if small is not None else "."),
     ]
     if grow > 1:
         notes.insert(2, f"** Measured on {full['n_docs']:,} documents ({full['index_s'] / 60:.1f} min, "
