@@ -281,7 +281,7 @@ def _cpu_name() -> str:
     return platform.processor() or "unknown"
 
 
-def run(*, kinds=KINDS, docs: int = 250_000, fraction: float = 0.05, sweeps: int = 5, terms: int = 200_000,
+def run(*, kinds=KINDS, docs: int = 250_000, fraction: float = 0.05, sweeps: int = 6, terms: int = 200_000,
         threads: int = 2, seed: int = 0, work: str = "build/bench-scale", reindex: bool = False,
         wordnet: str | None = None) -> list[Table]:
     """Generate ``docs`` AP-layout documents, time their indexing and exact QL, train every kind

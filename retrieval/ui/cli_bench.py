@@ -147,9 +147,9 @@ def add_scale(p):
     p.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS, help="model kinds to measure")
     p.add_argument("--docs", type=int, default=250_000, help="documents of the synthetic AP collection")
     p.add_argument("--fraction", type=float, default=0.05,
-                   help="share of the documents the models train on (whole files of 1,000); "
-                        "their figures are extrapolated linearly in tokens")
-    p.add_argument("--sweeps", type=int, default=5, help="sweeps (epochs) trained per kind, the first one timed as setup")
+                   help="share of the documents the models train on (whole files of 1,000), and half "
+                        "as many files again; their figures are extrapolated through both runs")
+    p.add_argument("--sweeps", type=int, default=6, help="sweeps (epochs) trained per kind, the first one timed as setup")
     p.add_argument("--terms", type=int, default=200_000, help="vocabulary of the generator")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
