@@ -126,6 +126,16 @@ def test_two_point_fit_separates_the_proportional_part_from_the_other():
     assert fit_two(100, 2.0, 300, 1.9, 1.0, 1.0) == (0.0, pytest.approx(1.9))
 
 
+def test_sweep_curve_follows_the_run_relative_to_its_early_sweeps():
+    from retrieval.bench.scale import sweep_curve
+
+    steps = [9.0, 4.0, 4.0, 4.0, 3.0, 2.0, 2.0, 1.0, 1.0, 1.0, 1.0]  # setup, then settling
+    curve = sweep_curve(steps, 4)  # early: sweeps 2-4, 4 s
+    assert len(curve) == 10 and curve[0] == 1.0 and curve[-1] == 0.25
+    assert all(a >= b for a, b in zip(curve, curve[1:]))  # a running median keeps the trend
+    assert sweep_curve([5.0, 2.0, 2.0], 3) == [1.0, 1.0] and sweep_curve([5.0], 1) == [1.0]
+
+
 def test_the_target_vocabulary_follows_heaps_law_up_to_the_generators():
     from retrieval.bench.scale import _target_size
 
@@ -144,7 +154,7 @@ def test_a_tiny_bench_scale_run_gives_finite_figures_against_the_targets(tmp_pat
     every child process starts the JVM)."""
     from retrieval.bench.scale import run
 
-    tables = run(kinds=["lda"], docs=2000, fraction=1.0, sweeps=2, terms=3000, work=str(tmp_path))
+    tables = run(kinds=["lda"], docs=2000, fraction=1.0, sweeps=2, small_sweeps=4, terms=3000, work=str(tmp_path))
     targets, details = tables
     assert [r["measure"].split(":")[0] for r in targets.rows][-3:] == ["lda"] * 3
     assert all(r[""] in ("met", "missed") for r in targets.rows)
@@ -156,5 +166,6 @@ def test_a_tiny_bench_scale_run_gives_finite_figures_against_the_targets(tmp_pat
     assert row["kind"] == "lda" and row["samples kept"] == 2  # per chain: both sweeps kept
     assert all(math.isfinite(float(row[k])) for k in ("setup s*", "s per sweep/epoch of 1 chain*", "measured: batch s"))
     assert row["small: tokens"] and math.isfinite(float(row["small: batch s"]))
+    assert len(row["small: s per step"].split()) == 4 and float(row["late sweeps*"]) > 0
     assert "the first 2 files (2,000 documents" in targets.notes[1]  # the whole collection
     assert "the first 1 files (1,000 documents" in targets.notes[1]  # and the small fraction

@@ -136,13 +136,14 @@ def _time_batch(index, queries, model) -> dict:
     return dict(batch_s=batch_s, tables_s=tables_s, first_s=first_s, peak_gib=_maxrss_gib())
 
 
-def _schedule_params(kind: str, sweeps: int, threads: int) -> dict:
-    """The defaults, cut to ``sweeps`` sweeps (epochs) that keep samples from the first on."""
+def _schedule_params(kind: str, sweeps: int, threads: int, epochs: int | None = None) -> dict:
+    """The defaults, cut to ``sweeps`` sweeps (``epochs`` epochs, default ``sweeps``) that keep
+    the last samples."""
     from models.registry import model_class
 
     params = model_class(kind)().get_params()
     if "epochs" in params:
-        return dict(epochs=sweeps, n_jobs=threads)
+        return dict(epochs=epochs or sweeps, n_jobs=threads)
     return dict(n_iter=sweeps, burn_in=max(0, sweeps - KEPT_PER_CHAIN), sample_every=1, n_jobs=threads)
 
 
@@ -165,7 +166,7 @@ def task_warm(index: str, kinds: list[str], threads: int) -> dict:
     return {}
 
 
-def task_kind(index: str, kind: str, sweeps: int, threads: int, queries: list[str]) -> dict:
+def task_kind(index: str, kind: str, sweeps: int, threads: int, queries: list[str], epochs: int | None = None) -> dict:
     """Train ``kind`` at its defaults for ``sweeps`` sweeps on ``index`` with timings per sweep,
     then rank the queries with it."""
     from models.registry import model_class
@@ -180,7 +181,7 @@ def task_kind(index: str, kind: str, sweeps: int, threads: int, queries: list[st
     base = _maxrss_gib()
     # under TOPICIR_QUICK=1 the kind's quick settings, as ``topicir train`` takes them
     defaults = quick_train_params(kind, cls().get_params())
-    model = cls(**{**defaults, **_schedule_params(kind, sweeps, threads)})
+    model = cls(**{**defaults, **_schedule_params(kind, sweeps, threads, epochs)})
     ticks = []
     start = time.perf_counter()
     corpus = index_corpus(index)
@@ -231,11 +232,16 @@ def _projection(r: dict, small: dict | None, target: dict) -> dict:
     chains = d.get("n_chains", 1)
     total = d.get("epochs") or d.get("n_iter")
 
+    n_big = len(r["steps"])
+
+    def median(xs):
+        return sorted(xs)[len(xs) // 2]
+
     def parts(run):
-        steps = run["steps"]
+        steps = run["steps"][:n_big]  # the small run may go on: its first sweeps pair with r's
         rest = steps[1:] if len(steps) > 1 else steps
         # median: the last sweep also computes the likelihood
-        return dict(setup=run["inputs_s"] + steps[0], step=sorted(rest)[len(rest) // 2],
+        return dict(setup=run["inputs_s"] + steps[0], step=median(rest),
                     finish=run["finish_s"], mem=max(run["peak_gib"] - run["base_gib"], 0.0))
 
     big = parts(r)
@@ -248,11 +254,35 @@ def _projection(r: dict, small: dict | None, target: dict) -> dict:
         for key in big:  # tokens and vocabulary
             a, b = fit_two(small["n_tokens"], lo[key], r["n_tokens"], big[key], small["n_terms"], r["n_terms"])
             proj[key] = a * target["tokens"] + b * target["terms"]
+    curve = sweep_curve(small["steps"], n_big) if small is not None else [1.0]
+    # sweeps 2.. of the default run: the early sweeps' time, along the small run's curve, its
+    # last point held for the sweeps after it
+    train_s = proj["setup"] + sum(proj["step"] * curve[min(i, len(curve) - 1)] for i in range(total - 1)) \
+        + proj["finish"]
     # exact QL of the whole collection as measured, plus what the model adds, linear in documents
     batch = target["ql_batch_s"] + max(r["batch_s"] - r["ql_batch_s"], 0.0) * target["docs"] / r["n_docs"]
-    train_s = proj["setup"] + (total - 1) * proj["step"] + proj["finish"]
-    return dict(setup_s=proj["setup"], per_chain_s=proj["step"] / chains, chains=chains, sweeps=total,
-                train_min=train_s / 60, peak_gib=r["base_gib"] + proj["mem"], batch_s=batch)
+    return dict(setup_s=proj["setup"], per_chain_s=proj["step"] / chains, late_chain_s=proj["step"] * curve[-1] / chains,
+                chains=chains, sweeps=total, train_min=train_s / 60, peak_gib=r["base_gib"] + proj["mem"],
+                batch_s=batch)
+
+
+def sweep_curve(steps: list[float], n_early: int) -> list[float]:
+    """Seconds of sweeps 2, 3, ... of a run relative to its sweeps 2..``n_early`` (their
+    median): a running median over five sweeps, the last point the median of the last five.
+    Samplers that visit fewer topics per token as the chain settles (PAM's pairs, sparse
+    buckets) get faster sweep after sweep; a short run would miss that."""
+    rest = steps[1:]
+    if not rest:
+        return [1.0]
+    first = sorted(rest[:max(1, n_early - 1)])
+    early = first[len(first) // 2]
+    out = []
+    for i in range(len(rest)):
+        window = sorted(rest[max(0, i - 2):i + 3])
+        out.append(window[len(window) // 2] / early)
+    last = sorted(rest[-5:])
+    out[-1] = last[len(last) // 2] / early
+    return out
 
 
 def _target_size(full: dict, frac: dict, grow: float, max_terms: int) -> dict:
@@ -265,6 +295,11 @@ def _target_size(full: dict, frac: dict, grow: float, max_terms: int) -> dict:
         beta = math.log(full["n_terms"] / frac["n_terms"]) / math.log(full["n_tokens"] / frac["n_tokens"])
         terms = min(full["n_terms"] * grow ** beta, float(max_terms))
     return dict(tokens=tokens, terms=terms, docs=full["n_docs"] * grow, ql_batch_s=full["batch_s"] * grow)
+
+
+def _steps_text(steps: list[float]) -> str:
+    text = [f"{s:.1f}" for s in steps]
+    return " ".join(text if len(text) <= 9 else text[:6] + ["..."] + text[-3:])
 
 
 def _met(value: float, target: float) -> str:
@@ -281,7 +316,8 @@ def _cpu_name() -> str:
     return platform.processor() or "unknown"
 
 
-def run(*, kinds=KINDS, docs: int = 250_000, fraction: float = 0.05, sweeps: int = 6, terms: int = 200_000,
+def run(*, kinds=KINDS, docs: int = 250_000, fraction: float = 0.05, sweeps: int = 6, small_sweeps: int = 20,
+        terms: int = 200_000,
         threads: int = 2, seed: int = 0, work: str = "build/bench-scale", reindex: bool = False,
         wordnet: str | None = None) -> list[Table]:
     """Generate ``docs`` AP-layout documents, time their indexing and exact QL, train every kind
@@ -343,11 +379,14 @@ def run(*, kinds=KINDS, docs: int = 250_000, fraction: float = 0.05, sweeps: int
                                              queries=queries), logs / f"kind-{kind}.log")
         if small is not None:
             log.info("training %s on %s", kind, small_ix)
-            per_kind_small[kind] = _child("kind", dict(index=str(small_ix), kind=kind, sweeps=sweeps,
+            # longer: how sweeps speed up as the chains settle (an epoch costs the same throughout)
+            per_kind_small[kind] = _child("kind", dict(index=str(small_ix), kind=kind,
+                                                       sweeps=max(sweeps, small_sweeps), epochs=sweeps,
                                                        threads=threads, queries=queries),
                                           logs / f"kind-{kind}-small.log")
     return _tables(kinds, full, frac, small, per_kind, per_kind_small, target, dict(
         docs=docs, fraction=fraction, n_frac_files=n_frac_files, n_small_files=n_small_files, sweeps=sweeps,
+        small_sweeps=small_sweeps,
         threads=threads, gen_s=gen_s, full_cached=full_cached, vocab=gen.vocab, grow=grow))
 
 
@@ -377,6 +416,7 @@ def _tables(kinds, full, frac, small, per_kind, per_kind_small, target, info) ->
         r, p = per_kind[k], proj[k]
         unit = "epoch" if "epochs" in r["defaults"] else "sweep (1 chain)"
         details.append({"kind": k, "setup s*": fixed(p["setup_s"], 1), f"s per sweep/epoch of 1 chain*": fixed(p["per_chain_s"], 2),
+                        "late sweeps*": fixed(p["late_chain_s"], 2),
                         "unit": unit, "samples kept": r["n_samples"],
                         "measured: tokens": f"{r['n_tokens']:,}", "measured: s per step": " ".join(f"{s:.1f}" for s in r["steps"]),
                         "measured: peak GiB": fixed(r["peak_gib"], 2), "baseline GiB": fixed(r["base_gib"], 2),
@@ -387,7 +427,7 @@ def _tables(kinds, full, frac, small, per_kind, per_kind_small, target, info) ->
         if k in per_kind_small:
             q = per_kind_small[k]
             details[-1].update({"small: tokens": f"{q['n_tokens']:,}",
-                                "small: s per step": " ".join(f"{s:.1f}" for s in q["steps"]),
+                                "small: s per step": _steps_text(q["steps"]),
                                 "small: peak GiB": fixed(q["peak_gib"], 2), "small: batch s": fixed(q["batch_s"], 2)})
     vocab = info["vocab"]
     notes = [
@@ -400,11 +440,15 @@ def _tables(kinds, full, frac, small, per_kind, per_kind_small, target, info) ->
         f"{info['sweeps']} sweeps (epochs) at the kind's defaults otherwise, samples kept from sweep "
         f"{max(1, info['sweeps'] - KEPT_PER_CHAIN + 1)} on. "
         + (f"Each kind also trained on the first {info['n_small_files']} files ({small['n_docs']:,} documents, "
-           f"{small['n_tokens'] / 1e6:.2f} M tokens, {small['n_terms']:,} terms; the 'small' columns), and every "
+           f"{small['n_tokens'] / 1e6:.2f} M tokens, {small['n_terms']:,} terms; the 'small' columns) for "
+           f"{max(info['sweeps'], info['small_sweeps'])} sweeps ({info['sweeps']} epochs), and every "
            f"figure extrapolated through both runs (bench.scale.fit_two): setup (training inputs + "
            f"initialisation + first sweep), seconds per sweep (median of the later ones), finishing and the "
            f"memory above the process's baseline as a part proportional to the tokens plus one proportional "
-           f"to the vocabulary. Target collection: "
+           f"to the vocabulary. The sweeps after the first few follow the small run's curve (a running "
+           f"median over five sweeps relative to its sweeps 2-{info['sweeps']}, its last point held to the "
+           f"last sweep; bench.scale.sweep_curve): samplers get faster as the chains settle ('late "
+           f"sweeps'). Target collection: "
            if small is not None else
            "Extrapolated linearly in tokens from this one run: setup, seconds per sweep, finishing, the memory "
            "above the process's baseline (an upper bound for vocabulary-sized arrays). Target collection: ")
