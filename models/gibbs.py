@@ -66,6 +66,13 @@ def rows_csr(dense):
     return ptr, cols, counts
 
 
+def concat_ranges(starts, lengths):
+    """The positions ``starts[i] .. starts[i] + lengths[i] - 1`` of every i, concatenated: the
+    entries of some CSR rows at once."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    return np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths) + np.repeat(starts, lengths)
+
+
 def stack_ptrs(ptrs, parts):
     """One CSR structure over all kept samples: the parts concatenated, and every sample's
     pointer row shifted to where its part starts. Returns (ptr rows int64, values)."""

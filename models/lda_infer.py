@@ -8,6 +8,7 @@ import numpy as np
 from ._kernels import lda as K_
 from ._kernels import lda_score as S_
 from .generate import log_dirichlet, over_kept_samples
+from .gibbs import concat_ranges
 
 
 class LDADocumentModel:
@@ -99,7 +100,7 @@ class LDADocumentModel:
             out += (theta @ (b * norm))[:, None]
             a, z = self.tw_ptr_[cs, term_ids], self.tw_ptr_[cs, term_ids + 1]
             n = z - a
-            at = np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n) + np.repeat(a, n)
+            at = concat_ranges(a, n)
             k = self.tw_topic_[at].astype(np.int64)
             cols = np.repeat(np.arange(T), n)
             for i in range(len(uniq)):

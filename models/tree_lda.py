@@ -17,7 +17,7 @@ from ._kernels import tree_lda_state as S_
 from ._kernels import tree_lda_score as R_
 from . import file_specs
 from ._kernels.rng import make_rng_states
-from .gibbs import GibbsModel, rows_csr, stack_ptrs
+from .gibbs import GibbsModel, concat_ranges, rows_csr, stack_ptrs
 from .tree import build_tree
 from .tree_lda_foldin import TreeFoldInMixin
 from .tree_shards import sweep_chains, tree_shards
@@ -297,7 +297,7 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
         ptr, cols, cnt = (getattr(self, f"{which}_{x}_") for x in ("ptr", "topic", "count"))
         rows = np.asarray(rows, dtype=np.int64)
         lo, n = ptr[cs, rows], ptr[cs, rows + 1] - ptr[cs, rows]
-        at = np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n) + np.repeat(lo, n)
+        at = concat_ranges(lo, n)
         out = np.zeros((len(rows), self.n_topics))
         out[np.repeat(np.arange(len(rows)), n), cols[at].astype(np.int64)] = cnt[at]
         return out
@@ -328,7 +328,7 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
         tree, K = self.tree_, self.n_topics
         words = np.asarray(words, dtype=np.int64)
         first, n_paths = tree.word_path_ptr[words], np.diff(tree.word_path_ptr)[words]
-        paths = np.arange(n_paths.sum()) - np.repeat(np.cumsum(n_paths) - n_paths, n_paths) + np.repeat(first, n_paths)
+        paths = concat_ranges(first, n_paths)
         edges = tree.path_edges[paths]
         nodes = np.unique(edges[edges >= 0])
         parents = tree.parent[nodes]
