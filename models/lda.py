@@ -111,7 +111,8 @@ class LDA(LDAFoldInMixin, LDADocumentModel, SweepOrderModel):
     z_ : ndarray of shape (n_chains, n_tokens), int32
         Current topic of every token (document order) in every chain.
     n_kw_ : ndarray of shape (n_chains, n_terms, n_topics), int32
-        Current topic-word counts (term-major).
+        Current topic-word counts (term-major); rebuilt from the term lists when read after a
+        sweep.
     n_k_ : ndarray of shape (n_chains, n_topics), int64
     alpha_ : ndarray of shape (n_chains, n_topics), float64
         Current (possibly optimised) alpha of every chain.
@@ -202,7 +203,8 @@ class LDA(LDAFoldInMixin, LDADocumentModel, SweepOrderModel):
         C, Kt, V, N, D = self.n_chains, self.n_topics, corpus.n_terms, corpus.n_tokens, corpus.n_docs
         lay = self._lay
         self.z_ord_ = np.full((C, N), -1, dtype=np.int32)
-        self.n_kw_ = np.zeros((C, V, Kt), dtype=np.int32)
+        self._n_kw = np.zeros((C, V, Kt), dtype=np.int32)
+        self._n_kw_stale = set()  # chains whose _n_kw lags behind their term lists
         self.n_k_ = np.zeros((C, Kt), dtype=np.int64)
         self.dt_ = np.zeros((C, int(lay["cap_ptr"][-1])), dtype=np.int32)
         self.dt_nnz_ = np.zeros((C, D), dtype=np.int32)
@@ -219,14 +221,26 @@ class LDA(LDAFoldInMixin, LDADocumentModel, SweepOrderModel):
         self._active = np.ones((C, D), dtype=np.uint8)
         self._doc_perm = [np.random.default_rng([self.seed, c, 7]).permutation(D) for c in range(C)]
 
+    @property
+    def n_kw_(self):
+        """The dense n_kw of every chain, brought up to date with the term lists first (the
+        sweeps update only the lists)."""
+        lay = self._lay
+        for c in sorted(self._n_kw_stale):
+            lda_doc.word_lists_to_dense(lay["wcap_ptr"], self.wl_[c], lay["wshift"],
+                                        self.wl_nnz_[c], self._n_kw[c])
+        self._n_kw_stale.clear()
+        return self._n_kw
+
     def _rebuild_counts(self, corpus, c):
         """n_kw, n_k, doc and term lists of chain c from z (Mallet's buildInitialTypeTopicCounts)."""
         z_doc = self._z_doc(c)
         lay = self._lay
-        K_._build_n_kw(corpus.term_ids, z_doc, self.n_kw_[c], self.n_k_[c])
+        self._n_kw_stale.discard(c)
+        K_._build_n_kw(corpus.term_ids, z_doc, self._n_kw[c], self.n_k_[c])
         K_._build_doc_lists(corpus.doc_ptr, z_doc, lay["cap_ptr"], lay["cshift"], self.dt_[c],
                             self.dt_nnz_[c])
-        lda_doc.build_word_lists(self.n_kw_[c], lay["wcap_ptr"], lay["wshift"], self.wl_[c],
+        lda_doc.build_word_lists(self._n_kw[c], lay["wcap_ptr"], lay["wshift"], self.wl_[c],
                                  self.wl_nnz_[c])
 
     # -- training -----------------------------------------------------------------------------
@@ -239,13 +253,16 @@ class LDA(LDAFoldInMixin, LDADocumentModel, SweepOrderModel):
         self._set_active(0, corpus.n_docs)
         lay = self._lay
         if self.init == "online":
+            # the pass leaves n_k and the doc and term lists as a rebuild from z would (the doc
+            # lists in another order, which no draw depends on); n_kw follows from the lists
             self._init_online(corpus)
+            self._n_kw_stale.update(range(C))
         else:
             for c in range(C):
                 K_._init_random(lay["shard_tok_ptr"], lay["ord_doc"], self._active[c],
                                 self.z_ord_[c], Kt, self.rng_[c])
-        for c in range(C):
-            self._rebuild_counts(corpus, c)
+            for c in range(C):
+                self._rebuild_counts(corpus, c)
 
     def _init_online(self, corpus):
         """z of every chain drawn token by token in document order, each given those before it
@@ -289,8 +306,9 @@ class LDA(LDAFoldInMixin, LDADocumentModel, SweepOrderModel):
     def _sweep(self, c):
         """One sweep of chain c (all shards)."""
         lay = self._lay
+        self._n_kw_stale.add(c)
         lda_doc.sweep(lay["block_visit_ptr"], lay["visit_ptr"], lay["visit_doc"], lay["ord_word"],
-                      self.z_ord_[c], self.n_kw_[c], self.n_k_[c], lay["wcap_ptr"], self.wl_[c],
+                      self.z_ord_[c], self.n_k_[c], lay["wcap_ptr"], self.wl_[c],
                       lay["wshift"], self.wl_nnz_[c], lay["cap_ptr"], self.dt_[c], lay["cshift"],
                       self.dt_nnz_[c], self._active[c], self.alpha_[c], float(self.beta),
                       self._local_n_k, self._trees, self._invs, self._ndks, self._listeds,

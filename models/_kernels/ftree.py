@@ -4,18 +4,47 @@ at a time. Every inner node is the sum of its two children, RECOMPUTED (never up
 so the tree is a pure function of its leaves: no floating-point drift, and the result does not
 depend on the order of the updates.
 """
+import numpy as np
 from numba import njit
 
 
 @njit(cache=True, inline="always")
 def tree_set(tree, P, k, value):
     """Leaf k := value, and its ancestors recomputed."""
-    i = P + k
-    tree[i] = value
-    i >>= 1
+    # The running sum stays in a register: re-reading the node just stored would put a
+    # store-to-load forwarding delay on every level of this dependent chain. a + b == b + a in
+    # IEEE arithmetic, so adding the sibling on either side gives the same bits. Unsigned
+    # indices spare numba's test for negative ones on every level.
+    i = np.uint64(P + k)
+    v = value
+    tree[i] = v
+    while i > 1:
+        v = v + tree[i ^ np.uint64(1)]
+        i >>= np.uint64(1)
+        tree[i] = v
+
+
+@njit(cache=True, inline="always")
+def tree_save_path(tree, P, k, buf):
+    """buf[0] := leaf k, buf[1:] := its ancestors, for ``tree_restore_path``."""
+    i = np.uint64(P + k)
+    h = 0
     while i >= 1:
-        tree[i] = tree[2 * i] + tree[2 * i + 1]
-        i >>= 1
+        buf[h] = tree[i]
+        h += 1
+        i >>= np.uint64(1)
+
+
+@njit(cache=True, inline="always")
+def tree_restore_path(tree, P, k, buf):
+    """Leaf k and its ancestors back to what ``tree_save_path`` saved: the tree as it was,
+    bit for bit, without recomputing the sums."""
+    i = np.uint64(P + k)
+    h = 0
+    while i >= 1:
+        tree[i] = buf[h]
+        h += 1
+        i >>= np.uint64(1)
 
 
 @njit(cache=True, inline="always")

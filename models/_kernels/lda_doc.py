@@ -11,18 +11,21 @@ y_k = (n_dk + alpha_k) / (n_k + V beta):
     dense bucket  beta * y_k     (all K topics, held in an F+ tree over the y_k, Yu et al. 2015)
 
 The tree's leaves are the y_k themselves, so the word bucket reads its weights from the leaves.
-A token changes n_dk and n_k of its old and new topic: two O(log K) leaf updates. A visit to a
-document first raises the leaves of the document's topics from alpha_k / (n_k + V beta) (the
-state between documents) and lowers them again at the end. Inner tree nodes are recomputed
-from their children, so the tree is a pure function of its leaves. Both buckets are exact, so
-the sampler draws from the exact conditional.
+A token changes n_dk and n_k of its old and new topic: two O(log K) leaf updates, or none when
+it keeps its topic (the saved path is put back). A visit to a document raises the leaves of
+its topics from alpha_k / (n_k + V beta) (the state between documents); they are lowered
+again when the next document of the block opens, in the same pass that raises its own. Inner
+tree nodes are recomputed from their children, so the tree is a pure function of its leaves
+and none of these shortcuts changes a draw. Both buckets are exact, so the sampler draws from
+the exact conditional.
 
 Why this order: on 20 Newsgroups at K = 100 a term's row holds about 11 topics (token-weighted)
 where a document holds about 40, so this sparse bucket is 4x shorter than the document bucket
 of the word-by-word order of F+LDA (which topicir used before). Only the term lists are updated
-per token; the dense n_kw is rebuilt from them after the sweep, since updating it too would cost
-two random memory accesses per token. On 20 Newsgroups (50 sweeps, 2 threads) training took 1.6x,
-1.4x and 1.25x less time than with the word-by-word sweep at K = 200, 400 and 800.
+per token; the dense n_kw is rebuilt from them when it is read (``LDA.n_kw_``), since updating
+it too would cost two random memory accesses per token. On 20 Newsgroups (50 sweeps, 2
+threads) training took 1.6x, 1.4x and 1.25x less time than with the word-by-word sweep at
+K = 200, 400 and 800.
 
 Parallelism: the partition scheme of Yan et al. (2009) (tomotopy's PARTITION) over FIXED shards.
 Documents are split into S shards and terms into S groups; a sweep takes S sub-steps, and in
@@ -44,10 +47,14 @@ wl, wl_nnz, wshift               term w's nonzero topics, ascending, packed like
 import numpy as np
 from numba import njit, prange
 
-from .ftree import tree_build, tree_sample, tree_set
+from .ftree import tree_build, tree_restore_path, tree_sample, tree_save_path, tree_set
+from .prefetch import prefetch
 from .rng import uniform
 from .sparse import lower_bound
 
+
+# Tokens between the prefetch of a term list and its use.
+PREFETCH_AHEAD = 4
 
 # ---------------------------------------------------------------------------------------------
 # One block of one sweep
@@ -79,7 +86,8 @@ def _set_leaves(tree, P, topics, n, ndk, alpha, inv, max_patch):
             tree_set(tree, P, k, (ndk[k] + alpha[k]) * inv[k])
 
 
-@njit(cache=True)
+# error_model="numpy": no zero test before each division (n_k + V beta is never 0)
+@njit(cache=True, error_model="numpy")
 def sweep_block(v0, v1, visit_ptr, visit_doc, ord_word, z_ord, n_k, wcap_ptr, wl, wshift,
                  wl_nnz, cap_ptr, dt, cshift, dt_nnz, active, alpha, beta, vbeta, tree, inv, ndk,
                  listed, topics, pbuf, rng):
@@ -100,6 +108,14 @@ def sweep_block(v0, v1, visit_ptr, visit_doc, ord_word, z_ord, n_k, wcap_ptr, wl
         log_p += 1
     max_patch = P // log_p
     _set_base_leaves(tree, P, inv, alpha, n_k, vbeta)
+    path = np.empty(log_p + 1)
+    n_ord = len(ord_word)
+    # A closed document's leaves keep its counts until the next document opens, and are then
+    # reset together with the new document's: a topic of both is updated once, not twice.
+    # stale[:n_stale] are the closed document's topics; the tree is a pure function of its
+    # leaves, so this gives the same tree as resetting them at once.
+    stale = np.empty(K, dtype=topics.dtype)
+    n_stale = 0
     for v in range(v0, v1):
         d = visit_doc[v]
         if active[d] == 0:
@@ -112,14 +128,29 @@ def sweep_block(v0, v1, visit_ptr, visit_doc, ord_word, z_ord, n_k, wcap_ptr, wl
             ndk[k] = e & cmask
             topics[j] = k
             listed[k] = 1
-        _set_leaves(tree, P, topics, nnz, ndk, alpha, inv, max_patch)
+        n_set = nnz
+        for j in range(n_stale):
+            k = stale[j]
+            if listed[k] == 0:  # ndk[k] is 0: the leaf goes back to alpha_k inv_k
+                topics[n_set] = k
+                n_set += 1
+        _set_leaves(tree, P, topics, n_set, ndk, alpha, inv, max_patch)
         n_top = nnz  # topics[:n_top]: every topic with n_dk > 0 at some point of this visit
         for i in range(visit_ptr[v], visit_ptr[v + 1]):
+            # A term list is a random access into megabytes of lists: ask for a later token's
+            # list now, so that it is in the cache when that token comes.
+            if i + PREFETCH_AHEAD < n_ord:
+                prefetch(wl, wcap_ptr[ord_word[i + PREFETCH_AHEAD]])
             w = ord_word[i]
             k_old = z_ord[i]
             wb = wcap_ptr[w]
             wn = wl_nnz[w]
+            inv_old = 0.0
             if k_old >= 0:
+                # Most tokens keep their topic once the chain has mixed: the tree is then put
+                # back as it was from this copy of k_old's path instead of being recomputed.
+                tree_save_path(tree, P, k_old, path)
+                inv_old = inv[k_old]
                 ndk[k_old] -= 1
                 n_k[k_old] -= 1
                 inv[k_old] = 1.0 / (n_k[k_old] + vbeta)
@@ -129,20 +160,21 @@ def sweep_block(v0, v1, visit_ptr, visit_doc, ord_word, z_ord, n_k, wcap_ptr, wl
             # never be selected.
             wsum = 0.0
             pos_old = -1
+            # (unsigned indices spare numba's test for negative ones in this innermost loop)
             for j in range(wn):
-                e = wl[wb + j]
+                e = wl[np.uint64(wb + j)]
                 t = e >> wshift
                 hit = t == k_old
                 if hit:
                     pos_old = j
-                wsum += ((e & wmask) - hit) * tree[P + t]
-                pbuf[j] = wsum
+                wsum += ((e & wmask) - hit) * tree[np.uint64(P + t)]
+                pbuf[np.uint64(j)] = wsum
             if pos_old >= 0:
                 wl[wb + pos_old] -= 1
             u = uniform(rng) * (wsum + beta * tree[1])
             if u < wsum:
                 j = 0
-                while pbuf[j] <= u:
+                while pbuf[np.uint64(j)] <= u:
                     j += 1
                 k_new = wl[wb + j] >> wshift
                 pos_new = j
@@ -178,10 +210,16 @@ def sweep_block(v0, v1, visit_ptr, visit_doc, ord_word, z_ord, n_k, wcap_ptr, wl
                 n_top += 1
             ndk[k_new] += 1
             n_k[k_new] += 1
-            inv[k_new] = 1.0 / (n_k[k_new] + vbeta)
-            tree_set(tree, P, k_new, (ndk[k_new] + alpha[k_new]) * inv[k_new])
+            if k_new == k_old:
+                # the same counts as before the token, so the same leaf, inv and sums
+                inv[k_new] = inv_old
+                tree_restore_path(tree, P, k_new, path)
+            else:
+                inv[k_new] = 1.0 / (n_k[k_new] + vbeta)
+                tree_set(tree, P, k_new, (ndk[k_new] + alpha[k_new]) * inv[k_new])
             z_ord[i] = k_new
-        # close the document: its list from ndk, leaves back to alpha_k inv_k, ndk back to 0
+        # close the document: its list from ndk, ndk back to 0; its leaves are reset when the
+        # next document opens (the block's last document's never: the tree is rebuilt per block)
         m = 0
         for j in range(n_top):
             k = topics[j]
@@ -191,11 +229,12 @@ def sweep_block(v0, v1, visit_ptr, visit_doc, ord_word, z_ord, n_k, wcap_ptr, wl
             ndk[k] = 0
             listed[k] = 0
         dt_nnz[d] = m
-        _set_leaves(tree, P, topics, n_top, ndk, alpha, inv, max_patch)
+        topics, stale = stale, topics
+        n_stale = n_top
 
 
 @njit(cache=True, parallel=True)
-def sweep(block_visit_ptr, visit_ptr, visit_doc, ord_word, z_ord, n_kw, n_k, wcap_ptr, wl, wshift,
+def sweep(block_visit_ptr, visit_ptr, visit_doc, ord_word, z_ord, n_k, wcap_ptr, wl, wshift,
           wl_nnz, cap_ptr, dt, cshift, dt_nnz, active, alpha, beta, local_n_k, trees, invs, ndks,
           listeds, topics, pbufs, rng):
     """One Gibbs sweep of one chain: S sub-steps over the (doc shard x term group) grid.
@@ -210,11 +249,11 @@ def sweep(block_visit_ptr, visit_ptr, visit_doc, ord_word, z_ord, n_kw, n_k, wca
     rng : ndarray of shape (S, 4), uint64
         One stream per shard of this chain.
 
-    Changes in place: z_ord, n_kw (rebuilt from the term lists at the end), n_k, wl, wl_nnz, dt,
-    dt_nnz, the scratch arrays and rng.
+    Changes in place: z_ord, n_k, wl, wl_nnz, dt, dt_nnz, the scratch arrays and rng. The dense
+    n_kw is not touched: ``word_lists_to_dense`` rebuilds it when it is read.
     """
     S = block_visit_ptr.shape[0]
-    vbeta = n_kw.shape[0] * beta
+    vbeta = wl_nnz.shape[0] * beta
     K = n_k.shape[0]
     for j in range(S):
         for s in prange(S):
@@ -230,7 +269,6 @@ def sweep(block_visit_ptr, visit_ptr, visit_doc, ord_word, z_ord, n_kw, n_k, wca
             for s in range(S):
                 acc += local_n_k[s, k] - g0
             n_k[k] = acc
-    word_lists_to_dense(wcap_ptr, wl, wshift, wl_nnz, n_kw)
 
 
 @njit(cache=True, parallel=True)
@@ -270,7 +308,8 @@ def build_word_lists(n_kw, wcap_ptr, wshift, wl, wl_nnz):
 @njit(cache=True, parallel=True)
 def word_lists_to_dense(wcap_ptr, wl, wshift, wl_nnz, n_kw):
     """n_kw from the term lists. The sweep keeps only the lists: updating the dense rows too
-    would cost two random memory accesses per token (about 1/5 of the sweep at K = 100)."""
+    would cost two random memory accesses per token (about 1/5 of the sweep at K = 100), and
+    rewriting all V x K of them after every sweep a few percent of it at K = 800."""
     V, K = n_kw.shape
     wmask = (1 << wshift) - 1
     for w in prange(V):

@@ -1,0 +1,36 @@
+"""A software prefetch for kernels whose next memory access is known but far away in memory.
+
+``prefetch(a, i)`` asks the CPU to bring ``a[i]`` into the cache (LLVM's ``llvm.prefetch``: a read,
+kept in all levels) and does nothing else: no fault, no change of any value. Under
+``NUMBA_DISABLE_JIT=1`` it is a no-op Python function.
+"""
+from llvmlite import ir
+from numba import config, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+
+@intrinsic
+def _prefetch(typingctx, arr, idx):
+    sig = types.void(arr, idx)
+
+    def codegen(context, builder, signature, args):
+        aryty = signature.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]], wraparound=False)
+        i32 = ir.IntType(32)
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [ptr.type, i32, i32, i32]),
+            "llvm.prefetch.p0")
+        # read (0), highest locality (3), data cache (1)
+        builder.call(fn, [ptr, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+if config.DISABLE_JIT:
+    def prefetch(arr, idx):
+        """No-op without the JIT."""
+else:
+    prefetch = _prefetch
