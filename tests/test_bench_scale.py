@@ -124,6 +124,22 @@ def test_two_point_fit_separates_the_proportional_part_from_the_other():
     assert fit_two(100, 1.0, 300, 3.3, 1.0, 1.0) == (pytest.approx(3.3 / 300), 0.0)
     # no growth at all: a fixed cost, not a negative slope
     assert fit_two(100, 2.0, 300, 1.9, 1.0, 1.0) == (0.0, pytest.approx(1.9))
+    # memory growing slower than the tokens and faster than the vocabulary: all of it the
+    # vocabulary's (count tables), not a token part that would multiply it by the token ratio
+    assert fit_two(544_000, 1.67, 1_347_000, 2.19, 64_000, 90_000) == (0.0, pytest.approx(2.19 / 90_000))
+
+
+def test_memory_by_parts_sees_the_arrays_that_grow_with_the_tokens():
+    from retrieval.bench.scale import _memory_by_parts
+
+    # arrays: 100 bytes a token; the rest of the peak: 0.3 GiB fixed + 1e-6 GiB a term
+    def run(tokens, terms):
+        arrays = 100 * tokens / 2**30
+        return dict(n_tokens=tokens, n_terms=terms, retained_gib=arrays, base_gib=0.5,
+                    peak_gib=0.5 + arrays + 0.3 + 1e-6 * terms)
+
+    got = _memory_by_parts(run(10**6, 60_000), run(2 * 10**6, 80_000), dict(tokens=10**8, terms=200_000))
+    assert got == pytest.approx(100 * 10**8 / 2**30 + 0.3 + 0.2)
 
 
 def test_sweep_curve_follows_the_run_relative_to_its_early_sweeps():

@@ -192,14 +192,27 @@ def task_kind(index: str, kind: str, sweeps: int, threads: int, queries: list[st
     end = time.perf_counter()
     steps = [b - a for a, b in zip([fit_start] + ticks[:-1], ticks)]
     train_peak = _maxrss_gib()
+    retained = _array_gib(model)
     result = dict(kind=kind, n_tokens=int(corpus.n_tokens), n_docs=int(corpus.n_docs), n_terms=int(corpus.n_terms),
-                  base_gib=base, train_peak_gib=train_peak, inputs_s=inputs_s, steps=steps,
+                  base_gib=base, train_peak_gib=train_peak, retained_gib=retained, inputs_s=inputs_s, steps=steps,
                   finish_s=end - ticks[-1], defaults={k: v for k, v in defaults.items() if _plain(v)},
                   n_samples=int(getattr(model, "n_samples_", 1)))
     result.update(_time_batch(index, queries, model))
     # the same batch without the model, in this process: what the model adds is the difference
     result["ql_batch_s"] = _time_batch(index, queries, None)["batch_s"]
     return result
+
+
+def _array_gib(model) -> float:
+    """GiB of the numpy arrays a fitted model holds (its attributes, and the arrays in its lists,
+    tuples and dicts): the state whose size follows the collection exactly."""
+    import numpy as np
+
+    total = 0
+    for value in vars(model).values():
+        items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else [value]
+        total += sum(x.nbytes for x in items if isinstance(x, np.ndarray))
+    return total / 2**30
 
 
 def _plain(value) -> bool:
@@ -212,14 +225,13 @@ def fit_two(x1: float, y1: float, x2: float, y2: float, v1: float = 0.0, v2: flo
     """Non-negative (a, b) with ``y = a * x + b * v`` through two measurements, or with
     ``v = 1`` (``v1 = v2 = 1``) ``y = a * x + b``: a size-proportional part and one that is not
     (a fixed cost, or one that grows with the vocabulary). Where the exact solution has a
-    negative part (measurement noise), that part is dropped and the other fitted to the larger
-    run alone."""
+    negative part (measurement noise, or growth slower than either size), that part is dropped
+    and the other fitted to the larger run alone."""
     det = x1 * v2 - x2 * v1
-    if det != 0:
-        a, b = (y1 * v2 - y2 * v1) / det, (x1 * y2 - x2 * y1) / det
-        if a >= 0 and b >= 0:
-            return a, b
-    if v2 > 0 and (y2 - y1) * (x2 - x1) <= 0:  # no growth with the size: all of it the other part
+    a, b = ((y1 * v2 - y2 * v1) / det, (x1 * y2 - x2 * y1) / det) if det else (-1.0, -1.0)
+    if a >= 0 and b >= 0:
+        return a, b
+    if a < 0 and v2 > 0:
         return 0.0, max(y2, 0.0) / v2
     return max(y2, 0.0) / x2, 0.0
 
@@ -254,6 +266,7 @@ def _projection(r: dict, small: dict | None, target: dict) -> dict:
         for key in big:  # tokens and vocabulary
             a, b = fit_two(small["n_tokens"], lo[key], r["n_tokens"], big[key], small["n_terms"], r["n_terms"])
             proj[key] = a * target["tokens"] + b * target["terms"]
+        proj["mem"] = max(proj["mem"], _memory_by_parts(r, small, target))
     curve = sweep_curve(small["steps"], n_big) if small is not None else [1.0]
     # sweeps 2.. of the default run: the early sweeps' time, along the small run's curve, its
     # last point held for the sweeps after it
@@ -264,6 +277,22 @@ def _projection(r: dict, small: dict | None, target: dict) -> dict:
     return dict(setup_s=proj["setup"], per_chain_s=proj["step"] / chains, late_chain_s=proj["step"] * curve[-1] / chains,
                 chains=chains, sweeps=total, train_min=train_s / 60, peak_gib=r["base_gib"] + proj["mem"],
                 batch_s=batch)
+
+
+def _memory_by_parts(r: dict, small: dict, target: dict) -> float:
+    """GiB above the baseline from the model's own arrays, whose size follows the tokens and the
+    vocabulary exactly (fitted on both runs), plus the rest of the peak (buffers, threads'
+    tables, the allocator's slack) as a fixed part and one that grows with the vocabulary. Where
+    the peak is mostly that rest on the fractions, this still sees the arrays that grow with
+    the tokens."""
+    a, b = fit_two(small["n_tokens"], small["retained_gib"], r["n_tokens"], r["retained_gib"],
+                   small["n_terms"], r["n_terms"])
+
+    def rest(run):
+        return max(run["peak_gib"] - run["base_gib"] - run["retained_gib"], 0.0)
+
+    c, f = fit_two(small["n_terms"], rest(small), r["n_terms"], rest(r), 1.0, 1.0)
+    return a * target["tokens"] + b * target["terms"] + c * target["terms"] + f
 
 
 def sweep_curve(steps: list[float], n_early: int) -> list[float]:
@@ -420,6 +449,7 @@ def _tables(kinds, full, frac, small, per_kind, per_kind_small, target, info) ->
                         "unit": unit, "samples kept": r["n_samples"],
                         "measured: tokens": f"{r['n_tokens']:,}", "measured: s per step": " ".join(f"{s:.1f}" for s in r["steps"]),
                         "measured: peak GiB": fixed(r["peak_gib"], 2), "baseline GiB": fixed(r["base_gib"], 2),
+                        "measured: arrays GiB": fixed(r["retained_gib"], 3),
                         "measured: batch s": fixed(r["batch_s"], 2),
                         "measured: QL batch s": fixed(r["ql_batch_s"], 2),
                         "measured: of which P_TM tables s": fixed(r.get("tables_s", 0.0), 2),
@@ -428,7 +458,8 @@ def _tables(kinds, full, frac, small, per_kind, per_kind_small, target, info) ->
             q = per_kind_small[k]
             details[-1].update({"small: tokens": f"{q['n_tokens']:,}",
                                 "small: s per step": _steps_text(q["steps"]),
-                                "small: peak GiB": fixed(q["peak_gib"], 2), "small: batch s": fixed(q["batch_s"], 2)})
+                                "small: peak GiB": fixed(q["peak_gib"], 2), "small: arrays GiB": fixed(q["retained_gib"], 3),
+                                "small: batch s": fixed(q["batch_s"], 2)})
     vocab = info["vocab"]
     notes = [
         f"Collection: {full['n_docs']:,} synthetic AP-layout documents (retrieval.datasets.ap_synth), "
@@ -445,7 +476,9 @@ def _tables(kinds, full, frac, small, per_kind, per_kind_small, target, info) ->
            f"figure extrapolated through both runs (bench.scale.fit_two): setup (training inputs + "
            f"initialisation + first sweep), seconds per sweep (median of the later ones), finishing and the "
            f"memory above the process's baseline as a part proportional to the tokens plus one proportional "
-           f"to the vocabulary. The sweeps after the first few follow the small run's curve (a running "
+           f"to the vocabulary; memory is the larger of that and the model's own arrays fitted the same "
+           f"way plus the rest of the peak as a fixed part and a vocabulary part (bench.scale._memory_by_parts, "
+           f"'arrays GiB' columns). The sweeps after the first few follow the small run's curve (a running "
            f"median over five sweeps relative to its sweeps 2-{info['sweeps']}, its last point held to the "
            f"last sweep; bench.scale.sweep_curve): samplers get faster as the chains settle ('late "
            f"sweeps'). Target collection: "
