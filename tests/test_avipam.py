@@ -272,6 +272,20 @@ def test_mixture_spread_of_uniform_peaked_and_learned_mixtures(fitted):
     assert top > 0.3 and 1.0 < eff < 5.0
 
 
+def test_doc_model_fit_and_effective_topics(fitted, corpus_beta):
+    from retrieval.bench.avipam import doc_model_fit, effective_topics, mixture_spread
+
+    corpus = corpus_beta[0]
+    X = count_matrix(corpus).toarray().astype(np.float64)
+    want = (X * np.log(fitted.doc_mix_ @ fitted.topic_word_)).sum() / corpus.n_tokens
+    assert np.isclose(doc_model_fit(fitted, corpus, chunk=7), want)
+    n_w = X.sum(0)
+    unigram = (n_w[n_w > 0] * np.log(n_w[n_w > 0] / n_w.sum())).sum() / corpus.n_tokens
+    assert np.isclose(doc_model_fit(None, corpus), unigram)
+    assert doc_model_fit(fitted, corpus) > unigram + 0.3  # the documents use few sub-topics
+    assert np.isclose(effective_topics(fitted, corpus.n_docs), mixture_spread(fitted.doc_mix_)[1])
+
+
 def test_distinct_topics_keep_the_best_of_each_duplicate_group():
     from retrieval.bench.avipam import distinct_topics
 

@@ -158,6 +158,33 @@ def mixture_spread(mix):
     return float(mix.max(1).mean()), float(np.exp(stats.entropy(mix, axis=1)).mean())
 
 
+def effective_topics(model, n_docs):
+    """Mean effective number of sub-topics exp(entropy) of every training document's mixture,
+    read through the protocol's ``doc_topics`` (so Gibbs and aviPAM models alike)."""
+    K = model.n_topics
+    return mixture_spread([model.doc_topics(d, top=K)[1] for d in range(n_docs)])[1]
+
+
+def doc_model_fit(model, corpus, chunk=1024):
+    """Log-likelihood per token of the training tokens under the document model P_TM(w | d)
+    (``model`` None: the collection's unigram model): how much of each document the document
+    model carries beyond P(w | C), which topic smoothing adds to QL. Terms in chunks, so the
+    (n_docs, n_terms) table is never held."""
+    from models.variational import count_matrix
+
+    X = count_matrix(corpus).tocsc()
+    if model is None:
+        n_w = np.asarray(X.sum(0), dtype=np.float64).ravel()
+        keep = n_w > 0
+        return float((n_w[keep] * np.log(n_w[keep] / n_w.sum())).sum() / corpus.n_tokens)
+    total = 0.0
+    for lo in range(0, corpus.n_terms, chunk):
+        part = X[:, lo:lo + chunk].tocoo()
+        p = model.p_w_d(np.arange(lo, min(lo + chunk, corpus.n_terms), dtype=np.int64))
+        total += float((part.data * np.log(p[part.row, part.col])).sum())
+    return total / corpus.n_tokens
+
+
 def evaluate(label, model, seconds, corpus, ref, vocab):
     doc = model_coherence(model, corpus, ref, window=None)
     win = model_coherence(model, corpus, ref, window=20)
@@ -336,7 +363,9 @@ def map_table(*, data: str = "../shared/data", indexes: str = "indexes", collect
               mu: float = 1000.0, lam: float = 0.7, avipam_arch=None, **options) -> list[Table]:
     """MAP of QL mixed with LDA, 4-PAM and aviPAM (each of ``avipam_arch``, default 4pam:K/8,K) on
     the shared ``collections``, aviPAM with refined posteriors and from one encoder pass, with fit
-    and inference times."""
+    and inference times; in the notes, every document model's log-likelihood per training token
+    beside the unigram model's and its effective sub-topics per document (:func:`doc_model_fit`,
+    :func:`effective_topics`): what a document model carries that QL's P(w | C) does not."""
     from pathlib import Path
 
     from models.registry import model_class
@@ -354,7 +383,7 @@ def map_table(*, data: str = "../shared/data", indexes: str = "indexes", collect
     models = [("LDA Gibbs", "lda", dict(n_topics=k, **gibbs)),
               ("4-PAM Gibbs", "pam", dict(n_super=max(2, k // 8), n_sub=k, **gibbs))]
     models += [(f"aviPAM {a}", "avipam", dict(arch=a)) for a in archs]
-    rows = []
+    rows, fits = [], []
     for name in collections:
         data_dir = Path(data)
         index = ensure_index(data_dir, name, Path(indexes))
@@ -365,6 +394,7 @@ def map_table(*, data: str = "../shared/data", indexes: str = "indexes", collect
         row = {"collection": name, "QL": aggregate(sweep_topics(index, topics, [(mu, 1.0)], progress=False)[(mu, 1.0)],
                                                    qrels, ["AP"])["AP"]}
         infer, fit_s = {}, {}
+        fit = {"unigram P(w|C)": doc_model_fit(None, corpus)}
         for label, kind, params in models:
             est = build(kind, params, args) if kind == "avipam" else model_class(kind)(**params)
             t0 = time.perf_counter()
@@ -383,16 +413,21 @@ def map_table(*, data: str = "../shared/data", indexes: str = "indexes", collect
                 row[f"{label} one pass"] = aggregate(run[(mu, lam)], qrels, ["AP"])["AP"]
             run = sweep_topics(index, topics, [(mu, lam)], model=model, progress=False)
             row[label] = aggregate(run[(mu, lam)], qrels, ["AP"])["AP"]
+            fit[label] = (doc_model_fit(model, corpus), effective_topics(model, corpus.n_docs))
         row["times"] = (f"{corpus.n_docs} docs; fit s: " + ", ".join(f"{a} {v:.1f}" for a, v in fit_s.items())
                         + "; infer all docs s: " + ", ".join(f"{a} {v:.2f}" for a, v in infer.items()))
         rows.append(row)
+        fits.append(f"{name}: document model log-likelihood per training token (effective sub-topics per "
+                    f"document, exp entropy of its mixture): " + ", ".join(
+                        f"{a} {v:.3f}" if isinstance(v, float) else f"{a} {v[0]:.3f} ({v[1]:.1f})"
+                        for a, v in fit.items()))
         log.info("%s: %s", name, row)
     ref = AVIPAM()
     return [Table(f"MAP (judged title topics, mu={mu:g}, lam={lam:g}); K={k} (PAM: K/8 super-topics); Gibbs {g} "
                   f"sweeps, aviPAM {args.epochs} epochs, {args.decoder} decoder, lr {args.lr:g}, on {args.device}",
                   rows, notes=[f"aviPAM: posteriors refined by {ref.refine_steps} steps on each document's ELBO, "
                                f"mixtures averaged over {ref.doc_samples} draws (the defaults); 'one pass': the "
-                               f"same network's posterior-mean mixtures from one encoder pass"])]
+                               f"same network's posterior-mean mixtures from one encoder pass", *fits])]
 
 
 def prepare(*, newsgroups: str = DEFAULT_20NEWS, out: str = "build/avipam_20news.npz") -> str:
