@@ -112,7 +112,7 @@ def test_vocabulary_is_wordnet_words_and_says_so_without_wordnet(tmp_path):
 
 
 def test_two_point_fit_separates_the_proportional_part_from_the_other():
-    from retrieval.bench.scale import fit_two
+    from retrieval.bench.scale_fit import fit_two
 
     # memory = 2 per token + 5 per term, measured at two sizes
     a, b = fit_two(1000, 2 * 1000 + 5 * 300, 4000, 2 * 4000 + 5 * 600, 300, 600)
@@ -130,7 +130,7 @@ def test_two_point_fit_separates_the_proportional_part_from_the_other():
 
 
 def test_memory_by_parts_sees_the_arrays_that_grow_with_the_tokens():
-    from retrieval.bench.scale import _memory_by_parts
+    from retrieval.bench.scale_fit import memory_by_parts
 
     # arrays: 100 bytes a token; the rest of the peak: 0.3 GiB fixed + 1e-6 GiB a term
     def run(tokens, terms):
@@ -138,12 +138,12 @@ def test_memory_by_parts_sees_the_arrays_that_grow_with_the_tokens():
         return dict(n_tokens=tokens, n_terms=terms, retained_gib=arrays, base_gib=0.5,
                     peak_gib=0.5 + arrays + 0.3 + 1e-6 * terms)
 
-    got = _memory_by_parts(run(10**6, 60_000), run(2 * 10**6, 80_000), dict(tokens=10**8, terms=200_000))
+    got = memory_by_parts(run(10**6, 60_000), run(2 * 10**6, 80_000), dict(tokens=10**8, terms=200_000))
     assert got == pytest.approx(100 * 10**8 / 2**30 + 0.3 + 0.2)
 
 
 def test_sweep_curve_follows_the_run_relative_to_its_early_sweeps():
-    from retrieval.bench.scale import sweep_curve
+    from retrieval.bench.scale_fit import sweep_curve
 
     steps = [9.0, 4.0, 4.0, 4.0, 3.0, 2.0, 2.0, 1.0, 1.0, 1.0, 1.0]  # setup, then settling
     curve = sweep_curve(steps, 4)  # early: sweeps 2-4, 4 s
@@ -153,15 +153,15 @@ def test_sweep_curve_follows_the_run_relative_to_its_early_sweeps():
 
 
 def test_the_target_vocabulary_follows_heaps_law_up_to_the_generators():
-    from retrieval.bench.scale import _target_size
+    from retrieval.bench.scale_fit import target_size
 
     full = dict(n_tokens=1_000_000, n_terms=40_000, n_docs=10_000, batch_s=0.5)
     frac = dict(n_tokens=100_000, n_terms=10_000, n_docs=1_000)  # beta = log 4 / log 10
-    t = _target_size(full, frac, 10.0, 10**9)
+    t = target_size(full, frac, 10.0, 10**9)
     assert t["tokens"] == 10_000_000 and t["docs"] == 100_000 and t["terms"] == pytest.approx(160_000)
     assert t["ql_batch_s"] == 5.0  # exact QL of the whole collection, linear in documents
-    assert _target_size(full, frac, 10.0, 50_000)["terms"] == 50_000
-    assert _target_size(full, frac, 1.0, 10**9)["terms"] == 40_000
+    assert target_size(full, frac, 10.0, 50_000)["terms"] == 50_000
+    assert target_size(full, frac, 1.0, 10**9)["terms"] == 40_000
 
 
 @pytest.mark.slow

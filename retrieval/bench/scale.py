@@ -42,6 +42,7 @@ import time
 from pathlib import Path
 
 from ..core.tables import Table, fixed
+from .scale_fit import projection, target_size
 
 log = logging.getLogger(__name__)
 
@@ -221,111 +222,6 @@ def _plain(value) -> bool:
 
 # -- the benchmark -----------------------------------------------------------------------------
 
-def fit_two(x1: float, y1: float, x2: float, y2: float, v1: float = 0.0, v2: float = 0.0) -> tuple[float, float]:
-    """Non-negative (a, b) with ``y = a * x + b * v`` through two measurements, or with
-    ``v = 1`` (``v1 = v2 = 1``) ``y = a * x + b``: a size-proportional part and one that is not
-    (a fixed cost, or one that grows with the vocabulary). Where the exact solution has a
-    negative part (measurement noise, or growth slower than either size), that part is dropped
-    and the other fitted to the larger run alone."""
-    det = x1 * v2 - x2 * v1
-    a, b = ((y1 * v2 - y2 * v1) / det, (x1 * y2 - x2 * y1) / det) if det else (-1.0, -1.0)
-    if a >= 0 and b >= 0:
-        return a, b
-    if a < 0 and v2 > 0:
-        return 0.0, max(y2, 0.0) / v2
-    return max(y2, 0.0) / x2, 0.0
-
-
-def _projection(r: dict, small: dict | None, target: dict) -> dict:
-    """Figures of one kind for the ``target`` collection (tokens, terms, docs) from its runs on
-    the fraction (``r``) and on the smaller fraction (``small``; None: linear in tokens from
-    ``r`` alone). See the module docstring."""
-    d = r["defaults"]
-    chains = d.get("n_chains", 1)
-    total = d.get("epochs") or d.get("n_iter")
-
-    n_big = len(r["steps"])
-
-    def median(xs):
-        return sorted(xs)[len(xs) // 2]
-
-    def parts(run):
-        steps = run["steps"][:n_big]  # the small run may go on: its first sweeps pair with r's
-        rest = steps[1:] if len(steps) > 1 else steps
-        # median: the last sweep also computes the likelihood
-        return dict(setup=run["inputs_s"] + steps[0], step=median(rest),
-                    finish=run["finish_s"], mem=max(run["peak_gib"] - run["base_gib"], 0.0))
-
-    big = parts(r)
-    if small is None:
-        ratio = target["tokens"] / r["n_tokens"]
-        proj = {k: v * ratio for k, v in big.items()}
-    else:
-        lo = parts(small)
-        proj = {}
-        for key in big:  # tokens and vocabulary
-            a, b = fit_two(small["n_tokens"], lo[key], r["n_tokens"], big[key], small["n_terms"], r["n_terms"])
-            proj[key] = a * target["tokens"] + b * target["terms"]
-        proj["mem"] = max(proj["mem"], _memory_by_parts(r, small, target))
-    curve = sweep_curve(small["steps"], n_big) if small is not None else [1.0]
-    # sweeps 2.. of the default run: the early sweeps' time, along the small run's curve, its
-    # last point held for the sweeps after it
-    train_s = proj["setup"] + sum(proj["step"] * curve[min(i, len(curve) - 1)] for i in range(total - 1)) \
-        + proj["finish"]
-    # exact QL of the whole collection as measured, plus what the model adds, linear in documents
-    batch = target["ql_batch_s"] + max(r["batch_s"] - r["ql_batch_s"], 0.0) * target["docs"] / r["n_docs"]
-    return dict(setup_s=proj["setup"], per_chain_s=proj["step"] / chains, late_chain_s=proj["step"] * curve[-1] / chains,
-                chains=chains, sweeps=total, train_min=train_s / 60, peak_gib=r["base_gib"] + proj["mem"],
-                batch_s=batch)
-
-
-def _memory_by_parts(r: dict, small: dict, target: dict) -> float:
-    """GiB above the baseline from the model's own arrays, whose size follows the tokens and the
-    vocabulary exactly (fitted on both runs), plus the rest of the peak (buffers, threads'
-    tables, the allocator's slack) as a fixed part and one that grows with the vocabulary. Where
-    the peak is mostly that rest on the fractions, this still sees the arrays that grow with
-    the tokens."""
-    a, b = fit_two(small["n_tokens"], small["retained_gib"], r["n_tokens"], r["retained_gib"],
-                   small["n_terms"], r["n_terms"])
-
-    def rest(run):
-        return max(run["peak_gib"] - run["base_gib"] - run["retained_gib"], 0.0)
-
-    c, f = fit_two(small["n_terms"], rest(small), r["n_terms"], rest(r), 1.0, 1.0)
-    return a * target["tokens"] + b * target["terms"] + c * target["terms"] + f
-
-
-def sweep_curve(steps: list[float], n_early: int) -> list[float]:
-    """Seconds of sweeps 2, 3, ... of a run relative to its sweeps 2..``n_early`` (their
-    median): a running median over five sweeps, the last point the median of the last five.
-    Samplers that visit fewer topics per token as the chain settles (PAM's pairs, sparse
-    buckets) get faster sweep after sweep; a short run would miss that."""
-    rest = steps[1:]
-    if not rest:
-        return [1.0]
-    first = sorted(rest[:max(1, n_early - 1)])
-    early = first[len(first) // 2]
-    out = []
-    for i in range(len(rest)):
-        window = sorted(rest[max(0, i - 2):i + 3])
-        out.append(window[len(window) // 2] / early)
-    last = sorted(rest[-5:])
-    out[-1] = last[len(last) // 2] / early
-    return out
-
-
-def _target_size(full: dict, frac: dict, grow: float, max_terms: int) -> dict:
-    """Tokens, terms and documents of the collection the figures are for: the whole index,
-    grown linearly in documents to AP's size, its vocabulary by Heaps' law through the fraction
-    and the whole index (at most the generator's vocabulary)."""
-    tokens = full["n_tokens"] * grow
-    terms = float(full["n_terms"])
-    if grow > 1 and full["n_tokens"] > frac["n_tokens"] and full["n_terms"] > frac["n_terms"]:
-        beta = math.log(full["n_terms"] / frac["n_terms"]) / math.log(full["n_tokens"] / frac["n_tokens"])
-        terms = min(full["n_terms"] * grow ** beta, float(max_terms))
-    return dict(tokens=tokens, terms=terms, docs=full["n_docs"] * grow, ql_batch_s=full["batch_s"] * grow)
-
-
 def _steps_text(steps: list[float]) -> str:
     text = [f"{s:.1f}" for s in steps]
     return " ".join(text if len(text) <= 9 else text[:6] + ["..."] + text[-3:])
@@ -398,7 +294,7 @@ def run(*, kinds=KINDS, docs: int = 250_000, fraction: float = 0.05, sweeps: int
     small = cached_index(small_ix, files[:n_small_files], "small")[0] if n_small_files else None
     # to AP's size: linear in documents for the whole collection
     grow = max(1.0, AP_DOCS / full["n_docs"])
-    target = _target_size(full, frac, grow, terms)
+    target = target_size(full, frac, grow, terms)
     log.info("compiling the kernels (not timed)")
     _child("warm", dict(index=str(frac_ix), kinds=list(kinds), threads=threads), logs / "warm.log")
     per_kind, per_kind_small = {}, {}
@@ -420,7 +316,7 @@ def run(*, kinds=KINDS, docs: int = 250_000, fraction: float = 0.05, sweeps: int
 
 
 def _tables(kinds, full, frac, small, per_kind, per_kind_small, target, info) -> list[Table]:
-    proj = {k: _projection(per_kind[k], per_kind_small.get(k), target) for k in kinds}
+    proj = {k: projection(per_kind[k], per_kind_small.get(k), target) for k in kinds}
     rows = []
 
     def row(what, value, unit, target, digits=1):
@@ -444,7 +340,7 @@ def _tables(kinds, full, frac, small, per_kind, per_kind_small, target, info) ->
     for k in kinds:
         r, p = per_kind[k], proj[k]
         unit = "epoch" if "epochs" in r["defaults"] else "sweep (1 chain)"
-        details.append({"kind": k, "setup s*": fixed(p["setup_s"], 1), f"s per sweep/epoch of 1 chain*": fixed(p["per_chain_s"], 2),
+        details.append({"kind": k, "setup s*": fixed(p["setup_s"], 1), "s per sweep/epoch of 1 chain*": fixed(p["per_chain_s"], 2),
                         "late sweeps*": fixed(p["late_chain_s"], 2),
                         "unit": unit, "samples kept": r["n_samples"],
                         "measured: tokens": f"{r['n_tokens']:,}", "measured: s per step": " ".join(f"{s:.1f}" for s in r["steps"]),
@@ -473,14 +369,14 @@ def _tables(kinds, full, frac, small, per_kind, per_kind_small, target, info) ->
         + (f"Each kind also trained on the first {info['n_small_files']} files ({small['n_docs']:,} documents, "
            f"{small['n_tokens'] / 1e6:.2f} M tokens, {small['n_terms']:,} terms; the 'small' columns) for "
            f"{max(info['sweeps'], info['small_sweeps'])} sweeps ({info['sweeps']} epochs), and every "
-           f"figure extrapolated through both runs (bench.scale.fit_two): setup (training inputs + "
+           f"figure extrapolated through both runs (bench.scale_fit.fit_two): setup (training inputs + "
            f"initialisation + first sweep), seconds per sweep (median of the later ones), finishing and the "
            f"memory above the process's baseline as a part proportional to the tokens plus one proportional "
            f"to the vocabulary; memory is the larger of that and the model's own arrays fitted the same "
-           f"way plus the rest of the peak as a fixed part and a vocabulary part (bench.scale._memory_by_parts, "
+           f"way plus the rest of the peak as a fixed part and a vocabulary part (bench.scale_fit.memory_by_parts, "
            f"'arrays GiB' columns). The sweeps after the first few follow the small run's curve (a running "
            f"median over five sweeps relative to its sweeps 2-{info['sweeps']}, its last point held to the "
-           f"last sweep; bench.scale.sweep_curve): samplers get faster as the chains settle ('late "
+           f"last sweep; bench.scale_fit.sweep_curve): samplers get faster as the chains settle ('late "
            f"sweeps'). Target collection: "
            if small is not None else
            "Extrapolated linearly in tokens from this one run: setup, seconds per sweep, finishing, the memory "
