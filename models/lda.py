@@ -232,6 +232,11 @@ class LDA(LDAFoldInMixin, LDADocumentModel, SweepOrderModel):
         self._n_kw_stale.clear()
         return self._n_kw
 
+    @n_kw_.setter
+    def n_kw_(self, value):
+        # kinds that keep their own dense counts (gLDA's chain state) set them directly
+        self._n_kw, self._n_kw_stale = value, set()
+
     def _rebuild_counts(self, corpus, c):
         """n_kw, n_k, doc and term lists of chain c from z (Mallet's buildInitialTypeTopicCounts)."""
         z_doc = self._z_doc(c)
