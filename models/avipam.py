@@ -458,7 +458,7 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         """
         self._check_fitted()
         term_ids = self._check_term_ids(term_ids)
-        mix = self.doc_mix_.astype(np.float64)
+        mix = np.asarray(self.doc_mix_, dtype=np.float64)  # no copy: float64 already
         if self.decoder == "product":
             logits = mix @ self.beta_[:, term_ids].astype(np.float64)
             z = (logits - self.dec_shift_[term_ids]) * self.dec_scale_[term_ids] / self.doc_div_[:, None]
@@ -475,7 +475,7 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         D = self.doc_mix_.shape[0]
         if not 0 <= doc < D:
             raise ValueError(f"doc must be in [0, {D}), got {doc!r}")
-        mix = self.doc_mix_[doc].astype(np.float64)
+        mix = np.asarray(self.doc_mix_[doc], dtype=np.float64)
         ids = np.argsort(-mix, kind="stable")[:top]
         return ids.astype(np.int64), mix[ids]
 
