@@ -25,26 +25,15 @@ def tree_set(tree, P, k, value):
 
 
 @njit(cache=True, inline="always")
-def tree_save_path(tree, P, k, buf):
-    """buf[0] := leaf k, buf[1:] := its ancestors, for ``tree_restore_path``."""
+def tree_root_with(tree, P, k, value):
+    """The root the tree would have with leaf k := value, summed as ``tree_set`` sums it (the
+    same bits), without storing anything."""
     i = np.uint64(P + k)
-    h = 0
-    while i >= 1:
-        buf[h] = tree[i]
-        h += 1
+    v = value
+    while i > 1:
+        v = v + tree[i ^ np.uint64(1)]
         i >>= np.uint64(1)
-
-
-@njit(cache=True, inline="always")
-def tree_restore_path(tree, P, k, buf):
-    """Leaf k and its ancestors back to what ``tree_save_path`` saved: the tree as it was,
-    bit for bit, without recomputing the sums."""
-    i = np.uint64(P + k)
-    h = 0
-    while i >= 1:
-        tree[i] = buf[h]
-        h += 1
-        i >>= np.uint64(1)
+    return v
 
 
 @njit(cache=True, inline="always")

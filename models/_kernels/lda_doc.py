@@ -11,8 +11,8 @@ y_k = (n_dk + alpha_k) / (n_k + V beta):
     dense bucket  beta * y_k     (all K topics, held in an F+ tree over the y_k, Yu et al. 2015)
 
 The tree's leaves are the y_k themselves, so the word bucket reads its weights from the leaves.
-A token changes n_dk and n_k of its old and new topic: two O(log K) leaf updates, or none when
-it keeps its topic (the saved path is put back). A visit to a document raises the leaves of
+A token changes n_dk and n_k of its old and new topic: two O(log K) leaf updates, or only a
+leaf lowered and put back when it keeps its topic. A visit to a document raises the leaves of
 its topics from alpha_k / (n_k + V beta) (the state between documents); they are lowered
 again when the next document of the block opens, in the same pass that raises its own. Inner
 tree nodes are recomputed from their children, so the tree is a pure function of its leaves
@@ -47,7 +47,7 @@ wl, wl_nnz, wshift               term w's nonzero topics, ascending, packed like
 import numpy as np
 from numba import njit, prange
 
-from .ftree import tree_build, tree_restore_path, tree_sample, tree_save_path, tree_set
+from .ftree import tree_build, tree_root_with, tree_sample, tree_set
 from .prefetch import prefetch
 from .rng import uniform
 from .sparse import lower_bound
@@ -108,7 +108,6 @@ def sweep_block(v0, v1, visit_ptr, visit_doc, ord_word, z_ord, n_k, wcap_ptr, wl
         log_p += 1
     max_patch = P // log_p
     _set_base_leaves(tree, P, inv, alpha, n_k, vbeta)
-    path = np.empty(log_p + 1)
     n_ord = len(ord_word)
     # A closed document's leaves keep its counts until the next document opens, and are then
     # reset together with the new document's: a topic of both is updated once, not twice.
@@ -146,15 +145,24 @@ def sweep_block(v0, v1, visit_ptr, visit_doc, ord_word, z_ord, n_k, wcap_ptr, wl
             wb = wcap_ptr[w]
             wn = wl_nnz[w]
             inv_old = 0.0
+            leaf_old = 0.0
+            leaf_dec = 0.0
+            total = tree[1]
+            stale_path = False
             if k_old >= 0:
-                # Most tokens keep their topic once the chain has mixed: the tree is then put
-                # back as it was from this copy of k_old's path instead of being recomputed.
-                tree_save_path(tree, P, k_old, path)
+                # Most tokens keep their topic once the chain has mixed. Only the leaf of k_old
+                # is lowered, and the root it implies is summed in registers; the path above it
+                # keeps the old sums (stale_path) until a draw from the tree or a change of
+                # topic needs it. A token that keeps its topic then just puts the leaf back.
                 inv_old = inv[k_old]
+                leaf_old = tree[P + k_old]
                 ndk[k_old] -= 1
                 n_k[k_old] -= 1
                 inv[k_old] = 1.0 / (n_k[k_old] + vbeta)
-                tree_set(tree, P, k_old, (ndk[k_old] + alpha[k_old]) * inv[k_old])
+                leaf_dec = (ndk[k_old] + alpha[k_old]) * inv[k_old]
+                tree[P + k_old] = leaf_dec
+                total = tree_root_with(tree, P, k_old, leaf_dec)
+                stale_path = True
             # word bucket; the old topic's entry counts one less (found on the way) and, if that
             # makes it 0, stays in the list until after sampling: it adds exactly 0.0 and can
             # never be selected.
@@ -171,7 +179,7 @@ def sweep_block(v0, v1, visit_ptr, visit_doc, ord_word, z_ord, n_k, wcap_ptr, wl
                 pbuf[np.uint64(j)] = wsum
             if pos_old >= 0:
                 wl[wb + pos_old] -= 1
-            u = uniform(rng) * (wsum + beta * tree[1])
+            u = uniform(rng) * (wsum + beta * total)
             if u < wsum:
                 j = 0
                 while pbuf[np.uint64(j)] <= u:
@@ -179,6 +187,9 @@ def sweep_block(v0, v1, visit_ptr, visit_doc, ord_word, z_ord, n_k, wcap_ptr, wl
                 k_new = wl[wb + j] >> wshift
                 pos_new = j
             else:
+                if stale_path:
+                    tree_set(tree, P, k_old, leaf_dec)
+                    stale_path = False
                 k_new = tree_sample(tree, P, (u - wsum) * inv_beta, K)
                 pos_new = -1
             # term list update
@@ -213,8 +224,13 @@ def sweep_block(v0, v1, visit_ptr, visit_doc, ord_word, z_ord, n_k, wcap_ptr, wl
             if k_new == k_old:
                 # the same counts as before the token, so the same leaf, inv and sums
                 inv[k_new] = inv_old
-                tree_restore_path(tree, P, k_new, path)
+                if stale_path:
+                    tree[P + k_new] = leaf_old
+                else:
+                    tree_set(tree, P, k_new, leaf_old)
             else:
+                if stale_path:
+                    tree_set(tree, P, k_old, leaf_dec)
                 inv[k_new] = 1.0 / (n_k[k_new] + vbeta)
                 tree_set(tree, P, k_new, (ndk[k_new] + alpha[k_new]) * inv[k_new])
             z_ord[i] = k_new
