@@ -26,9 +26,8 @@ def _launch_numba_threads():
     """Start numba's threads, with GNU OpenMP's idle threads sleeping instead of spinning.
 
     A sweep is a few parallel sub-steps that end at a barrier. Where the cores are shared with
-    other work, a thread that spins at the barrier holds a core the still-sampling thread needs
-    (with 2 threads on 2 busy cores a sweep took about 1/8 longer). Passive waiting costs a
-    wake-up of microseconds per sub-step. libgomp reads OMP_WAIT_POLICY once, when numba's
+    other work, a thread that spins at the barrier holds a core the still-sampling thread needs;
+    passive waiting costs a wake-up of microseconds per sub-step. libgomp reads OMP_WAIT_POLICY once, when numba's
     OpenMP layer loads it at the first launch, so the variable is set only around that launch
     (torch's own OpenMP, loaded later, keeps its default); a value the user set is left alone,
     and so are threads another library started first.
