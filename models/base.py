@@ -27,10 +27,10 @@ def _launch_numba_threads():
 
     A sweep is a few parallel sub-steps that end at a barrier. Where the cores are shared with
     other work, a thread that spins at the barrier holds a core the still-sampling thread needs;
-    passive waiting costs a wake-up of microseconds per sub-step. libgomp reads OMP_WAIT_POLICY once, when numba's
-    OpenMP layer loads it at the first launch, so the variable is set only around that launch
-    (torch's own OpenMP, loaded later, keeps its default); a value the user set is left alone,
-    and so are threads another library started first.
+    passive waiting costs a wake-up of microseconds per sub-step. libgomp reads OMP_WAIT_POLICY
+    once, when numba's OpenMP layer loads it at the first launch, so the variable is set only
+    around that launch (torch's own OpenMP, loaded later, keeps its default); a value the user
+    set is left alone, and so are threads another library started first.
     """
     if "OMP_WAIT_POLICY" in os.environ:
         numba.get_num_threads()
