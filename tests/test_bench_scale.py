@@ -150,6 +150,7 @@ def test_sweep_curve_follows_the_run_relative_to_its_early_sweeps():
     assert len(curve) == 10 and curve[0] == 1.0 and curve[-1] == 0.25
     assert all(a >= b for a, b in zip(curve, curve[1:]))  # a running median keeps the trend
     assert sweep_curve([5.0, 2.0, 2.0], 3) == [1.0, 1.0] and sweep_curve([5.0], 1) == [1.0]
+    assert max(sweep_curve([1.0, 0.1, 0.1, 0.1, 0.2, 0.2, 0.2, 0.2], 4)) == 1.0  # noise, not a slow-down
 
 
 def test_the_target_vocabulary_follows_heaps_law_up_to_the_generators():

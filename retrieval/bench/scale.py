@@ -375,7 +375,7 @@ def _tables(kinds, full, frac, small, per_kind, per_kind_small, target, info) ->
            f"to the vocabulary; memory is the larger of that and the model's own arrays fitted the same "
            f"way plus the rest of the peak as a fixed part and a vocabulary part (bench.scale_fit.memory_by_parts, "
            f"'arrays GiB' columns). The sweeps after the first few follow the small run's curve (a running "
-           f"median over five sweeps relative to its sweeps 2-{info['sweeps']}, its last point held to the "
+           f"median over five sweeps relative to its sweeps 2-{info['sweeps']}, at most 1, its last point held to the "
            f"last sweep; bench.scale_fit.sweep_curve): samplers get faster as the chains settle ('late "
            f"sweeps'). Target collection: "
            if small is not None else

@@ -87,7 +87,9 @@ def sweep_curve(steps: list[float], n_early: int) -> list[float]:
     """Seconds of sweeps 2, 3, ... of a run relative to its sweeps 2..``n_early`` (their
     median): a running median over five sweeps, the last point the median of the last five.
     Samplers that visit fewer topics per token as the chain settles (PAM's pairs, sparse
-    buckets) get faster sweep after sweep; a short run would miss that."""
+    buckets) get faster sweep after sweep; a short run would miss that. A sweep does not get
+    slower as its chain settles, so a ratio above 1 (timing noise on a small run's sweeps of a
+    tenth of a second) counts as 1."""
     rest = steps[1:]
     if not rest:
         return [1.0]
@@ -96,9 +98,9 @@ def sweep_curve(steps: list[float], n_early: int) -> list[float]:
     out = []
     for i in range(len(rest)):
         window = sorted(rest[max(0, i - 2):i + 3])
-        out.append(window[len(window) // 2] / early)
+        out.append(min(window[len(window) // 2] / early, 1.0))
     last = sorted(rest[-5:])
-    out[-1] = last[len(last) // 2] / early
+    out[-1] = min(last[len(last) // 2] / early, 1.0)
     return out
 
 
