@@ -1,6 +1,6 @@
 """The LDA document model of Wei & Croft (2006) from the kept samples of a fitted LDA:
 P_LDA(w | d) averaged over samples and chains, per sample, for a few documents, and the topic
-views (``doc_topics``, ``topic_words``). Kernels: :mod:`models._kernels.lda`.
+views (``doc_topics``, ``topic_words``). Kernels: :mod:`models._kernels.lda_score`.
 """
 import numba
 import numpy as np
@@ -17,12 +17,12 @@ class LDADocumentModel:
 
     def _constants(self):
         """Per-document constants of the kept samples, computed once per model: inv_len and
-        smooth (n_samples, n_docs) of :func:`~models._kernels.lda._doc_constants`, their mean
+        smooth (n_samples, n_docs) of :func:`~models._kernels.lda_score.doc_constants`, their mean
         product, and each document's row among the distinct document lengths."""
         if getattr(self, "_doc_consts", None) is None:
             n_cs, D = self.kd_ptr_.shape[0], len(self.doc_len_)
             inv_len, smooth = np.empty((n_cs, D)), np.empty((n_cs, D))
-            K_._doc_constants(self.kd_ptr_, self.kd_doc_, self.kd_count_, self.n_k_samples_,
+            S_.doc_constants(self.kd_ptr_, self.kd_doc_, self.kd_count_, self.n_k_samples_,
                               self.alpha_samples_, float(self.beta), self.n_terms_, self.doc_len_,
                               inv_len, smooth)
             base = np.empty(D)
@@ -34,15 +34,18 @@ class LDADocumentModel:
     def _n_blocks(self):
         return max(1, min(len(self.doc_len_), 4 * numba.get_num_threads()))
 
+    def _alpha_phi(self, term_ids):
+        return S_.alpha_phi(self.tw_ptr_, self.tw_topic_, self.tw_count_, self.n_k_samples_,
+                            self.alpha_samples_, float(self.beta), term_ids)
+
     def _per_sample(self, term_ids):
         self._check_fitted()
         term_ids = self._check_term_ids(term_ids)
         inv_len, smooth = self._constants()[:2]
         out = np.empty((self.kd_ptr_.shape[0], len(self.doc_len_), len(term_ids)))
-        K_._score_p_w_d_sparse(self.kd_ptr_, self.kd_doc_, self.kd_count_, self.tw_ptr_,
-                               self.tw_topic_, self.tw_count_, self.n_k_samples_,
-                               self.alpha_samples_, float(self.beta), inv_len, smooth, term_ids,
-                               self._n_blocks(), out)
+        S_.p_w_d_per_sample(self.kd_ptr_, self.kd_doc_, self.kd_count_, self.tw_ptr_, self.tw_topic_,
+                            self.tw_count_, self.n_k_samples_, float(self.beta), inv_len, smooth,
+                            self._alpha_phi(term_ids), term_ids, self._n_blocks(), out)
         return out
 
     def p_w_d(self, term_ids):
@@ -64,8 +67,7 @@ class LDADocumentModel:
         self._check_fitted()
         term_ids = self._check_term_ids(term_ids)
         inv_len, _, base, lengths, len_slot = self._constants()
-        ap = S_.alpha_phi(self.tw_ptr_, self.tw_topic_, self.tw_count_, self.n_k_samples_,
-                          self.alpha_samples_, float(self.beta), term_ids)
+        ap = self._alpha_phi(term_ids)
         # mean over samples of ap / (n_d + A): a function of the document's length alone
         by_len = (1.0 / (lengths[:, None] + self.alpha_samples_.sum(axis=1)[None, :])) @ ap / len(ap)
         out = np.empty((len(self.doc_len_), len(term_ids)))

@@ -1,5 +1,6 @@
 """Numba kernels of LDA besides the sweep (arrays in, arrays out; no I/O): initialisation,
-counts, doc lists, log-likelihood, alpha's optimisation and the document model P_LDA(w | d).
+counts, doc lists, log-likelihood, alpha's optimisation, and a document's topic counts
+from the kept samples' postings (the document model's kernels: :mod:`.lda_score`).
 
 The sweep lives in :mod:`.lda_doc`.
 
@@ -215,67 +216,3 @@ def _add_doc_counts(kd_ptr, kd_doc, kd_count, doc, out):
         j = lower_bound(kd_doc, kd_ptr[k], kd_ptr[k + 1], doc)
         if j < kd_ptr[k + 1] and kd_doc[j] == doc:
             out[k] += kd_count[j]
-
-
-@njit(cache=True, parallel=True)
-def _doc_constants(kd_ptr, kd_doc, kd_count, n_k, alpha, beta, n_terms, doc_len, inv_len, smooth):
-    """Per (sample, doc): inv_len = 1 / (n_d + A) and smooth = sum_k n_dk beta / (n_k + V beta),
-    the term-independent part of sum_k n_dk phi_kw. Overwrites inv_len, smooth (n_cs, n_docs)."""
-    n_cs = kd_ptr.shape[0]
-    K = kd_ptr.shape[1] - 1
-    vbeta = n_terms * beta
-    for cs in prange(n_cs):
-        A = 0.0
-        for k in range(K):
-            A += alpha[cs, k]
-        for d in range(len(doc_len)):
-            inv_len[cs, d] = 1.0 / (doc_len[d] + A)
-            smooth[cs, d] = 0.0
-        for k in range(K):
-            b = beta / (n_k[cs, k] + vbeta)
-            for j in range(kd_ptr[cs, k], kd_ptr[cs, k + 1]):
-                smooth[cs, kd_doc[j]] += kd_count[j] * b
-
-
-@njit(cache=True, parallel=True)
-def _score_p_w_d_sparse(kd_ptr, kd_doc, kd_count, tw_ptr, tw_topic, tw_count, n_k, alpha, beta,
-                        inv_len, smooth, term_ids, n_blocks, out):
-    """out[cs, d, t] = P(w_t | d) in sample cs (Wei & Croft 2006, eq. 3):
-
-        sum_k (n_dk + a_k) (n_kw + b) / (n_k + V b) / (n_d + A)
-        = [smooth[d] + sum_k a_k phi_kw + sum_{k: n_kw > 0} n_dk n_kw / (n_k + V b)] / (n_d + A)
-
-    The last sum only visits the topics in which w occurs, through the topic-major postings, so a
-    query term costs the length of those postings, not of the whole collection. Documents are
-    split into ``n_blocks`` ranges processed in parallel (each posting list is binary-searched).
-    Overwrites out (n_cs, n_docs, n_terms).
-    """
-    n_cs, n_docs, T = out.shape
-    K = kd_ptr.shape[1] - 1
-    V = tw_ptr.shape[1] - 1
-    vbeta = V * beta
-    for blk in prange(n_blocks):
-        d0 = blk * n_docs // n_blocks
-        d1 = (blk + 1) * n_docs // n_blocks
-        for cs in range(n_cs):
-            for t in range(T):
-                w = term_ids[t]
-                # sum_k a_k phi_kw: dense over K, cheap next to the documents
-                ap = 0.0
-                for k in range(K):
-                    ap += alpha[cs, k] * beta / (n_k[cs, k] + vbeta)
-                for j in range(tw_ptr[cs, w], tw_ptr[cs, w + 1]):
-                    ap += alpha[cs, tw_topic[j]] * tw_count[j] / (n_k[cs, tw_topic[j]] + vbeta)
-                for d in range(d0, d1):
-                    out[cs, d, t] = smooth[cs, d] + ap
-                for j in range(tw_ptr[cs, w], tw_ptr[cs, w + 1]):
-                    k = tw_topic[j]
-                    coef = tw_count[j] / (n_k[cs, k] + vbeta)
-                    a = kd_ptr[cs, k]
-                    b = kd_ptr[cs, k + 1]
-                    lo = lower_bound(kd_doc, a, b, d0)
-                    hi = lower_bound(kd_doc, lo, b, d1)
-                    for i in range(lo, hi):
-                        out[cs, kd_doc[i], t] += kd_count[i] * coef
-                for d in range(d0, d1):
-                    out[cs, d, t] *= inv_len[cs, d]

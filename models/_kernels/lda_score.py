@@ -8,14 +8,33 @@ Per sample cs (Wei & Croft 2006, eq. 3), with inv[cs, d] = 1 / (n_d + A_cs):
 The mean over samples splits into a per-document constant (the mean of inv * smooth, computed
 once per model), a part that depends on the document only through its length (the mean of
 inv * ap: one value per distinct length and term) and the sparse part, added straight into the
-mean through the topic-major postings. Nothing of size n_samples x n_docs is written per query,
-which is what made the per-sample tables (:func:`.lda._score_p_w_d_sparse`) cost more than the
-postings themselves on large collections.
+mean through the topic-major postings, so nothing of size n_samples x n_docs is written per
+query; :func:`p_w_d_per_sample` writes the table of every sample for the per-sample views.
 """
 import numpy as np
 from numba import njit, prange
 
 from .sparse import lower_bound
+
+
+@njit(cache=True, parallel=True)
+def doc_constants(kd_ptr, kd_doc, kd_count, n_k, alpha, beta, n_terms, doc_len, inv_len, smooth):
+    """Per (sample, doc): inv_len = 1 / (n_d + A) and smooth = sum_k n_dk beta / (n_k + V beta),
+    the term-independent part of sum_k n_dk phi_kw. Overwrites inv_len, smooth (n_cs, n_docs)."""
+    n_cs = kd_ptr.shape[0]
+    K = kd_ptr.shape[1] - 1
+    vbeta = n_terms * beta
+    for cs in prange(n_cs):
+        A = 0.0
+        for k in range(K):
+            A += alpha[cs, k]
+        for d in range(len(doc_len)):
+            inv_len[cs, d] = 1.0 / (doc_len[d] + A)
+            smooth[cs, d] = 0.0
+        for k in range(K):
+            b = beta / (n_k[cs, k] + vbeta)
+            for j in range(kd_ptr[cs, k], kd_ptr[cs, k + 1]):
+                smooth[cs, kd_doc[j]] += kd_count[j] * b
 
 
 @njit(cache=True, parallel=True)
@@ -85,3 +104,31 @@ def p_w_d_mean(kd_ptr, kd_doc, kd_count, tw_ptr, tw_topic, tw_count, n_k, beta, 
                     for i in range(lo, hi):
                         d = kd_doc[i]
                         out[d, t] += kd_count[i] * coef * inv_len[cs, d]
+
+
+@njit(cache=True, parallel=True)
+def p_w_d_per_sample(kd_ptr, kd_doc, kd_count, tw_ptr, tw_topic, tw_count, n_k, beta, inv_len,
+                     smooth, ap, term_ids, n_blocks, out):
+    """out[cs, d, t] = P_cs(w_t | d) of every sample (module docstring; ap from
+    :func:`alpha_phi`), documents split into ``n_blocks`` ranges as in :func:`p_w_d_mean`.
+    Overwrites out (n_cs, n_docs, n_terms)."""
+    n_cs, n_docs, T = out.shape
+    V = tw_ptr.shape[1] - 1
+    vbeta = V * beta
+    for blk in prange(n_blocks):
+        d0 = blk * n_docs // n_blocks
+        d1 = (blk + 1) * n_docs // n_blocks
+        for cs in range(n_cs):
+            for t in range(T):
+                w = term_ids[t]
+                for d in range(d0, d1):
+                    out[cs, d, t] = smooth[cs, d] + ap[cs, t]
+                for j in range(tw_ptr[cs, w], tw_ptr[cs, w + 1]):
+                    k = tw_topic[j]
+                    coef = tw_count[j] / (n_k[cs, k] + vbeta)
+                    lo = lower_bound(kd_doc, kd_ptr[cs, k], kd_ptr[cs, k + 1], d0)
+                    hi = lower_bound(kd_doc, lo, kd_ptr[cs, k + 1], d1)
+                    for i in range(lo, hi):
+                        out[cs, kd_doc[i], t] += kd_count[i] * coef
+                for d in range(d0, d1):
+                    out[cs, d, t] *= inv_len[cs, d]
