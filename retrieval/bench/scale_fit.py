@@ -9,6 +9,11 @@ from __future__ import annotations
 import math
 
 
+def _median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2]
+
+
 def fit_two(x1: float, y1: float, x2: float, y2: float, v1: float = 0.0, v2: float = 0.0) -> tuple[float, float]:
     """Non-negative (a, b) with ``y = a * x + b * v`` through two measurements, or with
     ``v = 1`` (``v1 = v2 = 1``) ``y = a * x + b``: a size-proportional part and one that is not
@@ -34,14 +39,11 @@ def projection(r: dict, small: dict | None, target: dict) -> dict:
 
     n_big = len(r["steps"])
 
-    def median(xs):
-        return sorted(xs)[len(xs) // 2]
-
     def parts(run):
         steps = run["steps"][:n_big]  # the small run may go on: its first sweeps pair with r's
         rest = steps[1:] if len(steps) > 1 else steps
         # median: the last sweep also computes the likelihood
-        return dict(setup=run["inputs_s"] + steps[0], step=median(rest),
+        return dict(setup=run["inputs_s"] + steps[0], step=_median(rest),
                     finish=run["finish_s"], mem=max(run["peak_gib"] - run["base_gib"], 0.0))
 
     big = parts(r)
@@ -93,14 +95,9 @@ def sweep_curve(steps: list[float], n_early: int) -> list[float]:
     rest = steps[1:]
     if not rest:
         return [1.0]
-    first = sorted(rest[:max(1, n_early - 1)])
-    early = first[len(first) // 2]
-    out = []
-    for i in range(len(rest)):
-        window = sorted(rest[max(0, i - 2):i + 3])
-        out.append(min(window[len(window) // 2] / early, 1.0))
-    last = sorted(rest[-5:])
-    out[-1] = min(last[len(last) // 2] / early, 1.0)
+    early = _median(rest[:max(1, n_early - 1)])
+    out = [min(_median(rest[max(0, i - 2):i + 3]) / early, 1.0) for i in range(len(rest))]
+    out[-1] = min(_median(rest[-5:]) / early, 1.0)
     return out
 
 
