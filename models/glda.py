@@ -136,7 +136,7 @@ class GroupedLDA(LDA):
 
     def _build_layout(self, corpus):
         doc_len = np.diff(corpus.doc_ptr)
-        run_ptr, run_tok, tok_run, run_doc_first = doc_runs(corpus)
+        run_ptr, _, tok_run, run_doc_first = doc_runs(corpus)
         if self.restricted:
             n_groups = np.diff(run_doc_first)
         else:
@@ -144,7 +144,7 @@ class GroupedLDA(LDA):
         grp_ptr = np.concatenate([[0], np.cumsum(n_groups)]).astype(np.int64)
         self._corpus = corpus
         self._lay = dict(
-            doc_len=doc_len, grp_ptr=grp_ptr, run_ptr=run_ptr, run_tok=run_tok, tok_run=tok_run,
+            doc_len=doc_len, grp_ptr=grp_ptr, run_ptr=run_ptr, tok_run=tok_run,
             run_doc_first=run_doc_first, max_groups=int(n_groups.max(initial=0)),
             max_len=int(doc_len.max(initial=0)),
             cshift=count_shift(self.n_topics, doc_len.max(initial=0)),
@@ -217,7 +217,7 @@ class GroupedLDA(LDA):
     def _step(self, corpus, it):
         lay = self._lay
         G_.sweep_chains(corpus.doc_ptr, corpus.term_ids, lay["grp_ptr"], lay["run_ptr"],
-                        lay["run_tok"], lay["tok_run"], self.g_, self.zg_, self.n_kw_, self.n_k_,
+                        lay["tok_run"], self.g_, self.zg_, self.n_kw_, self.n_k_,
                         self.alpha_, float(self.beta), self._unit(),
                         not self.restricted, self.rng_, lay["max_groups"], lay["max_len"])
 

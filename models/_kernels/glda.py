@@ -2,8 +2,9 @@
 refinement), the group-topic step (eq. 3) and the sequential sweep of one chain.
 
 Layout (shared by all chains): documents ``doc_ptr``; the groups of doc d are the global ids
-``grp_ptr[d]:grp_ptr[d + 1]``; ``run_ptr``/``run_tok`` list the tokens of every (doc, word) run
-(``tok_run`` maps a token to its run), which the refinement scans for other instances of a word.
+``grp_ptr[d]:grp_ptr[d + 1]``; the (doc, word) runs (``tok_run`` maps a token to its run; run r
+holds ``run_ptr[r + 1] - run_ptr[r]`` tokens, and the runs of doc d occupy the slots
+``doc_ptr[d]:doc_ptr[d + 1]`` of ``run_ptr``), whose groups the refinement counts.
 State of one chain: ``g`` (group of every token, local to its doc), ``zg`` (topic of every group),
 ``n_kw`` (V, K) and ``n_k`` (K,). ``unit`` says what eq. 3's doc factor counts: 0, groups (gLDA:
 theta draws groups, alpha + M_dk); 1, tokens through a rising factorial (restricted LDA: theta
@@ -122,26 +123,63 @@ def group_topic_weights(words, offs, n, m_dk, alpha, unit, n_kw, n_k, beta, vbet
 
 
 @njit(cache=True)
-def refine_group(i, g_drawn, k0, g, zg, g0, run_ptr, run_tok, tok_run, cnt):
+def run_groups_build(lo, hi, g, run_ptr, tok_run, rg_grp, rg_cnt, rg_nd):
+    """The groups holding the tokens of every (doc, word) run of the doc with more than one
+    token, with counts: run r's list is ``rg_grp/rg_cnt[s:s + rg_nd[s]]``, s = run_ptr[r] - lo
+    (a run of L tokens holds at most L groups, so every run has room in its own slots)."""
+    for i in range(lo, hi):
+        r = tok_run[i]
+        rg_nd[run_ptr[r] - lo] = 0
+    for i in range(lo, hi):
+        r = tok_run[i]
+        if run_ptr[r + 1] - run_ptr[r] > 1:
+            _run_add(run_ptr[r] - lo, g[i], rg_grp, rg_cnt, rg_nd)
+
+
+@njit(cache=True, inline="always")
+def _run_add(s, h, rg_grp, rg_cnt, rg_nd):
+    nd = rg_nd[s]
+    for q in range(s, s + nd):
+        if rg_grp[q] == h:
+            rg_cnt[q] += 1
+            return
+    rg_grp[s + nd] = h
+    rg_cnt[s + nd] = 1
+    rg_nd[s] = nd + 1
+
+
+@njit(cache=True, inline="always")
+def _run_remove(s, h, rg_grp, rg_cnt, rg_nd):
+    nd = rg_nd[s]
+    for q in range(s, s + nd):
+        if rg_grp[q] == h:
+            rg_cnt[q] -= 1
+            if rg_cnt[q] == 0:  # the list is a set: the last entry takes the freed slot
+                rg_grp[q] = rg_grp[s + nd - 1]
+                rg_cnt[q] = rg_cnt[s + nd - 1]
+                rg_nd[s] = nd - 1
+            return
+
+
+@njit(cache=True)
+def refine_group(i, g_drawn, k0, g, zg, g0, s, rg_grp, rg_cnt, rg_nd):
     """The paper's refinement of eq. 2: among the doc's groups of topic ``k0`` the token ``i``
     joins the one holding the most other instances of its term; the drawn group ``g_drawn``
-    keeps the token unless another holds strictly more (then the lowest such index).
-    ``g0`` is the doc's first global group id; ``cnt`` is zeroed scratch, left zeroed."""
-    r = tok_run[i]
-    for q in range(run_ptr[r], run_ptr[r + 1]):
-        j = run_tok[q]
-        if j != i and zg[g0 + g[j]] == k0:
-            cnt[g[j]] += 1
-    best, best_n = g_drawn, cnt[g_drawn]
-    for q in range(run_ptr[r], run_ptr[r + 1]):
-        j = run_tok[q]
-        if j != i:
-            h = g[j]
-            if cnt[h] > best_n or (cnt[h] == best_n and best != g_drawn and h < best):
-                best, best_n = h, cnt[h]
-    for q in range(run_ptr[r], run_ptr[r + 1]):
-        cnt[g[run_tok[q]]] = 0
-    return best
+    keeps the token unless another holds strictly more (then the lowest such index). ``s`` is
+    the slot of the token's run in the run-group lists (:func:`run_groups_build`); those count
+    the token itself in its group ``g[i]``. The choice does not depend on the lists' order."""
+    a = g[i]
+    best, best_n, drawn_n = -1, 0, 0
+    for q in range(s, s + rg_nd[s]):
+        h = rg_grp[q]
+        if zg[g0 + h] != k0:
+            continue
+        c = rg_cnt[q] - (h == a)
+        if h == g_drawn:
+            drawn_n = c
+        if c > best_n or (c == best_n and c > 0 and h < best):
+            best, best_n = h, c
+    return g_drawn if drawn_n >= best_n else best
 
 
 @njit(cache=True)
@@ -174,13 +212,14 @@ def _inc(n_kw, wbits, y, k):
 
 
 @njit(cache=True)
-def sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g, zg, n_kw, n_k, alpha,
-              beta, unit, resample_groups, rng, n_grp_k, m_dk, topics, kbuf, cnt, gptr,
+def sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, tok_run, g, zg, n_kw, n_k, alpha,
+              beta, unit, resample_groups, rng, n_grp_k, m_dk, topics, kbuf, gptr,
               members, words, offs, seen, sp):
     """One Gibbs pass over doc d: every token's group (eq. 2 + refinement) in position order,
     then every group's topic jointly with its tokens (eq. 3) in group order. ``sp`` holds the
     sparse step's state (word and doc topic bitsets, smoothing sums S, scratch)."""
-    wbits, dbits, gbits, S, D, inv_r, inv1, n_max, nk_before, dw, dc, tk, tw, gsort, gstart = sp
+    (wbits, dbits, gbits, S, D, inv_r, inv1, n_max, nk_before, dw, dc, tk, tw, gsort, gstart,
+     rg_grp, rg_cnt, rg_nd) = sp
     V = n_kw.shape[0]
     vbeta = V * beta
     lo, hi = doc_ptr[d], doc_ptr[d + 1]
@@ -214,6 +253,7 @@ def sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g, zg, n
             gstart[k] += 1
         for h in range(G):
             gstart[zg[g0 + h]] -= 1
+        run_groups_build(lo, hi, g, run_ptr, tok_run, rg_grp, rg_cnt, rg_nd)
         for i in range(lo, hi):
             y = term_ids[i]
             k_old = zg[g0 + g[i]]
@@ -226,7 +266,14 @@ def sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g, zg, n
                                   n_present, beta, s_d, tk, tw)
             # eq. 2 is uniform over the groups of topic k0: the r-th of them in index order
             h_drawn = gsort[gstart[k0] + randint(rng, n_grp_k[k0])]
-            h_new = refine_group(i, h_drawn, k0, g, zg, g0, run_ptr, run_tok, tok_run, cnt)
+            r = tok_run[i]
+            h_new = h_drawn
+            if run_ptr[r + 1] - run_ptr[r] > 1:  # other instances of the term in the doc
+                s = run_ptr[r] - lo
+                h_new = refine_group(i, h_drawn, k0, g, zg, g0, s, rg_grp, rg_cnt, rg_nd)
+                if h_new != g[i]:
+                    _run_remove(s, g[i], rg_grp, rg_cnt, rg_nd)
+                    _run_add(s, h_new, rg_grp, rg_cnt, rg_nd)
             g[i] = h_new
             _inc(n_kw, wbits, y, k0)
             n_k[k0] += 1
@@ -312,7 +359,7 @@ def sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g, zg, n
 
 
 @njit(cache=True, parallel=True)
-def sweep_chains(doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g, zg, n_kw, n_k, alpha,
+def sweep_chains(doc_ptr, term_ids, grp_ptr, run_ptr, tok_run, g, zg, n_kw, n_k, alpha,
                  beta, unit, resample_groups, rng, max_groups, max_len):
     """One sweep of every chain, chains in parallel (each sequential in doc order, on its own
     rng stream), so the result never depends on the thread count. The sparse step's bitsets and
@@ -327,7 +374,6 @@ def sweep_chains(doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g, zg, n
         m_dk = np.zeros(K, np.int64)
         topics = np.zeros(K, np.int64)
         kbuf = np.zeros(K)
-        cnt = np.zeros(max_groups + 1, np.int64)
         gptr = np.zeros(max_groups + 1, np.int64)
         members = np.zeros(max_len, np.int64)
         words = np.zeros(max_len, np.int64)
@@ -341,11 +387,12 @@ def sweep_chains(doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g, zg, n
         sp = (wbits, np.zeros((K + 63) >> 6, np.uint64), np.zeros((K + 63) >> 6, np.uint64), S,
               np.zeros(LINEAR_MAX + 1), inv_r, np.zeros(K), n_max, np.zeros(K, np.int64), np.zeros(max_len, np.int64),
               np.zeros(max_len, np.int64), np.zeros(K, np.int64), np.zeros(K),
-              np.zeros(max_groups + 1, np.int64), np.zeros(K, np.int64))
+              np.zeros(max_groups + 1, np.int64), np.zeros(K, np.int64), np.zeros(max_len, np.int64),
+              np.zeros(max_len, np.int64), np.zeros(max_len, np.int64))
         for d in range(len(doc_ptr) - 1):
-            sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, run_tok, tok_run, g[c], zg[c],
+            sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, tok_run, g[c], zg[c],
                       n_kw[c], n_k[c], alpha[c], beta, unit, resample_groups, rng[c], n_grp_k,
-                      m_dk, topics, kbuf, cnt, gptr, members, words, offs, seen, sp)
+                      m_dk, topics, kbuf, gptr, members, words, offs, seen, sp)
 
 
 @njit(cache=True)

@@ -146,7 +146,7 @@ def word_group_weights(dw, dc, n_dw, n, m_dk, dbits, wbits, alpha, unit, n_kw, i
     """The word part of eq. 3 for a group of n <= LINEAR_MAX tokens (distinct words
     ``dw[:n_dw]`` with counts ``dc``): (a_k + b_k)(P_k - A) / R_k over the topics where a word of
     the group has a count, in ``tk`` (increasing), the parts in ``tw``. Returns (number of
-    topics, their total, A). A word's count in a topic is read only where its bit is set."""
+    topics, their total, A)."""
     A = 1.0
     for j in range(n_dw):
         A *= _rising(beta, dc[j])
@@ -161,12 +161,12 @@ def word_group_weights(dw, dc, n_dw, n, m_dk, dbits, wbits, alpha, unit, n_kw, i
             wx &= wx - ONE
             k = (blk << 6) + t
             a, bk = _doc_coef(alpha[k], m_dk[k], unit, n)
+            # no bit test: where a word's bit is clear its count is 0 and beta + 0 is beta, the
+            # same factor (an unpredictable branch costs more than the load); rising(x, 1) is x
             p = 1.0
             for j in range(n_dw):
-                if (wbits[dw[j], blk] >> np.uint64(t)) & ONE:
-                    p *= _rising(beta + n_kw[dw[j], k], dc[j])
-                else:
-                    p *= _rising(beta, dc[j])
+                x = beta + n_kw[dw[j], k]
+                p *= x if dc[j] == 1 else _rising(x, dc[j])
             tk[cnt] = k
             tw[cnt] = (a + bk) * (p - A) * inv_r[k, n]
             total += tw[cnt]
