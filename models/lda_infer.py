@@ -70,11 +70,11 @@ class LDADocumentModel:
         ap = self._alpha_phi(term_ids)
         # mean over samples of ap / (n_d + A): a function of the document's length alone
         by_len = (1.0 / (lengths[:, None] + self.alpha_samples_.sum(axis=1)[None, :])) @ ap / len(ap)
-        out = np.empty((len(self.doc_len_), len(term_ids)))
+        out = np.empty((len(term_ids), len(self.doc_len_)))
         S_.p_w_d_mean(self.kd_ptr_, self.kd_doc_, self.kd_count_, self.tw_ptr_, self.tw_topic_,
                       self.tw_count_, self.n_k_samples_, float(self.beta), inv_len, base, len_slot,
                       by_len, term_ids, self._n_blocks(), out)
-        return out
+        return out.T
 
     def p_w_d_rows(self, term_ids, docs):
         """:meth:`p_w_d` of the documents ``docs`` only, (len(docs), len(term_ids)): per kept

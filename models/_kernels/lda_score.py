@@ -73,15 +73,16 @@ def alpha_phi(tw_ptr, tw_topic, tw_count, n_k, alpha, beta, term_ids):
 @njit(cache=True, parallel=True)
 def p_w_d_mean(kd_ptr, kd_doc, kd_count, tw_ptr, tw_topic, tw_count, n_k, beta, inv_len, base,
                len_slot, by_len, term_ids, n_blocks, out):
-    """out[d, t] = P_LDA(w_t | d) averaged over the samples (module docstring).
+    """out[t, d] = P_LDA(w_t | d) averaged over the samples (module docstring), term-major so
+    that the postings of a topic, docs ascending, add to ascending addresses.
 
     base : (n_docs,) the per-document constant; by_len : (n_lengths, n_terms) the mean of
     inv * ap for each distinct document length, len_slot[d] the row of document d. Documents
     are split into ``n_blocks`` ranges processed in parallel (each posting list is
-    binary-searched for the range). Overwrites out (n_docs, n_terms).
+    binary-searched for the range). Overwrites out (n_terms, n_docs).
     """
     n_cs = kd_ptr.shape[0]
-    n_docs, T = out.shape
+    T, n_docs = out.shape
     V = tw_ptr.shape[1] - 1
     vbeta = V * beta
     scale = 1.0 / n_cs
@@ -90,7 +91,7 @@ def p_w_d_mean(kd_ptr, kd_doc, kd_count, tw_ptr, tw_topic, tw_count, n_k, beta, 
         d1 = (blk + 1) * n_docs // n_blocks
         for d in range(d0, d1):
             for t in range(T):
-                out[d, t] = base[d] + by_len[len_slot[d], t]
+                out[t, d] = base[d] + by_len[len_slot[d], t]
         for cs in range(n_cs):
             for t in range(T):
                 w = term_ids[t]
@@ -103,7 +104,7 @@ def p_w_d_mean(kd_ptr, kd_doc, kd_count, tw_ptr, tw_topic, tw_count, n_k, beta, 
                     hi = lower_bound(kd_doc, lo, b, d1)
                     for i in range(lo, hi):
                         d = kd_doc[i]
-                        out[d, t] += kd_count[i] * coef * inv_len[cs, d]
+                        out[t, d] += kd_count[i] * coef * inv_len[cs, d]
 
 
 @njit(cache=True, parallel=True)

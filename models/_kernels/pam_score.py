@@ -57,12 +57,15 @@ def _doc_sample(cs, d, dp_ptr, dp_key, dp_count, n_d, n_sub, alpha_r, alpha_sum,
             e += 1
         th = (n_i + alpha_r) * den
         f = th / (n_i + alpha_sum[cs, i])
-        g0 = r0 / alpha_sum[cs, i]
+        c = f - r0 / alpha_sum[cs, i]
+        # term-contiguous inner loops: the terms of many queries at once vectorise
         for t in range(T):
-            acc = G[cs, i, t] * (f - g0)
-            for p in range(q, e):
-                acc += f * dp_count[p] * phi[cs, dp_key[p] - i * n_sub, t]
-            out[t] += acc
+            out[t] += c * G[cs, i, t]
+        for p in range(q, e):
+            c = f * dp_count[p]
+            j = dp_key[p] - i * n_sub
+            for t in range(T):
+                out[t] += c * phi[cs, j, t]
         q = e
 
 

@@ -32,6 +32,8 @@ log = logging.getLogger(__name__)
 
 DEPTH = 1000
 RUNS_DIR = Path("topics_runs")
+# Memory of the P_TM tables computed in one call for a group of queries (:func:`_query_tables`).
+TABLE_BYTES = 1 << 29
 
 
 class QueryExtra(NamedTuple):
@@ -56,9 +58,14 @@ class PreparedQuery:
     per_sample : bool
         Keep every kept sample's tables (``(n_chains, n_samples, n_docs, n_terms)``) so that
         :meth:`scores` can rank with one sample or one iteration's chains (``topicir iterations``).
+
+    p_w : ndarray (n_docs, n_terms), optional
+        P_TM(w|d) of the query's distinct terms when already computed (:func:`sweep_topics`
+        computes those of many queries in one call).
     """
 
-    def __init__(self, index: Index, text: str, model=None, *, per_sample: bool = False):
+    def __init__(self, index: Index, text: str, model=None, *, per_sample: bool = False,
+                 p_w: np.ndarray | None = None):
         model = document_model(model, index)  # a model of an index this one grew from: fold-in
         self.index, self.text, self.model, self.per_sample = index, text, model, per_sample
         self.query: Query = Scorer(index.stats).query(text, index.analyze(text))
@@ -66,7 +73,10 @@ class PreparedQuery:
         if model is None or len(self.query.term_ids) == 0:
             return
         ids = self.query.term_ids
-        self.p_w = model.p_w_d_per_sample(ids) if per_sample else model.p_w_d(ids)
+        if p_w is not None and not per_sample:
+            self.p_w = p_w
+        else:
+            self.p_w = model.p_w_d_per_sample(ids) if per_sample else model.p_w_d(ids)
         extra_hook = hook(model.kind, "query_extra")
         self.extra = extra_hook(index, model, text, self.query) if extra_hook else None
         if self.extra is not None and len(self.extra.postings):
@@ -89,11 +99,11 @@ class PreparedQuery:
 
 
 def prepare(index: Index, text: str, model=None, *, per_sample: bool = False, qid: str = "",
-            warn: bool = True) -> PreparedQuery:
+            warn: bool = True, p_w: np.ndarray | None = None) -> PreparedQuery:
     """:class:`PreparedQuery` for ``text``; warns (with the topic id) when no query term is
     indexed: every document then scores 0 and DOCNO order decides, so a run never silently
     lacks a topic."""
-    prepared = PreparedQuery(index, text, model, per_sample=per_sample)
+    prepared = PreparedQuery(index, text, model, per_sample=per_sample, p_w=p_w)
     query = prepared.query
     if query.unknown:
         log.debug("topic %s: terms not in the index: %s", qid, " ".join(query.unknown))
@@ -116,16 +126,40 @@ def rank(index: Index, qid: str, text: str, *, mu: float = MU, lam: float = LAM,
     return ranked(index, qid, prepare(index, text, model, qid=qid).scores(mu, lam), depth)
 
 
+def _query_tables(index: Index, texts: list[str], model, table_bytes: int = TABLE_BYTES):
+    """P_TM(w|d) of every query's distinct terms, one (n_docs, n_terms) table per query (None
+    for a query without indexed terms), yielded in order. The model is called once per group of
+    consecutive queries whose distinct terms together fit ``table_bytes``: a document model
+    reads its per-document rows once for all the group's terms."""
+    scorer, n_docs = Scorer(index.stats), index.stats.n_docs
+    max_terms = max(1, table_bytes // (8 * max(n_docs, 1)))
+    ids = [scorer.query(text, index.analyze(text)).term_ids for text in texts]
+    start = 0
+    while start < len(ids):
+        stop, terms = start, set()
+        while stop < len(ids) and (stop == start or len(terms | set(ids[stop].tolist())) <= max_terms):
+            terms |= set(ids[stop].tolist())
+            stop += 1
+        union = np.array(sorted(terms), dtype=np.int64)
+        table = model.p_w_d(union)
+        for q in ids[start:stop]:
+            yield table[:, np.searchsorted(union, q)] if len(q) else None
+        start = stop
+
+
 def sweep_topics(index: Index, topics: list[Topic], settings: list[tuple[float, float]], *,
                  field: str = "title", model=None, depth: int = DEPTH,
                  progress: bool = True) -> dict[tuple[float, float], list[ScoredDoc]]:
-    """One run per (mu, lam) setting; the model's tables are computed once per query."""
+    """One run per (mu, lam) setting; the model's tables are computed once per query, for many
+    queries at a time (:func:`_query_tables`)."""
     runs = {setting: [] for setting in settings}
     model = document_model(model, index)
-    if model is not None:  # per-document constants now, so the bar's first step is a query's cost
-        model.p_w_d(np.zeros(0, dtype=np.int64))
-    for topic in tqdm(topics, desc="ranking topics", unit=" topics", disable=not progress, mininterval=1):
-        prepared = prepare(index, topic_query(topic, field), model, qid=topic.qid)
+    texts = [topic_query(topic, field) for topic in topics]
+    tables = (_query_tables(index, texts, model) if model is not None and any(lam < 1 for _, lam in settings)
+              else iter([None] * len(topics)))
+    for topic, text, p_w in tqdm(zip(topics, texts, tables), total=len(topics), desc="ranking topics",
+                                 unit=" topics", disable=not progress, mininterval=1):
+        prepared = prepare(index, text, model, qid=topic.qid, p_w=p_w)
         for mu, lam in settings:
             runs[(mu, lam)].extend(ranked(index, topic.qid, prepared.scores(mu, lam), depth))
     return runs
