@@ -100,16 +100,23 @@ GLDA = V.Spec(
 
 # -- PAM ---------------------------------------------------------------------------------------
 
+# the kept samples' counts: uint16 where every count fits (files of int32 counts load as well)
+_PAM_COUNT = (np.uint16, np.int32)
+
 PAM = V.Spec(
     model=(
         V.array("doc_len", ("documents",), np.int64), V.nonneg("doc_len"),
         V.array("dp_ptr", ("samples", "documents+1"), np.int64),
         V.array("dp_key_samples", ("pair_entries",), np.int32),
-        V.array("dp_count_samples", ("pair_entries",), np.int32),
+        V.array("dp_count_samples", ("pair_entries",), _PAM_COUNT),
         V.pointer("dp_ptr", "dp_key_samples"), V.index("dp_key_samples", "pairs"),
         V.sorted_within("dp_key_samples", "dp_ptr"), V.nonneg("dp_count_samples"),
         V.totals("dp_count_samples", "dp_ptr", "doc_len"),
-        *_csr("tw", "terms", "sub", "sub-topics"),
+        V.array("tw_ptr", ("samples", "terms+1"), np.int64),
+        V.array("tw_sub", ("tw_entries",), _TOPIC),
+        V.array("tw_count", ("tw_entries",), _PAM_COUNT),
+        V.pointer("tw_ptr", "tw_sub"), V.index("tw_sub", "sub-topics"),
+        V.sorted_within("tw_sub", "tw_ptr"), V.nonneg("tw_count"),
         V.array("n_j_samples", ("samples", "sub-topics"), np.int64),
         V.totals("tw_count", "tw_ptr", "n_j_samples", by="tw_sub", width="sub-topics"),
         V.array("alpha_samples", ("samples", "super-topics", "sub-topics"), np.float64),

@@ -42,9 +42,9 @@ from ._kernels.pam_counts import (
     moment_match,
 )
 from ._kernels.rng import make_rng_states
-from .gibbs import SweepOrderModel, block_run_ptrs, key_runs, rows_csr, stack_ptrs, token_shards
+from .gibbs import SweepOrderModel, block_run_ptrs, key_runs, token_shards
 from .pam_foldin import PAMFoldInMixin
-from .pam_infer import PAMDocumentModel
+from .pam_infer import PAMDocumentModel, anon_empty, count_csr, count_dtype, gather
 
 SAMPLERS = ("exact", "pruned")
 ALPHA_ESTIMATORS = ("minka", "moments")
@@ -232,7 +232,8 @@ class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):
         shard_tok_ptr = np.concatenate([run_ptr[block_run_ptr[:, 0]], [N]]).astype(np.int64)
         cap = np.minimum(doc_len, self.n_super * self.n_sub)
         cap_ptr = np.concatenate([[0], np.cumsum(cap)]).astype(np.int64)
-        self._lay = dict(ord_pos=ord_pos.astype(np.int64), ord_doc=tok_doc[ord_pos],
+        pos_t = np.int32 if N < 2**31 else np.int64
+        self._lay = dict(ord_pos=ord_pos.astype(pos_t), ord_doc=tok_doc[ord_pos],
                          run_ptr=run_ptr, run_word=run_word, block_run_ptr=block_run_ptr,
                          shard_tok_ptr=shard_tok_ptr, cap_ptr=cap_ptr, doc_len=doc_len,
                          shard_doc=shard_doc)
@@ -389,11 +390,12 @@ class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):
         lay = self._lay
         nnz = self.dp_nnz_[c]
         ptr = np.concatenate([[0], np.cumsum(nnz, dtype=np.int64)])
-        dp_key = np.empty(ptr[-1], dtype=np.int32)
-        dp_count = np.empty(ptr[-1], dtype=np.int32)
+        dp_key = anon_empty(ptr[-1], np.int32)
+        # a pair's count never exceeds its document's length
+        dp_count = anon_empty(ptr[-1], count_dtype(lay["doc_len"].max(initial=0)))
         compact_doc_lists(lay["cap_ptr"], self.dp_key_[c], self.dp_count_[c], nnz, ptr,
                           dp_key, dp_count)
-        tw_ptr, tw_sub, tw_count = rows_csr(self.n_wj_[c])
+        tw_ptr, tw_sub, tw_count = count_csr(self.n_wj_[c])
         s = dict(chain=c, iter=it, dp_ptr=ptr, dp_key=dp_key, dp_count=dp_count, tw_ptr=tw_ptr,
                  tw_sub=tw_sub, tw_count=tw_count, n_j=self.n_j_[c].copy(),
                  alpha=self.alpha_[c].copy())
@@ -403,14 +405,12 @@ class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):
 
     def _finalize(self, corpus):
         samples = self._sorted_samples()
-        self.dp_ptr_, self.dp_key_samples_ = stack_ptrs([s["dp_ptr"] for s in samples],
-                                                        [s["dp_key"] for s in samples])
-        self.dp_count_samples_ = np.concatenate([s["dp_count"] for s in samples])
-        self.tw_ptr_, self.tw_sub_ = stack_ptrs([s["tw_ptr"] for s in samples],
-                                                [s["tw_sub"] for s in samples])
-        self.tw_count_ = np.concatenate([s["tw_count"] for s in samples])
-        self.n_j_samples_ = np.stack([s["n_j"] for s in samples]).astype(np.int64)
-        self.alpha_samples_ = np.stack([s["alpha"] for s in samples]).astype(np.float64)
+        self.dp_ptr_, self.dp_key_samples_, self.dp_count_samples_ = gather(
+            samples, "dp_ptr", "dp_key", "dp_count")
+        self.tw_ptr_, self.tw_sub_, self.tw_count_ = gather(samples, "tw_ptr", "tw_sub",
+                                                            "tw_count")
+        self.n_j_samples_ = np.stack([s["n_j"] for s in samples]).astype(np.int64, copy=False)
+        self.alpha_samples_ = np.stack([s["alpha"] for s in samples]).astype(np.float64, copy=False)
         self.doc_len_ = self._lay["doc_len"].astype(np.int64)
 
 

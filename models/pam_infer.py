@@ -1,9 +1,13 @@
 """The PAM document model P_PAM(w | d) for retrieval and the views of a fitted PAM (topics,
-correlations): the part of :class:`models.pam.PAM` that reads only the kept samples.
+correlations): the part of :class:`models.pam.PAM` that reads only the kept samples, and how
+the kept samples are stored.
 """
+import mmap
+
 import numpy as np
 
 from . import file_specs
+from ._kernels.sparse import row_nnz, rows_to_csr
 from .generate import log_dirichlet, over_kept_samples
 from ._kernels.pam_score import phi_table, score_p_w_d, score_p_w_d_per_sample
 
@@ -183,3 +187,51 @@ class PAMDocumentModel:
             out.append(dict(super=int(i), share=float(share[i]), alpha_sum=float(alpha[i].sum()),
                             subs=[(int(j), float(alpha[i, j])) for j in order]))
         return out
+
+
+# -- storage of the kept samples ----------------------------------------------------------------
+
+_ANON_MIN = 1 << 16  # bytes from which an array gets its own mapping
+
+
+def anon_empty(n, dtype):
+    """An uninitialised 1-d array in its own private anonymous mapping from 64 KiB on: its pages
+    go back to the system as soon as it is dropped, whatever the allocator's thresholds, so
+    the kept samples' arrays, freed one by one while they are gathered, never stay resident."""
+    dtype = np.dtype(dtype)
+    n = int(n)
+    if n * dtype.itemsize < _ANON_MIN or not hasattr(mmap, "MAP_PRIVATE"):
+        return np.empty(n, dtype=dtype)
+    return np.frombuffer(mmap.mmap(-1, n * dtype.itemsize, flags=mmap.MAP_PRIVATE), dtype=dtype)
+
+
+def count_dtype(max_count):
+    """The narrowest dtype of the kept samples' counts (and sub-topic ids) that holds ``max_count``."""
+    return np.uint16 if max_count <= np.iinfo(np.uint16).max else np.int32
+
+
+def count_csr(dense):
+    """The nonzeros of a (terms, sub-topics) count table as CSR: (ptr int64, sub-topics and
+    counts each in the :func:`count_dtype` of its largest value)."""
+    nnz = np.empty(dense.shape[0], dtype=np.int64)
+    row_nnz(dense, nnz)
+    ptr = np.concatenate([[0], np.cumsum(nnz)]).astype(np.int64)
+    cols = anon_empty(ptr[-1], count_dtype(dense.shape[1] - 1))
+    counts = anon_empty(ptr[-1], count_dtype(dense.max(initial=0)))
+    rows_to_csr(dense, ptr, cols, counts)
+    return ptr, cols, counts
+
+
+def gather(samples, ptr, *names):
+    """Every sample's pointer row shifted to where its part starts (rows stacked), and its
+    arrays ``names`` concatenated in sample order (in the widest dtype among the samples).
+    Each sample's arrays leave its dict once copied, so the peak holds one sample beyond the
+    result, not a second copy of all of them."""
+    sizes = np.array([len(s[names[0]]) for s in samples], dtype=np.int64)
+    off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    ptrs = np.stack([s.pop(ptr) + o for s, o in zip(samples, off[:-1])]).astype(np.int64)
+    outs = [anon_empty(off[-1], np.result_type(*[s[n].dtype for s in samples])) for n in names]
+    for k, s in enumerate(samples):
+        for name, out in zip(names, outs):
+            out[off[k]:off[k + 1]] = s.pop(name)
+    return (ptrs, *outs)
