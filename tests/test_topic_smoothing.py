@@ -4,7 +4,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval.core.ranking import run_topics, sweep_topics
+from retrieval.core.ranking import prepare, query_tables, rank, run_topics, sweep_topics
 from retrieval.core.evaluate import aggregate
 from retrieval.core.index import build_index
 from retrieval.experiments.iterations import iteration_table
@@ -53,6 +53,29 @@ def test_sweep_equals_single_runs(mini):
     runs = sweep_topics(index, topics, [(1000.0, 0.7), (500.0, 0.5)], model=model, progress=False)
     for (mu, lam), run in runs.items():
         assert run == run_topics(index, topics, mu=mu, lam=lam, model=model, progress=False)
+
+
+@pytest.mark.parametrize("table_bytes", [1, 10**9])
+def test_query_tables_are_the_queries_own(mini, monkeypatch, table_bytes):
+    """Tables computed for groups of queries (one query a group under a 1-byte budget, all in one
+    otherwise) are each query's own P_TM columns, and the batch ranks as one query at a time."""
+    index, model, _ = mini
+    topics = load_topics(DATA / "topics.trec")
+    texts = [t.title for t in topics] + ["zzzunknownzzz"]
+    calls = []
+    real = model.p_w_d
+    monkeypatch.setattr(model, "p_w_d", lambda ids: calls.append(len(ids)) or real(ids))
+    tables = list(query_tables(index, texts, model, table_bytes=table_bytes))
+    assert len(tables) == len(texts) and tables[-1] is None
+    assert len(calls) == (len(topics) if table_bytes == 1 else 1)
+    for text, table in zip(texts[:-1], tables):
+        own = real(prepare(index, text).query.term_ids)
+        np.testing.assert_allclose(table, own, rtol=1e-13, atol=0)
+    monkeypatch.setattr("retrieval.core.ranking.TABLE_BYTES", table_bytes)
+    run = run_topics(index, topics, model=model, progress=False)
+    one_by_one = [d for t in topics for d in rank(index, t.qid, t.title, model=model)]
+    assert [(d.qid, d.docno) for d in run] == [(d.qid, d.docno) for d in one_by_one]
+    np.testing.assert_allclose([d.score for d in run], [d.score for d in one_by_one], rtol=1e-12)
 
 
 def test_iteration_table_has_a_row_per_sample(mini):

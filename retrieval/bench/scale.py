@@ -125,14 +125,11 @@ def _time_batch(index, queries, model) -> dict:
     tables_s = 0.0
     if model is not None:  # where the time goes: the model's P_TM(w|d) tables of the query terms
         from ..core.extension import document_model
-        from ..core.scoring import Scorer
+        from ..core.ranking import query_tables
 
-        scorer, doc_model = Scorer(index.stats), document_model(model, index)
-        ids = [scorer.query(q, index.analyze(q)).term_ids for q in queries]
         start = time.perf_counter()
-        for term_ids in ids:
-            if len(term_ids):
-                doc_model.p_w_d(term_ids)
+        for _ in query_tables(index, queries, document_model(model, index)):
+            pass
         tables_s = time.perf_counter() - start
     return dict(batch_s=batch_s, tables_s=tables_s, first_s=first_s, peak_gib=_maxrss_gib())
 
@@ -394,7 +391,8 @@ def _tables(kinds, full, frac, small, per_kind, per_kind_small, target, info) ->
         "after two queries that load the kernels and compute the model's per-document constants "
         "(their seconds, a once-per-process cost, are in the second table, not extrapolated). Where a "
         "model's batch goes: 'of which P_TM tables' times the model's P_TM(w|d) of the query terms for "
-        "every document (``p_w_d``) apart, after the batch; the rest is QL, mixing, ranking and run lines.",
+        "every document apart, after the batch, as the batch computes them (``p_w_d`` once per group "
+        "of queries whose terms fit the tables' memory); the rest is QL, mixing, ranking and run lines.",
         f"QL batch on the fraction index: {frac['batch_s']:.2f} s"
         + (f", on the small one: {small['batch_s']:.2f} s." if small is not None else "."),
     ]

@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 DEPTH = 1000
 RUNS_DIR = Path("topics_runs")
-# Memory of the P_TM tables computed in one call for a group of queries (:func:`_query_tables`).
+# Memory of the P_TM tables computed in one call for a group of queries (:func:`query_tables`).
 TABLE_BYTES = 1 << 29
 
 
@@ -126,13 +126,14 @@ def rank(index: Index, qid: str, text: str, *, mu: float = MU, lam: float = LAM,
     return ranked(index, qid, prepare(index, text, model, qid=qid).scores(mu, lam), depth)
 
 
-def _query_tables(index: Index, texts: list[str], model, table_bytes: int = TABLE_BYTES):
+def query_tables(index: Index, texts: list[str], model, table_bytes: int | None = None):
     """P_TM(w|d) of every query's distinct terms, one (n_docs, n_terms) table per query (None
     for a query without indexed terms), yielded in order. The model is called once per group of
-    consecutive queries whose distinct terms together fit ``table_bytes``: a document model
+    consecutive queries whose distinct terms together fit ``table_bytes`` (default
+    :data:`TABLE_BYTES`) of tables: a document model
     reads its per-document rows once for all the group's terms."""
     scorer, n_docs = Scorer(index.stats), index.stats.n_docs
-    max_terms = max(1, table_bytes // (8 * max(n_docs, 1)))
+    max_terms = max(1, (TABLE_BYTES if table_bytes is None else table_bytes) // (8 * max(n_docs, 1)))
     ids = [scorer.query(text, index.analyze(text)).term_ids for text in texts]
     start = 0
     while start < len(ids):
@@ -141,7 +142,7 @@ def _query_tables(index: Index, texts: list[str], model, table_bytes: int = TABL
             terms |= set(ids[stop].tolist())
             stop += 1
         union = np.array(sorted(terms), dtype=np.int64)
-        table = model.p_w_d(union)
+        table = model.p_w_d(union) if len(union) else None
         for q in ids[start:stop]:
             yield table[:, np.searchsorted(union, q)] if len(q) else None
         start = stop
@@ -151,11 +152,11 @@ def sweep_topics(index: Index, topics: list[Topic], settings: list[tuple[float, 
                  field: str = "title", model=None, depth: int = DEPTH,
                  progress: bool = True) -> dict[tuple[float, float], list[ScoredDoc]]:
     """One run per (mu, lam) setting; the model's tables are computed once per query, for many
-    queries at a time (:func:`_query_tables`)."""
+    queries at a time (:func:`query_tables`)."""
     runs = {setting: [] for setting in settings}
     model = document_model(model, index)
     texts = [topic_query(topic, field) for topic in topics]
-    tables = (_query_tables(index, texts, model) if model is not None and any(lam < 1 for _, lam in settings)
+    tables = (query_tables(index, texts, model) if model is not None and any(lam < 1 for _, lam in settings)
               else iter([None] * len(topics)))
     for topic, text, p_w in tqdm(zip(topics, texts, tables), total=len(topics), desc="ranking topics",
                                  unit=" topics", disable=not progress, mininterval=1):
