@@ -130,8 +130,8 @@ def query_tables(index: Index, texts: list[str], model, table_bytes: int | None 
     """P_TM(w|d) of every query's distinct terms, one (n_docs, n_terms) table per query (None
     for a query without indexed terms), yielded in order. The model is called once per group of
     consecutive queries whose distinct terms together fit ``table_bytes`` (default
-    :data:`TABLE_BYTES`) of tables: a document model
-    reads its per-document rows once for all the group's terms."""
+    :data:`TABLE_BYTES`) of tables: a document model reads its per-document rows once for all
+    the group's terms."""
     scorer, n_docs = Scorer(index.stats), index.stats.n_docs
     max_terms = max(1, (TABLE_BYTES if table_bytes is None else table_bytes) // (8 * max(n_docs, 1)))
     ids = [scorer.query(text, index.analyze(text)).term_ids for text in texts]
