@@ -9,7 +9,7 @@ import numpy as np
 from . import file_specs
 from ._kernels.sparse import row_nnz, rows_to_csr
 from .generate import log_dirichlet, over_kept_samples
-from ._kernels.pam_score import phi_table, score_p_w_d, score_p_w_d_per_sample
+from ._kernels.pam_score import phi_table, score_p_w_d, score_p_w_d_per_sample, sparse_phi
 
 
 class PAMDocumentModel:
@@ -28,17 +28,21 @@ class PAMDocumentModel:
         return self.n_sub
 
     def _tables(self, term_ids):
-        """phi (n_cs, n_sub, T), G = alpha @ phi (n_cs, n_super, T), base = sum_i G_i / S_i."""
+        """The arguments of the scoring kernels after the document arrays: n_sub, alpha_r,
+        S (n_cs, n_super), phi's shared part b / (n_j + V b) (n_cs, n_sub), its sparse count
+        part (:func:`~models._kernels.pam_score.sparse_phi`), G = alpha @ phi (n_cs, n_super, T)
+        and base = sum_i G_i / S_i (n_cs, T)."""
         self._check_fitted()
         term_ids = self._check_term_ids(term_ids)
-        n_cs = self.dp_ptr_.shape[0]
+        n_cs, b = self.dp_ptr_.shape[0], float(self.beta)
         phi = np.empty((n_cs, self.n_sub, len(term_ids)))
-        phi_table(self.tw_ptr_, self.tw_sub_, self.tw_count_, self.n_j_samples_,
-                  float(self.beta), term_ids, phi)
+        phi_table(self.tw_ptr_, self.tw_sub_, self.tw_count_, self.n_j_samples_, b, term_ids, phi)
         G = np.ascontiguousarray(np.matmul(self.alpha_samples_, phi))
         S = self.alpha_samples_.sum(2)
         base = np.ascontiguousarray((G / S[:, :, None]).sum(1))
-        return phi, G, base, np.ascontiguousarray(S)
+        phi_b = b / (self.n_j_samples_ + self.n_terms_ * b)
+        sparse = sparse_phi(self.tw_ptr_, self.tw_sub_, self.tw_count_, self.n_j_samples_, b, term_ids)
+        return (self.n_sub, float(self.alpha_root), np.ascontiguousarray(S), phi_b, *sparse, G, base)
 
     def p_w_d(self, term_ids):
         """P_PAM(w | d) for every document, averaged over all kept samples of all chains.
@@ -54,20 +58,19 @@ class PAMDocumentModel:
         -------
         ndarray of shape (n_docs, n_query_terms), float64
         """
-        phi, G, base, S = self._tables(term_ids)
-        out = np.empty((len(self.doc_len_), phi.shape[2]))
+        tables = self._tables(term_ids)
+        out = np.empty((len(self.doc_len_), len(term_ids)))
         score_p_w_d(self.dp_ptr_, self.dp_key_samples_, self.dp_count_samples_, self.doc_len_,
-                    self.n_sub, float(self.alpha_root), S, phi, G, base, out)
+                    *tables, out)
         return out
 
     def p_w_d_per_sample(self, term_ids):
         """P_PAM(w | d) of every kept sample: ndarray of shape (n_chains, n_samples, n_docs, n_terms)."""
-        phi, G, base, S = self._tables(term_ids)
-        n_cs = phi.shape[0]
-        out = np.empty((n_cs, len(self.doc_len_), phi.shape[2]))
+        tables = self._tables(term_ids)
+        n_cs = self.dp_ptr_.shape[0]
+        out = np.empty((n_cs, len(self.doc_len_), len(term_ids)))
         score_p_w_d_per_sample(self.dp_ptr_, self.dp_key_samples_, self.dp_count_samples_,
-                               self.doc_len_, self.n_sub, float(self.alpha_root), S, phi, G,
-                               base, out)
+                               self.doc_len_, *tables, out)
         return out.reshape(self.n_chains, n_cs // self.n_chains, *out.shape[1:])
 
     def _doc_pairs(self, cs, doc):

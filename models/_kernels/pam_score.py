@@ -29,21 +29,57 @@ def phi_table(tw_ptr, tw_sub, tw_count, n_j, beta, term_ids, phi):
                 phi[cs, j, t] = (tw_count[q] + beta) / (n_j[cs, j] + vbeta)
 
 
+@njit(cache=True)
+def sparse_phi(tw_ptr, tw_sub, tw_count, n_j, beta, term_ids):
+    """The count part of phi for the query terms, sub-topic-major: for sample cs and sub-topic
+    j, the entries ``[sp_ptr[cs, j], sp_ptr[cs, j + 1])`` hold every term t with n_jw > 0 and
+    n_jw / (n_j + V b); phi[cs, j, t] is that plus the part every term shares, b / (n_j + V b).
+    Returns sp_ptr (n_cs, n_sub + 1) int64, sp_term int32, sp_val float64."""
+    n_cs, n_sub = n_j.shape
+    V = tw_ptr.shape[1] - 1
+    vbeta = V * beta
+    sp_ptr = np.zeros((n_cs, n_sub + 1), dtype=np.int64)
+    nnz = 0
+    for cs in range(n_cs):
+        sp_ptr[cs, 0] = nnz
+        for t in range(len(term_ids)):
+            w = term_ids[t]
+            for q in range(tw_ptr[cs, w], tw_ptr[cs, w + 1]):
+                sp_ptr[cs, tw_sub[q] + 1] += 1
+        for j in range(n_sub):
+            nnz += sp_ptr[cs, j + 1]
+            sp_ptr[cs, j + 1] = nnz
+    sp_term = np.empty(nnz, dtype=np.int32)
+    sp_val = np.empty(nnz)
+    fill = sp_ptr[:, :n_sub].copy()
+    for cs in range(n_cs):
+        for t in range(len(term_ids)):
+            w = term_ids[t]
+            for q in range(tw_ptr[cs, w], tw_ptr[cs, w + 1]):
+                j = tw_sub[q]
+                sp_term[fill[cs, j]] = t
+                sp_val[fill[cs, j]] = tw_count[q] / (n_j[cs, j] + vbeta)
+                fill[cs, j] += 1
+    return sp_ptr, sp_term, sp_val
+
+
 @njit(cache=True, inline="always")
-def _doc_sample(cs, d, dp_ptr, dp_key, dp_count, n_d, n_sub, alpha_r, alpha_sum, phi, G, base,
-                out):
+def _doc_sample(cs, d, dp_ptr, dp_key, dp_count, n_d, n_sub, alpha_r, alpha_sum, phi_b, sp_ptr,
+                sp_term, sp_val, G, base, out):
     """out[t] = P_PAM(term t | d) under sample cs (overwrites out[:T]).
 
     sum_i theta_i (G_it + sum_{j in d} n_ij phi_jt) / (n_i + S_i), theta_i = (n_i + a_r) / (n_d + s a_r);
     the super-topics absent from d share the term ``a_r / (n_d + s a_r) * base[cs, t]`` with
-    base = sum_i G_i / S_i, and the present ones correct it.
+    base = sum_i G_i / S_i, and the present ones correct it. phi_jt is phi_b[cs, j], the part
+    every term shares, plus the sparse count part of :func:`sparse_phi`.
     """
     n_super = G.shape[1]
-    T = phi.shape[2]
+    T = G.shape[2]
     den = 1.0 / (n_d + n_super * alpha_r)
     r0 = alpha_r * den
     for t in range(T):
         out[t] = r0 * base[cs, t]
+    shared = 0.0
     lo = dp_ptr[cs, d]
     hi = dp_ptr[cs, d + 1]
     q = lo
@@ -58,25 +94,29 @@ def _doc_sample(cs, d, dp_ptr, dp_key, dp_count, n_d, n_sub, alpha_r, alpha_sum,
         th = (n_i + alpha_r) * den
         f = th / (n_i + alpha_sum[cs, i])
         c = f - r0 / alpha_sum[cs, i]
-        # term-contiguous inner loops: the terms of many queries at once vectorise
         for t in range(T):
             out[t] += c * G[cs, i, t]
         for p in range(q, e):
             c = f * dp_count[p]
             j = dp_key[p] - i * n_sub
-            for t in range(T):
-                out[t] += c * phi[cs, j, t]
+            shared += c * phi_b[cs, j]
+            for r in range(sp_ptr[cs, j], sp_ptr[cs, j + 1]):
+                out[sp_term[r]] += c * sp_val[r]
         q = e
+    for t in range(T):
+        out[t] += shared
 
 
 @njit(cache=True, parallel=True)
-def score_p_w_d(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, phi, G, base, out):
+def score_p_w_d(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, phi_b, sp_ptr,
+                sp_term, sp_val, G, base, out):
     """out[d, t] = mean over samples cs of P_PAM(term t | d) (overwrites out).
 
     dp_ptr : (n_cs, n_docs + 1) int64 offsets into the flat dp_key/dp_count;
-    phi : (n_cs, n_sub, T); G : (n_cs, n_super, T) = alpha @ phi; base : (n_cs, T) = sum_i G_i / S_i.
+    phi_b : (n_cs, n_sub) b / (n_j + V b); sp_* : :func:`sparse_phi`;
+    G : (n_cs, n_super, T) = alpha @ phi; base : (n_cs, T) = sum_i G_i / S_i.
     """
-    n_cs, _, T = phi.shape
+    n_cs, _, T = G.shape
     n_docs = out.shape[0]
     inv = 1.0 / n_cs
     for d in prange(n_docs):
@@ -84,7 +124,7 @@ def score_p_w_d(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, ph
         buf = np.empty(T)
         for cs in range(n_cs):
             _doc_sample(cs, d, dp_ptr, dp_key, dp_count, doc_len[d], n_sub, alpha_r, alpha_sum,
-                        phi, G, base, buf)
+                        phi_b, sp_ptr, sp_term, sp_val, G, base, buf)
             for t in range(T):
                 acc[t] += buf[t]
         for t in range(T):
@@ -92,15 +132,15 @@ def score_p_w_d(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, ph
 
 
 @njit(cache=True, parallel=True)
-def score_p_w_d_per_sample(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, phi, G,
-                           base, out):
+def score_p_w_d_per_sample(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, phi_b,
+                           sp_ptr, sp_term, sp_val, G, base, out):
     """out[cs, d, t] = P_PAM(term t | d) under sample cs (overwrites out)."""
-    n_cs = phi.shape[0]
+    n_cs = G.shape[0]
     n_docs = out.shape[1]
     for d in prange(n_docs):
         for cs in range(n_cs):
             _doc_sample(cs, d, dp_ptr, dp_key, dp_count, doc_len[d], n_sub, alpha_r, alpha_sum,
-                        phi, G, base, out[cs, d])
+                        phi_b, sp_ptr, sp_term, sp_val, G, base, out[cs, d])
 
 
 # ---------------------------------------------------------------------------------------------
