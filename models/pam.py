@@ -30,13 +30,13 @@ from ._kernels.pam import (
     PamState,
     Scratch,
     SweepOrder,
-    init_random,
     sweep,
 )
 from ._kernels.pam_counts import (
     build_doc_lists,
     build_n_wj,
     compact_doc_lists,
+    init_random,
     log_lik_docs,
     ml_alpha,
     moment_match,

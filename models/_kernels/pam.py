@@ -18,7 +18,11 @@ Exact sampler, without enumerating the s * s' pairs: the mass is split as in Spa
     prior bucket  A_i G_i,  G_i = sum_j a_ij c_j   over the s super-topics
 
 and, when the prior bucket is hit at super-topic i, j is drawn from a_ij c_j by a scan over
-the s' sub-topics with the rest of the same uniform. Tokens of a shard are visited grouped by
+the s' sub-topics with the rest of the same uniform. The prior bucket's total needs no pass
+over the s super-topics: it is q0 = sum_i A0_i G_i (A0_i = alpha_r / S_i, the A_i of a
+super-topic absent from d), moved with G in O(1) through W_j = sum_i A0_i a_ij, plus
+(A_i - A0_i) G_i over the super-topics of d's pairs; its cumulative masses are built only when
+it is drawn (a few per cent of the tokens). A token thus costs O(pairs of its document). Tokens of a shard are visited grouped by
 term (as F+LDA does), so G depends only on the current term: it is built once per (shard, term)
 run as ``G_i = E_i + sum_{j: n_jw > 0} a_ij n_jw / (n_j + V beta)`` with the term-free
 ``E_i = beta sum_j a_ij / (n_j + V beta)``, and both are moved in O(s) when a token changes
@@ -56,7 +60,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from .rng import randint, uniform
+from .rng import uniform
 from .sparse import lower_bound
 
 N_STATS = 5
@@ -138,11 +142,16 @@ def sweep(order, state, docs, active, pruned, prior, edges, scratch, rng):
 
 @njit(cache=True, inline="always")
 def _pick(cum, n, u):
-    """First q < n with cum[q] > u; the last q with a positive increment if round-off puts u
-    at or past cum[n - 1]."""
+    """First q < n with cum[q] > u, by bisection (cum is non-decreasing: the same q as a scan);
+    the last q with a positive increment if round-off puts u at or past cum[n - 1]."""
     q = 0
-    while q < n and cum[q] <= u:
-        q += 1
+    b = n
+    while q < b:
+        m = (q + b) >> 1
+        if cum[m] > u:
+            b = m
+        else:
+            q = m + 1
     if q == n:
         q = n - 1
         while q > 0 and cum[q] == cum[q - 1]:
@@ -182,6 +191,33 @@ def doc_bucket(d, base, nnz, n_sub, dp_key, dp_count, n_ds, alpha_r, alpha_sum, 
         dsum += A * dp_count[base + q] * c[key - lo]
         pbuf[q] = dsum
     return dsum
+
+
+@njit(cache=True, inline="always")
+def doc_bucket_prior_total(d, base, nnz, n_sub, dp_key, dp_count, n_ds, alpha_r, alpha_sum, c,
+                           pbuf, A0, G, alpha_T, j0, dc0, q0):
+    """:func:`doc_bucket`, the prior bucket's total from ``q0`` = sum_i A0_i G_i (G with the
+    removal's a_i,j0 * dc0 folded in) plus (A_i - A0_i) G_i over d's super-topics (A_i = A0_i
+    for the others), and how many super-topics that took (statistics)."""
+    dsum = 0.0
+    qsum = q0
+    lo = 0
+    hi = 0
+    A = 0.0
+    n_pres = 0
+    for q in range(nnz):
+        key = dp_key[base + q]
+        if key >= hi:
+            i = key // n_sub
+            lo = i * n_sub
+            hi = lo + n_sub
+            n = n_ds[d, i]
+            A = (n + alpha_r) / (n + alpha_sum[i])
+            qsum += (A - A0[i]) * (G[i] + alpha_T[j0, i] * dc0)
+            n_pres += 1
+        dsum += A * dp_count[base + q] * c[key - lo]
+        pbuf[q] = dsum
+    return dsum, qsum, n_pres
 
 
 @njit(cache=True, inline="always")
@@ -233,6 +269,11 @@ def _sweep_block(r0, r1, run_word, run_ptr, ord_doc, z_ord, n_wj, n_j, n_ds, cap
     A0 = np.empty(n_super)
     for i in range(n_super):
         A0[i] = alpha_r / alpha_sum[i]
+    # W_j = sum_i A0_i a_ij: how sum_i A0_i G_i moves when c_j does
+    W = np.zeros(n_sub)
+    for j in range(n_sub):
+        for i in range(n_super):
+            W[j] += A0[i] * alpha_T[j, i]
     gsave = np.empty(n_super)
     for r in range(r0, r1):
         w = run_word[r]
@@ -251,6 +292,9 @@ def _sweep_block(r0, r1, run_word, run_ptr, ord_doc, z_ord, n_wj, n_j, n_ds, cap
                 else:
                     for i in range(n_super):
                         G[i] += alpha_T[j, i] * t
+        q0 = 0.0  # sum_i A0_i G_i, moved with G (exact sweeps)
+        for i in range(n_super):
+            q0 += A0[i] * G[i]
         for tok in range(run_ptr[r], run_ptr[r + 1]):
             d = ord_doc[tok]
             if active[d] == 0:
@@ -285,30 +329,40 @@ def _sweep_block(r0, r1, run_word, run_ptr, ord_doc, z_ord, n_wj, n_j, n_ds, cap
                         i = sub_super[e]
                         gsave[i] = G[i]
                         G[i] += sub_alpha[e] * dc0
-            dsum = doc_bucket(d, base, nnz, n_sub, dp_key, dp_count, n_ds, alpha_r, alpha_sum, c,
-                              pbuf)
-            if pruned or j0 < 0:
+            scanned = pruned or j0 < 0
+            if scanned:
+                dsum = doc_bucket(d, base, nnz, n_sub, dp_key, dp_count, n_ds, alpha_r,
+                                  alpha_sum, c, pbuf)
                 qsum = prior_bucket(d, n_ds, alpha_r, alpha_sum, A0, G, qbuf)
+                stats[2] += n_super
             else:
-                # the removal's change of G (a_i,j0 * dc0) is folded in here, not stored
-                qsum = 0.0
-                for i in range(n_super):
-                    n = n_ds[d, i]
-                    g = G[i] + alpha_T[j0, i] * dc0
-                    if n == 0:
-                        qsum += A0[i] * g
-                    else:
-                        qsum += (n + alpha_r) / (n + alpha_sum[i]) * g
-                    qbuf[i] = qsum
+                # the removal's change of G (a_i,j0 * dc0) is folded in here, not stored;
+                # the prior bucket's cumulative masses are only needed when it is drawn
+                dsum, qsum, n_pres = doc_bucket_prior_total(
+                    d, base, nnz, n_sub, dp_key, dp_count, n_ds, alpha_r, alpha_sum, c, pbuf,
+                    A0, G, alpha_T, j0, dc0, q0 + W[j0] * dc0)
+                stats[2] += n_pres
             u = uniform(rng) * (dsum + qsum)
             stats[0] += 1
             stats[1] += nnz
-            stats[2] += n_super
             if u < dsum:
                 pos_new = _pick(pbuf, nnz, u)
                 key_new = dp_key[base + pos_new]
             else:
                 v = u - dsum
+                if not scanned:
+                    qscan = 0.0
+                    for i in range(n_super):
+                        n = n_ds[d, i]
+                        g = G[i] + alpha_T[j0, i] * dc0
+                        if n == 0:
+                            qscan += A0[i] * g
+                        else:
+                            qscan += (n + alpha_r) / (n + alpha_sum[i]) * g
+                        qbuf[i] = qscan
+                    # the total above and this sum differ by rounding only
+                    v *= qscan / qsum
+                    stats[2] += n_super
                 i1 = _pick(qbuf, n_super, v)
                 lo = qbuf[i1 - 1] if i1 > 0 else 0.0
                 frac = (v - lo) / (qbuf[i1] - lo)
@@ -392,11 +446,13 @@ def _sweep_block(r0, r1, run_word, run_ptr, ord_doc, z_ord, n_wj, n_j, n_ds, cap
                     a1 = alpha_T[j1, i]
                     G[i] += a0 * dc0 + a1 * dc1
                     E[i] += a0 * dE0 + a1 * dE1
+                q0 += W[j0] * dc0 + W[j1] * dc1
             else:
                 for i in range(n_super):
                     a1 = alpha_T[j1, i]
                     G[i] += a1 * dc1
                     E[i] += a1 * dE1
+                q0 += W[j1] * dc1
         for j in range(n_sub):
             n_wj[w, j] = row[j]
 
@@ -440,25 +496,3 @@ def _sweep_pam(block_run_ptr, run_word, run_ptr, ord_doc, z_ord, n_wj, n_j, n_ds
             for s in range(S):
                 acc += local_n_j[s, j] - g0
             n_j[j] = acc
-
-
-# ---------------------------------------------------------------------------------------------
-# Initialisation, counts, conversions
-
-
-@njit(cache=True, parallel=True)
-def init_random(shard_tok_ptr, ord_doc, active, z_ord, n_super, n_sub, rng):
-    """z_ord[i] = i1 * n_sub + j1 with i1, j1 uniform for tokens of active docs, -1 otherwise.
-
-    shard_tok_ptr : (S + 1,) int64, tokens of shard s are shard_tok_ptr[s]:[s + 1] (sweep order).
-    rng : (S, 4) uint64. Changes z_ord and rng in place.
-    """
-    S = len(shard_tok_ptr) - 1
-    for s in prange(S):
-        for i in range(shard_tok_ptr[s], shard_tok_ptr[s + 1]):
-            if active[ord_doc[i]]:
-                a = randint(rng[s], n_super)
-                b = randint(rng[s], n_sub)
-                z_ord[i] = a * n_sub + b
-            else:
-                z_ord[i] = -1

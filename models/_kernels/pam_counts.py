@@ -1,11 +1,31 @@
-"""PAM: the conversion from document to sweep order, counts from z, the doc lists, alpha by
-Minka's fixed point or by moment matching, and the collapsed log-likelihood (see
-:mod:`models._kernels.pam`).
+"""PAM: the random start, the conversion from document to sweep order, counts from z, the doc
+lists, alpha by Minka's fixed point or by moment matching, and the collapsed log-likelihood
+(see :mod:`models._kernels.pam`).
 """
 import math
 
 import numpy as np
 from numba import njit, prange
+
+from .rng import randint
+
+
+@njit(cache=True, parallel=True)
+def init_random(shard_tok_ptr, ord_doc, active, z_ord, n_super, n_sub, rng):
+    """z_ord[i] = i1 * n_sub + j1 with i1, j1 uniform for tokens of active docs, -1 otherwise.
+
+    shard_tok_ptr : (S + 1,) int64, tokens of shard s are shard_tok_ptr[s]:[s + 1] (sweep order).
+    rng : (S, 4) uint64. Changes z_ord and rng in place.
+    """
+    S = len(shard_tok_ptr) - 1
+    for s in prange(S):
+        for i in range(shard_tok_ptr[s], shard_tok_ptr[s + 1]):
+            if active[ord_doc[i]]:
+                a = randint(rng[s], n_super)
+                b = randint(rng[s], n_sub)
+                z_ord[i] = a * n_sub + b
+            else:
+                z_ord[i] = -1
 
 
 @njit(cache=True, parallel=True)
