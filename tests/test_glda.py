@@ -131,7 +131,7 @@ def _eq3_kernel(m, corpus, c, d, h):
         m_dk[k_h] -= 1
     w = np.zeros(m.n_topics)
     total = G_.group_topic_weights(words, offs, len(words), m_dk, m.alpha_[c], m._unit(),
-                                   n_kw, n_k, m.beta, m.beta * corpus.n_terms, w)
+                                   n_kw, n_k, m.beta, m.beta * corpus.n_terms, w, np.zeros((3, m.n_topics)))
     return w / total, len(words)
 
 

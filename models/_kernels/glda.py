@@ -22,22 +22,30 @@ from numba import njit, prange
 from .glda_sparse import (LINEAR_MAX, ONE, _rising, bit_set, build_word_bits, doc_sums,
                           draw_group_topic, pick_listed, smooth_move, smooth_sums, topic_move,
                           trailing_zeros)
+from .prefetch import prefetch
 from .rng import randint, uniform
+
+# Tokens between the prefetch of a token's counts and its draw.
+PREFETCH_AHEAD = 4
 
 
 @njit(cache=True)
-def _log_rising(x, n):
-    """log of x (x + 1) ... (x + n - 1): products of LINEAR_MAX factors, one log each."""
-    acc = 0.0
+def _log_rising_all(x, n, acc, prod):
+    """acc[k] = log of x[k] (x[k] + 1) ... (x[k] + n - 1) for every k: products of LINEAR_MAX
+    factors, one log each, every topic's factors in the same order as for one x (so the same
+    bits), the inner loops over topics contiguous."""
+    K = len(x)
+    acc[:K] = 0.0
     j = 0
     while j < n:
-        p = 1.0
+        prod[:K] = 1.0
         stop = min(n, j + LINEAR_MAX)
         while j < stop:
-            p *= x + j
+            for k in range(K):
+                prod[k] *= x[k] + j
             j += 1
-        acc += math.log(p)
-    return acc
+        for k in range(K):
+            acc[k] += math.log(prod[k])
 
 
 @njit(cache=True)
@@ -82,10 +90,10 @@ def word_part(y, n_grp_k, gbits, wbits, n_kw, inv1, tk, tw):
 
 
 @njit(cache=True)
-def group_topic_weights(words, offs, n, m_dk, alpha, unit, n_kw, n_k, beta, vbeta, out):
+def group_topic_weights(words, offs, n, m_dk, alpha, unit, n_kw, n_k, beta, vbeta, out, scratch):
     """Eq. 3 for one group of ``n`` tokens (term ``words[j]``, ``offs[j]`` earlier tokens of the
     same term in the group), removed from the counts: unnormalised p(z_g = k) in ``out``, scaled
-    by a constant when computed in log space. Returns the total.
+    by a constant when computed in log space. Returns the total. ``scratch``: (3, K) float64.
 
     gLDA (unit 0, 2): (alpha_k + m_dk) * prod_j (beta + n_kw[w_j, k] + off_j) / rising(V beta + n_k, n);
     restricted LDA (unit 1): the doc factor is rising(alpha_k + m_dk, n) over token counts."""
@@ -98,22 +106,36 @@ def group_topic_weights(words, offs, n, m_dk, alpha, unit, n_kw, n_k, beta, vbet
                 num *= beta + n_kw[words[j], k] + offs[j]
             out[k] = num / _rising(vbeta + n_k[k], n)
     else:  # long groups: log space, shifted by the maximum before exp
+        # token by token over all topics (rows of n_kw read in order), each topic's factors
+        # multiplied in token order, LINEAR_MAX to a log
+        x, acc, prod = scratch[0], scratch[1], scratch[2]
+        for k in range(K):
+            x[k] = alpha[k] + m_dk[k]
+        if unit == 1:
+            _log_rising_all(x, n, out, prod)
+        else:
+            for k in range(K):
+                out[k] = math.log(x[k])
+        j = 0
+        while j < n:
+            prod[:K] = 1.0
+            stop = min(n, j + LINEAR_MAX)
+            while j < stop:
+                row = n_kw[words[j]]
+                o = offs[j]
+                for k in range(K):
+                    prod[k] *= beta + row[k] + o
+                j += 1
+            for k in range(K):
+                out[k] += math.log(prod[k])
+        for k in range(K):
+            x[k] = vbeta + n_k[k]
+        _log_rising_all(x, n, acc, prod)
         top = -np.inf
         for k in range(K):
-            a = alpha[k] + m_dk[k]
-            lw = _log_rising(a, n) if unit == 1 else math.log(a)
-            j = 0
-            while j < n:  # products of up to LINEAR_MAX word factors, one log each
-                p = 1.0
-                stop = min(n, j + LINEAR_MAX)
-                while j < stop:
-                    p *= beta + n_kw[words[j], k] + offs[j]
-                    j += 1
-                lw += math.log(p)
-            lw -= _log_rising(vbeta + n_k[k], n)
-            out[k] = lw
-            if lw > top:
-                top = lw
+            out[k] -= acc[k]
+            if out[k] > top:
+                top = out[k]
         for k in range(K):
             out[k] = math.exp(out[k] - top)
     total = 0.0
@@ -197,6 +219,25 @@ def _pick(w, n, u):
 
 
 @njit(cache=True, inline="always")
+def _prefetch_bits(wbits, y):
+    """Ask for word y's topic bitset (up to two cache lines)."""
+    row = wbits[y].view(np.int32)  # (the prefetch intrinsic takes one pointer type per function)
+    prefetch(row, 0)
+    prefetch(row, len(row) - 1)
+
+
+@njit(cache=True, inline="always")
+def _prefetch_counts(row, bits, blk):
+    """Ask for the counts of ``row`` (n_kw[y]) at the topics of ``bits``, block ``blk`` of 64
+    topics: the cache lines of its 16-topic quarters that hold one."""
+    for q in range(4):
+        if (bits >> np.uint64(16 * q)) & np.uint64(0xFFFF):
+            k = (blk << 6) + 16 * q
+            prefetch(row, k)
+            prefetch(row, k + 15)
+
+
+@njit(cache=True, inline="always")
 def _dec(n_kw, wbits, y, k):
     """n_kw[y, k] -= 1, keeping word y's topic bitset."""
     n_kw[y, k] -= 1
@@ -255,6 +296,19 @@ def sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, tok_run, g, zg, n_kw, n_k,
             gstart[zg[g0 + h]] -= 1
         run_groups_build(lo, hi, g, run_ptr, tok_run, rg_grp, rg_cnt, rg_nd)
         for i in range(lo, hi):
+            # later tokens' word bits and counts are random accesses into V-row tables: ask for
+            # them now (the bits two steps ahead, then the counts their topics will read), so
+            # that they are in the cache when those tokens come
+            if i + 2 * PREFETCH_AHEAD < hi:
+                _prefetch_bits(wbits, term_ids[i + 2 * PREFETCH_AHEAD])
+            if i + PREFETCH_AHEAD < hi:
+                ya = term_ids[i + PREFETCH_AHEAD]
+                row = n_kw[ya]
+                prefetch(row, zg[g0 + g[i + PREFETCH_AHEAD]])
+                for b in range(len(gbits)):
+                    x = gbits[b] & wbits[ya, b]
+                    if x != 0:
+                        _prefetch_counts(row, x, b)
             y = term_ids[i]
             k_old = zg[g0 + g[i]]
             _dec(n_kw, wbits, y, k_old)
@@ -337,8 +391,8 @@ def sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, tok_run, g, zg, n_kw, n_k,
                                      unit, n_kw, inv_r, beta, S, D, tk, tw)
         else:
             total = group_topic_weights(words, offs, n, m_dk, alpha, unit, n_kw, n_k, beta, vbeta,
-                                        kbuf)
-            k_new = _pick(kbuf, len(n_k), uniform(rng) * total)
+                                        kbuf[0], kbuf[1:])
+            k_new = _pick(kbuf[0], len(n_k), uniform(rng) * total)
         zg[g0 + h] = k_new
         for j in range(n):
             _inc(n_kw, wbits, words[j], k_new)
@@ -373,7 +427,7 @@ def sweep_chains(doc_ptr, term_ids, grp_ptr, run_ptr, tok_run, g, zg, n_kw, n_k,
         n_grp_k = np.zeros(K, np.int64)
         m_dk = np.zeros(K, np.int64)
         topics = np.zeros(K, np.int64)
-        kbuf = np.zeros(K)
+        kbuf = np.zeros((4, K))
         gptr = np.zeros(max_groups + 1, np.int64)
         members = np.zeros(max_len, np.int64)
         words = np.zeros(max_len, np.int64)
