@@ -22,7 +22,7 @@ from . import checkpoint as ckpt
 from .corpus import Corpus
 
 
-def _launch_numba_threads():
+def launch_numba_threads():
     """Start numba's threads, with GNU OpenMP's idle threads sleeping instead of spinning.
 
     A sweep is a few parallel sub-steps that end at a barrier. Where the cores are shared with
@@ -30,7 +30,9 @@ def _launch_numba_threads():
     passive waiting costs a wake-up of microseconds per sub-step. libgomp reads OMP_WAIT_POLICY
     once, when numba's OpenMP layer loads it at the first launch, so the variable is set only
     around that launch (torch's own OpenMP, loaded later, keeps its default); a value the user
-    set is left alone, and so are threads another library started first.
+    set is left alone, and so are threads another library started first. Training calls it,
+    and so does the ranker: between its parallel kernels the Python work of a query runs while
+    the idle threads would otherwise spin.
     """
     if "OMP_WAIT_POLICY" in os.environ:
         numba.get_num_threads()
@@ -159,7 +161,7 @@ class TopicModel(abc.ABC):
 
     def _with_threads(self, fn, *args):
         """Run ``fn(*args)`` with numba limited to ``n_jobs`` threads (restored afterwards)."""
-        _launch_numba_threads()
+        launch_numba_threads()
         prev = numba.get_num_threads()
         n_jobs = getattr(self, "n_jobs", None)
         if n_jobs is not None:
@@ -189,6 +191,7 @@ class TopicModel(abc.ABC):
     @classmethod
     def _read_file(cls, path, fingerprint=None):
         """The file's header and arrays once it is known to hold this class, for ``fingerprint``."""
+        launch_numba_threads()  # before the checks' and the document model's parallel kernels
         f = ckpt.read_model_file(path)
         if f.header.get("model") != cls.__name__:
             raise ValueError(f"{os.fspath(path)}: holds a {f.header.get('model')!r} model, not {cls.__name__}")

@@ -30,6 +30,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from models.atomic import remove_stale, target_lock
+from models.base import launch_numba_threads
 
 from .. import __version__
 from .jvm import ANSERINI_VERSION, jcast, jclass
@@ -324,6 +325,7 @@ class Index:
             raise FileNotFoundError(f"{self.path}: not a topicir index{hint}: {MANIFEST} is missing; "
                                     f"build one with `topicir index SOURCE --out {self.path}`")
         self.manifest = json.loads(manifest.read_text())
+        launch_numba_threads()  # before any parallel kernel reads the index: idle threads sleep
 
     def __repr__(self) -> str:
         m = self.manifest

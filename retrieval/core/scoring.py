@@ -15,6 +15,8 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from models.base import launch_numba_threads
+
 from .stats import CollectionStats
 
 MU = 1000.0
@@ -82,6 +84,7 @@ class Scorer:
         if model is None and lam != 1.0:
             lam = 1.0  # without a topic model the mixture is plain QL
         self.stats, self.mu, self.lam, self.model = stats, float(mu), float(lam), model
+        launch_numba_threads()  # before the first parallel kernel: idle threads sleep
 
     def query(self, text: str, terms: list[str]) -> Query:
         index = self.stats.term_index
