@@ -245,9 +245,11 @@ class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):
         self.z_ord_ = np.full((C, N), -1, dtype=np.int32)
         self.n_wj_ = np.zeros((C, V, s2), dtype=np.int32)
         self.n_j_ = np.zeros((C, s2), dtype=np.int64)
-        self.n_ds_ = np.zeros((C, D, s), dtype=np.int32)
+        # a document's counts never exceed its length: uint16 for documents that fit
+        doc_count = count_dtype(self._lay["doc_len"].max(initial=0))
+        self.n_ds_ = np.zeros((C, D, s), dtype=doc_count)
         self.dp_key_ = np.zeros((C, cap), dtype=np.int32)
-        self.dp_count_ = np.zeros((C, cap), dtype=np.int32)
+        self.dp_count_ = np.zeros((C, cap), dtype=doc_count)
         self.dp_nnz_ = np.zeros((C, D), dtype=np.int32)
         S = self.n_shards
         max_len = max(1, int(self._lay["doc_len"].max()))
@@ -391,8 +393,7 @@ class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):
         nnz = self.dp_nnz_[c]
         ptr = np.concatenate([[0], np.cumsum(nnz, dtype=np.int64)])
         dp_key = anon_empty(ptr[-1], np.int32)
-        # a pair's count never exceeds its document's length
-        dp_count = anon_empty(ptr[-1], count_dtype(lay["doc_len"].max(initial=0)))
+        dp_count = anon_empty(ptr[-1], self.dp_count_.dtype)
         compact_doc_lists(lay["cap_ptr"], self.dp_key_[c], self.dp_count_[c], nnz, ptr,
                           dp_key, dp_count)
         tw_ptr, tw_sub, tw_count = count_csr(self.n_wj_[c])

@@ -1,5 +1,6 @@
-"""PAM's kept samples: counts in the narrowest dtype that holds them (uint16, int32 beyond),
-gathered without a second copy, and model files of either dtype (int32: the earlier layout)."""
+"""PAM's counts in the narrowest dtype that holds them (uint16, int32 beyond): the chains'
+document counts and the kept samples' counts, gathered without a second copy, and model files
+of either dtype (int32: the earlier layout)."""
 import numpy as np
 import pytest
 
@@ -30,6 +31,7 @@ def test_kept_counts_are_uint16_and_int32_files_still_load(tmp_path):
     m = _fit(corpus)
     assert m.dp_count_samples_.dtype == np.uint16 and m.tw_count_.dtype == np.uint16
     assert m.tw_sub_.dtype == np.uint16 and m.dp_key_samples_.dtype == np.int32
+    assert m.n_ds_.dtype == np.uint16 and m.dp_count_.dtype == np.uint16  # the chains' too
     terms = np.arange(corpus.n_terms)
     want = m.p_w_d_per_sample(terms)
     # every sample's counts add up to its tokens
@@ -57,6 +59,7 @@ def test_counts_beyond_uint16_are_kept_as_int32():
                               fingerprint="long")
     m = _fit(corpus, n_super=1, n_sub=2, n_iter=2, burn_in=0, sample_every=1)
     assert m.dp_count_samples_.dtype == np.int32 and m.tw_count_.dtype == np.int32
+    assert m.n_ds_.dtype == np.int32 and m.dp_count_.dtype == np.int32
     for cs in range(m.dp_ptr_.shape[0]):
         dense = _counts_by_hand(m, cs)
         assert dense[0].sum() == n and dense.max() > 65_535
