@@ -85,3 +85,21 @@ def test_gather_concatenates_in_sample_order_and_drops_each_sample():
     np.testing.assert_array_equal(ptrs[:, 0], [0, 3, 3, 40_003])
     np.testing.assert_array_equal(ptrs[:, -1], [3, 3, 40_003, 40_008])
     assert all(set(s) == set() for s in samples)
+
+
+def test_checkpoint_holds_every_kept_samples_assignments(tmp_path):
+    from models import checkpoint as ckpt
+
+    corpus = synthetic_corpus(30, 30, 15, seed=6, n_latent=3)
+    path = tmp_path / "pam.ckpt"
+    m = PAM(n_super=2, n_sub=3, n_chains=2, n_iter=8, burn_in=4, sample_every=2, n_shards=2,
+            seed=4, checkpoint_every=3).fit(corpus, checkpoint=path)
+    f = ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT)
+    assert f.header["sample_chain"] == [0, 1, 0, 1]
+    np.testing.assert_array_equal(f.arrays["sample_z"], np.stack([s["z"] for s in m._samples]))
+    # every kept sample's assignments are those its counts were taken from
+    by_cs = sorted(zip(f.header["sample_chain"], f.header["sample_iter"], f.arrays["sample_z"]),
+                   key=lambda t: t[:2])
+    for cs, (_, _, z) in enumerate(by_cs):
+        np.testing.assert_array_equal(np.bincount(z % m.n_sub, minlength=m.n_sub),
+                                      m.n_j_samples_[cs])
