@@ -12,33 +12,10 @@ from typing import NamedTuple
 import numpy as np
 
 from . import file_specs
-from .avipam_foldin import AVIFoldInMixin
+from .avipam_foldin import (_AVERAGE, _ESTIMATE, _ONE_PASS, _REFINE_BATCH, AVIFoldInMixin,
+                            batch_draws, refine_posteriors)
 from .foldin import as_corpus
 from .variational import VariationalModel, count_matrix
-
-
-# Semi-amortized refinement: Adam's step on the per-document variational parameters, and the
-# documents refined together.
-_REFINE_LR = 0.05
-_REFINE_BATCH = 500
-# What a batch's draws are for: a refinement step, the averaged mixture, an ELBO estimate.
-_REFINE, _AVERAGE, _ESTIMATE = 0, 1, 2
-# What models written before ``refine_steps`` and ``doc_samples`` existed did: one encoder pass,
-# the mixture at the posterior means.
-_ONE_PASS = dict(refine_steps=0, doc_samples=0)
-
-
-def _batch_draws(seed, batch_no, device, n_levels):
-    """``draws(purpose, call)``: one torch generator per level, seeded from (seed, batch number,
-    purpose, call, level) alone, so that a document's draws depend on its place in the input and
-    not on the documents after it (nor on how many steps came before)."""
-    import torch
-
-    def draws(purpose, call):
-        keys = np.random.SeedSequence([seed, batch_no, purpose, call]).spawn(n_levels)
-        return [torch.Generator(device=device).manual_seed(int(k.generate_state(1, np.uint64)[0] >> 1))
-                for k in keys]
-    return draws
 
 
 class Arch(NamedTuple):
@@ -134,6 +111,16 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         the decoder logits (batch statistics at training, running ones afterwards). Its topics
         (``topic_words``) are what the decoder gives a document made of one topic,
         softmax(norm(beta_k)), not ProdLDA's softmax(beta_k).
+    topic_update : {"gradient", "em"}, default="gradient"
+        How training moves the sub-topics. "gradient": beta is a network parameter that Adam
+        moves on the ELBO, the paper's variational EM. "em": the closed-form variational M-step
+        of LDA: after every epoch, phi_kw = (n_kw + eta) / (n_k + V eta), with n_kw the
+        topic-word counts that the epoch's posterior draws expect (each token of document d
+        shared among the topics as mix_dk phi_kw); the topics start at the collection's unigram
+        model times log-normal noise and carry word frequencies, as LDA's do; the encoder is
+        trained on the ELBO as before, and ``norm`` applies to it alone. Mixture decoder only.
+    eta : float, default=0.01
+        Symmetric Dirichlet prior of the topics of ``topic_update="em"`` (LDA's beta).
     epochs : int, default=100
     batch_size : int, default=200
     lr : float, default=1e-3
@@ -189,7 +176,8 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
     _FILE_SPEC = file_specs.AVIPAM  # what a model file must hold (and the network, its arch)
 
     def __init__(self, arch="4pam:50,100", alpha=1.0, hidden=100, norm="batch", dropout=0.2,
-                 theta_dropout=0.0, decoder="mixture", epochs=100, batch_size=200, lr=1e-3,
+                 theta_dropout=0.0, decoder="mixture", topic_update="gradient", eta=0.01,
+                 epochs=100, batch_size=200, lr=1e-3,
                  kl_warmup=0, beta1=0.99, refine_steps=30, doc_samples=16, seed=0, device="cpu",
                  n_jobs=None, callback_every=1, checkpoint_every=10):
         self.arch = arch
@@ -199,6 +187,8 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         self.dropout = dropout
         self.theta_dropout = theta_dropout
         self.decoder = decoder
+        self.topic_update = topic_update
+        self.eta = eta
         self.epochs = epochs
         self.batch_size = batch_size
         self.lr = lr
@@ -220,6 +210,11 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         self._pos_int("hidden")
         self._check_choice("norm", ("batch", "l2", "none"))
         self._check_choice("decoder", ("mixture", "product"))
+        self._check_choice("topic_update", ("gradient", "em"))
+        self._pos_float("eta")
+        if self.topic_update == "em" and self.decoder != "mixture":
+            raise ValueError("topic_update='em' needs decoder='mixture' (the M-step reads topics "
+                             "from counts; the product decoder has none)")
         for name in ("dropout", "theta_dropout"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and 0 <= v < 1):
@@ -234,8 +229,9 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
 
     @classmethod
     def _from_params(cls, params):
-        # Files written before refinement existed hold one-pass mixtures: read them as such.
-        return super()._from_params({**_ONE_PASS, **params})
+        # Files written before refinement existed hold one-pass mixtures: read them as such;
+        # those written before topic_update existed learned their topics by gradient.
+        return super()._from_params({**_ONE_PASS, "topic_update": "gradient", **params})
 
     @property
     def n_topics(self):
@@ -254,9 +250,23 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
 
         arch = parse_arch(self.arch)
         masks = [torch.from_numpy(m) for m in arch.masks]
-        return PAMNet(n_terms, masks, [float(self.alpha)] * len(masks), hidden=self.hidden,
-                      norm=self.norm, dropout=float(self.dropout), decoder=self.decoder,
-                      theta_dropout=float(self.theta_dropout), full_cov=arch.full_cov)
+        em = float(self.eta) if self.topic_update == "em" else 0.0
+        net = PAMNet(n_terms, masks, [float(self.alpha)] * len(masks), hidden=self.hidden,
+                     norm=self.norm, dropout=float(self.dropout), decoder=self.decoder,
+                     theta_dropout=float(self.theta_dropout), full_cov=arch.full_cov, topic_em=em)
+        log_freq = getattr(self, "_log_freq", None)  # set while fitting; a loaded net reads its own
+        if em and log_freq is not None:
+            net.start_topics(torch.from_numpy(log_freq))
+        return net
+
+    def _fit(self, corpus, callback, checkpoint):
+        n = np.bincount(corpus.term_ids, minlength=corpus.n_terms).astype(np.float64)
+        eta = float(self.eta)
+        self._log_freq = np.log((n + eta) / (n.sum() + eta * corpus.n_terms)).astype(np.float32)
+        try:
+            super()._fit(corpus, callback, checkpoint)
+        finally:
+            del self._log_freq
 
     def topic_correlations(self):
         """A CTM's learned topic correlations (K, K): the correlation matrix of its prior's
@@ -355,8 +365,8 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         for b, lo in enumerate(range(0, X.shape[0], batch)):
             x = torch.from_numpy(X[lo:lo + batch].toarray()).to(dev)
             pairs, tw = self._pairs(net, x, topics)
-            draws = _batch_draws(seed, b, dev, net.n_levels)
-            yield lo, net, (x, pairs, tw), self._posteriors(net, x, pairs, tw, draws, steps), draws
+            draws = batch_draws(seed, b, dev, net.n_levels)
+            yield lo, net, (x, pairs, tw), refine_posteriors(net, x, pairs, tw, draws, steps), draws
 
     @staticmethod
     def _pairs(net, x, topics):
@@ -366,37 +376,6 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
             return None, None
         rows, cols = x.nonzero(as_tuple=True)
         return (rows, cols, x[rows, cols]), topics[:, cols].T.contiguous()
-
-    @staticmethod
-    def _posteriors(net, x, pairs, tw, draws, steps):
-        """The encoder's variational parameters of the documents ``x``, then ``steps`` Adam steps
-        on the sum of their ELBOs with the decoder fixed (semi-amortized VI, Kim et al. 2018),
-        one fresh draw per step: every document's parameters move on its own ELBO alone (Adam
-        is elementwise)."""
-        import torch
-
-        with torch.no_grad():
-            params = net.posterior_params(x)
-        if not steps:
-            return params
-        params = [p.detach().clone().requires_grad_(True) for p in params]
-        opt = torch.optim.Adam(params, lr=_REFINE_LR)
-        prev = torch.get_num_threads()
-        # One thread, as training: the mixtures do not depend on n_jobs (torch splits reductions
-        # by thread count), and these small ops gain nothing from threads on a busy machine.
-        torch.set_num_threads(1)
-        try:
-            with torch.enable_grad():
-                for step in range(steps):
-                    eps = net.noise(params, 1, draws(_REFINE, step), _REFINE_BATCH)
-                    mix, kl = net.mix_kl(params, eps)
-                    loss = (kl - net.expected_log_lik(x, mix, tw, pairs)).sum()
-                    opt.zero_grad()
-                    loss.backward()
-                    opt.step()
-        finally:
-            torch.set_num_threads(prev)
-        return [p.detach() for p in params]
 
     def elbo(self, corpus, refine_steps=None, n_samples=64, seed=None):
         """Per-document ELBO (n_docs,) of the posteriors that :meth:`transform` reaches with

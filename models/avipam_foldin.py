@@ -1,9 +1,65 @@
-"""Fold-in for aviPAM: a new document's posterior is the encoder's, refined on the document's
-ELBO and averaged over draws as the model's ``refine_steps`` and ``doc_samples`` say, and
-P_TM(w | d) the decoder's for that mixture, exactly as for training documents."""
+"""Document posteriors and fold-in for aviPAM: a document's posterior is the encoder's, refined
+on the document's ELBO (semi-amortized VI) and averaged over draws as the model's
+``refine_steps`` and ``doc_samples`` say, and P_TM(w | d) the decoder's for that mixture, for
+training and new documents alike."""
 import numpy as np
 
 from .foldin import FoldedDocs, as_corpus, check_fold_params
+
+# Semi-amortized refinement: Adam's step on the per-document variational parameters, and the
+# documents refined together.
+_REFINE_LR = 0.05
+_REFINE_BATCH = 500
+# What a batch's draws are for: a refinement step, the averaged mixture, an ELBO estimate.
+_REFINE, _AVERAGE, _ESTIMATE = 0, 1, 2
+# What models written before ``refine_steps`` and ``doc_samples`` existed did: one encoder pass,
+# the mixture at the posterior means.
+_ONE_PASS = dict(refine_steps=0, doc_samples=0)
+
+
+def batch_draws(seed, batch_no, device, n_levels):
+    """``draws(purpose, call)``: one torch generator per level, seeded from (seed, batch number,
+    purpose, call, level) alone, so that a document's draws depend on its place in the input and
+    not on the documents after it (nor on how many steps came before)."""
+    import torch
+
+    def draws(purpose, call):
+        keys = np.random.SeedSequence([seed, batch_no, purpose, call]).spawn(n_levels)
+        return [torch.Generator(device=device).manual_seed(int(k.generate_state(1, np.uint64)[0] >> 1))
+                for k in keys]
+    return draws
+
+
+def refine_posteriors(net, x, pairs, tw, draws, steps):
+    """The encoder's variational parameters of the documents ``x``, then ``steps`` Adam steps
+    on the sum of their ELBOs with the decoder fixed (semi-amortized VI, Kim et al. 2018),
+    one fresh draw per step: every document's parameters move on its own ELBO alone (Adam
+    is elementwise)."""
+    import torch
+
+    with torch.no_grad():
+        params = net.posterior_params(x)
+    if not steps:
+        return params
+    params = [p.detach().clone().requires_grad_(True) for p in params]
+    opt = torch.optim.Adam(params, lr=_REFINE_LR)
+    prev = torch.get_num_threads()
+    # One thread, as training: the mixtures do not depend on n_jobs (torch splits reductions
+    # by thread count), and these small ops gain nothing from threads on a busy machine.
+    torch.set_num_threads(1)
+    try:
+        with torch.enable_grad():
+            for step in range(steps):
+                eps = net.noise(params, 1, draws(_REFINE, step), _REFINE_BATCH)
+                mix, kl = net.mix_kl(params, eps)
+                loss = (kl - net.expected_log_lik(x, mix, tw, pairs)).sum()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+    finally:
+        torch.set_num_threads(prev)
+    return [p.detach() for p in params]
+
 
 # Pairs (or documents x terms) scored per block, bounding the memory of a block.
 _BLOCK = 1 << 16

@@ -42,7 +42,9 @@ class VariationalModel(TopicModel):
     Subclasses store the parameters ``epochs``, ``batch_size``, ``lr``, ``kl_warmup``, ``seed``,
     ``device``, ``n_jobs``, ``callback_every``, ``checkpoint_every`` (and their own) and define
     ``_check_params(corpus)``, ``_build_net(n_terms)`` (a module with ``loss(x, gen)`` returning
-    the negative ELBO and the KL part of every document of a batch) and ``_finalize(net, X)``
+    the negative ELBO and the KL part of every document of a batch; a network may also define
+    ``end_epoch()``, run without gradients after every epoch's last step, for closed-form
+    updates such as aviPAM's M-step topics) and ``_finalize(net, X)``
     (the fitted arrays named in ``_INFERENCE_ARRAYS``, the first of which exists exactly when
     the model is fitted).
 
@@ -155,6 +157,9 @@ class VariationalModel(TopicModel):
                 loss.backward()
                 opt.step()
                 total += float(neg_elbo.detach().sum())
+            if hasattr(net, "end_epoch"):
+                with torch.no_grad():
+                    net.end_epoch()
             if not np.isfinite(total):
                 raise RuntimeError(f"the ELBO became {total} in epoch {epoch + 1}; lower lr "
                                    f"(now {self.lr}) or use norm='batch'")

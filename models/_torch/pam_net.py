@@ -155,10 +155,15 @@ class PAMNet(nn.Module):
         The correlated topic model: one level (root -> K topics) whose prior N(mu0, L0 L0^T) is
         learned, started at the Laplace approximation of Dirichlet(alpha), and whose posteriors
         have full covariances.
+    topic_em : float
+        0: beta is a parameter (gradient steps on the ELBO). > 0: the topics come from the
+        closed-form M-step (:meth:`end_epoch`) with this Dirichlet prior eta, beta holds their
+        logarithms as a buffer, and :meth:`loss` gathers the expected counts while training
+        (start them with :meth:`start_topics`). Mixture decoder only.
     """
 
     def __init__(self, n_terms, masks, alphas, hidden=100, norm="batch", dropout=0.2,
-                 decoder="mixture", theta_dropout=0.0, full_cov=False):
+                 decoder="mixture", theta_dropout=0.0, full_cov=False, topic_em=0.0):
         super().__init__()
         if full_cov and len(masks) != 1:
             raise ValueError("a full-covariance root (CTM) needs a single level: root -> topics")
@@ -184,8 +189,17 @@ class PAMNet(nn.Module):
             self.prior_off = nn.Parameter(torch.zeros(K * (K - 1) // 2))
         self.n_levels = len(masks)
         K = masks[-1].shape[1]
-        self.beta = nn.Parameter(torch.empty(K, n_terms))
-        nn.init.xavier_uniform_(self.beta)
+        self.topic_em = float(topic_em)
+        if self.topic_em > 0:
+            if decoder != "mixture":
+                raise ValueError("topics by the M-step (topic_em > 0) need the mixture decoder")
+            # Topics by the closed-form M-step: beta holds log phi (K, V), a buffer that Adam does
+            # not move, and em_counts the expected topic-word counts of the epoch so far.
+            self.register_buffer("beta", torch.randn(K, n_terms))
+            self.register_buffer("em_counts", torch.zeros(K, n_terms))
+        else:
+            self.beta = nn.Parameter(torch.empty(K, n_terms))
+            nn.init.xavier_uniform_(self.beta)
         self.beta_norm = RowL2Norm(n_terms) if norm == "l2" and decoder == "mixture" else None
         self.dec_norm = make_norm(norm, n_terms) if decoder == "product" else None
 
@@ -195,6 +209,8 @@ class PAMNet(nn.Module):
         running statistics (call in eval mode); ProdLDA reads softmax(beta_k) instead, which
         ignores the per-word scale and shift the decoder's normalisation applies."""
         b = self.beta
+        if self.topic_em > 0:
+            return torch.exp(b)
         if self.decoder == "product":
             return torch.softmax(self.dec_norm(b), dim=1)
         if self.norm == "batch":
@@ -336,8 +352,36 @@ class PAMNet(nn.Module):
     def loss(self, x, gen):
         """Negative ELBO of every document of the batch (B,), and its KL part (B,)."""
         mix, kl = self(x, gen)
+        if self.topic_em > 0:
+            # E-step: every token's topic responsibilities mix_dk phi_kw / p(w | d) at this draw,
+            # summed into the epoch's expected counts (training only)
+            phi = self.topics()
+            p = mix @ phi + 1e-10
+            if self.training:
+                with torch.no_grad():
+                    self.em_counts += (mix.detach().T @ (x / p.detach())) * phi
+            rec = -(x * torch.log(p)).sum(1)
+            return rec + kl, kl
         rec = -(x * self.log_p_words(mix)).sum(1)
         return rec + kl, kl
+
+    def start_topics(self, log_freq):
+        """M-step topics: start every topic at the collection's unigram model ``log_freq`` (V,)
+        times the standard log-normal noise drawn at construction, log phi_k =
+        log_softmax(log_freq + noise_k), as a Gibbs sampler's random assignments start every
+        topic near the unigram model."""
+        if self.topic_em > 0:
+            self.beta.copy_(torch.log_softmax(log_freq.to(self.beta) + self.beta, dim=1))
+
+    def end_epoch(self):
+        """M-step topics: phi_kw = (n_kw + eta) / (n_k + V eta), n_kw the topic-word counts that
+        the epoch's posterior draws expect, eta = ``topic_em``: the mean of the topics' posterior
+        Dirichlet(eta + n_k), as LDA's variational EM (and a Gibbs sampler's phi estimate) reads
+        topics from counts."""
+        if self.topic_em > 0:
+            c = self.em_counts + self.topic_em
+            self.beta.copy_(torch.log(c / c.sum(1, keepdim=True)))
+            self.em_counts.zero_()
 
     def log_p_words(self, mix):
         """log p(w | d) of every word (B, V) given the documents' sub-topic mixtures."""

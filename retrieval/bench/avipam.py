@@ -185,6 +185,50 @@ def doc_model_fit(model, corpus, chunk=1024):
     return total / corpus.n_tokens
 
 
+def completion_split(corpus, seed=0):
+    """Document completion: every document's tokens shuffled by ``seed`` and halved; returns the
+    corpus of the observed halves (the first ceil(n/2) tokens of each shuffled document) and
+    the held-out halves as (document of every held-out token, its term)."""
+    from models.corpus import make_corpus
+
+    rng = np.random.default_rng(seed)
+    lens = np.diff(corpus.doc_ptr)
+    keep, held_doc, held_term = [], [], []
+    for d in range(corpus.n_docs):
+        toks = corpus.term_ids[corpus.doc_ptr[d]:corpus.doc_ptr[d + 1]].copy()
+        rng.shuffle(toks)
+        h = len(toks) // 2
+        keep.append(toks[h:])
+        held_doc.append(np.full(h, d, dtype=np.int64))
+        held_term.append(toks[:h])
+    ptr = np.concatenate([[0], np.cumsum(lens - lens // 2)]).astype(np.int64)
+    observed = make_corpus(ptr, np.concatenate(keep), n_terms=corpus.n_terms,
+                           fingerprint=f"{corpus.fingerprint}:observed-halves-{seed}")
+    return observed, (np.concatenate(held_doc), np.concatenate(held_term).astype(np.int64))
+
+
+def heldout_fit(make_model, corpus, seed=0, chunk=1024):
+    """Document completion (Wallach et al. 2009): log-likelihood per held-out token of the
+    document model P_TM(w | d) of ``make_model()`` (None: the unigram model) fitted on the
+    observed halves of :func:`completion_split`, each held-out token scored under its own
+    document's model; the unigram model is add-0.5 smoothed over the observed halves. How well
+    a document model predicts words of a document it has not seen, which topic smoothing gives
+    QL for query words a document lacks; the training fit (:func:`doc_model_fit`) rewards
+    memorising the document instead."""
+    observed, (doc, term) = completion_split(corpus, seed)
+    if make_model is None:
+        n = np.bincount(observed.term_ids, minlength=corpus.n_terms) + 0.5
+        return float(np.log(n[term] / n.sum()).mean())
+    model = make_model().fit(observed)
+    total = 0.0
+    for lo in range(0, corpus.n_terms, chunk):
+        sel = (term >= lo) & (term < lo + chunk)
+        if sel.any():
+            p = model.p_w_d(np.arange(lo, min(lo + chunk, corpus.n_terms), dtype=np.int64))
+            total += float(np.log(p[doc[sel], term[sel] - lo]).sum())
+    return total / len(term)
+
+
 def evaluate(label, model, seconds, corpus, ref, vocab):
     doc = model_coherence(model, corpus, ref, window=None)
     win = model_coherence(model, corpus, ref, window=20)
@@ -365,7 +409,8 @@ def map_table(*, data: str = "../shared/data", indexes: str = "indexes", collect
     the shared ``collections``, aviPAM with refined posteriors and from one encoder pass, with fit
     and inference times; in the notes, every document model's log-likelihood per training token
     beside the unigram model's and its effective sub-topics per document (:func:`doc_model_fit`,
-    :func:`effective_topics`): what a document model carries that QL's P(w | C) does not."""
+    :func:`effective_topics`): what a document model carries that QL's P(w | C) does not; and
+    per held-out token by document completion (:func:`heldout_fit`, every model trained again)."""
     from pathlib import Path
 
     from models.registry import model_class
@@ -395,8 +440,11 @@ def map_table(*, data: str = "../shared/data", indexes: str = "indexes", collect
                                                    qrels, ["AP"])["AP"]}
         infer, fit_s = {}, {}
         fit = {"unigram P(w|C)": doc_model_fit(None, corpus)}
+        held = {"unigram": heldout_fit(None, corpus)}
         for label, kind, params in models:
-            est = build(kind, params, args) if kind == "avipam" else model_class(kind)(**params)
+            def make(kind=kind, params=params):
+                return build(kind, params, args) if kind == "avipam" else model_class(kind)(**params)
+            est = make()
             t0 = time.perf_counter()
             model = est.fit(corpus)
             fit_s[label] = time.perf_counter() - t0
@@ -414,6 +462,7 @@ def map_table(*, data: str = "../shared/data", indexes: str = "indexes", collect
             run = sweep_topics(index, topics, [(mu, lam)], model=model, progress=False)
             row[label] = aggregate(run[(mu, lam)], qrels, ["AP"])["AP"]
             fit[label] = (doc_model_fit(model, corpus), effective_topics(model, corpus.n_docs))
+            held[label] = heldout_fit(make, corpus)
         row["times"] = (f"{corpus.n_docs} docs; fit s: " + ", ".join(f"{a} {v:.1f}" for a, v in fit_s.items())
                         + "; infer all docs s: " + ", ".join(f"{a} {v:.2f}" for a, v in infer.items()))
         rows.append(row)
@@ -421,6 +470,9 @@ def map_table(*, data: str = "../shared/data", indexes: str = "indexes", collect
                     f"document, exp entropy of its mixture): " + ", ".join(
                         f"{a} {v:.3f}" if isinstance(v, float) else f"{a} {v[0]:.3f} ({v[1]:.1f})"
                         for a, v in fit.items()))
+        fits.append(f"{name}: document completion, log-likelihood per held-out token (every document's "
+                    f"tokens halved at random, each model trained again on the other halves): "
+                    + ", ".join(f"{a} {v:.3f}" for a, v in held.items()))
         log.info("%s: %s", name, row)
     ref = AVIPAM()
     return [Table(f"MAP (judged title topics, mu={mu:g}, lam={lam:g}); K={k} (PAM: K/8 super-topics); Gibbs {g} "
