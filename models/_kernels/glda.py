@@ -2,9 +2,9 @@
 refinement), the group-topic step (eq. 3) and the sequential sweep of one chain.
 
 Layout (shared by all chains): documents ``doc_ptr``; the groups of doc d are the global ids
-``grp_ptr[d]:grp_ptr[d + 1]``; the (doc, word) runs (``tok_run`` maps a token to its run; run r
-holds ``run_ptr[r + 1] - run_ptr[r]`` tokens, and the runs of doc d occupy the slots
-``doc_ptr[d]:doc_ptr[d + 1]`` of ``run_ptr``), whose groups the refinement counts.
+``grp_ptr[d]:grp_ptr[d + 1]``; the (doc, word) runs, whose groups the refinement counts:
+``tok_run`` maps a token to its run, and run r holds the positions ``run_ptr[r]:run_ptr[r + 1]``
+of the tokens sorted by (doc, word), so the runs of doc d lie within ``doc_ptr[d]:doc_ptr[d + 1]``.
 State of one chain: ``g`` (group of every token, local to its doc), ``zg`` (topic of every group),
 ``n_kw`` (V, K) and ``n_k`` (K,). ``unit`` says what eq. 3's doc factor counts: 0, groups (gLDA:
 theta draws groups, alpha + M_dk); 1, tokens through a rising factorial (restricted LDA: theta
