@@ -90,7 +90,7 @@ def test_heldout_fit_scores_held_out_tokens_under_their_documents_model(corpus_b
     from retrieval.bench.avipam import completion_split, heldout_fit
 
     corpus = corpus_beta[0]
-    observed, (doc, term) = completion_split(corpus)
+    observed, (_, term) = completion_split(corpus)
     n = np.bincount(observed.term_ids, minlength=corpus.n_terms) + 0.5
     uni = heldout_fit(None, corpus)
     assert np.isclose(uni, np.log(n[term] / n.sum()).mean())
