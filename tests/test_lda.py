@@ -272,3 +272,24 @@ def test_term_lists_switch_to_int64_when_a_term_count_needs_it():
     m.fit(corpus)
     assert m.wl_.dtype == np.int64 and m._lay["wshift"] == 63 - 16
     check_invariants(m, corpus)
+
+
+def test_prefetch_takes_arrays_of_any_dtype_in_one_kernel():
+    """The prefetch intrinsic declares one LLVM function per module whatever the array's dtype,
+    and changes nothing it reads."""
+    from numba import njit
+
+    from models._kernels.prefetch import prefetch
+
+    @njit
+    def total(a, b):
+        s = 0.0
+        for i in range(len(a)):
+            prefetch(a, min(i + 8, len(a) - 1))
+            prefetch(b, min(i + 8, len(b) - 1))
+            s += a[i] + b[i]
+        return s
+
+    a, b = np.arange(40, dtype=np.int64), np.arange(40, dtype=np.uint16)
+    assert total(a, b) == 2 * a.sum()
+    assert total(a.astype(np.float64), b.astype(np.int32)) == 2 * a.sum()

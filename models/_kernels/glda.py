@@ -221,7 +221,7 @@ def _pick(w, n, u):
 @njit(cache=True, inline="always")
 def _prefetch_bits(wbits, y):
     """Ask for word y's topic bitset (up to two cache lines)."""
-    row = wbits[y].view(np.int32)  # (the prefetch intrinsic takes one pointer type per function)
+    row = wbits[y]
     prefetch(row, 0)
     prefetch(row, len(row) - 1)
 

@@ -19,11 +19,14 @@ def _prefetch(typingctx, arr, idx):
         ary = context.make_array(aryty)(context, builder, args[0])
         ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]], wraparound=False)
         i32 = ir.IntType(32)
+        # one declaration per module whatever the array's dtype: the pointer goes as i8*
+        byte_ptr = ir.IntType(8).as_pointer()
         fn = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.VoidType(), [ptr.type, i32, i32, i32]),
+            builder.module, ir.FunctionType(ir.VoidType(), [byte_ptr, i32, i32, i32]),
             "llvm.prefetch.p0")
         # read (0), highest locality (3), data cache (1)
-        builder.call(fn, [ptr, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        builder.call(fn, [builder.bitcast(ptr, byte_ptr), ir.Constant(i32, 0), ir.Constant(i32, 3),
+                          ir.Constant(i32, 1)])
         return context.get_dummy_value()
 
     return sig, codegen
