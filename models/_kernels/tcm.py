@@ -67,7 +67,6 @@ from .tcm_restaurants import (
     entries_copy,
     entries_reserve,
     entry_add,
-    entry_count,
     entry_find,
     hash_extend,
     hash_span,
@@ -162,11 +161,18 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
             hL = hash_span(term_ids, s, nL)
             tL = type_find(ty_slot, ty_hash, ty_len, ty_pos, term_ids, hL, s, nL)
             forced = split[j] != 0
+            k_old = b[j]
+            # the entries (tL, k_old), (tR, kr), (tLR, kr), (tL, kr), each found once: entry ids
+            # never move during a sweep; -1: not looked up, or missing
+            eL = -1
+            eR = -1
+            eLR = -1
+            eLkr = -1
             # -- remove the collocation(s) around j
             if forced:
                 kr = -1
-                k_old = b[j]
-                en_count[entry_find(en_slot, en_type, en_topic, tL, k_old)] -= 1
+                eL = entry_find(en_slot, en_type, en_topic, tL, k_old)
+                en_count[eL] -= 1
                 n_k[k_old] -= 1
                 nnz = doc_change(ndk, dt_topic, dt_count, base, nnz, k_old, -1)
                 N_d -= 1
@@ -191,25 +197,27 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
                     hLR = hash_extend(hLR, term_ids[i])
                 tR = type_find(ty_slot, ty_hash, ty_len, ty_pos, term_ids, hR, j + 1, nR)
                 tLR = type_find(ty_slot, ty_hash, ty_len, ty_pos, term_ids, hLR, s, nLR)
-                if b[j] >= 0:
-                    k_old = b[j]
-                    en_count[entry_find(en_slot, en_type, en_topic, tL, k_old)] -= 1
-                    en_count[entry_find(en_slot, en_type, en_topic, tR, kr)] -= 1
+                if k_old >= 0:
+                    eL = entry_find(en_slot, en_type, en_topic, tL, k_old)
+                    en_count[eL] -= 1
+                    eR = entry_find(en_slot, en_type, en_topic, tR, kr)
+                    en_count[eR] -= 1
                     n_k[k_old] -= 1
-                    n_k[kr] -= 1
                     nnz = doc_change(ndk, dt_topic, dt_count, base, nnz, k_old, -1)
-                    nnz = doc_change(ndk, dt_topic, dt_count, base, nnz, kr, -1)
-                    N_d -= 2
-                    if sparse:
-                        tree_set(tree, P, k_old, 1.0 / (n_k[k_old] + alpha0))
-                        tree_set(tree, P, kr, 1.0 / (n_k[kr] + alpha0))
-                else:
-                    en_count[entry_find(en_slot, en_type, en_topic, tLR, kr)] -= 1
-                    n_k[kr] -= 1
-                    nnz = doc_change(ndk, dt_topic, dt_count, base, nnz, kr, -1)
                     N_d -= 1
-                    if sparse:
-                        tree_set(tree, P, kr, 1.0 / (n_k[kr] + alpha0))
+                    if sparse and k_old != kr:
+                        tree_set(tree, P, k_old, 1.0 / (n_k[k_old] + alpha0))
+                else:
+                    eLR = entry_find(en_slot, en_type, en_topic, tLR, kr)
+                    en_count[eLR] -= 1
+                    if tR >= 0:
+                        eR = max(entry_find(en_slot, en_type, en_topic, tR, kr), -1)
+                # kr comes back whatever is drawn (with R or with LR), so its entry in the doc
+                # list and its tree leaf stay: only the dense counts drop while sampling (the
+                # doc bucket skips kr and its leaf is 0 then)
+                n_k[kr] -= 1
+                ndk[kr] -= 1
+                N_d -= 1
             # -- weights (module docstring)
             p0L = alpha0 * p0_len[nL]
             w_none = 0.0
@@ -224,15 +232,21 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
                         if term_ids[s + i] != term_ids[j + 1 + i]:
                             same = 0
                             break
-                cR = entry_count(en_slot, en_type, en_topic, en_count, tR, kr)
+                cR = 0 if eR < 0 else en_count[eR]
                 ndr = ndk[kr]
                 R = (ndr + alpha) * (cR + p0R) / (n_k[kr] + alpha0)
                 Rp = (ndr + 1 + alpha) * (cR + same + p0R) / (n_k[kr] + 1 + alpha0)
                 if nLR <= max_len:
-                    cLR = entry_count(en_slot, en_type, en_topic, en_count, tLR, kr)
+                    if eLR < 0 and tLR >= 0:
+                        eLR = max(entry_find(en_slot, en_type, en_topic, tLR, kr), -1)
+                    cLR = 0 if eLR < 0 else en_count[eLR]
                     p0LR = alpha0 * p0_len[nLR]
                     w_none = (ndr + alpha) * (cLR + p0LR) / (n_k[kr] + alpha0) * (N_d + 1 + kalpha)
-                cLkr = entry_count(en_slot, en_type, en_topic, en_count, tL, kr)
+                if k_old == kr:
+                    eLkr = eL
+                elif tL >= 0:
+                    eLkr = max(entry_find(en_slot, en_type, en_topic, tL, kr), -1)
+                cLkr = 0 if eLkr < 0 else en_count[eLkr]
                 w_kr = (ndr + alpha) * (cLkr + p0L) / (n_k[kr] + alpha0) * Rp
             k_new = -1
             if not sparse:
@@ -267,9 +281,7 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
                         crow[en_topic[ee]] = 0
                         ee = en_next[ee]
             else:
-                leaf_kr = 0.0
                 if kr >= 0:
-                    leaf_kr = tree[P + kr]
                     tree_set(tree, P, kr, 0.0)
                 # collocation bucket: topics of L's restaurant entries (sorted), kr excluded
                 n_c = 0
@@ -346,64 +358,70 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
                     record[j, 0] = w_none
                     for k in range(K + 1):
                         record[j, k] /= total
-                if kr >= 0:
-                    tree_set(tree, P, kr, leaf_kr)
             # -- add the sampled collocation(s)
+            if kr >= 0:
+                n_k[kr] += 1
+                ndk[kr] += 1
+                N_d += 1
             if k_new < 0:
                 # merge: LR with topic kr
-                if tLR < 0:
-                    ty_slot[-1 - tLR] = n_types
-                    tLR = n_types
-                    ty_hash[tLR] = hLR
-                    ty_len[tLR] = nLR
-                    ty_pos[tLR] = s
-                    ty_head[tLR] = -1
-                    n_types += 1
-                n_entries = entry_add(en_slot, en_type, en_topic, en_count, en_next, n_entries,
-                                      ty_head, tLR, kr, 1)
-                n_k[kr] += 1
-                nnz = doc_change(ndk, dt_topic, dt_count, base, nnz, kr, 1)
-                N_d += 1
-                if sparse:
-                    tree_set(tree, P, kr, 1.0 / (n_k[kr] + alpha0))
+                if eLR >= 0:
+                    en_count[eLR] += 1
+                else:
+                    if tLR < 0:
+                        ty_slot[-1 - tLR] = n_types
+                        tLR = n_types
+                        ty_hash[tLR] = hLR
+                        ty_len[tLR] = nLR
+                        ty_pos[tLR] = s
+                        ty_head[tLR] = -1
+                        n_types += 1
+                    n_entries = entry_add(en_slot, en_type, en_topic, en_count, en_next,
+                                          n_entries, ty_head, tLR, kr, 1)
                 b[j] = -1
             else:
-                if tL < 0:
-                    tL = type_find(ty_slot, ty_hash, ty_len, ty_pos, term_ids, hL, s, nL)
-                    ty_slot[-1 - tL] = n_types
-                    tL = n_types
-                    ty_hash[tL] = hL
-                    ty_len[tL] = nL
-                    ty_pos[tL] = s
-                    ty_head[tL] = -1
-                    n_types += 1
-                n_entries = entry_add(en_slot, en_type, en_topic, en_count, en_next, n_entries,
-                                      ty_head, tL, k_new, 1)
+                if k_new == k_old:
+                    en_count[eL] += 1
+                elif k_new == kr and eLkr >= 0:
+                    en_count[eLkr] += 1
+                else:
+                    if tL < 0:
+                        tL = type_find(ty_slot, ty_hash, ty_len, ty_pos, term_ids, hL, s, nL)
+                        ty_slot[-1 - tL] = n_types
+                        tL = n_types
+                        ty_hash[tL] = hL
+                        ty_len[tL] = nL
+                        ty_pos[tL] = s
+                        ty_head[tL] = -1
+                        n_types += 1
+                    n_entries = entry_add(en_slot, en_type, en_topic, en_count, en_next,
+                                          n_entries, ty_head, tL, k_new, 1)
                 n_k[k_new] += 1
                 nnz = doc_change(ndk, dt_topic, dt_count, base, nnz, k_new, 1)
                 N_d += 1
                 if sparse:
                     tree_set(tree, P, k_new, 1.0 / (n_k[k_new] + alpha0))
                 if not forced:
-                    # R may be the type just inserted for L
-                    tR = type_find(ty_slot, ty_hash, ty_len, ty_pos, term_ids, hR, j + 1, nR)
-                    if tR < 0:
-                        ty_slot[-1 - tR] = n_types
-                        tR = n_types
-                        ty_hash[tR] = hR
-                        ty_len[tR] = nR
-                        ty_pos[tR] = j + 1
-                        ty_head[tR] = -1
-                        n_types += 1
-                    n_entries = entry_add(en_slot, en_type, en_topic, en_count, en_next,
-                                          n_entries, ty_head, tR, kr, 1)
-                    n_k[kr] += 1
-                    nnz = doc_change(ndk, dt_topic, dt_count, base, nnz, kr, 1)
-                    N_d += 1
-                    if sparse:
-                        tree_set(tree, P, kr, 1.0 / (n_k[kr] + alpha0))
+                    if eR >= 0:
+                        en_count[eR] += 1
+                    else:
+                        # R may be the type just inserted for L
+                        if tR < 0:
+                            tR = type_find(ty_slot, ty_hash, ty_len, ty_pos, term_ids, hR, j + 1, nR)
+                        if tR < 0:
+                            ty_slot[-1 - tR] = n_types
+                            tR = n_types
+                            ty_hash[tR] = hR
+                            ty_len[tR] = nR
+                            ty_pos[tR] = j + 1
+                            ty_head[tR] = -1
+                            n_types += 1
+                        n_entries = entry_add(en_slot, en_type, en_topic, en_count, en_next,
+                                              n_entries, ty_head, tR, kr, 1)
                 b[j] = k_new
                 s = j + 1
+            if sparse and kr >= 0 and k_new != kr:
+                tree_set(tree, P, kr, 1.0 / (n_k[kr] + alpha0))
         dt_nnz[d] = nnz
         for jj in range(nnz):
             ndk[dt_topic[base + jj]] = 0

@@ -233,17 +233,6 @@ def entries_copy(g_slot, g_type, g_topic, g_count, g_next, n_entries, extra):
 
 
 @njit(cache=True)
-def entry_count(en_slot, en_type, en_topic, en_count, t, k):
-    """n_{k,t} (0 for an unknown type t < 0 or a missing entry)."""
-    if t < 0:
-        return 0
-    e = entry_find(en_slot, en_type, en_topic, t, k)
-    if e < 0:
-        return 0
-    return en_count[e]
-
-
-@njit(cache=True)
 def entry_add(en_slot, en_type, en_topic, en_count, en_next, n_entries, ty_head, t, k, delta):
     """en_count[(t, k)] += delta, inserting the entry (sorted into t's list) if missing.
     Returns the new number of entries; capacity must have been reserved."""
@@ -278,7 +267,9 @@ def build_tables(term_ids, b, n_topics):
     """Restaurants of one chain rebuilt from its boundaries b (document order).
 
     Returns Restaurants (n_k: int64, n_topics). Types are numbered in order of first
-    occurrence; every collocation points to its first occurrence.
+    occurrence; every collocation points to its first occurrence. The entries are numbered type
+    by type, each type's in topic order, so that walking a type's list (the collocation bucket)
+    reads consecutive memory.
     """
     N = len(b)
     n_col = 0
@@ -291,14 +282,11 @@ def build_tables(term_ids, b, n_topics):
     ty_len = np.empty(cap, dtype=np.int32)
     ty_pos = np.empty(cap, dtype=np.int64)
     ty_head = np.empty(cap, dtype=np.int32)
-    en_slot = np.full(pow2_at_least(2 * cap), -1, dtype=np.int32)
-    en_type = np.empty(cap, dtype=np.int32)
-    en_topic = np.empty(cap, dtype=np.int32)
-    en_count = np.empty(cap, dtype=np.int32)
-    en_next = np.empty(cap, dtype=np.int32)
     n_k = np.zeros(n_topics, dtype=np.int64)
+    # the type of every collocation, in document order
+    col_type = np.empty(n_col, dtype=np.int32)
     n_types = 0
-    n_entries = 0
+    c = 0
     s = 0
     for i in range(N):
         k = b[i]
@@ -313,46 +301,79 @@ def build_tables(term_ids, b, n_topics):
             ty_hash[t] = h
             ty_len[t] = n
             ty_pos[t] = s
-            ty_head[t] = -1
             n_types += 1
-        n_entries = entry_add(en_slot, en_type, en_topic, en_count, en_next, n_entries, ty_head,
-                              t, k, 1)
+        col_type[c] = t
+        c += 1
         n_k[k] += 1
         s = i + 1
-    _group_entries(ty_head, n_types, en_slot, en_type, en_topic, en_count, en_next, n_entries)
+    # slot tables sized to what they hold: the sweep's hash probes miss the cache less
+    if len(ty_slot) > pow2_at_least(2 * max(n_types, 16)):
+        ty_slot = np.empty(pow2_at_least(2 * max(n_types, 16)), dtype=np.int32)
+        _type_rehash(ty_slot, ty_hash, n_types)
+    # (type, topic) of every collocation in order, by two stable counting sorts (topic, then
+    # type): the entries are the runs of that order, in the order of their ids. Linked-list
+    # inserts of scattered entries would cost a cache miss per list node instead.
+    ptr = np.zeros(max(n_topics, n_types) + 1, dtype=np.int64)
+    for k in range(n_topics):
+        ptr[k + 1] = ptr[k] + n_k[k]
+    types_by_topic = np.empty(n_col, dtype=np.int32)
+    c = 0
+    for i in range(N):
+        k = b[i]
+        if k >= 0:
+            types_by_topic[ptr[k]] = col_type[c]
+            ptr[k] += 1
+            c += 1
+    ptr[:n_types + 1] = 0
+    for c in range(n_col):
+        ptr[col_type[c] + 1] += 1
+    for t in range(n_types):
+        ptr[t + 1] += ptr[t]
+    topics = col_type  # reused: the topics grouped by type, in topic order within a type
+    c = 0
+    for k in range(n_topics):
+        for _ in range(n_k[k]):
+            t = types_by_topic[c]
+            topics[ptr[t]] = k
+            ptr[t] += 1
+            c += 1
+    # ptr[t] is now where type t's topics end; the entries are their runs
+    n_entries = 0
+    c = 0
+    for t in range(n_types):
+        prev = -1
+        while c < ptr[t]:
+            if topics[c] != prev:
+                prev = topics[c]
+                n_entries += 1
+            c += 1
+    cap = max(n_entries, 16)
+    en_slot = np.full(pow2_at_least(2 * cap), -1, dtype=np.int32)
+    en_type = np.empty(cap, dtype=np.int32)
+    en_topic = np.empty(cap, dtype=np.int32)
+    en_count = np.empty(cap, dtype=np.int32)
+    en_next = np.empty(cap, dtype=np.int32)
+    n_entries = 0
+    c = 0
+    for t in range(n_types):
+        ty_head[t] = n_entries
+        prev = -1
+        while c < ptr[t]:
+            k = topics[c]
+            if k != prev:
+                en_type[n_entries] = t
+                en_topic[n_entries] = k
+                en_count[n_entries] = 1
+                en_next[n_entries] = n_entries + 1
+                n_entries += 1
+                prev = k
+            else:
+                en_count[n_entries - 1] += 1
+            c += 1
+        en_next[n_entries - 1] = -1
+    _entry_rehash(en_slot, en_type, en_topic, n_entries)
     return Restaurants(ty_slot, ty_hash, ty_len, ty_pos, ty_head, n_types, en_slot, en_type,
                        en_topic, en_count, en_next, n_entries, n_k)
-
-
-@njit(cache=True)
-def _group_entries(ty_head, n_types, en_slot, en_type, en_topic, en_count, en_next, n_entries):
-    """Renumber the entries type by type, in list order, so that walking a type's list (the
-    collocation bucket) reads consecutive memory instead of chasing entries scattered in order
-    of creation. Lists, counts and lookups are unchanged; only entry ids move."""
-    new_id = np.empty(n_entries, dtype=np.int32)
-    old_of = np.empty(n_entries, dtype=np.int32)
-    e_new = 0
-    for t in range(n_types):
-        e = ty_head[t]
-        while e >= 0:
-            new_id[e] = e_new
-            old_of[e_new] = e
-            e_new += 1
-            e = en_next[e]
-    typ = en_type[:n_entries].copy()
-    top = en_topic[:n_entries].copy()
-    cnt = en_count[:n_entries].copy()
-    nxt = en_next[:n_entries].copy()
-    for j in range(n_entries):
-        e = old_of[j]
-        en_type[j] = typ[e]
-        en_topic[j] = top[e]
-        en_count[j] = cnt[e]
-        en_next[j] = new_id[nxt[e]] if nxt[e] >= 0 else -1
-    for t in range(n_types):
-        if ty_head[t] >= 0:
-            ty_head[t] = new_id[ty_head[t]]
-    _entry_rehash(en_slot, en_type, en_topic, n_entries)
 
 
 @njit(cache=True, parallel=True)
