@@ -67,8 +67,11 @@ class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):
         s, the super-topics (Li & McCallum use 100 on AP with 800 sub-topics).
     n_sub : int, default=800
         s', the sub-topics (>= 2).
-    alpha_root : float, default=0.01
-        Fixed symmetric Dirichlet prior over super-topics (the paper's alpha_r).
+    alpha_root : float or None, default=None
+        Fixed symmetric Dirichlet prior over super-topics (the paper's alpha_r); None means
+        ``50 / n_super``, the total prior mass of LDA's ``50 / n_topics``. Short documents then
+        keep the mean sub-topics of every super-topic in their document model, as LDA's keep
+        every topic (0.01, the paper's value, leaves them little more than their own).
     alpha_sub : float, default=0.01
         Initial value of every alpha_ij (super-topic i -> sub-topic j).
     beta : float, default=0.01
@@ -148,7 +151,7 @@ class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):
         return {"n_super": max(1, k // 8), "n_sub": k}
     quick_params = dict(n_super=2, n_sub=4, n_chains=2, n_iter=8, burn_in=4, sample_every=2, n_shards=2, seed=3)
 
-    def __init__(self, n_super=100, n_sub=800, alpha_root=0.01, alpha_sub=0.01, beta=0.01,
+    def __init__(self, n_super=100, n_sub=800, alpha_root=None, alpha_sub=0.01, beta=0.01,
                  learn_alpha=True, alpha_estimator="minka", optimize_every=1, n_chains=3,
                  n_iter=100, burn_in=None, sample_every=None, init="random",
                  sparse_init_frac=1 / 16, sparse_init_every=2,
@@ -193,7 +196,8 @@ class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):
         self._pos_int("prune_start", 0)
         if self.n_super * self.n_sub > 2**31 - 1:
             raise ValueError(f"n_super * n_sub must fit in int32, got {self.n_super} * {self.n_sub}")
-        for name in ("alpha_root", "alpha_sub", "beta"):
+        self._pos_float("alpha_root", allow_none=True)  # None: 50 / n_super
+        for name in ("alpha_sub", "beta"):
             self._pos_float(name)
         self._check_bool("learn_alpha")
         self._check_choice("alpha_estimator", ALPHA_ESTIMATORS)
@@ -202,6 +206,9 @@ class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):
         if not (0 < float(self.prune_mass) <= 1):
             raise ValueError(f"prune_mass must be in (0, 1], got {self.prune_mass!r}")
         self._check_corpus(corpus)
+
+    def _alpha_r(self):
+        return 50.0 / self.n_super if self.alpha_root is None else float(self.alpha_root)
 
     def _is_pruned(self, it):
         """Whether sweep ``it`` (0-based) is a pruned one."""
@@ -364,7 +371,7 @@ class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):
               PamState(self.z_ord_[c], self.n_wj_[c], self.n_j_[c], self.n_ds_[c]),
               DocPairs(lay["cap_ptr"], self.dp_key_[c], self.dp_count_[c], self.dp_nnz_[c]),
               self._active[c], bool(pruned),
-              PamPrior(float(self.alpha_root), alpha, np.ascontiguousarray(alpha.T), alpha.sum(1),
+              PamPrior(self._alpha_r(), alpha, np.ascontiguousarray(alpha.T), alpha.sum(1),
                        float(self.beta)),
               edges, self._scratch, self.rng_[c])
 
@@ -374,7 +381,7 @@ class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):
         ll = topic_word_log_lik(self.n_wj_[c], self.n_j_[c], float(self.beta))
         ll += log_lik_docs(self._lay["cap_ptr"], self.dp_key_[c], self.dp_count_[c],
                            self.dp_nnz_[c], self.n_ds_[c], self._active[c],
-                           float(self.alpha_root), alpha, alpha.sum(1))
+                           self._alpha_r(), alpha, alpha.sum(1))
         return ll / max(n, 1)
 
     @property

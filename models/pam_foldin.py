@@ -43,7 +43,7 @@ class PAMFoldIn(FoldedDocs):
         rows = np.array([j for j, cs in enumerate(css) if cs // m.n_samples_ == chain], dtype=np.int64)
         self.doc_topics_ = np.empty((len(doc_len), m.n_sub))
         m._with_threads(F_.mixtures, doc_len, css, rows, f_ptr, f_key, f_count, float(n_keep),
-                        m.n_j_samples_, m.alpha_samples_, float(m.alpha_root), float(m.beta),
+                        m.n_j_samples_, m.alpha_samples_, m._alpha_r(), float(m.beta),
                         m.n_terms_, self.doc_topics_)
 
     def _p_pairs(self, pair_ptr, pair_term):
@@ -52,7 +52,7 @@ class PAMFoldIn(FoldedDocs):
         m._with_threads(F_.p_pairs, pair_ptr, np.ascontiguousarray(pair_term, dtype=np.int64),
                         self.doc_len_, self.css_, self.f_ptr_, self.f_key_, self.f_count_,
                         float(self.n_keep), m.tw_ptr_, m.tw_sub_, m.tw_count_, m.n_j_samples_,
-                        m.alpha_samples_, float(m.alpha_root), float(m.beta), out)
+                        m.alpha_samples_, m._alpha_r(), float(m.beta), out)
         return out
 
 
@@ -68,7 +68,7 @@ class PAMFoldInMixin(SampledFoldInMixin):
         def run(d0, d1, cap_ptr, out_key, out_count, out_nnz):
             F_.fold_in(doc_ptr[d0:d1 + 1] - doc_ptr[d0], term_ids[doc_ptr[d0]:doc_ptr[d1]], d0, css,
                        self.tw_ptr_, self.tw_sub_, self.tw_count_, self.n_j_samples_,
-                       self.alpha_samples_, float(self.alpha_root), float(self.beta), seed, n_iter,
+                       self.alpha_samples_, self._alpha_r(), float(self.beta), seed, n_iter,
                        n_keep, cap_ptr, out_key, out_count, out_nnz)
 
         f_ptr, f_key, f_count = self._with_threads(fold_batches, doc_len, len(css), cap, run,

@@ -42,7 +42,7 @@ class PAMDocumentModel:
         base = np.ascontiguousarray((G / S[:, :, None]).sum(1))
         phi_b = b / (self.n_j_samples_ + self.n_terms_ * b)
         sparse = sparse_phi(self.tw_ptr_, self.tw_sub_, self.tw_count_, self.n_j_samples_, b, term_ids)
-        return (self.n_sub, float(self.alpha_root), np.ascontiguousarray(S), phi_b, *sparse, G, base)
+        return (self.n_sub, self._alpha_r(), np.ascontiguousarray(S), phi_b, *sparse, G, base)
 
     def p_w_d(self, term_ids):
         """P_PAM(w | d) for every document, averaged over all kept samples of all chains.
@@ -85,7 +85,7 @@ class PAMDocumentModel:
         D = len(self.doc_len_)
         if not 0 <= doc < D:
             raise ValueError(f"doc must be in [0, {D}), got {doc!r}")
-        a = float(self.alpha_root)
+        a = self._alpha_r()
         theta = np.zeros(self.n_super)
         css = self._cs_of_chain(chain)
         for cs in css:
@@ -101,7 +101,7 @@ class PAMDocumentModel:
         """Most probable sub-topics of ``doc`` (the protocol's topics, those of ``topic_words``): sum_i theta_i theta_ij averaged over the kept
         samples of ``chain``. Returns (sub-topic ids int64, probabilities float64)."""
         self._check_fitted()
-        a = float(self.alpha_root)
+        a = self._alpha_r()
         mix = np.zeros(self.n_sub)
         css = self._cs_of_chain(chain)
         for cs in css:
@@ -139,7 +139,7 @@ class PAMDocumentModel:
         rng = np.random.default_rng(seed)
 
         def draw(cs, m):
-            theta_r = np.exp(log_dirichlet(rng, np.full(self.n_super, float(self.alpha_root)), m))
+            theta_r = np.exp(log_dirichlet(rng, np.full(self.n_super, self._alpha_r()), m))
             mix = np.zeros((m, self.n_sub))
             for i in range(self.n_super):
                 mix += theta_r[:, i:i + 1] * np.exp(log_dirichlet(rng, self.alpha_samples_[cs, i], m))

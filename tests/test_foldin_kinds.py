@@ -147,7 +147,7 @@ def pam_dense(m, cs):
 
 def pam_sample(m, cs):
     return PF.make_sample(cs, m.tw_ptr_, m.tw_sub_, m.tw_count_, m.n_j_samples_, m.alpha_samples_,
-                          float(m.alpha_root), float(m.beta))
+                          m._alpha_r(), float(m.beta))
 
 
 def test_pam_fold_doc_matches_reference_draw_for_draw(pam):
@@ -163,7 +163,7 @@ def test_pam_fold_doc_matches_reference_draw_for_draw(pam):
             for u, w in enumerate(words):
                 PF.word_G(w, smp, st.G[u])
             anz = PF.fold_doc(terms, uid, smp, st, 6, 3, s_fast)
-            z_ref, acc_ref = pam_ref.fold_doc(terms, n_wj, n_j, alpha, float(m.alpha_root),
+            z_ref, acc_ref = pam_ref.fold_doc(terms, n_wj, n_j, alpha, m._alpha_r(),
                                               float(m.beta), 6, 3, s_ref)
             np.testing.assert_array_equal(st.z, z_ref)
             np.testing.assert_array_equal(st.acc, acc_ref.ravel())
@@ -188,7 +188,7 @@ def test_pam_conditionals_match_reference(pam):
         w = int(rng.integers(V))
         PF.word_G(w, smp, G)
         fast = PF.token_conditional(w, G, smp, st, len(keys))
-        slow = pam_ref.conditional(w, st.n_i, n_pair, n_wj, n_j, alpha, float(m.alpha_root),
+        slow = pam_ref.conditional(w, st.n_i, n_pair, n_wj, n_j, alpha, m._alpha_r(),
                                    float(m.beta))
         np.testing.assert_allclose(fast, slow, rtol=1e-10, atol=0)
 
@@ -209,9 +209,9 @@ def test_pam_p_w_d_matches_reference(pam):
             summed = summed.reshape(m.n_super, m.n_sub)
             assert summed.sum() == 3 * len(docs[d])
             want[d] += pam_ref.p_w_d(summed, 3, len(docs[d]), n_wj, n_j, alpha,
-                                     float(m.alpha_root), float(m.beta))
+                                     m._alpha_r(), float(m.beta))
             if cs // m.n_samples_ == 0:  # doc_topics_ is over chain 0's sub-topics
-                mix[d] += pam_ref.mixture(summed, 3, len(docs[d]), alpha, float(m.alpha_root))
+                mix[d] += pam_ref.mixture(summed, 3, len(docs[d]), alpha, m._alpha_r())
     want /= len(f.css_)
     np.testing.assert_allclose(got, want, rtol=1e-12)
     np.testing.assert_allclose(f.doc_topics_, mix / m.n_samples_, rtol=1e-12)

@@ -102,7 +102,7 @@ def test_one_sweep_matches_reference_on_synthetic_corpus_after_alpha_learning():
         m._update_alpha(0)
     z0 = m._z_doc(0)
     rng = m.rng_[0, 0].copy()
-    z_ref = ref.sweep(corpus.doc_ptr, corpus.term_ids, z0, 3, 5, corpus.n_terms, m.alpha_root,
+    z_ref = ref.sweep(corpus.doc_ptr, corpus.term_ids, z0, 3, 5, corpus.n_terms, m._alpha_r(),
                       m.alpha_[0], m.beta, rng)
     m._sweep(0)
     np.testing.assert_array_equal(m._z_doc(0), z_ref)
@@ -123,7 +123,7 @@ def test_pruned_sweep_matches_reference_sampler():
     assert 3 <= keep.sum() < 18
     z0 = m._z_doc(0)
     rng = m.rng_[0, 0].copy()
-    z_ref = ref.sweep(corpus.doc_ptr, corpus.term_ids, z0, 3, 6, corpus.n_terms, m.alpha_root,
+    z_ref = ref.sweep(corpus.doc_ptr, corpus.term_ids, z0, 3, 6, corpus.n_terms, m._alpha_r(),
                       m.alpha_[0], m.beta, rng, edges=keep)
     m._sweep(0, pruned=True)
     np.testing.assert_array_equal(m._z_doc(0), z_ref)
@@ -156,11 +156,11 @@ def test_log_lik_matches_reference_and_pam_log_lik():
     m = PAM(n_super=3, n_sub=4, n_chains=1, n_iter=3, burn_in=2, sample_every=1, log_lik_every=1,
             n_shards=2).fit(corpus)
     z = m._z_doc(0)
-    want = ref.log_lik(corpus.doc_ptr, corpus.term_ids, z, 3, 4, corpus.n_terms, m.alpha_root,
+    want = ref.log_lik(corpus.doc_ptr, corpus.term_ids, z, 3, 4, corpus.n_terms, m._alpha_r(),
                        m.alpha_[0], m.beta)
     assert m.log_lik_.shape == (3, 1)
     np.testing.assert_allclose(m.log_lik_[-1, 0], want, rtol=1e-10)
-    got = pam_log_lik(corpus, m.z_super_[0], m.z_sub_[0], 3, 4, m.alpha_root, m.alpha_[0], m.beta)
+    got = pam_log_lik(corpus, m.z_super_[0], m.z_sub_[0], 3, 4, m._alpha_r(), m.alpha_[0], m.beta)
     np.testing.assert_allclose(got, want, rtol=1e-10)
 
 
@@ -320,6 +320,15 @@ def test_same_seed_same_z_whatever_the_thread_count():
     assert (z3[0] != z2[0]).mean() > 0.3
 
 
+def test_default_root_prior_is_fifty_over_the_super_topics():
+    corpus = small_corpus()
+    kw = dict(n_super=4, n_sub=6, n_chains=1, n_iter=4, burn_in=2, sample_every=1, seed=2)
+    default = PAM(**kw).fit(corpus)
+    assert default.alpha_root is None and default._alpha_r() == 12.5
+    np.testing.assert_array_equal(default.z_, PAM(alpha_root=12.5, **kw).fit(corpus).z_)
+    assert (default.z_ != PAM(alpha_root=0.01, **kw).fit(corpus).z_).mean() > 0.2
+
+
 @pytest.mark.parametrize("init,sampler", [("random", "exact"), ("sparse", "pruned")])
 def test_resume_from_checkpoint_equals_uninterrupted(tmp_path, init, sampler):
     corpus = small_corpus()
@@ -390,7 +399,7 @@ def test_p_w_d_rows_are_distributions_and_match_formula(fitted):
         sup, sub, cnt = m._doc_pairs(cs, d)
         n_dij[d, sup, sub] = cnt
     n_wj = (m.phi_matrix(cs) * (m.n_j_samples_[cs][:, None] + V * m.beta) - m.beta).T
-    want = ref.p_w_d(n_dij, np.rint(n_wj), m.n_j_samples_[cs], m.alpha_root, m.alpha_samples_[cs],
+    want = ref.p_w_d(n_dij, np.rint(n_wj), m.n_j_samples_[cs], m._alpha_r(), m.alpha_samples_[cs],
                      m.beta)
     np.testing.assert_allclose(per[1, 0], want, rtol=1e-12)
     sub_terms = np.array([3, 0, 3, 17])
@@ -437,8 +446,8 @@ def test_planted_super_sub_structure_recovered(sampler):
     # corpus), so the planted state is tested as an attractor: 40 % of the tokens get a
     # uniformly random (super, sub) pair, and 30 sweeps with alpha learning must restore it.
     corpus, planted = planted_corpus()
-    m = prepared(PAM(n_super=2, n_sub=8, n_chains=1, n_iter=31, burn_in=30, sample_every=1,
-                     n_shards=2, seed=2, sampler=sampler, prune_start=0, prune_max_edges=4),
+    m = prepared(PAM(n_super=2, n_sub=8, alpha_root=0.01, n_chains=1, n_iter=31, burn_in=30,
+                     sample_every=1, n_shards=2, seed=2, sampler=sampler, prune_start=0, prune_max_edges=4),
                  corpus)
     rng = np.random.default_rng(0)
     z = planted.copy()

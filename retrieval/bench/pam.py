@@ -49,8 +49,8 @@ def warm_up(n_shards):
 
 
 def run_topicir(corpus, s, s2, iters, sampler, n_shards, threads, seed, prune_start):
-    m = PAM(n_super=s, n_sub=s2, n_chains=1, n_iter=iters, burn_in=iters - 1, sample_every=1,
-            sampler=sampler, prune_start=prune_start, n_shards=n_shards, n_jobs=threads, seed=seed,
+    m = PAM(n_super=s, n_sub=s2, alpha_root=0.01, n_chains=1, n_iter=iters, burn_in=iters - 1,
+            sample_every=1, sampler=sampler, prune_start=prune_start, n_shards=n_shards, n_jobs=threads, seed=seed,
             log_lik_every=iters)
     stamps = []
     t0 = time.perf_counter()

@@ -111,7 +111,7 @@ def empirical_log_lik(model, docs, n_terms, n_docs=N_DOCS_EL, seed=0) -> np.ndar
 # -- training ----------------------------------------------------------------------------------
 
 SCHEDULE = dict(n_chains=1, n_iter=1000, burn_in=900, sample_every=20, seed=0)
-PAPER_PARAMS = {"lda": dict(n_topics=50, **SCHEDULE), "pam": dict(n_super=50, n_sub=100, **SCHEDULE),
+PAPER_PARAMS = {"lda": dict(n_topics=50, **SCHEDULE), "pam": dict(n_super=50, n_sub=100, alpha_root=0.01, **SCHEDULE),
                 "glda": dict(n_topics=50, **SCHEDULE)}  # gLDA at LDA's settings
 
 
