@@ -130,8 +130,11 @@ def _eq3_kernel(m, corpus, c, d, h):
         m_dk = np.bincount(zg[g0:lay["grp_ptr"][d + 1]], minlength=m.n_topics)
         m_dk[k_h] -= 1
     w = np.zeros(m.n_topics)
-    total = G_.group_topic_weights(words, offs, len(words), m_dk, m.alpha_[c], m._unit(),
-                                   n_kw, n_k, m.beta, m.beta * corpus.n_terms, w, np.zeros((3, m.n_topics)))
+    wbits = np.zeros((corpus.n_terms, (m.n_topics + 63) // 64), np.uint64)
+    GS.build_word_bits(n_kw, wbits)
+    total = GS.group_topic_weights(words, offs, len(words), m_dk, m.alpha_[c], m._unit(), n_kw,
+                                   wbits, n_k, m.beta, m.beta * corpus.n_terms, w,
+                                   np.zeros((3, m.n_topics)), GS.long_cache(m.alpha_[c]))
     return w / total, len(words)
 
 

@@ -11,41 +11,20 @@ theta draws groups, alpha + M_dk); 1, tokens through a rising factorial (restric
 draws tokens, the groups are the fixed (doc, word) runs); 2, tokens in one factor, alpha + N_dk
 (eq. 3 read with LDA's token counts).
 
-The group-topic step of groups of at most LINEAR_MAX tokens is sparse: see
+The group-topic step (sparse for groups of at most LINEAR_MAX tokens, in log space beyond) is in
 :mod:`models._kernels.glda_sparse`.
 """
-import math
-
 import numpy as np
 from numba import njit, prange
 
-from .glda_sparse import (LINEAR_MAX, ONE, _rising, bit_set, build_word_bits, doc_sums,
-                          draw_group_topic, pick_listed, smooth_move, smooth_sums, topic_move,
-                          trailing_zeros)
+from .glda_sparse import (LINEAR_MAX, ONE, bit_set, build_word_bits, doc_sums, draw_group_topic,
+                          group_topic_weights, long_cache, pick_listed, smooth_move, smooth_sums,
+                          topic_move, trailing_zeros)
 from .prefetch import prefetch
 from .rng import randint, uniform
 
 # Tokens between the prefetch of a token's counts and its draw.
 PREFETCH_AHEAD = 4
-
-
-@njit(cache=True)
-def _log_rising_all(x, n, acc, prod):
-    """acc[k] = log of x[k] (x[k] + 1) ... (x[k] + n - 1) for every k: products of LINEAR_MAX
-    factors, one log each, every topic's factors in the same order as for one x (so the same
-    bits), the inner loops over topics contiguous."""
-    K = len(x)
-    acc[:K] = 0.0
-    j = 0
-    while j < n:
-        prod[:K] = 1.0
-        stop = min(n, j + LINEAR_MAX)
-        while j < stop:
-            for k in range(K):
-                prod[k] *= x[k] + j
-            j += 1
-        for k in range(K):
-            acc[k] += math.log(prod[k])
 
 
 @njit(cache=True)
@@ -87,61 +66,6 @@ def word_part(y, n_grp_k, gbits, wbits, n_kw, inv1, tk, tw):
             total += tw[cnt]
             cnt += 1
     return cnt, total
-
-
-@njit(cache=True)
-def group_topic_weights(words, offs, n, m_dk, alpha, unit, n_kw, n_k, beta, vbeta, out, scratch):
-    """Eq. 3 for one group of ``n`` tokens (term ``words[j]``, ``offs[j]`` earlier tokens of the
-    same term in the group), removed from the counts: unnormalised p(z_g = k) in ``out``, scaled
-    by a constant when computed in log space. Returns the total. ``scratch``: (3, K) float64.
-
-    gLDA (unit 0, 2): (alpha_k + m_dk) * prod_j (beta + n_kw[w_j, k] + off_j) / rising(V beta + n_k, n);
-    restricted LDA (unit 1): the doc factor is rising(alpha_k + m_dk, n) over token counts."""
-    K = len(n_k)
-    if n <= LINEAR_MAX:
-        for k in range(K):
-            a = alpha[k] + m_dk[k]
-            num = _rising(a, n) if unit == 1 else a
-            for j in range(n):
-                num *= beta + n_kw[words[j], k] + offs[j]
-            out[k] = num / _rising(vbeta + n_k[k], n)
-    else:  # long groups: log space, shifted by the maximum before exp
-        # token by token over all topics (rows of n_kw read in order), each topic's factors
-        # multiplied in token order, LINEAR_MAX to a log
-        x, acc, prod = scratch[0], scratch[1], scratch[2]
-        for k in range(K):
-            x[k] = alpha[k] + m_dk[k]
-        if unit == 1:
-            _log_rising_all(x, n, out, prod)
-        else:
-            for k in range(K):
-                out[k] = math.log(x[k])
-        j = 0
-        while j < n:
-            prod[:K] = 1.0
-            stop = min(n, j + LINEAR_MAX)
-            while j < stop:
-                row = n_kw[words[j]]
-                o = offs[j]
-                for k in range(K):
-                    prod[k] *= beta + row[k] + o
-                j += 1
-            for k in range(K):
-                out[k] += math.log(prod[k])
-        for k in range(K):
-            x[k] = vbeta + n_k[k]
-        _log_rising_all(x, n, acc, prod)
-        top = -np.inf
-        for k in range(K):
-            out[k] -= acc[k]
-            if out[k] > top:
-                top = out[k]
-        for k in range(K):
-            out[k] = math.exp(out[k] - top)
-    total = 0.0
-    for k in range(K):
-        total += out[k]
-    return total
 
 
 @njit(cache=True)
@@ -260,7 +184,7 @@ def sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, tok_run, g, zg, n_kw, n_k,
     then every group's topic jointly with its tokens (eq. 3) in group order. ``sp`` holds the
     sparse step's state (word and doc topic bitsets, smoothing sums S, scratch)."""
     (wbits, dbits, gbits, S, D, inv_r, inv1, n_max, nk_before, dw, dc, tk, tw, gsort, gstart,
-     rg_grp, rg_cnt, rg_nd) = sp
+     rg_grp, rg_cnt, rg_nd, lc) = sp
     V = n_kw.shape[0]
     vbeta = V * beta
     lo, hi = doc_ptr[d], doc_ptr[d + 1]
@@ -390,8 +314,8 @@ def sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, tok_run, g, zg, n_kw, n_k,
             k_new = draw_group_topic(uniform(rng), dw, dc, n_dw, n, m_dk, dbits, wbits, alpha,
                                      unit, n_kw, inv_r, beta, S, D, tk, tw)
         else:
-            total = group_topic_weights(words, offs, n, m_dk, alpha, unit, n_kw, n_k, beta, vbeta,
-                                        kbuf[0], kbuf[1:])
+            total = group_topic_weights(words, offs, n, m_dk, alpha, unit, n_kw, wbits, n_k, beta,
+                                        vbeta, kbuf[0], kbuf[1:], lc)
             k_new = _pick(kbuf[0], len(n_k), uniform(rng) * total)
         zg[g0 + h] = k_new
         for j in range(n):
@@ -442,7 +366,8 @@ def sweep_chains(doc_ptr, term_ids, grp_ptr, run_ptr, tok_run, g, zg, n_kw, n_k,
               np.zeros(LINEAR_MAX + 1), inv_r, np.zeros(K), n_max, np.zeros(K, np.int64), np.zeros(max_len, np.int64),
               np.zeros(max_len, np.int64), np.zeros(K, np.int64), np.zeros(K),
               np.zeros(max_groups + 1, np.int64), np.zeros(K, np.int64), np.zeros(max_len, np.int64),
-              np.zeros(max_len, np.int64), np.zeros(max_len, np.int64))
+              np.zeros(max_len, np.int64), np.zeros(max_len, np.int64),
+              long_cache(alpha[c]))
         for d in range(len(doc_ptr) - 1):
             sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, tok_run, g[c], zg[c],
                       n_kw[c], n_k[c], alpha[c], beta, unit, resample_groups, rng[c], n_grp_k,

@@ -18,7 +18,13 @@ n_k, n), eq. 3's weight (a_k + b_k) P_k / R_k splits exactly into
 A draw walks the word part in increasing topic order and falls into the doc part (the doc's
 topics in increasing order) or the smoothing part (all topics) only with their small
 probabilities (A is of the order of beta^n).
+
+Longer groups are weighed over all topics in log space (:func:`group_topic_weights`), with the
+same floating-point operations as a dense evaluation, but the products that are equal for many
+topics (a word without a count, the first LINEAR_MAX factors of a denominator) computed once.
 """
+import math
+
 import numpy as np
 from numba import njit
 from numba.cpython.unsafe.numbers import trailing_zeros  # LLVM cttz: index of the lowest set bit
@@ -227,3 +233,119 @@ def draw_group_topic(u01, dw, dc, n_dw, n, m_dk, dbits, wbits, alpha, unit, n_kw
         if u < acc:
             return k
     return K - 1
+
+
+@njit(cache=True)
+def long_cache(alpha):
+    """The long groups' caches of one chain (:func:`group_topic_weights`): log alpha_k (by the
+    kernels' own log, so the bits of log(alpha_k + 0)), the log of the first LINEAR_MAX factors
+    of rising(V beta + n_k, n) with the n_k it was computed at (-1: none), and a topic bitset.
+    A function of the state: a resumed chain rebuilds the same."""
+    K = len(alpha)
+    log_alpha = np.empty(K)
+    for k in range(K):
+        log_alpha[k] = math.log(alpha[k])
+    return log_alpha, np.zeros(K), np.full(K, -1, np.int64), np.zeros((K + 63) >> 6, np.uint64)
+
+
+@njit(cache=True)
+def _log_rising_all(x, n, acc, prod):
+    """acc[k] = log of x[k] (x[k] + 1) ... (x[k] + n - 1) for every k: products of LINEAR_MAX
+    factors, one log each, every topic's factors in the same order as for one x (so the same
+    bits), the inner loops over topics contiguous."""
+    K = len(x)
+    acc[:K] = 0.0
+    j = 0
+    while j < n:
+        prod[:K] = 1.0
+        stop = min(n, j + LINEAR_MAX)
+        while j < stop:
+            for k in range(K):
+                prod[k] *= x[k] + j
+            j += 1
+        for k in range(K):
+            acc[k] += math.log(prod[k])
+
+
+@njit(cache=True)
+def group_topic_weights(words, offs, n, m_dk, alpha, unit, n_kw, wbits, n_k, beta, vbeta, out,
+                        scratch, lc):
+    """Eq. 3 for one group of ``n`` tokens (term ``words[j]``, ``offs[j]`` earlier tokens of the
+    same term in the group), removed from the counts: unnormalised p(z_g = k) in ``out``, scaled
+    by a constant when computed in log space. Returns the total. ``scratch``: (3, K) float64;
+    ``lc``: :func:`long_cache`; ``wbits``: the words' topic bitsets.
+
+    gLDA (unit 0, 2): (alpha_k + m_dk) * prod_j (beta + n_kw[w_j, k] + off_j) / rising(V beta + n_k, n);
+    restricted LDA (unit 1): the doc factor is rising(alpha_k + m_dk, n) over token counts."""
+    K = len(n_k)
+    if n <= LINEAR_MAX:
+        for k in range(K):
+            a = alpha[k] + m_dk[k]
+            num = _rising(a, n) if unit == 1 else a
+            for j in range(n):
+                num *= beta + n_kw[words[j], k] + offs[j]
+            out[k] = num / _rising(vbeta + n_k[k], n)
+        total = 0.0
+        for k in range(K):
+            total += out[k]
+        return total
+    # long groups: log space, shifted by the maximum before exp; each topic's factors multiplied
+    # in token order, LINEAR_MAX to a log
+    log_alpha, log_r1, r1_nk, ubits = lc
+    x, part, prod = scratch[0], scratch[1], scratch[2]
+    if unit == 1:
+        for k in range(K):
+            x[k] = alpha[k] + m_dk[k]
+        _log_rising_all(x, n, out, prod)
+    else:
+        for k in range(K):
+            out[k] = log_alpha[k] if m_dk[k] == 0 else math.log(alpha[k] + m_dk[k])
+    j = 0
+    while j < n:
+        stop = min(n, j + LINEAR_MAX)
+        # a topic where no word of these tokens has a count gets the product at count 0
+        c = 1.0
+        ubits[:] = 0
+        for q in range(j, stop):
+            c *= beta + 0 + offs[q]
+            for b in range(len(ubits)):
+                ubits[b] |= wbits[words[q], b]
+        part[:K] = math.log(c)
+        for b in range(len(ubits)):
+            u = ubits[b]
+            while u != 0:
+                k = (b << 6) + trailing_zeros(u)
+                u &= u - ONE
+                p = 1.0
+                for q in range(j, stop):
+                    p *= beta + n_kw[words[q], k] + offs[q]
+                part[k] = math.log(p)
+        for k in range(K):
+            out[k] += part[k]
+        j = stop
+    top = -np.inf
+    for k in range(K):
+        xk = vbeta + n_k[k]
+        if r1_nk[k] != n_k[k]:  # the first LINEAR_MAX factors depend on n_k alone
+            p = 1.0
+            for i in range(LINEAR_MAX):
+                p *= xk + i
+            log_r1[k] = math.log(p)
+            r1_nk[k] = n_k[k]
+        a = log_r1[k]
+        i = LINEAR_MAX
+        while i < n:
+            p = 1.0
+            stop = min(n, i + LINEAR_MAX)
+            while i < stop:
+                p *= xk + i
+                i += 1
+            a += math.log(p)
+        out[k] -= a
+        if out[k] > top:
+            top = out[k]
+    total = 0.0
+    for k in range(K):
+        out[k] = math.exp(out[k] - top)
+        total += out[k]
+    return total
