@@ -172,7 +172,53 @@ def moment_match(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, active, alpha):
             alpha[i, j] = S * mean[i, j]
 
 
-@njit(cache=True)
+@njit(cache=True, parallel=True)
+def _count_runs(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, active, n_super, n_sub):
+    """The counts of every pair key (n_ij^d) and of every super-topic (n_i^d > 0) over the
+    active documents, each key's counts one ascending run: (pair_ptr, pair_n, tot_ptr, tot_n),
+    the same order as sorting (key, count) pairs, built in linear time by bucketing on the key
+    and sorting each (short) run apart."""
+    n_docs = len(dp_nnz)
+    n_keys = n_super * n_sub
+    pair_ptr = np.zeros(n_keys + 1, dtype=np.int64)
+    tot_ptr = np.zeros(n_super + 1, dtype=np.int64)
+    for d in range(n_docs):
+        if active[d] == 0:
+            continue
+        base = cap_ptr[d]
+        for q in range(dp_nnz[d]):
+            pair_ptr[dp_key[base + q] + 1] += 1
+        for i in range(n_super):
+            if n_ds[d, i] > 0:
+                tot_ptr[i + 1] += 1
+    for k in range(n_keys):
+        pair_ptr[k + 1] += pair_ptr[k]
+    for i in range(n_super):
+        tot_ptr[i + 1] += tot_ptr[i]
+    pair_n = np.empty(pair_ptr[n_keys], dtype=np.int32)
+    tot_n = np.empty(tot_ptr[n_super], dtype=np.int32)
+    fill = pair_ptr[:n_keys].copy()
+    tfill = tot_ptr[:n_super].copy()
+    for d in range(n_docs):
+        if active[d] == 0:
+            continue
+        base = cap_ptr[d]
+        for q in range(dp_nnz[d]):
+            key = dp_key[base + q]
+            pair_n[fill[key]] = dp_count[base + q]
+            fill[key] += 1
+        for i in range(n_super):
+            if n_ds[d, i] > 0:
+                tot_n[tfill[i]] = n_ds[d, i]
+                tfill[i] += 1
+    for i in prange(n_super):
+        tot_n[tot_ptr[i]:tot_ptr[i + 1]].sort()
+        for key in range(i * n_sub, (i + 1) * n_sub):
+            pair_n[pair_ptr[key]:pair_ptr[key + 1]].sort()
+    return pair_ptr, pair_n, tot_ptr, tot_n
+
+
+@njit(cache=True, parallel=True)
 def ml_alpha(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, active, alpha, n_iter, shape, scale):
     """Re-estimate every row alpha[i, :] by Minka's fixed point for the Dirichlet-multinomial
     (Wallach et al. 2009, with a Gamma(shape, scale) prior on every alpha_ij as Mallet does):
@@ -183,87 +229,48 @@ def ml_alpha(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, active, alpha, n_iter, sha
     over the active documents with n_i^d > 0, ``n_iter`` times from the current alpha. This is
     the (MAP) estimate of the alpha that the collapsed joint p(z, z' | alpha) depends on; it
     needs no pseudo-document. For integer n, psi(n + a) - psi(a) = sum_{k<n} 1 / (a + k), so
-    the sums run over each count's histogram once per iteration. A super-topic used by no
-    document keeps its row; alpha_ij >= 1e-10 keeps every pair reachable.
+    the sums run over each count's histogram once per iteration (each key's counts ascending,
+    :func:`_count_runs`). Rows are independent: they run in parallel, every sum in the same
+    order whatever the threads. A super-topic used by no document keeps its row;
+    alpha_ij >= 1e-10 keeps every pair reachable.
 
     alpha : ndarray of shape (n_super, n_sub), float64, changed in place.
     """
     n_super, n_sub = alpha.shape
-    n_docs = len(dp_nnz)
-    # (pair key, count) of every document pair and n_i^d of every (doc, used super-topic),
-    # sorted so that each key's counts (and each super-topic's totals) are one ascending run
-    n_pairs = 0
-    n_tot = 0
-    for d in range(n_docs):
-        if active[d] == 0:
+    pair_ptr, pair_n, tot_ptr, tot_n = _count_runs(cap_ptr, dp_key, dp_count, dp_nnz, n_ds,
+                                                   active, n_super, n_sub)
+    for i in prange(n_super):
+        if tot_ptr[i + 1] == tot_ptr[i]:
             continue
-        n_pairs += dp_nnz[d]
-        for i in range(n_super):
-            if n_ds[d, i] > 0:
-                n_tot += 1
-    pk = np.empty(n_pairs, dtype=np.int64)
-    tk = np.empty(n_tot, dtype=np.int64)
-    big = np.int64(1) << 32
-    a = 0
-    b = 0
-    for d in range(n_docs):
-        if active[d] == 0:
-            continue
-        base = cap_ptr[d]
-        for q in range(dp_nnz[d]):
-            pk[a] = np.int64(dp_key[base + q]) * big + dp_count[base + q]
-            a += 1
-        for i in range(n_super):
-            if n_ds[d, i] > 0:
-                tk[b] = np.int64(i) * big + n_ds[d, i]
-                b += 1
-    pk.sort()
-    tk.sort()
-    used = np.zeros(n_super, dtype=np.uint8)
-    for b in range(n_tot):
-        used[tk[b] // big] = 1
-    num = np.zeros((n_super, n_sub))
-    den = np.zeros(n_super)
-    S = np.empty(n_super)
-    for _ in range(n_iter):
-        for i in range(n_super):
-            S[i] = 0.0
+        num = np.empty(n_sub)
+        for _ in range(n_iter):
+            S = 0.0
             for j in range(n_sub):
-                S[i] += alpha[i, j]
-        den[:] = 0.0
-        b = 0
-        while b < n_tot:
-            i = tk[b] // big
+                S += alpha[i, j]
+            den = 0.0
             dig = 0.0
             k = 0
-            while b < n_tot and tk[b] // big == i:
-                n = tk[b] - i * big
+            for b in range(tot_ptr[i], tot_ptr[i + 1]):
+                n = tot_n[b]
                 while k < n:
-                    dig += 1.0 / (S[i] + k)
+                    dig += 1.0 / (S + k)
                     k += 1
-                den[i] += dig
-                b += 1
-        num[:, :] = 0.0
-        a = 0
-        while a < n_pairs:
-            key = pk[a] // big
-            i = key // n_sub
-            j = key - i * n_sub
-            old = alpha[i, j]
-            dig = 0.0
-            k = 0
-            while a < n_pairs and pk[a] // big == key:
-                n = pk[a] - key * big
-                while k < n:
-                    dig += 1.0 / (old + k)
-                    k += 1
-                num[i, j] += dig
-                a += 1
-        for i in range(n_super):
-            if used[i] == 0:
-                continue
+                den += dig
             for j in range(n_sub):
-                new = (alpha[i, j] * num[i, j] + shape - 1.0) / (den[i] + 1.0 / scale)
+                key = i * n_sub + j
+                old = alpha[i, j]
+                acc = 0.0
+                dig = 0.0
+                k = 0
+                for a in range(pair_ptr[key], pair_ptr[key + 1]):
+                    n = pair_n[a]
+                    while k < n:
+                        dig += 1.0 / (old + k)
+                        k += 1
+                    acc += dig
+                num[j] = acc
+            for j in range(n_sub):
+                new = (alpha[i, j] * num[j] + shape - 1.0) / (den + 1.0 / scale)
                 alpha[i, j] = max(new, 1e-10)
 
 
