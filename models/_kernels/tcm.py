@@ -68,10 +68,10 @@ from .tcm_restaurants import (
     entries_reserve,
     entry_add,
     entry_find,
-    hash_extend,
     hash_span,
     pow2_at_least,
     type_find,
+    type_insert,
     types_copy,
     types_reserve,
 )
@@ -101,8 +101,8 @@ class Prior(NamedTuple):
 @njit(cache=True)
 def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_count, dt_nnz,
                  g_ty_slot, g_ty_hash, g_ty_len, g_ty_pos, g_ty_head, g_n_types, g_en_slot,
-                 g_en_type, g_en_topic, g_en_count, g_en_next, g_n_entries, g_n_k, alpha, alpha0,
-                 p0_len, max_len, sparse, rng, record):
+                 g_en_type, g_en_topic, g_en_count, g_en_next, g_n_entries, g_n_k, col_entry, alpha,
+                 alpha0, p0_len, max_len, sparse, rng, record):
     """Resample b at every position of docs d0:d1 once, in document order.
 
     The fields of ``sweep``'s NamedTuples, flat (see ``sweep``). The global tables (g_*) are only read: the shard works on its own copies, grown on demand.
@@ -148,70 +148,74 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
             ndk[dt_topic[base + jj]] = dt_count[base + jj]
             N_d += dt_count[base + jj]
         s = a
+        eC = -1
         for j in range(a, z):
             # room for up to 2 new types and 2 new entries at this position (checked inline: the
             # calls return tuples of arrays, whose reference counting costs in this loop)
-            if n_types + 2 > len(ty_hash) or 2 * (n_types + 2) > len(ty_slot):
+            if n_types + 2 > len(ty_hash) or 4 * (n_types + 2) > len(ty_slot):
                 ty_slot, ty_hash, ty_len, ty_pos, ty_head = types_reserve(
                     ty_slot, ty_hash, ty_len, ty_pos, ty_head, n_types, 2)
-            if n_entries + 2 > len(en_type) or 2 * (n_entries + 2) > len(en_slot):
+            if n_entries + 2 > len(en_type) or 4 * (n_entries + 2) > len(en_slot):
                 en_slot, en_type, en_topic, en_count, en_next = entries_reserve(
                     en_slot, en_type, en_topic, en_count, en_next, n_entries, 2)
             nL = j - s + 1
-            hL = hash_span(term_ids, s, nL)
-            tL = type_find(ty_slot, ty_hash, ty_len, ty_pos, term_ids, hL, s, nL)
             forced = split[j] != 0
             k_old = b[j]
-            # the entries (tL, k_old), (tR, kr), (tLR, kr), (tL, kr), each found once: entry ids
-            # never move during a sweep; -1: not looked up, or missing
-            eL = -1
-            eR = -1
-            eLR = -1
-            eLkr = -1
-            # -- remove the collocation(s) around j
-            if forced:
-                kr = -1
-                eL = entry_find(en_slot, en_type, en_topic, tL, k_old)
-                en_count[eL] -= 1
-                n_k[k_old] -= 1
-                nnz = doc_change(ndk, dt_topic, dt_count, base, nnz, k_old, -1)
-                N_d -= 1
-                if sparse:
-                    tree_set(tree, P, k_old, 1.0 / (n_k[k_old] + alpha0))
-                nR = 0
-                nLR = 0
-                tR = -1
-                tLR = -1
-                hR = HASH_SEED
-                hLR = HASH_SEED
-            else:
+            if not forced:
                 e = j + 1
                 while b[e] < 0:
                     e += 1
                 kr = b[e]
                 nR = e - j
                 nLR = e - s + 1
-                hR = hash_span(term_ids, j + 1, nR)
-                hLR = hL
-                for i in range(j + 1, e + 1):
-                    hLR = hash_extend(hLR, term_ids[i])
-                tR = type_find(ty_slot, ty_hash, ty_len, ty_pos, term_ids, hR, j + 1, nR)
-                tLR = type_find(ty_slot, ty_hash, ty_len, ty_pos, term_ids, hLR, s, nLR)
-                if k_old >= 0:
-                    eL = entry_find(en_slot, en_type, en_topic, tL, k_old)
-                    en_count[eL] -= 1
-                    eR = entry_find(en_slot, en_type, en_topic, tR, kr)
+            else:
+                kr = -1
+                nR = 0
+                nLR = 0
+            # The collocation around j (L if j is a boundary, else LR) is known without a lookup:
+            # kept from j - 1 (eC), or unchanged since the tables were built (col_entry at its
+            # end). So is R when j is a boundary: nothing from j on has been resampled yet.
+            if eC < 0:
+                eC = col_entry[j if k_old >= 0 else e]
+            # the entries (tL, k_old), (tR, kr), (tLR, kr), (tL, kr), each found once: entry ids
+            # never move during a sweep; -1: not looked up, or missing
+            eL = -1
+            eR = -1
+            eLR = -1
+            eLkr = -1
+            hL = HASH_SEED
+            hR = HASH_SEED
+            hLR = HASH_SEED
+            # -- remove the collocation(s) around j
+            if k_old >= 0:
+                eL = eC
+                tL = en_type[eL]
+                en_count[eL] -= 1
+                n_k[k_old] -= 1
+                nnz = doc_change(ndk, dt_topic, dt_count, base, nnz, k_old, -1)
+                N_d -= 1
+                if sparse and k_old != kr:
+                    tree_set(tree, P, k_old, 1.0 / (n_k[k_old] + alpha0))
+                tR = -1
+                tLR = -1
+                if not forced:
+                    eR = col_entry[e]
+                    tR = en_type[eR]
                     en_count[eR] -= 1
-                    n_k[k_old] -= 1
-                    nnz = doc_change(ndk, dt_topic, dt_count, base, nnz, k_old, -1)
-                    N_d -= 1
-                    if sparse and k_old != kr:
-                        tree_set(tree, P, k_old, 1.0 / (n_k[k_old] + alpha0))
-                else:
-                    eLR = entry_find(en_slot, en_type, en_topic, tLR, kr)
-                    en_count[eLR] -= 1
-                    if tR >= 0:
-                        eR = max(entry_find(en_slot, en_type, en_topic, tR, kr), -1)
+                    if nLR <= max_len:
+                        hLR = hash_span(term_ids, s, nLR)
+                        tLR = type_find(ty_slot, ty_pos, term_ids, hLR, s, nLR)
+            else:
+                eLR = eC
+                tLR = en_type[eLR]
+                en_count[eLR] -= 1
+                hL = hash_span(term_ids, s, nL)
+                tL = type_find(ty_slot, ty_pos, term_ids, hL, s, nL)
+                hR = hash_span(term_ids, j + 1, nR)
+                tR = type_find(ty_slot, ty_pos, term_ids, hR, j + 1, nR)
+                if tR >= 0:
+                    eR = max(entry_find(en_slot, tR, kr), -1)
+            if not forced:
                 # kr comes back whatever is drawn (with R or with LR), so its entry in the doc
                 # list and its tree leaf stay: only the dense counts drop while sampling (the
                 # doc bucket skips kr and its leaf is 0 then)
@@ -226,7 +230,7 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
             if not forced:
                 p0R = alpha0 * p0_len[nR]
                 same = 0
-                if nL == nR and hL == hR:
+                if nL == nR:
                     same = 1
                     for i in range(nL):
                         if term_ids[s + i] != term_ids[j + 1 + i]:
@@ -238,14 +242,14 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
                 Rp = (ndr + 1 + alpha) * (cR + same + p0R) / (n_k[kr] + 1 + alpha0)
                 if nLR <= max_len:
                     if eLR < 0 and tLR >= 0:
-                        eLR = max(entry_find(en_slot, en_type, en_topic, tLR, kr), -1)
+                        eLR = max(entry_find(en_slot, tLR, kr), -1)
                     cLR = 0 if eLR < 0 else en_count[eLR]
                     p0LR = alpha0 * p0_len[nLR]
                     w_none = (ndr + alpha) * (cLR + p0LR) / (n_k[kr] + alpha0) * (N_d + 1 + kalpha)
                 if k_old == kr:
                     eLkr = eL
                 elif tL >= 0:
-                    eLkr = max(entry_find(en_slot, en_type, en_topic, tL, kr), -1)
+                    eLkr = max(entry_find(en_slot, tL, kr), -1)
                 cLkr = 0 if eLkr < 0 else en_count[eLkr]
                 w_kr = (ndr + alpha) * (cLkr + p0L) / (n_k[kr] + alpha0) * Rp
             k_new = -1
@@ -369,15 +373,17 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
                     en_count[eLR] += 1
                 else:
                     if tLR < 0:
-                        ty_slot[-1 - tLR] = n_types
+                        type_insert(ty_slot, -1 - tLR, hLR, nLR, n_types)
                         tLR = n_types
                         ty_hash[tLR] = hLR
                         ty_len[tLR] = nLR
                         ty_pos[tLR] = s
                         ty_head[tLR] = -1
                         n_types += 1
-                    n_entries = entry_add(en_slot, en_type, en_topic, en_count, en_next,
-                                          n_entries, ty_head, tLR, kr, 1)
+                    eLR = entry_add(en_slot, en_type, en_topic, en_count, en_next, n_entries,
+                                    ty_head, tLR, kr, 1)
+                    n_entries = max(n_entries, eLR + 1)
+                eC = eLR
                 b[j] = -1
             else:
                 if k_new == k_old:
@@ -386,16 +392,17 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
                     en_count[eLkr] += 1
                 else:
                     if tL < 0:
-                        tL = type_find(ty_slot, ty_hash, ty_len, ty_pos, term_ids, hL, s, nL)
-                        ty_slot[-1 - tL] = n_types
+                        tL = type_find(ty_slot, ty_pos, term_ids, hL, s, nL)
+                        type_insert(ty_slot, -1 - tL, hL, nL, n_types)
                         tL = n_types
                         ty_hash[tL] = hL
                         ty_len[tL] = nL
                         ty_pos[tL] = s
                         ty_head[tL] = -1
                         n_types += 1
-                    n_entries = entry_add(en_slot, en_type, en_topic, en_count, en_next,
-                                          n_entries, ty_head, tL, k_new, 1)
+                    eN = entry_add(en_slot, en_type, en_topic, en_count, en_next, n_entries,
+                                   ty_head, tL, k_new, 1)
+                    n_entries = max(n_entries, eN + 1)
                 n_k[k_new] += 1
                 nnz = doc_change(ndk, dt_topic, dt_count, base, nnz, k_new, 1)
                 N_d += 1
@@ -407,17 +414,20 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
                     else:
                         # R may be the type just inserted for L
                         if tR < 0:
-                            tR = type_find(ty_slot, ty_hash, ty_len, ty_pos, term_ids, hR, j + 1, nR)
+                            tR = type_find(ty_slot, ty_pos, term_ids, hR, j + 1, nR)
                         if tR < 0:
-                            ty_slot[-1 - tR] = n_types
+                            type_insert(ty_slot, -1 - tR, hR, nR, n_types)
                             tR = n_types
                             ty_hash[tR] = hR
                             ty_len[tR] = nR
                             ty_pos[tR] = j + 1
                             ty_head[tR] = -1
                             n_types += 1
-                        n_entries = entry_add(en_slot, en_type, en_topic, en_count, en_next,
-                                              n_entries, ty_head, tR, kr, 1)
+                        eR = entry_add(en_slot, en_type, en_topic, en_count, en_next,
+                                       n_entries, ty_head, tR, kr, 1)
+                        n_entries = max(n_entries, eR + 1)
+                # R is the collocation around j + 1; after a split, the next one is unchanged
+                eC = -1 if forced else eR
                 b[j] = k_new
                 s = j + 1
             if sparse and kr >= 0 and k_new != kr:
@@ -444,13 +454,14 @@ def sweep(shard_doc, text, b, docs, tables, prior, sparse, rng, record):
 @njit(cache=True, parallel=True)
 def _sweep(shard_doc, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_count, dt_nnz,
            ty_slot, ty_hash, ty_len, ty_pos, ty_head, n_types, en_slot, en_type, en_topic,
-           en_count, en_next, n_entries, n_k, alpha, alpha0, p0_len, max_len, sparse, rng, record):
+           en_count, en_next, n_entries, n_k, col_entry, alpha, alpha0, p0_len, max_len, sparse, rng,
+           record):
     S = len(shard_doc) - 1
     for sh in prange(S):
         _sweep_shard(shard_doc[sh], shard_doc[sh + 1], doc_ptr, term_ids, split, b, cap_ptr,
                      dt_topic, dt_count, dt_nnz, ty_slot, ty_hash, ty_len, ty_pos, ty_head,
                      n_types, en_slot, en_type, en_topic, en_count, en_next, n_entries, n_k,
-                     alpha, alpha0, p0_len, max_len, sparse, rng[sh], record)
+                     col_entry, alpha, alpha0, p0_len, max_len, sparse, rng[sh], record)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -21,19 +21,20 @@ HASH_STEP = np.uint64(0x9E3779B97F4A7C15)
 class Restaurants(NamedTuple):
     """The restaurants of one chain (what ``build_tables`` returns and the sweep reads)."""
 
-    ty_slot: np.ndarray  # int32, open-addressing slots: type id or -1
+    ty_slot: np.ndarray  # uint64, open-addressing slots (hash, length and type id): see type_find
     ty_hash: np.ndarray  # uint64
     ty_len: np.ndarray  # int32, collocation length
     ty_pos: np.ndarray  # int64, one occurrence in term_ids
     ty_head: np.ndarray  # int32, first entry of the type's topic-sorted list, or -1
     n_types: int
-    en_slot: np.ndarray  # int32, open-addressing slots: entry id or -1
+    en_slot: np.ndarray  # int64, open-addressing slots (key and entry id): see entry_find
     en_type: np.ndarray  # int32
     en_topic: np.ndarray  # int32
     en_count: np.ndarray  # int32, n_kc
     en_next: np.ndarray  # int32, next entry of the same type, or -1
     n_entries: int
     n_k: np.ndarray  # int64 (n_topics,), customers of every restaurant
+    col_entry: np.ndarray  # int32 (n_tokens,): at every boundary i, the entry of the collocation ending at i
 
 
 class DocTopics(NamedTuple):
@@ -89,19 +90,24 @@ def pow2_at_least(n):
 
 
 # ---------------------------------------------------------------------------------------------
-# Type table
+# Type table: slot i is ty_slot[2i] = hash, ty_slot[2i + 1] = (len << 32) | type id, or EMPTY.
+# Hash and length sit in the slot, so a probe reads one cache line, not a line of every array.
+
+EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
 @njit(cache=True)
-def type_find(ty_slot, ty_hash, ty_len, ty_pos, term_ids, h, a, n):
+def type_find(ty_slot, ty_pos, term_ids, h, a, n):
     """Type id of term_ids[a:a+n] with hash h, or -1 - slot (the free slot where it would go)."""
-    mask = np.uint64(len(ty_slot) - 1)
+    mask = np.uint64((len(ty_slot) >> 1) - 1)
     i = np.int64(h & mask)
+    want = np.uint64(n) << np.uint64(32)
     while True:
-        t = ty_slot[i]
-        if t < 0:
+        info = ty_slot[2 * i + 1]
+        if info == EMPTY:
             return -1 - i
-        if ty_hash[t] == h and ty_len[t] == n:
+        if ty_slot[2 * i] == h and (info & np.uint64(0xFFFFFFFF00000000)) == want:
+            t = np.int64(info & np.uint64(0xFFFFFFFF))
             p = ty_pos[t]
             same = True
             for j in range(n):
@@ -113,22 +119,35 @@ def type_find(ty_slot, ty_hash, ty_len, ty_pos, term_ids, h, a, n):
         i = (i + 1) & np.int64(mask)
 
 
+@njit(cache=True, inline="always")
+def type_insert(ty_slot, i, h, n, t):
+    """Type t (hash h, length n) into the free slot i that ``type_find`` returned as -1 - i."""
+    ty_slot[2 * i] = h
+    ty_slot[2 * i + 1] = (np.uint64(n) << np.uint64(32)) | np.uint64(t)
+
+
 @njit(cache=True)
-def _type_rehash(ty_slot, ty_hash, n_types):
-    ty_slot[:] = -1
-    mask = np.uint64(len(ty_slot) - 1)
+def _type_rehash(ty_slot, ty_hash, ty_len, n_types):
+    ty_slot[:] = EMPTY
+    mask = np.uint64((len(ty_slot) >> 1) - 1)
     for t in range(n_types):
         i = np.int64(ty_hash[t] & mask)
-        while ty_slot[i] >= 0:
+        while ty_slot[2 * i + 1] != EMPTY:
             i = (i + 1) & np.int64(mask)
-        ty_slot[i] = t
+        type_insert(ty_slot, i, ty_hash[t], ty_len[t], t)
+
+
+@njit(cache=True)
+def type_slots(cap):
+    """An empty slot table for up to ``cap`` types (load factor <= 1/2)."""
+    return np.full(2 * pow2_at_least(2 * cap), EMPTY, dtype=np.uint64)
 
 
 @njit(cache=True)
 def types_reserve(ty_slot, ty_hash, ty_len, ty_pos, ty_head, n_types, extra):
     """Arrays with room for ``extra`` more types (load factor <= 1/2); the same ones if they fit."""
     need = n_types + extra
-    if need <= len(ty_hash) and 2 * need <= len(ty_slot):
+    if need <= len(ty_hash) and 4 * need <= len(ty_slot):
         return ty_slot, ty_hash, ty_len, ty_pos, ty_head
     cap = max(2 * len(ty_hash), need, 16)
     nh = np.empty(cap, dtype=np.uint64)
@@ -139,44 +158,53 @@ def types_reserve(ty_slot, ty_hash, ty_len, ty_pos, ty_head, n_types, extra):
     nl[:n_types] = ty_len[:n_types]
     npos[:n_types] = ty_pos[:n_types]
     nhead[:n_types] = ty_head[:n_types]
-    ns = np.empty(pow2_at_least(2 * cap), dtype=np.int32)
-    _type_rehash(ns, nh, n_types)
+    ns = type_slots(cap)
+    _type_rehash(ns, nh, nl, n_types)
     return ns, nh, nl, npos, nhead
 
 
 # ---------------------------------------------------------------------------------------------
-# Entry table: (type, topic) -> count, with a per-type linked list sorted by topic
+# Entry table: (type, topic) -> count, with a per-type linked list sorted by topic. Slot i is
+# en_slot[2i] = t << 16 | k (topics fit 16 bits), en_slot[2i + 1] = entry id; key -1: empty.
 
 
 @njit(cache=True)
-def entry_find(en_slot, en_type, en_topic, t, k):
+def entry_find(en_slot, t, k):
     """Entry id of (t, k), or -1 - slot."""
-    mask = np.uint64(len(en_slot) - 1)
+    mask = np.uint64((len(en_slot) >> 1) - 1)
     i = np.int64(_entry_key(t, k) & mask)
+    key = (np.int64(t) << 16) | np.int64(k)
     while True:
-        e = en_slot[i]
-        if e < 0:
+        got = en_slot[2 * i]
+        if got == key:
+            return en_slot[2 * i + 1]
+        if got < 0:
             return -1 - i
-        if en_type[e] == t and en_topic[e] == k:
-            return e
         i = (i + 1) & np.int64(mask)
 
 
 @njit(cache=True)
 def _entry_rehash(en_slot, en_type, en_topic, n_entries):
     en_slot[:] = -1
-    mask = np.uint64(len(en_slot) - 1)
+    mask = np.uint64((len(en_slot) >> 1) - 1)
     for e in range(n_entries):
         i = np.int64(_entry_key(en_type[e], en_topic[e]) & mask)
-        while en_slot[i] >= 0:
+        while en_slot[2 * i] >= 0:
             i = (i + 1) & np.int64(mask)
-        en_slot[i] = e
+        en_slot[2 * i] = (np.int64(en_type[e]) << 16) | np.int64(en_topic[e])
+        en_slot[2 * i + 1] = e
+
+
+@njit(cache=True)
+def entry_slots(cap):
+    """An empty slot table for up to ``cap`` entries (load factor <= 1/2)."""
+    return np.full(2 * pow2_at_least(2 * cap), -1, dtype=np.int64)
 
 
 @njit(cache=True)
 def entries_reserve(en_slot, en_type, en_topic, en_count, en_next, n_entries, extra):
     need = n_entries + extra
-    if need <= len(en_type) and 2 * need <= len(en_slot):
+    if need <= len(en_type) and 4 * need <= len(en_slot):
         return en_slot, en_type, en_topic, en_count, en_next
     cap = max(2 * len(en_type), need, 16)
     nt = np.empty(cap, dtype=np.int32)
@@ -187,7 +215,7 @@ def entries_reserve(en_slot, en_type, en_topic, en_count, en_next, n_entries, ex
     nk[:n_entries] = en_topic[:n_entries]
     nc[:n_entries] = en_count[:n_entries]
     nn[:n_entries] = en_next[:n_entries]
-    ns = np.empty(pow2_at_least(2 * cap), dtype=np.int32)
+    ns = entry_slots(cap)
     _entry_rehash(ns, nt, nk, n_entries)
     return ns, nt, nk, nc, nn
 
@@ -204,11 +232,11 @@ def types_copy(g_slot, g_hash, g_len, g_pos, g_head, n_types, extra):
     ty_len[:n_types] = g_len[:n_types]
     ty_pos[:n_types] = g_pos[:n_types]
     ty_head[:n_types] = g_head[:n_types]
-    if 2 * cap <= len(g_slot):
+    if 4 * cap <= len(g_slot):
         ty_slot = g_slot.copy()
     else:
-        ty_slot = np.empty(pow2_at_least(2 * cap), dtype=np.int32)
-        _type_rehash(ty_slot, ty_hash, n_types)
+        ty_slot = type_slots(cap)
+        _type_rehash(ty_slot, ty_hash, ty_len, n_types)
     return ty_slot, ty_hash, ty_len, ty_pos, ty_head
 
 
@@ -224,10 +252,10 @@ def entries_copy(g_slot, g_type, g_topic, g_count, g_next, n_entries, extra):
     en_topic[:n_entries] = g_topic[:n_entries]
     en_count[:n_entries] = g_count[:n_entries]
     en_next[:n_entries] = g_next[:n_entries]
-    if 2 * cap <= len(g_slot):
+    if 4 * cap <= len(g_slot):
         en_slot = g_slot.copy()
     else:
-        en_slot = np.empty(pow2_at_least(2 * cap), dtype=np.int32)
+        en_slot = entry_slots(cap)
         _entry_rehash(en_slot, en_type, en_topic, n_entries)
     return en_slot, en_type, en_topic, en_count, en_next
 
@@ -235,13 +263,15 @@ def entries_copy(g_slot, g_type, g_topic, g_count, g_next, n_entries, extra):
 @njit(cache=True)
 def entry_add(en_slot, en_type, en_topic, en_count, en_next, n_entries, ty_head, t, k, delta):
     """en_count[(t, k)] += delta, inserting the entry (sorted into t's list) if missing.
-    Returns the new number of entries; capacity must have been reserved."""
-    e = entry_find(en_slot, en_type, en_topic, t, k)
+    Returns the entry's id (n_entries if inserted); capacity must have been reserved."""
+    e = entry_find(en_slot, t, k)
     if e >= 0:
         en_count[e] += delta
-        return n_entries
+        return e
+    i = -1 - e
     e = n_entries
-    en_slot[-1 - entry_find(en_slot, en_type, en_topic, t, k)] = e
+    en_slot[2 * i] = (np.int64(t) << 16) | np.int64(k)
+    en_slot[2 * i + 1] = e
     en_type[e] = t
     en_topic[e] = k
     en_count[e] = delta
@@ -255,7 +285,7 @@ def entry_add(en_slot, en_type, en_topic, en_count, en_next, n_entries, ty_head,
             p = en_next[p]
         en_next[e] = en_next[p]
         en_next[p] = e
-    return n_entries + 1
+    return e
 
 
 # ---------------------------------------------------------------------------------------------
@@ -269,7 +299,8 @@ def build_tables(term_ids, b, n_topics):
     Returns Restaurants (n_k: int64, n_topics). Types are numbered in order of first
     occurrence; every collocation points to its first occurrence. The entries are numbered type
     by type, each type's in topic order, so that walking a type's list (the collocation bucket)
-    reads consecutive memory.
+    reads consecutive memory. col_entry gives the sweep the entry of every collocation it has
+    not changed yet without a lookup.
     """
     N = len(b)
     n_col = 0
@@ -277,7 +308,8 @@ def build_tables(term_ids, b, n_topics):
         if b[i] >= 0:
             n_col += 1
     cap = max(n_col, 16)
-    ty_slot = np.full(pow2_at_least(2 * cap), -1, dtype=np.int32)
+    # grown as types appear: sized to n_col it would spread the probes over mostly empty lines
+    ty_slot = type_slots(1024)
     ty_hash = np.empty(cap, dtype=np.uint64)
     ty_len = np.empty(cap, dtype=np.int32)
     ty_pos = np.empty(cap, dtype=np.int64)
@@ -294,34 +326,33 @@ def build_tables(term_ids, b, n_topics):
             continue
         n = i - s + 1
         h = hash_span(term_ids, s, n)
-        t = type_find(ty_slot, ty_hash, ty_len, ty_pos, term_ids, h, s, n)
+        t = type_find(ty_slot, ty_pos, term_ids, h, s, n)
         if t < 0:
-            ty_slot[-1 - t] = n_types
+            type_insert(ty_slot, -1 - t, h, n, n_types)
             t = n_types
             ty_hash[t] = h
             ty_len[t] = n
             ty_pos[t] = s
             n_types += 1
+            if 4 * n_types > len(ty_slot):
+                ty_slot = type_slots(2 * n_types)
+                _type_rehash(ty_slot, ty_hash, ty_len, n_types)
         col_type[c] = t
         c += 1
         n_k[k] += 1
         s = i + 1
-    # slot tables sized to what they hold: the sweep's hash probes miss the cache less
-    if len(ty_slot) > pow2_at_least(2 * max(n_types, 16)):
-        ty_slot = np.empty(pow2_at_least(2 * max(n_types, 16)), dtype=np.int32)
-        _type_rehash(ty_slot, ty_hash, n_types)
     # (type, topic) of every collocation in order, by two stable counting sorts (topic, then
     # type): the entries are the runs of that order, in the order of their ids. Linked-list
     # inserts of scattered entries would cost a cache miss per list node instead.
     ptr = np.zeros(max(n_topics, n_types) + 1, dtype=np.int64)
     for k in range(n_topics):
         ptr[k + 1] = ptr[k] + n_k[k]
-    types_by_topic = np.empty(n_col, dtype=np.int32)
+    by_topic = np.empty(n_col, dtype=np.int32)  # collocations grouped by topic
     c = 0
     for i in range(N):
         k = b[i]
         if k >= 0:
-            types_by_topic[ptr[k]] = col_type[c]
+            by_topic[ptr[k]] = c
             ptr[k] += 1
             c += 1
     ptr[:n_types + 1] = 0
@@ -329,11 +360,13 @@ def build_tables(term_ids, b, n_topics):
         ptr[col_type[c] + 1] += 1
     for t in range(n_types):
         ptr[t + 1] += ptr[t]
-    topics = col_type  # reused: the topics grouped by type, in topic order within a type
+    order = np.empty(n_col, dtype=np.int32)  # collocations by type, in topic order within a type
+    topics = np.empty(n_col, dtype=np.int32)  # and their topics
     c = 0
     for k in range(n_topics):
         for _ in range(n_k[k]):
-            t = types_by_topic[c]
+            t = col_type[by_topic[c]]
+            order[ptr[t]] = by_topic[c]
             topics[ptr[t]] = k
             ptr[t] += 1
             c += 1
@@ -348,11 +381,12 @@ def build_tables(term_ids, b, n_topics):
                 n_entries += 1
             c += 1
     cap = max(n_entries, 16)
-    en_slot = np.full(pow2_at_least(2 * cap), -1, dtype=np.int32)
+    en_slot = entry_slots(cap)
     en_type = np.empty(cap, dtype=np.int32)
     en_topic = np.empty(cap, dtype=np.int32)
     en_count = np.empty(cap, dtype=np.int32)
     en_next = np.empty(cap, dtype=np.int32)
+    col_entry = by_topic  # reused: the entry of every collocation
     n_entries = 0
     c = 0
     for t in range(n_types):
@@ -369,11 +403,18 @@ def build_tables(term_ids, b, n_topics):
                 prev = k
             else:
                 en_count[n_entries - 1] += 1
+            col_entry[order[c]] = n_entries - 1
             c += 1
         en_next[n_entries - 1] = -1
     _entry_rehash(en_slot, en_type, en_topic, n_entries)
+    tok_entry = np.full(N, -1, dtype=np.int32)
+    c = 0
+    for i in range(N):
+        if b[i] >= 0:
+            tok_entry[i] = col_entry[c]
+            c += 1
     return Restaurants(ty_slot, ty_hash, ty_len, ty_pos, ty_head, n_types, en_slot, en_type,
-                       en_topic, en_count, en_next, n_entries, n_k)
+                       en_topic, en_count, en_next, n_entries, n_k, tok_entry)
 
 
 @njit(cache=True, parallel=True)
