@@ -8,6 +8,7 @@ class derives from :class:`models.lda.LDA` and only replaces the chain state and
 ``restricted=True`` is the paper's negative control, restricted LDA: the groups are fixed to
 the (document, term) runs, so all instances of a term in a document share one topic.
 """
+import numba
 import numpy as np
 
 from ._kernels import glda as G_
@@ -219,7 +220,8 @@ class GroupedLDA(LDA):
         G_.sweep_chains(corpus.doc_ptr, corpus.term_ids, lay["grp_ptr"], lay["run_ptr"],
                         lay["tok_run"], self.g_, self.zg_, self.n_kw_, self.n_k_,
                         self.alpha_, float(self.beta), self._unit(),
-                        not self.restricted, self.rng_, lay["max_groups"], lay["max_len"])
+                        not self.restricted, self.rng_, lay["max_groups"], lay["max_len"],
+                        numba.get_num_threads())
 
     def _unit(self):
         """The kernel's doc-factor code (see :mod:`models._kernels.glda`)."""

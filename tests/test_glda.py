@@ -134,7 +134,7 @@ def _eq3_kernel(m, corpus, c, d, h):
     GS.build_word_bits(n_kw, wbits)
     total = GS.group_topic_weights(words, offs, len(words), m_dk, m.alpha_[c], m._unit(), n_kw,
                                    wbits, n_k, m.beta, m.beta * corpus.n_terms, w,
-                                   np.zeros((3, m.n_topics)), GS.long_cache(m.alpha_[c]))
+                                   np.zeros((3, m.n_topics)), long_cache(m.alpha_[c]))
     return w / total, len(words)
 
 
@@ -161,6 +161,12 @@ def test_conditionals_match_reference(restricted, group_size, doc_counts):
             assert abs(got.sum() - 1) < 1e-12
             sizes.append(n)
     assert max(sizes) > G_.LINEAR_MAX and min(sizes) <= G_.LINEAR_MAX  # both paths were compared
+
+
+def long_cache(alpha):
+    K = len(alpha)
+    return GS.long_cache(alpha, np.zeros(K), np.zeros(K), np.zeros(K, np.int64),
+                         np.zeros((K + 63) // 64, np.uint64), True)
 
 
 def _eq3_sparse_kernel(m, corpus, c, d, h):
@@ -388,6 +394,27 @@ def test_same_seed_same_state_whatever_the_thread_count():
     assert (a.z_[0] != a.z_[1]).mean() > 0.3  # chains differ
     other = GroupedLDA(n_jobs=2, **dict(kw, seed=10)).fit(corpus)
     assert (other.z_[0] != a.z_[0]).mean() > 0.3
+
+
+def test_sweep_splits_chains_into_parts_without_changing_them():
+    """Fewer threads than chains cut each chain's sweep into parts run in rounds: the state after
+    a sweep is the same whatever the number of parts."""
+    corpus = small_corpus()
+    m = prepared(GroupedLDA(n_topics=7, n_chains=5, seed=4), corpus, sweeps=1)
+    start = [m.g_.copy(), m.zg_.copy(), m.n_kw_.copy(), m.n_k_.copy(), m.rng_.copy()]
+    lay = m._lay
+    states = []
+    for n_threads in (1, 2, 3, 4, 8):  # parts per chain: 1, 2, 3, 4, 1
+        g, zg, n_kw, n_k, rng = (a.copy() for a in start)
+        for _ in range(2):
+            G_.sweep_chains(corpus.doc_ptr, corpus.term_ids, lay["grp_ptr"], lay["run_ptr"],
+                            lay["tok_run"], g, zg, n_kw, n_k, m.alpha_, float(m.beta), m._unit(),
+                            True, rng, lay["max_groups"], lay["max_len"], n_threads)
+        states.append((g, zg, n_kw, n_k, rng))
+    assert (states[0][1] != start[1]).mean() > 0.3
+    for other in states[1:]:
+        for a, b in zip(states[0], other):
+            np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize("restricted", [False, True])

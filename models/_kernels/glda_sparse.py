@@ -236,16 +236,17 @@ def draw_group_topic(u01, dw, dc, n_dw, n, m_dk, dbits, wbits, alpha, unit, n_kw
 
 
 @njit(cache=True)
-def long_cache(alpha):
-    """The long groups' caches of one chain (:func:`group_topic_weights`): log alpha_k (by the
-    kernels' own log, so the bits of log(alpha_k + 0)), the log of the first LINEAR_MAX factors
-    of rising(V beta + n_k, n) with the n_k it was computed at (-1: none), and a topic bitset.
-    A function of the state: a resumed chain rebuilds the same."""
-    K = len(alpha)
-    log_alpha = np.empty(K)
-    for k in range(K):
-        log_alpha[k] = math.log(alpha[k])
-    return log_alpha, np.zeros(K), np.full(K, -1, np.int64), np.zeros((K + 63) >> 6, np.uint64)
+def long_cache(alpha, log_alpha, log_r1, r1_nk, ubits, fresh):
+    """The long groups' caches of one chain (:func:`group_topic_weights`) as a tuple, set up
+    where ``fresh``: log alpha_k (by the kernels' own log, so the bits of log(alpha_k + 0)), the
+    log of the first LINEAR_MAX factors of rising(V beta + n_k, n) with the n_k it was computed
+    at (-1: none), and a topic bitset. A function of the state: a resumed chain rebuilds the
+    same."""
+    if fresh:
+        for k in range(len(alpha)):
+            log_alpha[k] = math.log(alpha[k])
+            r1_nk[k] = -1
+    return log_alpha, log_r1, r1_nk, ubits
 
 
 @njit(cache=True)
