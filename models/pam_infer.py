@@ -9,7 +9,7 @@ import numpy as np
 from . import file_specs
 from ._kernels.sparse import row_nnz, rows_to_csr
 from .generate import log_dirichlet, over_kept_samples
-from ._kernels.pam_score import phi_table, score_p_w_d, score_p_w_d_per_sample, sparse_phi
+from ._kernels.pam_score import prior_tables, score_p_w_d, score_p_w_d_per_sample, sparse_phi
 
 
 class PAMDocumentModel:
@@ -34,15 +34,12 @@ class PAMDocumentModel:
         and base = sum_i G_i / S_i (n_cs, T)."""
         self._check_fitted()
         term_ids = self._check_term_ids(term_ids)
-        n_cs, b = self.dp_ptr_.shape[0], float(self.beta)
-        phi = np.empty((n_cs, self.n_sub, len(term_ids)))
-        phi_table(self.tw_ptr_, self.tw_sub_, self.tw_count_, self.n_j_samples_, b, term_ids, phi)
-        G = np.ascontiguousarray(np.matmul(self.alpha_samples_, phi))
-        S = self.alpha_samples_.sum(2)
-        base = np.ascontiguousarray((G / S[:, :, None]).sum(1))
+        b = float(self.beta)
+        S = np.ascontiguousarray(self.alpha_samples_.sum(2))
         phi_b = b / (self.n_j_samples_ + self.n_terms_ * b)
         sparse = sparse_phi(self.tw_ptr_, self.tw_sub_, self.tw_count_, self.n_j_samples_, b, term_ids)
-        return (self.n_sub, self._alpha_r(), np.ascontiguousarray(S), phi_b, *sparse, G, base)
+        G, base = prior_tables(self.alpha_samples_, S, phi_b, *sparse, len(term_ids))
+        return (self.n_sub, self._alpha_r(), S, phi_b, *sparse, G, base)
 
     def p_w_d(self, term_ids):
         """P_PAM(w | d) for every document, averaged over all kept samples of all chains.

@@ -11,25 +11,6 @@ from .pam import block_E, doc_bucket, prior_bucket
 
 
 @njit(cache=True)
-def phi_table(tw_ptr, tw_sub, tw_count, n_j, beta, term_ids, phi):
-    """phi[cs, j, t] = (n_jw + b) / (n_j + V b) for w = term_ids[t] (overwrites phi).
-
-    tw_ptr : (n_cs, V + 1) int64 offsets into the flat tw_sub/tw_count of every sample.
-    """
-    n_cs, n_sub, T = phi.shape
-    V = tw_ptr.shape[1] - 1
-    vbeta = V * beta
-    for cs in range(n_cs):
-        for t in range(T):
-            w = term_ids[t]
-            for j in range(n_sub):
-                phi[cs, j, t] = beta / (n_j[cs, j] + vbeta)
-            for q in range(tw_ptr[cs, w], tw_ptr[cs, w + 1]):
-                j = tw_sub[q]
-                phi[cs, j, t] = (tw_count[q] + beta) / (n_j[cs, j] + vbeta)
-
-
-@njit(cache=True)
 def sparse_phi(tw_ptr, tw_sub, tw_count, n_j, beta, term_ids):
     """The count part of phi for the query terms, sub-topic-major: for sample cs and sub-topic
     j, the entries ``[sp_ptr[cs, j], sp_ptr[cs, j + 1])`` hold every term t with n_jw > 0 and
@@ -61,6 +42,35 @@ def sparse_phi(tw_ptr, tw_sub, tw_count, n_j, beta, term_ids):
                 sp_val[fill[cs, j]] = tw_count[q] / (n_j[cs, j] + vbeta)
                 fill[cs, j] += 1
     return sp_ptr, sp_term, sp_val
+
+
+@njit(cache=True, parallel=True)
+def prior_tables(alpha, alpha_sum, phi_b, sp_ptr, sp_term, sp_val, T):
+    """G[cs, i, t] = sum_j alpha_ij phi_jt (alpha @ phi) and base[cs, t] = sum_i G_it / S_i,
+    with phi_jt = phi_b[cs, j] + the sparse count part of :func:`sparse_phi`: the shared part
+    is one number per super-topic, the count part only the (sub-topic, term) pairs that have
+    counts. Returns G (n_cs, n_super, T) and base (n_cs, T)."""
+    n_cs, n_super, n_sub = alpha.shape
+    G = np.empty((n_cs, n_super, T))
+    base = np.zeros((n_cs, T))
+    for cs in prange(n_cs):
+        for i in range(n_super):
+            g0 = 0.0
+            for j in range(n_sub):
+                g0 += alpha[cs, i, j] * phi_b[cs, j]
+            for t in range(T):
+                G[cs, i, t] = g0
+        for j in range(n_sub):
+            for r in range(sp_ptr[cs, j], sp_ptr[cs, j + 1]):
+                t = sp_term[r]
+                v = sp_val[r]
+                for i in range(n_super):
+                    G[cs, i, t] += alpha[cs, i, j] * v
+        for i in range(n_super):
+            inv = 1.0 / alpha_sum[cs, i]
+            for t in range(T):
+                base[cs, t] += G[cs, i, t] * inv
+    return G, base
 
 
 @njit(cache=True, inline="always")
@@ -114,7 +124,7 @@ def score_p_w_d(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, ph
 
     dp_ptr : (n_cs, n_docs + 1) int64 offsets into the flat dp_key/dp_count;
     phi_b : (n_cs, n_sub) b / (n_j + V b); sp_* : :func:`sparse_phi`;
-    G : (n_cs, n_super, T) = alpha @ phi; base : (n_cs, T) = sum_i G_i / S_i.
+    G, base : :func:`prior_tables`.
     """
     n_cs, _, T = G.shape
     n_docs = out.shape[0]
