@@ -127,7 +127,6 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
     pbuf = np.empty(K)
     cbuf = np.empty(K)
     ctop = np.empty(K, dtype=np.int64)
-    dtop = np.empty(K, dtype=np.int64)
     P = pow2_at_least(K)
     tree = np.zeros(2 * P)
     if sparse:
@@ -287,31 +286,32 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
             else:
                 if kr >= 0:
                     tree_set(tree, P, kr, 0.0)
-                # collocation bucket: topics of L's restaurant entries (sorted), kr excluded
+                # collocation bucket: topics of L's restaurant entries (sorted), kr excluded, and
+                # document bucket: topics of doc d (sorted), kr excluded. kr (leaf 0 now) and
+                # emptied entries add +0.0, the same bits as skipping them, without a branch;
+                # a draw stops at the first prefix above it, never on them (c_last, d_last: the
+                # last topic of weight > 0, where round-off at the right edge stops)
                 n_c = 0
+                c_last = 0
                 csum = 0.0
                 if tL >= 0:
                     ee = ty_head[tL]
                     while ee >= 0:
                         k = en_topic[ee]
                         cnt = en_count[ee]
-                        if cnt > 0 and k != kr:
-                            csum += (ndk[k] + alpha) * cnt * tree[P + k]
-                            cbuf[n_c] = csum
-                            ctop[n_c] = k
-                            n_c += 1
+                        csum += (ndk[k] + alpha) * cnt * tree[P + k]
+                        cbuf[n_c] = csum
+                        ctop[n_c] = k
+                        c_last = n_c if cnt > 0 and k != kr else c_last
+                        n_c += 1
                         ee = en_next[ee]
-                # document bucket: topics of doc d (sorted), kr excluded
                 dsum = 0.0
-                n_dd = 0
+                d_last = 0
                 for jj in range(nnz):
                     k = dt_topic[base + jj]
-                    if k == kr:
-                        continue
                     dsum += dt_count[base + jj] * tree[P + k]
-                    pbuf[n_dd] = dsum
-                    dtop[n_dd] = k
-                    n_dd += 1
+                    pbuf[jj] = dsum
+                    d_last = jj if k != kr else d_last
                 m_col = csum * R
                 m_doc = p0L * dsum * R
                 m_smooth = alpha * p0L * tree[1] * R
@@ -328,7 +328,7 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
                         if u < m_col:
                             v = u / R
                             i = 0
-                            while cbuf[i] <= v and i < n_c - 1:
+                            while cbuf[i] <= v and i < c_last:
                                 i += 1
                             k_new = ctop[i]
                         else:
@@ -336,9 +336,9 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
                             if u < m_doc:
                                 v = u / (p0L * R)
                                 i = 0
-                                while pbuf[i] <= v and i < n_dd - 1:
+                                while pbuf[i] <= v and i < d_last:
                                     i += 1
-                                k_new = dtop[i]
+                                k_new = dt_topic[base + i]
                             else:
                                 u -= m_doc
                                 v = u / (alpha * p0L * R)
