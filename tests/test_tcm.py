@@ -64,6 +64,13 @@ def check_invariants(model, corpus, c=0):
             assert t[9][e] >= 0
             e = t[10][e]
     assert got == {k: v for k, v in n_kc.items() if v}
+    # col_entry: the entry of the collocation that ends at every boundary
+    for _, s, e, k in cols:
+        en = t.col_entry[e]
+        ty = t.en_type[en]
+        assert t.en_topic[en] == k and t.ty_len[ty] == e - s + 1
+        np.testing.assert_array_equal(corpus.term_ids[t.ty_pos[ty]:t.ty_pos[ty] + e - s + 1],
+                                      corpus.term_ids[s:e + 1])
     assert_doc_lists(model.dt_topic_[c], model.dt_count_[c], model.dt_nnz_[c], model._cap_ptr, n_dk)
 
 
