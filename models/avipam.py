@@ -259,6 +259,15 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
             net.start_topics(torch.from_numpy(log_freq))
         return net
 
+    @staticmethod
+    def _batch_input(rows, device):
+        """The batch's rows of the count matrix as their nonzero counts
+        (:class:`models._torch.pam_net.Docs`): no step of the network costs documents x
+        vocabulary."""
+        from ._torch.pam_net import Docs
+
+        return Docs.from_csr(rows, device)
+
     def _fit(self, corpus, callback, checkpoint):
         n = np.bincount(corpus.term_ids, minlength=corpus.n_terms).astype(np.float64)
         eta = float(self.eta)
@@ -350,10 +359,13 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         return out
 
     def _batch_posteriors(self, X, steps, seed, batch=_REFINE_BATCH):
-        """(first row, network, (documents, their nonzero entries, the topics at them), variational
-        parameters, draws) of every batch of rows of ``X``: the encoder's posteriors refined by
-        ``steps`` steps. ``draws(purpose, call)`` gives the batch's generators, one per level."""
+        """(first row, network, (documents as :class:`Docs`, the topics at their entries),
+        variational parameters, draws) of every batch of rows of ``X``: the encoder's posteriors
+        refined by ``steps`` steps. ``draws(purpose, call)`` gives the batch's generators, one
+        per level."""
         import torch
+
+        from ._torch.pam_net import Docs
 
         net = self.net_
         if net is None:
@@ -361,21 +373,12 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         net.eval()
         dev = next(net.parameters()).device
         with torch.no_grad():
-            topics = net.topics()
+            topics = None if net.decoder == "product" else net.topics()
         for b, lo in enumerate(range(0, X.shape[0], batch)):
-            x = torch.from_numpy(X[lo:lo + batch].toarray()).to(dev)
-            pairs, tw = self._pairs(net, x, topics)
+            docs = Docs.from_csr(X[lo:lo + batch], dev)
+            tw = None if topics is None else net.pair_topics(docs, topics)
             draws = batch_draws(seed, b, dev, net.n_levels)
-            yield lo, net, (x, pairs, tw), refine_posteriors(net, x, pairs, tw, draws, steps), draws
-
-    @staticmethod
-    def _pairs(net, x, topics):
-        """The nonzero (row, column, count) entries of ``x`` and the topics' columns at them,
-        (nnz, K), for the mixture decoder's likelihood; (None, None) for the product decoder."""
-        if net.decoder == "product":
-            return None, None
-        rows, cols = x.nonzero(as_tuple=True)
-        return (rows, cols, x[rows, cols]), topics[:, cols].T.contiguous()
+            yield lo, net, (docs, tw), refine_posteriors(net, docs, tw, draws, steps), draws
 
     def elbo(self, corpus, refine_steps=None, n_samples=64, seed=None):
         """Per-document ELBO (n_docs,) of the posteriors that :meth:`transform` reaches with
@@ -393,7 +396,7 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         X = count_matrix(as_corpus(corpus, self.n_terms_))
         out = np.zeros(X.shape[0])
         seed = self.seed if seed is None else seed
-        for lo, net, (x, pairs, tw), params, draws in self._batch_posteriors(X, int(steps), int(seed)):
+        for lo, net, (docs, tw), params, draws in self._batch_posteriors(X, int(steps), int(seed)):
             with torch.no_grad():
                 _, kl = net.mix_kl(params)
                 ll = 0.0
@@ -401,7 +404,7 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
                     k = min(8, n_samples - s)
                     eps = net.noise(params, k, draws(_ESTIMATE, s), _REFINE_BATCH)
                     mix, _ = net.mix_kl(params, eps)
-                    ll = ll + k * net.expected_log_lik(x, mix, tw, pairs)
+                    ll = ll + k * net.expected_log_lik(docs, mix, tw)
                 out[lo:lo + len(kl)] = (ll / n_samples - kl).cpu().numpy()
         return out
 

@@ -30,15 +30,16 @@ def batch_draws(seed, batch_no, device, n_levels):
     return draws
 
 
-def refine_posteriors(net, x, pairs, tw, draws, steps):
-    """The encoder's variational parameters of the documents ``x``, then ``steps`` Adam steps
+def refine_posteriors(net, docs, tw, draws, steps):
+    """The encoder's variational parameters of the documents ``docs`` (:class:`Docs`, ``tw``
+    the topics at their entries: ``net.pair_topics``), then ``steps`` Adam steps
     on the sum of their ELBOs with the decoder fixed (semi-amortized VI, Kim et al. 2018),
     one fresh draw per step: every document's parameters move on its own ELBO alone (Adam
     is elementwise)."""
     import torch
 
     with torch.no_grad():
-        params = net.posterior_params(x)
+        params = net.posterior_params(docs)
     if not steps:
         return params
     params = [p.detach().clone().requires_grad_(True) for p in params]
@@ -52,7 +53,7 @@ def refine_posteriors(net, x, pairs, tw, draws, steps):
             for step in range(steps):
                 eps = net.noise(params, 1, draws(_REFINE, step), _REFINE_BATCH)
                 mix, kl = net.mix_kl(params, eps)
-                loss = (kl - net.expected_log_lik(x, mix, tw, pairs)).sum()
+                loss = (kl - net.expected_log_lik(docs, mix, tw)).sum()
                 opt.zero_grad()
                 loss.backward()
                 opt.step()

@@ -44,7 +44,8 @@ class VariationalModel(TopicModel):
     ``_check_params(corpus)``, ``_build_net(n_terms)`` (a module with ``loss(x, gen)`` returning
     the negative ELBO and the KL part of every document of a batch; a network may also define
     ``end_epoch()``, run without gradients after every epoch's last step, for closed-form
-    updates such as aviPAM's M-step topics) and ``_finalize(net, X)``
+    updates such as aviPAM's M-step topics), ``_batch_input(rows, device)`` (the ``x`` that
+    ``loss`` takes for a batch's rows of the count matrix, scipy CSR) and ``_finalize(net, X)``
     (the fitted arrays named in ``_INFERENCE_ARRAYS``, the first of which exists exactly when
     the model is fitted).
 
@@ -150,8 +151,7 @@ class VariationalModel(TopicModel):
             # Near-equal batches (sizes differ by at most one): batch normalisation never sees
             # a batch of one document.
             for idx in np.array_split(perm, n_batches):
-                x = torch.from_numpy(X[np.sort(idx)].toarray()).to(dev)
-                neg_elbo, kl = net.loss(x, gen)
+                neg_elbo, kl = net.loss(self._batch_input(X[np.sort(idx)], dev), gen)
                 loss = (neg_elbo - (1.0 - kl_weight) * kl).mean()
                 opt.zero_grad()
                 loss.backward()

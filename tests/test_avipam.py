@@ -402,3 +402,57 @@ def test_bench_dmfvi_row_is_sklearn_variational_lda(corpus_beta):
     online = SklearnLDA(6, max_iter=30, seed=0, n_jobs=1, method="online").fit(corpus)
     assert matched_cosines(online.topic_word_, beta).min() > 0.9
     assert not np.allclose(online.topic_word_, m.topic_word_)
+
+
+@pytest.mark.parametrize("arch, decoder, topic_update", [
+    ("4pam:2,6", "mixture", "gradient"), ("4pam:2,6", "product", "gradient"),
+    ("4pam:2,6", "mixture", "em"), ("ctm:6", "mixture", "gradient"), ("molda:2:3", "product", "gradient"),
+])
+def test_sparse_batches_give_the_dense_loss_and_gradients(corpus_beta, arch, decoder, topic_update):
+    """Training reads a batch's nonzero counts alone (Docs: encoders as sums over a document's
+    words, the mixture decoder's likelihood at the pairs present); the dense (B, V) counts
+    through the same network, its slow twin, give the same ELBO, gradients and M-step counts to
+    float32 rounding (only the order of the sums differs), an empty document among them."""
+    import torch
+    from scipy import sparse
+
+    from models._torch.pam_net import Docs, as_docs
+
+    corpus = corpus_beta[0]
+    X = count_matrix(corpus)
+    X = sparse.vstack([X[:20], sparse.csr_matrix((1, X.shape[1]), dtype=X.dtype), X[20:40]]).tocsr()
+    kw = dict(KW, arch=arch, decoder=decoder, topic_update=topic_update, epochs=1, refine_steps=0)
+    m = AVIPAM(**kw).fit(corpus)
+    net = m.net_.train()
+    dense = torch.from_numpy(X.toarray())
+    docs = Docs.from_csr(X)
+    for a, b in zip(as_docs(dense), docs):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    got = {}
+    for name, x in (("dense", dense), ("docs", docs)):
+        net.zero_grad()
+        if topic_update == "em":
+            net.em_counts.zero_()
+        neg_elbo, kl = net.loss(x, torch.Generator().manual_seed(4))
+        neg_elbo.sum().backward()
+        grads = {k: p.grad.clone() for k, p in net.named_parameters()}
+        counts = net.em_counts.clone() if topic_update == "em" else None
+        got[name] = (neg_elbo.detach(), kl.detach(), grads, counts)
+    (e1, k1, g1, c1), (e2, k2, g2, c2) = got["dense"], got["docs"]
+    torch.testing.assert_close(e2, e1, rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(k2, k1, rtol=1e-5, atol=1e-5)
+    # float32 sums in another order: agreement to 1e-5 of the largest gradient entry (the
+    # biases before a batch normalisation have a zero gradient, rounding noise on both sides)
+    scale = max(float(g.abs().max()) for g in g1.values())
+    for k in g1:
+        torch.testing.assert_close(g2[k], g1[k], rtol=1e-4, atol=1e-5 * scale, msg=k)
+    if topic_update == "em":
+        assert c1.sum() > 0
+        torch.testing.assert_close(c2, c1, rtol=1e-5, atol=1e-5)
+    net.eval()
+    # the decoder's likelihood at the pairs is the dense sum_w x_dw log p(w | d)
+    with torch.no_grad():
+        mix, _ = net(docs, None, sample=False)
+        want = (dense * net.log_p_words(mix)).sum(1)
+        torch.testing.assert_close(net.expected_log_lik(docs, mix[None]), want, rtol=1e-5, atol=1e-4)
+        torch.testing.assert_close(net.expected_log_lik(dense, mix[None]), want, rtol=1e-5, atol=1e-4)

@@ -10,14 +10,80 @@ logistic normal: its prior's mean and Cholesky factor are learned (variational E
 the encoder gives every document a full-covariance posterior through its Cholesky factor, as the
 paper's section 3 suggests.
 
+Documents come in as :class:`Docs`, the nonzero entries of their count matrix, so that no step
+costs documents x vocabulary: every encoder's first layer is a sum over a document's words, and the
+mixture decoder's likelihood is read at the (document, word) pairs present (the topics' softmax
+stays over the whole vocabulary, so the gradient is the dense one). A dense (B, V) count tensor
+is accepted everywhere too: the slow, obvious twin that the tests compare with.
+
 Randomness (the reparameterisation noise, dropout) comes only from the ``torch.Generator``
 passed in, so that a checkpoint holding its state resumes the same stream.
 """
 import math
+from typing import NamedTuple
 
 import torch
 from torch import nn
 from torch.nn import functional as F
+
+
+class Docs(NamedTuple):
+    """A batch of B documents as the nonzero entries of their count matrix (B, V), document by
+    document: ``rows`` (the document), ``cols`` (the term), both (nnz,) int64, ``counts`` (nnz,)
+    float32 and ``starts`` (B,) int64, where every document's entries begin."""
+
+    rows: torch.Tensor
+    cols: torch.Tensor
+    counts: torch.Tensor
+    starts: torch.Tensor
+
+    @property
+    def n_docs(self):
+        return self.starts.shape[0]
+
+    @classmethod
+    def from_csr(cls, X, device="cpu"):
+        """The rows of a scipy CSR matrix ``X`` (n_docs, n_terms) on ``device``."""
+        ptr = torch.from_numpy(X.indptr).to(device=device, dtype=torch.int64)
+        cols = torch.from_numpy(X.indices).to(device=device, dtype=torch.int64)
+        counts = torch.from_numpy(X.data).to(device=device, dtype=torch.float32)
+        rows = torch.repeat_interleave(torch.arange(X.shape[0], device=device), ptr.diff())
+        return cls(rows, cols, counts, ptr[:-1].contiguous())
+
+
+def as_docs(x):
+    """``x`` as :class:`Docs`: a dense count tensor (B, V) is read at its nonzero entries."""
+    if isinstance(x, Docs):
+        return x
+    rows, cols = x.nonzero(as_tuple=True)
+    starts = torch.searchsorted(rows, torch.arange(x.shape[0], device=x.device))
+    return Docs(rows, cols, x[rows, cols], starts)
+
+
+def batch_size(x):
+    """B of a batch (:class:`Docs` or a dense (B, V) tensor) and a float tensor of its device
+    and dtype, for new tensors."""
+    if isinstance(x, Docs):
+        return x.n_docs, x.counts
+    return x.shape[0], x
+
+
+def doc_sums(docs, values):
+    """Every document's sum (B,) of ``values`` (nnz,) at its entries of ``docs``, added in entry
+    order (a segmented sum: no atomics on a GPU either, so that a run repeats bit for bit)."""
+    ends = torch.cat([docs.starts[1:], docs.starts.new_tensor([values.shape[0]])])
+    return torch.segment_reduce(values, "sum", lengths=ends - docs.starts, unsafe=True)
+
+
+def first_layer(fc, x):
+    """``fc(x)``, the affine layer applied to the documents' counts: for :class:`Docs` a sum
+    over every document's nonzero entries of count times the weight column of its term
+    (embedding_bag), never a (B, V) product; a dense tensor goes through ``fc`` itself."""
+    if isinstance(x, Docs):
+        return F.embedding_bag(x.cols, fc.weight.T, x.starts, mode="sum",
+                               per_sample_weights=x.counts.to(fc.weight.dtype)) + fc.bias
+    return fc(x)
+
 
 def laplace_prior(alpha, n_children):
     """Mean and variance, in the softmax basis, of the Laplace approximation of a symmetric
@@ -81,7 +147,8 @@ class LevelEncoder(nn.Module):
         self.norm_logvar = make_norm(norm, width)
 
     def hidden(self, x, rate, gen):
-        h = F.softplus(self.fc2(F.softplus(self.fc1(x))))
+        """The last hidden layer (B, hidden) of the documents ``x`` (:class:`Docs` or (B, V))."""
+        h = F.softplus(self.fc2(F.softplus(first_layer(self.fc1, x))))
         return dropout(h, rate, gen) if self.training else h
 
     def forward(self, x, rate, gen):
@@ -243,9 +310,9 @@ class PAMNet(nn.Module):
 
     def _diag_levels(self, x, gen, sample):
         """The PAM levels, diagonal posteriors: (mixture (B, 1, K), KL (B,))."""
-        B = x.shape[0]
-        mix = x.new_ones(B, 1, 1)
-        kl = x.new_zeros(B)
+        B, ref = batch_size(x)
+        mix = ref.new_ones(B, 1, 1)
+        kl = ref.new_zeros(B)
         for l, enc in enumerate(self.encoders):
             mask, pvar = self._level(l)
             mu, logvar = enc(x, self.rate, gen)
@@ -282,9 +349,9 @@ class PAMNet(nn.Module):
     # -- per-document posteriors (semi-amortized inference) ------------------------------------
 
     def posterior_params(self, x):
-        """The encoders' variational parameters of the documents ``x`` (B, V), without dropout
-        (call in eval mode): diagonal levels [mu_0, logvar_0, mu_1, logvar_1, ...], each
-        (B, P_l, C_l); a CTM root [mu, logvar, off], (B, K), (B, K) and (B, K(K-1)/2) with
+        """The encoders' variational parameters of the documents ``x`` (:class:`Docs` or
+        (B, V)), without dropout (call in eval mode): diagonal levels [mu_0, logvar_0, mu_1,
+        logvar_1, ...], each (B, P_l, C_l); a CTM root [mu, logvar, off], (B, K), (B, K) and (B, K(K-1)/2) with
         ``off`` the strictly lower triangle of the posterior's Cholesky factor."""
         if self.full_cov:
             enc = self.encoders[0]
@@ -330,40 +397,48 @@ class PAMNet(nn.Module):
             kl = kl + 0.5 * (t * mask).sum((1, 2))
         return mix.view(S, B, -1), kl
 
-    def expected_log_lik(self, x, mix, topics=None, pairs=None):
-        """The decoder's log-likelihood of the documents ``x`` (B, V) under each of the mixtures
-        ``mix`` (S, B, K), averaged over S: (B,). The mixture decoder reads only the words a
-        document holds: ``pairs`` = (doc rows, term columns, counts) of the nonzero entries of
-        ``x`` and ``topics`` (:meth:`topics` restricted to those columns, transposed: (nnz, K)),
-        passed so that a loop over steps computes them once."""
+    def pair_topics(self, x, topics=None):
+        """The topics' columns at the batch's entries, (nnz, K) in the order of ``as_docs(x)``,
+        for the mixture decoder's likelihood (None for the product decoder, which needs every
+        word); ``topics``: :meth:`topics`, when the caller holds them already."""
+        if self.decoder == "product":
+            return None
+        cols = as_docs(x).cols
+        # embedding, not index_select: its gradient is summed without atomics on a GPU too
+        if topics is None and self.topic_em > 0:
+            return torch.exp(F.embedding(cols, self.beta.T))  # no (K, V) pass
+        return F.embedding(cols, (self.topics() if topics is None else topics).T)
+
+    def expected_log_lik(self, x, mix, tw=None):
+        """The decoder's log-likelihood of the documents ``x`` (:class:`Docs` or (B, V)) under
+        each of the mixtures ``mix`` (S, B, K), averaged over S: (B,), summed over the entries
+        present, sum_w x_dw log p(w | d). Mixture decoder: ``tw`` is :meth:`pair_topics` of
+        ``x``, passed so that a loop over steps gathers it once; the product decoder's softmax
+        runs over the whole vocabulary."""
+        docs = as_docs(x)
         S, B, K = mix.shape
         if self.decoder == "product":
-            lp = self.log_p_words(mix.reshape(S * B, K)).view(S, B, -1)
-            return (x * lp).sum(-1).mean(0)
-        if pairs is None:
-            pairs = x.nonzero(as_tuple=True)
-            pairs = (pairs[0], pairs[1], x[pairs])
-        rows, cols, counts = pairs
-        tw = self.topics()[:, cols].T if topics is None else topics
-        p = (mix[:, rows, :] * tw).sum(-1)                               # (S, nnz)
-        ll = (counts * torch.log(p + 1e-10)).mean(0)
-        return torch.zeros(B, dtype=ll.dtype, device=ll.device).index_add_(0, rows, ll)
+            lp = self.log_p_words(mix.reshape(S * B, K)).view(S, B, -1)[:, docs.rows, docs.cols]
+        else:
+            tw = self.pair_topics(docs) if tw is None else tw
+            lp = torch.log((mix[:, docs.rows, :] * tw).sum(-1) + 1e-10)       # (S, nnz)
+        return doc_sums(docs, (docs.counts * lp).mean(0))
 
     def loss(self, x, gen):
-        """Negative ELBO of every document of the batch (B,), and its KL part (B,)."""
+        """Negative ELBO of every document of the batch ``x`` (:class:`Docs` or (B, V)) (B,),
+        and its KL part (B,)."""
         mix, kl = self(x, gen)
-        if self.topic_em > 0:
+        docs = as_docs(x)
+        tw = self.pair_topics(docs)
+        if self.topic_em > 0 and self.training:
             # E-step: every token's topic responsibilities mix_dk phi_kw / p(w | d) at this draw,
-            # summed into the epoch's expected counts (training only)
-            phi = self.topics()
-            p = mix @ phi + 1e-10
-            if self.training:
-                with torch.no_grad():
-                    self.em_counts += (mix.detach().T @ (x / p.detach())) * phi
-            rec = -(x * torch.log(p)).sum(1)
-            return rec + kl, kl
-        rec = -(x * self.log_p_words(mix)).sum(1)
-        return rec + kl, kl
+            # summed into the epoch's expected counts (training only; index_put_ accumulates
+            # without atomics on a GPU)
+            with torch.no_grad():
+                r = mix[docs.rows] * tw                                         # (nnz, K)
+                r *= (docs.counts / (r.sum(1) + 1e-10))[:, None]
+                self.em_counts.T.index_put_((docs.cols,), r, accumulate=True)
+        return kl - self.expected_log_lik(docs, mix[None], tw), kl
 
     def start_topics(self, log_freq):
         """M-step topics: start every topic at the collection's unigram model ``log_freq`` (V,)
