@@ -8,7 +8,9 @@ validates, allocates and sweeps.
 """
 import hashlib
 import math
+from concurrent.futures import ThreadPoolExecutor
 
+import numba
 import numpy as np
 
 from . import file_specs
@@ -283,13 +285,17 @@ class TCM(TCMFoldInMixin, TCMDocumentModel, GibbsModel):
             init_random(self._shard_doc, corpus.doc_ptr, self._split, self.b_[c], self.n_topics,
                         float(self.p_stop if self.init == "random" else 1.0), self.max_len,
                         self.rng_[c, :S])
-            self._rebuild(c)
+            build_doc_lists(corpus.doc_ptr, self.b_[c], *self._docs(c))
+        self._merge(range(C))
 
     def _step(self, corpus, it):
-        """Sweep ``it`` of every chain, each followed by alpha0's resampling."""
+        """Sweep ``it`` of every chain, then the merges, then alpha0's resampling of every chain
+        (the chains share nothing, so this order gives what chain after chain would)."""
         for c in range(self.n_chains):
-            self._sweep(c)
-            if self.resample_alpha0:
+            self._sweep(c, merge=False)
+        self._merge(range(self.n_chains))
+        if self.resample_alpha0:
+            for c in range(self.n_chains):
                 self._resample_alpha0(c)
         self._alpha0_rows.append(self.alpha0_.tolist())
 
@@ -307,8 +313,9 @@ class TCM(TCMFoldInMixin, TCMDocumentModel, GibbsModel):
         """The topic lists of the documents in chain c (views, changed in place by the kernels)."""
         return DocTopics(self._cap_ptr, self.dt_topic_[c], self.dt_count_[c], self.dt_nnz_[c])
 
-    def _sweep(self, c, record=None):
-        """One sweep of chain c (all shards), then the merge: the restaurants are rebuilt from b."""
+    def _sweep(self, c, record=None, merge=True):
+        """One sweep of chain c (all shards), then (if ``merge``) the merge: the restaurants are
+        rebuilt from b."""
         corpus, S = self._corpus, self.n_shards
         if record is None:
             record = np.zeros((0, 0))
@@ -316,7 +323,23 @@ class TCM(TCMFoldInMixin, TCMDocumentModel, GibbsModel):
               self._docs(c), self._tables[c],
               Prior(self.alpha_, float(self.alpha0_[c]), self.p0_len_, self.max_len),
               self.sampler == "sparse", self.rng_[c, :S], record)
-        self._tables[c] = build_tables(corpus.term_ids, self.b_[c], self.n_topics)
+        if merge:
+            self._merge([c])
+
+    def _merge(self, chains):
+        """The restaurants of ``chains`` rebuilt from b, side by side on the numba threads (a
+        rebuild is serial; it releases the GIL)."""
+        term_ids, K = self._corpus.term_ids, self.n_topics
+        chains = list(chains)
+        n = min(numba.get_num_threads(), len(chains))
+        if n <= 1:
+            for c in chains:
+                self._tables[c] = build_tables(term_ids, self.b_[c], K)
+            return
+        with ThreadPoolExecutor(n) as pool:
+            built = list(pool.map(lambda c: build_tables(term_ids, self.b_[c], K), chains))
+        for c, t in zip(chains, built):
+            self._tables[c] = t
 
     def _hist(self, c):
         return entry_hist(self._tables[c], self.max_len)

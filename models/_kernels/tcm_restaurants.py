@@ -292,7 +292,7 @@ def entry_add(en_slot, en_type, en_topic, en_count, en_next, n_entries, ty_head,
 # Global tables from b
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def build_tables(term_ids, b, n_topics):
     """Restaurants of one chain rebuilt from its boundaries b (document order).
 
