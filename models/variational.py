@@ -105,7 +105,9 @@ class VariationalModel(TopicModel):
         prev = torch.get_num_threads()
         # One thread on the CPU whatever n_jobs: torch splits its reductions by thread count, so
         # only a fixed count gives the same model for a seed (n_jobs sets transform's threads).
-        torch.set_num_threads(1 if self.device == "cpu" else (self.n_jobs or prev))
+        # Adam's step is elementwise (no reduction): it runs on n_jobs threads.
+        self._step_threads = self.n_jobs or prev
+        torch.set_num_threads(1 if self.device == "cpu" else self._step_threads)
         try:
             self._fit(corpus, callback, checkpoint)
         finally:
@@ -155,7 +157,7 @@ class VariationalModel(TopicModel):
                 loss = (neg_elbo - (1.0 - kl_weight) * kl).mean()
                 opt.zero_grad()
                 loss.backward()
-                opt.step()
+                self._adam_step(opt)
                 total += float(neg_elbo.detach().sum())
             if hasattr(net, "end_epoch"):
                 with torch.no_grad():
@@ -175,6 +177,18 @@ class VariationalModel(TopicModel):
         self.n_samples_ = 1
         self.sample_iter_ = np.array([self.epochs], dtype=np.int64)
         self._finalize(net, X)
+
+    def _adam_step(self, opt):
+        import torch
+
+        if self.device != "cpu" or self._step_threads == 1:
+            opt.step()
+            return
+        torch.set_num_threads(self._step_threads)
+        try:
+            opt.step()
+        finally:
+            torch.set_num_threads(1)
 
     # -- checkpoints --------------------------------------------------------------------------
 

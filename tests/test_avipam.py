@@ -97,6 +97,15 @@ def test_same_seed_same_model_other_seed_other_model(corpus_beta):
     assert not np.array_equal(a.topic_word_, c.topic_word_)
 
 
+def test_same_model_whatever_the_thread_count(corpus_beta):
+    # training reductions run on one thread; Adam's elementwise step on n_jobs threads
+    corpus = corpus_beta[0]
+    one = AVIPAM(epochs=2, **KW).fit(corpus)
+    two = AVIPAM(epochs=2, **dict(KW, n_jobs=2)).fit(corpus)
+    np.testing.assert_array_equal(one.topic_word_, two.topic_word_)
+    np.testing.assert_array_equal(one.log_lik_, two.log_lik_)
+
+
 def test_checkpoint_resumes_bit_identically(corpus_beta, tmp_path):
     corpus = corpus_beta[0]
     kw = dict(KW, epochs=6, checkpoint_every=2)
