@@ -56,11 +56,13 @@ class Tree(NamedTuple):
         return len(self.word_path_ptr) - 1
 
     def path_prior(self):
-        """S_p = prod of the edge priors along every path (eq. 4 of the paper)."""
+        """S_p = prod of the edge priors along every path (eq. 4 of the paper), multiplied in
+        path order from 1.0."""
         out = np.ones(self.n_paths)
-        for p in range(self.n_paths):
-            for e in self.path_edges[p, :self.path_len[p]]:
-                out[p] *= self.beta[e]
+        for l in range(self.path_edges.shape[1]):
+            e = self.path_edges[:, l]
+            on = l < self.path_len
+            out[on] *= self.beta[e[on]]
         return out
 
 
@@ -111,34 +113,42 @@ def build_tree(synsets, n_terms, beta_root=0.01, beta_synset=100.0, merge=False)
             kept.append(terms)
     groups = merge_synsets(kept) if merge else kept
     G = len(groups)
-    n_leaves = sum(len(g) for g in groups)
+    sizes = np.array([len(g) for g in groups], dtype=np.int64)
+    n_leaves = int(sizes.sum())
     n_nodes = 1 + n_terms + G + n_leaves
     parent = np.full(n_nodes, -1, dtype=np.int64)
     beta = np.zeros(n_nodes)
     # nodes: 0 root, 1..V own leaves of words 0..V-1, then synset nodes, then synset leaves
+    # (synset by synset, each in its term order)
     parent[1:1 + n_terms] = 0
     beta[1:1 + n_terms] = beta_root
-    paths = [[[1 + w]] for w in range(n_terms)]
-    nxt = 1 + n_terms + G
-    for g, terms in enumerate(groups):
-        node = 1 + n_terms + g
-        parent[node] = 0
-        beta[node] = beta_root * len(terms)
-        for t in terms:
-            parent[nxt] = node
-            beta[nxt] = beta_synset
-            paths[t].append([node, nxt])
-            nxt += 1
+    syn_node = 1 + n_terms + np.arange(G, dtype=np.int64)
+    parent[syn_node] = 0
+    beta[syn_node] = beta_root * sizes
+    leaf_syn = np.repeat(np.arange(G, dtype=np.int64), sizes)
+    leaf_term = np.fromiter((t for g in groups for t in g), dtype=np.int64, count=n_leaves)
+    leaf = 1 + n_terms + G + np.arange(n_leaves, dtype=np.int64)
+    parent[leaf] = syn_node[leaf_syn]
+    beta[leaf] = beta_synset
     beta_sum = np.zeros(n_nodes)
     np.add.at(beta_sum, parent[1:], beta[1:])
-    flat = [p for w in range(n_terms) for p in paths[w]]
-    depth = max(len(p) for p in flat)
-    path_edges = np.full((len(flat), depth), -1, dtype=np.int64)
-    for i, p in enumerate(flat):
-        path_edges[i, :len(p)] = p
-    ptr = np.concatenate([[0], np.cumsum([len(paths[w]) for w in range(n_terms)])]).astype(np.int64)
+    # a word's paths: its own leaf, then one per synset holding it, in synset order
+    n_paths_w = 1 + np.bincount(leaf_term, minlength=n_terms)
+    ptr = np.concatenate([[0], np.cumsum(n_paths_w)]).astype(np.int64)
+    depth = 2 if n_leaves else 1
+    path_edges = np.full((int(ptr[-1]), depth), -1, dtype=np.int64)
+    path_edges[ptr[:-1], 0] = 1 + np.arange(n_terms, dtype=np.int64)
+    path_len = np.ones(int(ptr[-1]), dtype=np.int64)
+    if n_leaves:
+        order = np.argsort(leaf_term, kind="stable")  # by word, then synset
+        rank = np.arange(n_leaves) - np.repeat(np.cumsum(n_paths_w - 1) - (n_paths_w - 1),
+                                               n_paths_w - 1)
+        at = ptr[leaf_term[order]] + 1 + rank
+        path_edges[at, 0] = syn_node[leaf_syn[order]]
+        path_edges[at, 1] = leaf[order]
+        path_len[at] = 2
     return Tree(parent=parent, beta=beta, beta_sum=beta_sum, word_path_ptr=ptr,
-                path_edges=path_edges, path_len=np.array([len(p) for p in flat], dtype=np.int64),
+                path_edges=path_edges, path_len=path_len,
                 path_word=np.repeat(np.arange(n_terms, dtype=np.int64), np.diff(ptr)),
                 synsets=[list(g) for g in groups], n_synsets_in=len(synsets),
                 n_synsets_kept=len(kept))

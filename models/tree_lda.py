@@ -20,7 +20,7 @@ from ._kernels.rng import make_rng_states
 from .gibbs import GibbsModel, concat_ranges, rows_csr, stack_ptrs
 from .tree import build_tree
 from .tree_lda_foldin import TreeFoldInMixin
-from .tree_shards import sweep_chains, tree_shards
+from .tree_shards import chain_work, sweep_chains, tree_shards
 
 
 def _synset_arrays(synsets):
@@ -71,8 +71,10 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
         Sweeps between kept samples; None: ``max(1, (n_iter - burn_in) // 5)``.
     seed : int, default=0
     n_jobs : int or None, default=None
-        Threads for the (chain, shard) tasks of a sweep; results never depend on it. None: all
-        numba threads.
+        Threads for the (chain, shard) tasks of a sweep, laid end to end over them (3 chains on
+        2 threads take 1.5 chain sweeps: one chain's sweep is cut in two at a document boundary,
+        its parts swept in turn on two threads); results never depend on it. None: all numba
+        threads.
     log_lik_every : int, default=10
         Record log p(w, z, paths) per token of every chain every this many sweeps (and at the end).
     callback_every : int, default=1
@@ -182,6 +184,7 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
         self._path_prior = tree.path_prior()
         self.doc_len_ = np.diff(corpus.doc_ptr).astype(np.int64)
         self._s_bound = None
+        self._work = None
         self._shards = tree_shards(corpus, tree, self.n_shards)
         self._cache = {}
 
@@ -195,11 +198,11 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
         self.n_dk_ = np.zeros((C, D, K), dtype=np.int32)
         self.inv_ = np.zeros((C, M, K))
 
-    def _rebuild_counts(self, corpus, c):
+    def _rebuild_counts(self, corpus, c, zeroed=False):
         t = self.tree_
         S_.build_counts(corpus.doc_ptr, self.z_[c], self.zp_[c], t.path_edges, t.path_len,
                         t.parent, t.beta_sum, self.n_e_[c], self.n_i_[c], self.n_dk_[c],
-                        self.inv_[c])
+                        self.inv_[c], zeroed)
 
     def _start(self, corpus):
         C, K = self.n_chains, self.n_topics
@@ -209,16 +212,23 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
         for c in range(C):
             S_.init_random(corpus.term_ids, self.tree_.word_path_ptr, K, self.z_[c], self.zp_[c],
                            self.rng_[c, 0])
-            self._rebuild_counts(corpus, c)
+            # the arrays are fresh zeros: leaves' rows of n_i and inv are never touched
+            self._rebuild_counts(corpus, c, zeroed=True)
 
     def _step(self, corpus, it):
         t = self.tree_
         if getattr(self, "_s_bound", None) is None:
             self._s_bound = np.stack([T.path_bound(t, a) for a in self.alpha_])
+            self._work = None
+        if getattr(self, "_work", None) is None and self.sampler != "naive":
+            # the sparse sweeps' tables and lists, kept from sweep to sweep
+            self._work = chain_work(t.word_path_ptr, t.path_edges, t.path_len, t.parent, t.beta,
+                                    t.beta_sum, self._path_prior, self._s_bound, self.n_topics)
         sweep_chains(T.SAMPLERS.index(self.sampler), self._shards, self.z_, self.zp_,
                      t.word_path_ptr, t.path_edges, t.path_len, t.beta, t.beta_sum,
                      self._path_prior, self._s_bound, self.n_e_, self.n_i_, self.n_dk_, self.inv_,
-                     self.alpha_, self.rng_.reshape(self.n_chains, self.n_shards, 4))
+                     self.alpha_, self.rng_.reshape(self.n_chains, self.n_shards, 4),
+                     work=self._work)
 
     def _log_lik(self, c):
         t = self.tree_
@@ -265,6 +275,7 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
         self.alpha_samples_ = np.stack([s["alpha"] for s in samples]).astype(np.float64)
         self.syn_ptr_, self.syn_terms_ = _synset_arrays(self.tree_.synsets)
         self._s_bound = None
+        self._work = None
         self._cache = {}
 
     def _after_load(self, header):

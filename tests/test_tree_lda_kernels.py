@@ -1,11 +1,12 @@
 """Tree-LDA samplers (models/_kernels/tree_lda*.py) against the slow twin (eq. 1 by enumeration)."""
 import numpy as np
 import pytest
-from numba import njit
+from numba import config, njit
 
 from models._kernels import tree_lda as T
 from models._kernels import tree_lda_lists as TL
 from models._kernels import tree_lda_sparse as TS
+from models._kernels import tree_lda_tables as TT
 from models._kernels.borrow import borrowed
 from models._kernels.rng import make_rng_states
 from models.tree import build_tree
@@ -40,51 +41,54 @@ def args(tree):
     return (tree.word_path_ptr, tree.path_edges, tree.path_len, tree.parent)
 
 
-def fast_args(tree):
-    """The tree's arguments of the sparse kernels' ``buckets`` and ``draw``."""
-    return args(tree) + (tree.beta,)
-
-
 class Sparse:
-    """The sampler's lists and caches for doc d, built by the kernels' own builders (the
+    """The sampler's tables, lists and caches for doc d, built by the kernels' own builders (the
     document's list unsorted whatever SD: the kernel sorts it only when a draw lands in r)."""
 
-    def __init__(self, tree, n_e, n_dk, inv, alpha, d, sw):
-        n = tree.n_nodes
+    def __init__(self, tree, n_e, n_dk, inv, alpha, d, sw, bound=None):
         self.root = TS.root_of(tree.parent)
-        self.etop, self.ecnt = np.empty((n, K), np.int32), np.empty((n, K), np.int32)
-        self.enz, self.touched = np.zeros(n, np.int64), np.zeros(n, np.bool_)
-        TL.edge_lists(n_e, tree.parent, self.root, sw, self.etop, self.ecnt, self.enz)
+        bound = T.path_bound(tree, alpha) if bound is None else bound
+        self.work = T.sweep_work(*args(tree), tree.beta, tree.beta_sum, tree.path_prior(), bound, K)
+        self.wint, self.pint, self.pairs = self.work
+        self.wtab, self.ptab = self.wint.view(np.float64), self.pint.view(np.float64)
+        self.etop, self.ecnt = self.pairs[:, 1:, 0], self.pairs[:, 1:, 1]
+        self.enz, self.touched = self.pairs[:, 0, 0], self.pairs[:, 0, 1]
+        TT.begin_lists(n_e, tree.parent, self.root, sw, self.etop, self.ecnt, self.enz, self.touched)
         self.dl = np.empty((3, K), np.int32)  # the document list: topics, counts, positions
         self.dtop, self.dcnt, self.dpos = self.dl[0:1], self.dl[1:2], self.dl[2:3]
         self.dnz = TL.topic_list(n_dk, d, False, self.dtop, self.dcnt, self.dpos, 0)
         self.coef, self.acc = np.empty(K), np.zeros(2)
         TS.doc_sums(d, n_dk, inv, self.root, alpha, self.dl, self.dnz, self.coef, self.acc)
-        self.down = TS.down_bounds(tree.path_edges, tree.path_len, tree.parent, tree.beta_sum)
         P = np.diff(tree.word_path_ptr).max()
-        self.stp, self.rtp, self.qtp = np.zeros(P), np.zeros(P), np.zeros(P)
-        self.qe, self.qv = np.zeros(P, np.int64), np.zeros(P * K)
+        self.inv0, self.tot = np.zeros((2, K)), np.zeros((3, P))
+        self.stp, self.rtp, self.qtp = self.tot
+        self.qe, self.qv = np.zeros((2, P), np.int64), np.zeros(P * K)
 
-    def lists(self):
-        return (self.root, self.etop, self.ecnt, self.enz, self.dl, self.dnz, self.coef, self.acc, self.down,
-                self.stp, self.rtp, self.qtp, self.qv, self.qe)
+    def buckets(self, tree, w, exact, n_e, inv, alpha):
+        return TS.buckets(w, exact, self.wint, self.pint, self.ptab, tree.path_edges, tree.parent,
+                          tree.beta, n_e, inv, self.root, alpha, self.etop, self.ecnt, self.enz,
+                          self.dl, self.dnz, self.coef, self.acc, self.inv0, self.tot, self.qv, self.qe)
+
+    def draw(self, tree, rb, sd, sw, w, n_e, inv, alpha, rng):
+        return TS.draw(rb, sd, sw, w, self.wint, self.wtab, self.pint, self.ptab, tree.path_edges,
+                       tree.parent, tree.beta, n_e, inv, self.root, alpha, self.etop, self.ecnt,
+                       self.enz, self.dl, self.dnz, self.coef, self.acc, self.inv0, self.tot, self.qv,
+                       self.qe, rng)
 
 
 @pytest.mark.parametrize("seed", range(4))
 def test_buckets_equal_eq5_and_naive_to_1e12(seed):
     tree, doc_ptr, term_ids, z, zp, alpha, n_e, n_i, n_dk = random_state(seed)
     inv = inv_of(tree, n_i)
-    prior = tree.path_prior()
     bound = T.path_bound(tree, alpha)
     for d in range(len(doc_ptr) - 1):
-        sp = Sparse(tree, n_e, n_dk, inv, alpha, d, sw=seed % 2)
-        (root, etop, ecnt, enz, dl, dnz, coef, acc, down, stp, rtp, qtp, qv, qe) = sp.lists()
+        sp = Sparse(tree, n_e, n_dk, inv, alpha, d, sw=seed % 2, bound=bound)
+        stp, rtp, etop, qe, qv = sp.stp, sp.rtp, sp.etop, sp.qe[0], sp.qv
         for w in range(V):
             want = ref.conditional(tree, w, d, n_e, n_i, n_dk, alpha)
             s, r, q = ref.buckets(tree, w, d, n_e, n_i, n_dk, alpha)
             P = want.shape[1]
-            st, rt, qt = TS.buckets(w, True, *fast_args(tree), prior, n_e, inv, root, alpha,
-                                    *sp.lists()[1:])
+            st, rt, qt = sp.buckets(tree, w, True, n_e, inv, alpha)
             np.testing.assert_allclose(stp[:P], s.sum(0), rtol=1e-12, atol=0)
             np.testing.assert_allclose(rtp[:P], r.sum(0), rtol=1e-12, atol=1e-300)
             dense_q = np.zeros((K, P))
@@ -103,7 +107,7 @@ def test_buckets_equal_eq5_and_naive_to_1e12(seed):
             T.naive_masses(w, d, *args(tree), tree.beta, tree.beta_sum, n_e, n_i, n_dk, alpha, naive)
             np.testing.assert_allclose(naive / naive.sum(), want, rtol=1e-12, atol=0)
             # the refined bucket's bounds hold: per path, and eq. 6's s'_w
-            TS.buckets(w, False, *fast_args(tree), prior, n_e, inv, root, alpha, *sp.lists()[1:])
+            sp.buckets(tree, w, False, n_e, inv, alpha)
             assert (s.sum(0) <= stp[:P] * (1 + 1e-12)).all()
             assert (r.sum(0) <= rtp[:P] * (1 + 1e-12)).all()
             assert s.sum() <= bound[w] * (1 + 1e-12)
@@ -129,13 +133,14 @@ def test_every_sampler_draws_from_the_conditional(variant, w, d):
             hits.flat[T._pick(m, x)] += 1
     else:
         rb, sd, sw = variant >= T.FAST_RB, variant in (3, 5), variant in (4, 5)
-        sp = Sparse(tree, n_e, n_dk, inv, alpha, d, sw)
-        root = sp.root
+        sp = Sparse(tree, n_e, n_dk, inv, alpha, d, sw, bound=bound)
         start = sp.dl[:, :sp.dnz].copy()
         for _ in range(n):
-            k, p = TS.draw(rb, sd, sw, w, *fast_args(tree), tree.path_prior(), bound, n_e, inv,
-                           root, alpha, *sp.lists()[1:], rng)
+            k, p, i = sp.draw(tree, rb, sd, sw, w, n_e, inv, alpha, rng)
             hits[k, p - ptr[w]] += 1
+            # a draw in q names k's place in the root edge's list; other draws say -2
+            j = tree.path_edges[p, 0]
+            assert i == -2 or sp.etop[j, i] == k
         # some draws landed in r: SD sorted the document's list there, the others leave it be
         cnt = sp.dcnt[0, :sp.dnz]
         assert (np.diff(cnt) <= 0).all() if sd else (sp.dl[:, :sp.dnz] == start).all()
@@ -156,22 +161,18 @@ def test_refined_draws_stay_exact_whatever_the_slack_of_their_bounds(variant, w,
     want = ref.conditional(tree, w, d, n_e, n_i, n_dk, alpha)
     P = want.shape[1]
     sd, sw = variant in (3, 5), variant in (4, 5)
-    sp = Sparse(tree, n_e, n_dk, inv, alpha, d, sw)
-    sp.down *= 8.0
     bound = 8.0 * T.path_bound(tree, alpha)
-    prior = tree.path_prior()
-    st, rt, qt = TS.buckets(w, True, *fast_args(tree), prior, n_e, inv, sp.root, alpha,
-                            *sp.lists()[1:])
-    sb, rb, _ = TS.buckets(w, False, *fast_args(tree), prior, n_e, inv, sp.root, alpha,
-                           *sp.lists()[1:])
+    sp = Sparse(tree, n_e, n_dk, inv, alpha, d, sw, bound=bound)
+    sp.ptab[:, TT.P_DOWN] *= 8.0
+    st, rt, qt = sp.buckets(tree, w, True, n_e, inv, alpha)
+    sb, rb, _ = sp.buckets(tree, w, False, n_e, inv, alpha)
     assert (min(sb, bound[w]) + rb - st - rt) / (st + rt + qt) > 0.15
     rng = make_rng_states(variant + 11)
     n = 40000
     hits = np.zeros((K, P))
     ptr = tree.word_path_ptr
     for _ in range(n):
-        k, p = TS.draw(True, sd, sw, w, *fast_args(tree), prior, bound, n_e, inv, sp.root, alpha,
-                       *sp.lists()[1:], rng)
+        k, p, _ = sp.draw(tree, True, sd, sw, w, n_e, inv, alpha, rng)
         hits[k, p - ptr[w]] += 1
     p = want.ravel()
     assert (np.abs(hits.ravel() / n - p) <= 5 * np.sqrt(p * (1 - p) / n) + 1e-9).all()
@@ -246,6 +247,35 @@ def test_sweep_keeps_counts_and_same_seed_same_state(variant):
     np.testing.assert_allclose(inv2[n_i2.sum(1) > 0], inv_of(tree, n_i2)[n_i2.sum(1) > 0], rtol=1e-15)
 
 
+@pytest.mark.parametrize("variant", range(T.FAST, T.FAST_RB_SDW + 1))
+def test_a_sweep_cut_at_document_boundaries_draws_what_one_call_draws(variant):
+    """Threads may sweep a chain in two pieces (models/tree_shards.py): the pieces share the
+    chain's lists, so the cut changes no draw, count or reciprocal."""
+    tree, doc_ptr, term_ids, z, zp, alpha, n_e, n_i, n_dk = random_state(3, merge=True)
+    bound = T.path_bound(tree, alpha)
+    D = len(doc_ptr) - 1
+    root = TS.root_of(tree.parent)
+    out = []
+    for cuts in ([], [1], [D // 2], [D - 1], [2, 5, 9]):
+        st = [a.copy() for a in (z, zp, n_e, n_i, n_dk, inv_of(tree, n_i))]
+        rng = make_rng_states(11)
+        work = T.sweep_work(*args(tree), tree.beta, tree.beta_sum, tree.path_prior(), bound, K)
+        edges = [0] + cuts + [D]
+        for _ in range(3):
+            for a in range(len(edges) - 1):
+                lo, hi = edges[a], edges[a + 1]
+                T.sweep_runs(variant, doc_ptr[lo:hi + 1], np.arange(lo, hi), root, term_ids, st[0],
+                             st[1], *args(tree), tree.beta, tree.beta_sum, tree.path_prior(), bound,
+                             *st[2:], alpha, rng, work=work, begin=a == 0, end=a == len(edges) - 2)
+        out.append(st)
+    assert (out[0][0] != z).any()
+    for st in out[1:]:
+        for got, want in zip(st, out[0]):
+            np.testing.assert_array_equal(got, want)
+    for got, want in zip(out[0][2:5], ref.counts(tree, doc_ptr, term_ids, out[0][0], out[0][1], K)):
+        np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("rb,sd,sw", [(False, False, False), (True, True, True), (True, False, True)])
 def test_resample_keeps_lists_and_caches_equal_to_fresh_ones(rb, sd, sw):
     tree, doc_ptr, term_ids, z, zp, alpha, n_e, n_i, n_dk = random_state(9, n_docs=3)
@@ -254,17 +284,21 @@ def test_resample_keeps_lists_and_caches_equal_to_fresh_ones(rb, sd, sw):
     bound = T.path_bound(tree, alpha)
     z0 = z.copy()
     for d in range(len(doc_ptr) - 1):
-        sp = Sparse(tree, n_e, n_dk, inv, alpha, d, sw)
+        sp = Sparse(tree, n_e, n_dk, inv, alpha, d, sw, bound=bound)
         dnz = sp.dnz
         for t in list(range(doc_ptr[d], doc_ptr[d + 1])) * 3:
-            dnz = TS.resample(t, t + 1, d, term_ids, z, zp, rb, sd, sw, *args(tree), tree.beta,
-                              tree.beta_sum, tree.path_prior(), bound, n_e, n_i, n_dk, inv, sp.root,
-                              alpha, sp.etop, sp.ecnt, sp.enz, sp.touched, sp.dl, dnz, sp.coef,
-                              sp.acc, sp.down, sp.stp, sp.rtp, sp.qtp, sp.qv, sp.qe, rng)
-            # the root edges' counts changed in their lists only: n_e's rows come from them
+            dnz = TS.resample(t, t + 1, d, term_ids, z, zp, rb, sd, sw, sp.wint, sp.wtab, sp.pint,
+                              sp.ptab, tree.path_edges, tree.parent, tree.beta, tree.beta_sum, n_e,
+                              n_i, n_dk, inv, sp.root, alpha, sp.pairs, sp.dl, dnz, sp.coef, sp.acc,
+                              sp.inv0, sp.tot, sp.qv, sp.qe, rng)
+            # the root edges' counts (and their nodes') changed in their lists only: n_e's, n_i's
+            # and inv's rows come from them
             assert sp.touched[tree.path_edges[zp[t], 0]]
-            TL.edge_counts(sp.etop, sp.ecnt, sp.enz, sp.touched, n_e)
-            fresh = Sparse(tree, n_e, n_dk, inv, alpha, d, sw)
+            TT.end_lists(sp.etop, sp.ecnt, sp.enz, sp.touched, tree.parent, sp.root, tree.beta_sum,
+                         n_e, n_i, inv)
+            live = tree.beta_sum > 0
+            np.testing.assert_array_equal(inv[live], inv_of(tree, n_i)[live])
+            fresh = Sparse(tree, n_e, n_dk, inv, alpha, d, sw, bound=bound)
             assert dnz == fresh.dnz and sorted(sp.dtop[0, :dnz]) == sorted(fresh.dtop[0, :dnz])
             assert (sp.dcnt[0, :dnz] == n_dk[d, sp.dtop[0, :dnz]]).all()
             np.testing.assert_allclose(sp.coef, fresh.coef, rtol=1e-14)
@@ -321,6 +355,7 @@ def _through_borrowed(a):
     return b.shape, b.strides, b.sum()
 
 
+@pytest.mark.skipif(config.DISABLE_JIT, reason="borrowed is an intrinsic: jitted code only")
 def test_borrowed_view_is_the_same_memory():
     """The sparse sweep runs on borrowed views of its arrays: they must read and write the
     arrays themselves, strided views included."""

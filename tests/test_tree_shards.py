@@ -7,7 +7,7 @@ import pytest
 from models import corpus_from_docs
 from models.tree import build_tree
 from models.tree_lda import TreeLDA
-from models.tree_shards import tree_shards, word_groups
+from models.tree_shards import _run_plan, tree_shards, word_groups, wrap_plan
 from tests.helpers import resume_after_kill
 from tests.reference import tree_lda_reference as ref
 
@@ -90,6 +90,65 @@ def test_sharded_model_depends_on_shards_not_threads():
     np.testing.assert_array_equal(one.p_w_d(np.arange(V)), two.p_w_d(np.arange(V)))
     seq = TreeLDA(**dict(FAST, n_shards=1, n_jobs=2)).fit(c, synsets=SYN)
     assert (seq.zzp_ != one.zzp_).any()
+
+
+@pytest.mark.parametrize("costs,n", [([10, 10, 10], 2), ([10, 10, 10], 3), ([5, 10, 3, 7, 9, 1], 3),
+                                     ([4, 0, 9, 9, 2], 2), ([7], 2), ([3, 30, 2], 2), ([1, 2, 3, 4], 8)])
+def test_wrap_plan_spreads_tasks_evenly_and_runs_a_cut_tasks_parts_in_order(costs, n):
+    plan = wrap_plan(costs, n)
+    assert 1 <= len(plan) <= min(n, len(costs))
+    L = max(sum(costs) / len(plan), max(costs))
+    seen = {}
+    for t, thread in enumerate(plan):
+        load = sum(costs[i] * (1.0 if part == 0 else share if part == 1 else 1 - share)
+                   for i, share, part in thread)
+        assert load <= L + 1e-9
+        for pos, (i, share, part) in enumerate(thread):
+            seen.setdefault(i, []).append((part, t, pos, share))
+            if part == 1:  # a first part opens its thread, a second part closes one
+                assert pos == 0 and 0 < share < 1
+            if part == 2:
+                assert pos == len(thread) - 1
+    assert sorted(seen) == list(range(len(costs)))
+    for i, parts in seen.items():
+        if len(parts) == 1:
+            assert parts[0][0] == 0
+        else:  # part 1 starts the next thread while part 2 ends this one, after part 1 has run
+            (p1, t1, _, s1), (p2, t2, _, s2) = sorted(parts)
+            assert (p1, p2) == (1, 2) and t1 == t2 + 1 and s1 == s2
+            done_first = costs[i] * s1
+            start_second = sum(costs[j] * (1.0 if part == 0 else share if part == 1 else 1 - share)
+                               for j, share, part in plan[t2][:-1])
+            assert done_first <= start_second + 1e-9
+
+
+def test_a_failed_first_part_stops_its_second_part_and_raises():
+    from concurrent.futures import ThreadPoolExecutor
+    plan = wrap_plan([10, 10, 10], 2)  # task 1 is cut: part 1 opens thread 1, part 2 ends thread 0
+    ran = []
+
+    def piece(task, share, part):
+        ran.append((task, part))
+        if (task, part) == (1, 1):
+            raise RuntimeError("boom")
+
+    with ThreadPoolExecutor(2) as pool, pytest.raises(RuntimeError, match="boom"):
+        _run_plan(plan, piece, pool)
+    assert (1, 2) not in ran and (0, 0) in ran
+
+
+@pytest.mark.parametrize("S", [1, 2])
+def test_model_is_the_same_whatever_the_threads_when_chains_are_cut_between_threads(S):
+    """Three chains on two threads: one chain's sweep (S = 1), or some shards' blocks (S = 2),
+    run in two pieces on two threads; the model must not change."""
+    c = corpus(seed=7)
+    kw = dict(FAST, n_chains=3, n_shards=S)
+    one = TreeLDA(**kw, n_jobs=1).fit(c, synsets=SYN)
+    two = TreeLDA(**kw, n_jobs=2).fit(c, synsets=SYN)
+    np.testing.assert_array_equal(one.zzp_, two.zzp_)
+    for a, b in ((one.n_e_, two.n_e_), (one.n_i_, two.n_i_), (one.inv_, two.inv_)):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(one.p_w_d(np.arange(V)), two.p_w_d(np.arange(V)))
 
 
 def test_sharded_resume_is_bit_identical(tmp_path):

@@ -15,12 +15,15 @@ Algorithm 1, the refined samplers bound a synset path's r the same way (r's cach
 the path's prod 1/beta_sum), which spares a pass over the document's topics for every token of a
 word in a synset: 3 to 5% of a sweep at 100 correlations, 11% at 500 (20 Newsgroups).
 """
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit, typeof
 from numba.core import types
 
 from .rng import uniform
-from .tree_lda_sparse import move_token, root_of, sparse_sweep
+from .tree_lda_sparse import root_of, sparse_sweep
+from .tree_lda_tables import fill_path_table, fill_word_table
 
 NAIVE, FAST, FAST_RB, FAST_RB_SD, FAST_RB_SW, FAST_RB_SDW = range(6)
 SAMPLERS = ("naive", "fast", "fast-rb", "fast-rb-sd", "fast-rb-sw", "fast-rb-sdw")
@@ -39,6 +42,22 @@ def naive_masses(w, d, ptr, path_edges, path_len, parent, beta, beta_sum, n_e, n
                 i = parent[j]
                 m *= (beta[j] + n_e[j, k]) / (beta_sum[i] + n_i[i, k])
             out[k, p - ptr[w]] = m
+
+
+@njit(cache=True, inline="always")
+def move_token(d, k, p, sign, path_edges, path_len, parent, beta_sum, n_e, n_i, n_dk, inv, l0):
+    """Add (sign 1) or remove (-1) a token of doc d on topic k and path p, refreshing the
+    reciprocals of the path's nodes (the cousin set); ``n_e`` changes from the path's l0-th
+    edge on (1: the root edge's count is kept elsewhere). NAIVE's; the sparse sweep has its own
+    (:func:`tree_lda_sparse.move_below`)."""
+    n_dk[d, k] += sign
+    for l in range(path_len[p]):
+        j = path_edges[p, l]
+        i = parent[j]
+        if l >= l0:
+            n_e[j, k] += sign
+        n_i[i, k] += sign
+        inv[i, k] = 1.0 / (beta_sum[i] + n_i[i, k])
 
 
 @njit(cache=True)
@@ -91,20 +110,62 @@ _FLAGS = {FAST: (False, False, False), FAST_RB: (True, False, False),
 
 
 def sweep(variant, doc_ptr, term_ids, z, zp, ptr, path_edges, path_len, parent, beta, beta_sum,
-          path_prior, s_bound, n_e, n_i, n_dk, inv, alpha, rng):
+          path_prior, s_bound, n_e, n_i, n_dk, inv, alpha, rng, work=None):
     """One sequential sweep in document order: every token's (topic z, path zp) redrawn by
     sampler ``variant`` (one of NAIVE .. FAST_RB_SDW); counts and ``inv`` kept in place.
-    ``s_bound``: s'_w of eq. 6 (:func:`path_bound`), used by the FAST-RB variants."""
+    ``s_bound``: s'_w of eq. 6 (:func:`path_bound`), used by the FAST-RB variants; ``work``:
+    the chain's :class:`SweepWork` (None: made for this sweep)."""
     sweep_runs(variant, doc_ptr, np.arange(len(doc_ptr) - 1), root_of(parent),
                term_ids, z, zp, ptr, path_edges, path_len, parent, beta, beta_sum, path_prior,
-               s_bound, n_e, n_i, n_dk, inv, alpha, rng)
+               s_bound, n_e, n_i, n_dk, inv, alpha, rng, work=work)
+
+
+class SweepWork(NamedTuple):
+    """What the sparse sweeps of one chain keep between calls: the word and path tables
+    (:func:`tree_lda_tables.fill_word_table` with the chain's s_bound, ``fill_path_table``,
+    which depends on the tree only) and the root edges' lists (``pairs``, see
+    :func:`tree_lda_tables.list_views`), which carry a sweep cut into pieces from one piece to
+    the next."""
+
+    wint: np.ndarray
+    pint: np.ndarray
+    pairs: np.ndarray
+
+
+def _aligned(shape, dtype, align=64):
+    """An empty array whose data starts on an ``align``-byte boundary (rows of a table whose
+    row is a cache line then sit on one line each)."""
+    dtype = np.dtype(dtype)
+    n = int(np.prod(shape)) * dtype.itemsize
+    buf = np.empty(n + align, np.uint8)
+    off = (-buf.ctypes.data) % align
+    return buf[off:off + n].view(dtype).reshape(shape)
+
+
+def sweep_work(ptr, path_edges, path_len, parent, beta, beta_sum, path_prior, s_bound, n_topics,
+               pint=None):
+    """A :class:`SweepWork` for one chain (``pint``: another chain's path table, which depends
+    on the tree only). The lists' rows are allocated, not filled: a sweep touches the rows of
+    the edges out of the root only."""
+    wint = _aligned((len(ptr) - 1, 4), np.int64)
+    fill_word_table(ptr, np.asarray(s_bound, dtype=np.float64), wint)
+    if pint is None:
+        pint = _aligned((len(path_len), 8), np.int64)
+        fill_path_table(path_edges, path_len, parent, beta, beta_sum, path_prior, pint)
+    # a row per node (header and K entries), padded to whole cache lines
+    width = -(-(n_topics + 1) // 8) * 8
+    return SweepWork(wint, pint, _aligned((len(parent), width, 2), np.int32))
 
 
 def sweep_runs(variant, run_ptr, run_doc, root, term_ids, z, zp, ptr, path_edges, path_len, parent,
-               beta, beta_sum, path_prior, s_bound, n_e, n_i, n_dk, inv, alpha, rng):
+               beta, beta_sum, path_prior, s_bound, n_e, n_i, n_dk, inv, alpha, rng, work=None,
+               begin=True, end=True):
     """:func:`sweep` over runs: tokens ``run_ptr[r]:run_ptr[r + 1]`` of document ``run_doc[r]``,
     with ``root`` the row of ``n_i`` / ``inv`` that the root's edges (``parent[j] == root``) count
     in (a shard's private root row in a sharded sweep).
+    ``work``: the chain's :class:`SweepWork` (None: made for this call). A sweep may be cut at a
+    run boundary into calls that share ``work``, the first with ``begin`` and the last with
+    ``end`` only: the pieces draw exactly what one call draws.
     A Python dispatcher: the sparse kernel is specialised on its flags (``literally``), which
     numba resolves when called from Python and fails to type when called from jitted code.
     Both kernels release the GIL, so chains and shards can sweep on threads."""
@@ -112,9 +173,14 @@ def sweep_runs(variant, run_ptr, run_doc, root, term_ids, z, zp, ptr, path_edges
         naive_sweep(run_ptr, run_doc, term_ids, z, zp, ptr, path_edges, path_len, parent, beta,
                     beta_sum, n_e, n_i, n_dk, inv, alpha, rng)
     elif variant in _FLAGS:
-        _sparse(*_FLAGS[variant], root, run_ptr, run_doc, term_ids, z, zp, ptr, path_edges,
-                path_len, parent, beta, beta_sum, path_prior, s_bound, n_e, n_i, n_dk, inv, alpha,
-                rng)
+        if work is None:
+            # the tables from the tree's own parents (a shard's parent array points its root
+            # edges elsewhere; the tables read only the nodes below them)
+            work = sweep_work(ptr, path_edges, path_len, parent, beta, beta_sum, path_prior,
+                              s_bound, n_dk.shape[1])
+        _sparse(*_FLAGS[variant], root, run_ptr, run_doc, term_ids, z, zp, work.wint, work.pint,
+                path_edges, parent, beta, beta_sum, n_e, n_i, n_dk, inv, alpha, work.pairs,
+                bool(begin), bool(end), rng)
     else:
         raise ValueError(f"unknown sampler variant {variant!r}")
 
@@ -124,6 +190,8 @@ def _sparse(rb, sd, sw, *args):
     there is one. The dispatcher cannot match a plain call to a literal-typed signature, so each
     plain call reruns type inference to find it (about 50 ms, a sweep's 5% at 2 M tokens and
     most of it in a sharded sweep's S * S calls)."""
+    if not hasattr(sparse_sweep, "overloads"):  # NUMBA_DISABLE_JIT: a plain function
+        return sparse_sweep(rb, sd, sw, *args)
     key = tuple(types.literal(f) for f in (rb, sd, sw)) + tuple(typeof(a) for a in args)
     cres = sparse_sweep.overloads.get(key)
     if cres is None:  # compiles or loads the specialisation, and sweeps
@@ -133,9 +201,11 @@ def _sparse(rb, sd, sw, *args):
 
 
 def path_bound(tree, alpha):
-    """s'_w of eq. 6 for every word: sum over w's paths of S_p / prod beta_sum, times sum(alpha)."""
+    """s'_w of eq. 6 for every word: sum over w's paths of S_p / prod beta_sum, times sum(alpha).
+    S_p is divided by the edges' parents' beta_sum in path order (as the kernels do)."""
     b = tree.path_prior()
-    for p in range(tree.n_paths):
-        for e in tree.path_edges[p, :tree.path_len[p]]:
-            b[p] /= tree.beta_sum[tree.parent[e]]
+    for l in range(tree.path_edges.shape[1]):
+        e = tree.path_edges[:, l]
+        on = l < tree.path_len
+        b[on] /= tree.beta_sum[tree.parent[e[on]]]
     return np.bincount(tree.path_word, weights=b, minlength=tree.n_terms) * float(np.sum(alpha))

@@ -8,6 +8,7 @@ keeps ``pos[row, k]``, k's index (-1 when absent); an edge's list does not: a co
 its topic by scanning the row that the draw reads anyway, where a position index cost a cache
 miss per lookup. In sorted mode (SW's edge lists) counts are non-increasing along the list; a
 +-1 change moves a topic only across its block of equal counts, found by bisection: one swap.
+The edges' lists are stored, built and written back by :mod:`tree_lda_tables`.
 """
 import numpy as np
 from numba import njit
@@ -133,23 +134,3 @@ def list_dec(top, lc, pos, row, nz, k, i, sort, track):
             pos[row, k] = -1
         nz -= 1
     return nz
-
-
-@njit(cache=True)
-def edge_lists(n_e, parent, root, sort, etop, ecnt, enz):
-    """Nonzero-topic lists of every edge out of the root (the first edges of all paths)."""
-    nopos = np.empty((1, 1), np.int32)
-    for j in range(len(parent)):
-        enz[j] = 0
-        if parent[j] == root:
-            enz[j] = topic_list(n_e, j, sort, etop, ecnt, nopos, j, False)
-
-
-@njit(cache=True)
-def edge_counts(etop, ecnt, enz, touched, n_e):
-    """``n_e``'s rows of the ``touched`` edges from their lists (a sweep counts there only)."""
-    for j in range(len(touched)):
-        if touched[j]:
-            n_e[j, :] = 0
-            for a in range(enz[j]):
-                n_e[j, etop[j, a]] = ecnt[j, a]

@@ -20,12 +20,18 @@ def init_random(term_ids, ptr, n_topics, z, zp, rng):
 
 
 @njit(cache=True)
-def build_counts(doc_ptr, z, zp, path_edges, path_len, parent, beta_sum, n_e, n_i, n_dk, inv):
-    """n_e, n_i, n_dk and the reciprocals inv = 1 / (beta_sum + n_i) of internal nodes (0 for
-    leaves, which no path leaves) from the assignments (z, zp) of one chain."""
-    n_e[:] = 0
-    n_i[:] = 0
-    n_dk[:] = 0
+def build_counts(doc_ptr, z, zp, path_edges, path_len, parent, beta_sum, n_e, n_i, n_dk, inv,
+                 zeroed=False):
+    """n_e, n_i, n_dk and the reciprocals inv = 1 / (beta_sum + n_i) of internal nodes from the
+    assignments (z, zp) of one chain. Rows of leaves in n_i and inv stay 0: no path leaves a
+    leaf, so nothing ever writes them, and a fresh (zero) array never has their pages touched.
+    ``zeroed``: n_e and n_dk are all 0 already (a fresh allocation)."""
+    if not zeroed:
+        n_e[:] = 0
+        n_dk[:] = 0
+    for i in range(n_i.shape[0]):
+        if beta_sum[i] > 0:
+            n_i[i, :] = 0
     for d in range(len(doc_ptr) - 1):
         for t in range(doc_ptr[d], doc_ptr[d + 1]):
             k = z[t]
@@ -36,8 +42,9 @@ def build_counts(doc_ptr, z, zp, path_edges, path_len, parent, beta_sum, n_e, n_
                 n_e[j, k] += 1
                 n_i[parent[j], k] += 1
     for i in range(n_i.shape[0]):
-        for k in range(n_i.shape[1]):
-            inv[i, k] = 1.0 / (beta_sum[i] + n_i[i, k]) if beta_sum[i] > 0 else 0.0
+        if beta_sum[i] > 0:
+            for k in range(n_i.shape[1]):
+                inv[i, k] = 1.0 / (beta_sum[i] + n_i[i, k])
 
 
 @njit(cache=True)

@@ -116,23 +116,33 @@ def chain_start(corpus, tree, T, seed):
     return alpha, TK.path_bound(tree, alpha), tree.path_prior(), [z, zp, n_e, n_i, n_dk, inv]
 
 
-def one_sweep(variant, corpus, tree, state, alpha, bound, prior, rng, shards=None):
+def one_sweep(variant, corpus, tree, state, alpha, bound, prior, rng, shards=None, work=None):
     """Seconds of one sweep of ``variant`` on ``state`` (changed in place). Sequential (no
     ``shards``): the kernel runs on one thread, so its process CPU time is what an idle core
     would take, whatever else runs. Sharded: wall-clock seconds of the S shards on numba's
-    threads (``rng`` then holds S streams)."""
+    threads (``rng`` then holds S streams). ``work``: the state's sweep tables and lists
+    (:func:`models._kernels.tree_lda.sweep_work`), kept from sweep to sweep as training does;
+    None: made, and timed, in this sweep."""
     z, zp, n_e, n_i, n_dk, inv = state
     if shards is not None:
         t0 = time.perf_counter()
         sweep_chains(variant, shards, z[None], zp[None], tree.word_path_ptr, tree.path_edges,
                      tree.path_len, tree.beta, tree.beta_sum, prior, bound[None], n_e[None],
-                     n_i[None], n_dk[None], inv[None], alpha[None], rng[None])
+                     n_i[None], n_dk[None], inv[None], alpha[None], rng[None],
+                     work=None if work is None else [work])
         return time.perf_counter() - t0
     t0 = time.process_time()
     TK.sweep(variant, corpus.doc_ptr, corpus.term_ids, z, zp, tree.word_path_ptr, tree.path_edges,
              tree.path_len, tree.parent, tree.beta, tree.beta_sum, prior, bound, n_e, n_i, n_dk,
-             inv, alpha, rng)
+             inv, alpha, rng, work=work)
     return time.process_time() - t0
+
+
+def state_work(tree, T, bound, prior):
+    """A state's :func:`models._kernels.tree_lda.sweep_work` (tables and lists of the sparse
+    samplers; NAIVE ignores it)."""
+    return TK.sweep_work(tree.word_path_ptr, tree.path_edges, tree.path_len, tree.parent, tree.beta,
+                         tree.beta_sum, prior, bound, T)
 
 
 def time_samplers(variants, corpus, tree, T, iters, burn, seed, n_shards=1):
@@ -142,14 +152,16 @@ def time_samplers(variants, corpus, tree, T, iters, burn, seed, n_shards=1):
     alpha, bound, prior, state = chain_start(corpus, tree, T, seed)
     rng = make_rng_states(seed, len(variants) + 1, n_shards)
     shards = tree_shards(corpus, tree, n_shards) if n_shards > 1 else None
+    work = state_work(tree, T, bound, prior)
     for _ in range(burn):
-        one_sweep(TK.FAST_RB_SDW, corpus, tree, state, alpha, bound, prior, rng[-1, 0])
+        one_sweep(TK.FAST_RB_SDW, corpus, tree, state, alpha, bound, prior, rng[-1, 0], work=work)
     states = [[a.copy() for a in state] for _ in variants]
+    works = [state_work(tree, T, bound, prior) for _ in variants]
     times = np.zeros((len(variants), iters))
     for it in range(iters):
         for i, v in enumerate(variants):
             times[i, it] = one_sweep(v, corpus, tree, states[i], alpha, bound, prior,
-                                     rng[i] if shards else rng[i, 0], shards)
+                                     rng[i] if shards else rng[i, 0], shards, works[i])
     return times.mean(1)
 
 
@@ -162,13 +174,14 @@ def list_trace(corpus, tree, T, sweeps, seed=0, every=5):
     seconds, word, one-path word, several-path word, doc), shares); a mean over no tokens is nan."""
     alpha, bound, prior, state = chain_start(corpus, tree, T, seed)
     rng = make_rng_states(seed, 1)[0]
+    work = state_work(tree, T, bound, prior)
     ptr = tree.word_path_ptr
     dl = np.diff(corpus.doc_ptr)
     one = np.diff(ptr)[corpus.term_ids] == 1
     log.info("tokens of words with several paths: %.3f", 1 - one.mean())
     rows = []
     for it in range(1, sweeps + 1):
-        t = one_sweep(TK.FAST_RB, corpus, tree, state, alpha, bound, prior, rng)
+        t = one_sweep(TK.FAST_RB, corpus, tree, state, alpha, bound, prior, rng, work=work)
         if (it - 1) % every == 0 or it == sweeps:
             n_e, n_dk = state[2], state[4]
             nz = (n_e > 0).sum(1)[tree.path_edges[state[1], 0]]
