@@ -268,12 +268,12 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
 
         return Docs.from_csr(rows, device)
 
-    def _fit(self, corpus, callback, checkpoint):
+    def _fit(self, corpus, callback, checkpoint, step_threads):
         n = np.bincount(corpus.term_ids, minlength=corpus.n_terms).astype(np.float64)
         eta = float(self.eta)
         self._log_freq = np.log((n + eta) / (n.sum() + eta * corpus.n_terms)).astype(np.float32)
         try:
-            super()._fit(corpus, callback, checkpoint)
+            super()._fit(corpus, callback, checkpoint, step_threads)
         finally:
             del self._log_freq
 

@@ -106,10 +106,10 @@ class VariationalModel(TopicModel):
         # One thread on the CPU whatever n_jobs: torch splits its reductions by thread count, so
         # only a fixed count gives the same model for a seed (n_jobs sets transform's threads).
         # Adam's step is elementwise (no reduction): it runs on n_jobs threads.
-        self._step_threads = self.n_jobs or prev
-        torch.set_num_threads(1 if self.device == "cpu" else self._step_threads)
+        step_threads = self.n_jobs or prev
+        torch.set_num_threads(1 if self.device == "cpu" else step_threads)
         try:
-            self._fit(corpus, callback, checkpoint)
+            self._fit(corpus, callback, checkpoint, step_threads)
         finally:
             torch.set_num_threads(prev)
         return self
@@ -123,7 +123,7 @@ class VariationalModel(TopicModel):
             net = self._build_net(n_terms)
         return net.to(torch.device(self.device))
 
-    def _fit(self, corpus, callback, checkpoint):
+    def _fit(self, corpus, callback, checkpoint, step_threads):
         import torch
 
         dev = torch.device(self.device)
@@ -157,7 +157,7 @@ class VariationalModel(TopicModel):
                 loss = (neg_elbo - (1.0 - kl_weight) * kl).mean()
                 opt.zero_grad()
                 loss.backward()
-                self._adam_step(opt)
+                self._adam_step(opt, step_threads)
                 total += float(neg_elbo.detach().sum())
             if hasattr(net, "end_epoch"):
                 with torch.no_grad():
@@ -178,13 +178,13 @@ class VariationalModel(TopicModel):
         self.sample_iter_ = np.array([self.epochs], dtype=np.int64)
         self._finalize(net, X)
 
-    def _adam_step(self, opt):
+    def _adam_step(self, opt, threads):
         import torch
 
-        if self.device != "cpu" or self._step_threads == 1:
+        if self.device != "cpu" or threads == 1:
             opt.step()
             return
-        torch.set_num_threads(self._step_threads)
+        torch.set_num_threads(threads)
         try:
             opt.step()
         finally:

@@ -218,6 +218,22 @@ def _count_runs(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, active, n_super, n_sub)
     return pair_ptr, pair_n, tot_ptr, tot_n
 
 
+@njit(cache=True, inline="always")
+def _digamma_sum(a, counts, lo, hi):
+    """sum over the ascending run counts[lo:hi] of psi(n + a) - psi(a) = sum_{k<n} 1 / (a + k),
+    each term added once and carried from one count to the next."""
+    acc = 0.0
+    dig = 0.0
+    k = 0
+    for b in range(lo, hi):
+        n = counts[b]
+        while k < n:
+            dig += 1.0 / (a + k)
+            k += 1
+        acc += dig
+    return acc
+
+
 @njit(cache=True, parallel=True)
 def ml_alpha(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, active, alpha, n_iter, shape, scale):
     """Re-estimate every row alpha[i, :] by Minka's fixed point for the Dirichlet-multinomial
@@ -247,28 +263,10 @@ def ml_alpha(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, active, alpha, n_iter, sha
             S = 0.0
             for j in range(n_sub):
                 S += alpha[i, j]
-            den = 0.0
-            dig = 0.0
-            k = 0
-            for b in range(tot_ptr[i], tot_ptr[i + 1]):
-                n = tot_n[b]
-                while k < n:
-                    dig += 1.0 / (S + k)
-                    k += 1
-                den += dig
+            den = _digamma_sum(S, tot_n, tot_ptr[i], tot_ptr[i + 1])
             for j in range(n_sub):
                 key = i * n_sub + j
-                old = alpha[i, j]
-                acc = 0.0
-                dig = 0.0
-                k = 0
-                for a in range(pair_ptr[key], pair_ptr[key + 1]):
-                    n = pair_n[a]
-                    while k < n:
-                        dig += 1.0 / (old + k)
-                        k += 1
-                    acc += dig
-                num[j] = acc
+                num[j] = _digamma_sum(alpha[i, j], pair_n, pair_ptr[key], pair_ptr[key + 1])
             for j in range(n_sub):
                 new = (alpha[i, j] * num[j] + shape - 1.0) / (den + 1.0 / scale)
                 alpha[i, j] = max(new, 1e-10)

@@ -71,7 +71,7 @@ from .tcm_restaurants import (
     hash_span,
     pow2_at_least,
     type_find,
-    type_insert,
+    type_new,
     types_copy,
     types_reserve,
 )
@@ -373,12 +373,9 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
                     en_count[eLR] += 1
                 else:
                     if tLR < 0:
-                        type_insert(ty_slot, -1 - tLR, hLR, nLR, n_types)
+                        type_new(ty_slot, ty_hash, ty_len, ty_pos, ty_head, tLR, hLR, nLR, s,
+                                 n_types)
                         tLR = n_types
-                        ty_hash[tLR] = hLR
-                        ty_len[tLR] = nLR
-                        ty_pos[tLR] = s
-                        ty_head[tLR] = -1
                         n_types += 1
                     eLR = entry_add(en_slot, en_type, en_topic, en_count, en_next, n_entries,
                                     ty_head, tLR, kr, 1)
@@ -393,12 +390,9 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
                 else:
                     if tL < 0:
                         tL = type_find(ty_slot, ty_pos, term_ids, hL, s, nL)
-                        type_insert(ty_slot, -1 - tL, hL, nL, n_types)
+                        type_new(ty_slot, ty_hash, ty_len, ty_pos, ty_head, tL, hL, nL, s,
+                                 n_types)
                         tL = n_types
-                        ty_hash[tL] = hL
-                        ty_len[tL] = nL
-                        ty_pos[tL] = s
-                        ty_head[tL] = -1
                         n_types += 1
                     eN = entry_add(en_slot, en_type, en_topic, en_count, en_next, n_entries,
                                    ty_head, tL, k_new, 1)
@@ -416,12 +410,9 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
                         if tR < 0:
                             tR = type_find(ty_slot, ty_pos, term_ids, hR, j + 1, nR)
                         if tR < 0:
-                            type_insert(ty_slot, -1 - tR, hR, nR, n_types)
+                            type_new(ty_slot, ty_hash, ty_len, ty_pos, ty_head, tR, hR, nR, j + 1,
+                                     n_types)
                             tR = n_types
-                            ty_hash[tR] = hR
-                            ty_len[tR] = nR
-                            ty_pos[tR] = j + 1
-                            ty_head[tR] = -1
                             n_types += 1
                         eR = entry_add(en_slot, en_type, en_topic, en_count, en_next,
                                        n_entries, ty_head, tR, kr, 1)

@@ -126,6 +126,17 @@ def type_insert(ty_slot, i, h, n, t):
     ty_slot[2 * i + 1] = (np.uint64(n) << np.uint64(32)) | np.uint64(t)
 
 
+@njit(cache=True, inline="always")
+def type_new(ty_slot, ty_hash, ty_len, ty_pos, ty_head, miss, h, n, pos, t):
+    """A new type t (hash h, length n, first seen at token ``pos``, no entries yet) in the free
+    slot that ``type_find`` returned as ``miss`` = -1 - slot."""
+    type_insert(ty_slot, -1 - miss, h, n, t)
+    ty_hash[t] = h
+    ty_len[t] = n
+    ty_pos[t] = pos
+    ty_head[t] = -1
+
+
 @njit(cache=True)
 def _type_rehash(ty_slot, ty_hash, ty_len, n_types):
     ty_slot[:] = EMPTY
@@ -328,11 +339,8 @@ def build_tables(term_ids, b, n_topics):
         h = hash_span(term_ids, s, n)
         t = type_find(ty_slot, ty_pos, term_ids, h, s, n)
         if t < 0:
-            type_insert(ty_slot, -1 - t, h, n, n_types)
+            type_new(ty_slot, ty_hash, ty_len, ty_pos, ty_head, t, h, n, s, n_types)
             t = n_types
-            ty_hash[t] = h
-            ty_len[t] = n
-            ty_pos[t] = s
             n_types += 1
             if 4 * n_types > len(ty_slot):
                 ty_slot = type_slots(2 * n_types)

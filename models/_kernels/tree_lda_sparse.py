@@ -210,6 +210,18 @@ def _pick_path(tot, row, n, u):
 
 
 @njit(cache=True, inline="always")
+def _picked_path(tot, row, n, u, lo, pint, ptab, etop, ecnt, enz, inv0):
+    """The path that u picks from bucket ``row`` of the word's paths (numbered from ``lo``), u
+    rescaled by its S_p, and the reciprocals of its first edge (``first_inv``, into inv0[0])."""
+    c, u = _pick_path(tot, row, n, u)
+    p = lo + c
+    i0 = inv0[0]
+    if pint[p, P_LEN] > 1:
+        first_inv(p, pint, ptab, etop, ecnt, enz, i0)
+    return p, u / ptab[p, P_S], i0
+
+
+@njit(cache=True, inline="always")
 def draw(rb, sd, sw, w, wint, wtab, pint, ptab, path_edges, parent, beta, n_e, inv, root, alpha,
          etop, ecnt, enz, dl, dnz, coef, acc, inv0, tot, qv, qe, rng):
     """One draw of (topic, path) from eq. 5 for word w in the document of list ``dl`` (token
@@ -245,12 +257,7 @@ def draw(rb, sd, sw, w, wint, wtab, pint, ptab, path_edges, parent, beta, n_e, i
                               etop, ecnt, enz, inv0, tot)
             u = uniform(rng) * (st + rt + qt)
     if u < st:
-        c, u = _pick_path(tot, 0, npw, u)
-        p = lo + c
-        u /= ptab[p, P_S]
-        i0 = inv0[0]
-        if pint[p, P_LEN] > 1:
-            first_inv(p, pint, ptab, etop, ecnt, enz, i0)
+        p, u, i0 = _picked_path(tot, 0, npw, u, lo, pint, ptab, etop, ecnt, enz, inv0)
         last = 0
         for k in range(len(alpha)):
             x = alpha[k] * inv[root, k] * downstream(p, k, pint, path_edges, parent, inv, i0)
@@ -262,12 +269,7 @@ def draw(rb, sd, sw, w, wint, wtab, pint, ptab, path_edges, parent, beta, n_e, i
         return last, p, -2
     u -= st
     if u < rt:
-        c, u = _pick_path(tot, 1, npw, u)
-        p = lo + c
-        u /= ptab[p, P_S]
-        i0 = inv0[0]
-        if pint[p, P_LEN] > 1:
-            first_inv(p, pint, ptab, etop, ecnt, enz, i0)
+        p, u, i0 = _picked_path(tot, 1, npw, u, lo, pint, ptab, etop, ecnt, enz, inv0)
         if sd:  # walk the document's topics by decreasing n_dk
             sort_doc_list(dl, dnz)
         last = dl[0, 0]

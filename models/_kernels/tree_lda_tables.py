@@ -19,11 +19,9 @@ arithmetic.
 Every value is copied, or computed as the samplers compute it, so the tables change no draw.
 """
 import numpy as np
-from llvmlite import ir
-from numba import config, njit, types
-from numba.core import cgutils
-from numba.extending import intrinsic
+from numba import njit
 
+from .prefetch import prefetch2
 from .tree_lda_lists import topic_list
 
 # Columns of the word table ``wint`` (n_terms, 4) int64 and of its float64 view ``wtab``.
@@ -35,36 +33,6 @@ P_J0, P_E1, P_LEN, P_DOWN, P_S, P_B0, P_BS0, P_B1 = range(8)
 # Tokens between the prefetch of a word's rows (path records, root-edge lists, second edges'
 # counts) and its draw.
 PREFETCH_AHEAD = 4
-
-
-@intrinsic
-def _prefetch_at(typingctx, arr, i, j):
-    """Prefetch of ``arr[i, j]`` (a 2-d array; no view made, no bounds checked), as
-    :func:`models._kernels.prefetch.prefetch` does for one index."""
-    sig = types.void(arr, i, j)
-
-    def codegen(context, builder, signature, args):
-        aryty = signature.args[0]
-        ary = context.make_array(aryty)(context, builder, args[0])
-        idx = [context.cast(builder, a, t, types.intp) for a, t in zip(args[1:], signature.args[1:])]
-        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, idx, wraparound=False)
-        i32 = ir.IntType(32)
-        byte_ptr = ir.IntType(8).as_pointer()
-        fn = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.VoidType(), [byte_ptr, i32, i32, i32]),
-            "llvm.prefetch.p0")
-        builder.call(fn, [builder.bitcast(ptr, byte_ptr), ir.Constant(i32, 0), ir.Constant(i32, 3),
-                          ir.Constant(i32, 1)])
-        return context.get_dummy_value()
-
-    return sig, codegen
-
-
-if config.DISABLE_JIT:
-    def prefetch_at(arr, i, j):
-        """No-op without the JIT."""
-else:
-    prefetch_at = _prefetch_at
 
 
 @njit(cache=True)
@@ -112,20 +80,20 @@ def prefetch_ahead(t, term_ids, wint, pint, pairs, n_e, K):
     D = PREFETCH_AHEAD
     n_tok = len(term_ids)
     if t + 3 * D < n_tok:
-        prefetch_at(wint, term_ids[t + 3 * D], 0)
+        prefetch2(wint, term_ids[t + 3 * D], 0)
     if t + 2 * D < n_tok:
         w = term_ids[t + 2 * D]
         for p in range(wint[w, W_LO], wint[w, W_HI]):
-            prefetch_at(pint, p, 0)
+            prefetch2(pint, p, 0)
     if t + D < n_tok:
         w = term_ids[t + D]
         for p in range(wint[w, W_LO], wint[w, W_HI]):
-            prefetch_at(pairs[:, :, 0], pint[p, P_J0], 0)
+            prefetch2(pairs[:, :, 0], pint[p, P_J0], 0)
             e1 = pint[p, P_E1]
             if e1 >= 0:
                 k = 0
                 while k < K:
-                    prefetch_at(n_e, e1, k)
+                    prefetch2(n_e, e1, k)
                     k += 16
 
 
