@@ -108,9 +108,13 @@ def task_ql(index: str, queries: list[str]) -> dict:
     return dict(n_docs=s.n_docs, n_tokens=int(s.n_tokens), n_terms=s.n_terms, **_time_batch(index, queries, None))
 
 
+# Times the batch is ranked; the fastest is reported.
+BATCH_REPEATS = 3
+
+
 def _time_batch(index, queries, model) -> dict:
     """Seconds of ranking the queries (depth 1000) as ``topicir run`` does, the model's
-    per-document constants included."""
+    per-document constants included (the fastest of :data:`BATCH_REPEATS`)."""
     from ..core.ranking import run_topics
 
     lam = 1.0 if model is None else 0.7
@@ -119,9 +123,11 @@ def _time_batch(index, queries, model) -> dict:
     start = time.perf_counter()
     run_topics(index, _topics(queries[:2]), model=model, lam=lam, progress=False)
     first_s = time.perf_counter() - start
-    start = time.perf_counter()
-    run_topics(index, _topics(queries), model=model, lam=lam, progress=False)
-    batch_s = time.perf_counter() - start
+    batch_s = math.inf
+    for _ in range(BATCH_REPEATS):  # the fastest: one slow repeat is the machine, not the ranker
+        start = time.perf_counter()
+        run_topics(index, _topics(queries), model=model, lam=lam, progress=False)
+        batch_s = min(batch_s, time.perf_counter() - start)
     tables_s = 0.0
     if model is not None:  # where the time goes: the model's P_TM(w|d) tables of the query terms
         from ..core.extension import document_model
@@ -387,8 +393,8 @@ def _tables(kinds, full, frac, small, per_kind, per_kind_small, target, info) ->
                                 "--reindex to measure again)." if info["full_cached"] else "."),
         "Each step ran in its own process; peak memory is its ru_maxrss (JVM included). Queries: "
         f"{N_QUERIES} generated title queries of 2-4 words (each from one latent topic's top words), "
-        "ranked to depth 1000 over every document (retrieval.run_topics; lam 0.7 with a model), timed "
-        "after two queries that load the kernels and compute the model's per-document constants "
+        "ranked to depth 1000 over every document (retrieval.run_topics; lam 0.7 with a model), the "
+        f"fastest of {BATCH_REPEATS} batches, timed after two queries that load the kernels and compute the model's per-document constants "
         "(their seconds, a once-per-process cost, are in the second table, not extrapolated). Where a "
         "model's batch goes: 'of which P_TM tables' times the model's P_TM(w|d) of the query terms for "
         "every document apart, after the batch, as the batch computes them (``p_w_d`` once per group "
