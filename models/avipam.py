@@ -233,6 +233,11 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         # those written before topic_update existed learned their topics by gradient.
         return super()._from_params({**_ONE_PASS, "topic_update": "gradient", **params})
 
+    @classmethod
+    def size_params(cls, k):
+        """A 4-PAM of K sub-topics under K / 8 super-topics, as :class:`models.pam.PAM`."""
+        return {"arch": f"4pam:{max(2, k // 8)},{k}"}
+
     @property
     def n_topics(self):
         """The sub-topics: what ``topic_words`` indexes and the document model mixes."""

@@ -159,3 +159,16 @@ def test_experiments_reuse_their_cached_model_and_retrain_a_stale_one(tmp_path, 
     monkeypatch.setattr(smoothing, "read_header", stale)
     smoothing._model(index, "lda", 4, train)
     assert len(trained) == 1
+
+
+def test_experiments_train_a_variational_kind_at_the_grid_size(tmp_path):
+    """The smoothing grid trains any kind: a kind without chains or sweeps (aviPAM) takes the
+    schedule's seed alone and its own size, K sub-topics under K / 8 super-topics."""
+    from retrieval.experiments import smoothing
+
+    index = build_index([DATA / "docs.trec"], tmp_path / "mini")
+    train = dict(n_chains=1, n_iter=6, burn_in=2, sample_every=2, seed=3)
+    model = smoothing._model(index, "avipam", 16, train)
+    assert model.arch == "4pam:2,16" and model.seed == 3 and model.epochs == 100
+    p = model.p_w_d([0, 1])
+    assert p.shape == (index.stats.n_docs, 2) and np.all(p > 0)

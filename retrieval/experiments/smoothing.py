@@ -42,7 +42,9 @@ def _shaping(params: dict) -> dict:
 
 
 def _model(index, kind: str, k: int, train: dict):
-    params = dict(train, **model_class(kind).size_params(k))
+    cls = model_class(kind)
+    # the schedule's settings that the kind has (a variational kind has no chains or sweeps)
+    params = dict({key: v for key, v in train.items() if key in cls._param_names()}, **cls.size_params(k))
     path = default_model_path(index, kind, params)
     # the file name holds only K, chains, sweeps and seed: a file trained under other defaults
     # (e.g. TCM before alpha = 50 / K) is retrained, not reused
