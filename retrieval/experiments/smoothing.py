@@ -41,10 +41,15 @@ def _shaping(params: dict) -> dict:
     return {k: v for k, v in params.items() if k not in RUNTIME_PARAMS}
 
 
-def _model(index, kind: str, k: int, train: dict):
+def model_params(kind: str, k: int, train: dict) -> dict:
+    """The settings of ``kind``'s model of size ``k``: the schedule's that the kind has (a
+    variational kind has no chains or sweeps), its defaults otherwise."""
     cls = model_class(kind)
-    # the schedule's settings that the kind has (a variational kind has no chains or sweeps)
-    params = dict({key: v for key, v in train.items() if key in cls._param_names()}, **cls.size_params(k))
+    return dict({key: v for key, v in train.items() if key in cls._param_names()}, **cls.size_params(k))
+
+
+def _model(index, kind: str, k: int, train: dict):
+    params = model_params(kind, k, train)
     path = default_model_path(index, kind, params)
     # the file name holds only K, chains, sweeps and seed: a file trained under other defaults
     # (e.g. TCM before alpha = 50 / K) is retrained, not reused
