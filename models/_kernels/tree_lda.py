@@ -45,17 +45,15 @@ def naive_masses(w, d, ptr, path_edges, path_len, parent, beta, beta_sum, n_e, n
 
 
 @njit(cache=True, inline="always")
-def move_token(d, k, p, sign, path_edges, path_len, parent, beta_sum, n_e, n_i, n_dk, inv, l0):
+def move_token(d, k, p, sign, path_edges, path_len, parent, beta_sum, n_e, n_i, n_dk, inv):
     """Add (sign 1) or remove (-1) a token of doc d on topic k and path p, refreshing the
-    reciprocals of the path's nodes (the cousin set); ``n_e`` changes from the path's l0-th
-    edge on (1: the root edge's count is kept elsewhere). NAIVE's; the sparse sweep has its own
-    (:func:`tree_lda_sparse.move_below`)."""
+    reciprocals of the path's nodes (the cousin set). NAIVE's; the sparse sweep has its own
+    (:func:`tree_lda_sparse.move_below`), where the root edge's count lives in its list."""
     n_dk[d, k] += sign
     for l in range(path_len[p]):
         j = path_edges[p, l]
         i = parent[j]
-        if l >= l0:
-            n_e[j, k] += sign
+        n_e[j, k] += sign
         n_i[i, k] += sign
         inv[i, k] = 1.0 / (beta_sum[i] + n_i[i, k])
 
@@ -91,7 +89,7 @@ def naive_sweep(run_ptr, run_doc, term_ids, z, zp, ptr, path_edges, path_len, pa
         for t in range(run_ptr[r], run_ptr[r + 1]):
             w = term_ids[t]
             move_token(d, z[t], zp[t], -1, path_edges, path_len, parent, beta_sum, n_e, n_i,
-                       n_dk, inv, 0)
+                       n_dk, inv)
             np_w = ptr[w + 1] - ptr[w]
             m = buf[:K * np_w].reshape(K, np_w)
             naive_masses(w, d, ptr, path_edges, path_len, parent, beta, beta_sum, n_e, n_i, n_dk,
@@ -100,7 +98,7 @@ def naive_sweep(run_ptr, run_doc, term_ids, z, zp, ptr, path_edges, path_len, pa
             z[t] = x // np_w
             zp[t] = ptr[w] + x % np_w
             move_token(d, z[t], zp[t], 1, path_edges, path_len, parent, beta_sum, n_e, n_i,
-                       n_dk, inv, 0)
+                       n_dk, inv)
 
 
 # The sparse samplers' flags (refined bucket, sorted doc list, sorted word lists) per variant.

@@ -48,6 +48,12 @@ def model_params(kind: str, k: int, train: dict) -> dict:
     return dict({key: v for key, v in train.items() if key in cls._param_names()}, **cls.size_params(k))
 
 
+def settings_note(kind: str, k: int, train: dict) -> str:
+    """``kind``'s settings at size ``k`` (what shapes the model), as a table's note."""
+    params = _shaping(model_class(kind)(**model_params(kind, k, train)).get_params())
+    return f"{kind.upper()} at K={k}: " + ", ".join(f"{key}={v}" for key, v in params.items())
+
+
 def _model(index, kind: str, k: int, train: dict):
     params = model_params(kind, k, train)
     path = default_model_path(index, kind, params)

@@ -74,25 +74,14 @@ def add_smoothing(p):
 
 
 def smoothing(*, kind, data, indexes, collections, k, lam, mu, chains, iterations, burn_in, sample_every):
-    from ..experiments.smoothing import REFERENCE_KIND, TRAIN, comparison_table
+    from ..experiments.smoothing import REFERENCE_KIND, TRAIN, comparison_table, settings_note
 
     train = dict(TRAIN, n_chains=chains, n_iter=iterations, burn_in=burn_in, sample_every=sample_every)
     shown = list(dict.fromkeys([REFERENCE_KIND, kind]))  # a new kind is shown beside LDA
     rows = comparison_table(Path(data), collections, Path(indexes), shown, ks=k, lams=lam, mu=mu, train=train)
     return [Table(f"MAP: QL vs {' vs '.join(x.upper() for x in shown)} smoothing (title queries, mu={mu:g}, "
                   f"{chains} chains, {iterations} sweeps); LOCO = K and lam chosen on the other collections", rows,
-                  notes=[_trained_with(x, k[-1], train) for x in shown])]
-
-
-def _trained_with(kind: str, k: int, train: dict) -> str:
-    """``kind``'s settings at size ``k``, as the table's note."""
-    from models.registry import model_class
-
-    from ..core.modelfiles import RUNTIME_PARAMS
-    from ..experiments.smoothing import model_params
-
-    params = model_class(kind)(**model_params(kind, k, train)).get_params()
-    return f"{kind.upper()} at K={k}: " + ", ".join(f"{key}={v}" for key, v in params.items() if key not in RUNTIME_PARAMS)
+                  notes=[settings_note(x, k[-1], train) for x in shown])]
 
 
 # -- comp5 and held-out likelihood (PAM paper) ----------------------------------------------------
