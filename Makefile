@@ -15,8 +15,9 @@ demo: install
 		mkdir -p $(IR_DATASETS_HOME)/cranfield && cp $(SHARED_IRDS) $(IR_DATASETS_HOME)/cranfield/; fi
 	IR_DATASETS_HOME=$(IR_DATASETS_HOME) $(PYTHON) -m retrieval demo
 
+# Two workers, a test file each at a time: a file's tests share its fixtures and run in order.
 test: install browser wordnet
-	$(PYTHON) -m pytest -q
+	$(PYTHON) -m pytest -q -n 2 --dist loadfile
 
 # Headless Chromium for the report screenshot test (Debian's package; skipped where apt is not ours).
 browser:

@@ -224,7 +224,18 @@ def test_topic_lists_stay_the_nonzero_topics_with_their_counts(sort, track):
             assert (np.diff(lc[2, :nz]) <= 0).all()
 
 
-@pytest.mark.parametrize("variant", range(6))
+def sweep_variants(first=T.NAIVE):
+    """Samplers whose whole sweep a test runs. Each compiles its own kernel (some 20 s in a fresh
+    checkout), so the default suite sweeps with NAIVE, FAST, FAST-RB (which the list trace
+    compiles anyway) and the default FAST-RB-SDW; FAST-RB-SD's and FAST-RB-SW's sweeps run with
+    --runslow. Every sampler's draws are checked against the conditional in the default suite
+    (test_every_sampler_draws_from_the_conditional)."""
+    middle = (T.FAST_RB_SD, T.FAST_RB_SW)
+    return [pytest.param(v, marks=[pytest.mark.slow] if v in middle else [])
+            for v in range(first, T.FAST_RB_SDW + 1)]
+
+
+@pytest.mark.parametrize("variant", sweep_variants())
 def test_sweep_keeps_counts_and_same_seed_same_state(variant):
     tree, doc_ptr, term_ids, z, zp, alpha, n_e, n_i, n_dk = random_state(3, merge=True)
     inv = inv_of(tree, n_i)
@@ -247,7 +258,7 @@ def test_sweep_keeps_counts_and_same_seed_same_state(variant):
     np.testing.assert_allclose(inv2[n_i2.sum(1) > 0], inv_of(tree, n_i2)[n_i2.sum(1) > 0], rtol=1e-15)
 
 
-@pytest.mark.parametrize("variant", range(T.FAST, T.FAST_RB_SDW + 1))
+@pytest.mark.parametrize("variant", sweep_variants(T.FAST))
 def test_a_sweep_cut_at_document_boundaries_draws_what_one_call_draws(variant):
     """Threads may sweep a chain in two pieces (models/tree_shards.py): the pieces share the
     chain's lists, so the cut changes no draw, count or reciprocal."""
