@@ -16,8 +16,9 @@ demo: install
 	IR_DATASETS_HOME=$(IR_DATASETS_HOME) $(PYTHON) -m retrieval demo
 
 # Two workers, a test file each at a time: a file's tests share its fixtures and run in order.
+# (pytest-benchmark, where some other package installed it, is not used here: off, with its warning.)
 test: install browser wordnet
-	$(PYTHON) -m pytest -q -n 2 --dist loadfile
+	$(PYTHON) -m pytest -q -n 2 --dist loadfile -p no:benchmark
 
 # Headless Chromium for the report screenshot test (Debian's package; skipped where apt is not ours).
 browser:
