@@ -40,11 +40,24 @@ def per_topic(run: Sequence[ScoredDoc], qrels: Sequence[Qrel], measures=DEFAULT_
     if missing:
         warnings.warn(f"{len(missing)} judged topics have no results in the run and count as 0: "
                       f"{', '.join(missing[:10])}", stacklevel=2)
-    irm_qrels = [ir_measures.Qrel(q.qid, q.docno, q.rel) for q in qrels if q.qid in topics]
-    irm_run = [ir_measures.ScoredDoc(r.qid, r.docno, r.score) for r in run if r.qid in topics]
     out = {str(m): {qid: 0.0 for qid in topics} for m in measures}
-    for metric in ir_measures.iter_calc(measures, irm_qrels, irm_run):
+    for metric in ir_measures.iter_calc(measures, _nested(qrels, topics), _nested(run, topics)):
         out[str(metric.measure)][metric.query_id] = float(metric.value)
+    return out
+
+
+def _nested(rows, topics) -> dict[str, dict]:
+    """``{qid: {docno: value}}`` of (qid, docno, value) rows of the given topics: the form
+    pytrec_eval reads, given straight to ir_measures (a list of its namedtuples is converted to
+    this anyway, at several times the cost). A repeated (qid, docno) keeps its last value, as
+    that conversion does."""
+    out: dict[str, dict] = {}
+    for qid, docno, value in rows:
+        if qid in topics:
+            docs = out.get(qid)
+            if docs is None:
+                docs = out[qid] = {}
+            docs[docno] = value
     return out
 
 
