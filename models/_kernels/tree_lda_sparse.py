@@ -95,19 +95,6 @@ def first_inv(p, pint, ptab, etop, ecnt, enz, inv0):
 
 
 @njit(cache=True, inline="always")
-def downstream(p, k, pint, path_edges, parent, inv, inv0):
-    """prod over the path's edges below the root edge of 1 / N_{parent, k}: the first from
-    ``inv0`` (:func:`first_inv` of the path), the deeper ones from ``inv``."""
-    x = 1.0
-    L = pint[p, P_LEN]
-    if L > 1:
-        x *= inv0[k]
-        for l in range(2, L):
-            x *= inv[parent[path_edges[p, l]], k]
-    return x
-
-
-@njit(cache=True, inline="always")
 def s_exact(p, pint, ptab, path_edges, parent, inv, root, alpha, acc, etop, ecnt, enz, inv0,
             filled=False):
     """Bucket s of one path: S_p sum_k alpha_k / N_{k,p} (``filled``: ``inv0`` holds the
@@ -116,21 +103,32 @@ def s_exact(p, pint, ptab, path_edges, parent, inv, root, alpha, acc, etop, ecnt
         return ptab[p, P_S] * acc[0]
     if not filled:
         first_inv(p, pint, ptab, etop, ecnt, enz, inv0)
+    # prod over the path's edges below the root edge of 1 / N_{parent, k}: the first from inv0,
+    # the deeper ones from inv. Written out, not an inlined helper: a helper called per topic
+    # rebinds its array arguments, and the reference counts that go with it stay in the loop.
+    L = pint[p, P_LEN]
     t = 0.0
     for k in range(len(alpha)):
-        t += alpha[k] * inv[root, k] * downstream(p, k, pint, path_edges, parent, inv, inv0)
+        x = inv0[k]
+        for l in range(2, L):
+            x *= inv[parent[path_edges[p, l]], k]
+        t += alpha[k] * inv[root, k] * x
     return ptab[p, P_S] * t
 
 
 @njit(cache=True, inline="always")
 def r_exact(p, pint, ptab, path_edges, parent, inv, root, dl, dnz, etop, ecnt, enz, inv0):
     """Bucket r of one path over S_p: sum over the document's topics of n_dk / N_{k,p}."""
-    if pint[p, P_LEN] > 1:
+    L = pint[p, P_LEN]
+    if L > 1:
         first_inv(p, pint, ptab, etop, ecnt, enz, inv0)
     r = 0.0
     for a in range(dnz):
         k = dl[0, a]
-        r += dl[1, a] * inv[root, k] * downstream(p, k, pint, path_edges, parent, inv, inv0)
+        x = inv0[k] if L > 1 else 1.0  # the downstream product, as in s_exact
+        for l in range(2, L):
+            x *= inv[parent[path_edges[p, l]], k]
+        r += dl[1, a] * inv[root, k] * x
     return r
 
 
@@ -259,8 +257,12 @@ def draw(rb, sd, sw, w, wint, wtab, pint, ptab, path_edges, parent, beta, n_e, i
     if u < st:
         p, u, i0 = _picked_path(tot, 0, npw, u, lo, pint, ptab, etop, ecnt, enz, inv0)
         last = 0
+        L = pint[p, P_LEN]
         for k in range(len(alpha)):
-            x = alpha[k] * inv[root, k] * downstream(p, k, pint, path_edges, parent, inv, i0)
+            y = i0[k] if L > 1 else 1.0  # the downstream product, as in s_exact
+            for l in range(2, L):
+                y *= inv[parent[path_edges[p, l]], k]
+            x = alpha[k] * inv[root, k] * y
             if x > 0.0:
                 last = k
                 if u < x:
@@ -273,10 +275,14 @@ def draw(rb, sd, sw, w, wint, wtab, pint, ptab, path_edges, parent, beta, n_e, i
         if sd:  # walk the document's topics by decreasing n_dk
             sort_doc_list(dl, dnz)
         last = dl[0, 0]
+        L = pint[p, P_LEN]
         for a in range(dnz):
             k = dl[0, a]
             last = k
-            x = dl[1, a] * inv[root, k] * downstream(p, k, pint, path_edges, parent, inv, i0)
+            y = i0[k] if L > 1 else 1.0  # the downstream product, as in s_exact
+            for l in range(2, L):
+                y *= inv[parent[path_edges[p, l]], k]
+            x = dl[1, a] * inv[root, k] * y
             if u < x:
                 return k, p, -2
             u -= x
