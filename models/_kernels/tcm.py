@@ -148,15 +148,16 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
             N_d += dt_count[base + jj]
         s = a
         eC = -1
+        # room for up to 2 new types and 2 new entries a token, reserved once for the document:
+        # arrays the token loop could rebind cost reference-count calls at every token
+        need = 2 * (z - a)
+        if n_types + need > len(ty_hash) or 4 * (n_types + need) > len(ty_slot):
+            ty_slot, ty_hash, ty_len, ty_pos, ty_head = types_reserve(
+                ty_slot, ty_hash, ty_len, ty_pos, ty_head, n_types, need)
+        if n_entries + need > len(en_type) or 4 * (n_entries + need) > len(en_slot):
+            en_slot, en_type, en_topic, en_count, en_next = entries_reserve(
+                en_slot, en_type, en_topic, en_count, en_next, n_entries, need)
         for j in range(a, z):
-            # room for up to 2 new types and 2 new entries at this position (checked inline: the
-            # calls return tuples of arrays, whose reference counting costs in this loop)
-            if n_types + 2 > len(ty_hash) or 4 * (n_types + 2) > len(ty_slot):
-                ty_slot, ty_hash, ty_len, ty_pos, ty_head = types_reserve(
-                    ty_slot, ty_hash, ty_len, ty_pos, ty_head, n_types, 2)
-            if n_entries + 2 > len(en_type) or 4 * (n_entries + 2) > len(en_slot):
-                en_slot, en_type, en_topic, en_count, en_next = entries_reserve(
-                    en_slot, en_type, en_topic, en_count, en_next, n_entries, 2)
             nL = j - s + 1
             forced = split[j] != 0
             k_old = b[j]
