@@ -167,8 +167,9 @@ kind, index_path, jobs = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 index = Index(index_path)
 corpus, cls = index_corpus(index), registry.model_class(kind)
 V, D = index.stats.n_terms, index.stats.n_docs
+params = dict(cls.quick_params, checkpoint_every=2)
 # the same for every resume (one index, one setting): tree-LDA's reads WordNet
-inputs = training_inputs(index, cls(**dict(cls.quick_params, checkpoint_every=2)), False)
+inputs = training_inputs(index, cls(**params), False)
 for mode, path in jobs:
     print("START", path, flush=True)
     try:
@@ -180,8 +181,7 @@ for mode, path in jobs:
             ok = p.shape == (D, V) and bool(np.isfinite(p).all())
             res = "ok" if ok else f"bad scores {p.shape} finite={np.isfinite(p).all()}"
         else:
-            est = cls(**dict(cls.quick_params, checkpoint_every=2))
-            est.fit(corpus, checkpoint=path, **inputs)
+            cls(**params).fit(corpus, checkpoint=path, **inputs)
             res = "ok"
     except ValueError as e:
         res = "error: " + str(e)
