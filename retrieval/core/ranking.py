@@ -16,6 +16,7 @@ import logging
 import re
 import time
 import warnings
+from itertools import repeat
 from pathlib import Path
 from typing import Callable, NamedTuple
 
@@ -116,8 +117,10 @@ def prepare(index: Index, text: str, model=None, *, per_sample: bool = False, qi
 
 def ranked(index: Index, qid: str, scores: np.ndarray, depth: int = DEPTH) -> list[ScoredDoc]:
     """The top ``depth`` documents of ``scores`` as a ranking, best first."""
-    docnos = index.stats.docnos
-    return [ScoredDoc(qid, docnos[d], float(scores[d])) for d in top_k(scores, depth)]
+    top = top_k(scores, depth)
+    # mapped over plain lists: building the run lines is the batch's largest Python cost
+    return list(map(ScoredDoc, repeat(qid), map(index.stats.docnos.__getitem__, top.tolist()),
+                    scores[top].tolist()))
 
 
 def rank(index: Index, qid: str, text: str, *, mu: float = MU, lam: float = LAM, model=None,
