@@ -142,6 +142,21 @@ def test_memory_by_parts_sees_the_arrays_that_grow_with_the_tokens():
     assert got == pytest.approx(100 * 10**8 / 2**30 + 0.3 + 0.2)
 
 
+def test_batch_added_grows_only_the_parts_that_follow_the_documents():
+    from retrieval.bench.scale_fit import batch_added
+
+    # the model added 0.30 s on 5,000 documents: 0.20 s of tables and scoring, 0.10 s per query
+    r = dict(n_docs=5000, batch_s=0.50, ql_batch_s=0.20, tables_s=0.15, extras_s=0.02, scoring_s=0.03)
+    assert batch_added(r, 250_000) == pytest.approx(0.20 * 50 + 0.10)
+    # noise that makes the parts exceed what the model added: the parts alone, nothing negative
+    assert batch_added(dict(r, batch_s=0.30), 250_000) == pytest.approx(0.20 * 50)
+    # a QL batch slower than the model's: nothing added
+    assert batch_added(dict(r, batch_s=0.1, tables_s=0.0, extras_s=0.0, scoring_s=0.0), 250_000) == 0.0
+    # runs written without the parts: all of what the model added, linear in documents
+    old = dict(n_docs=5000, batch_s=0.50, ql_batch_s=0.20)
+    assert batch_added(old, 250_000) == pytest.approx(0.30 * 50)
+
+
 def test_sweep_curve_follows_the_run_relative_to_its_early_sweeps():
     from retrieval.bench.scale_fit import sweep_curve
 

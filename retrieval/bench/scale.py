@@ -23,7 +23,9 @@ through the two runs (:func:`fit_two`): setup (training inputs, initialisation a
 sweep), seconds per sweep, finishing and the memory above the child's baseline (after imports,
 JIT and the JVM) as a part proportional to the tokens plus one proportional to the vocabulary
 (count tables are vocabulary-sized). The ranking time with a model is that of exact QL on the
-whole collection plus what the model adds on the fraction, linear in documents. The target
+whole collection plus what the model adds on the fraction: its parts that grow with the
+documents (P_TM tables, extra query tables, the mixture's scoring; timed apart) linear in
+documents, the rest as measured. The target
 collection is the whole one, grown linearly in
 documents to AP's 250,000 when ``--docs`` is smaller, its vocabulary by Heaps' law. Indexing
 and exact QL are measured on the whole collection.
@@ -114,30 +116,58 @@ BATCH_REPEATS = 3
 
 def _time_batch(index, queries, model) -> dict:
     """Seconds of ranking the queries (depth 1000) as ``topicir run`` does, the model's
-    per-document constants included (the fastest of :data:`BATCH_REPEATS`)."""
+    per-document constants included (the fastest of :data:`BATCH_REPEATS`). With a model, the
+    same batch without it is timed in turn with it (``ql_batch_s``), and the parts of the
+    model's batch that grow with the documents are timed apart (:func:`_document_parts`)."""
     from ..core.ranking import run_topics
 
-    lam = 1.0 if model is None else 0.7
+    def batch(m) -> float:
+        start = time.perf_counter()
+        run_topics(index, _topics(queries), model=m, lam=1.0 if m is None else 0.7, progress=False)
+        return time.perf_counter() - start
+
     # Two queries first, timed apart: the JVM, numba's kernels (loaded once per process) and
     # the model's per-document constants (computed once per model) are ready before the batch.
     start = time.perf_counter()
-    run_topics(index, _topics(queries[:2]), model=model, lam=lam, progress=False)
+    run_topics(index, _topics(queries[:2]), model=model, lam=1.0 if model is None else 0.7, progress=False)
     first_s = time.perf_counter() - start
-    batch_s = math.inf
-    for _ in range(BATCH_REPEATS):  # the fastest: one slow repeat is the machine, not the ranker
-        start = time.perf_counter()
-        run_topics(index, _topics(queries), model=model, lam=lam, progress=False)
-        batch_s = min(batch_s, time.perf_counter() - start)
-    tables_s = 0.0
-    if model is not None:  # where the time goes: the model's P_TM(w|d) tables of the query terms
-        from ..core.extension import document_model
-        from ..core.ranking import query_tables
+    # the fastest: one slow repeat is the machine, not the ranker; with a model, QL alternates
+    # with it so that both see the same machine
+    times = [(batch(model), batch(None) if model is not None else 0.0) for _ in range(BATCH_REPEATS)]
+    result = dict(batch_s=min(t for t, _ in times), first_s=first_s)
+    if model is not None:
+        result.update(ql_batch_s=min(t for _, t in times), **_document_parts(index, queries, model))
+    return dict(result, peak_gib=_maxrss_gib())
 
-        start = time.perf_counter()
-        for _ in query_tables(index, queries, document_model(model, index)):
-            pass
-        tables_s = time.perf_counter() - start
-    return dict(batch_s=batch_s, tables_s=tables_s, first_s=first_s, peak_gib=_maxrss_gib())
+
+def _document_parts(index, queries, model) -> dict:
+    """Seconds of the parts of a model's batch that grow with the documents, each timed apart
+    as the batch computes them: the P_TM(w|d) tables of the query terms (``p_w_d`` once per
+    group of queries whose terms fit the tables' memory), the tables of the parts a kind adds
+    to a query (TCM's collocations, through its ``query_extra`` hook) and the scoring of every
+    document under the mixture. What else the model adds to the batch is per query."""
+    from ..core.extension import document_model
+    from ..core.plugins import hook
+    from ..core.ranking import prepare, query_tables
+
+    model = document_model(model, index)
+    start = time.perf_counter()
+    tables = list(query_tables(index, queries, model))
+    tables_s = time.perf_counter() - start
+    prepared = [prepare(index, text, model, p_w=table, warn=False) for text, table in zip(queries, tables)]
+    extra_hook = hook(model.kind, "query_extra")
+    extras_s = 0.0
+    for text, p in zip(queries, prepared):
+        if extra_hook is not None and p.p_w is not None:
+            start = time.perf_counter()
+            extra = extra_hook(index, model, text, p.query)
+            if len(extra.postings):
+                extra.p_tm(False)
+            extras_s += time.perf_counter() - start
+    start = time.perf_counter()
+    for p in prepared:
+        p.scores(lam=0.7)
+    return dict(tables_s=tables_s, extras_s=extras_s, scoring_s=time.perf_counter() - start)
 
 
 def _schedule_params(kind: str, sweeps: int, threads: int, epochs: int | None = None) -> dict:
@@ -202,8 +232,6 @@ def task_kind(index: str, kind: str, sweeps: int, threads: int, queries: list[st
                   finish_s=end - ticks[-1], defaults={k: v for k, v in defaults.items() if _plain(v)},
                   n_samples=int(getattr(model, "n_samples_", 1)))
     result.update(_time_batch(index, queries, model))
-    # the same batch without the model, in this process: what the model adds is the difference
-    result["ql_batch_s"] = _time_batch(index, queries, None)["batch_s"]
     return result
 
 
@@ -352,6 +380,8 @@ def _tables(kinds, full, frac, small, per_kind, per_kind_small, target, info) ->
                         "measured: batch s": fixed(r["batch_s"], 2),
                         "measured: QL batch s": fixed(r["ql_batch_s"], 2),
                         "measured: of which P_TM tables s": fixed(r.get("tables_s", 0.0), 2),
+                        "measured: of which extra tables s": fixed(r.get("extras_s", 0.0), 2),
+                        "measured: of which mixture scoring s": fixed(r.get("scoring_s", 0.0), 2),
                         "measured: first 2 queries s": fixed(r["first_s"], 2)})
         if k in per_kind_small:
             q = per_kind_small[k]
@@ -388,17 +418,21 @@ def _tables(kinds, full, frac, small, per_kind, per_kind_small, target, info) ->
         f"(Heaps' law through the fraction and the whole index). The default training is setup + the "
         f"remaining sweeps of all chains + finishing. The batch with a model (its ranking scores every "
         f"document) is the exact QL batch of the whole collection plus what the model added on the "
-        f"fraction (its batch minus the QL batch in the same process), linear in documents. Indexing and exact QL are measured on the "
+        f"fraction (its batch minus the QL batch, timed in turn in the same process): the parts that "
+        f"grow with the documents linear in documents, the rest (per query) as measured "
+        f"(bench.scale_fit.batch_added). Indexing and exact QL are measured on the "
         f"whole collection" + (" (the index and its build measurement reused from an earlier run: "
                                 "--reindex to measure again)." if info["full_cached"] else "."),
         "Each step ran in its own process; peak memory is its ru_maxrss (JVM included). Queries: "
         f"{N_QUERIES} generated title queries of 2-4 words (each from one latent topic's top words), "
         "ranked to depth 1000 over every document (retrieval.run_topics; lam 0.7 with a model), the "
         f"fastest of {BATCH_REPEATS} batches, timed after two queries that load the kernels and compute the model's per-document constants "
-        "(their seconds, a once-per-process cost, are in the second table, not extrapolated). Where a "
-        "model's batch goes: 'of which P_TM tables' times the model's P_TM(w|d) of the query terms for "
-        "every document apart, after the batch, as the batch computes them (``p_w_d`` once per group "
-        "of queries whose terms fit the tables' memory); the rest is QL, mixing, ranking and run lines.",
+        "(their seconds, a once-per-process cost, are in the second table, not extrapolated). The parts "
+        "of a model's batch that grow with the documents, each timed apart after the batch as the batch "
+        "computes them: 'P_TM tables', the model's P_TM(w|d) of the query terms for every document "
+        "(``p_w_d`` once per group of queries whose terms fit the tables' memory); 'extra tables', those "
+        "of the parts a kind adds to a query (TCM's collocations); 'mixture scoring', every document's "
+        "score under the mixture. The rest is per query: analysis, ranking and run lines.",
         f"QL batch on the fraction index: {frac['batch_s']:.2f} s"
         + (f", on the small one: {small['batch_s']:.2f} s." if small is not None else "."),
     ]

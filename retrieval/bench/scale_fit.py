@@ -62,11 +62,22 @@ def projection(r: dict, small: dict | None, target: dict) -> dict:
     # last point held for the sweeps after it
     train_s = proj["setup"] + sum(proj["step"] * curve[min(i, len(curve) - 1)] for i in range(total - 1)) \
         + proj["finish"]
-    # exact QL of the whole collection as measured, plus what the model adds, linear in documents
-    batch = target["ql_batch_s"] + max(r["batch_s"] - r["ql_batch_s"], 0.0) * target["docs"] / r["n_docs"]
+    batch = target["ql_batch_s"] + batch_added(r, target["docs"])
     return dict(setup_s=proj["setup"], per_chain_s=proj["step"] / chains, late_chain_s=proj["step"] * curve[-1] / chains,
                 chains=chains, sweeps=total, train_min=train_s / 60, peak_gib=r["base_gib"] + proj["mem"],
                 batch_s=batch)
+
+
+def batch_added(r: dict, docs: float) -> float:
+    """Seconds a model adds to the exact QL batch on ``docs`` documents: its parts that grow with
+    the documents (P_TM tables, a kind's extra query tables, the mixture's scoring; timed apart
+    on the fraction) linear in documents, and the rest of what it added there (per query) as it
+    was. Runs without those parts: all it added, linear in documents."""
+    added = max(r["batch_s"] - r["ql_batch_s"], 0.0)
+    if "scoring_s" not in r:
+        return added * docs / r["n_docs"]
+    per_doc = r["tables_s"] + r["extras_s"] + r["scoring_s"]
+    return per_doc * docs / r["n_docs"] + max(added - per_doc, 0.0)
 
 
 def memory_by_parts(r: dict, small: dict, target: dict) -> float:
