@@ -104,6 +104,20 @@ def test_top_k_breaks_ties_by_doc_order():
     assert top_k(scores, 10).tolist() == [1, 2, 4, 3, 0]
 
 
+@pytest.mark.parametrize("shape", ["normal", "ties", "ascending", "descending", "minus_inf"])
+def test_top_k_is_the_head_of_the_full_sort(shape):
+    """Against sorting everything by (-score, doc); ascending scores take the selection's
+    fallback (every score would enter its heap)."""
+    rng = np.random.default_rng(7)
+    for n in (1, 2, 50, 999, 5000):
+        scores = {"normal": rng.normal(size=n), "ties": rng.integers(0, 4, size=n).astype(float),
+                  "ascending": np.sort(rng.normal(size=n)), "descending": -np.sort(rng.normal(size=n)),
+                  "minus_inf": np.where(rng.random(n) < 0.5, -np.inf, rng.normal(size=n))}[shape]
+        full = np.lexsort((np.arange(n), -scores))
+        for k in (0, 1, 7, n // 2, n - 1, n, n + 3):
+            assert top_k(scores, k).tolist() == full[:max(0, min(k, n))].tolist(), (n, k)
+
+
 def test_build_is_atomic_and_refuses_to_overwrite(tmp_path):
     (tmp_path / "bad.trec").write_text(TWO_DOCS + "<DOC>\n<DOCNO> D1 </DOCNO>\n<TEXT>again</TEXT>\n</DOC>\n")
     with pytest.raises(TrecFormatError, match=r"bad.trec:\d+: .*D1"):

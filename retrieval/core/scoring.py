@@ -167,15 +167,56 @@ class Scorer:
         return out + omega * extra
 
 
+@numba.njit(cache=True)
+def _kth_largest(scores, k):
+    """(the k-th largest of ``scores``, True), 1 <= k <= len: a min-heap of the k best seen,
+    which most scores pass with one comparison once it holds good ones. Scores that keep
+    entering it (ascending order) make it give up early: (nan, False)."""
+    heap = np.empty(k, dtype=np.float64)
+    heap[:] = scores[:k]
+    for i in range(k // 2 - 1, -1, -1):
+        _sift_down(heap, i, k)
+    budget = scores.shape[0] // 8
+    for i in range(k, scores.shape[0]):
+        v = scores[i]
+        if v > heap[0]:
+            heap[0] = v
+            _sift_down(heap, 0, k)
+            budget -= 1
+            if budget < 0:
+                return np.nan, False
+    return heap[0], True
+
+
+@numba.njit(cache=True, inline="always")
+def _sift_down(heap, i, n):
+    v = heap[i]
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and heap[c + 1] < heap[c]:
+            c += 1
+        if heap[c] >= v:
+            break
+        heap[i] = heap[c]
+        i = c
+    heap[i] = v
+
+
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     """Indices of the k best scores, best first; ties go to the lower doc index (deterministic)."""
     k = min(k, len(scores))
     if k == 0:
         return np.zeros(0, dtype=np.int64)
-    cand = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
-    # Documents tied with the k-th score but outside the partition must compete on index too.
-    kth = scores[cand].min()
-    cand = np.union1d(cand, np.flatnonzero(scores == kth))
+    if k < len(scores):
+        kth, found = _kth_largest(scores, k)
+        if not found:
+            kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+        # every document scoring at least the k-th best: those above it and all tied with it
+        cand = np.flatnonzero(scores >= kth)
+    else:
+        cand = np.arange(len(scores))
     order = np.lexsort((cand, -scores[cand]))
     return cand[order[:k]]
 
