@@ -23,7 +23,7 @@ from ..core.modelfiles import default_model_path, load_model
 from ..core.ranking import sweep_topics
 from ..core.sources import load_qrels, load_topics
 from ..core.tables import Table
-from .regressions import ensure_index
+from .regressions import COLLECTIONS, ensure_index
 from .smoothing import TRAIN, _model, collection_grid
 
 log = logging.getLogger(__name__)
@@ -119,7 +119,7 @@ def synonym_example(data, name, index, lda, tree, lam, mu, n_topics=2) -> str:
     return "\n".join(out)
 
 
-def run(*, data="../shared/data", indexes="indexes", collections=("med", "cran", "cisi", "cacm"), k: int = 50,
+def run(*, data="../shared/data", indexes="indexes", collections=COLLECTIONS, k: int = 50,
         lam: float = 0.7, mu: float = 1000.0, chains: int = TRAIN["n_chains"], iterations: int = TRAIN["n_iter"],
         burn_in: int = TRAIN["burn_in"], sample_every: int = TRAIN["sample_every"], example: bool = True,
         control: bool = False) -> list[Table]:

@@ -154,7 +154,9 @@ def add_tree_table1(p):
 
 
 def add_tree_map(p):
-    add_collections(p, ("med", "cran", "cisi", "cacm"))
+    from ..experiments.regressions import COLLECTIONS
+
+    add_collections(p, COLLECTIONS)
     p.add_argument("--k", type=int, default=50)
     p.add_argument("--lam", type=float, default=0.7)
     p.add_argument("--mu", type=float, default=1000.0)
