@@ -206,6 +206,12 @@ def _sweep_block(r0, r1, run_word, run_ptr, ord_doc, z_ord, n_wj, n_j, n_ds, cap
         q0 = 0.0  # sum_i A0_i G_i, moved with G (exact sweeps)
         for i in range(n_super):
             q0 += A0[i] * G[i]
+        # A token of the same doc as the previous one, whose pair that one kept, finds the
+        # state bit for bit as that one did once removed: its buckets are reused.
+        prev_d = -1
+        kept_key = -1
+        q_ok = False  # qbuf holds the prior bucket's masses of the reused state
+        dsum = qsum = qscan = 0.0
         for tok in range(run_ptr[r], run_ptr[r + 1]):
             d = ord_doc[tok]
             if active[d] == 0:
@@ -245,32 +251,37 @@ def _sweep_block(r0, r1, run_word, run_ptr, ord_doc, z_ord, n_wj, n_j, n_ds, cap
                 dsum = doc_bucket(d, base, nnz, n_sub, dp_key, dp_count, n_ds, alpha_r,
                                   alpha_sum, c, pbuf)
                 qsum = prior_bucket(d, n_ds, alpha_r, alpha_sum, A0, G, qbuf)
+                q_ok = False
+                stats[1] += nnz
                 stats[2] += n_super
-            else:
+            elif d != prev_d or key_old != kept_key:
                 # the removal's change of G (a_i,j0 * dc0) is folded in here, not stored;
                 # the prior bucket's cumulative masses are only needed when it is drawn
                 dsum, qsum, n_pres = doc_bucket_prior_total(
                     d, base, nnz, n_sub, dp_key, dp_count, n_ds, A_tab, alpha_r, alpha_sum, c,
                     pbuf, A0, G, alpha_T, j0, dc0, q0 + W[j0] * dc0)
+                q_ok = False
+                stats[1] += nnz
                 stats[2] += n_pres
             u = uniform(rng) * (dsum + qsum)
             stats[0] += 1
-            stats[1] += nnz
             if u < dsum:
                 pos_new = pick(pbuf, nnz, u)
                 key_new = dp_key[base + pos_new]
             else:
                 v = u - dsum
-                if not scanned:
+                if not scanned and not q_ok:
                     qscan = 0.0
                     for i in range(n_super):
                         # from the table, not a branch on n == 0: A_tab[0, i] is A0[i]
                         A = a_factor(n_ds[d, i], i, A_tab, alpha_r, alpha_sum)
                         qscan += A * (G[i] + alpha_T[j0, i] * dc0)
                         qbuf[i] = qscan
+                    q_ok = True
+                    stats[2] += n_super
+                if not scanned:
                     # the total above and this sum differ by rounding only
                     v *= qscan / qsum
-                    stats[2] += n_super
                 i1 = pick(qbuf, n_super, v)
                 lo = qbuf[i1 - 1] if i1 > 0 else 0.0
                 frac = (v - lo) / (qbuf[i1] - lo)
@@ -327,6 +338,8 @@ def _sweep_block(r0, r1, run_word, run_ptr, ord_doc, z_ord, n_wj, n_j, n_ds, cap
             row[j1] += 1
             n_j[j1] += 1
             z_ord[tok] = key_new
+            prev_d = d
+            kept_key = key_new if key_new == key_old else -1
             if j1 == j0:
                 # back to the same sub-topic: every count of j0 is as before the removal
                 c[j0] = c_old
