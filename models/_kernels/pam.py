@@ -22,12 +22,15 @@ the s' sub-topics with the rest of the same uniform. The prior bucket's total ne
 over the s super-topics: it is q0 = sum_i A0_i G_i (A0_i = alpha_r / S_i, the A_i of a
 super-topic absent from d), moved with G in O(1) through W_j = sum_i A0_i a_ij, plus
 (A_i - A0_i) G_i over the super-topics of d's pairs; its cumulative masses are built only when
-it is drawn (a few per cent of the tokens). A token thus costs O(pairs of its document). Tokens of a shard are visited grouped by
-term (as F+LDA does), so G depends only on the current term: it is built once per (shard, term)
-run as ``G_i = E_i + sum_{j: n_jw > 0} a_ij n_jw / (n_j + V beta)`` with the term-free
+it is drawn (a share of the tokens that falls as the chains settle). A token thus costs
+O(pairs of its document). Tokens of a shard are visited grouped by term (as F+LDA does), so G
+depends only on the current term: it is built once per (shard, term) run as
+``G_i = E_i + sum_{j: n_jw > 0} a_ij n_jw / (n_j + V beta)`` with the term-free
 ``E_i = beta sum_j a_ij / (n_j + V beta)``, and both are moved in O(s) when a token changes
 c_j and n_j for one j. E is recomputed from scratch at the start of every block, so rounding
-drift never outlives one block.
+drift never outlives one block. Within a run, a document's tokens come one after the other: a
+token of the same document and pair as the previous one, which kept its pair, finds the counts
+exactly as that one did and reuses its buckets. A_i is read from a table built once a sweep.
 
 Pruned sampler (sparse PAM, section 3.2.2): the prior bucket only uses the edges (i, j) kept
 for super-topic i (``edge_*``), G'_i = sum_{j in E_i} a_ij c_j, split like G into E'_i and the
