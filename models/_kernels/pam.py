@@ -314,26 +314,39 @@ def _sweep_block(r0, r1, run_word, run_ptr, ord_doc, z_ord, n_wj, n_j, n_ds, cap
             if key_new == key_old:
                 dp_count[base + pos_old] += 1
             else:
-                if pos_old >= 0 and dp_count[base + pos_old] == 0:
-                    for q in range(pos_old, nnz - 1):
-                        dp_key[base + q] = dp_key[base + q + 1]
-                        dp_count[base + q] = dp_count[base + q + 1]
-                    nnz -= 1
-                    if pos_new > pos_old:
-                        pos_new -= 1
-                if pos_new >= 0:
-                    dp_count[base + pos_new] += 1
-                else:
+                dead = pos_old >= 0 and dp_count[base + pos_old] == 0
+                q = pos_new
+                if pos_new < 0:
                     q = lower_bound(dp_key, base, base + nnz, key_new) - base
                     if q < nnz and dp_key[base + q] == key_new:
-                        dp_count[base + q] += 1
-                    else:
-                        for qq in range(nnz, q, -1):
+                        pos_new = q
+                if pos_new >= 0:
+                    dp_count[base + pos_new] += 1
+                if dead and pos_new < 0:
+                    # the new pair takes the freed slot's place: one shift between the two
+                    if q <= pos_old:
+                        for qq in range(pos_old, q, -1):
                             dp_key[base + qq] = dp_key[base + qq - 1]
                             dp_count[base + qq] = dp_count[base + qq - 1]
-                        dp_key[base + q] = key_new
-                        dp_count[base + q] = 1
-                        nnz += 1
+                    else:
+                        q -= 1
+                        for qq in range(pos_old, q):
+                            dp_key[base + qq] = dp_key[base + qq + 1]
+                            dp_count[base + qq] = dp_count[base + qq + 1]
+                    dp_key[base + q] = key_new
+                    dp_count[base + q] = 1
+                elif dead:
+                    for qq in range(pos_old, nnz - 1):
+                        dp_key[base + qq] = dp_key[base + qq + 1]
+                        dp_count[base + qq] = dp_count[base + qq + 1]
+                    nnz -= 1
+                elif pos_new < 0:
+                    for qq in range(nnz, q, -1):
+                        dp_key[base + qq] = dp_key[base + qq - 1]
+                        dp_count[base + qq] = dp_count[base + qq - 1]
+                    dp_key[base + q] = key_new
+                    dp_count[base + q] = 1
+                    nnz += 1
                 dp_nnz[d] = nnz
             i1 = key_new // n_sub
             j1 = key_new - i1 * n_sub
