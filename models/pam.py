@@ -23,6 +23,7 @@ import numpy as np
 
 from ._kernels.dirichlet import topic_word_log_lik
 from ._kernels.pam import (
+    A_TABLE_ROWS,
     N_STATS,
     DocPairs,
     Edges,
@@ -268,11 +269,12 @@ class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):
         self._cs = np.zeros((S, s2))
         self._invs = np.zeros((S, s2))
         self._sbufs = np.zeros((S, s2))
-        self._rows = np.zeros((S, s2), dtype=np.int32)
         self._pbufs = np.zeros((S, min(max_len, s * s2)))
         self._stats = np.zeros((S, N_STATS), dtype=np.int64)
+        # A_i for super-topic counts up to a bound (longer documents divide past it)
+        A_tab = np.zeros((min(max_len + 1, A_TABLE_ROWS), s))
         self._scratch = Scratch(self._local_n_j, self._Es, self._Gs, self._cs, self._invs,
-                                self._rows, self._pbufs, self._qbufs, self._sbufs, self._stats)
+                                self._pbufs, self._qbufs, self._sbufs, self._stats, A_tab)
         self._active = np.ones((C, D), dtype=np.uint8)
         self._doc_perm = [np.random.default_rng([self.seed, c, 7]).permutation(D) for c in range(C)]
         self._edges = [None] * C

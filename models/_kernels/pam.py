@@ -22,12 +22,15 @@ the s' sub-topics with the rest of the same uniform. The prior bucket's total ne
 over the s super-topics: it is q0 = sum_i A0_i G_i (A0_i = alpha_r / S_i, the A_i of a
 super-topic absent from d), moved with G in O(1) through W_j = sum_i A0_i a_ij, plus
 (A_i - A0_i) G_i over the super-topics of d's pairs; its cumulative masses are built only when
-it is drawn (a few per cent of the tokens). A token thus costs O(pairs of its document). Tokens of a shard are visited grouped by
-term (as F+LDA does), so G depends only on the current term: it is built once per (shard, term)
-run as ``G_i = E_i + sum_{j: n_jw > 0} a_ij n_jw / (n_j + V beta)`` with the term-free
+it is drawn (a share of the tokens that falls as the chains settle). A token thus costs
+O(pairs of its document). Tokens of a shard are visited grouped by term (as F+LDA does), so G
+depends only on the current term: it is built once per (shard, term) run as
+``G_i = E_i + sum_{j: n_jw > 0} a_ij n_jw / (n_j + V beta)`` with the term-free
 ``E_i = beta sum_j a_ij / (n_j + V beta)``, and both are moved in O(s) when a token changes
 c_j and n_j for one j. E is recomputed from scratch at the start of every block, so rounding
-drift never outlives one block.
+drift never outlives one block. Within a run, a document's tokens come one after the other: a
+token of the same document and pair as the previous one, which kept its pair, finds the counts
+exactly as that one did and reuses its buckets. A_i is read from a table built once a sweep.
 
 Pruned sampler (sparse PAM, section 3.2.2): the prior bucket only uses the edges (i, j) kept
 for super-topic i (``edge_*``), G'_i = sum_{j in E_i} a_ij c_j, split like G into E'_i and the
@@ -60,10 +63,20 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
+from .pam_buckets import (  # noqa: F401  (block_E, doc_bucket, prior_bucket: pam_score's)
+    a_factor,
+    a_table,
+    block_E,
+    doc_bucket,
+    doc_bucket_prior_total,
+    pick,
+    prior_bucket,
+)
 from .rng import uniform
 from .sparse import lower_bound
 
 N_STATS = 5
+A_TABLE_ROWS = 4096  # rows of the A_i table (super-topic counts 0..4095)
 
 
 class SweepOrder(NamedTuple):
@@ -120,11 +133,11 @@ class Scratch(NamedTuple):
     Gs: np.ndarray
     cs: np.ndarray
     invs: np.ndarray
-    rows: np.ndarray
     pbufs: np.ndarray
     qbufs: np.ndarray
     sbufs: np.ndarray
     stats: np.ndarray
+    A_tab: np.ndarray
 
 
 def sweep(order, state, docs, active, pruned, prior, edges, scratch, rng):
@@ -132,109 +145,8 @@ def sweep(order, state, docs, active, pruned, prior, edges, scratch, rng):
 
     Plain Python: parallel kernels take flat arrays (see models/_kernels/__init__.py).
     """
+    a_table(prior.alpha_r, prior.alpha_sum, scratch.A_tab)
     _sweep_pam(*order, *state, *docs, active, pruned, *prior, *edges, *scratch, rng)
-
-
-
-# ---------------------------------------------------------------------------------------------
-# Small helpers
-
-
-@njit(cache=True, inline="always")
-def _pick(cum, n, u):
-    """First q < n with cum[q] > u, by bisection (cum is non-decreasing: the same q as a scan);
-    the last q with a positive increment if round-off puts u at or past cum[n - 1]."""
-    q = 0
-    b = n
-    while q < b:
-        m = (q + b) >> 1
-        if cum[m] > u:
-            b = m
-        else:
-            q = m + 1
-    if q == n:
-        q = n - 1
-        while q > 0 and cum[q] == cum[q - 1]:
-            q -= 1
-    return q
-
-
-@njit(cache=True)
-def block_E(n_j, alpha_T, beta, vbeta, inv, E):
-    """inv[j] = 1 / (n_j + V beta) and E_i = beta * sum_j a_ij inv[j] (overwrites inv, E)."""
-    n_sub, n_super = alpha_T.shape
-    for i in range(n_super):
-        E[i] = 0.0
-    for j in range(n_sub):
-        inv[j] = 1.0 / (n_j[j] + vbeta)
-        t = beta * inv[j]
-        for i in range(n_super):
-            E[i] += alpha_T[j, i] * t
-
-
-@njit(cache=True, inline="always")
-def doc_bucket(d, base, nnz, n_sub, dp_key, dp_count, n_ds, alpha_r, alpha_sum, c, pbuf):
-    """Cumulative doc-bucket masses A_i n_ij c_j of doc d's pairs into pbuf; returns the total."""
-    dsum = 0.0
-    lo = 0  # keys of the current super-topic i are in [lo, lo + n_sub)
-    hi = 0
-    A = 0.0
-    for q in range(nnz):
-        key = dp_key[base + q]
-        if key >= hi:
-            # keys are sorted, so the (slow) integer division runs once per super-topic
-            i = key // n_sub
-            lo = i * n_sub
-            hi = lo + n_sub
-            n = n_ds[d, i]
-            A = (n + alpha_r) / (n + alpha_sum[i])
-        dsum += A * dp_count[base + q] * c[key - lo]
-        pbuf[q] = dsum
-    return dsum
-
-
-@njit(cache=True, inline="always")
-def doc_bucket_prior_total(d, base, nnz, n_sub, dp_key, dp_count, n_ds, alpha_r, alpha_sum, c,
-                           pbuf, A0, G, alpha_T, j0, dc0, q0):
-    """:func:`doc_bucket`, the prior bucket's total from ``q0`` = sum_i A0_i G_i (G with the
-    removal's a_i,j0 * dc0 folded in) plus (A_i - A0_i) G_i over d's super-topics (A_i = A0_i
-    for the others), and how many super-topics that took (statistics)."""
-    dsum = 0.0
-    qsum = q0
-    lo = 0
-    hi = 0
-    A = 0.0
-    n_pres = 0
-    for q in range(nnz):
-        key = dp_key[base + q]
-        if key >= hi:
-            i = key // n_sub
-            lo = i * n_sub
-            hi = lo + n_sub
-            n = n_ds[d, i]
-            A = (n + alpha_r) / (n + alpha_sum[i])
-            qsum += (A - A0[i]) * (G[i] + alpha_T[j0, i] * dc0)
-            n_pres += 1
-        dsum += A * dp_count[base + q] * c[key - lo]
-        pbuf[q] = dsum
-    return dsum, qsum, n_pres
-
-
-@njit(cache=True, inline="always")
-def prior_bucket(d, n_ds, alpha_r, alpha_sum, A0, G, qbuf):
-    """Cumulative prior-bucket masses A_i G_i over all super-topics into qbuf; returns the total.
-
-    A0[i] = alpha_r / S_i is A_i of a super-topic absent from d (bitwise equal to the formula,
-    since 0 + x == x), which saves the division for most super-topics."""
-    qsum = 0.0
-    for i in range(len(G)):
-        n = n_ds[d, i]
-        if n == 0:
-            qsum += A0[i] * G[i]
-        else:
-            qsum += (n + alpha_r) / (n + alpha_sum[i]) * G[i]
-        qbuf[i] = qsum
-    return qsum
 
 
 # ---------------------------------------------------------------------------------------------
@@ -245,20 +157,23 @@ def prior_bucket(d, n_ds, alpha_r, alpha_sum, A0, G, qbuf):
 def _sweep_block(r0, r1, run_word, run_ptr, ord_doc, z_ord, n_wj, n_j, n_ds, cap_ptr, dp_key,
                  dp_count, dp_nnz, active, pruned, alpha_r, alpha, alpha_T, alpha_sum, beta,
                  edge_ptr, edge_sub, edge_alpha, sub_ptr, sub_super, sub_alpha, E, G, c, inv,
-                 row, pbuf, qbuf, sbuf, stats, rng):
+                 pbuf, qbuf, sbuf, stats, A_tab, rng):
     """Resample every active token of runs r0:r1 once (exact, or pruned if ``pruned``).
 
-    ``n_j`` is this shard's copy; n_wj rows of the block's terms are read at the start of each
-    run and written back at its end (no other shard touches them in this sub-step). Removing a
+    ``n_j`` is this shard's copy; n_wj rows of the block's terms are changed in place (no other
+    shard touches them in this sub-step). c_j = beta inv_j for every sub-topic the current term
+    has no token of, so a run only sets and resets the term's own entries. Removing a
     token changes c_j0 only; G and E are moved only when the token's sub-topic changes (when it
     comes back to j0, c_j0 is restored bitwise, and so are the G entries a pruned sweep moved).
 
     Changes in place: z_ord, n_wj (rows of this block's terms), n_j, n_ds, dp_key, dp_count,
-    dp_nnz (this shard's docs only), E, G, c, inv, row, pbuf, qbuf, sbuf (scratch), stats, rng.
+    dp_nnz (this shard's docs only), E, G, c, inv, pbuf, qbuf, sbuf (scratch), stats, rng.
     """
     n_super, n_sub = alpha.shape
     vbeta = n_wj.shape[0] * beta
     block_E(n_j, alpha_T, beta, vbeta, inv, E)
+    for j in range(n_sub):
+        c[j] = beta * inv[j]
     if pruned:
         # E'_i = beta * sum over the kept edges of i of a_ij / (n_j + V beta)
         for i in range(n_super):
@@ -277,13 +192,12 @@ def _sweep_block(r0, r1, run_word, run_ptr, ord_doc, z_ord, n_wj, n_j, n_ds, cap
     gsave = np.empty(n_super)
     for r in range(r0, r1):
         w = run_word[r]
-        for j in range(n_sub):
-            row[j] = n_wj[w, j]
-            c[j] = (row[j] + beta) * inv[j]
+        row = n_wj[w]
         for i in range(n_super):
             G[i] = E[i]
         for j in range(n_sub):
             if row[j] > 0:
+                c[j] = (row[j] + beta) * inv[j]
                 t = row[j] * inv[j]
                 if pruned:
                     # G'_i = E'_i + the term's part over the kept edges (inverse lists)
@@ -295,6 +209,12 @@ def _sweep_block(r0, r1, run_word, run_ptr, ord_doc, z_ord, n_wj, n_j, n_ds, cap
         q0 = 0.0  # sum_i A0_i G_i, moved with G (exact sweeps)
         for i in range(n_super):
             q0 += A0[i] * G[i]
+        # A token of the same doc as the previous one, whose pair that one kept, finds the
+        # state bit for bit as that one did once removed: its buckets are reused.
+        prev_d = -1
+        kept_key = -1
+        q_ok = False  # qbuf holds the prior bucket's masses of the reused state
+        dsum = qsum = qscan = 0.0
         for tok in range(run_ptr[r], run_ptr[r + 1]):
             d = ord_doc[tok]
             if active[d] == 0:
@@ -334,36 +254,38 @@ def _sweep_block(r0, r1, run_word, run_ptr, ord_doc, z_ord, n_wj, n_j, n_ds, cap
                 dsum = doc_bucket(d, base, nnz, n_sub, dp_key, dp_count, n_ds, alpha_r,
                                   alpha_sum, c, pbuf)
                 qsum = prior_bucket(d, n_ds, alpha_r, alpha_sum, A0, G, qbuf)
+                q_ok = False
+                stats[1] += nnz
                 stats[2] += n_super
-            else:
+            elif d != prev_d or key_old != kept_key:
                 # the removal's change of G (a_i,j0 * dc0) is folded in here, not stored;
                 # the prior bucket's cumulative masses are only needed when it is drawn
                 dsum, qsum, n_pres = doc_bucket_prior_total(
-                    d, base, nnz, n_sub, dp_key, dp_count, n_ds, alpha_r, alpha_sum, c, pbuf,
-                    A0, G, alpha_T, j0, dc0, q0 + W[j0] * dc0)
+                    d, base, nnz, n_sub, dp_key, dp_count, n_ds, A_tab, alpha_r, alpha_sum, c,
+                    pbuf, A0, G, alpha_T, j0, dc0, q0 + W[j0] * dc0)
+                q_ok = False
+                stats[1] += nnz
                 stats[2] += n_pres
             u = uniform(rng) * (dsum + qsum)
             stats[0] += 1
-            stats[1] += nnz
             if u < dsum:
-                pos_new = _pick(pbuf, nnz, u)
+                pos_new = pick(pbuf, nnz, u)
                 key_new = dp_key[base + pos_new]
             else:
                 v = u - dsum
-                if not scanned:
+                if not scanned and not q_ok:
                     qscan = 0.0
                     for i in range(n_super):
-                        n = n_ds[d, i]
-                        g = G[i] + alpha_T[j0, i] * dc0
-                        if n == 0:
-                            qscan += A0[i] * g
-                        else:
-                            qscan += (n + alpha_r) / (n + alpha_sum[i]) * g
+                        # from the table, not a branch on n == 0: A_tab[0, i] is A0[i]
+                        A = a_factor(n_ds[d, i], i, A_tab, alpha_r, alpha_sum)
+                        qscan += A * (G[i] + alpha_T[j0, i] * dc0)
                         qbuf[i] = qscan
+                    q_ok = True
+                    stats[2] += n_super
+                if not scanned:
                     # the total above and this sum differ by rounding only
                     v *= qscan / qsum
-                    stats[2] += n_super
-                i1 = _pick(qbuf, n_super, v)
+                i1 = pick(qbuf, n_super, v)
                 lo = qbuf[i1 - 1] if i1 > 0 else 0.0
                 frac = (v - lo) / (qbuf[i1] - lo)
                 if frac >= 1.0:
@@ -376,7 +298,7 @@ def _sweep_block(r0, r1, run_word, run_ptr, ord_doc, z_ord, n_wj, n_j, n_ds, cap
                     for e in range(m):
                         acc += edge_alpha[e0 + e] * c[edge_sub[e0 + e]]
                         sbuf[e] = acc
-                    e = _pick(sbuf, m, frac * acc)
+                    e = pick(sbuf, m, frac * acc)
                     j1 = edge_sub[e0 + e]
                     stats[3] += m
                 else:
@@ -384,7 +306,7 @@ def _sweep_block(r0, r1, run_word, run_ptr, ord_doc, z_ord, n_wj, n_j, n_ds, cap
                     for j in range(n_sub):
                         acc += alpha[i1, j] * c[j]
                         sbuf[j] = acc
-                    j1 = _pick(sbuf, n_sub, frac * acc)
+                    j1 = pick(sbuf, n_sub, frac * acc)
                     stats[3] += n_sub
                 key_new = i1 * n_sub + j1
                 pos_new = -1
@@ -392,26 +314,39 @@ def _sweep_block(r0, r1, run_word, run_ptr, ord_doc, z_ord, n_wj, n_j, n_ds, cap
             if key_new == key_old:
                 dp_count[base + pos_old] += 1
             else:
-                if pos_old >= 0 and dp_count[base + pos_old] == 0:
-                    for q in range(pos_old, nnz - 1):
-                        dp_key[base + q] = dp_key[base + q + 1]
-                        dp_count[base + q] = dp_count[base + q + 1]
-                    nnz -= 1
-                    if pos_new > pos_old:
-                        pos_new -= 1
-                if pos_new >= 0:
-                    dp_count[base + pos_new] += 1
-                else:
+                dead = pos_old >= 0 and dp_count[base + pos_old] == 0
+                q = pos_new
+                if pos_new < 0:
                     q = lower_bound(dp_key, base, base + nnz, key_new) - base
                     if q < nnz and dp_key[base + q] == key_new:
-                        dp_count[base + q] += 1
-                    else:
-                        for qq in range(nnz, q, -1):
+                        pos_new = q
+                if pos_new >= 0:
+                    dp_count[base + pos_new] += 1
+                if dead and pos_new < 0:
+                    # the new pair takes the freed slot's place: one shift between the two
+                    if q <= pos_old:
+                        for qq in range(pos_old, q, -1):
                             dp_key[base + qq] = dp_key[base + qq - 1]
                             dp_count[base + qq] = dp_count[base + qq - 1]
-                        dp_key[base + q] = key_new
-                        dp_count[base + q] = 1
-                        nnz += 1
+                    else:
+                        q -= 1
+                        for qq in range(pos_old, q):
+                            dp_key[base + qq] = dp_key[base + qq + 1]
+                            dp_count[base + qq] = dp_count[base + qq + 1]
+                    dp_key[base + q] = key_new
+                    dp_count[base + q] = 1
+                elif dead:
+                    for qq in range(pos_old, nnz - 1):
+                        dp_key[base + qq] = dp_key[base + qq + 1]
+                        dp_count[base + qq] = dp_count[base + qq + 1]
+                    nnz -= 1
+                elif pos_new < 0:
+                    for qq in range(nnz, q, -1):
+                        dp_key[base + qq] = dp_key[base + qq - 1]
+                        dp_count[base + qq] = dp_count[base + qq - 1]
+                    dp_key[base + q] = key_new
+                    dp_count[base + q] = 1
+                    nnz += 1
                 dp_nnz[d] = nnz
             i1 = key_new // n_sub
             j1 = key_new - i1 * n_sub
@@ -419,6 +354,8 @@ def _sweep_block(r0, r1, run_word, run_ptr, ord_doc, z_ord, n_wj, n_j, n_ds, cap
             row[j1] += 1
             n_j[j1] += 1
             z_ord[tok] = key_new
+            prev_d = d
+            kept_key = key_new if key_new == key_old else -1
             if j1 == j0:
                 # back to the same sub-topic: every count of j0 is as before the removal
                 c[j0] = c_old
@@ -454,14 +391,14 @@ def _sweep_block(r0, r1, run_word, run_ptr, ord_doc, z_ord, n_wj, n_j, n_ds, cap
                     E[i] += a1 * dE1
                 q0 += W[j1] * dc1
         for j in range(n_sub):
-            n_wj[w, j] = row[j]
+            c[j] = beta * inv[j]
 
 
 @njit(cache=True, parallel=True)
 def _sweep_pam(block_run_ptr, run_word, run_ptr, ord_doc, z_ord, n_wj, n_j, n_ds, cap_ptr, dp_key,
                dp_count, dp_nnz, active, pruned, alpha_r, alpha, alpha_T, alpha_sum, beta,
                edge_ptr, edge_sub, edge_alpha, sub_ptr, sub_super, sub_alpha, local_n_j, Es, Gs,
-               cs, invs, rows, pbufs, qbufs, sbufs, stats, rng):
+               cs, invs, pbufs, qbufs, sbufs, stats, A_tab, rng):
     """One Gibbs sweep of one chain in S sub-steps over the (doc shard x term group) grid.
 
     Parameters
@@ -469,10 +406,12 @@ def _sweep_pam(block_run_ptr, run_word, run_ptr, ord_doc, z_ord, n_wj, n_j, n_ds
     local_n_j : ndarray of shape (S, n_sub), int64
         Each shard's copy of n_j.
     Es, Gs, qbufs : (S, n_super) float64; cs, invs, sbufs : (S, n_sub) float64;
-    rows : (S, n_sub) int32; pbufs : (S, max doc length) float64
+    pbufs : (S, max doc length) float64
         Per-shard scratch.
     stats : ndarray of shape (S, N_STATS), int64
         Counters added to (see module docstring).
+    A_tab : ndarray of shape (n_rows, n_super), float64
+        The factors A_i of :func:`a_table` for the current alpha (read only).
     rng : ndarray of shape (S, 4), uint64
         One stream per shard of this chain.
 
@@ -488,7 +427,7 @@ def _sweep_pam(block_run_ptr, run_word, run_ptr, ord_doc, z_ord, n_wj, n_j, n_ds
                          ord_doc, z_ord, n_wj, local_n_j[s], n_ds, cap_ptr, dp_key, dp_count,
                          dp_nnz, active, pruned, alpha_r, alpha, alpha_T, alpha_sum, beta,
                          edge_ptr, edge_sub, edge_alpha, sub_ptr, sub_super, sub_alpha, Es[s],
-                         Gs[s], cs[s], invs[s], rows[s], pbufs[s], qbufs[s], sbufs[s], stats[s],
+                         Gs[s], cs[s], invs[s], pbufs[s], qbufs[s], sbufs[s], stats[s], A_tab,
                          rng[s])
         for j in range(n_sub):
             g0 = n_j[j]
