@@ -89,10 +89,10 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
     arch : str, default="4pam:50,100"
         The DAG (see :func:`parse_arch`): "3pam:K" (LDA), "4pam:S,K", "5pam:T,S,K",
         "molda:K1:K2", "ctm:K" (correlated topic model: full covariances, learned prior).
-    alpha : float, default=1.0
+    alpha : float, default=0.01
         Symmetric Dirichlet prior of every internal node, approximated by a logistic normal
-        (Laplace approximation in the softmax basis; AVITM's default is 1). A CTM's prior starts
-        there and is then learned.
+        (Laplace approximation in the softmax basis; AVITM's default is 1, Gibbs PAM's sub-topic
+        prior 0.01). A CTM's prior starts there and is then learned.
     hidden : int, default=100
         Width of the two softplus layers of every level's encoder.
     norm : {"batch", "l2", "none"}, default="batch"
@@ -111,8 +111,9 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         the decoder logits (batch statistics at training, running ones afterwards). Its topics
         (``topic_words``) are what the decoder gives a document made of one topic,
         softmax(norm(beta_k)), not ProdLDA's softmax(beta_k).
-    topic_update : {"gradient", "em"}, default="gradient"
-        How training moves the sub-topics. "gradient": beta is a network parameter that Adam
+    topic_update : {"auto", "gradient", "em"}, default="auto"
+        How training moves the sub-topics; "auto" is "em" for the mixture decoder and
+        "gradient" for the product decoder. "gradient": beta is a network parameter that Adam
         moves on the ELBO, the paper's variational EM. "em": the closed-form variational M-step
         of LDA: after every epoch, phi_kw = (n_kw + eta) / (n_k + V eta), with n_kw the
         topic-word counts that the epoch's posterior draws expect (each token of document d
@@ -175,8 +176,8 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
                          "doc_lse")
     _FILE_SPEC = file_specs.AVIPAM  # what a model file must hold (and the network, its arch)
 
-    def __init__(self, arch="4pam:50,100", alpha=1.0, hidden=100, norm="batch", dropout=0.2,
-                 theta_dropout=0.0, decoder="mixture", topic_update="gradient", eta=0.01,
+    def __init__(self, arch="4pam:50,100", alpha=0.01, hidden=100, norm="batch", dropout=0.2,
+                 theta_dropout=0.0, decoder="mixture", topic_update="auto", eta=0.01,
                  epochs=100, batch_size=200, lr=1e-3,
                  kl_warmup=0, beta1=0.99, refine_steps=30, doc_samples=16, seed=0, device="cpu",
                  n_jobs=None, callback_every=1, checkpoint_every=10):
@@ -210,7 +211,7 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         self._pos_int("hidden")
         self._check_choice("norm", ("batch", "l2", "none"))
         self._check_choice("decoder", ("mixture", "product"))
-        self._check_choice("topic_update", ("gradient", "em"))
+        self._check_choice("topic_update", ("auto", "gradient", "em"))
         self._pos_float("eta")
         if self.topic_update == "em" and self.decoder != "mixture":
             raise ValueError("topic_update='em' needs decoder='mixture' (the M-step reads topics "
@@ -238,6 +239,12 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         """A 4-PAM of K sub-topics under K / 8 super-topics, as :class:`models.pam.PAM`."""
         return {"arch": f"4pam:{max(2, k // 8)},{k}"}
 
+    def _topic_update(self):
+        """``topic_update`` resolved: "auto" is "em" for the mixture decoder, else "gradient"."""
+        if self.topic_update != "auto":
+            return self.topic_update
+        return "em" if self.decoder == "mixture" else "gradient"
+
     @property
     def n_topics(self):
         """The sub-topics: what ``topic_words`` indexes and the document model mixes."""
@@ -255,7 +262,7 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
 
         arch = parse_arch(self.arch)
         masks = [torch.from_numpy(m) for m in arch.masks]
-        em = float(self.eta) if self.topic_update == "em" else 0.0
+        em = float(self.eta) if self._topic_update() == "em" else 0.0
         net = PAMNet(n_terms, masks, [float(self.alpha)] * len(masks), hidden=self.hidden,
                      norm=self.norm, dropout=float(self.dropout), decoder=self.decoder,
                      theta_dropout=float(self.theta_dropout), full_cov=arch.full_cov, topic_em=em)

@@ -34,7 +34,8 @@ def corpus_beta():
     return pam4_corpus()
 
 
-KW = dict(arch="4pam:2,6", hidden=50, batch_size=50, lr=3e-3, n_jobs=1)
+# The paper's method (topics by gradient, AVITM's alpha 1), which most tests here check.
+KW = dict(arch="4pam:2,6", hidden=50, batch_size=50, lr=3e-3, n_jobs=1, alpha=1.0, topic_update="gradient")
 
 
 @pytest.fixture(scope="module")

@@ -97,3 +97,49 @@ def test_heldout_fit_scores_held_out_tokens_under_their_documents_model(corpus_b
     em = heldout_fit(lambda: AVIPAM(epochs=40, **EM), corpus, chunk=7)
     grad = heldout_fit(lambda: AVIPAM(epochs=40, **KW), corpus)
     assert em > grad > uni + 0.2, (uni, em, grad)
+
+
+def test_defaults_train_m_step_topics_with_a_small_alpha(corpus_beta):  # noqa: F811
+    """topic_update="auto" is the M-step for the mixture decoder and the gradient for the
+    product decoder; the defaults (alpha 0.01) learn the known topics and give every
+    document a sharper mixture than the paper's alpha 1 with gradient topics."""
+    corpus = corpus_beta[0]
+    d = AVIPAM()
+    assert (d.topic_update, d.alpha, d.lr, d.eta) == ("auto", 0.01, 1e-3, 0.01)
+    assert d._topic_update() == "em"
+    assert AVIPAM(decoder="product")._topic_update() == "gradient"
+    assert AVIPAM(topic_update="gradient")._topic_update() == "gradient"
+    base = dict(arch="4pam:2,6", hidden=50, batch_size=50, n_jobs=1, epochs=40)
+    m = AVIPAM(**base).fit(corpus)
+    assert "beta" in dict(m.net_.named_buffers())  # M-step topics
+    cos = matched_cosines(m.topic_word_, corpus_beta[1])
+    assert cos.min() > 0.85 and cos.mean() > 0.95, cos
+    paper = AVIPAM(**dict(base, alpha=1.0, topic_update="gradient", lr=1e-3)).fit(corpus)
+    from retrieval.bench.avipam import mixture_spread
+
+    sharp, flat = mixture_spread(m.doc_mix_)[1], mixture_spread(paper.doc_mix_)[1]
+    assert sharp < flat - 0.5, (sharp, flat)
+    p = AVIPAM(**dict(base, decoder="product", epochs=2)).fit(corpus)
+    assert "beta" in dict(p.net_.named_parameters())  # gradient topics
+
+
+def test_auto_topic_update_round_trips_and_old_files_read_as_gradient(corpus_beta, tmp_path):  # noqa: F811
+    from models import checkpoint as ck
+
+    corpus = corpus_beta[0]
+    m = AVIPAM(arch="4pam:2,6", hidden=16, batch_size=50, n_jobs=1, epochs=3).fit(corpus)
+    m.save(tmp_path / "auto.npz")
+    got = AVIPAM.load(tmp_path / "auto.npz", fingerprint=corpus.fingerprint)
+    assert got.topic_update == "auto" and got._topic_update() == "em"
+    np.testing.assert_array_equal(got.transform(corpus), m.transform(corpus))
+    # A file from before topic_update existed: its topics were learned by gradient.
+    old = AVIPAM(arch="4pam:2,6", hidden=16, batch_size=50, n_jobs=1, epochs=3,
+                 topic_update="gradient").fit(corpus)
+    old.save(tmp_path / "old.npz")
+    f = ck.read_model_file(tmp_path / "old.npz")
+    h = {k: v for k, v in f.header.items() if k not in ("format", "format_version", "arrays")}
+    h["params"] = {k: v for k, v in h["params"].items() if k != "topic_update"}
+    ck.write_model_file(tmp_path / "old2.npz", h, dict(f.arrays))
+    got = AVIPAM.load(tmp_path / "old2.npz", fingerprint=corpus.fingerprint)
+    assert got._topic_update() == "gradient"
+    np.testing.assert_array_equal(got.transform(corpus), old.transform(corpus))
