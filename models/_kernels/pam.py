@@ -63,7 +63,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from .pam_buckets import (  # noqa: F401  (block_E, doc_bucket, prior_bucket: pam_score's)
+from .pam_buckets import (
     a_factor,
     a_table,
     block_E,

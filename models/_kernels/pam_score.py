@@ -4,7 +4,7 @@
 import numpy as np
 from numba import njit, prange
 
-from .pam import block_E, doc_bucket, prior_bucket
+from .pam_buckets import block_E, doc_bucket, prior_bucket
 
 # ---------------------------------------------------------------------------------------------
 # Document model P_PAM(w | d) for retrieval
