@@ -155,6 +155,12 @@ def test_batch_added_grows_only_the_parts_that_follow_the_documents():
     # runs written without the parts: all of what the model added, linear in documents
     old = dict(n_docs=5000, batch_s=0.50, ql_batch_s=0.20)
     assert batch_added(old, 250_000) == pytest.approx(0.30 * 50)
+    # with the small run: each part a cost per document plus a fixed one through both runs:
+    # tables 3e-5 s a document, extras 0.02 s fixed, scoring 5e-6 s a document + 0.005 s
+    small = dict(n_docs=2000, batch_s=0.35, ql_batch_s=0.15, tables_s=0.06, extras_s=0.02, scoring_s=0.015)
+    assert batch_added(r, 250_000, small) == pytest.approx(7.5 + 0.02 + 1.255 + 0.10)
+    # a small run slower than the fraction (noise): that part linear through the fraction
+    assert batch_added(r, 250_000, dict(small, scoring_s=0.05)) == pytest.approx(7.5 + 0.02 + 1.5 + 0.10)
 
 
 def test_sweep_curve_follows_the_run_relative_to_its_early_sweeps():

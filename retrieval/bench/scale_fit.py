@@ -62,22 +62,36 @@ def projection(r: dict, small: dict | None, target: dict) -> dict:
     # last point held for the sweeps after it
     train_s = proj["setup"] + sum(proj["step"] * curve[min(i, len(curve) - 1)] for i in range(total - 1)) \
         + proj["finish"]
-    batch = target["ql_batch_s"] + batch_added(r, target["docs"])
+    batch = target["ql_batch_s"] + batch_added(r, target["docs"], small)
     return dict(setup_s=proj["setup"], per_chain_s=proj["step"] / chains, late_chain_s=proj["step"] * curve[-1] / chains,
                 chains=chains, sweeps=total, train_min=train_s / 60, peak_gib=r["base_gib"] + proj["mem"],
                 batch_s=batch)
 
 
-def batch_added(r: dict, docs: float) -> float:
+PARTS = ("tables_s", "extras_s", "scoring_s")  # the batch's parts timed apart (bench.scale)
+
+
+def batch_added(r: dict, docs: float, small: dict | None = None) -> float:
     """Seconds a model adds to the exact QL batch on ``docs`` documents: its parts that grow with
     the documents (P_TM tables, a kind's extra query tables, the mixture's scoring; timed apart
-    on the fraction) linear in documents, and the rest of what it added there (per query) as it
-    was. Runs without those parts: all it added, linear in documents."""
+    on the fraction) and the rest of what it added there (per query) as it was. With the
+    ``small`` run's parts too, each part is a cost per document plus a fixed one (per query:
+    the scoring's arrays, the tables' per-term sums) fitted through both runs (linear through
+    the fraction where the small run's figure says otherwise: noise); else each is linear in
+    documents. Runs without those parts: all it added, linear in documents."""
     added = max(r["batch_s"] - r["ql_batch_s"], 0.0)
     if "scoring_s" not in r:
         return added * docs / r["n_docs"]
-    per_doc = r["tables_s"] + r["extras_s"] + r["scoring_s"]
-    return per_doc * docs / r["n_docs"] + max(added - per_doc, 0.0)
+    measured = sum(r[p] for p in PARTS)
+    grown = 0.0
+    for part in PARTS:
+        a, b = r[part] / r["n_docs"], 0.0
+        if small is not None and part in small and small["n_docs"] < r["n_docs"]:
+            slope = (r[part] - small[part]) / (r["n_docs"] - small["n_docs"])
+            if 0.0 <= slope <= a:  # else noise: linear through the fraction, the larger figure
+                a, b = slope, r[part] - slope * r["n_docs"]
+        grown += a * docs + b
+    return grown + max(added - measured, 0.0)
 
 
 def memory_by_parts(r: dict, small: dict, target: dict) -> float:
