@@ -17,6 +17,7 @@ import numpy as np
 from . import checkpoint as ckpt
 from . import validate
 from .base import TopicModel
+from ._torch.net_files import term_major
 from .corpus import content_hash
 
 # Parameters a checkpoint may differ in: they do not change training (refine_steps and
@@ -45,7 +46,9 @@ class VariationalModel(TopicModel):
     the negative ELBO and the KL part of every document of a batch; a network may also define
     ``end_epoch()``, run without gradients after every epoch's last step, for closed-form
     updates such as aviPAM's M-step topics), ``_batch_input(rows, device)`` (the ``x`` that
-    ``loss`` takes for a batch's rows of the count matrix, scipy CSR) and ``_finalize(net, X)``
+    ``loss`` takes for a batch's rows of the count matrix, scipy CSR; a network may also define
+    ``dense_grads()``, run after every backward pass, to give Adam dense gradients where its
+    layers produced sparse ones) and ``_finalize(net, X)``
     (the fitted arrays named in ``_INFERENCE_ARRAYS``, the first of which exists exactly when
     the model is fitted).
 
@@ -133,7 +136,8 @@ class VariationalModel(TopicModel):
         self.n_docs_ = corpus.n_docs
         X = count_matrix(corpus)
         net = self._make_net(corpus.n_terms)
-        opt = torch.optim.Adam(net.parameters(), lr=float(self.lr), betas=(self.beta1, 0.999))
+        # fused: one pass over every parameter per step (the encoders' first layers are V x hidden)
+        opt = torch.optim.Adam(net.parameters(), lr=float(self.lr), betas=(self.beta1, 0.999), fused=True)
         # Batch order on the CPU, noise and dropout on the device: both streams are checkpointed.
         order_gen = torch.Generator().manual_seed(self.seed)
         gen = torch.Generator(device=dev).manual_seed(self.seed + 1)
@@ -157,6 +161,8 @@ class VariationalModel(TopicModel):
                 loss = (neg_elbo - (1.0 - kl_weight) * kl).mean()
                 opt.zero_grad()
                 loss.backward()
+                if hasattr(net, "dense_grads"):
+                    net.dense_grads()
                 self._adam_step(opt, step_threads)
                 total += float(neg_elbo.detach().sum())
             if hasattr(net, "end_epoch"):
@@ -219,6 +225,7 @@ class VariationalModel(TopicModel):
                              f"{type(self).__name__}; delete it or use another checkpoint path")
         ckpt.check_fingerprint(path, h, corpus.fingerprint, self.corpus_hash_)
         self._check_resume_params(path, h["params"], _RESUME_FREE)
+        term_major(a, [name for name, _ in net.named_parameters()])
         validate.variational_checkpoint(self, path, f, net, opt, {"order_rng": order_gen, "rng": gen})
         self._load_net_state(net, a)
         sd = opt.state_dict()
@@ -269,6 +276,7 @@ class VariationalModel(TopicModel):
         """Read a model written by :meth:`save` (refused when trained on another ``fingerprint``).
         The network is rebuilt on ``device`` of the saved parameters when available, else on CPU."""
         f = cls._read_file(path, fingerprint)
+        term_major(f.arrays)
         _, dims = validate.variational_model_file(cls, path, f)
         h, a = f.header, f.arrays
         model = cls._from_params(h["params"])

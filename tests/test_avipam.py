@@ -445,6 +445,7 @@ def test_sparse_batches_give_the_dense_loss_and_gradients(corpus_beta, arch, dec
             net.em_counts.zero_()
         neg_elbo, kl = net.loss(x, torch.Generator().manual_seed(4))
         neg_elbo.sum().backward()
+        net.dense_grads()  # as training does: the first layers' sparse gradients, dense
         grads = {k: p.grad.clone() for k, p in net.named_parameters()}
         counts = net.em_counts.clone() if topic_update == "em" else None
         got[name] = (neg_elbo.detach(), kl.detach(), grads, counts)

@@ -26,6 +26,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from .term_layer import TermLayer
+
 
 class Docs(NamedTuple):
     """A batch of B documents as the nonzero entries of their count matrix (B, V), document by
@@ -73,16 +75,6 @@ def doc_sums(docs, values):
     order (a segmented sum: no atomics on a GPU either, so that a run repeats bit for bit)."""
     ends = torch.cat([docs.starts[1:], docs.starts.new_tensor([values.shape[0]])])
     return torch.segment_reduce(values, "sum", lengths=ends - docs.starts, unsafe=True)
-
-
-def first_layer(fc, x):
-    """``fc(x)``, the affine layer applied to the documents' counts: for :class:`Docs` a sum
-    over every document's nonzero entries of count times the weight column of its term
-    (embedding_bag), never a (B, V) product; a dense tensor goes through ``fc`` itself."""
-    if isinstance(x, Docs):
-        return F.embedding_bag(x.cols, fc.weight.T, x.starts, mode="sum",
-                               per_sample_weights=x.counts.to(fc.weight.dtype)) + fc.bias
-    return fc(x)
 
 
 def laplace_prior(alpha, n_children):
@@ -139,7 +131,7 @@ class LevelEncoder(nn.Module):
         super().__init__()
         self.shape = (n_parents, n_children)
         width = n_parents * n_children
-        self.fc1 = nn.Linear(n_terms, hidden)
+        self.fc1 = TermLayer(n_terms, hidden)
         self.fc2 = nn.Linear(hidden, hidden)
         self.mu = nn.Linear(hidden, width)
         self.logvar = nn.Linear(hidden, width)
@@ -148,7 +140,7 @@ class LevelEncoder(nn.Module):
 
     def hidden(self, x, rate, gen):
         """The last hidden layer (B, hidden) of the documents ``x`` (:class:`Docs` or (B, V))."""
-        h = F.softplus(self.fc2(F.softplus(first_layer(self.fc1, x))))
+        h = F.softplus(self.fc2(F.softplus(self.fc1(x))))
         return dropout(h, rate, gen) if self.training else h
 
     def forward(self, x, rate, gen):
@@ -439,6 +431,12 @@ class PAMNet(nn.Module):
                 r *= (docs.counts / (r.sum(1) + 1e-10))[:, None]
                 self.em_counts.T.index_put_((docs.cols,), r, accumulate=True)
         return kl - self.expected_log_lik(docs, mix[None], tw), kl
+
+    def dense_grads(self):
+        """Before the optimizer's step: the encoders' first layers' sparse gradients as dense ones
+        (:meth:`TermLayer.dense_grad`)."""
+        for enc in self.encoders:
+            enc.fc1.dense_grad()
 
     def start_topics(self, log_freq):
         """M-step topics: start every topic at the collection's unigram model ``log_freq`` (V,)
