@@ -210,3 +210,21 @@ def test_a_tiny_bench_scale_run_gives_finite_figures_against_the_targets(tmp_pat
     assert len(row["small: s per step"].split()) == 4 and float(row["late sweeps*"]) > 0
     assert "the first 2 files (2,000 documents" in targets.notes[1]  # the whole collection
     assert "the first 1 files (1,000 documents" in targets.notes[1]  # and the small fraction
+
+
+def test_projection_of_mini_batch_training_counts_the_vocabulary_at_every_step():
+    from retrieval.bench.scale_fit import projection
+
+    # an epoch: 1 s per M tokens plus 1e-6 s per term at every step of 100 documents
+    def run(docs, tokens, terms):
+        epoch = tokens / 1e6 + 1e-6 * -(-docs // 100) * terms
+        return dict(defaults=dict(epochs=10, batch_size=100), n_docs=docs, n_tokens=tokens, n_terms=terms,
+                    inputs_s=0.0, steps=[epoch] * 3, finish_s=0.0, peak_gib=1.0, base_gib=0.5,
+                    retained_gib=0.1, batch_s=0.2, ql_batch_s=0.1)
+
+    target = dict(docs=100_000, tokens=10**8, terms=300_000, ql_batch_s=1.0)
+    got = projection(run(2000, 10**6, 50_000), run(5000, 2.5 * 10**6, 80_000), target)
+    epoch = 100 + 1e-6 * 1000 * 300_000  # 100 s of tokens, 300 s of steps x terms
+    assert got["per_chain_s"] == pytest.approx(epoch)
+    assert got["train_min"] == pytest.approx(10 * epoch / 60)
+

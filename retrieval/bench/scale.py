@@ -22,10 +22,11 @@ A second fraction of half as many files is trained too, and every figure is extr
 through the two runs (:func:`fit_two`): setup (training inputs, initialisation and the first
 sweep), seconds per sweep, finishing and the memory above the child's baseline (after imports,
 JIT and the JVM) as a part proportional to the tokens plus one proportional to the vocabulary
-(count tables are vocabulary-sized). The ranking time with a model is that of exact QL on the
+(count tables are vocabulary-sized; an epoch of mini-batches updates vocabulary-sized layers at
+every step, so its part is the vocabulary times the steps). The ranking time with a model is that of exact QL on the
 whole collection plus what the model adds on the fraction: its parts that grow with the
-documents (P_TM tables, extra query tables, the mixture's scoring; timed apart) linear in
-documents, the rest as measured. The target
+documents (P_TM tables, extra query tables, the mixture's scoring; timed apart) as a cost per
+document plus a fixed one through both runs, the rest as measured. The target
 collection is the whole one, grown linearly in
 documents to AP's 250,000 when ``--docs`` is smaller, its vocabulary by Heaps' law. Indexing
 and exact QL are measured on the whole collection.
@@ -408,7 +409,8 @@ def _tables(kinds, full, frac, small, per_kind, per_kind_small, target, info) ->
            f"figure extrapolated through both runs (bench.scale_fit.fit_two): setup (training inputs + "
            f"initialisation + first sweep), seconds per sweep (median of the later ones), finishing and the "
            f"memory above the process's baseline as a part proportional to the tokens plus one proportional "
-           f"to the vocabulary; memory is the larger of that and the model's own arrays fitted the same "
+           f"to the vocabulary (for an epoch of mini-batches, to the vocabulary times the steps: every step "
+           f"updates the vocabulary-sized encoder layers); memory is the larger of that and the model's own arrays fitted the same "
            f"way plus the rest of the peak as a fixed part and a vocabulary part (bench.scale_fit.memory_by_parts, "
            f"'arrays GiB' columns). The sweeps after the first few follow the small run's curve (a running "
            f"mean over ten sweeps relative to the median of its sweeps 2-{info['sweeps']}, its last point held to the "

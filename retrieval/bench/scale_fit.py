@@ -39,6 +39,13 @@ def projection(r: dict, small: dict | None, target: dict) -> dict:
 
     n_big = len(r["steps"])
 
+    def vocab_work(n_docs, n_terms):
+        # what a sweep grows with besides the tokens: the vocabulary; an epoch of mini-batches
+        # updates the vocabulary-sized parameters (the encoders' first layers) at every step
+        if d.get("epochs") and d.get("batch_size"):
+            return math.ceil(n_docs / d["batch_size"]) * n_terms
+        return n_terms
+
     def parts(run):
         steps = run["steps"][:n_big]  # the small run may go on: its first sweeps pair with r's
         rest = steps[1:] if len(steps) > 1 else steps
@@ -54,8 +61,10 @@ def projection(r: dict, small: dict | None, target: dict) -> dict:
         lo = parts(small)
         proj = {}
         for key in big:  # tokens and vocabulary
-            a, b = fit_two(small["n_tokens"], lo[key], r["n_tokens"], big[key], small["n_terms"], r["n_terms"])
-            proj[key] = a * target["tokens"] + b * target["terms"]
+            v = vocab_work if key in ("setup", "step") else (lambda n_docs, n_terms: n_terms)
+            a, b = fit_two(small["n_tokens"], lo[key], r["n_tokens"], big[key],
+                           v(small["n_docs"], small["n_terms"]), v(r["n_docs"], r["n_terms"]))
+            proj[key] = a * target["tokens"] + b * v(target["docs"], target["terms"])
         proj["mem"] = max(proj["mem"], memory_by_parts(r, small, target))
     curve = sweep_curve(small["steps"], n_big) if small is not None else [1.0]
     # sweeps 2.. of the default run: the early sweeps' time, along the small run's curve, its
