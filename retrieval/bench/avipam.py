@@ -249,8 +249,8 @@ def evaluate(label, model, seconds, corpus, ref, vocab):
         beta = np.asarray(model.beta_, dtype=np.float64)
         prod = [np.argsort(-beta[k], kind="stable")[:10] for k in range(len(beta))]
         row["npmi_doc_prodlda"] = float(topic_npmi(prod, corpus).mean())
-    if getattr(model, "doc_mix_", None) is not None:
-        row["mix_max"], row["mix_eff"] = mixture_spread(model.doc_mix_)
+    if getattr(model, "doc_mix_", None) is not None:  # chain 0's mixtures
+        row["mix_max"], row["mix_eff"] = mixture_spread(model.doc_mix_[:, :model.n_topics])
     if isinstance(model, AVIPAM) and parse_arch(model.arch).full_cov:
         row["correlations"] = correlated_pairs(model, vocab, n=3)
     best = np.argsort(-doc.per_topic)[:2]
