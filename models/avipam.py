@@ -12,10 +12,8 @@ from typing import NamedTuple
 import numpy as np
 
 from . import file_specs
-from .avipam_foldin import (_AVERAGE, _ESTIMATE, _ONE_PASS, _REFINE_BATCH, AVIFoldInMixin,
-                            batch_draws, refine_posteriors)
-from .foldin import as_corpus
-from .variational import VariationalModel, count_matrix
+from .avipam_foldin import _ONE_PASS, AVIFoldInMixin, chain_block
+from .variational import VariationalModel
 
 
 class Arch(NamedTuple):
@@ -82,7 +80,7 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
     """A PAM (or mixture of LDAs) trained by amortized variational inference, kept as a
     document model: P_AVI(w | d) = sum_k mix_dk beta_kw with mix_d the sub-topic mixture of
     document d: the encoder's posterior refined on that document's ELBO (semi-amortized VI) and
-    averaged over posterior draws.
+    averaged over posterior draws; with several chains, averaged over the chains' networks.
 
     Parameters
     ----------
@@ -132,6 +130,10 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         in Bowman et al. (2016); ``log_lik_`` is the full ELBO either way.
     beta1 : float, default=0.99
         Adam's first-moment decay (AVITM uses 0.99).
+    n_chains : int, default=1
+        Independent networks trained side by side on the same mini-batches (each from its own
+        initial weights and topics, drawing its own noise); P_AVI(w | d) is the mean of theirs,
+        as the Gibbs kinds average their chains. Mixture decoder only.
     refine_steps : int, default=30
         After training, and for every document :meth:`transform` or ``fold_in`` infers: Adam
         steps on each document's own ELBO, started from the encoder's variational parameters,
@@ -159,12 +161,14 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
 
     Attributes
     ----------
-    topic_word_ : ndarray of shape (n_sub, n_terms), float32
-        The sub-topics softmax(norm(beta)).
-    doc_mix_ : ndarray of shape (n_docs, n_sub), float64
-        Sub-topic mixture of every training document (see ``refine_steps``, ``doc_samples``).
-    log_lik_ : ndarray of shape (epochs, 1)
-        Training ELBO per token of every epoch.
+    topic_word_ : ndarray of shape (n_chains * n_sub, n_terms), float64
+        The sub-topics softmax(norm(beta)), chain after chain.
+    doc_mix_ : ndarray of shape (n_docs, n_chains * n_sub), float64
+        Sub-topic mixture of every training document (see ``refine_steps``, ``doc_samples``),
+        every chain's side by side, each chain's summing to 1 / n_chains, so that
+        ``doc_mix_ @ topic_word_`` is the document model averaged over chains.
+    log_lik_ : ndarray of shape (epochs, n_chains)
+        Training ELBO per token of every epoch and chain.
     """
 
     kind = "avipam"
@@ -179,7 +183,7 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
     def __init__(self, arch="4pam:50,100", alpha=0.01, hidden=100, norm="batch", dropout=0.2,
                  theta_dropout=0.0, decoder="mixture", topic_update="auto", eta=0.01,
                  epochs=100, batch_size=200, lr=1e-3,
-                 kl_warmup=0, beta1=0.99, refine_steps=30, doc_samples=16, seed=0, device="cpu",
+                 kl_warmup=0, beta1=0.99, n_chains=1, refine_steps=30, doc_samples=16, seed=0, device="cpu",
                  n_jobs=None, callback_every=1, checkpoint_every=10):
         self.arch = arch
         self.alpha = alpha
@@ -195,6 +199,7 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         self.lr = lr
         self.kl_warmup = kl_warmup
         self.beta1 = beta1
+        self.n_chains = n_chains
         self.refine_steps = refine_steps
         self.doc_samples = doc_samples
         self.seed = seed
@@ -222,6 +227,10 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
                 raise ValueError(f"{name} must be in [0, 1), got {v!r}")
         if not (isinstance(self.beta1, (int, float)) and 0 <= self.beta1 < 1):
             raise ValueError(f"beta1 must be in [0, 1), got {self.beta1!r}")
+        self._pos_int("n_chains")
+        if self.n_chains > 1 and self.decoder != "mixture":
+            raise ValueError("n_chains > 1 needs decoder='mixture' (the chains' document models "
+                             "are averaged as mixtures over their topics)")
         self._pos_int("refine_steps", 0)
         self._pos_int("doc_samples", 0)
         self._check_shared_params()
@@ -256,20 +265,26 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         return parse_arch(self.arch).groups
 
     def _build_net(self, n_terms):
+        """The network, or with ``n_chains`` > 1 the chains' networks, built one after another
+        (chain 0 is the network of ``n_chains=1``)."""
         import torch
 
+        from ._torch.chain_nets import ChainNets
         from ._torch.pam_net import PAMNet
 
         arch = parse_arch(self.arch)
         masks = [torch.from_numpy(m) for m in arch.masks]
         em = float(self.eta) if self._topic_update() == "em" else 0.0
-        net = PAMNet(n_terms, masks, [float(self.alpha)] * len(masks), hidden=self.hidden,
-                     norm=self.norm, dropout=float(self.dropout), decoder=self.decoder,
-                     theta_dropout=float(self.theta_dropout), full_cov=arch.full_cov, topic_em=em)
         log_freq = getattr(self, "_log_freq", None)  # set while fitting; a loaded net reads its own
-        if em and log_freq is not None:
-            net.start_topics(torch.from_numpy(log_freq))
-        return net
+        nets = []
+        for _ in range(int(self.n_chains)):
+            net = PAMNet(n_terms, masks, [float(self.alpha)] * len(masks), hidden=self.hidden,
+                         norm=self.norm, dropout=float(self.dropout), decoder=self.decoder,
+                         theta_dropout=float(self.theta_dropout), full_cov=arch.full_cov, topic_em=em)
+            if em and log_freq is not None:
+                net.start_topics(torch.from_numpy(log_freq))
+            nets.append(net)
+        return nets[0] if len(nets) == 1 else ChainNets(nets)
 
     @staticmethod
     def _batch_input(rows, device):
@@ -289,8 +304,8 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         finally:
             del self._log_freq
 
-    def topic_correlations(self):
-        """A CTM's learned topic correlations (K, K): the correlation matrix of its prior's
+    def topic_correlations(self, chain=0):
+        """A CTM's learned topic correlations (K, K) (of chain ``chain``): the correlation matrix of its prior's
         logits after centring them, c = eta - mean(eta). Only log-ratios of the logits reach
         theta = softmax(eta), so the data leave the prior's variance along (1, ..., 1) free and
         the raw correlations would all share that term; the centred ones are identified."""
@@ -302,8 +317,11 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
             raise RuntimeError("this model file holds no network; refit to read the prior")
         import torch
 
+        from ._torch.chain_nets import chain_list
+
+        self._check_chain(chain)
         with torch.no_grad():
-            cov = self.net_.prior_cov().cpu().numpy().astype(np.float64)
+            cov = chain_list(self.net_)[chain].prior_cov().cpu().numpy().astype(np.float64)
         centre = np.eye(len(cov)) - 1.0 / len(cov)
         cov = centre @ cov @ centre
         sd = np.sqrt(np.diag(cov))
@@ -312,9 +330,11 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
     def _finalize(self, net, X):
         import torch
 
+        from ._torch.chain_nets import chain_list
+
         net.eval()
-        with torch.no_grad():
-            tw = net.topics().cpu().numpy().astype(np.float64)
+        with torch.no_grad():  # the chains' topics stacked, (n_chains * K, V)
+            tw = np.concatenate([n.topics().cpu().numpy().astype(np.float64) for n in chain_list(net)])
         # rows renormalised in float64, so every document model sums to 1 (float32 rows miss by 1e-7)
         self.topic_word_ = tw / tw.sum(axis=1, keepdims=True)
         self.doc_mix_ = self._encode(X)
@@ -350,92 +370,6 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
             lse[lo:lo + 2000] = m + np.log(np.exp(z - m[:, None]).sum(1))
         self.doc_div_, self.doc_lse_ = div, lse
 
-    # -- amortized inference ------------------------------------------------------------------
-
-    def _encode(self, X):
-        """Sub-topic mixtures of the rows of the count matrix ``X``: the encoder's posteriors,
-        refined by ``refine_steps`` steps on each document's ELBO, then the posterior mean of
-        the mixture over ``doc_samples`` draws (or the mixture at every node's mean logits when
-        ``doc_samples`` is 0). Draws come from streams seeded by ``seed``."""
-        import torch
-
-        out = np.empty((X.shape[0], self.n_topics), dtype=np.float64)
-        for lo, net, _, params, draws in self._batch_posteriors(X, self.refine_steps, self.seed):
-            with torch.no_grad():
-                eps = None
-                if self.doc_samples:
-                    eps = net.noise(params, self.doc_samples, draws(_AVERAGE, 0), _REFINE_BATCH)
-                mix, _ = net.mix_kl(params, eps)
-            out[lo:lo + mix.shape[1]] = mix.mean(0).cpu().numpy()
-        out /= out.sum(axis=1, keepdims=True)
-        return out
-
-    def _batch_posteriors(self, X, steps, seed, batch=_REFINE_BATCH):
-        """(first row, network, (documents as :class:`Docs`, the topics at their entries),
-        variational parameters, draws) of every batch of rows of ``X``: the encoder's posteriors
-        refined by ``steps`` steps. ``draws(purpose, call)`` gives the batch's generators, one
-        per level."""
-        import torch
-
-        from ._torch.pam_net import Docs
-
-        net = self.net_
-        if net is None:
-            raise RuntimeError("this model file holds no encoder; refit to infer new documents")
-        net.eval()
-        dev = next(net.parameters()).device
-        with torch.no_grad():
-            topics = None if net.decoder == "product" else net.topics()
-        for b, lo in enumerate(range(0, X.shape[0], batch)):
-            docs = Docs.from_csr(X[lo:lo + batch], dev)
-            tw = None if topics is None else net.pair_topics(docs, topics)
-            draws = batch_draws(seed, b, dev, net.n_levels)
-            yield lo, net, (docs, tw), refine_posteriors(net, docs, tw, draws, steps), draws
-
-    def elbo(self, corpus, refine_steps=None, n_samples=64, seed=None):
-        """Per-document ELBO (n_docs,) of the posteriors that :meth:`transform` reaches with
-        ``refine_steps`` (default: the model's) refinement steps, estimated with ``n_samples``
-        draws: E_q[log p(w_d | mix)] - KL(q || prior). Its rise from ``refine_steps=0`` is the
-        amortization gap of the encoder. ``seed``: of the draws (default: the model's)."""
-        import torch
-
-        self._check_fitted()
-        steps = self.refine_steps if refine_steps is None else refine_steps
-        for name, v, low in (("refine_steps", steps, 0), ("n_samples", n_samples, 1),
-                             ("seed", self.seed if seed is None else seed, 0)):
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
-                raise ValueError(f"{name} must be an int >= {low}, got {v!r}")
-        X = count_matrix(as_corpus(corpus, self.n_terms_))
-        out = np.zeros(X.shape[0])
-        seed = self.seed if seed is None else seed
-        for lo, net, (docs, tw), params, draws in self._batch_posteriors(X, int(steps), int(seed)):
-            with torch.no_grad():
-                _, kl = net.mix_kl(params)
-                ll = 0.0
-                for s in range(0, n_samples, 8):  # draws in chunks: (S, nnz, K) stays small
-                    k = min(8, n_samples - s)
-                    eps = net.noise(params, k, draws(_ESTIMATE, s), _REFINE_BATCH)
-                    mix, _ = net.mix_kl(params, eps)
-                    ll = ll + k * net.expected_log_lik(docs, mix, tw)
-                out[lo:lo + len(kl)] = (ll / n_samples - kl).cpu().numpy()
-        return out
-
-    def transform(self, corpus):
-        """Sub-topic mixtures (n_docs, n_topics) of the documents of any ``corpus`` over the
-        model's vocabulary (or a list of term-id arrays): one encoder pass each, refined and
-        averaged as ``refine_steps`` and ``doc_samples`` say."""
-        self._check_fitted()
-        corpus = as_corpus(corpus, self.n_terms_)
-        import torch
-
-        prev = torch.get_num_threads()
-        if self.n_jobs is not None:
-            torch.set_num_threads(self.n_jobs)
-        try:
-            return self._encode(count_matrix(corpus))
-        finally:
-            torch.set_num_threads(prev)
-
     # -- the document model -------------------------------------------------------------------
 
     def p_w_d(self, term_ids):
@@ -460,26 +394,39 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         return mix @ self.topic_word_[:, term_ids].astype(np.float64)
 
     def p_w_d_per_sample(self, term_ids):
-        """P_AVI(w | d) of the one kept model: shape (1, 1, n_docs, n_query_terms)."""
-        return self.p_w_d(term_ids)[None, None]
+        """P_AVI(w | d) of every chain's model: shape (n_chains, 1, n_docs, n_query_terms)."""
+        if self.n_chains == 1:
+            return self.p_w_d(term_ids)[None, None]
+        self._check_fitted()
+        term_ids = self._check_term_ids(term_ids)
+        C, K = self.n_chains, self.n_topics
+        return np.stack([chain_block(self.doc_mix_, C, c) @ self.topic_word_[c * K:(c + 1) * K, term_ids]
+                         for c in range(C)])[:, None]
+
+    def _check_chain(self, chain):
+        if isinstance(chain, bool) or not isinstance(chain, (int, np.integer)) or not 0 <= chain < self.n_chains:
+            raise ValueError(f"chain must be in [0, {self.n_chains}), got {chain!r}")
 
     def doc_topics(self, doc, top=10, chain=0):
-        """Most probable sub-topics of document ``doc`` (ids int64, probabilities float64)."""
+        """Most probable sub-topics of document ``doc`` under chain ``chain`` (ids int64,
+        probabilities float64)."""
         self._check_fitted()
+        self._check_chain(chain)
         D = self.doc_mix_.shape[0]
         if not 0 <= doc < D:
             raise ValueError(f"doc must be in [0, {D}), got {doc!r}")
-        mix = np.asarray(self.doc_mix_[doc], dtype=np.float64)
+        mix = np.asarray(chain_block(self.doc_mix_[doc], self.n_chains, chain), dtype=np.float64)
         ids = np.argsort(-mix, kind="stable")[:top]
         return ids.astype(np.int64), mix[ids]
 
     def topic_words(self, topic, top=10, chain=0, terms=None):
-        """Most probable terms of sub-topic ``topic`` (term ids int64, probabilities float64), or
-        (term, probability) pairs with a vocabulary ``terms``."""
+        """Most probable terms of sub-topic ``topic`` of chain ``chain`` (term ids int64,
+        probabilities float64), or (term, probability) pairs with a vocabulary ``terms``."""
         self._check_fitted()
-        K = self.topic_word_.shape[0]
+        self._check_chain(chain)
+        K = self.topic_word_.shape[0] // self.n_chains
         if not 0 <= topic < K:
             raise ValueError(f"topic must be in [0, {K}), got {topic!r}")
-        phi = self.topic_word_[topic].astype(np.float64)
+        phi = self.topic_word_[chain * K + topic].astype(np.float64)
         ids = np.argsort(-phi, kind="stable")[:top]
         return self._with_terms(ids.astype(np.int64), phi[ids], terms)

@@ -1,10 +1,15 @@
 """Document posteriors and fold-in for aviPAM: a document's posterior is the encoder's, refined
 on the document's ELBO (semi-amortized VI) and averaged over draws as the model's
-``refine_steps`` and ``doc_samples`` say, and P_TM(w | d) the decoder's for that mixture, for
-training and new documents alike."""
+``refine_steps`` and ``doc_samples`` say, and P_TM(w | d) the decoder's for that mixture averaged
+over the chains (independent networks), for training and new documents alike.
+
+With C chains of K sub-topics each, a document's mixtures are kept side by side, (C * K,), chain
+c's in columns [c K, (c + 1) K), each chain's summing to 1 / C: the document model averaged over
+chains is then one product with the chains' topics stacked (C * K, V)."""
 import numpy as np
 
 from .foldin import FoldedDocs, as_corpus, check_fold_params
+from .variational import count_matrix
 
 # Semi-amortized refinement: Adam's step on the per-document variational parameters, and the
 # documents refined together.
@@ -17,14 +22,16 @@ _REFINE, _AVERAGE, _ESTIMATE = 0, 1, 2
 _ONE_PASS = dict(refine_steps=0, doc_samples=0)
 
 
-def batch_draws(seed, batch_no, device, n_levels):
+def batch_draws(seed, batch_no, device, n_levels, chain=0):
     """``draws(purpose, call)``: one torch generator per level, seeded from (seed, batch number,
-    purpose, call, level) alone, so that a document's draws depend on its place in the input and
-    not on the documents after it (nor on how many steps came before)."""
+    purpose, call, chain, level) alone, so that a document's draws depend on its place in the
+    input and not on the documents after it (nor on how many steps came before)."""
     import torch
 
+    key = [seed, batch_no] if chain == 0 else [seed, batch_no, chain]
+
     def draws(purpose, call):
-        keys = np.random.SeedSequence([seed, batch_no, purpose, call]).spawn(n_levels)
+        keys = np.random.SeedSequence(key[:2] + [purpose, call] + key[2:]).spawn(n_levels)
         return [torch.Generator(device=device).manual_seed(int(k.generate_state(1, np.uint64)[0] >> 1))
                 for k in keys]
     return draws
@@ -66,14 +73,22 @@ def refine_posteriors(net, docs, tw, draws, steps):
 _BLOCK = 1 << 16
 
 
+def chain_block(mix, n_chains, chain):
+    """Chain ``chain``'s mixtures (rows sum to 1) of side-by-side mixtures ``mix`` (.., C * K)."""
+    K = mix.shape[-1] // n_chains
+    block = mix[..., chain * K:(chain + 1) * K]
+    return block * n_chains if n_chains > 1 else block
+
+
 class AVIFoldIn(FoldedDocs):
     """New documents encoded by an aviPAM model (see :class:`FoldedDocs`); ``doc_topics_`` are
-    the sub-topic mixtures."""
+    the sub-topic mixtures of chain ``chain``, ``chain_mix_`` those of every chain side by side."""
 
-    def __init__(self, model, doc_len, mix, params):
+    def __init__(self, model, doc_len, mix, params, chain=0):
         self.model = model
         self.doc_len_ = doc_len
-        self.doc_topics_ = mix
+        self.chain_mix_ = mix
+        self.doc_topics_ = chain_block(mix, model.n_chains, chain)
         self.params_ = params
 
     def _product_rows(self, mix):
@@ -102,24 +117,116 @@ class AVIFoldIn(FoldedDocs):
         tw = m.topic_word_.astype(np.float64)
         for lo in range(0, len(pair_term), _BLOCK):
             sel = slice(lo, lo + _BLOCK)
-            out[sel] = np.einsum("ik,ki->i", self.doc_topics_[doc[sel]], tw[:, pair_term[sel]])
+            out[sel] = np.einsum("ik,ki->i", self.chain_mix_[doc[sel]], tw[:, pair_term[sel]])
         return out
 
 
 class AVIFoldInMixin:
-    """``fold_in`` for aviPAM; its ``transform`` gives the mixtures alone."""
+    """Document posteriors of aviPAM: ``transform``, ``fold_in``, ``elbo``."""
+
+    def _encode(self, X):
+        """Sub-topic mixtures of the rows of the count matrix ``X``, every chain's side by side:
+        the encoder's posteriors, refined by ``refine_steps`` steps on each document's ELBO, then
+        the posterior mean of the mixture over ``doc_samples`` draws (or the mixture at every
+        node's mean logits when ``doc_samples`` is 0). Draws come from streams seeded by ``seed``."""
+        import torch
+
+        C, K = self.n_chains, self.n_topics
+        out = np.empty((X.shape[0], C * K), dtype=np.float64)
+        for c in range(C):
+            block = out[:, c * K:(c + 1) * K]
+            for lo, net, _, params, draws in self._batch_posteriors(X, self.refine_steps, self.seed, c):
+                with torch.no_grad():
+                    eps = None
+                    if self.doc_samples:
+                        eps = net.noise(params, self.doc_samples, draws(_AVERAGE, 0), _REFINE_BATCH)
+                    mix, _ = net.mix_kl(params, eps)
+                block[lo:lo + mix.shape[1]] = mix.mean(0).cpu().numpy()
+            block /= block.sum(axis=1, keepdims=True) * C if C > 1 else block.sum(axis=1, keepdims=True)
+        return out
+
+    def _batch_posteriors(self, X, steps, seed, chain=0, batch=_REFINE_BATCH):
+        """(first row, network, (documents as :class:`Docs`, the topics at their entries),
+        variational parameters, draws) of every batch of rows of ``X`` under chain ``chain``'s
+        network: the encoder's posteriors refined by ``steps`` steps. ``draws(purpose, call)``
+        gives the batch's generators, one per level."""
+        import torch
+
+        from ._torch.chain_nets import chain_list
+        from ._torch.pam_net import Docs
+
+        if self.net_ is None:
+            raise RuntimeError("this model file holds no encoder; refit to infer new documents")
+        net = chain_list(self.net_)[chain]
+        net.eval()
+        dev = next(net.parameters()).device
+        with torch.no_grad():
+            topics = None if net.decoder == "product" else net.topics()
+        for b, lo in enumerate(range(0, X.shape[0], batch)):
+            docs = Docs.from_csr(X[lo:lo + batch], dev)
+            tw = None if topics is None else net.pair_topics(docs, topics)
+            draws = batch_draws(seed, b, dev, net.n_levels, chain)
+            yield lo, net, (docs, tw), refine_posteriors(net, docs, tw, draws, steps), draws
+
+    def elbo(self, corpus, refine_steps=None, n_samples=64, seed=None):
+        """Per-document ELBO (n_docs,) of the posteriors that :meth:`transform` reaches with
+        ``refine_steps`` (default: the model's) refinement steps, estimated with ``n_samples``
+        draws: E_q[log p(w_d | mix)] - KL(q || prior), averaged over the chains. Its rise from
+        ``refine_steps=0`` is the amortization gap of the encoder. ``seed``: of the draws
+        (default: the model's)."""
+        import torch
+
+        self._check_fitted()
+        steps = self.refine_steps if refine_steps is None else refine_steps
+        for name, v, low in (("refine_steps", steps, 0), ("n_samples", n_samples, 1),
+                             ("seed", self.seed if seed is None else seed, 0)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
+                raise ValueError(f"{name} must be an int >= {low}, got {v!r}")
+        X = count_matrix(as_corpus(corpus, self.n_terms_))
+        out = np.zeros(X.shape[0])
+        seed = self.seed if seed is None else seed
+        for c in range(self.n_chains):
+            for lo, net, (docs, tw), params, draws in self._batch_posteriors(X, int(steps), int(seed), c):
+                with torch.no_grad():
+                    _, kl = net.mix_kl(params)
+                    ll = 0.0
+                    for s in range(0, n_samples, 8):  # draws in chunks: (S, nnz, K) stays small
+                        k = min(8, n_samples - s)
+                        eps = net.noise(params, k, draws(_ESTIMATE, s), _REFINE_BATCH)
+                        mix, _ = net.mix_kl(params, eps)
+                        ll = ll + k * net.expected_log_lik(docs, mix, tw)
+                    out[lo:lo + len(kl)] += (ll / n_samples - kl).cpu().numpy()
+        return out / self.n_chains if self.n_chains > 1 else out
+
+    def transform(self, corpus):
+        """Sub-topic mixtures of the documents of any ``corpus`` over the model's vocabulary (or
+        a list of term-id arrays): one encoder pass each, refined and averaged as
+        ``refine_steps`` and ``doc_samples`` say; (n_docs, n_topics), or with C chains
+        (n_docs, C * n_topics), chain c's in columns [c K, (c + 1) K) summing to 1 / C."""
+        self._check_fitted()
+        corpus = as_corpus(corpus, self.n_terms_)
+        import torch
+
+        prev = torch.get_num_threads()
+        if self.n_jobs is not None:
+            torch.set_num_threads(self.n_jobs)
+        try:
+            return self._encode(count_matrix(corpus))
+        finally:
+            torch.set_num_threads(prev)
 
     def fold_in(self, docs, n_iter=1, n_keep=1, samples=None, seed=0, chain=0):
         """Posterior of new documents (term-id arrays of the model's vocabulary, or a Corpus)
-        inferred as :meth:`transform` infers them (its draws seeded by the model's ``seed``).
+        inferred as :meth:`transform` infers them (its draws seeded by the model's ``seed``);
+        P_TM(w | d) averaged over the chains, ``doc_topics_`` under chain ``chain``'s topics.
         The result does not depend on the Gibbs settings ``n_iter``, ``n_keep``, ``samples``
-        and ``seed`` nor ``chain`` (one model); they are checked and accepted as every kind's
-        ``fold_in`` accepts them. Returns :class:`AVIFoldIn`."""
+        and ``seed``; they are checked and accepted as every kind's ``fold_in`` accepts them.
+        Returns :class:`AVIFoldIn`."""
         self._check_fitted()
         check_fold_params(n_iter, n_keep, seed)
         if samples not in (None, 1):
             raise ValueError(f"samples must be None (all) or 1 for a model with one kept sample, got {samples!r}")
-        if chain != 0:
-            raise ValueError(f"chain must be 0 for a model without chains, got {chain!r}")
+        if isinstance(chain, bool) or not isinstance(chain, (int, np.integer)) or not 0 <= chain < self.n_chains:
+            raise ValueError(f"chain must be in [0, {self.n_chains}), got {chain!r}")
         corpus = as_corpus(docs, self.n_terms_)
-        return AVIFoldIn(self, np.diff(corpus.doc_ptr), self.transform(corpus), dict(seed=seed))
+        return AVIFoldIn(self, np.diff(corpus.doc_ptr), self.transform(corpus), dict(seed=seed), int(chain))

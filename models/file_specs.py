@@ -266,6 +266,11 @@ def _empty(name):
     return V.array(name, (0,), (np.float32, np.float64), when=_mixture)
 
 
+def _chain_topics(model, header, corpus):
+    """aviPAM keeps every chain's sub-topics side by side."""
+    return {"topics": int(model.n_chains) * int(model.n_topics)}
+
+
 AVIPAM = V.Spec(
     model=(
         V.array("topic_word", ("topics", "terms"), np.float64), V.finite("topic_word", nonneg=True),
@@ -280,4 +285,4 @@ AVIPAM = V.Spec(
         V.finite_pos("doc_div", when=_product),
     ),
     checkpoint=(),
-    dims=_no_dims)
+    dims=_chain_topics)

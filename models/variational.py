@@ -52,8 +52,10 @@ class VariationalModel(TopicModel):
     (the fitted arrays named in ``_INFERENCE_ARRAYS``, the first of which exists exactly when
     the model is fitted).
 
-    One model, no chains: ``n_chains = 1``, ``sample_iter_ = [epochs]``, ``log_lik_`` is the
-    training ELBO per token of every epoch (the average of the mini-batch estimates).
+    One kept model: ``sample_iter_ = [epochs]``; ``log_lik_`` is the training ELBO per token of
+    every epoch (the average of the mini-batch estimates), one column per chain: ``n_chains``
+    is 1, or, for a network whose ``loss`` gives (n_chains, B) arrays (independent networks
+    trained side by side), its parameter.
     """
 
     n_chains = 1
@@ -158,22 +160,24 @@ class VariationalModel(TopicModel):
             # a batch of one document.
             for idx in np.array_split(perm, n_batches):
                 neg_elbo, kl = net.loss(self._batch_input(X[np.sort(idx)], dev), gen)
-                loss = (neg_elbo - (1.0 - kl_weight) * kl).mean()
+                # (n_chains, B) for independent networks: the sum of their own batch means
+                loss = (neg_elbo - (1.0 - kl_weight) * kl).mean(-1)
+                loss = loss.sum() if loss.dim() else loss
                 opt.zero_grad()
                 loss.backward()
                 if hasattr(net, "dense_grads"):
                     net.dense_grads()
                 self._adam_step(opt, step_threads)
-                total += float(neg_elbo.detach().sum())
+                total = total + neg_elbo.detach().sum(-1).double().cpu().numpy()
             if hasattr(net, "end_epoch"):
                 with torch.no_grad():
                     net.end_epoch()
-            if not np.isfinite(total):
+            if not np.isfinite(total).all():
                 raise RuntimeError(f"the ELBO became {total} in epoch {epoch + 1}; lower lr "
                                    f"(now {self.lr}) or use norm='batch'")
             done = epoch + 1
             self.n_iter_ = done
-            self._log_lik_rows.append([-total / N])
+            self._log_lik_rows.append([float(t) for t in np.atleast_1d(-total / N)])
             self._log_lik_iters.append(done)
             if checkpoint is not None and (done % self.checkpoint_every == 0 or done == self.epochs):
                 self._write_checkpoint(checkpoint, net, opt, order_gen, gen)

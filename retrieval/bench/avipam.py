@@ -249,8 +249,8 @@ def evaluate(label, model, seconds, corpus, ref, vocab):
         beta = np.asarray(model.beta_, dtype=np.float64)
         prod = [np.argsort(-beta[k], kind="stable")[:10] for k in range(len(beta))]
         row["npmi_doc_prodlda"] = float(topic_npmi(prod, corpus).mean())
-    if getattr(model, "doc_mix_", None) is not None:
-        row["mix_max"], row["mix_eff"] = mixture_spread(model.doc_mix_)
+    if getattr(model, "doc_mix_", None) is not None:  # chain 0's mixtures
+        row["mix_max"], row["mix_eff"] = mixture_spread(model.doc_mix_[:, :model.n_topics])
     if isinstance(model, AVIPAM) and parse_arch(model.arch).full_cov:
         row["correlations"] = correlated_pairs(model, vocab, n=3)
     best = np.argsort(-doc.per_topic)[:2]
@@ -409,8 +409,10 @@ def collapse(*, arch: str = "4pam:2,50", **options) -> list[Table]:
 
 
 def map_table(*, data: str = "../shared/data", indexes: str = "indexes", collections=("med",), k: int = 100,
-              mu: float = 1000.0, lam: float = 0.7, avipam_arch=None, **options) -> list[Table]:
-    """MAP of QL mixed with LDA, 4-PAM and aviPAM (each of ``avipam_arch``, default 4pam:K/8,K) on
+              mu: float = 1000.0, lam: float = 0.7, avipam_arch=None, avipam_chains=(1, 3),
+              **options) -> list[Table]:
+    """MAP of QL mixed with LDA, 4-PAM and aviPAM (each of ``avipam_arch``, default 4pam:K/8,K, with
+    each of ``avipam_chains`` chains) on
     the shared ``collections``, aviPAM with refined posteriors and from one encoder pass, with fit
     and inference times; in the notes, every document model's log-likelihood per training token
     beside the unigram model's and its effective sub-topics per document (:func:`doc_model_fit`,
@@ -432,7 +434,8 @@ def map_table(*, data: str = "../shared/data", indexes: str = "indexes", collect
     archs = avipam_arch or [f"4pam:{max(2, k // 8)},{k}"]
     models = [("LDA Gibbs", "lda", dict(n_topics=k, **gibbs)),
               ("4-PAM Gibbs", "pam", dict(n_super=max(2, k // 8), n_sub=k, **gibbs))]
-    models += [(f"aviPAM {a}", "avipam", dict(arch=a)) for a in archs]
+    models += [(f"aviPAM {a}" + (f" {c} chains" if c > 1 else ""), "avipam", dict(arch=a, n_chains=c))
+               for a in archs for c in avipam_chains]
     rows, fits = [], []
     for name in collections:
         data_dir = Path(data)
