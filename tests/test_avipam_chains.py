@@ -58,8 +58,8 @@ def test_chain_zero_is_the_single_network_at_its_start(corpus):
     sd3 = net3.chains[0].state_dict()
     for k, v in net0.state_dict().items():
         np.testing.assert_array_equal(v.numpy(), sd3[k].numpy(), err_msg=k)
-    assert not np.array_equal(net3.chains[0].encoders[0].fc1.weight.detach().numpy(),
-                              net3.chains[1].encoders[0].fc1.weight.detach().numpy())
+    assert not np.array_equal(net3.chains[0].encoders[0].fc1.rows.detach().numpy(),
+                              net3.chains[1].encoders[0].fc1.rows.detach().numpy())
 
 
 def test_same_seed_same_chains_and_transform_gives_the_training_mixtures(fitted, corpus):

@@ -22,6 +22,10 @@ class ChainNets(nn.Module):
         out = [net.loss(x, gen) for net in self.chains]
         return torch.stack([o[0] for o in out]), torch.stack([o[1] for o in out])
 
+    def dense_grads(self):
+        for net in self.chains:
+            net.dense_grads()
+
     def end_epoch(self):
         for net in self.chains:
             net.end_epoch()
