@@ -45,8 +45,8 @@ bucket of its own with its exact weight, as does "none". So the sparse sampler d
 the same conditional as the dense one (no approximation), in O(nnz_d + nnz_L + log K).
 
 Restaurants (hash tables in flat arrays) and the documents' topic lists: see
-:mod:`models._kernels.tcm_restaurants`; log-likelihood, alpha0 and scoring:
-:mod:`models._kernels.tcm_score`.
+:mod:`models._kernels.tcm_restaurants`, rebuilt from b in :mod:`models._kernels.tcm_build`;
+log-likelihood, alpha0 and scoring: :mod:`models._kernels.tcm_score`.
 
 Parallelism (AD-LDA style, Newman et al. 2009; the paper's sec. 4.3): documents are split into
 FIXED shards; every shard samples against its own copy of the restaurants and n_k, made from
@@ -454,27 +454,3 @@ def _sweep(shard_doc, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_count, 
                      dt_topic, dt_count, dt_nnz, ty_slot, ty_hash, ty_len, ty_pos, ty_head,
                      n_types, en_slot, en_type, en_topic, en_count, en_next, n_entries, n_k,
                      col_entry, alpha, alpha0, p0_len, max_len, sparse, rng[sh], record)
-
-
-# ---------------------------------------------------------------------------------------------
-# Initialisation
-
-
-@njit(cache=True, parallel=True)
-def init_random(shard_doc, doc_ptr, split, b, n_topics, p_stop, max_len, rng):
-    """Boundaries drawn as P0 draws lengths: after every token a collocation ends with
-    probability p_stop (always at a split or at max_len); every collocation gets a uniform
-    topic. p_stop = 1 puts every token in its own collocation. rng: one stream per shard."""
-    S = len(shard_doc) - 1
-    for sh in prange(S):
-        run = 0
-        for i in range(doc_ptr[shard_doc[sh]], doc_ptr[shard_doc[sh + 1]]):
-            run += 1
-            if split[i] != 0 or run >= max_len or uniform(rng[sh]) < p_stop:
-                k = np.int64(uniform(rng[sh]) * n_topics)
-                if k >= n_topics:
-                    k = n_topics - 1
-                b[i] = k
-                run = 0
-            else:
-                b[i] = -1
