@@ -61,6 +61,7 @@ from numba import njit, prange
 
 from .ftree import tree_build, tree_sample, tree_set
 from .rng import uniform
+from .sparse import lower_bound
 from .tcm_restaurants import (
     HASH_SEED,
     doc_change,
@@ -68,6 +69,7 @@ from .tcm_restaurants import (
     entries_reserve,
     entry_add,
     entry_find,
+    entry_insert,
     hash_span,
     pow2_at_least,
     type_find,
@@ -96,6 +98,12 @@ class Prior(NamedTuple):
 
 # ---------------------------------------------------------------------------------------------
 # One shard of one sweep
+
+
+@njit(cache=True, inline="always")
+def _w_right(ndr, alpha, c_lkr, p0L, n_kr, alpha0, Rp):
+    """p(b_j = kr) (module docstring), given n_kr,L = c_lkr."""
+    return (ndr + alpha) * (c_lkr + p0L) / (n_kr + alpha0) * Rp
 
 
 @njit(cache=True)
@@ -127,6 +135,7 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
     pbuf = np.empty(K)
     cbuf = np.empty(K)
     ctop = np.empty(K, dtype=np.int64)
+    cent = np.empty(K, dtype=np.int64)
     P = pow2_at_least(K)
     tree = np.zeros(2 * P)
     if sparse:
@@ -226,6 +235,8 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
             p0L = alpha0 * p0_len[nL]
             w_none = 0.0
             R = 1.0
+            Rp = 0.0
+            ndr = 0
             w_kr = 0.0
             if not forced:
                 p0R = alpha0 * p0_len[nR]
@@ -246,12 +257,14 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
                     cLR = 0 if eLR < 0 else en_count[eLR]
                     p0LR = alpha0 * p0_len[nLR]
                     w_none = (ndr + alpha) * (cLR + p0LR) / (n_k[kr] + alpha0) * (N_d + 1 + kalpha)
+                # the sparse sampler meets (tL, kr) among L's entries, so looks it up only here
                 if k_old == kr:
                     eLkr = eL
-                elif tL >= 0:
+                elif tL >= 0 and not sparse:
                     eLkr = max(entry_find(en_slot, tL, kr), -1)
-                cLkr = 0 if eLkr < 0 else en_count[eLkr]
-                w_kr = (ndr + alpha) * (cLkr + p0L) / (n_k[kr] + alpha0) * Rp
+                if k_old == kr or not sparse:
+                    w_kr = _w_right(ndr, alpha, 0 if eLkr < 0 else en_count[eLkr], p0L, n_k[kr],
+                                    alpha0, Rp)
             k_new = -1
             if not sparse:
                 if tL >= 0:
@@ -292,10 +305,12 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
                 # emptied entries add +0.0, the same bits as skipping them, without a branch;
                 # a draw stops at the first prefix above it, never on them (c_last, d_last: the
                 # last topic of weight > 0, where round-off at the right edge stops)
+                # (ctop, cent: L's entries in topic order, where the new (L, k) is found later)
                 n_c = 0
                 c_last = 0
                 csum = 0.0
-                if tL >= 0:
+                walked = tL >= 0
+                if walked:
                     ee = ty_head[tL]
                     while ee >= 0:
                         k = en_topic[ee]
@@ -303,9 +318,14 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
                         csum += (ndk[k] + alpha) * cnt * tree[P + k]
                         cbuf[n_c] = csum
                         ctop[n_c] = k
+                        cent[n_c] = ee
                         c_last = n_c if cnt > 0 and k != kr else c_last
+                        eLkr = ee if k == kr else eLkr
                         n_c += 1
                         ee = en_next[ee]
+                if not forced and k_old != kr:
+                    w_kr = _w_right(ndr, alpha, 0 if eLkr < 0 else en_count[eLkr], p0L, n_k[kr],
+                                    alpha0, Rp)
                 dsum = 0.0
                 d_last = 0
                 for jj in range(nnz):
@@ -388,6 +408,15 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
                     en_count[eL] += 1
                 elif k_new == kr and eLkr >= 0:
                     en_count[eLkr] += 1
+                elif sparse and walked:
+                    # (L, k_new) among L's entries, or a new entry linked in after its predecessor
+                    i = lower_bound(ctop, 0, n_c, k_new)
+                    if i < n_c and ctop[i] == k_new:
+                        en_count[cent[i]] += 1
+                    else:
+                        entry_insert(en_slot, en_type, en_topic, en_count, en_next, n_entries,
+                                     ty_head, tL, k_new, cent[i - 1] if i > 0 else -1)
+                        n_entries += 1
                 else:
                     if tL < 0:
                         tL = type_find(ty_slot, ty_pos, term_ids, hL, s, nL)

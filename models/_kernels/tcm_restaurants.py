@@ -272,6 +272,25 @@ def entries_copy(g_slot, g_type, g_topic, g_count, g_next, n_entries, extra):
 
 
 @njit(cache=True)
+def entry_insert(en_slot, en_type, en_topic, en_count, en_next, n_entries, ty_head, t, k, prev):
+    """The missing entry (t, k) with count 1 as entry n_entries, linked in after entry ``prev``
+    of t's list (-1: at its head); capacity must have been reserved."""
+    i = -1 - entry_find(en_slot, t, k)
+    e = n_entries
+    en_slot[2 * i] = (np.int64(t) << 16) | np.int64(k)
+    en_slot[2 * i + 1] = e
+    en_type[e] = t
+    en_topic[e] = k
+    en_count[e] = 1
+    if prev < 0:
+        en_next[e] = ty_head[t]
+        ty_head[t] = e
+    else:
+        en_next[e] = en_next[prev]
+        en_next[prev] = e
+
+
+@njit(cache=True)
 def entry_add(en_slot, en_type, en_topic, en_count, en_next, n_entries, ty_head, t, k, delta):
     """en_count[(t, k)] += delta, inserting the entry (sorted into t's list) if missing.
     Returns the entry's id (n_entries if inserted); capacity must have been reserved."""
