@@ -72,6 +72,7 @@ from .tcm_restaurants import (
     entry_insert,
     hash_span,
     pow2_at_least,
+    prefetch_entries,
     type_find,
     type_new,
     types_copy,
@@ -167,6 +168,8 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
             en_slot, en_type, en_topic, en_count, en_next = entries_reserve(
                 en_slot, en_type, en_topic, en_count, en_next, n_entries, need)
         for j in range(a, z):
+            if sparse:
+                prefetch_entries(col_entry, en_type, en_count, en_topic, en_next, ty_head, j, z)
             nL = j - s + 1
             forced = split[j] != 0
             k_old = b[j]

@@ -12,6 +12,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from .prefetch import prefetch
 from .sparse import lower_bound
 
 HASH_SEED = np.uint64(0x2545F4914F6CDD1D)
@@ -316,6 +317,24 @@ def entry_add(en_slot, en_type, en_topic, en_count, en_next, n_entries, ty_head,
         en_next[e] = en_next[p]
         en_next[p] = e
     return e
+
+
+@njit(cache=True, inline="always")
+def prefetch_entries(col_entry, en_type, en_count, en_topic, en_next, ty_head, j, z):
+    """For the sweep at token j of a doc ending at z: prefetch, in three stages a token apart,
+    what it reads first about the collocations ending at tokens j + 1..j + 3 as the tables were
+    built (each stage loads only what the one before brought in): the entry's type and count,
+    the type's list head, the list (the collocation bucket walks it)."""
+    if j + 3 < z and col_entry[j + 3] >= 0:
+        prefetch(en_type, col_entry[j + 3])
+        prefetch(en_count, col_entry[j + 3])
+    if j + 2 < z and col_entry[j + 2] >= 0:
+        prefetch(ty_head, en_type[col_entry[j + 2]])
+    if j + 1 < z and col_entry[j + 1] >= 0:
+        h = ty_head[en_type[col_entry[j + 1]]]
+        prefetch(en_topic, h)
+        prefetch(en_count, h)
+        prefetch(en_next, h)
 
 
 # ---------------------------------------------------------------------------------------------
