@@ -5,6 +5,7 @@ sweeps, the merge), the documents' topic lists, and the random start (see
 import numpy as np
 from numba import njit, prange
 
+from .prefetch import prefetch
 from .rng import uniform
 from .tcm_restaurants import (
     Restaurants,
@@ -16,6 +17,9 @@ from .tcm_restaurants import (
     type_rehash,
     type_slots,
 )
+
+# Collocations between the prefetch of a type slot and its lookup.
+PREFETCH_AHEAD = 8
 
 
 # ---------------------------------------------------------------------------------------------
@@ -45,6 +49,15 @@ def build_tables(term_ids, b, n_topics):
     ty_pos = np.empty(cap, dtype=np.int64)
     ty_head = np.empty(cap, dtype=np.int32)
     n_k = np.zeros(n_topics, dtype=np.int64)
+    # the hash of every collocation first, so that the lookups below can prefetch their slots
+    col_hash = np.empty(n_col, dtype=np.uint64)
+    c = 0
+    s = 0
+    for i in range(N):
+        if b[i] >= 0:
+            col_hash[c] = hash_span(term_ids, s, i - s + 1)
+            c += 1
+            s = i + 1
     # the type of every collocation, in document order
     col_type = np.empty(n_col, dtype=np.int32)
     n_types = 0
@@ -54,8 +67,11 @@ def build_tables(term_ids, b, n_topics):
         k = b[i]
         if k < 0:
             continue
+        if c + PREFETCH_AHEAD < n_col:
+            mask = np.uint64((len(ty_slot) >> 1) - 1)
+            prefetch(ty_slot, 2 * np.int64(col_hash[c + PREFETCH_AHEAD] & mask))
         n = i - s + 1
-        h = hash_span(term_ids, s, n)
+        h = col_hash[c]
         t = type_find(ty_slot, ty_pos, term_ids, h, s, n)
         if t < 0:
             type_new(ty_slot, ty_hash, ty_len, ty_pos, ty_head, t, h, n, s, n_types)
@@ -92,6 +108,10 @@ def build_tables(term_ids, b, n_topics):
     c = 0
     for k in range(n_topics):
         for _ in range(n_k[k]):
+            if c + 2 * PREFETCH_AHEAD < n_col:  # two stages: the type, then its place
+                prefetch(col_type, by_topic[c + 2 * PREFETCH_AHEAD])
+            if c + PREFETCH_AHEAD < n_col:
+                prefetch(ptr, col_type[by_topic[c + PREFETCH_AHEAD]])
             t = col_type[by_topic[c]]
             order[ptr[t]] = by_topic[c]
             topics[ptr[t]] = k
