@@ -73,6 +73,7 @@ from .tcm_restaurants import (
     hash_span,
     pow2_at_least,
     prefetch_entries,
+    prefetch_lr,
     type_find,
     type_new,
     types_copy,
@@ -99,6 +100,10 @@ class Prior(NamedTuple):
 
 # ---------------------------------------------------------------------------------------------
 # One shard of one sweep
+
+
+# Tokens between the prefetch of LR's type slot and its lookup.
+PREFETCH_AHEAD = 3
 
 
 @njit(cache=True, inline="always")
@@ -170,6 +175,7 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
         for j in range(a, z):
             if sparse:
                 prefetch_entries(col_entry, en_type, en_count, en_topic, en_next, ty_head, j, z)
+            prefetch_lr(b, split, term_ids, ty_slot, j + PREFETCH_AHEAD, a, z, max_len)
             nL = j - s + 1
             forced = split[j] != 0
             k_old = b[j]

@@ -320,6 +320,23 @@ def entry_add(en_slot, en_type, en_topic, en_count, en_next, n_entries, ty_head,
 
 
 @njit(cache=True, inline="always")
+def prefetch_lr(b, split, term_ids, ty_slot, q, a, z, max_len):
+    """For the sweep: prefetch the type slot of LR at token q of the doc a:z, as b stands before
+    q is resampled, if q is a boundary (LR = the collocation ending at q and the next one)."""
+    if q >= z or split[q] != 0 or b[q] < 0:
+        return
+    s = q
+    while s > a and b[s - 1] < 0:
+        s -= 1
+    e = q + 1
+    while b[e] < 0:
+        e += 1
+    if e - s + 1 <= max_len:
+        h = hash_span(term_ids, s, e - s + 1)
+        prefetch(ty_slot, 2 * np.int64(h & np.uint64((len(ty_slot) >> 1) - 1)))
+
+
+@njit(cache=True, inline="always")
 def prefetch_entries(col_entry, en_type, en_count, en_topic, en_next, ty_head, j, z):
     """For the sweep at token j of a doc ending at z: prefetch, in three stages a token apart,
     what it reads first about the collocations ending at tokens j + 1..j + 3 as the tables were
