@@ -247,6 +247,7 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
             Rp = 0.0
             ndr = 0
             w_kr = 0.0
+            walked = False  # the sparse sampler walked L's entries (ctop, cent)
             if not forced:
                 p0R = alpha0 * p0_len[nR]
                 same = 0
