@@ -15,8 +15,9 @@ import numpy as np
 
 from . import file_specs
 from ._kernels.rng import make_rng_states
-from ._kernels.tcm import Prior, Text, init_random, sweep
-from ._kernels.tcm_restaurants import DocTopics, build_doc_lists, build_tables
+from ._kernels.tcm import Prior, Text, sweep
+from ._kernels.tcm_build import build_doc_lists, build_tables, init_random
+from ._kernels.tcm_restaurants import DocTopics
 from ._kernels.tcm_score import (
     compact_doc_lists,
     compact_tables,

@@ -4,7 +4,7 @@ import pytest
 
 from models.corpus import corpus_from_docs, synthetic_corpus
 from models.tcm import TCM, joint_log_lik, split_flags
-from models._kernels.tcm import init_random
+from models._kernels.tcm_build import init_random
 from models._kernels.rng import make_rng_states
 from tests.helpers import assert_doc_lists, assert_same_fit, resume_after_kill, save_and_load
 from tests.reference import tcm_reference as ref

@@ -45,8 +45,8 @@ bucket of its own with its exact weight, as does "none". So the sparse sampler d
 the same conditional as the dense one (no approximation), in O(nnz_d + nnz_L + log K).
 
 Restaurants (hash tables in flat arrays) and the documents' topic lists: see
-:mod:`models._kernels.tcm_restaurants`; log-likelihood, alpha0 and scoring:
-:mod:`models._kernels.tcm_score`.
+:mod:`models._kernels.tcm_restaurants`, rebuilt from b in :mod:`models._kernels.tcm_build`;
+log-likelihood, alpha0 and scoring: :mod:`models._kernels.tcm_score`.
 
 Parallelism (AD-LDA style, Newman et al. 2009; the paper's sec. 4.3): documents are split into
 FIXED shards; every shard samples against its own copy of the restaurants and n_k, made from
@@ -61,6 +61,7 @@ from numba import njit, prange
 
 from .ftree import tree_build, tree_sample, tree_set
 from .rng import uniform
+from .sparse import lower_bound
 from .tcm_restaurants import (
     HASH_SEED,
     doc_change,
@@ -68,8 +69,11 @@ from .tcm_restaurants import (
     entries_reserve,
     entry_add,
     entry_find,
+    entry_insert,
     hash_span,
     pow2_at_least,
+    prefetch_entries,
+    prefetch_lr,
     type_find,
     type_new,
     types_copy,
@@ -96,6 +100,16 @@ class Prior(NamedTuple):
 
 # ---------------------------------------------------------------------------------------------
 # One shard of one sweep
+
+
+# Tokens between the prefetch of LR's type slot and its lookup.
+PREFETCH_AHEAD = 3
+
+
+@njit(cache=True, inline="always")
+def _w_right(ndr, alpha, c_lkr, p0L, n_kr, alpha0, Rp):
+    """p(b_j = kr) (module docstring), given n_kr,L = c_lkr."""
+    return (ndr + alpha) * (c_lkr + p0L) / (n_kr + alpha0) * Rp
 
 
 @njit(cache=True)
@@ -127,6 +141,7 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
     pbuf = np.empty(K)
     cbuf = np.empty(K)
     ctop = np.empty(K, dtype=np.int64)
+    cent = np.empty(K, dtype=np.int64)
     P = pow2_at_least(K)
     tree = np.zeros(2 * P)
     if sparse:
@@ -158,6 +173,9 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
             en_slot, en_type, en_topic, en_count, en_next = entries_reserve(
                 en_slot, en_type, en_topic, en_count, en_next, n_entries, need)
         for j in range(a, z):
+            if sparse:
+                prefetch_entries(col_entry, en_type, en_count, en_topic, en_next, ty_head, j, z)
+            prefetch_lr(b, split, term_ids, ty_slot, j + PREFETCH_AHEAD, a, z, max_len)
             nL = j - s + 1
             forced = split[j] != 0
             k_old = b[j]
@@ -226,7 +244,10 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
             p0L = alpha0 * p0_len[nL]
             w_none = 0.0
             R = 1.0
+            Rp = 0.0
+            ndr = 0
             w_kr = 0.0
+            walked = False  # the sparse sampler walked L's entries (ctop, cent)
             if not forced:
                 p0R = alpha0 * p0_len[nR]
                 same = 0
@@ -246,12 +267,14 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
                     cLR = 0 if eLR < 0 else en_count[eLR]
                     p0LR = alpha0 * p0_len[nLR]
                     w_none = (ndr + alpha) * (cLR + p0LR) / (n_k[kr] + alpha0) * (N_d + 1 + kalpha)
+                # the sparse sampler meets (tL, kr) among L's entries, so looks it up only here
                 if k_old == kr:
                     eLkr = eL
-                elif tL >= 0:
+                elif tL >= 0 and not sparse:
                     eLkr = max(entry_find(en_slot, tL, kr), -1)
-                cLkr = 0 if eLkr < 0 else en_count[eLkr]
-                w_kr = (ndr + alpha) * (cLkr + p0L) / (n_k[kr] + alpha0) * Rp
+                if k_old == kr or not sparse:
+                    w_kr = _w_right(ndr, alpha, 0 if eLkr < 0 else en_count[eLkr], p0L, n_k[kr],
+                                    alpha0, Rp)
             k_new = -1
             if not sparse:
                 if tL >= 0:
@@ -292,10 +315,12 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
                 # emptied entries add +0.0, the same bits as skipping them, without a branch;
                 # a draw stops at the first prefix above it, never on them (c_last, d_last: the
                 # last topic of weight > 0, where round-off at the right edge stops)
+                # (ctop, cent: L's entries in topic order, where the new (L, k) is found later)
                 n_c = 0
                 c_last = 0
                 csum = 0.0
-                if tL >= 0:
+                walked = tL >= 0
+                if walked:
                     ee = ty_head[tL]
                     while ee >= 0:
                         k = en_topic[ee]
@@ -303,9 +328,14 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
                         csum += (ndk[k] + alpha) * cnt * tree[P + k]
                         cbuf[n_c] = csum
                         ctop[n_c] = k
+                        cent[n_c] = ee
                         c_last = n_c if cnt > 0 and k != kr else c_last
+                        eLkr = ee if k == kr else eLkr
                         n_c += 1
                         ee = en_next[ee]
+                if not forced and k_old != kr:
+                    w_kr = _w_right(ndr, alpha, 0 if eLkr < 0 else en_count[eLkr], p0L, n_k[kr],
+                                    alpha0, Rp)
                 dsum = 0.0
                 d_last = 0
                 for jj in range(nnz):
@@ -388,6 +418,15 @@ def _sweep_shard(d0, d1, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_coun
                     en_count[eL] += 1
                 elif k_new == kr and eLkr >= 0:
                     en_count[eLkr] += 1
+                elif sparse and walked:
+                    # (L, k_new) among L's entries, or a new entry linked in after its predecessor
+                    i = lower_bound(ctop, 0, n_c, k_new)
+                    if i < n_c and ctop[i] == k_new:
+                        en_count[cent[i]] += 1
+                    else:
+                        entry_insert(en_slot, en_type, en_topic, en_count, en_next, n_entries,
+                                     ty_head, tL, k_new, cent[i - 1] if i > 0 else -1)
+                        n_entries += 1
                 else:
                     if tL < 0:
                         tL = type_find(ty_slot, ty_pos, term_ids, hL, s, nL)
@@ -454,27 +493,3 @@ def _sweep(shard_doc, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_count, 
                      dt_topic, dt_count, dt_nnz, ty_slot, ty_hash, ty_len, ty_pos, ty_head,
                      n_types, en_slot, en_type, en_topic, en_count, en_next, n_entries, n_k,
                      col_entry, alpha, alpha0, p0_len, max_len, sparse, rng[sh], record)
-
-
-# ---------------------------------------------------------------------------------------------
-# Initialisation
-
-
-@njit(cache=True, parallel=True)
-def init_random(shard_doc, doc_ptr, split, b, n_topics, p_stop, max_len, rng):
-    """Boundaries drawn as P0 draws lengths: after every token a collocation ends with
-    probability p_stop (always at a split or at max_len); every collocation gets a uniform
-    topic. p_stop = 1 puts every token in its own collocation. rng: one stream per shard."""
-    S = len(shard_doc) - 1
-    for sh in prange(S):
-        run = 0
-        for i in range(doc_ptr[shard_doc[sh]], doc_ptr[shard_doc[sh + 1]]):
-            run += 1
-            if split[i] != 0 or run >= max_len or uniform(rng[sh]) < p_stop:
-                k = np.int64(uniform(rng[sh]) * n_topics)
-                if k >= n_topics:
-                    k = n_topics - 1
-                b[i] = k
-                run = 0
-            else:
-                b[i] = -1

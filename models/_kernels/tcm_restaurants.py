@@ -10,8 +10,9 @@ whose count drops to 0 during a sweep stay in the list (weight 0).
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
+from .prefetch import prefetch
 from .sparse import lower_bound
 
 HASH_SEED = np.uint64(0x2545F4914F6CDD1D)
@@ -138,7 +139,7 @@ def type_new(ty_slot, ty_hash, ty_len, ty_pos, ty_head, miss, h, n, pos, t):
 
 
 @njit(cache=True)
-def _type_rehash(ty_slot, ty_hash, ty_len, n_types):
+def type_rehash(ty_slot, ty_hash, ty_len, n_types):
     ty_slot[:] = EMPTY
     mask = np.uint64((len(ty_slot) >> 1) - 1)
     for t in range(n_types):
@@ -170,7 +171,7 @@ def types_reserve(ty_slot, ty_hash, ty_len, ty_pos, ty_head, n_types, extra):
     npos[:n_types] = ty_pos[:n_types]
     nhead[:n_types] = ty_head[:n_types]
     ns = type_slots(cap)
-    _type_rehash(ns, nh, nl, n_types)
+    type_rehash(ns, nh, nl, n_types)
     return ns, nh, nl, npos, nhead
 
 
@@ -195,7 +196,7 @@ def entry_find(en_slot, t, k):
 
 
 @njit(cache=True)
-def _entry_rehash(en_slot, en_type, en_topic, n_entries):
+def entry_rehash(en_slot, en_type, en_topic, n_entries):
     en_slot[:] = -1
     mask = np.uint64((len(en_slot) >> 1) - 1)
     for e in range(n_entries):
@@ -227,7 +228,7 @@ def entries_reserve(en_slot, en_type, en_topic, en_count, en_next, n_entries, ex
     nc[:n_entries] = en_count[:n_entries]
     nn[:n_entries] = en_next[:n_entries]
     ns = entry_slots(cap)
-    _entry_rehash(ns, nt, nk, n_entries)
+    entry_rehash(ns, nt, nk, n_entries)
     return ns, nt, nk, nc, nn
 
 
@@ -247,7 +248,7 @@ def types_copy(g_slot, g_hash, g_len, g_pos, g_head, n_types, extra):
         ty_slot = g_slot.copy()
     else:
         ty_slot = type_slots(cap)
-        _type_rehash(ty_slot, ty_hash, ty_len, n_types)
+        type_rehash(ty_slot, ty_hash, ty_len, n_types)
     return ty_slot, ty_hash, ty_len, ty_pos, ty_head
 
 
@@ -267,8 +268,27 @@ def entries_copy(g_slot, g_type, g_topic, g_count, g_next, n_entries, extra):
         en_slot = g_slot.copy()
     else:
         en_slot = entry_slots(cap)
-        _entry_rehash(en_slot, en_type, en_topic, n_entries)
+        entry_rehash(en_slot, en_type, en_topic, n_entries)
     return en_slot, en_type, en_topic, en_count, en_next
+
+
+@njit(cache=True)
+def entry_insert(en_slot, en_type, en_topic, en_count, en_next, n_entries, ty_head, t, k, prev):
+    """The missing entry (t, k) with count 1 as entry n_entries, linked in after entry ``prev``
+    of t's list (-1: at its head); capacity must have been reserved."""
+    i = -1 - entry_find(en_slot, t, k)
+    e = n_entries
+    en_slot[2 * i] = (np.int64(t) << 16) | np.int64(k)
+    en_slot[2 * i + 1] = e
+    en_type[e] = t
+    en_topic[e] = k
+    en_count[e] = 1
+    if prev < 0:
+        en_next[e] = ty_head[t]
+        ty_head[t] = e
+    else:
+        en_next[e] = en_next[prev]
+        en_next[prev] = e
 
 
 @njit(cache=True)
@@ -299,153 +319,39 @@ def entry_add(en_slot, en_type, en_topic, en_count, en_next, n_entries, ty_head,
     return e
 
 
-# ---------------------------------------------------------------------------------------------
-# Global tables from b
+@njit(cache=True, inline="always")
+def prefetch_lr(b, split, term_ids, ty_slot, q, a, z, max_len):
+    """For the sweep: prefetch the type slot of LR at token q of the doc a:z, as b stands before
+    q is resampled, if q is a boundary (LR = the collocation ending at q and the next one)."""
+    if q >= z or split[q] != 0 or b[q] < 0:
+        return
+    s = q
+    while s > a and b[s - 1] < 0:
+        s -= 1
+    e = q + 1
+    while b[e] < 0:
+        e += 1
+    if e - s + 1 <= max_len:
+        h = hash_span(term_ids, s, e - s + 1)
+        prefetch(ty_slot, 2 * np.int64(h & np.uint64((len(ty_slot) >> 1) - 1)))
 
 
-@njit(cache=True, nogil=True)
-def build_tables(term_ids, b, n_topics):
-    """Restaurants of one chain rebuilt from its boundaries b (document order).
-
-    Returns Restaurants (n_k: int64, n_topics). Types are numbered in order of first
-    occurrence; every collocation points to its first occurrence. The entries are numbered type
-    by type, each type's in topic order, so that walking a type's list (the collocation bucket)
-    reads consecutive memory. col_entry gives the sweep the entry of every collocation it has
-    not changed yet without a lookup.
-    """
-    N = len(b)
-    n_col = 0
-    for i in range(N):
-        if b[i] >= 0:
-            n_col += 1
-    cap = max(n_col, 16)
-    # grown as types appear: sized to n_col it would spread the probes over mostly empty lines
-    ty_slot = type_slots(1024)
-    ty_hash = np.empty(cap, dtype=np.uint64)
-    ty_len = np.empty(cap, dtype=np.int32)
-    ty_pos = np.empty(cap, dtype=np.int64)
-    ty_head = np.empty(cap, dtype=np.int32)
-    n_k = np.zeros(n_topics, dtype=np.int64)
-    # the type of every collocation, in document order
-    col_type = np.empty(n_col, dtype=np.int32)
-    n_types = 0
-    c = 0
-    s = 0
-    for i in range(N):
-        k = b[i]
-        if k < 0:
-            continue
-        n = i - s + 1
-        h = hash_span(term_ids, s, n)
-        t = type_find(ty_slot, ty_pos, term_ids, h, s, n)
-        if t < 0:
-            type_new(ty_slot, ty_hash, ty_len, ty_pos, ty_head, t, h, n, s, n_types)
-            t = n_types
-            n_types += 1
-            if 4 * n_types > len(ty_slot):
-                ty_slot = type_slots(2 * n_types)
-                _type_rehash(ty_slot, ty_hash, ty_len, n_types)
-        col_type[c] = t
-        c += 1
-        n_k[k] += 1
-        s = i + 1
-    # (type, topic) of every collocation in order, by two stable counting sorts (topic, then
-    # type): the entries are the runs of that order, in the order of their ids. Linked-list
-    # inserts of scattered entries would cost a cache miss per list node instead.
-    ptr = np.zeros(max(n_topics, n_types) + 1, dtype=np.int64)
-    for k in range(n_topics):
-        ptr[k + 1] = ptr[k] + n_k[k]
-    by_topic = np.empty(n_col, dtype=np.int32)  # collocations grouped by topic
-    c = 0
-    for i in range(N):
-        k = b[i]
-        if k >= 0:
-            by_topic[ptr[k]] = c
-            ptr[k] += 1
-            c += 1
-    ptr[:n_types + 1] = 0
-    for c in range(n_col):
-        ptr[col_type[c] + 1] += 1
-    for t in range(n_types):
-        ptr[t + 1] += ptr[t]
-    order = np.empty(n_col, dtype=np.int32)  # collocations by type, in topic order within a type
-    topics = np.empty(n_col, dtype=np.int32)  # and their topics
-    c = 0
-    for k in range(n_topics):
-        for _ in range(n_k[k]):
-            t = col_type[by_topic[c]]
-            order[ptr[t]] = by_topic[c]
-            topics[ptr[t]] = k
-            ptr[t] += 1
-            c += 1
-    # ptr[t] is now where type t's topics end; the entries are their runs
-    n_entries = 0
-    c = 0
-    for t in range(n_types):
-        prev = -1
-        while c < ptr[t]:
-            if topics[c] != prev:
-                prev = topics[c]
-                n_entries += 1
-            c += 1
-    cap = max(n_entries, 16)
-    en_slot = entry_slots(cap)
-    en_type = np.empty(cap, dtype=np.int32)
-    en_topic = np.empty(cap, dtype=np.int32)
-    en_count = np.empty(cap, dtype=np.int32)
-    en_next = np.empty(cap, dtype=np.int32)
-    col_entry = by_topic  # reused: the entry of every collocation
-    n_entries = 0
-    c = 0
-    for t in range(n_types):
-        ty_head[t] = n_entries
-        prev = -1
-        while c < ptr[t]:
-            k = topics[c]
-            if k != prev:
-                en_type[n_entries] = t
-                en_topic[n_entries] = k
-                en_count[n_entries] = 1
-                en_next[n_entries] = n_entries + 1
-                n_entries += 1
-                prev = k
-            else:
-                en_count[n_entries - 1] += 1
-            col_entry[order[c]] = n_entries - 1
-            c += 1
-        en_next[n_entries - 1] = -1
-    _entry_rehash(en_slot, en_type, en_topic, n_entries)
-    tok_entry = np.full(N, -1, dtype=np.int32)
-    c = 0
-    for i in range(N):
-        if b[i] >= 0:
-            tok_entry[i] = col_entry[c]
-            c += 1
-    return Restaurants(ty_slot, ty_hash, ty_len, ty_pos, ty_head, n_types, en_slot, en_type,
-                       en_topic, en_count, en_next, n_entries, n_k, tok_entry)
-
-
-@njit(cache=True, parallel=True)
-def build_doc_lists(doc_ptr, b, cap_ptr, dt_topic, dt_count, dt_nnz):
-    """Sorted (topic, count) list of every doc's collocations from b. Overwrites dt_* (the
-    fields of a DocTopics: parallel kernels take no tuples, see ``tcm.sweep``)."""
-    n_docs = len(doc_ptr) - 1
-    for d in prange(n_docs):
-        a = doc_ptr[d]
-        z = b[a:doc_ptr[d + 1]]
-        zs = np.sort(z[z >= 0])
-        base = cap_ptr[d]
-        nnz = 0
-        prev = -1
-        for t in zs:
-            if t == prev:
-                dt_count[base + nnz - 1] += 1
-            else:
-                dt_topic[base + nnz] = t
-                dt_count[base + nnz] = 1
-                nnz += 1
-                prev = t
-        dt_nnz[d] = nnz
+@njit(cache=True, inline="always")
+def prefetch_entries(col_entry, en_type, en_count, en_topic, en_next, ty_head, j, z):
+    """For the sweep at token j of a doc ending at z: prefetch, in three stages a token apart,
+    what it reads first about the collocations ending at tokens j + 1..j + 3 as the tables were
+    built (each stage loads only what the one before brought in): the entry's type and count,
+    the type's list head, the list (the collocation bucket walks it)."""
+    if j + 3 < z and col_entry[j + 3] >= 0:
+        prefetch(en_type, col_entry[j + 3])
+        prefetch(en_count, col_entry[j + 3])
+    if j + 2 < z and col_entry[j + 2] >= 0:
+        prefetch(ty_head, en_type[col_entry[j + 2]])
+    if j + 1 < z and col_entry[j + 1] >= 0:
+        h = ty_head[en_type[col_entry[j + 1]]]
+        prefetch(en_topic, h)
+        prefetch(en_count, h)
+        prefetch(en_next, h)
 
 
 # ---------------------------------------------------------------------------------------------
