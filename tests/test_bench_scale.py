@@ -228,11 +228,3 @@ def test_projection_of_mini_batch_training_counts_the_vocabulary_at_every_step()
     assert got["per_chain_s"] == pytest.approx(epoch)
     assert got["train_min"] == pytest.approx(10 * epoch / 60)
 
-
-
-def test_schedules_cut_the_defaults_or_keep_them_whole():
-    from retrieval.bench.scale import _schedule_params
-
-    assert _schedule_params("lda", 6, 2) == dict(n_iter=6, burn_in=1, sample_every=1, n_jobs=2)
-    assert _schedule_params("lda", 100, 2) == dict(n_jobs=2)  # burn-in 50, a sample every 10th
-    assert _schedule_params("avipam", 100, 2, epochs=6) == dict(epochs=6, n_jobs=2)

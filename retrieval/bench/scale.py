@@ -176,14 +176,12 @@ def _document_parts(index, queries, model) -> dict:
 
 def _schedule_params(kind: str, sweeps: int, threads: int, epochs: int | None = None) -> dict:
     """The defaults, cut to ``sweeps`` sweeps (``epochs`` epochs, default ``sweeps``) that keep
-    the last samples; the defaults' own schedule when ``sweeps`` is its length."""
+    the last samples."""
     from models.registry import model_class
 
     params = model_class(kind)().get_params()
     if "epochs" in params:
         return dict(epochs=epochs or sweeps, n_jobs=threads)
-    if sweeps == params.get("n_iter"):  # the whole default schedule: its burn-in and samples
-        return dict(n_jobs=threads)
     return dict(n_iter=sweeps, burn_in=max(0, sweeps - KEPT_PER_CHAIN), sample_every=1, n_jobs=threads)
 
 
@@ -407,8 +405,7 @@ def _tables(kinds, full, frac, small, per_kind, per_kind_small, target, info) ->
         f"{max(1, info['sweeps'] - KEPT_PER_CHAIN + 1)} on. "
         + (f"Each kind also trained on the first {info['n_small_files']} files ({small['n_docs']:,} documents, "
            f"{small['n_tokens'] / 1e6:.2f} M tokens, {small['n_terms']:,} terms; the 'small' columns) for "
-           f"{max(info['sweeps'], info['small_sweeps'])} sweeps ({info['sweeps']} epochs; 100 sweeps: the "
-           f"defaults' own schedule, samples kept every 10th sweep after the burn-in), and every "
+           f"{max(info['sweeps'], info['small_sweeps'])} sweeps ({info['sweeps']} epochs), and every "
            f"figure extrapolated through both runs (bench.scale_fit.fit_two): setup (training inputs + "
            f"initialisation + first sweep), seconds per sweep (median of the later ones), finishing and the "
            f"memory above the process's baseline as a part proportional to the tokens plus one proportional "
