@@ -167,14 +167,11 @@ def test_sweep_curve_follows_the_run_relative_to_its_early_sweeps():
     from retrieval.bench.scale_fit import sweep_curve
 
     steps = [9.0, 4.0, 4.0, 4.0, 3.0, 2.0, 2.0, 1.0, 1.0, 1.0, 1.0]  # setup, then settling
-    curve = sweep_curve(steps, 4, window=3)  # early: sweeps 2-4, 4 s
+    curve = sweep_curve(steps, 4)  # early: sweeps 2-4, 4 s
     assert len(curve) == 10 and curve[0] == 1.0 and curve[-1] == 0.25
-    assert curve[3] == pytest.approx((4.0 + 3.0 + 2.0) / 3 / 4)  # sweeps 4-6
-    assert all(a >= b for a, b in zip(curve, curve[1:]))  # the running mean keeps the trend
+    assert all(a >= b for a, b in zip(curve, curve[1:]))  # a running median keeps the trend
     assert sweep_curve([5.0, 2.0, 2.0], 3) == [1.0, 1.0] and sweep_curve([5.0], 1) == [1.0]
-    # a sweep that also computes the likelihood every 10th: its cost is spread over the window
-    flat = [3.0] + [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 3.0, 1.0] * 3
-    assert sweep_curve(flat, 6) == pytest.approx([1.2] * 30)
+    assert max(sweep_curve([1.0, 0.1, 0.1, 0.1, 0.2, 0.2, 0.2, 0.2], 4)) == 1.0  # noise, not a slow-down
 
 
 def test_the_target_vocabulary_follows_heaps_law_up_to_the_generators():

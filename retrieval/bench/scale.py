@@ -276,7 +276,7 @@ def _cpu_name() -> str:
     return platform.processor() or "unknown"
 
 
-def run(*, kinds=KINDS, docs: int = 250_000, fraction: float = 0.05, sweeps: int = 6, small_sweeps: int = 100,
+def run(*, kinds=KINDS, docs: int = 250_000, fraction: float = 0.05, sweeps: int = 6, small_sweeps: int = 20,
         terms: int = 200_000,
         threads: int = 2, seed: int = 0, work: str = "build/bench-scale", reindex: bool = False,
         wordnet: str | None = None) -> list[Table]:
@@ -413,9 +413,9 @@ def _tables(kinds, full, frac, small, per_kind, per_kind_small, target, info) ->
            f"updates the vocabulary-sized encoder layers); memory is the larger of that and the model's own arrays fitted the same "
            f"way plus the rest of the peak as a fixed part and a vocabulary part (bench.scale_fit.memory_by_parts, "
            f"'arrays GiB' columns). The sweeps after the first few follow the small run's curve (a running "
-           f"mean over ten sweeps relative to the median of its sweeps 2-{info['sweeps']}, its last point held to the "
-           f"last sweep; bench.scale_fit.sweep_curve): samplers get faster as the chains settle, and the sweeps "
-           f"that also compute the log-likelihood or keep a sample cost more ('late sweeps'). Target collection: "
+           f"median over five sweeps relative to its sweeps 2-{info['sweeps']}, at most 1, its last point held to the "
+           f"last sweep; bench.scale_fit.sweep_curve): samplers get faster as the chains settle ('late "
+           f"sweeps'). Target collection: "
            if small is not None else
            "Extrapolated linearly in tokens from this one run: setup, seconds per sweep, finishing, the memory "
            "above the process's baseline (an upper bound for vocabulary-sized arrays). Target collection: ")

@@ -119,22 +119,19 @@ def memory_by_parts(r: dict, small: dict, target: dict) -> float:
     return a * target["tokens"] + b * target["terms"] + c * target["terms"] + f
 
 
-def sweep_curve(steps: list[float], n_early: int, window: int = 10) -> list[float]:
+def sweep_curve(steps: list[float], n_early: int) -> list[float]:
     """Seconds of sweeps 2, 3, ... of a run relative to its sweeps 2..``n_early`` (their
-    median): a running mean over ``window`` sweeps (the window's first and last positions held
-    at the run's ends). Samplers that visit fewer topics per token as the chain settles (PAM's
-    pairs, sparse buckets) get faster sweep after sweep, which a short run would miss; and a
-    window as long as the log-likelihood's period counts what the periodic sweeps (the
-    likelihood, a kept sample) cost on top, which the early sweeps' median leaves out."""
+    median): a running median over five sweeps, the last point the median of the last five.
+    Samplers that visit fewer topics per token as the chain settles (PAM's pairs, sparse
+    buckets) get faster sweep after sweep; a short run would miss that. A sweep does not get
+    slower as its chain settles, so a ratio above 1 (timing noise on a small run's sweeps of a
+    tenth of a second) counts as 1."""
     rest = steps[1:]
     if not rest:
         return [1.0]
     early = _median(rest[:max(1, n_early - 1)])
-    w = min(window, len(rest))
-    out = []
-    for i in range(len(rest)):
-        lo = min(max(0, i - (w - 1) // 2), len(rest) - w)
-        out.append(sum(rest[lo:lo + w]) / w / early)
+    out = [min(_median(rest[max(0, i - 2):i + 3]) / early, 1.0) for i in range(len(rest))]
+    out[-1] = min(_median(rest[-5:]) / early, 1.0)
     return out
 
 

@@ -150,9 +150,8 @@ def add_scale(p):
                    help="share of the documents the models train on (whole files of 1,000), and half "
                         "as many files again; their figures are extrapolated through both runs")
     p.add_argument("--sweeps", type=int, default=6, help="sweeps (epochs) trained per kind, the first one timed as setup")
-    p.add_argument("--small-sweeps", type=int, default=100,
-                   help="sweeps of the Gibbs kinds on the smaller fraction (default: the defaults' 100): how "
-                        "sweeps speed up as chains settle, with the periodic log-likelihood sweeps")
+    p.add_argument("--small-sweeps", type=int, default=20,
+                   help="sweeps of the Gibbs kinds on the smaller fraction: how sweeps speed up as chains settle")
     p.add_argument("--terms", type=int, default=200_000, help="vocabulary of the generator")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
