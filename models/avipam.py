@@ -149,7 +149,7 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         gives the same mixtures, and a document's mixture does not depend on the documents
         after it in the input.
     device : str, default="cpu"
-        torch device: "cpu" or "cuda" (bit-reproducible only on CPU; see models.variational).
+        torch device: "cpu" or "cuda" (a model per seed on each; see models.variational).
     n_jobs : int or None, default=None
         torch threads of :meth:`transform` (restored afterwards). CPU training always runs on
         one thread, so that a seed gives the same model whatever ``n_jobs`` (torch splits its
