@@ -31,20 +31,36 @@ def _score_mixture(doc_len, post_doc, post_tf, post_lo, post_hi, p_c, q_weight, 
 
     post_lo/post_hi : postings range of each query term; p_tm : (n_docs, n_query_terms) float64.
     The postings are scattered into a (n_docs, n_query_terms) table first, so that the documents
-    are scored in one parallel loop (one thread start per query, not two per query term).
+    are scored in one parallel loop (one thread start per query, not two per query term). The
+    logarithm is most of the cost: terms of a small integer weight (a query's term counts)
+    multiply into one product per document, whose log is taken once (and before it could
+    underflow); other weights (feedback's) and tiny probabilities take a log each.
     """
     n_docs, n_q = doc_len.shape[0], q_weight.shape[0]
     tf = np.zeros((n_docs, n_q), dtype=np.int32)
     for j in range(n_q):
         for i in range(post_lo[j], post_hi[j]):
             tf[post_doc[i], j] = post_tf[i]
+    reps = np.zeros(n_q, dtype=np.int64)
+    for j in range(n_q):
+        if q_weight[j] == np.floor(q_weight[j]) and 1.0 <= q_weight[j] <= 8.0:
+            reps[j] = np.int64(q_weight[j])
+    mu_pc = mu * p_c
     for d in numba.prange(n_docs):
-        norm = doc_len[d] + mu
+        inv = lam / (doc_len[d] + mu)
+        acc = 0.0
+        prod = 1.0
         for j in range(n_q):
-            p = mu * p_c[j] / norm
-            if tf[d, j] > 0:
-                p += tf[d, j] / norm
-            out[d] += q_weight[j] * np.log(lam * p + (1.0 - lam) * p_tm[d, j])
+            p = (mu_pc[j] + tf[d, j]) * inv + (1.0 - lam) * p_tm[d, j]
+            if reps[j] == 0 or p < 1e-30:
+                acc += q_weight[j] * np.log(p)
+                continue
+            for _ in range(reps[j]):
+                prod *= p
+            if prod < 1e-200:
+                acc += np.log(prod)
+                prod = 1.0
+        out[d] += acc + np.log(prod)
 
 
 def _score_ql(doc_len, postings, p_c, q_weight, mu, out) -> None:
