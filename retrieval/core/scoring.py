@@ -63,13 +63,21 @@ def _score_mixture(doc_len, post_doc, post_tf, post_lo, post_hi, p_c, q_weight, 
         out[d] += acc + np.log(prod)
 
 
-def _score_ql(doc_len, postings, p_c, q_weight, mu, out) -> None:
-    """Exact Dirichlet QL for all docs: the part shared by every doc, then a correction per posting."""
-    log_norm = np.log(doc_len + mu)
-    for (docs, tf), pc, weight in zip(postings, p_c, q_weight):
-        log_bg = np.log(mu * pc)
-        out += weight * (log_bg - log_norm)
-        out[docs] += weight * (np.log(tf + mu * pc) - log_bg)
+@numba.njit(parallel=True, cache=True)
+def _score_ql(log_norm, post_doc, post_tf, post_lo, post_hi, p_c, q_weight, mu, out):
+    """Exact Dirichlet QL of every document into ``out`` (changed in place): the part every
+    document has, sum_w q_weight[w] * (log(mu P(w|C)) - log(|d| + mu)) with ``log_norm`` =
+    log(|d| + mu), then a correction per posting of a query term."""
+    base, total = 0.0, 0.0
+    for j in range(q_weight.shape[0]):
+        base += q_weight[j] * np.log(mu * p_c[j])
+        total += q_weight[j]
+    for d in numba.prange(log_norm.shape[0]):
+        out[d] += base - total * log_norm[d]
+    for j in range(q_weight.shape[0]):
+        log_bg = np.log(mu * p_c[j])
+        for i in range(post_lo[j], post_hi[j]):
+            out[post_doc[i]] += q_weight[j] * (np.log(post_tf[i] + mu * p_c[j]) - log_bg)
 
 
 class Query(NamedTuple):
@@ -144,8 +152,10 @@ class Scorer:
         out = np.zeros(len(doc_len))
         p_c = self.stats.p_c[query.term_ids]
         if self.lam == 1.0:
-            postings = [(post_doc[lo:hi], post_tf[lo:hi]) for lo, hi in zip(post_lo, post_hi)]
-            _score_ql(doc_len, postings, p_c, query.weights, self.mu, out)
+            log_norm = (self.stats.log_doc_norm(self.mu) if doc_len is self.stats.doc_len
+                        else np.log(doc_len + self.mu))
+            _score_ql(log_norm, np.asarray(post_doc), np.asarray(post_tf), np.asarray(post_lo, dtype=np.int64),
+                      np.asarray(post_hi, dtype=np.int64), p_c, query.weights, self.mu, out)
         else:
             p_tm = self.model.p_w_d(query.term_ids) if p_tm is None else p_tm
             p_tm = np.ascontiguousarray(p_tm, dtype=np.float64)

@@ -129,6 +129,15 @@ class CollectionStats:
     def doc_len(self) -> np.ndarray:
         return np.diff(self.doc_ptr)
 
+    def log_doc_norm(self, mu: float) -> np.ndarray:
+        """log(|d| + mu) of every document: exact QL's per-document part, kept for the last few mu."""
+        cache = self.__dict__.setdefault("_log_doc_norm", {})
+        if mu not in cache:
+            if len(cache) >= 8:
+                cache.clear()
+            cache[mu] = np.log(self.doc_len + mu)
+        return cache[mu]
+
     @cached_property
     def cf(self) -> np.ndarray:
         """Collection frequency of each term, int64."""
