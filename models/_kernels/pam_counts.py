@@ -8,6 +8,7 @@ import numpy as np
 from numba import njit, prange
 
 from .rng import randint
+from .sparse import label_counts
 
 
 @njit(cache=True, parallel=True)
@@ -52,22 +53,11 @@ def build_doc_lists(doc_ptr, z_doc, n_sub, cap_ptr, dp_key, dp_count, dp_nnz, n_
     """Sorted (pair key, count) list and super-topic counts of every doc. Overwrites dp_*, n_ds."""
     n_docs = len(doc_ptr) - 1
     for d in prange(n_docs):
-        n_ds[d, :] = 0
-        zs = np.sort(z_doc[doc_ptr[d]:doc_ptr[d + 1]])
         base = cap_ptr[d]
-        nnz = 0
-        prev = -1
-        for t in zs:
-            if t < 0:
-                continue
-            n_ds[d, t // n_sub] += 1
-            if t == prev:
-                dp_count[base + nnz - 1] += 1
-            else:
-                dp_key[base + nnz] = t
-                dp_count[base + nnz] = 1
-                nnz += 1
-                prev = t
+        nnz = label_counts(np.sort(z_doc[doc_ptr[d]:doc_ptr[d + 1]]), dp_key, dp_count, base)
+        n_ds[d, :] = 0
+        for q in range(base, base + nnz):
+            n_ds[d, dp_key[q] // n_sub] += dp_count[q]
         dp_nnz[d] = nnz
 
 

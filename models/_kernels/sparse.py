@@ -1,5 +1,5 @@
-"""Small sparse-array kernels the topic models share: binary search in sorted lists and dense
-count rows to CSR."""
+"""Small sparse-array kernels the topic models share: binary search in sorted lists, labels to
+(label, count) lists and dense count rows to CSR."""
 from numba import njit, prange
 
 
@@ -13,6 +13,25 @@ def lower_bound(a, lo, hi, x):
         else:
             hi = mid
     return lo
+
+
+@njit(cache=True, inline="always")
+def label_counts(zs, keys, counts, base):
+    """The sorted labels ``zs`` as (label, count) pairs at keys[base:], counts[base:], negative
+    labels (unassigned) skipped; returns the number of pairs."""
+    nnz = 0
+    prev = -1
+    for t in zs:
+        if t < 0:
+            continue
+        if t == prev:
+            counts[base + nnz - 1] += 1
+        else:
+            keys[base + nnz] = t
+            counts[base + nnz] = 1
+            nnz += 1
+            prev = t
+    return nnz
 
 
 @njit(cache=True, parallel=True)

@@ -7,6 +7,7 @@ from numba import njit, prange
 
 from .prefetch import prefetch
 from .rng import uniform
+from .sparse import label_counts
 from .tcm_restaurants import (
     Restaurants,
     entry_rehash,
@@ -170,21 +171,7 @@ def build_doc_lists(doc_ptr, b, cap_ptr, dt_topic, dt_count, dt_nnz):
     fields of a DocTopics: parallel kernels take no tuples, see ``tcm.sweep``)."""
     n_docs = len(doc_ptr) - 1
     for d in prange(n_docs):
-        a = doc_ptr[d]
-        z = b[a:doc_ptr[d + 1]]
-        zs = np.sort(z[z >= 0])
-        base = cap_ptr[d]
-        nnz = 0
-        prev = -1
-        for t in zs:
-            if t == prev:
-                dt_count[base + nnz - 1] += 1
-            else:
-                dt_topic[base + nnz] = t
-                dt_count[base + nnz] = 1
-                nnz += 1
-                prev = t
-        dt_nnz[d] = nnz
+        dt_nnz[d] = label_counts(np.sort(b[doc_ptr[d]:doc_ptr[d + 1]]), dt_topic, dt_count, cap_ptr[d])
 
 
 # ---------------------------------------------------------------------------------------------

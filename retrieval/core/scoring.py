@@ -68,16 +68,15 @@ def _score_ql(log_norm, post_doc, post_tf, post_lo, post_hi, p_c, q_weight, mu, 
     """Exact Dirichlet QL of every document into ``out`` (changed in place): the part every
     document has, sum_w q_weight[w] * (log(mu P(w|C)) - log(|d| + mu)) with ``log_norm`` =
     log(|d| + mu), then a correction per posting of a query term."""
-    base, total = 0.0, 0.0
-    for j in range(q_weight.shape[0]):
-        base += q_weight[j] * np.log(mu * p_c[j])
-        total += q_weight[j]
+    mu_pc = mu * p_c
+    log_bg = np.log(mu_pc)
+    base = np.sum(q_weight * log_bg)
+    total = np.sum(q_weight)
     for d in numba.prange(log_norm.shape[0]):
         out[d] += base - total * log_norm[d]
     for j in range(q_weight.shape[0]):
-        log_bg = np.log(mu * p_c[j])
         for i in range(post_lo[j], post_hi[j]):
-            out[post_doc[i]] += q_weight[j] * (np.log(post_tf[i] + mu * p_c[j]) - log_bg)
+            out[post_doc[i]] += q_weight[j] * (np.log(post_tf[i] + mu_pc[j]) - log_bg[j])
 
 
 class Query(NamedTuple):
@@ -126,7 +125,7 @@ class Scorer:
         if len(query.term_ids) == 0:
             return np.zeros(s.n_docs)
         return self._score(query, s.doc_len, s.post_doc, s.post_tf, s.post_ptr[query.term_ids],
-                           s.post_ptr[query.term_ids + 1], p_tm)
+                           s.post_ptr[query.term_ids + 1], p_tm, s.log_doc_norm)
 
     def score_docs(self, query: Query, doc_len, post_doc, post_tf, post_lo, post_hi,
                    p_tm: np.ndarray | None = None) -> np.ndarray:
@@ -148,12 +147,12 @@ class Scorer:
                            np.asarray(post_tf, dtype=np.int32), np.asarray(post_lo, dtype=np.int64),
                            np.asarray(post_hi, dtype=np.int64), p_tm)
 
-    def _score(self, query, doc_len, post_doc, post_tf, post_lo, post_hi, p_tm):
+    def _score(self, query, doc_len, post_doc, post_tf, post_lo, post_hi, p_tm, log_norm=None):
+        """``log_norm(mu)``: log(|d| + mu) of these documents, where the caller keeps it."""
         out = np.zeros(len(doc_len))
         p_c = self.stats.p_c[query.term_ids]
         if self.lam == 1.0:
-            log_norm = (self.stats.log_doc_norm(self.mu) if doc_len is self.stats.doc_len
-                        else np.log(doc_len + self.mu))
+            log_norm = log_norm(self.mu) if log_norm is not None else np.log(doc_len + self.mu)
             _score_ql(log_norm, np.asarray(post_doc), np.asarray(post_tf), np.asarray(post_lo, dtype=np.int64),
                       np.asarray(post_hi, dtype=np.int64), p_c, query.weights, self.mu, out)
         else:
