@@ -161,6 +161,14 @@ def test_batch_added_grows_only_the_parts_that_follow_the_documents():
     assert batch_added(r, 250_000, small) == pytest.approx(7.5 + 0.02 + 1.255 + 0.10)
     # a small run slower than the fraction (noise): that part linear through the fraction
     assert batch_added(r, 250_000, dict(small, scoring_s=0.05)) == pytest.approx(7.5 + 0.02 + 1.5 + 0.10)
+    # the small collection at the fraction's sweeps ('early') pairs with the fraction, and the
+    # longer small run's settled tables (half the early ones) halve the tables' part; settling
+    # never makes a part dearer
+    early = dict(small, tables_s=0.12)
+    settled = dict(small, tables_s=0.06, scoring_s=0.02)
+    tables = 1e-5 * 250_000 + 0.10  # through (2000, 0.12) and (5000, 0.15)
+    assert batch_added(r, 250_000, settled, early) == pytest.approx(tables * 0.5 + 0.02 + 1.255 + 0.10)
+    assert batch_added(r, 250_000, small, small) == batch_added(r, 250_000, small)
 
 
 def test_sweep_curve_follows_the_run_relative_to_its_early_sweeps():
@@ -205,6 +213,8 @@ def test_a_tiny_bench_scale_run_gives_finite_figures_against_the_targets(tmp_pat
     assert all(math.isfinite(float(row[k])) for k in ("setup s*", "s per sweep/epoch of 1 chain*", "measured: batch s"))
     assert row["small: tokens"] and math.isfinite(float(row["small: batch s"]))
     assert len(row["small: s per step"].split()) == 4 and float(row["late sweeps*"]) > 0
+    # the small collection trained for the fraction's sweeps too, for the batch's fit
+    assert float(row["small, early sweeps: P_TM tables s"]) > 0 and float(row["small: P_TM tables s"]) > 0
     assert "the first 2 files (2,000 documents" in targets.notes[1]  # the whole collection
     assert "the first 1 files (1,000 documents" in targets.notes[1]  # and the small fraction
 

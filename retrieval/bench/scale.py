@@ -26,7 +26,10 @@ JIT and the JVM) as a part proportional to the tokens plus one proportional to t
 every step, so its part is the vocabulary times the steps). The ranking time with a model is that of exact QL on the
 whole collection plus what the model adds on the fraction: its parts that grow with the
 documents (P_TM tables, extra query tables, the mixture's scoring; timed apart) as a cost per
-document plus a fixed one through both runs, the rest as measured. The target
+document plus a fixed one through both runs, the rest as measured. For the Gibbs kinds the
+smaller fraction is also trained for ``--sweeps`` sweeps, so that the batch's fit compares models
+at the same sweep, and each part is scaled by what settling does to it on the smaller fraction
+(its longer run over its short one). The target
 collection is the whole one, grown linearly in
 documents to AP's 250,000 when ``--docs`` is smaller, its vocabulary by Heaps' law. Indexing
 and exact QL are measured on the whole collection.
@@ -332,7 +335,7 @@ def run(*, kinds=KINDS, docs: int = 250_000, fraction: float = 0.05, sweeps: int
     target = target_size(full, frac, grow, terms)
     log.info("compiling the kernels (not timed)")
     _child("warm", dict(index=str(frac_ix), kinds=list(kinds), threads=threads), logs / "warm.log")
-    per_kind, per_kind_small = {}, {}
+    per_kind, per_kind_small, per_kind_early = {}, {}, {}
     for kind in kinds:
         log.info("training %s on %s", kind, frac_ix)
         per_kind[kind] = _child("kind", dict(index=str(frac_ix), kind=kind, sweeps=sweeps, threads=threads,
@@ -344,14 +347,21 @@ def run(*, kinds=KINDS, docs: int = 250_000, fraction: float = 0.05, sweeps: int
                                                        sweeps=max(sweeps, small_sweeps), epochs=sweeps,
                                                        threads=threads, queries=queries),
                                           logs / f"kind-{kind}-small.log")
-    return _tables(kinds, full, frac, small, per_kind, per_kind_small, target, dict(
+            if "epochs" not in per_kind[kind]["defaults"] and small_sweeps > sweeps:
+                # the small collection at the fraction's sweeps: its batch pairs with the
+                # fraction's (same point of the chains), the longer run's says what settling does
+                log.info("training %s on %s for %d sweeps", kind, small_ix, sweeps)
+                per_kind_early[kind] = _child("kind", dict(index=str(small_ix), kind=kind, sweeps=sweeps,
+                                                           threads=threads, queries=queries),
+                                              logs / f"kind-{kind}-early.log")
+    return _tables(kinds, full, frac, small, per_kind, per_kind_small, per_kind_early, target, dict(
         docs=docs, fraction=fraction, n_frac_files=n_frac_files, n_small_files=n_small_files, sweeps=sweeps,
         small_sweeps=small_sweeps,
         threads=threads, gen_s=gen_s, full_cached=full_cached, vocab=gen.vocab, grow=grow))
 
 
-def _tables(kinds, full, frac, small, per_kind, per_kind_small, target, info) -> list[Table]:
-    proj = {k: projection(per_kind[k], per_kind_small.get(k), target) for k in kinds}
+def _tables(kinds, full, frac, small, per_kind, per_kind_small, per_kind_early, target, info) -> list[Table]:
+    proj = {k: projection(per_kind[k], per_kind_small.get(k), target, per_kind_early.get(k)) for k in kinds}
     rows = []
 
     def row(what, value, unit, target, digits=1):
@@ -392,7 +402,10 @@ def _tables(kinds, full, frac, small, per_kind, per_kind_small, target, info) ->
             details[-1].update({"small: tokens": f"{q['n_tokens']:,}",
                                 "small: s per step": _steps_text(q["steps"]),
                                 "small: peak GiB": fixed(q["peak_gib"], 2), "small: arrays GiB": fixed(q["retained_gib"], 3),
-                                "small: batch s": fixed(q["batch_s"], 2)})
+                                "small: batch s": fixed(q["batch_s"], 2),
+                                "small: P_TM tables s": fixed(q.get("tables_s", 0.0), 3)})
+            if k in per_kind_early:
+                details[-1]["small, early sweeps: P_TM tables s"] = fixed(per_kind_early[k].get("tables_s", 0.0), 3)
     vocab = info["vocab"]
     notes = [
         f"Collection: {full['n_docs']:,} synthetic AP-layout documents (retrieval.datasets.ap_synth), "
@@ -415,7 +428,11 @@ def _tables(kinds, full, frac, small, per_kind, per_kind_small, target, info) ->
            f"'arrays GiB' columns). The sweeps after the first few follow the small run's curve (a running "
            f"median over five sweeps relative to its sweeps 2-{info['sweeps']}, at most 1, its last point held to the "
            f"last sweep; bench.scale_fit.sweep_curve): samplers get faster as the chains settle ('late "
-           f"sweeps'). Target collection: "
+           f"sweeps'). The Gibbs kinds are trained on the small fraction for {info['sweeps']} sweeps too "
+           f"('early sweeps'): the batch's parts are fitted through the two runs at the same sweep, and "
+           f"each is scaled by the small run's settled over early figure (at most 1; a settled chain's "
+           f"rows hold fewer topics, and a default model is settled; bench.scale_fit.batch_added). "
+           f"Target collection: "
            if small is not None else
            "Extrapolated linearly in tokens from this one run: setup, seconds per sweep, finishing, the memory "
            "above the process's baseline (an upper bound for vocabulary-sized arrays). Target collection: ")

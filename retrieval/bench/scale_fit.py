@@ -29,10 +29,11 @@ def fit_two(x1: float, y1: float, x2: float, y2: float, v1: float = 0.0, v2: flo
     return max(y2, 0.0) / x2, 0.0
 
 
-def projection(r: dict, small: dict | None, target: dict) -> dict:
+def projection(r: dict, small: dict | None, target: dict, early: dict | None = None) -> dict:
     """Figures of one kind for the ``target`` collection (tokens, terms, docs) from its runs on
     the fraction (``r``) and on the smaller fraction (``small``; None: linear in tokens from
-    ``r`` alone). See the module docstring."""
+    ``r`` alone; ``early``: the smaller fraction at the fraction's sweeps, for the batch, see
+    :func:`batch_added`). See the module docstring."""
     d = r["defaults"]
     chains = d.get("n_chains", 1)
     total = d.get("epochs") or d.get("n_iter")
@@ -71,7 +72,7 @@ def projection(r: dict, small: dict | None, target: dict) -> dict:
     # last point held for the sweeps after it
     train_s = proj["setup"] + sum(proj["step"] * curve[min(i, len(curve) - 1)] for i in range(total - 1)) \
         + proj["finish"]
-    batch = target["ql_batch_s"] + batch_added(r, target["docs"], small)
+    batch = target["ql_batch_s"] + batch_added(r, target["docs"], small, early)
     return dict(setup_s=proj["setup"], per_chain_s=proj["step"] / chains, late_chain_s=proj["step"] * curve[-1] / chains,
                 chains=chains, sweeps=total, train_min=train_s / 60, peak_gib=r["base_gib"] + proj["mem"],
                 batch_s=batch)
@@ -80,27 +81,41 @@ def projection(r: dict, small: dict | None, target: dict) -> dict:
 PARTS = ("tables_s", "extras_s", "scoring_s")  # the batch's parts timed apart (bench.scale)
 
 
-def batch_added(r: dict, docs: float, small: dict | None = None) -> float:
+def batch_added(r: dict, docs: float, small: dict | None = None, early: dict | None = None) -> float:
     """Seconds a model adds to the exact QL batch on ``docs`` documents: its parts that grow with
     the documents (P_TM tables, a kind's extra query tables, the mixture's scoring; timed apart
-    on the fraction) and the rest of what it added there (per query) as it was. With the
-    ``small`` run's parts too, each part is a cost per document plus a fixed one (per query:
-    the scoring's arrays, the tables' per-term sums) fitted through both runs (linear through
-    the fraction where the small run's figure says otherwise: noise); else each is linear in
-    documents. Runs without those parts: all it added, linear in documents."""
+    on the fraction) and the rest of what it added there (per query) as it was. With a smaller
+    run's parts too, each part is a cost per document plus a fixed one (per query: the
+    scoring's arrays, the tables' per-term sums) fitted through both runs (linear through the
+    fraction where the smaller run's figure says otherwise: noise); else each is linear in
+    documents. Runs without those parts: all it added, linear in documents.
+
+    ``early``: the small collection trained for as many sweeps as the fraction, so that the fit
+    compares models at the same point of their chains; each part is then scaled by what
+    settling did to it on the small collection, ``small`` (trained longer) over ``early``, at
+    most 1: a settled chain's rows hold fewer topics, and a default model is settled."""
     added = max(r["batch_s"] - r["ql_batch_s"], 0.0)
     if "scoring_s" not in r:
         return added * docs / r["n_docs"]
     measured = sum(r[p] for p in PARTS)
+    pair = early if early is not None else small
     grown = 0.0
     for part in PARTS:
         a, b = r[part] / r["n_docs"], 0.0
-        if small is not None and part in small and small["n_docs"] < r["n_docs"]:
-            slope = (r[part] - small[part]) / (r["n_docs"] - small["n_docs"])
+        if pair is not None and part in pair and pair["n_docs"] < r["n_docs"]:
+            slope = (r[part] - pair[part]) / (r["n_docs"] - pair["n_docs"])
             if 0.0 <= slope <= a:  # else noise: linear through the fraction, the larger figure
                 a, b = slope, r[part] - slope * r["n_docs"]
-        grown += a * docs + b
+        grown += (a * docs + b) * settled_ratio(small, early, part)
     return grown + max(added - measured, 0.0)
+
+
+def settled_ratio(small: dict | None, early: dict | None, part: str) -> float:
+    """What settling leaves of a batch part: its seconds on the longer small run over those on
+    the early one, at most 1 (1 without both)."""
+    if small is None or early is None or early.get(part, 0.0) <= 0.0:
+        return 1.0
+    return min(small[part] / early[part], 1.0)
 
 
 def memory_by_parts(r: dict, small: dict, target: dict) -> float:
