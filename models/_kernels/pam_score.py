@@ -75,13 +75,15 @@ def prior_tables(alpha, alpha_sum, phi_b, sp_ptr, sp_term, sp_val, T):
 
 @njit(cache=True, inline="always")
 def _doc_sample(cs, d, dp_ptr, dp_key, dp_count, n_d, n_sub, alpha_r, alpha_sum, phi_b, sp_ptr,
-                sp_term, sp_val, G, base, out):
-    """out[t] = P_PAM(term t | d) under sample cs (overwrites out[:T]).
+                sp_term, sp_val, G, base, out, sup, coef):
+    """out[t] = P_PAM(term t | d) under sample cs (overwrites out[:T]; ``sup``, ``coef``:
+    scratch of n_super entries).
 
     sum_i theta_i (G_it + sum_{j in d} n_ij phi_jt) / (n_i + S_i), theta_i = (n_i + a_r) / (n_d + s a_r);
     the super-topics absent from d share the term ``a_r / (n_d + s a_r) * base[cs, t]`` with
-    base = sum_i G_i / S_i, and the present ones correct it. phi_jt is phi_b[cs, j], the part
-    every term shares, plus the sparse count part of :func:`sparse_phi`.
+    base = sum_i G_i / S_i, and the present ones correct it, four G rows at a time (``out`` read
+    and written once for four). phi_jt is phi_b[cs, j], the part every term shares, plus the
+    sparse count part of :func:`sparse_phi`.
     """
     n_super = G.shape[1]
     T = G.shape[2]
@@ -90,22 +92,23 @@ def _doc_sample(cs, d, dp_ptr, dp_key, dp_count, n_d, n_sub, alpha_r, alpha_sum,
     for t in range(T):
         out[t] = r0 * base[cs, t]
     shared = 0.0
-    lo = dp_ptr[cs, d]
+    n_present = 0
     hi = dp_ptr[cs, d + 1]
-    q = lo
+    q = dp_ptr[cs, d]
     while q < hi:
         i = dp_key[q] // n_sub
         # the pairs of super-topic i are contiguous (keys sorted)
+        key_end = (i + 1) * n_sub
         e = q
         n_i = 0
-        while e < hi and dp_key[e] // n_sub == i:
+        while e < hi and dp_key[e] < key_end:
             n_i += dp_count[e]
             e += 1
         th = (n_i + alpha_r) * den
         f = th / (n_i + alpha_sum[cs, i])
-        c = f - r0 / alpha_sum[cs, i]
-        for t in range(T):
-            out[t] += c * G[cs, i, t]
+        sup[n_present] = i
+        coef[n_present] = f - r0 / alpha_sum[cs, i]
+        n_present += 1
         for p in range(q, e):
             c = f * dp_count[p]
             j = dp_key[p] - i * n_sub
@@ -113,6 +116,19 @@ def _doc_sample(cs, d, dp_ptr, dp_key, dp_count, n_d, n_sub, alpha_r, alpha_sum,
             for r in range(sp_ptr[cs, j], sp_ptr[cs, j + 1]):
                 out[sp_term[r]] += c * sp_val[r]
         q = e
+    m = 0
+    while m + 4 <= n_present:
+        g0, c0 = G[cs, sup[m]], coef[m]
+        g1, c1 = G[cs, sup[m + 1]], coef[m + 1]
+        g2, c2 = G[cs, sup[m + 2]], coef[m + 2]
+        g3, c3 = G[cs, sup[m + 3]], coef[m + 3]
+        for t in range(T):
+            out[t] += c0 * g0[t] + c1 * g1[t] + c2 * g2[t] + c3 * g3[t]
+        m += 4
+    for x in range(m, n_present):
+        g0, c0 = G[cs, sup[x]], coef[x]
+        for t in range(T):
+            out[t] += c0 * g0[t]
     for t in range(T):
         out[t] += shared
 
@@ -126,15 +142,17 @@ def score_p_w_d(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, ph
     phi_b : (n_cs, n_sub) b / (n_j + V b); sp_* : :func:`sparse_phi`;
     G, base : :func:`prior_tables`.
     """
-    n_cs, _, T = G.shape
+    n_cs, n_super, T = G.shape
     n_docs = out.shape[0]
     inv = 1.0 / n_cs
     for d in prange(n_docs):
         acc = np.zeros(T)
         buf = np.empty(T)
+        sup = np.empty(n_super, dtype=np.int64)
+        coef = np.empty(n_super)
         for cs in range(n_cs):
             _doc_sample(cs, d, dp_ptr, dp_key, dp_count, doc_len[d], n_sub, alpha_r, alpha_sum,
-                        phi_b, sp_ptr, sp_term, sp_val, G, base, buf)
+                        phi_b, sp_ptr, sp_term, sp_val, G, base, buf, sup, coef)
             for t in range(T):
                 acc[t] += buf[t]
         for t in range(T):
@@ -145,12 +163,14 @@ def score_p_w_d(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, ph
 def score_p_w_d_per_sample(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, phi_b,
                            sp_ptr, sp_term, sp_val, G, base, out):
     """out[cs, d, t] = P_PAM(term t | d) under sample cs (overwrites out)."""
-    n_cs = G.shape[0]
+    n_cs, n_super = G.shape[0], G.shape[1]
     n_docs = out.shape[1]
     for d in prange(n_docs):
+        sup = np.empty(n_super, dtype=np.int64)
+        coef = np.empty(n_super)
         for cs in range(n_cs):
             _doc_sample(cs, d, dp_ptr, dp_key, dp_count, doc_len[d], n_sub, alpha_r, alpha_sum,
-                        phi_b, sp_ptr, sp_term, sp_val, G, base, out[cs, d])
+                        phi_b, sp_ptr, sp_term, sp_val, G, base, out[cs, d], sup, coef)
 
 
 # ---------------------------------------------------------------------------------------------
