@@ -173,6 +173,30 @@ def compact_doc_lists(cap_ptr, dt_topic, dt_count, dt_nnz, out_ptr, out_topic, o
 # Document model P_TCM(c | d) for retrieval
 
 
+@njit(cache=True, inline="always")
+def _add_topics(lo, hi, dk_topic, dk_count, phi_cs, s):
+    """s[t] += sum over the entries lo:hi of n_dk phi_cs[k, t], four topics at a time (``s``
+    read and written once for four phi rows). Returns N_d, the sum of the counts."""
+    T = len(s)
+    n_d = 0
+    j = lo
+    while j + 4 <= hi:
+        p0, v0 = phi_cs[dk_topic[j]], dk_count[j]
+        p1, v1 = phi_cs[dk_topic[j + 1]], dk_count[j + 1]
+        p2, v2 = phi_cs[dk_topic[j + 2]], dk_count[j + 2]
+        p3, v3 = phi_cs[dk_topic[j + 3]], dk_count[j + 3]
+        n_d += v0 + v1 + v2 + v3
+        for t in range(T):
+            s[t] += v0 * p0[t] + v1 * p1[t] + v2 * p2[t] + v3 * p3[t]
+        j += 4
+    for x in range(j, hi):
+        p0, v0 = phi_cs[dk_topic[x]], dk_count[x]
+        n_d += v0
+        for t in range(T):
+            s[t] += v0 * p0[t]
+    return n_d
+
+
 @njit(cache=True, parallel=True)
 def score_p_c_d(dk_ptr, dk_topic, dk_count, alpha, phi, apart, out):
     """out[d, s] = mean over samples cs of (sum_k (n_dk + alpha) phi[cs, k, s]) / (N_d + K alpha),
@@ -191,13 +215,7 @@ def score_p_c_d(dk_ptr, dk_topic, dk_count, alpha, phi, apart, out):
         for cs in range(n_cs):
             for t in range(T):
                 s[t] = apart[cs, t]
-            n_d = 0
-            for j in range(dk_ptr[cs, d], dk_ptr[cs, d + 1]):
-                k = dk_topic[j]
-                v = dk_count[j]
-                n_d += v
-                for t in range(T):
-                    s[t] += v * phi[cs, k, t]
+            n_d = _add_topics(dk_ptr[cs, d], dk_ptr[cs, d + 1], dk_topic, dk_count, phi[cs], s)
             den = 1.0 / (n_d + kalpha)
             for t in range(T):
                 acc[t] += s[t] * den
@@ -242,15 +260,10 @@ def score_p_c_d_per_sample(dk_ptr, dk_topic, dk_count, alpha, phi, apart, out):
     kalpha = K * alpha
     for d in prange(n_docs):
         for cs in range(n_cs):
+            row = out[cs, d]
             for t in range(T):
-                out[cs, d, t] = apart[cs, t]
-            n_d = 0
-            for j in range(dk_ptr[cs, d], dk_ptr[cs, d + 1]):
-                k = dk_topic[j]
-                v = dk_count[j]
-                n_d += v
-                for t in range(T):
-                    out[cs, d, t] += v * phi[cs, k, t]
+                row[t] = apart[cs, t]
+            n_d = _add_topics(dk_ptr[cs, d], dk_ptr[cs, d + 1], dk_topic, dk_count, phi[cs], row)
             den = 1.0 / (n_d + kalpha)
             for t in range(T):
-                out[cs, d, t] *= den
+                row[t] *= den
