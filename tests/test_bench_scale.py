@@ -201,7 +201,7 @@ def test_a_tiny_bench_scale_run_gives_finite_figures_against_the_targets(tmp_pat
     from retrieval.bench.scale import run
 
     tables = run(kinds=["lda"], docs=2000, fraction=1.0, sweeps=2, small_sweeps=4, terms=3000, work=str(tmp_path))
-    targets, details = tables
+    targets, details, profile = tables
     assert [r["measure"].split(":")[0] for r in targets.rows][-3:] == ["lda"] * 3
     assert all(r[""] in ("met", "missed") for r in targets.rows)
     for r in targets.rows:
@@ -213,6 +213,14 @@ def test_a_tiny_bench_scale_run_gives_finite_figures_against_the_targets(tmp_pat
     assert all(math.isfinite(float(row[k])) for k in ("setup s*", "s per sweep/epoch of 1 chain*", "measured: batch s"))
     assert row["small: tokens"] and math.isfinite(float(row["small: batch s"]))
     assert len(row["small: s per step"].split()) == 4 and float(row["late sweeps*"]) > 0
+    # where the time goes: the parts add up to the first table's training and batch figures
+    (part,) = profile.rows
+    train = float(next(r["figure"].split()[0] for r in targets.rows if r["measure"].startswith("lda: default training")))
+    batch = float(next(r["figure"].split()[0] for r in targets.rows if r["measure"].startswith("lda: 100-query batch")))
+    assert float(part["setup min"]) + float(part["sweeps (epochs) min"]) + float(part["finishing min"]) \
+        == pytest.approx(train, abs=0.2)
+    assert sum(float(part[c]) for c in ("exact QL s", "P_TM tables s", "extra tables s", "mixture scoring s",
+                                        "rest (per query) s")) == pytest.approx(batch, abs=0.03)
     # the small collection trained for the fraction's sweeps too, for the batch's fit
     assert float(row["small, early sweeps: P_TM tables s"]) > 0 and float(row["small: P_TM tables s"]) > 0
     assert "the first 2 files (2,000 documents" in targets.notes[1]  # the whole collection
@@ -234,4 +242,7 @@ def test_projection_of_mini_batch_training_counts_the_vocabulary_at_every_step()
     epoch = 100 + 1e-6 * 1000 * 300_000  # 100 s of tokens, 300 s of steps x terms
     assert got["per_chain_s"] == pytest.approx(epoch)
     assert got["train_min"] == pytest.approx(10 * epoch / 60)
+    # the profile's parts add up to the figures
+    assert (got["setup_s"] + got["sweeps_s"] + got["finish_s"]) / 60 == pytest.approx(got["train_min"])
+    assert got["batch_parts"]["ql_s"] == 1.0 and got["batch_s"] == pytest.approx(sum(got["batch_parts"].values()))
 

@@ -32,7 +32,9 @@ at the same sweep, and each part is scaled by what settling does to it on the sm
 (its longer run over its short one). The target
 collection is the whole one, grown linearly in
 documents to AP's 250,000 when ``--docs`` is smaller, its vocabulary by Heaps' law. Indexing
-and exact QL are measured on the whole collection.
+and exact QL are measured on the whole collection. A last table splits every kind's projected
+training (setup, sweeps, finishing) and batch (exact QL, P_TM tables, extra tables, the
+mixture's scoring, the rest per query) into those parts.
 """
 from __future__ import annotations
 
@@ -50,6 +52,7 @@ from pathlib import Path
 from ..core.scoring import LAM
 from ..core.tables import Table, fixed
 from .scale_fit import projection, target_size
+from .scale_profile import profile_table
 
 log = logging.getLogger(__name__)
 
@@ -466,7 +469,8 @@ def _tables(kinds, full, frac, small, per_kind, per_kind_small, per_kind_early, 
                         f"bounded; the statistics read back grow with the tokens). The * figures are "
                         f"extrapolated to {AP_DOCS:,} documents too.")
     return [Table("AP scale: every target (2 cores, default settings)", rows, notes=notes),
-            Table("Per kind: measured on the fraction, and extrapolated (*)", details, digits=2)]
+            Table("Per kind: measured on the fraction, and extrapolated (*)", details, digits=2),
+            profile_table(kinds, proj)]
 
 
 # -- what the child processes run -------------------------------------------------------------

@@ -70,25 +70,33 @@ def projection(r: dict, small: dict | None, target: dict, early: dict | None = N
     curve = sweep_curve(small["steps"], n_big) if small is not None else [1.0]
     # sweeps 2.. of the default run: the early sweeps' time, along the small run's curve, its
     # last point held for the sweeps after it
-    train_s = proj["setup"] + sum(proj["step"] * curve[min(i, len(curve) - 1)] for i in range(total - 1)) \
-        + proj["finish"]
-    batch = target["ql_batch_s"] + batch_added(r, target["docs"], small, early)
+    sweeps_s = sum(proj["step"] * curve[min(i, len(curve) - 1)] for i in range(total - 1))
+    train_s = proj["setup"] + sweeps_s + proj["finish"]
+    batch_parts = dict(ql_s=target["ql_batch_s"], **batch_added_parts(r, target["docs"], small, early))
     return dict(setup_s=proj["setup"], per_chain_s=proj["step"] / chains, late_chain_s=proj["step"] * curve[-1] / chains,
                 chains=chains, sweeps=total, train_min=train_s / 60, peak_gib=r["base_gib"] + proj["mem"],
-                batch_s=batch)
+                batch_s=sum(batch_parts.values()), sweeps_s=sweeps_s, finish_s=proj["finish"],
+                batch_parts=batch_parts)
 
 
 PARTS = ("tables_s", "extras_s", "scoring_s")  # the batch's parts timed apart (bench.scale)
 
 
 def batch_added(r: dict, docs: float, small: dict | None = None, early: dict | None = None) -> float:
-    """Seconds a model adds to the exact QL batch on ``docs`` documents: its parts that grow with
-    the documents (P_TM tables, a kind's extra query tables, the mixture's scoring; timed apart
-    on the fraction) and the rest of what it added there (per query) as it was. With a smaller
-    run's parts too, each part is a cost per document plus a fixed one (per query: the
-    scoring's arrays, the tables' per-term sums) fitted through both runs (linear through the
-    fraction where the smaller run's figure says otherwise: noise); else each is linear in
-    documents. Runs without those parts: all it added, linear in documents.
+    """Seconds a model adds to the exact QL batch on ``docs`` documents: the sum of
+    :func:`batch_added_parts`."""
+    return sum(batch_added_parts(r, docs, small, early).values())
+
+
+def batch_added_parts(r: dict, docs: float, small: dict | None = None, early: dict | None = None) -> dict:
+    """Seconds a model adds to the exact QL batch on ``docs`` documents, by part: those that grow
+    with the documents (``PARTS``: P_TM tables, a kind's extra query tables, the mixture's
+    scoring; timed apart on the fraction) and the rest of what it added there (``rest_s``, per
+    query) as it was. With a smaller run's parts too, each part is a cost per document plus a
+    fixed one (per query: the scoring's arrays, the tables' per-term sums) fitted through both
+    runs (linear through the fraction where the smaller run's figure says otherwise: noise);
+    else each is linear in documents. Runs without those parts: all it added (``rest_s``),
+    linear in documents.
 
     ``early``: the small collection trained for as many sweeps as the fraction, so that the fit
     compares models at the same point of their chains; each part is then scaled by what
@@ -96,18 +104,19 @@ def batch_added(r: dict, docs: float, small: dict | None = None, early: dict | N
     most 1: a settled chain's rows hold fewer topics, and a default model is settled."""
     added = max(r["batch_s"] - r["ql_batch_s"], 0.0)
     if "scoring_s" not in r:
-        return added * docs / r["n_docs"]
+        return dict(rest_s=added * docs / r["n_docs"])
     measured = sum(r[p] for p in PARTS)
     pair = early if early is not None else small
-    grown = 0.0
+    out = {}
     for part in PARTS:
         a, b = r[part] / r["n_docs"], 0.0
         if pair is not None and part in pair and pair["n_docs"] < r["n_docs"]:
             slope = (r[part] - pair[part]) / (r["n_docs"] - pair["n_docs"])
             if 0.0 <= slope <= a:  # else noise: linear through the fraction, the larger figure
                 a, b = slope, r[part] - slope * r["n_docs"]
-        grown += (a * docs + b) * settled_ratio(small, early, part)
-    return grown + max(added - measured, 0.0)
+        out[part] = (a * docs + b) * settled_ratio(small, early, part)
+    out["rest_s"] = max(added - measured, 0.0)
+    return out
 
 
 def settled_ratio(small: dict | None, early: dict | None, part: str) -> float:
