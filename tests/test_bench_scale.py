@@ -169,6 +169,12 @@ def test_batch_added_grows_only_the_parts_that_follow_the_documents():
     tables = 1e-5 * 250_000 + 0.10  # through (2000, 0.12) and (5000, 0.15)
     assert batch_added(r, 250_000, settled, early) == pytest.approx(tables * 0.5 + 0.02 + 1.255 + 0.10)
     assert batch_added(r, 250_000, small, small) == batch_added(r, 250_000, small)
+    # the mixture's scoring timed on the target collection replaces the fitted part, but not for
+    # a kind with extra tables (TCM scores its collocations too)
+    from retrieval.bench.scale_fit import batch_added_parts
+
+    assert batch_added_parts(dict(r, extras_s=0.0), 250_000, small, scoring_s=0.9)["scoring_s"] == 0.9
+    assert batch_added_parts(r, 250_000, small, scoring_s=0.9)["scoring_s"] == pytest.approx(1.255)
 
 
 def test_sweep_curve_follows_the_run_relative_to_its_early_sweeps():
@@ -190,6 +196,7 @@ def test_the_target_vocabulary_follows_heaps_law_up_to_the_generators():
     t = target_size(full, frac, 10.0, 10**9)
     assert t["tokens"] == 10_000_000 and t["docs"] == 100_000 and t["terms"] == pytest.approx(160_000)
     assert t["ql_batch_s"] == 5.0  # exact QL of the whole collection, linear in documents
+    assert "scoring_s" not in t and target_size(dict(full, scoring_s=0.2), frac, 10.0, 10**9)["scoring_s"] == 2.0
     assert target_size(full, frac, 10.0, 50_000)["terms"] == 50_000
     assert target_size(full, frac, 1.0, 10**9)["terms"] == 40_000
 
@@ -213,6 +220,7 @@ def test_a_tiny_bench_scale_run_gives_finite_figures_against_the_targets(tmp_pat
     assert all(math.isfinite(float(row[k])) for k in ("setup s*", "s per sweep/epoch of 1 chain*", "measured: batch s"))
     assert row["small: tokens"] and math.isfinite(float(row["small: batch s"]))
     assert len(row["small: s per step"].split()) == 4 and float(row["late sweeps*"]) > 0
+    assert any("The mixture's scoring is also timed on the whole collection" in n for n in targets.notes)
     # where the time goes: the parts add up to the first table's training and batch figures
     (part,) = profile.rows
     train = float(next(r["figure"].split()[0] for r in targets.rows if r["measure"].startswith("lda: default training")))

@@ -29,7 +29,8 @@ documents (P_TM tables, extra query tables, the mixture's scoring; timed apart) 
 document plus a fixed one through both runs, the rest as measured. For the Gibbs kinds the
 smaller fraction is also trained for ``--sweeps`` sweeps, so that the batch's fit compares models
 at the same sweep, and each part is scaled by what settling does to it on the smaller fraction
-(its longer run over its short one). The target
+(its longer run over its short one). The mixture's scoring, the same work whatever the model,
+is timed on the whole collection instead (for the kinds without extra query tables). The target
 collection is the whole one, grown linearly in
 documents to AP's 250,000 when ``--docs`` is smaller, its vocabulary by Heaps' law. Indexing
 and exact QL are measured on the whole collection. A last table splits every kind's projected
@@ -43,7 +44,6 @@ import logging
 import math
 import os
 import platform
-import resource
 import subprocess
 import sys
 import time
@@ -52,6 +52,7 @@ from pathlib import Path
 from ..core.scoring import LAM
 from ..core.tables import Table, fixed
 from .scale_fit import projection, target_size
+from .scale_batch import BATCH_REPEATS, maxrss_gib, time_batch
 from .scale_profile import profile_table
 
 log = logging.getLogger(__name__)
@@ -65,10 +66,6 @@ INDEX_TARGET_MIN = 10.0
 N_QUERIES = 100
 AP_DOCS = 250_000  # the targets are for AP88-90's size; a smaller --docs is extrapolated to it
 KEPT_PER_CHAIN = 5  # samples a default Gibbs model keeps per chain (100 sweeps: every 10th of 51..100)
-
-
-def _maxrss_gib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
 # -- child processes ---------------------------------------------------------------------------
@@ -88,12 +85,6 @@ def _child(task: str, args: dict, log_path: Path, timeout: float | None = None) 
     return json.loads(out.read_text())
 
 
-def _topics(queries: list[str]):
-    from ..core.trec import Topic
-
-    return [Topic(str(i + 1), q, "", "") for i, q in enumerate(queries)]
-
-
 def task_index(files: list[str], out: str, threads: int, queries: list[str]) -> dict:
     """Build the index (timed; this process's peak memory is the build's), then time the batch
     of exact QL queries over it."""
@@ -102,11 +93,11 @@ def task_index(files: list[str], out: str, threads: int, queries: list[str]) -> 
     start = time.perf_counter()
     index = build_index(files, out, threads=threads, force=True)
     secs = time.perf_counter() - start
-    peak = _maxrss_gib()
+    peak = maxrss_gib()
     s = index.stats
     result = dict(index_s=secs, index_peak_gib=peak, n_docs=s.n_docs, n_tokens=int(s.n_tokens),
                   n_terms=s.n_terms)
-    result.update(_time_batch(index, queries, None))
+    result.update(time_batch(index, queries, None))
     return result
 
 
@@ -115,69 +106,7 @@ def task_ql(index: str, queries: list[str]) -> dict:
 
     index = Index(index)
     s = index.stats
-    return dict(n_docs=s.n_docs, n_tokens=int(s.n_tokens), n_terms=s.n_terms, **_time_batch(index, queries, None))
-
-
-# Times the batch is ranked; the fastest is reported.
-BATCH_REPEATS = 3
-
-
-def _time_batch(index, queries, model) -> dict:
-    """Seconds of ranking the queries (depth 1000) as ``topicir run`` does, the model's
-    per-document constants included (the fastest of :data:`BATCH_REPEATS`). With a model, the
-    same batch without it is timed in turn with it (``ql_batch_s``), and the parts of the
-    model's batch that grow with the documents are timed apart (:func:`_document_parts`)."""
-    from ..core.ranking import run_topics
-
-    def batch(m, texts=queries) -> float:
-        start = time.perf_counter()
-        run_topics(index, _topics(texts), model=m, lam=1.0 if m is None else LAM, progress=False)
-        return time.perf_counter() - start
-
-    # Two queries first, timed apart: the JVM, numba's kernels (loaded once per process) and
-    # the model's per-document constants (computed once per model) are ready before the batch.
-    first_s = batch(model, queries[:2])
-    # the fastest: one slow repeat is the machine, not the ranker; with a model, QL alternates
-    # with it so that both see the same machine
-    times = [(batch(model), batch(None) if model is not None else 0.0) for _ in range(BATCH_REPEATS)]
-    result = dict(batch_s=min(t for t, _ in times), first_s=first_s)
-    if model is not None:
-        result.update(ql_batch_s=min(t for _, t in times), **_document_parts(index, queries, model))
-    return dict(result, peak_gib=_maxrss_gib())
-
-
-def _document_parts(index, queries, model) -> dict:
-    """Seconds of the parts of a model's batch that grow with the documents, each timed apart
-    as the batch computes them (the fastest of :data:`BATCH_REPEATS`): the P_TM(w|d) tables of
-    the query terms (``p_w_d`` once per group of queries whose terms fit the tables' memory),
-    the tables of the parts a kind adds to a query (TCM's collocations, through its
-    ``query_extra`` hook) and the scoring of every document under the mixture. What else the
-    model adds to the batch is per query."""
-    from ..core.extension import document_model
-    from ..core.plugins import hook
-    from ..core.ranking import prepare, query_tables
-
-    model = document_model(model, index)
-    extra_hook = hook(model.kind, "query_extra")
-    best = dict(tables_s=math.inf, extras_s=math.inf, scoring_s=math.inf)
-    for _ in range(BATCH_REPEATS):
-        start = time.perf_counter()
-        tables = list(query_tables(index, queries, model))
-        times = dict(tables_s=time.perf_counter() - start, extras_s=0.0)
-        prepared = [prepare(index, text, model, p_w=table, warn=False) for text, table in zip(queries, tables)]
-        for text, p in zip(queries, prepared):
-            if extra_hook is not None and p.p_w is not None:
-                start = time.perf_counter()
-                extra = extra_hook(index, model, text, p.query)
-                if len(extra.postings):
-                    extra.p_tm(False)
-                times["extras_s"] += time.perf_counter() - start
-        start = time.perf_counter()
-        for p in prepared:
-            p.scores(lam=LAM)
-        times["scoring_s"] = time.perf_counter() - start
-        best = {k: min(v, times[k]) for k, v in best.items()}
-    return best
+    return dict(n_docs=s.n_docs, n_tokens=int(s.n_tokens), n_terms=s.n_terms, **time_batch(index, queries, None))
 
 
 def _schedule_params(kind: str, sweeps: int, threads: int, epochs: int | None = None) -> dict:
@@ -206,7 +135,7 @@ def task_warm(index: str, kinds: list[str], threads: int) -> dict:
         quick.update(dict(epochs=1) if "epochs" in quick else dict(n_iter=2, burn_in=0, sample_every=1))
         model = cls(**quick, n_jobs=threads)
         model.fit(corpus, **training_inputs(index, model, progress=False))
-        _time_batch(index, ["warm up"], model)
+        time_batch(index, ["warm up"], model)
     return {}
 
 
@@ -222,7 +151,7 @@ def task_kind(index: str, kind: str, sweeps: int, threads: int, queries: list[st
     cls = model_class(kind)  # imports torch for aviPAM: part of the baseline
     index = Index(index)
     index.analyze("warm")  # the JVM belongs to the baseline too
-    base = _maxrss_gib()
+    base = maxrss_gib()
     # under TOPICIR_QUICK=1 the kind's quick settings, as ``topicir train`` takes them
     defaults = quick_train_params(kind, cls().get_params())
     model = cls(**{**defaults, **_schedule_params(kind, sweeps, threads, epochs)})
@@ -235,13 +164,13 @@ def task_kind(index: str, kind: str, sweeps: int, threads: int, queries: list[st
     model.fit(corpus, callback=lambda m, it, n: ticks.append(time.perf_counter()), **inputs)
     end = time.perf_counter()
     steps = [b - a for a, b in zip([fit_start] + ticks[:-1], ticks)]
-    train_peak = _maxrss_gib()
+    train_peak = maxrss_gib()
     retained = _array_gib(model)
     result = dict(kind=kind, n_tokens=int(corpus.n_tokens), n_docs=int(corpus.n_docs), n_terms=int(corpus.n_terms),
                   base_gib=base, train_peak_gib=train_peak, retained_gib=retained, inputs_s=inputs_s, steps=steps,
                   finish_s=end - ticks[-1], defaults={k: v for k, v in defaults.items() if _plain(v)},
                   n_samples=int(getattr(model, "n_samples_", 1)))
-    result.update(_time_batch(index, queries, model))
+    result.update(time_batch(index, queries, model))
     return result
 
 
@@ -440,14 +369,14 @@ def _tables(kinds, full, frac, small, per_kind, per_kind_small, per_kind_early, 
            "Extrapolated linearly in tokens from this one run: setup, seconds per sweep, finishing, the memory "
            "above the process's baseline (an upper bound for vocabulary-sized arrays). Target collection: ")
         + f"{target['docs']:,.0f} documents, {target['tokens'] / 1e6:.1f} M tokens, {target['terms']:,.0f} terms "
-        f"(Heaps' law through the fraction and the whole index). The default training is setup + the "
-        f"remaining sweeps of all chains + finishing. The batch with a model (its ranking scores every "
-        f"document) is the exact QL batch of the whole collection plus what the model added on the "
-        f"fraction (its batch minus the QL batch, timed in turn in the same process): the parts that "
+        "(Heaps' law through the fraction and the whole index). The default training is setup + the "
+        "remaining sweeps of all chains + finishing. The batch with a model (its ranking scores every "
+        "document) is the exact QL batch of the whole collection plus what the model added on the "
+        "fraction (its batch minus the QL batch, timed in turn in the same process): the parts that "
         + ("grow with the documents as a cost per document plus a fixed one, fitted through the fraction "
            "and the small run" if small is not None else "grow with the documents linear in documents")
-        + f", the rest (per query) as measured (bench.scale_fit.batch_added). Indexing and exact QL are measured on the "
-        f"whole collection" + (" (the index and its build measurement reused from an earlier run: "
+        + ", the rest (per query) as measured (bench.scale_fit.batch_added). Indexing and exact QL are measured on the "
+        "whole collection" + (" (the index and its build measurement reused from an earlier run: "
                                 "--reindex to measure again)." if info["full_cached"] else "."),
         "Each step ran in its own process; peak memory is its ru_maxrss (JVM included). Queries: "
         f"{N_QUERIES} generated title queries of 2-4 words (each from one latent topic's top words), "
@@ -458,7 +387,11 @@ def _tables(kinds, full, frac, small, per_kind, per_kind_small, per_kind_early, 
         f"computes them (the fastest of {BATCH_REPEATS}): 'P_TM tables', the model's P_TM(w|d) of the query terms for every document "
         "(``p_w_d`` once per group of queries whose terms fit the tables' memory); 'extra tables', those "
         "of the parts a kind adds to a query (TCM's collocations); 'mixture scoring', every document's "
-        "score under the mixture. The rest is per query: analysis, ranking and run lines.",
+        "score under the mixture. The rest is per query: analysis, ranking and run lines."
+        + (f" The mixture's scoring is also timed on the whole collection, with P_TM tables of one value (the "
+           f"same work whatever the model): {full['scoring_s']:.2f} s, scaled to the target collection, it "
+           f"replaces the fitted figure of every kind that adds no extra tables."
+           if "scoring_s" in full else ""),
         f"QL batch on the fraction index: {frac['batch_s']:.2f} s"
         + (f", on the small one: {small['batch_s']:.2f} s." if small is not None else "."),
     ]

@@ -72,7 +72,8 @@ def projection(r: dict, small: dict | None, target: dict, early: dict | None = N
     # last point held for the sweeps after it
     sweeps_s = sum(proj["step"] * curve[min(i, len(curve) - 1)] for i in range(total - 1))
     train_s = proj["setup"] + sweeps_s + proj["finish"]
-    batch_parts = dict(ql_s=target["ql_batch_s"], **batch_added_parts(r, target["docs"], small, early))
+    batch_parts = dict(ql_s=target["ql_batch_s"], **batch_added_parts(r, target["docs"], small, early,
+                                                                     target.get("scoring_s")))
     return dict(setup_s=proj["setup"], per_chain_s=proj["step"] / chains, late_chain_s=proj["step"] * curve[-1] / chains,
                 chains=chains, sweeps=total, train_min=train_s / 60, peak_gib=r["base_gib"] + proj["mem"],
                 batch_s=sum(batch_parts.values()), sweeps_s=sweeps_s, finish_s=proj["finish"],
@@ -82,13 +83,15 @@ def projection(r: dict, small: dict | None, target: dict, early: dict | None = N
 PARTS = ("tables_s", "extras_s", "scoring_s")  # the batch's parts timed apart (bench.scale)
 
 
-def batch_added(r: dict, docs: float, small: dict | None = None, early: dict | None = None) -> float:
+def batch_added(r: dict, docs: float, small: dict | None = None, early: dict | None = None,
+                scoring_s: float | None = None) -> float:
     """Seconds a model adds to the exact QL batch on ``docs`` documents: the sum of
     :func:`batch_added_parts`."""
-    return sum(batch_added_parts(r, docs, small, early).values())
+    return sum(batch_added_parts(r, docs, small, early, scoring_s).values())
 
 
-def batch_added_parts(r: dict, docs: float, small: dict | None = None, early: dict | None = None) -> dict:
+def batch_added_parts(r: dict, docs: float, small: dict | None = None, early: dict | None = None,
+                      scoring_s: float | None = None) -> dict:
     """Seconds a model adds to the exact QL batch on ``docs`` documents, by part: those that grow
     with the documents (``PARTS``: P_TM tables, a kind's extra query tables, the mixture's
     scoring; timed apart on the fraction) and the rest of what it added there (``rest_s``, per
@@ -101,7 +104,11 @@ def batch_added_parts(r: dict, docs: float, small: dict | None = None, early: di
     ``early``: the small collection trained for as many sweeps as the fraction, so that the fit
     compares models at the same point of their chains; each part is then scaled by what
     settling did to it on the small collection, ``small`` (trained longer) over ``early``, at
-    most 1: a settled chain's rows hold fewer topics, and a default model is settled."""
+    most 1: a settled chain's rows hold fewer topics, and a default model is settled.
+
+    ``scoring_s``: the mixture's scoring timed on ``docs`` documents (the same for every model);
+    it replaces the fitted scoring part of a kind that adds no extra query tables (a kind that
+    does, TCM, also scores its collocations)."""
     added = max(r["batch_s"] - r["ql_batch_s"], 0.0)
     if "scoring_s" not in r:
         return dict(rest_s=added * docs / r["n_docs"])
@@ -115,6 +122,8 @@ def batch_added_parts(r: dict, docs: float, small: dict | None = None, early: di
             if 0.0 <= slope <= a:  # else noise: linear through the fraction, the larger figure
                 a, b = slope, r[part] - slope * r["n_docs"]
         out[part] = (a * docs + b) * settled_ratio(small, early, part)
+    if scoring_s is not None and r.get("extras_s", 0.0) == 0.0:
+        out["scoring_s"] = scoring_s
     out["rest_s"] = max(added - measured, 0.0)
     return out
 
@@ -168,4 +177,7 @@ def target_size(full: dict, frac: dict, grow: float, max_terms: int) -> dict:
     if grow > 1 and full["n_tokens"] > frac["n_tokens"] and full["n_terms"] > frac["n_terms"]:
         beta = math.log(full["n_terms"] / frac["n_terms"]) / math.log(full["n_tokens"] / frac["n_tokens"])
         terms = min(full["n_terms"] * grow ** beta, float(max_terms))
-    return dict(tokens=tokens, terms=terms, docs=full["n_docs"] * grow, ql_batch_s=full["batch_s"] * grow)
+    out = dict(tokens=tokens, terms=terms, docs=full["n_docs"] * grow, ql_batch_s=full["batch_s"] * grow)
+    if "scoring_s" in full:  # the mixture's scoring, timed on the whole collection
+        out["scoring_s"] = full["scoring_s"] * grow
+    return out

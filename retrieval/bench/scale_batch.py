@@ -1,0 +1,109 @@
+"""How ``topicir bench scale`` times a batch of queries in its child processes (see
+:mod:`retrieval.bench.scale`): the whole batch, with a model the parts of it that grow with the
+documents, and the mixture's scoring at the collection's own size; and the process's peak
+memory."""
+from __future__ import annotations
+
+import math
+import resource
+import time
+
+from ..core.scoring import LAM
+
+
+def maxrss_gib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def _topics(queries: list[str]):
+    from ..core.trec import Topic
+
+    return [Topic(str(i + 1), q, "", "") for i, q in enumerate(queries)]
+
+
+# Times the batch is ranked; the fastest is reported.
+BATCH_REPEATS = 5
+
+
+def time_batch(index, queries, model) -> dict:
+    """Seconds of ranking the queries (depth 1000) as ``topicir run`` does, the model's
+    per-document constants included (the fastest of :data:`BATCH_REPEATS`). With a model, the
+    same batch without it is timed in turn with it (``ql_batch_s``), and the parts of the
+    model's batch that grow with the documents are timed apart (:func:`_document_parts`)."""
+    from ..core.ranking import run_topics
+
+    def batch(m, texts=queries) -> float:
+        start = time.perf_counter()
+        run_topics(index, _topics(texts), model=m, lam=1.0 if m is None else LAM, progress=False)
+        return time.perf_counter() - start
+
+    # Two queries first, timed apart: the JVM, numba's kernels (loaded once per process) and
+    # the model's per-document constants (computed once per model) are ready before the batch.
+    first_s = batch(model, queries[:2])
+    # the fastest: one slow repeat is the machine, not the ranker; with a model, QL alternates
+    # with it so that both see the same machine
+    times = [(batch(model), batch(None) if model is not None else 0.0) for _ in range(BATCH_REPEATS)]
+    result = dict(batch_s=min(t for t, _ in times), first_s=first_s)
+    if model is not None:
+        result.update(ql_batch_s=min(t for _, t in times), **_document_parts(index, queries, model))
+    peak = maxrss_gib()
+    if model is None:
+        result["scoring_s"] = _mixture_scoring(index, queries)
+    return dict(result, peak_gib=peak)
+
+
+def _mixture_scoring(index, queries) -> float:
+    """Seconds of scoring every document of the index under the mixture for every query, with
+    P_TM tables of one value (the fastest of :data:`BATCH_REPEATS`): what a model's batch spends
+    on the mixture whatever the model, timed at the collection's own size."""
+    import numpy as np
+
+    from ..core.ranking import prepare
+
+    n_docs = index.stats.n_docs
+    prepared = []
+    for text in queries:
+        n_terms = len(prepare(index, text, None, warn=False).query.term_ids)
+        if n_terms:
+            prepared.append(prepare(index, text, None, warn=False, p_w=np.full((n_docs, n_terms), 1e-4)))
+    best = math.inf
+    for _ in range(BATCH_REPEATS):
+        start = time.perf_counter()
+        for p in prepared:
+            p.scores(lam=LAM)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _document_parts(index, queries, model) -> dict:
+    """Seconds of the parts of a model's batch that grow with the documents, each timed apart
+    as the batch computes them (the fastest of :data:`BATCH_REPEATS`): the P_TM(w|d) tables of
+    the query terms (``p_w_d`` once per group of queries whose terms fit the tables' memory),
+    the tables of the parts a kind adds to a query (TCM's collocations, through its
+    ``query_extra`` hook) and the scoring of every document under the mixture. What else the
+    model adds to the batch is per query."""
+    from ..core.extension import document_model
+    from ..core.plugins import hook
+    from ..core.ranking import prepare, query_tables
+
+    model = document_model(model, index)
+    extra_hook = hook(model.kind, "query_extra")
+    best = dict(tables_s=math.inf, extras_s=math.inf, scoring_s=math.inf)
+    for _ in range(BATCH_REPEATS):
+        start = time.perf_counter()
+        tables = list(query_tables(index, queries, model))
+        times = dict(tables_s=time.perf_counter() - start, extras_s=0.0)
+        prepared = [prepare(index, text, model, p_w=table, warn=False) for text, table in zip(queries, tables)]
+        for text, p in zip(queries, prepared):
+            if extra_hook is not None and p.p_w is not None:
+                start = time.perf_counter()
+                extra = extra_hook(index, model, text, p.query)
+                if len(extra.postings):
+                    extra.p_tm(False)
+                times["extras_s"] += time.perf_counter() - start
+        start = time.perf_counter()
+        for p in prepared:
+            p.scores(lam=LAM)
+        times["scoring_s"] = time.perf_counter() - start
+        best = {k: min(v, times[k]) for k, v in best.items()}
+    return best
