@@ -161,13 +161,12 @@ def test_batch_added_grows_only_the_parts_that_follow_the_documents():
     assert batch_added(r, 250_000, small) == pytest.approx(7.5 + 0.02 + 1.255 + 0.10)
     # a small run slower than the fraction (noise): that part linear through the fraction
     assert batch_added(r, 250_000, dict(small, scoring_s=0.05)) == pytest.approx(7.5 + 0.02 + 1.5 + 0.10)
-    # the small collection at the fraction's sweeps ('early') pairs with the fraction, and the
-    # longer small run's settled tables (half the early ones) halve the tables' part; settling
-    # never makes a part dearer
+    # the small collection at the fraction's sweeps ('early') pairs with the fraction instead of
+    # the longer small run (whose settled tables are cheaper)
     early = dict(small, tables_s=0.12)
     settled = dict(small, tables_s=0.06, scoring_s=0.02)
     tables = 1e-5 * 250_000 + 0.10  # through (2000, 0.12) and (5000, 0.15)
-    assert batch_added(r, 250_000, settled, early) == pytest.approx(tables * 0.5 + 0.02 + 1.255 + 0.10)
+    assert batch_added(r, 250_000, settled, early) == pytest.approx(tables + 0.02 + 1.255 + 0.10)
     assert batch_added(r, 250_000, small, small) == batch_added(r, 250_000, small)
     # the mixture's scoring timed on the target collection replaces the fitted part, but not for
     # a kind with extra tables (TCM scores its collocations too)

@@ -28,8 +28,7 @@ whole collection plus what the model adds on the fraction: its parts that grow w
 documents (P_TM tables, extra query tables, the mixture's scoring; timed apart) as a cost per
 document plus a fixed one through both runs, the rest as measured. For the Gibbs kinds the
 smaller fraction is also trained for ``--sweeps`` sweeps, so that the batch's fit compares models
-at the same sweep, and each part is scaled by what settling does to it on the smaller fraction
-(its longer run over its short one). The mixture's scoring, the same work whatever the model,
+at the same sweep. The mixture's scoring, the same work whatever the model,
 is timed on the whole collection instead (for the kinds without extra query tables). The target
 collection is the whole one, grown linearly in
 documents to AP's 250,000 when ``--docs`` is smaller, its vocabulary by Heaps' law. Indexing
@@ -281,7 +280,7 @@ def run(*, kinds=KINDS, docs: int = 250_000, fraction: float = 0.05, sweeps: int
                                           logs / f"kind-{kind}-small.log")
             if "epochs" not in per_kind[kind]["defaults"] and small_sweeps > sweeps:
                 # the small collection at the fraction's sweeps: its batch pairs with the
-                # fraction's (same point of the chains), the longer run's says what settling does
+                # fraction's (the same point of the chains)
                 log.info("training %s on %s for %d sweeps", kind, small_ix, sweeps)
                 per_kind_early[kind] = _child("kind", dict(index=str(small_ix), kind=kind, sweeps=sweeps,
                                                            threads=threads, queries=queries),
@@ -361,9 +360,9 @@ def _tables(kinds, full, frac, small, per_kind, per_kind_small, per_kind_early, 
            f"median over five sweeps relative to its sweeps 2-{info['sweeps']}, at most 1, its last point held to the "
            f"last sweep; bench.scale_fit.sweep_curve): samplers get faster as the chains settle ('late "
            f"sweeps'). The Gibbs kinds are trained on the small fraction for {info['sweeps']} sweeps too "
-           f"('early sweeps'): the batch's parts are fitted through the two runs at the same sweep, and "
-           f"each is scaled by the small run's settled over early figure (at most 1; a settled chain's "
-           f"rows hold fewer topics, and a default model is settled; bench.scale_fit.batch_added). "
+           f"('early sweeps'): the batch's parts are fitted through the two runs at the same sweep (a "
+           f"small collection's chains settle sooner), so the batch is that of a model at sweep "
+           f"{info['sweeps']} (bench.scale_fit.batch_added). "
            f"Target collection: "
            if small is not None else
            "Extrapolated linearly in tokens from this one run: setup, seconds per sweep, finishing, the memory "

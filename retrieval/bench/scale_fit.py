@@ -101,10 +101,10 @@ def batch_added_parts(r: dict, docs: float, small: dict | None = None, early: di
     else each is linear in documents. Runs without those parts: all it added (``rest_s``),
     linear in documents.
 
-    ``early``: the small collection trained for as many sweeps as the fraction, so that the fit
-    compares models at the same point of their chains; each part is then scaled by what
-    settling did to it on the small collection, ``small`` (trained longer) over ``early``, at
-    most 1: a settled chain's rows hold fewer topics, and a default model is settled.
+    ``early``: the small collection trained for as many sweeps as the fraction: the fit then
+    pairs runs at the same sweep (a sampler's rows change as its chains settle, and a small
+    collection settles sooner than the fraction), so the figure is that of a model at the
+    fraction's sweeps.
 
     ``scoring_s``: the mixture's scoring timed on ``docs`` documents (the same for every model);
     it replaces the fitted scoring part of a kind that adds no extra query tables (a kind that
@@ -121,19 +121,11 @@ def batch_added_parts(r: dict, docs: float, small: dict | None = None, early: di
             slope = (r[part] - pair[part]) / (r["n_docs"] - pair["n_docs"])
             if 0.0 <= slope <= a:  # else noise: linear through the fraction, the larger figure
                 a, b = slope, r[part] - slope * r["n_docs"]
-        out[part] = (a * docs + b) * settled_ratio(small, early, part)
+        out[part] = a * docs + b
     if scoring_s is not None and r.get("extras_s", 0.0) == 0.0:
         out["scoring_s"] = scoring_s
     out["rest_s"] = max(added - measured, 0.0)
     return out
-
-
-def settled_ratio(small: dict | None, early: dict | None, part: str) -> float:
-    """What settling leaves of a batch part: its seconds on the longer small run over those on
-    the early one, at most 1 (1 without both)."""
-    if small is None or early is None or early.get(part, 0.0) <= 0.0:
-        return 1.0
-    return min(small[part] / early[part], 1.0)
 
 
 def memory_by_parts(r: dict, small: dict, target: dict) -> float:
