@@ -190,7 +190,8 @@ class LDA(LDAFoldInMixin, LDADocumentModel, SweepOrderModel):
         visit_ptr, visit_key = key_runs(block[ord_pos] * D + tok_doc[ord_pos])
         wshift, wdtype = word_list_packing(self.n_topics, cf.max(initial=0))
         self._lay = dict(
-            ord_pos=ord_pos.astype(np.int32 if N < 2**31 else np.int64), ord_doc=tok_doc[ord_pos], ord_word=corpus.term_ids[ord_pos],
+            ord_pos=ord_pos.astype(np.int32 if N < 2**31 else np.int64), ord_doc=tok_doc[ord_pos],
+            ord_word=corpus.term_ids[ord_pos],
             shard_tok_ptr=np.searchsorted(tok_shard[ord_pos], np.arange(S + 1)).astype(np.int64),
             visit_ptr=visit_ptr, visit_doc=(visit_key % D).astype(np.int32),
             block_visit_ptr=block_run_ptrs(visit_key // D, S), doc_len=doc_len,

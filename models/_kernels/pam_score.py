@@ -5,6 +5,7 @@ import numpy as np
 from numba import njit, prange
 
 from .pam_buckets import block_E, doc_bucket, prior_bucket
+from .sparse import add_weighted_rows
 
 # ---------------------------------------------------------------------------------------------
 # Document model P_PAM(w | d) for retrieval
@@ -81,9 +82,9 @@ def _doc_sample(cs, d, dp_ptr, dp_key, dp_count, n_d, n_sub, alpha_r, alpha_sum,
 
     sum_i theta_i (G_it + sum_{j in d} n_ij phi_jt) / (n_i + S_i), theta_i = (n_i + a_r) / (n_d + s a_r);
     the super-topics absent from d share the term ``a_r / (n_d + s a_r) * base[cs, t]`` with
-    base = sum_i G_i / S_i, and the present ones correct it, four G rows at a time (``out`` read
-    and written once for four). phi_jt is phi_b[cs, j], the part every term shares, plus the
-    sparse count part of :func:`sparse_phi`.
+    base = sum_i G_i / S_i, and the present ones correct it (their G rows added at the end).
+    phi_jt is phi_b[cs, j], the part every term shares, plus the sparse count part of
+    :func:`sparse_phi`.
     """
     n_super = G.shape[1]
     T = G.shape[2]
@@ -116,19 +117,7 @@ def _doc_sample(cs, d, dp_ptr, dp_key, dp_count, n_d, n_sub, alpha_r, alpha_sum,
             for r in range(sp_ptr[cs, j], sp_ptr[cs, j + 1]):
                 out[sp_term[r]] += c * sp_val[r]
         q = e
-    m = 0
-    while m + 4 <= n_present:
-        g0, c0 = G[cs, sup[m]], coef[m]
-        g1, c1 = G[cs, sup[m + 1]], coef[m + 1]
-        g2, c2 = G[cs, sup[m + 2]], coef[m + 2]
-        g3, c3 = G[cs, sup[m + 3]], coef[m + 3]
-        for t in range(T):
-            out[t] += c0 * g0[t] + c1 * g1[t] + c2 * g2[t] + c3 * g3[t]
-        m += 4
-    for x in range(m, n_present):
-        g0, c0 = G[cs, sup[x]], coef[x]
-        for t in range(T):
-            out[t] += c0 * g0[t]
+    add_weighted_rows(out, G[cs], sup, coef, 0, n_present, 1.0)
     for t in range(T):
         out[t] += shared
 

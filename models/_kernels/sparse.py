@@ -1,5 +1,5 @@
 """Small sparse-array kernels the topic models share: binary search in sorted lists, labels to
-(label, count) lists and dense count rows to CSR."""
+(label, count) lists, weighted sums of a few rows of a dense table and dense count rows to CSR."""
 from numba import njit, prange
 
 
@@ -32,6 +32,26 @@ def label_counts(zs, keys, counts, base):
             nnz += 1
             prev = t
     return nnz
+
+
+@njit(cache=True, inline="always")
+def add_weighted_rows(out, table, rows, weights, lo, hi, scale):
+    """out[t] += sum over i in [lo, hi) of (weights[i] * scale) * table[rows[i], t], four rows
+    at a time, so that ``out`` is read and written once for four rows of ``table``."""
+    T = len(out)
+    i = lo
+    while i + 4 <= hi:
+        p0, c0 = table[rows[i]], weights[i] * scale
+        p1, c1 = table[rows[i + 1]], weights[i + 1] * scale
+        p2, c2 = table[rows[i + 2]], weights[i + 2] * scale
+        p3, c3 = table[rows[i + 3]], weights[i + 3] * scale
+        for t in range(T):
+            out[t] += c0 * p0[t] + c1 * p1[t] + c2 * p2[t] + c3 * p3[t]
+        i += 4
+    for j in range(i, hi):
+        p0, c0 = table[rows[j]], weights[j] * scale
+        for t in range(T):
+            out[t] += c0 * p0[t]
 
 
 @njit(cache=True, parallel=True)

@@ -7,7 +7,7 @@ import numpy as np
 from numba import njit, prange
 
 from .rng import uniform
-from .sparse import lower_bound
+from .sparse import add_weighted_rows, lower_bound
 
 
 # ---------------------------------------------------------------------------------------------
@@ -175,25 +175,12 @@ def compact_doc_lists(cap_ptr, dt_topic, dt_count, dt_nnz, out_ptr, out_topic, o
 
 @njit(cache=True, inline="always")
 def _add_topics(lo, hi, dk_topic, dk_count, phi_cs, s):
-    """s[t] += sum over the entries lo:hi of n_dk phi_cs[k, t], four topics at a time (``s``
-    read and written once for four phi rows). Returns N_d, the sum of the counts."""
-    T = len(s)
+    """s[t] += sum over the entries lo:hi of n_dk phi_cs[k, t]. Returns N_d, the sum of the
+    counts."""
+    add_weighted_rows(s, phi_cs, dk_topic, dk_count, lo, hi, 1.0)
     n_d = 0
-    j = lo
-    while j + 4 <= hi:
-        p0, v0 = phi_cs[dk_topic[j]], dk_count[j]
-        p1, v1 = phi_cs[dk_topic[j + 1]], dk_count[j + 1]
-        p2, v2 = phi_cs[dk_topic[j + 2]], dk_count[j + 2]
-        p3, v3 = phi_cs[dk_topic[j + 3]], dk_count[j + 3]
-        n_d += v0 + v1 + v2 + v3
-        for t in range(T):
-            s[t] += v0 * p0[t] + v1 * p1[t] + v2 * p2[t] + v3 * p3[t]
-        j += 4
-    for x in range(j, hi):
-        p0, v0 = phi_cs[dk_topic[x]], dk_count[x]
-        n_d += v0
-        for t in range(T):
-            s[t] += v0 * p0[t]
+    for j in range(lo, hi):
+        n_d += dk_count[j]
     return n_d
 
 

@@ -7,29 +7,17 @@ theta and no (n_terms, K) phi per sample.
 """
 from numba import njit, prange
 
+from .sparse import add_weighted_rows
+
 
 @njit(cache=True, inline="always")
 def _doc_sample(cs, d, dk_ptr, dk_topic, dk_count, n_d, alpha_sum, phi, ap, scale, out):
-    """out[t] += scale * P_cs(term t | d). The document's topics are added four at a time, so
-    that ``out`` is read and written once for four phi rows."""
+    """out[t] += scale * P_cs(term t | d)."""
     T = phi.shape[2]
     f = scale / (n_d + alpha_sum[cs])
     for t in range(T):
         out[t] += ap[cs, t] * f
-    i = dk_ptr[cs, d]
-    end = dk_ptr[cs, d + 1]
-    while i + 4 <= end:
-        p0, c0 = phi[cs, dk_topic[i]], dk_count[i] * f
-        p1, c1 = phi[cs, dk_topic[i + 1]], dk_count[i + 1] * f
-        p2, c2 = phi[cs, dk_topic[i + 2]], dk_count[i + 2] * f
-        p3, c3 = phi[cs, dk_topic[i + 3]], dk_count[i + 3] * f
-        for t in range(T):
-            out[t] += c0 * p0[t] + c1 * p1[t] + c2 * p2[t] + c3 * p3[t]
-        i += 4
-    for j in range(i, end):
-        p0, c0 = phi[cs, dk_topic[j]], dk_count[j] * f
-        for t in range(T):
-            out[t] += c0 * p0[t]
+    add_weighted_rows(out, phi[cs], dk_topic, dk_count, dk_ptr[cs, d], dk_ptr[cs, d + 1], f)
 
 
 @njit(cache=True, parallel=True)
