@@ -4,6 +4,7 @@ from __future__ import annotations
 import gzip
 import math
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -253,3 +254,17 @@ def test_projection_of_mini_batch_training_counts_the_vocabulary_at_every_step()
     assert (got["setup_s"] + got["sweeps_s"] + got["finish_s"]) / 60 == pytest.approx(got["train_min"])
     assert got["batch_parts"]["ql_s"] == 1.0 and got["batch_s"] == pytest.approx(sum(got["batch_parts"].values()))
 
+
+
+def test_the_scoring_timing_mixes_the_one_valued_tables_in(tmp_path):
+    """The mixture's scoring timed on the whole collection (bench.scale_batch) must score under
+    the mixture, not fall back to plain QL for want of a model."""
+    from retrieval.bench.scale_batch import mixture_scorings
+    from retrieval.core.index import build_index
+    from retrieval.core.scoring import LAM, Scorer
+
+    index = build_index([Path(__file__).parent / "data" / "docs.trec"], tmp_path / "ix")
+    ((scorer, query, table),) = mixture_scorings(index, ["rail", "zzzunindexed"])
+    ql = Scorer(index.stats, lam=1.0).score(query)
+    # one term: log(LAM P_QL(w|d) + (1 - LAM) 1e-4) for every document
+    np.testing.assert_allclose(scorer.score(query, table), np.log(LAM * np.exp(ql) + (1 - LAM) * 1e-4), rtol=1e-12)

@@ -46,31 +46,48 @@ def time_batch(index, queries, model) -> dict:
     result = dict(batch_s=min(t for t, _ in times), first_s=first_s)
     if model is not None:
         result.update(ql_batch_s=min(t for _, t in times), **_document_parts(index, queries, model))
-    peak = maxrss_gib()
+    peak = maxrss_gib()  # the batch's, before the one-valued tables of the scoring's timing
     if model is None:
         result["scoring_s"] = _mixture_scoring(index, queries)
     return dict(result, peak_gib=peak)
 
 
-def _mixture_scoring(index, queries) -> float:
-    """Seconds of scoring every document of the index under the mixture for every query, with
-    P_TM tables of one value (the fastest of :data:`BATCH_REPEATS`): what a model's batch spends
-    on the mixture whatever the model, timed at the collection's own size."""
+class _OneValued:
+    """Stands in for a topic model in :func:`mixture_scorings`: the scorer mixes P_TM in only
+    when it has a model; the tables come with every query."""
+
+    kind = "one-valued"
+
+    def p_w_d(self, term_ids):
+        raise NotImplementedError("the tables are given")
+
+
+def mixture_scorings(index, queries) -> list:
+    """(scorer, query, table) of every query with indexed terms: the scorer at lam
+    :data:`~retrieval.core.scoring.LAM` with P_TM tables of one value for every document."""
     import numpy as np
 
-    from ..core.ranking import prepare
+    from ..core.scoring import Scorer
 
-    n_docs = index.stats.n_docs
-    prepared = []
+    scorer = Scorer(index.stats, lam=LAM, model=_OneValued())
+    out = []
     for text in queries:
-        n_terms = len(prepare(index, text, None, warn=False).query.term_ids)
-        if n_terms:
-            prepared.append(prepare(index, text, None, warn=False, p_w=np.full((n_docs, n_terms), 1e-4)))
+        query = scorer.query(text, index.analyze(text))
+        if len(query.term_ids):
+            out.append((scorer, query, np.full((index.stats.n_docs, len(query.term_ids)), 1e-4)))
+    return out
+
+
+def _mixture_scoring(index, queries) -> float:
+    """Seconds of scoring every document of the index under the mixture for every query
+    (:func:`mixture_scorings`; the fastest of :data:`BATCH_REPEATS`): what a model's batch
+    spends on the mixture whatever the model, timed at the collection's own size."""
+    scorings = mixture_scorings(index, queries)
     best = math.inf
     for _ in range(BATCH_REPEATS):
         start = time.perf_counter()
-        for p in prepared:
-            p.scores(lam=LAM)
+        for scorer, query, table in scorings:
+            scorer.score(query, table)
         best = min(best, time.perf_counter() - start)
     return best
 
