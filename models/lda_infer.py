@@ -18,7 +18,8 @@ class LDADocumentModel:
     def _constants(self):
         """Per-document constants of the kept samples, computed once per model: inv_len and
         smooth (n_samples, n_docs) of :func:`~models._kernels.lda_score.doc_constants`, their mean
-        product, and each document's row among the distinct document lengths."""
+        product, each document's row among the distinct document lengths, and whether every
+        sample has the same inv_len (alpha not optimised: equal sums)."""
         if getattr(self, "_doc_consts", None) is None:
             n_cs, D = self.kd_ptr_.shape[0], len(self.doc_len_)
             inv_len, smooth = np.empty((n_cs, D)), np.empty((n_cs, D))
@@ -28,7 +29,8 @@ class LDADocumentModel:
             base = np.empty(D)
             S_.mean_constants(inv_len, smooth, base)
             lengths, len_slot = np.unique(self.doc_len_, return_inverse=True)
-            self._doc_consts = (inv_len, smooth, base, lengths, len_slot.astype(np.int64))
+            shared = bool((inv_len == inv_len[:1]).all())
+            self._doc_consts = (inv_len, smooth, base, lengths, len_slot.astype(np.int64), shared)
         return self._doc_consts
 
     def _n_blocks(self):
@@ -66,14 +68,14 @@ class LDADocumentModel:
         """
         self._check_fitted()
         term_ids = self._check_term_ids(term_ids)
-        inv_len, _, base, lengths, len_slot = self._constants()
+        inv_len, _, base, lengths, len_slot, shared = self._constants()
         ap = self._alpha_phi(term_ids)
         # mean over samples of ap / (n_d + A): a function of the document's length alone
         by_len = (1.0 / (lengths[:, None] + self.alpha_samples_.sum(axis=1)[None, :])) @ ap / len(ap)
         out = np.empty((len(term_ids), len(self.doc_len_)))
         S_.p_w_d_mean(self.kd_ptr_, self.kd_doc_, self.kd_count_, self.tw_ptr_, self.tw_topic_,
                       self.tw_count_, self.n_k_samples_, float(self.beta), inv_len, base, len_slot,
-                      by_len, term_ids, self._n_blocks(), out)
+                      by_len, term_ids, self._n_blocks(), shared, out)
         return out.T
 
     def p_w_d_rows(self, term_ids, docs):

@@ -52,6 +52,26 @@ def test_p_w_d_is_mean_of_samples_and_matches_formula(fitted):
     np.testing.assert_allclose(per[1, 0], theta @ phi[terms].T, rtol=1e-12)
 
 
+def test_p_w_d_with_fixed_alpha_takes_the_shared_length_path():
+    """alpha not optimised: every sample has the same 1 / (n_d + A), applied once per (term,
+    document); the result is the per-sample mean, as with the per-posting product."""
+    corpus = synthetic_corpus(80, 50, 20, seed=3, n_latent=4)
+    m = LDA(n_topics=6, n_chains=2, n_iter=20, burn_in=10, sample_every=5, n_shards=2,
+            seed=2).fit(corpus)
+    terms = np.array([5, 1, 5, 30])
+    p = m.p_w_d(terms)
+    assert m._constants()[-1] is True
+    np.testing.assert_allclose(p, m.p_w_d_per_sample(terms).mean((0, 1)), rtol=1e-12)
+    consts = m._doc_consts
+    m._doc_consts = consts[:-1] + (False,)
+    np.testing.assert_allclose(m.p_w_d(terms), p, rtol=1e-13)
+
+
+def test_optimised_alpha_takes_the_per_sample_length_path(fitted):
+    _, m = fitted
+    assert m._constants()[-1] is False
+
+
 def test_views(fitted):
     corpus, m = fitted
     ids, probs = m.doc_topics(3, top=4)

@@ -72,14 +72,17 @@ def alpha_phi(tw_ptr, tw_topic, tw_count, n_k, alpha, beta, term_ids):
 
 @njit(cache=True, parallel=True)
 def p_w_d_mean(kd_ptr, kd_doc, kd_count, tw_ptr, tw_topic, tw_count, n_k, beta, inv_len, base,
-               len_slot, by_len, term_ids, n_blocks, out):
+               len_slot, by_len, term_ids, n_blocks, shared_len, out):
     """out[t, d] = P_LDA(w_t | d) averaged over the samples (module docstring), term-major so
     that the postings of a topic, docs ascending, add to ascending addresses.
 
     base : (n_docs,) the per-document constant; by_len : (n_lengths, n_terms) the mean of
     inv * ap for each distinct document length, len_slot[d] the row of document d. Documents
     are split into ``n_blocks`` ranges processed in parallel (each posting list is
-    binary-searched for the range). Overwrites out (n_terms, n_docs).
+    binary-searched for the range). ``shared_len``: every sample has the same sum(alpha) (alpha
+    not optimised), so inv_len's rows are equal and the sparse part's sum over samples is
+    multiplied by inv_len[0, d] once per (term, document) rather than once per posting.
+    Overwrites out (n_terms, n_docs).
     """
     n_cs = kd_ptr.shape[0]
     T, n_docs = out.shape
@@ -89,9 +92,9 @@ def p_w_d_mean(kd_ptr, kd_doc, kd_count, tw_ptr, tw_topic, tw_count, n_k, beta, 
     for blk in prange(n_blocks):
         d0 = blk * n_docs // n_blocks
         d1 = (blk + 1) * n_docs // n_blocks
-        for d in range(d0, d1):
-            for t in range(T):
-                out[t, d] = base[d] + by_len[len_slot[d], t]
+        for t in range(T):
+            for d in range(d0, d1):
+                out[t, d] = 0.0 if shared_len else base[d] + by_len[len_slot[d], t]
         for cs in range(n_cs):
             for t in range(T):
                 w = term_ids[t]
@@ -102,9 +105,17 @@ def p_w_d_mean(kd_ptr, kd_doc, kd_count, tw_ptr, tw_topic, tw_count, n_k, beta, 
                     b = kd_ptr[cs, k + 1]
                     lo = lower_bound(kd_doc, a, b, d0)
                     hi = lower_bound(kd_doc, lo, b, d1)
-                    for i in range(lo, hi):
-                        d = kd_doc[i]
-                        out[t, d] += kd_count[i] * coef * inv_len[cs, d]
+                    if shared_len:
+                        for i in range(lo, hi):
+                            out[t, kd_doc[i]] += kd_count[i] * coef
+                    else:
+                        for i in range(lo, hi):
+                            d = kd_doc[i]
+                            out[t, d] += kd_count[i] * coef * inv_len[cs, d]
+        if shared_len:
+            for t in range(T):
+                for d in range(d0, d1):
+                    out[t, d] = base[d] + by_len[len_slot[d], t] + out[t, d] * inv_len[0, d]
 
 
 @njit(cache=True, parallel=True)
