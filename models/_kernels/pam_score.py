@@ -5,7 +5,7 @@ import numpy as np
 from numba import njit, prange
 
 from .pam_buckets import block_E, doc_bucket, prior_bucket
-from .sparse import add_weighted_rows
+from .sparse import DOC_CHUNK, add_weighted_rows
 
 # ---------------------------------------------------------------------------------------------
 # Document model P_PAM(w | d) for retrieval
@@ -134,18 +134,23 @@ def score_p_w_d(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, ph
     n_cs, n_super, T = G.shape
     n_docs = out.shape[0]
     inv = 1.0 / n_cs
-    for d in prange(n_docs):
-        acc = np.zeros(T)
+    for ch in prange((n_docs + DOC_CHUNK - 1) // DOC_CHUNK):
+        d0, d1 = ch * DOC_CHUNK, min(n_docs, (ch + 1) * DOC_CHUNK)
         buf = np.empty(T)
         sup = np.empty(n_super, dtype=np.int64)
         coef = np.empty(n_super)
-        for cs in range(n_cs):
-            _doc_sample(cs, d, dp_ptr, dp_key, dp_count, doc_len[d], n_sub, alpha_r, alpha_sum,
-                        phi_b, sp_ptr, sp_term, sp_val, G, base, buf, sup, coef)
+        for d in range(d0, d1):
             for t in range(T):
-                acc[t] += buf[t]
-        for t in range(T):
-            out[d, t] = acc[t] * inv
+                out[d, t] = 0.0
+        for cs in range(n_cs):
+            for d in range(d0, d1):
+                _doc_sample(cs, d, dp_ptr, dp_key, dp_count, doc_len[d], n_sub, alpha_r,
+                            alpha_sum, phi_b, sp_ptr, sp_term, sp_val, G, base, buf, sup, coef)
+                for t in range(T):
+                    out[d, t] += buf[t]
+        for d in range(d0, d1):
+            for t in range(T):
+                out[d, t] *= inv
 
 
 @njit(cache=True, parallel=True)

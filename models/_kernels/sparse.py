@@ -3,6 +3,11 @@
 from numba import njit, prange
 
 
+# Documents a thread scores sample by sample in the document models' kernels: one sample's
+# per-query tables stay in cache for the chunk instead of every sample's for every document.
+DOC_CHUNK = 16
+
+
 @njit(cache=True, inline="always")
 def lower_bound(a, lo, hi, x):
     """First i in [lo, hi] with a[i] >= x (a[lo:hi] ascending)."""

@@ -7,7 +7,7 @@ import numpy as np
 from numba import njit, prange
 
 from .rng import uniform
-from .sparse import add_weighted_rows, lower_bound
+from .sparse import DOC_CHUNK, add_weighted_rows, lower_bound
 
 
 # ---------------------------------------------------------------------------------------------
@@ -196,18 +196,23 @@ def score_p_c_d(dk_ptr, dk_topic, dk_count, alpha, phi, apart, out):
     n_docs = out.shape[0]
     inv = 1.0 / n_cs
     kalpha = K * alpha
-    for d in prange(n_docs):
-        acc = np.zeros(T)
+    for ch in prange((n_docs + DOC_CHUNK - 1) // DOC_CHUNK):
+        d0, d1 = ch * DOC_CHUNK, min(n_docs, (ch + 1) * DOC_CHUNK)
         s = np.empty(T)
+        for d in range(d0, d1):
+            for t in range(T):
+                out[d, t] = 0.0
         for cs in range(n_cs):
+            for d in range(d0, d1):
+                for t in range(T):
+                    s[t] = apart[cs, t]
+                n_d = _add_topics(dk_ptr[cs, d], dk_ptr[cs, d + 1], dk_topic, dk_count, phi[cs], s)
+                den = 1.0 / (n_d + kalpha)
+                for t in range(T):
+                    out[d, t] += s[t] * den
+        for d in range(d0, d1):
             for t in range(T):
-                s[t] = apart[cs, t]
-            n_d = _add_topics(dk_ptr[cs, d], dk_ptr[cs, d + 1], dk_topic, dk_count, phi[cs], s)
-            den = 1.0 / (n_d + kalpha)
-            for t in range(T):
-                acc[t] += s[t] * den
-        for t in range(T):
-            out[d, t] = acc[t] * inv
+                out[d, t] *= inv
 
 
 @njit(cache=True)

@@ -7,7 +7,7 @@ theta and no (n_terms, K) phi per sample.
 """
 from numba import njit, prange
 
-from .sparse import add_weighted_rows
+from .sparse import DOC_CHUNK, add_weighted_rows
 
 
 @njit(cache=True, inline="always")
@@ -30,12 +30,15 @@ def p_w_d_mean(dk_ptr, dk_topic, dk_count, doc_len, alpha_sum, phi, ap, out):
     n_cs = phi.shape[0]
     n_docs, T = out.shape
     scale = 1.0 / n_cs
-    for d in prange(n_docs):
-        for t in range(T):
-            out[d, t] = 0.0
+    for ch in prange((n_docs + DOC_CHUNK - 1) // DOC_CHUNK):
+        d0, d1 = ch * DOC_CHUNK, min(n_docs, (ch + 1) * DOC_CHUNK)
+        for d in range(d0, d1):
+            for t in range(T):
+                out[d, t] = 0.0
         for cs in range(n_cs):
-            _doc_sample(cs, d, dk_ptr, dk_topic, dk_count, doc_len[d], alpha_sum, phi, ap, scale,
-                        out[d])
+            for d in range(d0, d1):
+                _doc_sample(cs, d, dk_ptr, dk_topic, dk_count, doc_len[d], alpha_sum, phi, ap,
+                            scale, out[d])
 
 
 @njit(cache=True, parallel=True)
