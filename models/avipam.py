@@ -391,7 +391,8 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
             logits = mix @ self.beta_[:, term_ids].astype(np.float64)
             z = (logits - self.dec_shift_[term_ids]) * self.dec_scale_[term_ids] / self.doc_div_[:, None]
             return np.exp(z - self.doc_lse_[:, None])
-        return mix @ self.topic_word_[:, term_ids].astype(np.float64)
+        # term-major, as the other kinds: a query's terms are rows of the underlying array
+        return (self.topic_word_[:, term_ids].T.astype(np.float64) @ mix.T).T
 
     def p_w_d_per_sample(self, term_ids):
         """P_AVI(w | d) of every chain's model: shape (n_chains, 1, n_docs, n_query_terms)."""

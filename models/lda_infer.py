@@ -15,6 +15,8 @@ class LDADocumentModel:
     """The document-model half of :class:`models.lda.LDA` (and of the kinds built on it), read
     from the inference arrays ``_set_inference_arrays`` sets."""
 
+    ROW_BYTES = 1 << 19  # p_w_d: the most bytes of a term's row one document range holds
+
     def _constants(self):
         """Per-document constants of the kept samples, computed once per model: inv_len and
         smooth (n_samples, n_docs) of :func:`~models._kernels.lda_score.doc_constants`, their mean
@@ -30,11 +32,25 @@ class LDADocumentModel:
             S_.mean_constants(inv_len, smooth, base)
             lengths, len_slot = np.unique(self.doc_len_, return_inverse=True)
             shared = bool((inv_len == inv_len[:1]).all())
-            self._doc_consts = (inv_len, smooth, base, lengths, len_slot.astype(np.int64), shared)
+            self._doc_consts = (inv_len, smooth, base, lengths, len_slot.astype(np.int64), shared,
+                                {})
         return self._doc_consts
 
     def _n_blocks(self):
         return max(1, min(len(self.doc_len_), 4 * numba.get_num_threads()))
+
+    def _mean_bounds(self):
+        """:func:`~models._kernels.lda_score.posting_bounds` for :meth:`p_w_d` (cached per
+        block count): a whole number of document ranges per thread, each range's row of a term
+        at most ROW_BYTES, so that it stays in cache while every sample's postings add to it
+        (more, shorter ranges cost more than they save)."""
+        threads, D = numba.get_num_threads(), len(self.doc_len_)
+        per_thread = -(-8 * D // (threads * self.ROW_BYTES))
+        n_blocks = max(1, min(D, threads * per_thread))
+        cache = self._constants()[-1]
+        if n_blocks not in cache:
+            cache[n_blocks] = S_.posting_bounds(self.kd_ptr_, self.kd_doc_, D, n_blocks)
+        return cache[n_blocks]
 
     def _alpha_phi(self, term_ids):
         return S_.alpha_phi(self.tw_ptr_, self.tw_topic_, self.tw_count_, self.n_k_samples_,
@@ -68,14 +84,14 @@ class LDADocumentModel:
         """
         self._check_fitted()
         term_ids = self._check_term_ids(term_ids)
-        inv_len, _, base, lengths, len_slot, shared = self._constants()
+        inv_len, _, base, lengths, len_slot, shared, _ = self._constants()
         ap = self._alpha_phi(term_ids)
         # mean over samples of ap / (n_d + A): a function of the document's length alone
         by_len = (1.0 / (lengths[:, None] + self.alpha_samples_.sum(axis=1)[None, :])) @ ap / len(ap)
         out = np.empty((len(term_ids), len(self.doc_len_)))
-        S_.p_w_d_mean(self.kd_ptr_, self.kd_doc_, self.kd_count_, self.tw_ptr_, self.tw_topic_,
-                      self.tw_count_, self.n_k_samples_, float(self.beta), inv_len, base, len_slot,
-                      by_len, term_ids, self._n_blocks(), shared, out)
+        S_.p_w_d_mean(self._mean_bounds(), self.kd_doc_, self.kd_count_, self.tw_ptr_,
+                      self.tw_topic_, self.tw_count_, self.n_k_samples_, float(self.beta), inv_len,
+                      base, len_slot, by_len, term_ids, shared, out)
         return out.T
 
     def p_w_d_rows(self, term_ids, docs):

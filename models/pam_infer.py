@@ -56,10 +56,10 @@ class PAMDocumentModel:
         ndarray of shape (n_docs, n_query_terms), float64
         """
         tables = self._tables(term_ids)
-        out = np.empty((len(self.doc_len_), len(term_ids)))
+        out = np.empty((len(term_ids), len(self.doc_len_)))
         score_p_w_d(self.dp_ptr_, self.dp_key_samples_, self.dp_count_samples_, self.doc_len_,
                     *tables, out)
-        return out
+        return out.T
 
     def p_w_d_per_sample(self, term_ids):
         """P_PAM(w | d) of every kept sample: ndarray of shape (n_chains, n_samples, n_docs, n_terms)."""

@@ -102,9 +102,9 @@ class TCMDocumentModel:
         ndarray of shape (n_docs, n_collocations), float64
         """
         phi, apart = self._phi(term_ids, seg_ptr)
-        out = np.empty((self.dk_ptr_.shape[1] - 1, phi.shape[2]))
+        out = np.empty((phi.shape[2], self.dk_ptr_.shape[1] - 1))
         score_p_c_d(self.dk_ptr_, self.dk_topic_, self.dk_count_, self.alpha_, phi, apart, out)
-        return out
+        return out.T
 
     def p_w_d(self, term_ids):
         """P_TCM(w | d): every term as a one-word collocation (see :meth:`p_c_d`).

@@ -396,10 +396,10 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
         samples of all chains: ndarray of shape (n_docs, len(term_ids)), float64. A query costs
         the documents' sparse topic rows of every sample (:mod:`models._kernels.tree_lda_score`)."""
         phi, ap = self._query_tables(term_ids)
-        out = np.empty((len(self.doc_len_), phi.shape[2]))
+        out = np.empty((phi.shape[2], len(self.doc_len_)))
         R_.p_w_d_mean(self.dk_ptr_, self.dk_topic_, self.dk_count_, self.doc_len_,
                       self.alpha_samples_.sum(1), phi, ap, out)
-        return out
+        return out.T
 
     def doc_topics(self, doc, top=10, chain=0):
         """Most probable topics of ``doc``: theta averaged over the kept samples of ``chain``.

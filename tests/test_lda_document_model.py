@@ -2,6 +2,7 @@
 import subprocess
 import sys
 
+import numba
 import numpy as np
 import pytest
 
@@ -60,16 +61,30 @@ def test_p_w_d_with_fixed_alpha_takes_the_shared_length_path():
             seed=2).fit(corpus)
     terms = np.array([5, 1, 5, 30])
     p = m.p_w_d(terms)
-    assert m._constants()[-1] is True
+    assert m._constants()[5] is True
     np.testing.assert_allclose(p, m.p_w_d_per_sample(terms).mean((0, 1)), rtol=1e-12)
     consts = m._doc_consts
-    m._doc_consts = consts[:-1] + (False,)
+    m._doc_consts = consts[:5] + (False,) + consts[6:]
     np.testing.assert_allclose(m.p_w_d(terms), p, rtol=1e-13)
+    m._doc_consts = consts
+    # rows of 64 bytes: ranges of 8 documents; every (term, document) adds the same postings in
+    # the same order
+    m.ROW_BYTES = 64
+    np.testing.assert_array_equal(m.p_w_d(terms), p)
+    threads = numba.get_num_threads()
+    assert sorted(consts[6]) == [threads, threads * -(-10 // threads)]
 
 
 def test_optimised_alpha_takes_the_per_sample_length_path(fitted):
     _, m = fitted
-    assert m._constants()[-1] is False
+    assert m._constants()[5] is False
+    terms = np.array([2, 9, 40])
+    p = m.p_w_d(terms)
+    m.ROW_BYTES = 64
+    try:
+        np.testing.assert_array_equal(m.p_w_d(terms), p)
+    finally:
+        del m.ROW_BYTES
 
 
 def test_views(fitted):

@@ -71,20 +71,38 @@ def alpha_phi(tw_ptr, tw_topic, tw_count, n_k, alpha, beta, term_ids):
 
 
 @njit(cache=True, parallel=True)
-def p_w_d_mean(kd_ptr, kd_doc, kd_count, tw_ptr, tw_topic, tw_count, n_k, beta, inv_len, base,
-               len_slot, by_len, term_ids, n_blocks, shared_len, out):
+def posting_bounds(kd_ptr, kd_doc, n_docs, n_blocks):
+    """Where each topic's postings cross the document ranges of :func:`p_w_d_mean`:
+    out[cs, k, b] = the first posting of (cs, k) with doc >= b * n_docs // n_blocks
+    (out[cs, k, n_blocks] = its end), (n_cs, K, n_blocks + 1) int64."""
+    n_cs, K1 = kd_ptr.shape
+    out = np.empty((n_cs, K1 - 1, n_blocks + 1), dtype=np.int64)
+    for cs in prange(n_cs):
+        for k in range(K1 - 1):
+            end = kd_ptr[cs, k + 1]
+            out[cs, k, 0] = kd_ptr[cs, k]
+            for blk in range(1, n_blocks):
+                out[cs, k, blk] = lower_bound(kd_doc, out[cs, k, blk - 1], end, blk * n_docs // n_blocks)
+            out[cs, k, n_blocks] = end
+    return out
+
+
+@njit(cache=True, parallel=True)
+def p_w_d_mean(bounds, kd_doc, kd_count, tw_ptr, tw_topic, tw_count, n_k, beta, inv_len, base,
+               len_slot, by_len, term_ids, shared_len, out):
     """out[t, d] = P_LDA(w_t | d) averaged over the samples (module docstring), term-major so
     that the postings of a topic, docs ascending, add to ascending addresses.
 
-    base : (n_docs,) the per-document constant; by_len : (n_lengths, n_terms) the mean of
-    inv * ap for each distinct document length, len_slot[d] the row of document d. Documents
-    are split into ``n_blocks`` ranges processed in parallel (each posting list is
-    binary-searched for the range). ``shared_len``: every sample has the same sum(alpha) (alpha
-    not optimised), so inv_len's rows are equal and the sparse part's sum over samples is
-    multiplied by inv_len[0, d] once per (term, document) rather than once per posting.
-    Overwrites out (n_terms, n_docs).
+    bounds : :func:`posting_bounds`, whose document ranges are processed in parallel, each term
+    after term, so that a term's row of the range stays in cache while every sample's postings
+    add to it. base : (n_docs,) the per-document constant; by_len : (n_lengths, n_terms) the
+    mean of inv * ap for each distinct document length, len_slot[d] the row of document d.
+    ``shared_len``: every sample has the same sum(alpha) (alpha not optimised), so inv_len's
+    rows are equal and the sparse part's sum over samples is multiplied by inv_len[0, d] once
+    per (term, document) rather than once per posting. Overwrites out (n_terms, n_docs).
     """
-    n_cs = kd_ptr.shape[0]
+    n_cs = bounds.shape[0]
+    n_blocks = bounds.shape[2] - 1
     T, n_docs = out.shape
     V = tw_ptr.shape[1] - 1
     vbeta = V * beta
@@ -95,16 +113,13 @@ def p_w_d_mean(kd_ptr, kd_doc, kd_count, tw_ptr, tw_topic, tw_count, n_k, beta, 
         for t in range(T):
             for d in range(d0, d1):
                 out[t, d] = 0.0 if shared_len else base[d] + by_len[len_slot[d], t]
-        for cs in range(n_cs):
-            for t in range(T):
-                w = term_ids[t]
+            w = term_ids[t]
+            for cs in range(n_cs):
                 for j in range(tw_ptr[cs, w], tw_ptr[cs, w + 1]):
                     k = tw_topic[j]
                     coef = scale * tw_count[j] / (n_k[cs, k] + vbeta)
-                    a = kd_ptr[cs, k]
-                    b = kd_ptr[cs, k + 1]
-                    lo = lower_bound(kd_doc, a, b, d0)
-                    hi = lower_bound(kd_doc, lo, b, d1)
+                    lo = bounds[cs, k, blk]
+                    hi = bounds[cs, k, blk + 1]
                     if shared_len:
                         for i in range(lo, hi):
                             out[t, kd_doc[i]] += kd_count[i] * coef
@@ -112,8 +127,7 @@ def p_w_d_mean(kd_ptr, kd_doc, kd_count, tw_ptr, tw_topic, tw_count, n_k, beta, 
                         for i in range(lo, hi):
                             d = kd_doc[i]
                             out[t, d] += kd_count[i] * coef * inv_len[cs, d]
-        if shared_len:
-            for t in range(T):
+            if shared_len:
                 for d in range(d0, d1):
                     out[t, d] = base[d] + by_len[len_slot[d], t] + out[t, d] * inv_len[0, d]
 

@@ -125,32 +125,31 @@ def _doc_sample(cs, d, dp_ptr, dp_key, dp_count, n_d, n_sub, alpha_r, alpha_sum,
 @njit(cache=True, parallel=True)
 def score_p_w_d(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, phi_b, sp_ptr,
                 sp_term, sp_val, G, base, out):
-    """out[d, t] = mean over samples cs of P_PAM(term t | d) (overwrites out).
+    """out[t, d] = mean over samples cs of P_PAM(term t | d) (overwrites out; term-major, so
+    that a query's terms are rows).
 
     dp_ptr : (n_cs, n_docs + 1) int64 offsets into the flat dp_key/dp_count;
     phi_b : (n_cs, n_sub) b / (n_j + V b); sp_* : :func:`sparse_phi`;
     G, base : :func:`prior_tables`.
     """
     n_cs, n_super, T = G.shape
-    n_docs = out.shape[0]
+    n_docs = out.shape[1]
     inv = 1.0 / n_cs
     for ch in prange((n_docs + DOC_CHUNK - 1) // DOC_CHUNK):
         d0, d1 = ch * DOC_CHUNK, min(n_docs, (ch + 1) * DOC_CHUNK)
         buf = np.empty(T)
         sup = np.empty(n_super, dtype=np.int64)
         coef = np.empty(n_super)
-        for d in range(d0, d1):
-            for t in range(T):
-                out[d, t] = 0.0
+        acc = np.zeros((d1 - d0, T))
         for cs in range(n_cs):
             for d in range(d0, d1):
                 _doc_sample(cs, d, dp_ptr, dp_key, dp_count, doc_len[d], n_sub, alpha_r,
                             alpha_sum, phi_b, sp_ptr, sp_term, sp_val, G, base, buf, sup, coef)
                 for t in range(T):
-                    out[d, t] += buf[t]
-        for d in range(d0, d1):
-            for t in range(T):
-                out[d, t] *= inv
+                    acc[d - d0, t] += buf[t]
+        for t in range(T):
+            for d in range(d0, d1):
+                out[t, d] = acc[d - d0, t] * inv
 
 
 @njit(cache=True, parallel=True)

@@ -186,22 +186,21 @@ def _add_topics(lo, hi, dk_topic, dk_count, phi_cs, s):
 
 @njit(cache=True, parallel=True)
 def score_p_c_d(dk_ptr, dk_topic, dk_count, alpha, phi, apart, out):
-    """out[d, s] = mean over samples cs of (sum_k (n_dk + alpha) phi[cs, k, s]) / (N_d + K alpha),
-    N_d = number of collocations of doc d in sample cs.
+    """out[s, d] = mean over samples cs of (sum_k (n_dk + alpha) phi[cs, k, s]) / (N_d + K alpha),
+    N_d = number of collocations of doc d in sample cs (term-major: a query's collocations are
+    rows).
 
     dk_ptr : (n_cs, n_docs + 1) int64 offsets into the flat dk_topic/dk_count.
     phi : (n_cs, K, n_colloc) with phi[cs, k, s] = P(c_s | k); apart[cs, s] = alpha sum_k phi.
     """
     n_cs, K, T = phi.shape
-    n_docs = out.shape[0]
+    n_docs = out.shape[1]
     inv = 1.0 / n_cs
     kalpha = K * alpha
     for ch in prange((n_docs + DOC_CHUNK - 1) // DOC_CHUNK):
         d0, d1 = ch * DOC_CHUNK, min(n_docs, (ch + 1) * DOC_CHUNK)
         s = np.empty(T)
-        for d in range(d0, d1):
-            for t in range(T):
-                out[d, t] = 0.0
+        acc = np.zeros((d1 - d0, T))
         for cs in range(n_cs):
             for d in range(d0, d1):
                 for t in range(T):
@@ -209,10 +208,10 @@ def score_p_c_d(dk_ptr, dk_topic, dk_count, alpha, phi, apart, out):
                 n_d = _add_topics(dk_ptr[cs, d], dk_ptr[cs, d + 1], dk_topic, dk_count, phi[cs], s)
                 den = 1.0 / (n_d + kalpha)
                 for t in range(T):
-                    out[d, t] += s[t] * den
-        for d in range(d0, d1):
-            for t in range(T):
-                out[d, t] *= inv
+                    acc[d - d0, t] += s[t] * den
+        for t in range(T):
+            for d in range(d0, d1):
+                out[t, d] = acc[d - d0, t] * inv
 
 
 @njit(cache=True)

@@ -5,6 +5,7 @@ document's topic counts read from their sparse rows, and phi of the query terms 
 paths' edge probabilities, :meth:`models.tree_lda.TreeLDA._phi_terms`): no dense (n_docs, K)
 theta and no (n_terms, K) phi per sample.
 """
+import numpy as np
 from numba import njit, prange
 
 from .sparse import DOC_CHUNK, add_weighted_rows
@@ -22,23 +23,25 @@ def _doc_sample(cs, d, dk_ptr, dk_topic, dk_count, n_d, alpha_sum, phi, ap, scal
 
 @njit(cache=True, parallel=True)
 def p_w_d_mean(dk_ptr, dk_topic, dk_count, doc_len, alpha_sum, phi, ap, out):
-    """out[d, t] = P_TREE(term t | d) averaged over the samples (overwrites out).
+    """out[t, d] = P_TREE(term t | d) averaged over the samples (overwrites out; term-major, so
+    that a query's terms are rows).
 
     dk_ptr : (n_cs, n_docs + 1) offsets into the flat dk_topic/dk_count of every sample;
     phi : (n_cs, K, T) P(w_t | k); ap : (n_cs, T) sum_k a_k phi_kw; alpha_sum : (n_cs,).
     """
     n_cs = phi.shape[0]
-    n_docs, T = out.shape
+    T, n_docs = out.shape
     scale = 1.0 / n_cs
     for ch in prange((n_docs + DOC_CHUNK - 1) // DOC_CHUNK):
         d0, d1 = ch * DOC_CHUNK, min(n_docs, (ch + 1) * DOC_CHUNK)
-        for d in range(d0, d1):
-            for t in range(T):
-                out[d, t] = 0.0
+        acc = np.zeros((d1 - d0, T))
         for cs in range(n_cs):
             for d in range(d0, d1):
                 _doc_sample(cs, d, dk_ptr, dk_topic, dk_count, doc_len[d], alpha_sum, phi, ap,
-                            scale, out[d])
+                            scale, acc[d - d0])
+        for t in range(T):
+            for d in range(d0, d1):
+                out[t, d] = acc[d - d0, t]
 
 
 @njit(cache=True, parallel=True)

@@ -150,9 +150,11 @@ def query_tables(index: Index, texts: list[str], model, table_bytes: int | None 
             terms |= set(ids[stop].tolist())
             stop += 1
         union = np.array(sorted(terms), dtype=np.int64)
-        table = model.p_w_d(union) if len(union) else None
+        # term-major (the kinds' tables are (n_docs, n_terms) views of (n_terms, n_docs)
+        # arrays): a query's columns are then rows, copied whole rather than gathered
+        rows = model.p_w_d(union).T if len(union) else None
         for q in ids[start:stop]:
-            yield table[:, np.searchsorted(union, q)] if len(q) else None
+            yield rows[np.searchsorted(union, q)].T if len(q) else None
         start = stop
 
 

@@ -29,7 +29,8 @@ OMEGA = 0.1 / 0.85
 def _score_mixture(doc_len, post_doc, post_tf, post_lo, post_hi, p_c, q_weight, mu, lam, p_tm, out):
     """Add sum_w q_weight[w] * log(lam * P_QL(w|d) + (1 - lam) * p_tm[d, w]) to ``out`` (changed in place).
 
-    post_lo/post_hi : postings range of each query term; p_tm : (n_docs, n_query_terms) float64.
+    post_lo/post_hi : postings range of each query term; p_tm : (n_docs, n_query_terms) float64,
+    either layout.
     The postings are scattered into a (n_docs, n_query_terms) table first, so that the documents
     are scored in one parallel loop (one thread start per query, not two per query term). The
     logarithm is most of the cost: terms of a small integer weight (a query's term counts)
@@ -157,7 +158,7 @@ class Scorer:
                       np.asarray(post_hi, dtype=np.int64), p_c, query.weights, self.mu, out)
         else:
             p_tm = self.model.p_w_d(query.term_ids) if p_tm is None else p_tm
-            p_tm = np.ascontiguousarray(p_tm, dtype=np.float64)
+            p_tm = np.asarray(p_tm, dtype=np.float64)  # either layout: a term-major view is not copied
             _score_mixture(np.asarray(doc_len), np.asarray(post_doc), np.asarray(post_tf), np.asarray(post_lo),
                            np.asarray(post_hi), p_c, query.weights, self.mu, self.lam, p_tm, out)
         return out
@@ -188,7 +189,7 @@ class Scorer:
         _score_mixture(np.asarray(s.doc_len), np.concatenate([d for d, _ in postings]).astype(np.int32),
                        np.concatenate([t for _, t in postings]).astype(np.int32), ptr[:-1], ptr[1:],
                        np.asarray(p_c, dtype=np.float64), np.ones(len(postings)), self.mu, self.lam,
-                       np.ascontiguousarray(p_tm, dtype=np.float64), extra)
+                       np.asarray(p_tm, dtype=np.float64), extra)
         return out + omega * extra
 
 
