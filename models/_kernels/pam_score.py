@@ -5,7 +5,7 @@ import numpy as np
 from numba import njit, prange
 
 from .pam_buckets import block_E, doc_bucket, prior_bucket
-from .sparse import DOC_CHUNK, add_weighted_rows
+from .sparse import add_weighted_rows, doc_chunk, n_doc_chunks, store_chunk
 
 # ---------------------------------------------------------------------------------------------
 # Document model P_PAM(w | d) for retrieval
@@ -135,8 +135,8 @@ def score_p_w_d(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, ph
     n_cs, n_super, T = G.shape
     n_docs = out.shape[1]
     inv = 1.0 / n_cs
-    for ch in prange((n_docs + DOC_CHUNK - 1) // DOC_CHUNK):
-        d0, d1 = ch * DOC_CHUNK, min(n_docs, (ch + 1) * DOC_CHUNK)
+    for ch in prange(n_doc_chunks(n_docs)):
+        d0, d1 = doc_chunk(ch, n_docs)
         buf = np.empty(T)
         sup = np.empty(n_super, dtype=np.int64)
         coef = np.empty(n_super)
@@ -147,9 +147,7 @@ def score_p_w_d(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, ph
                             alpha_sum, phi_b, sp_ptr, sp_term, sp_val, G, base, buf, sup, coef)
                 for t in range(T):
                     acc[d - d0, t] += buf[t]
-        for t in range(T):
-            for d in range(d0, d1):
-                out[t, d] = acc[d - d0, t] * inv
+        store_chunk(acc, out, d0, inv)
 
 
 @njit(cache=True, parallel=True)

@@ -9,6 +9,27 @@ DOC_CHUNK = 16
 
 
 @njit(cache=True, inline="always")
+def n_doc_chunks(n_docs):
+    return (n_docs + DOC_CHUNK - 1) // DOC_CHUNK
+
+
+@njit(cache=True, inline="always")
+def doc_chunk(ch, n_docs):
+    """The documents [d0, d1) of chunk ``ch``."""
+    d0 = ch * DOC_CHUNK
+    return d0, min(n_docs, d0 + DOC_CHUNK)
+
+
+@njit(cache=True, inline="always")
+def store_chunk(acc, out, d0, scale):
+    """out[t, d0 + r] = acc[r, t] * scale: a chunk's rows, document-major, into the term-major
+    table ``out``."""
+    for t in range(acc.shape[1]):
+        for r in range(acc.shape[0]):
+            out[t, d0 + r] = acc[r, t] * scale
+
+
+@njit(cache=True, inline="always")
 def lower_bound(a, lo, hi, x):
     """First i in [lo, hi] with a[i] >= x (a[lo:hi] ascending)."""
     while lo < hi:

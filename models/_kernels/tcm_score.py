@@ -7,7 +7,7 @@ import numpy as np
 from numba import njit, prange
 
 from .rng import uniform
-from .sparse import DOC_CHUNK, add_weighted_rows, lower_bound
+from .sparse import add_weighted_rows, doc_chunk, lower_bound, n_doc_chunks, store_chunk
 
 
 # ---------------------------------------------------------------------------------------------
@@ -197,8 +197,8 @@ def score_p_c_d(dk_ptr, dk_topic, dk_count, alpha, phi, apart, out):
     n_docs = out.shape[1]
     inv = 1.0 / n_cs
     kalpha = K * alpha
-    for ch in prange((n_docs + DOC_CHUNK - 1) // DOC_CHUNK):
-        d0, d1 = ch * DOC_CHUNK, min(n_docs, (ch + 1) * DOC_CHUNK)
+    for ch in prange(n_doc_chunks(n_docs)):
+        d0, d1 = doc_chunk(ch, n_docs)
         s = np.empty(T)
         acc = np.zeros((d1 - d0, T))
         for cs in range(n_cs):
@@ -209,9 +209,7 @@ def score_p_c_d(dk_ptr, dk_topic, dk_count, alpha, phi, apart, out):
                 den = 1.0 / (n_d + kalpha)
                 for t in range(T):
                     acc[d - d0, t] += s[t] * den
-        for t in range(T):
-            for d in range(d0, d1):
-                out[t, d] = acc[d - d0, t] * inv
+        store_chunk(acc, out, d0, inv)
 
 
 @njit(cache=True)

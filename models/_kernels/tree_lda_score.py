@@ -8,7 +8,7 @@ theta and no (n_terms, K) phi per sample.
 import numpy as np
 from numba import njit, prange
 
-from .sparse import DOC_CHUNK, add_weighted_rows
+from .sparse import add_weighted_rows, doc_chunk, n_doc_chunks, store_chunk
 
 
 @njit(cache=True, inline="always")
@@ -32,16 +32,14 @@ def p_w_d_mean(dk_ptr, dk_topic, dk_count, doc_len, alpha_sum, phi, ap, out):
     n_cs = phi.shape[0]
     T, n_docs = out.shape
     scale = 1.0 / n_cs
-    for ch in prange((n_docs + DOC_CHUNK - 1) // DOC_CHUNK):
-        d0, d1 = ch * DOC_CHUNK, min(n_docs, (ch + 1) * DOC_CHUNK)
+    for ch in prange(n_doc_chunks(n_docs)):
+        d0, d1 = doc_chunk(ch, n_docs)
         acc = np.zeros((d1 - d0, T))
         for cs in range(n_cs):
             for d in range(d0, d1):
                 _doc_sample(cs, d, dk_ptr, dk_topic, dk_count, doc_len[d], alpha_sum, phi, ap,
                             scale, acc[d - d0])
-        for t in range(T):
-            for d in range(d0, d1):
-                out[t, d] = acc[d - d0, t]
+        store_chunk(acc, out, d0, 1.0)
 
 
 @njit(cache=True, parallel=True)
