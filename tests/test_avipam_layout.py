@@ -18,9 +18,12 @@ def corpus():
     return pam4_corpus(n_docs=120)[0]
 
 
-def _old_layout(arrays, param_names=()):
-    """What an earlier version wrote: ``fc1.weight`` (width, V), Adam's moments alike."""
+def _old_layout(arrays, param_names=(), em=False):
+    """What an earlier version wrote: ``fc1.weight`` (width, V), Adam's moments alike, and for
+    M-step topics the epoch's expected counts (K, V), zero at every save."""
     out = dict(arrays)
+    for key in [k for k in out if k.endswith(".beta")] if em else []:
+        out[key[:-len("beta")] + "em_counts"] = np.zeros_like(out[key])
     for key in [k for k in out if k.endswith(".fc1.rows")]:
         out[key[:-len("rows")] + "weight"] = np.ascontiguousarray(out.pop(key).T)
         name = key[len("net."):]
@@ -65,13 +68,15 @@ def test_dense_gradients_of_consecutive_batches_are_each_batch_s_own(corpus):
             assert not got["docs"][f"encoders.{enc}.fc1.rows"][unused].any()
 
 
-def test_model_files_of_the_earlier_layout_load_alike(corpus, tmp_path):
-    model = AVIPAM(epochs=2, **KW).fit(corpus)
+@pytest.mark.parametrize("topic_update", ["gradient", "em"])
+def test_model_files_of_the_earlier_layout_load_alike(corpus, tmp_path, topic_update):
+    model = AVIPAM(epochs=2, **dict(KW, topic_update=topic_update)).fit(corpus)
     model.save(tmp_path / "new.npz")
     f = ck.read_model_file(tmp_path / "new.npz")
     header = {k: v for k, v in f.header.items() if k not in ("format", "format_version", "arrays")}
-    old = _old_layout(f.arrays)
+    old = _old_layout(f.arrays, em=topic_update == "em")
     assert any(k.endswith(".fc1.weight") for k in old) and not any(k.endswith(".fc1.rows") for k in old)
+    assert any(k.endswith(".em_counts") for k in old) == (topic_update == "em")
     ck.write_model_file(tmp_path / "old.npz", header, old)
     a, b = (AVIPAM.load(tmp_path / n, fingerprint=corpus.fingerprint) for n in ("new.npz", "old.npz"))
     for (k, x), (_, y) in zip(a.net_.state_dict().items(), b.net_.state_dict().items()):
@@ -79,8 +84,9 @@ def test_model_files_of_the_earlier_layout_load_alike(corpus, tmp_path):
     np.testing.assert_array_equal(a.transform(corpus), b.transform(corpus))
 
 
-def test_checkpoints_of_the_earlier_layout_resume_alike(corpus, tmp_path):
-    kw = dict(KW, epochs=4, checkpoint_every=2)
+@pytest.mark.parametrize("topic_update", ["gradient", "em"])
+def test_checkpoints_of_the_earlier_layout_resume_alike(corpus, tmp_path, topic_update):
+    kw = dict(KW, epochs=4, checkpoint_every=2, topic_update=topic_update)
     path = tmp_path / "avi.ckpt"
 
     def kill(model, it, n_iter):
@@ -93,7 +99,7 @@ def test_checkpoints_of_the_earlier_layout_resume_alike(corpus, tmp_path):
     names = [n for n, _ in AVIPAM(**kw)._make_net(corpus.n_terms).named_parameters()]
     header = {k: v for k, v in f.header.items() if k not in ("format", "format_version", "arrays")}
     old = tmp_path / "old.ckpt"
-    ck.write_model_file(old, header, _old_layout(f.arrays, names), kind=ck.CHECKPOINT_FORMAT)
+    ck.write_model_file(old, header, _old_layout(f.arrays, names, em=topic_update == "em"), kind=ck.CHECKPOINT_FORMAT)
     want = AVIPAM(**kw).fit(corpus, checkpoint=path)
     got = AVIPAM(**kw).fit(corpus, checkpoint=old)
     for name in ("topic_word_", "doc_mix_", "log_lik_"):

@@ -253,9 +253,11 @@ class PAMNet(nn.Module):
             if decoder != "mixture":
                 raise ValueError("topics by the M-step (topic_em > 0) need the mixture decoder")
             # Topics by the closed-form M-step: beta holds log phi (K, V), a buffer that Adam does
-            # not move, and em_counts the expected topic-word counts of the epoch so far.
+            # not move, and em_counts the expected topic-word counts of the epoch so far, term-major
+            # (V, K) so that a batch adds to rows; zero between epochs, so not saved.
             self.register_buffer("beta", torch.randn(K, n_terms))
-            self.register_buffer("em_counts", torch.zeros(K, n_terms))
+            self.register_buffer("em_counts", torch.zeros(n_terms, K), persistent=False)
+            self._topic_rows, self._beta_version = None, None
         else:
             self.beta = nn.Parameter(torch.empty(K, n_terms))
             nn.init.xavier_uniform_(self.beta)
@@ -398,8 +400,17 @@ class PAMNet(nn.Module):
         cols = as_docs(x).cols
         # embedding, not index_select: its gradient is summed without atomics on a GPU too
         if topics is None and self.topic_em > 0:
-            return torch.exp(F.embedding(cols, self.beta.T))  # no (K, V) pass
+            return F.embedding(cols, self.topic_rows())  # no (K, V) pass
         return F.embedding(cols, (self.topics() if topics is None else topics).T)
+
+    def topic_rows(self):
+        """M-step topics: phi term-major (V, K), exp(``beta``) made again whenever beta changes
+        (an epoch's M-step, a loaded state), so that a batch's words read rows."""
+        if self._topic_rows is None or self._beta_version != self.beta._version \
+                or self._topic_rows.device != self.beta.device:
+            self._topic_rows = torch.exp(self.beta.T.contiguous())
+            self._beta_version = self.beta._version
+        return self._topic_rows
 
     def expected_log_lik(self, x, mix, tw=None):
         """The decoder's log-likelihood of the documents ``x`` (:class:`Docs` or (B, V)) under
@@ -421,16 +432,17 @@ class PAMNet(nn.Module):
         and its KL part (B,)."""
         mix, kl = self(x, gen)
         docs = as_docs(x)
-        tw = self.pair_topics(docs)
-        if self.topic_em > 0 and self.training:
-            # E-step: every token's topic responsibilities mix_dk phi_kw / p(w | d) at this draw,
-            # summed into the epoch's expected counts (training only; index_put_ accumulates
-            # without atomics on a GPU)
-            with torch.no_grad():
-                r = mix[docs.rows] * tw                                         # (nnz, K)
-                r *= (docs.counts / (r.sum(1) + 1e-10))[:, None]
-                self.em_counts.T.index_put_((docs.cols,), r, accumulate=True)
-        return kl - self.expected_log_lik(docs, mix[None], tw), kl
+        if not (self.topic_em > 0 and self.training):
+            return kl - self.expected_log_lik(docs, mix[None]), kl
+        # the pairs' products mix_dk phi_kw, formed once for the likelihood and the E-step
+        joint = mix[docs.rows] * self.pair_topics(docs)                         # (nnz, K)
+        p = joint.sum(-1)
+        # E-step: every token's topic responsibilities mix_dk phi_kw / p(w | d) at this draw,
+        # summed into the epoch's expected counts (index_put_ accumulates without atomics on a GPU)
+        with torch.no_grad():
+            r = joint * (docs.counts / (p + 1e-10))[:, None]
+            self.em_counts.index_put_((docs.cols,), r, accumulate=True)
+        return kl - doc_sums(docs, docs.counts * torch.log(p + 1e-10)), kl
 
     def dense_grads(self):
         """Before the optimizer's step: the encoders' first layers' sparse gradients as dense ones
@@ -452,7 +464,7 @@ class PAMNet(nn.Module):
         Dirichlet(eta + n_k), as LDA's variational EM (and a Gibbs sampler's phi estimate) reads
         topics from counts."""
         if self.topic_em > 0:
-            c = self.em_counts + self.topic_em
+            c = (self.em_counts.T + self.topic_em).contiguous()
             self.beta.copy_(torch.log(c / c.sum(1, keepdim=True)))
             self.em_counts.zero_()
 
