@@ -151,9 +151,11 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
     device : str, default="cpu"
         torch device: "cpu" or "cuda" (a model per seed on each; see models.variational).
     n_jobs : int or None, default=None
-        torch threads of :meth:`transform` (restored afterwards). CPU training always runs on
-        one thread, so that a seed gives the same model whatever ``n_jobs`` (torch splits its
-        reductions by thread count); on a GPU, training uses ``n_jobs`` CPU threads.
+        Threads of Adam's step and of the documents' posteriors (None: torch's thread count).
+        CPU training runs the network on one thread, so that a seed gives the same model
+        whatever ``n_jobs`` (torch splits its reductions by thread count); documents' posteriors
+        are refined ``n_jobs`` batches side by side, each on one thread. On a GPU, training uses
+        ``n_jobs`` CPU threads.
     callback_every : int, default=1
         ``callback(model, epoch, epochs)`` after every this many epochs.
     checkpoint_every : int, default=10
@@ -299,10 +301,11 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         n = np.bincount(corpus.term_ids, minlength=corpus.n_terms).astype(np.float64)
         eta = float(self.eta)
         self._log_freq = np.log((n + eta) / (n.sum() + eta * corpus.n_terms)).astype(np.float32)
+        self._fit_threads = step_threads  # the training documents' posteriors, in _finalize
         try:
             super()._fit(corpus, callback, checkpoint, step_threads)
         finally:
-            del self._log_freq
+            del self._log_freq, self._fit_threads
 
     def topic_correlations(self, chain=0):
         """A CTM's learned topic correlations (K, K) (of chain ``chain``): the correlation matrix of its prior's
@@ -337,7 +340,7 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
             tw = np.concatenate([n.topics().cpu().numpy().astype(np.float64) for n in chain_list(net)])
         # rows renormalised in float64, so every document model sums to 1 (float32 rows miss by 1e-7)
         self.topic_word_ = tw / tw.sum(axis=1, keepdims=True)
-        self.doc_mix_ = self._encode(X)
+        self.doc_mix_ = self._encode(X, self._fit_threads)
         empty = np.zeros(0, dtype=np.float32)
         self.beta_ = self.dec_shift_ = self.dec_scale_ = self.doc_div_ = self.doc_lse_ = empty
         if self.decoder == "product":

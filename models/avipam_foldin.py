@@ -6,6 +6,8 @@ over the chains (independent networks), for training and new documents alike.
 With C chains of K sub-topics each, a document's mixtures are kept side by side, (C * K,), chain
 c's in columns [c K, (c + 1) K), each chain's summing to 1 / C: the document model averaged over
 chains is then one product with the chains' topics stacked (C * K, V)."""
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 from .foldin import FoldedDocs, as_corpus, check_fold_params
@@ -42,7 +44,7 @@ def refine_posteriors(net, docs, tw, draws, steps):
     the topics at their entries: ``net.pair_topics``), then ``steps`` Adam steps
     on the sum of their ELBOs with the decoder fixed (semi-amortized VI, Kim et al. 2018),
     one fresh draw per step: every document's parameters move on its own ELBO alone (Adam
-    is elementwise)."""
+    is elementwise). Call it with torch at one thread (:meth:`AVIFoldInMixin._map_batches`)."""
     import torch
 
     with torch.no_grad():
@@ -51,21 +53,14 @@ def refine_posteriors(net, docs, tw, draws, steps):
         return params
     params = [p.detach().clone().requires_grad_(True) for p in params]
     opt = torch.optim.Adam(params, lr=_REFINE_LR)
-    prev = torch.get_num_threads()
-    # One thread, as training: the mixtures do not depend on n_jobs (torch splits reductions
-    # by thread count), and these small ops gain nothing from threads on a busy machine.
-    torch.set_num_threads(1)
-    try:
-        with torch.enable_grad():
-            for step in range(steps):
-                eps = net.noise(params, 1, draws(_REFINE, step), _REFINE_BATCH)
-                mix, kl = net.mix_kl(params, eps)
-                loss = (kl - net.expected_log_lik(docs, mix, tw)).sum()
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-    finally:
-        torch.set_num_threads(prev)
+    with torch.enable_grad():
+        for step in range(steps):
+            eps = net.noise(params, 1, draws(_REFINE, step), _REFINE_BATCH)
+            mix, kl = net.mix_kl(params, eps)
+            loss = (kl - net.expected_log_lik(docs, mix, tw)).sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
     return [p.detach() for p in params]
 
 
@@ -124,32 +119,40 @@ class AVIFoldIn(FoldedDocs):
 class AVIFoldInMixin:
     """Document posteriors of aviPAM: ``transform``, ``fold_in``, ``elbo``."""
 
-    def _encode(self, X):
+    def _encode(self, X, threads):
         """Sub-topic mixtures of the rows of the count matrix ``X``, every chain's side by side:
         the encoder's posteriors, refined by ``refine_steps`` steps on each document's ELBO, then
         the posterior mean of the mixture over ``doc_samples`` draws (or the mixture at every
-        node's mean logits when ``doc_samples`` is 0). Draws come from streams seeded by ``seed``."""
+        node's mean logits when ``doc_samples`` is 0). Draws come from streams seeded by ``seed``;
+        ``threads`` batches are refined side by side."""
         import torch
+
+        def mean_mix(lo, net, _, params, draws):
+            eps = None
+            if self.doc_samples:
+                eps = net.noise(params, self.doc_samples, draws(_AVERAGE, 0), _REFINE_BATCH)
+            with torch.no_grad():
+                return net.mix_kl(params, eps)[0].mean(0).cpu().numpy()
 
         C, K = self.n_chains, self.n_topics
         out = np.empty((X.shape[0], C * K), dtype=np.float64)
         for c in range(C):
             block = out[:, c * K:(c + 1) * K]
-            for lo, net, _, params, draws in self._batch_posteriors(X, self.refine_steps, self.seed, c):
-                with torch.no_grad():
-                    eps = None
-                    if self.doc_samples:
-                        eps = net.noise(params, self.doc_samples, draws(_AVERAGE, 0), _REFINE_BATCH)
-                    mix, _ = net.mix_kl(params, eps)
-                block[lo:lo + mix.shape[1]] = mix.mean(0).cpu().numpy()
+            lo = 0
+            for mix in self._map_batches(X, self.refine_steps, self.seed, c, mean_mix, threads):
+                block[lo:lo + len(mix)] = mix
+                lo += len(mix)
             block /= block.sum(axis=1, keepdims=True) * C if C > 1 else block.sum(axis=1, keepdims=True)
         return out
 
-    def _batch_posteriors(self, X, steps, seed, chain=0, batch=_REFINE_BATCH):
-        """(first row, network, (documents as :class:`Docs`, the topics at their entries),
-        variational parameters, draws) of every batch of rows of ``X`` under chain ``chain``'s
-        network: the encoder's posteriors refined by ``steps`` steps. ``draws(purpose, call)``
-        gives the batch's generators, one per level."""
+    def _map_batches(self, X, steps, seed, chain, fn, threads, batch=_REFINE_BATCH):
+        """``fn(first row, network, (documents as :class:`Docs`, the topics at their entries),
+        variational parameters, draws)`` of every batch of rows of ``X`` under chain ``chain``'s
+        network, in order: the encoder's posteriors refined by ``steps`` steps, ``draws(purpose,
+        call)`` the batch's generators (one per level). A batch depends on nothing but its rows
+        and its number, so ``threads`` batches run side by side (on the CPU), each with torch at
+        one thread (torch splits its reductions by thread count): the same mixtures whatever
+        the thread count."""
         import torch
 
         from ._torch.chain_nets import chain_list
@@ -161,12 +164,26 @@ class AVIFoldInMixin:
         net.eval()
         dev = next(net.parameters()).device
         with torch.no_grad():
-            topics = None if net.decoder == "product" else net.topics()
-        for b, lo in enumerate(range(0, X.shape[0], batch)):
+            # (K, V) whose transpose is contiguous: a batch's words read rows of it
+            topics = None if net.decoder == "product" else net.topics().T.contiguous().T
+
+        def one(b):
+            lo = b * batch
             docs = Docs.from_csr(X[lo:lo + batch], dev)
             tw = None if topics is None else net.pair_topics(docs, topics)
             draws = batch_draws(seed, b, dev, net.n_levels, chain)
-            yield lo, net, (docs, tw), refine_posteriors(net, docs, tw, draws, steps), draws
+            return fn(lo, net, (docs, tw), refine_posteriors(net, docs, tw, draws, steps), draws)
+
+        n = -(-X.shape[0] // batch)
+        prev = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            if dev.type != "cpu" or threads is None or threads <= 1 or n <= 1:
+                return [one(b) for b in range(n)]
+            with ThreadPoolExecutor(min(threads, n)) as pool:
+                return list(pool.map(one, range(n)))
+        finally:
+            torch.set_num_threads(prev)
 
     def elbo(self, corpus, refine_steps=None, n_samples=64, seed=None):
         """Per-document ELBO (n_docs,) of the posteriors that :meth:`transform` reaches with
@@ -185,17 +202,24 @@ class AVIFoldInMixin:
         X = count_matrix(as_corpus(corpus, self.n_terms_))
         out = np.zeros(X.shape[0])
         seed = self.seed if seed is None else seed
+
+        def batch_elbo(lo, net, pair, params, draws):
+            docs, tw = pair
+            with torch.no_grad():
+                _, kl = net.mix_kl(params)
+                ll = 0.0
+                for s in range(0, n_samples, 8):  # draws in chunks: (S, nnz, K) stays small
+                    k = min(8, n_samples - s)
+                    eps = net.noise(params, k, draws(_ESTIMATE, s), _REFINE_BATCH)
+                    mix, _ = net.mix_kl(params, eps)
+                    ll = ll + k * net.expected_log_lik(docs, mix, tw)
+                return (ll / n_samples - kl).cpu().numpy()
+
         for c in range(self.n_chains):
-            for lo, net, (docs, tw), params, draws in self._batch_posteriors(X, int(steps), int(seed), c):
-                with torch.no_grad():
-                    _, kl = net.mix_kl(params)
-                    ll = 0.0
-                    for s in range(0, n_samples, 8):  # draws in chunks: (S, nnz, K) stays small
-                        k = min(8, n_samples - s)
-                        eps = net.noise(params, k, draws(_ESTIMATE, s), _REFINE_BATCH)
-                        mix, _ = net.mix_kl(params, eps)
-                        ll = ll + k * net.expected_log_lik(docs, mix, tw)
-                    out[lo:lo + len(kl)] += (ll / n_samples - kl).cpu().numpy()
+            lo = 0
+            for e in self._map_batches(X, int(steps), int(seed), c, batch_elbo, self._threads()):
+                out[lo:lo + len(e)] += e
+                lo += len(e)
         return out / self.n_chains if self.n_chains > 1 else out
 
     def transform(self, corpus):
@@ -205,15 +229,13 @@ class AVIFoldInMixin:
         (n_docs, C * n_topics), chain c's in columns [c K, (c + 1) K) summing to 1 / C."""
         self._check_fitted()
         corpus = as_corpus(corpus, self.n_terms_)
+        return self._encode(count_matrix(corpus), self._threads())
+
+    def _threads(self):
+        """Batches refined side by side: ``n_jobs``, or torch's thread count."""
         import torch
 
-        prev = torch.get_num_threads()
-        if self.n_jobs is not None:
-            torch.set_num_threads(self.n_jobs)
-        try:
-            return self._encode(count_matrix(corpus))
-        finally:
-            torch.set_num_threads(prev)
+        return self.n_jobs or torch.get_num_threads()
 
     def fold_in(self, docs, n_iter=1, n_keep=1, samples=None, seed=0, chain=0):
         """Posterior of new documents (term-id arrays of the model's vocabulary, or a Corpus)

@@ -133,12 +133,23 @@ def test_bad_refinement_parameters_are_refused(corpus, fitted, tmp_path, name, b
 
 
 def test_mixtures_do_not_depend_on_the_thread_count(fitted, corpus):
-    """Refinement runs on one torch thread (reductions split by thread count would change the
-    last bits); the encoder pass on n_jobs threads agrees to float32 rounding."""
+    """Batches of documents are refined side by side, each with torch at one thread: the same
+    mixtures and ELBOs bit for bit whatever n_jobs, over several batches."""
     import copy
 
-    two = copy.copy(fitted)
-    two.n_jobs = 2
+    from models.avipam_foldin import _REFINE_BATCH
+
+    many = pam4_corpus(n_docs=2 * _REFINE_BATCH + 100, doc_len=40, seed=3)[0]
+    assert many.n_terms == corpus.n_terms
     before = torch.get_num_threads()
-    np.testing.assert_allclose(two.transform(corpus), fitted.doc_mix_, rtol=1e-5, atol=1e-9)
-    assert torch.get_num_threads() == before  # restored
+    mixes, elbos = [], []
+    for n_jobs in (1, 2, 3):
+        m = copy.copy(fitted)
+        m.n_jobs = n_jobs
+        mixes.append(m.transform(many))
+        elbos.append(m.elbo(many, n_samples=4))
+        assert torch.get_num_threads() == before  # restored
+    for mix, elbo in zip(mixes[1:], elbos[1:]):
+        np.testing.assert_array_equal(mix, mixes[0])
+        np.testing.assert_array_equal(elbo, elbos[0])
+    np.testing.assert_array_equal(copy.copy(fitted).transform(corpus), fitted.doc_mix_)
