@@ -17,6 +17,8 @@ from .variational import count_matrix
 # documents refined together.
 _REFINE_LR = 0.05
 _REFINE_BATCH = 500
+# Draws whose mixtures are formed together (a batch's memory).
+_DRAW_CHUNK = 4
 # What a batch's draws are for: a refinement step, the averaged mixture, an ELBO estimate.
 _REFINE, _AVERAGE, _ESTIMATE = 0, 1, 2
 # What models written before ``refine_steps`` and ``doc_samples`` existed did: one encoder pass,
@@ -128,11 +130,14 @@ class AVIFoldInMixin:
         import torch
 
         def mean_mix(lo, net, _, params, draws):
-            eps = None
-            if self.doc_samples:
-                eps = net.noise(params, self.doc_samples, draws(_AVERAGE, 0), _REFINE_BATCH)
             with torch.no_grad():
-                return net.mix_kl(params, eps)[0].mean(0).cpu().numpy()
+                if not self.doc_samples:
+                    return net.mix_kl(params)[0].mean(0).cpu().numpy()
+                eps = net.noise(params, self.doc_samples, draws(_AVERAGE, 0), _REFINE_BATCH)
+                # the draws' mixtures a few at a time: a level's (S, B, P, C) logits stay small
+                mix = torch.cat([net.mix_kl(params, [e[s:s + _DRAW_CHUNK] for e in eps])[0]
+                                 for s in range(0, self.doc_samples, _DRAW_CHUNK)])
+                return mix.mean(0).cpu().numpy()
 
         C, K = self.n_chains, self.n_topics
         out = np.empty((X.shape[0], C * K), dtype=np.float64)
