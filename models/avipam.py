@@ -330,7 +330,7 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         sd = np.sqrt(np.diag(cov))
         return cov / np.outer(sd, sd)
 
-    def _finalize(self, net, X):
+    def _finalize(self, net, X, stage=None):
         import torch
 
         from ._torch.chain_nets import chain_list
@@ -340,7 +340,7 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
             tw = np.concatenate([n.topics().cpu().numpy().astype(np.float64) for n in chain_list(net)])
         # rows renormalised in float64, so every document model sums to 1 (float32 rows miss by 1e-7)
         self.topic_word_ = tw / tw.sum(axis=1, keepdims=True)
-        self.doc_mix_ = self._encode(X, self._fit_threads)
+        self.doc_mix_ = self._encode(X, self._fit_threads, stage)
         empty = np.zeros(0, dtype=np.float32)
         self.beta_ = self.dec_shift_ = self.dec_scale_ = self.doc_div_ = self.doc_lse_ = empty
         if self.decoder == "product":

@@ -121,12 +121,13 @@ class AVIFoldIn(FoldedDocs):
 class AVIFoldInMixin:
     """Document posteriors of aviPAM: ``transform``, ``fold_in``, ``elbo``."""
 
-    def _encode(self, X, threads):
+    def _encode(self, X, threads, stage=None):
         """Sub-topic mixtures of the rows of the count matrix ``X``, every chain's side by side:
         the encoder's posteriors, refined by ``refine_steps`` steps on each document's ELBO, then
         the posterior mean of the mixture over ``doc_samples`` draws (or the mixture at every
         node's mean logits when ``doc_samples`` is 0). Draws come from streams seeded by ``seed``;
-        ``threads`` batches are refined side by side."""
+        ``threads`` batches are refined side by side. ``stage(what, done, total)``, if given,
+        hears of every batch done."""
         import torch
 
         def mean_mix(lo, net, _, params, draws):
@@ -141,23 +142,31 @@ class AVIFoldInMixin:
 
         C, K = self.n_chains, self.n_topics
         out = np.empty((X.shape[0], C * K), dtype=np.float64)
+        n = -(-X.shape[0] // _REFINE_BATCH)
+        done = [0]
+
+        def advance():
+            done[0] += 1
+            stage("document posteriors", done[0], C * n)
+
         for c in range(C):
             block = out[:, c * K:(c + 1) * K]
             lo = 0
-            for mix in self._map_batches(X, self.refine_steps, self.seed, c, mean_mix, threads):
+            for mix in self._map_batches(X, self.refine_steps, self.seed, c, mean_mix, threads,
+                                         advance if stage is not None else None):
                 block[lo:lo + len(mix)] = mix
                 lo += len(mix)
             block /= block.sum(axis=1, keepdims=True) * C if C > 1 else block.sum(axis=1, keepdims=True)
         return out
 
-    def _map_batches(self, X, steps, seed, chain, fn, threads, batch=_REFINE_BATCH):
+    def _map_batches(self, X, steps, seed, chain, fn, threads, advance=None, batch=_REFINE_BATCH):
         """``fn(first row, network, (documents as :class:`Docs`, the topics at their entries),
         variational parameters, draws)`` of every batch of rows of ``X`` under chain ``chain``'s
         network, in order: the encoder's posteriors refined by ``steps`` steps, ``draws(purpose,
         call)`` the batch's generators (one per level). A batch depends on nothing but its rows
         and its number, so ``threads`` batches run side by side (on the CPU), each with torch at
         one thread (torch splits its reductions by thread count): the same mixtures whatever
-        the thread count."""
+        the thread count. ``advance()``, if given, is called as each batch is taken in order."""
         import torch
 
         from ._torch.chain_nets import chain_list
@@ -179,14 +188,22 @@ class AVIFoldInMixin:
             draws = batch_draws(seed, b, dev, net.n_levels, chain)
             return fn(lo, net, (docs, tw), refine_posteriors(net, docs, tw, draws, steps), draws)
 
+        def taken(results):
+            out = []
+            for r in results:
+                out.append(r)
+                if advance is not None:
+                    advance()
+            return out
+
         n = -(-X.shape[0] // batch)
         prev = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
             if dev.type != "cpu" or threads is None or threads <= 1 or n <= 1:
-                return [one(b) for b in range(n)]
+                return taken(one(b) for b in range(n))
             with ThreadPoolExecutor(min(threads, n)) as pool:
-                return list(pool.map(one, range(n)))
+                return taken(pool.map(one, range(n)))
         finally:
             torch.set_num_threads(prev)
 

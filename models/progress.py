@@ -16,6 +16,7 @@ class TqdmCallback:
         self.desc = desc
         self.tqdm_kwargs = tqdm_kwargs
         self._bar = None
+        self._stage = None
 
     def __call__(self, model, iteration, n_iter):
         if self._bar is None:
@@ -37,3 +38,15 @@ class TqdmCallback:
         if iteration >= n_iter:
             self._bar.close()
             self._bar = None
+
+    def stage(self, what, done, total):
+        """A step of training after the iterations (``what``: what it does, ``done`` of
+        ``total`` units finished), on a bar of its own."""
+        if self._stage is None:
+            from tqdm import tqdm
+
+            self._stage = tqdm(total=total, desc=f"{self.desc}: {what}", **self.tqdm_kwargs)
+        self._stage.update(done - self._stage.n)
+        if done >= total:
+            self._stage.close()
+            self._stage = None

@@ -48,9 +48,9 @@ class VariationalModel(TopicModel):
     updates such as aviPAM's M-step topics), ``_batch_input(rows, device)`` (the ``x`` that
     ``loss`` takes for a batch's rows of the count matrix, scipy CSR; a network may also define
     ``dense_grads()``, run after every backward pass, to give Adam dense gradients where its
-    layers produced sparse ones) and ``_finalize(net, X)``
+    layers produced sparse ones) and ``_finalize(net, X, stage)``
     (the fitted arrays named in ``_INFERENCE_ARRAYS``, the first of which exists exactly when
-    the model is fitted).
+    the model is fitted; ``stage(what, done, total)``, or None, to report its progress).
 
     One kept model: ``sample_iter_ = [epochs]``; ``log_lik_`` is the training ELBO per token of
     every epoch (the average of the mini-batch estimates), one column per chain: ``n_chains``
@@ -94,6 +94,9 @@ class VariationalModel(TopicModel):
         corpus : Corpus
         callback : callable or None
             ``callback(model, epoch, epochs)`` after every ``callback_every`` epochs (and the last).
+            A callback with a ``stage(what, done, total)`` method (as
+            :class:`models.progress.TqdmCallback`) also hears how the training documents'
+            posteriors advance after the last epoch.
         checkpoint : str or PathLike or None
             Checkpoint file (network, optimizer and random streams). If it exists, training
             resumes from it and ends as an uninterrupted run would (bit-identical on CPU with the
@@ -186,7 +189,7 @@ class VariationalModel(TopicModel):
         self.net_ = net
         self.n_samples_ = 1
         self.sample_iter_ = np.array([self.epochs], dtype=np.int64)
-        self._finalize(net, X)
+        self._finalize(net, X, getattr(callback, "stage", None))
 
     def _adam_step(self, opt, threads):
         import torch

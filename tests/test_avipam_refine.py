@@ -153,3 +153,34 @@ def test_mixtures_do_not_depend_on_the_thread_count(fitted, corpus):
         np.testing.assert_array_equal(mix, mixes[0])
         np.testing.assert_array_equal(elbo, elbos[0])
     np.testing.assert_array_equal(copy.copy(fitted).transform(corpus), fitted.doc_mix_)
+
+
+class _Heard:
+    """A training callback that records the epochs and the stage reports it hears."""
+
+    def __init__(self):
+        self.epochs, self.stages = [], []
+
+    def __call__(self, model, epoch, epochs):
+        self.epochs.append(epoch)
+
+    def stage(self, what, done, total):
+        self.stages.append((what, done, total))
+
+
+def test_the_posteriors_after_training_report_their_progress(capsys):
+    from models.avipam_foldin import _REFINE_BATCH
+    from models.progress import TqdmCallback
+
+    many = pam4_corpus(n_docs=_REFINE_BATCH + 50, doc_len=20, seed=4)[0]
+    heard = _Heard()
+    kw = dict(KW, arch="4pam:2,6", epochs=2, n_chains=2, refine_steps=2, doc_samples=2, n_jobs=2)
+    m = AVIPAM(**kw).fit(many, callback=heard)
+    assert heard.epochs == [1, 2]
+    # two batches a chain, reported as they are taken, after the last epoch
+    assert heard.stages == [("document posteriors", i, 4) for i in range(1, 5)]
+    bar = TqdmCallback(desc="AVIPAM")
+    again = AVIPAM(**kw).fit(many, callback=bar)
+    np.testing.assert_array_equal(again.doc_mix_, m.doc_mix_)
+    assert bar._stage is None  # closed at the end
+    assert "AVIPAM: document posteriors" in capsys.readouterr().err
