@@ -11,6 +11,7 @@ model. On a GPU a seed gives one model run to run too (checked by
 differently and draw from different random streams.
 """
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -150,6 +151,24 @@ class VariationalModel(TopicModel):
         start = 0
         if checkpoint is not None and os.path.exists(checkpoint):
             start = self._resume(checkpoint, corpus, net, opt, order_gen, gen)
+        # Independent networks (chains) step side by side on the CPU, one torch thread each.
+        pool = None
+        if dev.type == "cpu" and step_threads > 1 and hasattr(net, "loss_backward"):
+            pool = ThreadPoolExecutor(min(step_threads, len(net.chains)))
+        try:
+            self._epochs(net, opt, X, start, order_gen, gen, pool, corpus, callback, checkpoint, step_threads)
+        finally:
+            if pool is not None:
+                pool.shutdown()
+        self.net_ = net
+        self.n_samples_ = 1
+        self.sample_iter_ = np.array([self.epochs], dtype=np.int64)
+        self._finalize(net, X, getattr(callback, "stage", None))
+
+    def _epochs(self, net, opt, X, start, order_gen, gen, pool, corpus, callback, checkpoint, step_threads):
+        import torch
+
+        dev = gen.device
         D, N = corpus.n_docs, corpus.n_tokens
         n_batches = max(1, -(-D // self.batch_size))
         for epoch in range(start, self.epochs):
@@ -162,14 +181,18 @@ class VariationalModel(TopicModel):
             # Near-equal batches (sizes differ by at most one): batch normalisation never sees
             # a batch of one document.
             for idx in np.array_split(perm, n_batches):
-                neg_elbo, kl = net.loss(self._batch_input(X[np.sort(idx)], dev), gen)
-                # (n_chains, B) for independent networks: the sum of their own batch means
-                loss = (neg_elbo - (1.0 - kl_weight) * kl).mean(-1)
-                loss = loss.sum() if loss.dim() else loss
+                x = self._batch_input(X[np.sort(idx)], dev)
                 opt.zero_grad()
-                loss.backward()
-                if hasattr(net, "dense_grads"):
-                    net.dense_grads()
+                if pool is not None:
+                    neg_elbo, kl = net.loss_backward(x, gen, kl_weight, pool)
+                else:
+                    neg_elbo, kl = net.loss(x, gen)
+                    # (n_chains, B) for independent networks: the sum of their own batch means
+                    loss = (neg_elbo - (1.0 - kl_weight) * kl).mean(-1)
+                    loss = loss.sum() if loss.dim() else loss
+                    loss.backward()
+                    if hasattr(net, "dense_grads"):
+                        net.dense_grads()
                 self._adam_step(opt, step_threads)
                 total = total + neg_elbo.detach().sum(-1).double().cpu().numpy()
             if hasattr(net, "end_epoch"):
@@ -186,10 +209,6 @@ class VariationalModel(TopicModel):
                 self._write_checkpoint(checkpoint, net, opt, order_gen, gen)
             if callback is not None and (done % self.callback_every == 0 or done == self.epochs):
                 callback(self, done, self.epochs)
-        self.net_ = net
-        self.n_samples_ = 1
-        self.sample_iter_ = np.array([self.epochs], dtype=np.int64)
-        self._finalize(net, X, getattr(callback, "stage", None))
 
     def _adam_step(self, opt, threads):
         import torch

@@ -70,6 +70,22 @@ def test_same_seed_same_chains_and_transform_gives_the_training_mixtures(fitted,
     np.testing.assert_array_equal(two.doc_mix_, fitted.doc_mix_)
 
 
+@pytest.mark.parametrize("extra", [dict(theta_dropout=0.3, kl_warmup=2, topic_update="gradient"),
+                                   dict(arch="ctm:6", theta_dropout=0.2),
+                                   dict(dropout=0.0, norm="l2", topic_update="gradient")])
+def test_chains_stepped_side_by_side_draw_what_they_draw_in_turn(corpus, extra):
+    """With threads to spare the networks' steps run side by side, each from the generator
+    state the one-after-another loop reaches: every draw (dropout masks, the levels' or the CTM's
+    noise, the mixtures' dropout) is skipped in its place, so any thread count gives the model
+    of one thread, bit for bit."""
+    kw = dict(KW, n_chains=3, epochs=3, **extra)
+    one = AVIPAM(**kw).fit(corpus)
+    for n_jobs in (2, 3):
+        other = AVIPAM(**dict(kw, n_jobs=n_jobs)).fit(corpus)
+        for name in ("topic_word_", "doc_mix_", "log_lik_"):
+            np.testing.assert_array_equal(getattr(other, name), getattr(one, name), err_msg=name)
+
+
 def test_checkpoints_resume_bit_identically_with_chains(fitted, corpus, tmp_path):
     kw = dict(KW, n_chains=3, checkpoint_every=2)
     got = resume_after_kill(AVIPAM, kw, corpus, tmp_path / "chains.ckpt", kill_at=3)

@@ -340,6 +340,20 @@ class PAMNet(nn.Module):
             mix = dropped
         return mix, kl
 
+    def skip_draws(self, n_docs, gen):
+        """Advance ``gen`` past the draws that a training :meth:`loss` of ``n_docs`` documents
+        takes from it (dropout masks and the levels' noise, in the order and shapes
+        :meth:`forward` draws them), so that independent networks sharing one stream can each
+        start from their own state."""
+        dev, dtype = self.beta.device, next(self.parameters()).dtype
+        for enc in self.encoders:
+            if self.rate > 0:
+                torch.rand((n_docs, enc.fc2.out_features), generator=gen, device=dev)
+            shape = (n_docs, enc.shape[1]) if self.full_cov else (n_docs, *enc.shape)
+            torch.randn(shape, generator=gen, device=dev, dtype=dtype)
+        if self.theta_rate > 0:
+            torch.rand((n_docs, self.beta.shape[0]), generator=gen, device=dev)
+
     # -- per-document posteriors (semi-amortized inference) ------------------------------------
 
     def posterior_params(self, x):
