@@ -301,11 +301,10 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         n = np.bincount(corpus.term_ids, minlength=corpus.n_terms).astype(np.float64)
         eta = float(self.eta)
         self._log_freq = np.log((n + eta) / (n.sum() + eta * corpus.n_terms)).astype(np.float32)
-        self._fit_threads = step_threads  # the training documents' posteriors, in _finalize
         try:
             super()._fit(corpus, callback, checkpoint, step_threads)
         finally:
-            del self._log_freq, self._fit_threads
+            del self._log_freq
 
     def topic_correlations(self, chain=0):
         """A CTM's learned topic correlations (K, K) (of chain ``chain``): the correlation matrix of its prior's
@@ -330,7 +329,7 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         sd = np.sqrt(np.diag(cov))
         return cov / np.outer(sd, sd)
 
-    def _finalize(self, net, X, stage=None):
+    def _finalize(self, net, X, threads, stage=None):
         import torch
 
         from ._torch.chain_nets import chain_list
@@ -340,7 +339,7 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
             tw = np.concatenate([n.topics().cpu().numpy().astype(np.float64) for n in chain_list(net)])
         # rows renormalised in float64, so every document model sums to 1 (float32 rows miss by 1e-7)
         self.topic_word_ = tw / tw.sum(axis=1, keepdims=True)
-        self.doc_mix_ = self._encode(X, self._fit_threads, stage)
+        self.doc_mix_ = self._encode(X, threads, stage)
         empty = np.zeros(0, dtype=np.float32)
         self.beta_ = self.dec_shift_ = self.dec_scale_ = self.doc_div_ = self.doc_lse_ = empty
         if self.decoder == "product":

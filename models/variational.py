@@ -49,9 +49,10 @@ class VariationalModel(TopicModel):
     updates such as aviPAM's M-step topics), ``_batch_input(rows, device)`` (the ``x`` that
     ``loss`` takes for a batch's rows of the count matrix, scipy CSR; a network may also define
     ``dense_grads()``, run after every backward pass, to give Adam dense gradients where its
-    layers produced sparse ones) and ``_finalize(net, X, stage)``
+    layers produced sparse ones) and ``_finalize(net, X, threads, stage)``
     (the fitted arrays named in ``_INFERENCE_ARRAYS``, the first of which exists exactly when
-    the model is fitted; ``stage(what, done, total)``, or None, to report its progress).
+    the model is fitted, on ``threads`` threads; ``stage(what, done, total)``, or None, to
+    report its progress).
 
     One kept model: ``sample_iter_ = [epochs]``; ``log_lik_`` is the training ELBO per token of
     every epoch (the average of the mini-batch estimates), one column per chain: ``n_chains``
@@ -163,10 +164,12 @@ class VariationalModel(TopicModel):
         self.net_ = net
         self.n_samples_ = 1
         self.sample_iter_ = np.array([self.epochs], dtype=np.int64)
-        self._finalize(net, X, getattr(callback, "stage", None))
+        self._finalize(net, X, step_threads, getattr(callback, "stage", None))
 
     def _epochs(self, net, opt, X, start, order_gen, gen, pool, corpus, callback, checkpoint, step_threads):
         import torch
+
+        from ._torch.pam_net import training_loss
 
         dev = gen.device
         D, N = corpus.n_docs, corpus.n_tokens
@@ -187,10 +190,7 @@ class VariationalModel(TopicModel):
                     neg_elbo, kl = net.loss_backward(x, gen, kl_weight, pool)
                 else:
                     neg_elbo, kl = net.loss(x, gen)
-                    # (n_chains, B) for independent networks: the sum of their own batch means
-                    loss = (neg_elbo - (1.0 - kl_weight) * kl).mean(-1)
-                    loss = loss.sum() if loss.dim() else loss
-                    loss.backward()
+                    training_loss(neg_elbo, kl, kl_weight).backward()
                     if hasattr(net, "dense_grads"):
                         net.dense_grads()
                 self._adam_step(opt, step_threads)

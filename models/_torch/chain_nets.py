@@ -10,7 +10,7 @@ same generator). With threads to spare, the networks' steps run side by side
 import torch
 from torch import nn
 
-from .pam_net import batch_size
+from .pam_net import batch_size, training_loss
 
 
 class ChainNets(nn.Module):
@@ -42,7 +42,7 @@ class ChainNets(nn.Module):
             g.set_state(states[c])
             net = self.chains[c]
             neg_elbo, kl = net.loss(x, g)
-            (neg_elbo - (1.0 - kl_weight) * kl).mean(-1).backward()
+            training_loss(neg_elbo, kl, kl_weight).backward()
             net.dense_grads()
             return neg_elbo.detach(), kl.detach()
 
