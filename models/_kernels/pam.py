@@ -63,6 +63,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
+from .prefetch import prefetch, prefetch2
 from .pam_buckets import (
     a_factor,
     a_table,
@@ -76,6 +77,9 @@ from .rng import uniform
 from .sparse import lower_bound
 
 N_STATS = 5
+# Tokens between the prefetch of a token's document state and its draw (twice as far for the
+# offsets that locate it).
+PREFETCH_AHEAD = 8
 A_TABLE_ROWS = 4096  # rows of the A_i table (super-topic counts 0..4095)
 
 
@@ -153,6 +157,21 @@ def sweep(order, state, docs, active, pruned, prior, edges, scratch, rng):
 # One block (shard s, term group g) of one sweep
 
 
+@njit(cache=True, inline="always")
+def _prefetch_doc(d, cap_ptr, dp_key, dp_count, dp_nnz, n_ds):
+    """Ask for the state a token of doc d reads: its pair list and its super-topic counts."""
+    base = cap_ptr[d]
+    nnz = dp_nnz[d]
+    for q in range(0, nnz, 16):
+        prefetch(dp_key, base + q)
+        prefetch(dp_count, base + q)
+    if nnz > 0:
+        prefetch(dp_key, base + nnz - 1)
+        prefetch(dp_count, base + nnz - 1)
+    for i in range(0, n_ds.shape[1], 16):
+        prefetch2(n_ds, d, i)
+
+
 @njit(cache=True)
 def _sweep_block(r0, r1, run_word, run_ptr, ord_doc, z_ord, n_wj, n_j, n_ds, cap_ptr, dp_key,
                  dp_count, dp_nnz, active, pruned, alpha_r, alpha, alpha_T, alpha_sum, beta,
@@ -190,6 +209,7 @@ def _sweep_block(r0, r1, run_word, run_ptr, ord_doc, z_ord, n_wj, n_j, n_ds, cap
         for i in range(n_super):
             W[j] += A0[i] * alpha_T[j, i]
     gsave = np.empty(n_super)
+    tok_end = run_ptr[r1]
     for r in range(r0, r1):
         w = run_word[r]
         row = n_wj[w]
@@ -216,6 +236,14 @@ def _sweep_block(r0, r1, run_word, run_ptr, ord_doc, z_ord, n_wj, n_j, n_ds, cap
         q_ok = False  # qbuf holds the prior bucket's masses of the reused state
         dsum = qsum = qscan = 0.0
         for tok in range(run_ptr[r], run_ptr[r + 1]):
+            # the documents of the next tokens are random rows of D-sized tables (tokens come
+            # grouped by term): ask for their offsets, then for the rows, ahead of their draws
+            if tok + 2 * PREFETCH_AHEAD < tok_end:
+                d2 = ord_doc[tok + 2 * PREFETCH_AHEAD]
+                prefetch(cap_ptr, d2)
+                prefetch(dp_nnz, d2)
+            if tok + PREFETCH_AHEAD < tok_end:
+                _prefetch_doc(ord_doc[tok + PREFETCH_AHEAD], cap_ptr, dp_key, dp_count, dp_nnz, n_ds)
             d = ord_doc[tok]
             if active[d] == 0:
                 continue
