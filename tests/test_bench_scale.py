@@ -235,6 +235,28 @@ def test_a_tiny_bench_scale_run_gives_finite_figures_against_the_targets(tmp_pat
     assert "the first 1 files (1,000 documents" in targets.notes[1]  # and the small fraction
 
 
+def test_a_fraction_that_trained_the_whole_schedule_is_projected_from_its_own_sweeps():
+    from retrieval.bench.scale_fit import projection
+
+    sweeps = [9.0, 8.0, 6.0, 5.0, 4.0, 4.0, 3.0, 3.0, 3.0, 3.5]  # the first one counts as setup
+
+    def run(tokens, terms, scale):  # time proportional to the tokens, sweep after sweep
+        return dict(defaults=dict(n_iter=10, n_chains=1), n_docs=tokens // 100, n_tokens=tokens,
+                    n_terms=terms, inputs_s=0.0, steps=[x * scale for x in sweeps], finish_s=0.0,
+                    peak_gib=1.0, base_gib=0.5, retained_gib=0.1, batch_s=0.2, ql_batch_s=0.1)
+
+    small, frac = run(10**6, 50_000, 1.0), run(2 * 10**6, 70_000, 2.0)
+    target = dict(docs=200_000, tokens=2 * 10**7, terms=300_000, ql_batch_s=1.0)
+    got = projection(frac, small, target)
+    # ten times the fraction's tokens: ten times each of its sweeps, the early ones included
+    assert got["sweeps_s"] == pytest.approx(10 * sum(frac["steps"][1:]))
+    assert got["late_chain_s"] == pytest.approx(10 * 2.0 * 3.0)  # median of the last five
+    # a fraction that stopped early follows the small run's curve instead, its early sweeps
+    # held at their median (a curve capped at 1): less than the sweeps measured
+    short = dict(frac, steps=frac["steps"][:4])
+    assert projection(short, small, target)["sweeps_s"] < got["sweeps_s"]
+
+
 def test_projection_of_mini_batch_training_counts_the_vocabulary_at_every_step():
     from retrieval.bench.scale_fit import projection
 

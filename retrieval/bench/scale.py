@@ -338,6 +338,9 @@ def _tables(kinds, full, frac, small, per_kind, per_kind_small, per_kind_early, 
             if k in per_kind_early:
                 details[-1]["small, early sweeps: P_TM tables s"] = fixed(per_kind_early[k].get("tables_s", 0.0), 3)
     vocab = info["vocab"]
+    # every kind's fraction run covered its default schedule (--sweeps at least its sweeps)
+    whole = all(len(per_kind[k]["steps"]) >= (per_kind[k]["defaults"].get("epochs")
+                                               or per_kind[k]["defaults"].get("n_iter") or 1) for k in kinds)
     notes = [
         f"Collection: {full['n_docs']:,} synthetic AP-layout documents (retrieval.datasets.ap_synth), "
         f"{full['n_tokens'] / 1e6:.1f} M tokens and {full['n_terms']:,} terms after analysis; content words: "
@@ -356,10 +359,15 @@ def _tables(kinds, full, frac, small, per_kind, per_kind_small, per_kind_early, 
            f"to the vocabulary (for an epoch of mini-batches, to the vocabulary times the steps: every step "
            f"updates the vocabulary-sized encoder layers); memory is the larger of that and the model's own arrays fitted the same "
            f"way plus the rest of the peak as a fixed part and a vocabulary part (bench.scale_fit.memory_by_parts, "
-           f"'arrays GiB' columns). The sweeps after the first few follow the small run's curve (a running "
-           f"median over five sweeps relative to its sweeps 2-{info['sweeps']}, at most 1, its last point held to the "
-           f"last sweep; bench.scale_fit.sweep_curve): samplers get faster as the chains settle ('late "
-           f"sweeps'). The Gibbs kinds are trained on the small fraction for {info['sweeps']} sweeps too "
+           f"'arrays GiB' columns). "
+           + ("The fraction trained every sweep of each kind's default schedule: the training is its own "
+              "sweeps, each scaled as their median is (bench.scale_fit.own_curve; 'late sweeps': the "
+              "median of the last five), samplers getting faster as the chains settle. " if whole else
+              f"The sweeps after the first few follow the small run's curve (a running "
+              f"median over five sweeps relative to its sweeps 2-{info['sweeps']}, at most 1, its last point held to the "
+              f"last sweep; bench.scale_fit.sweep_curve): samplers get faster as the chains settle ('late "
+              f"sweeps'). ")
+           + f"The Gibbs kinds are trained on the small fraction for {info['sweeps']} sweeps too "
            f"('early sweeps'): the batch's parts are fitted through the two runs at the same sweep (a "
            f"small collection's chains settle sooner), so the batch is that of a model at sweep "
            f"{info['sweeps']} (bench.scale_fit.batch_added). "

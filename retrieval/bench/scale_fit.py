@@ -67,14 +67,19 @@ def projection(r: dict, small: dict | None, target: dict, early: dict | None = N
                            v(small["n_docs"], small["n_terms"]), v(r["n_docs"], r["n_terms"]))
             proj[key] = a * target["tokens"] + b * v(target["docs"], target["terms"])
         proj["mem"] = max(proj["mem"], memory_by_parts(r, small, target))
-    curve = sweep_curve(small["steps"], n_big) if small is not None else [1.0]
-    # sweeps 2.. of the default run: the early sweeps' time, along the small run's curve, its
-    # last point held for the sweeps after it
+    if n_big >= total:  # the fraction trained the whole schedule: its own sweeps, scaled
+        curve = own_curve(r["steps"])
+        late = _median(curve[-5:])
+    else:
+        curve = sweep_curve(small["steps"], n_big) if small is not None else [1.0]
+        late = curve[-1]
+    # sweeps 2.. of the default run: the early sweeps' time, along the curve, its last point
+    # held for the sweeps after it
     sweeps_s = sum(proj["step"] * curve[min(i, len(curve) - 1)] for i in range(total - 1))
     train_s = proj["setup"] + sweeps_s + proj["finish"]
     batch_parts = dict(ql_s=target["ql_batch_s"], **batch_added_parts(r, target["docs"], small, early,
                                                                      target.get("scoring_s")))
-    return dict(setup_s=proj["setup"], per_chain_s=proj["step"] / chains, late_chain_s=proj["step"] * curve[-1] / chains,
+    return dict(setup_s=proj["setup"], per_chain_s=proj["step"] / chains, late_chain_s=proj["step"] * late / chains,
                 chains=chains, sweeps=total, train_min=train_s / 60, peak_gib=r["base_gib"] + proj["mem"],
                 batch_s=sum(batch_parts.values()), sweeps_s=sweeps_s, finish_s=proj["finish"],
                 batch_parts=batch_parts)
@@ -158,6 +163,15 @@ def sweep_curve(steps: list[float], n_early: int) -> list[float]:
     out = [min(_median(rest[max(0, i - 2):i + 3]) / early, 1.0) for i in range(len(rest))]
     out[-1] = min(_median(rest[-5:]) / early, 1.0)
     return out
+
+
+def own_curve(steps: list[float]) -> list[float]:
+    """Seconds of sweeps 2, 3, ... of a run that trained every sweep of the schedule, relative
+    to their median (the sweep time :func:`projection` fits): the sweeps are measured, only their
+    size is extrapolated."""
+    rest = steps[1:] or steps
+    med = _median(rest)
+    return [x / med for x in rest] if med > 0 else [1.0] * len(rest)
 
 
 def target_size(full: dict, frac: dict, grow: float, max_terms: int) -> dict:
