@@ -6,6 +6,7 @@ over the chains (independent networks), for training and new documents alike.
 With C chains of K sub-topics each, a document's mixtures are kept side by side, (C * K,), chain
 c's in columns [c K, (c + 1) K), each chain's summing to 1 / C: the document model averaged over
 chains is then one product with the chains' topics stacked (C * K, V)."""
+import itertools
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -143,11 +144,10 @@ class AVIFoldInMixin:
         C, K = self.n_chains, self.n_topics
         out = np.empty((X.shape[0], C * K), dtype=np.float64)
         n = -(-X.shape[0] // _REFINE_BATCH)
-        done = [0]
+        done = itertools.count(1)
 
         def advance():
-            done[0] += 1
-            stage("document posteriors", done[0], C * n)
+            stage("document posteriors", next(done), C * n)
 
         for c in range(C):
             block = out[:, c * K:(c + 1) * K]

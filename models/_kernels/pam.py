@@ -63,7 +63,6 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from .prefetch import prefetch, prefetch2
 from .pam_buckets import (
     a_factor,
     a_table,
@@ -73,6 +72,7 @@ from .pam_buckets import (
     pick,
     prior_bucket,
 )
+from .prefetch import prefetch, prefetch2
 from .rng import uniform
 from .sparse import lower_bound
 

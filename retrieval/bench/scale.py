@@ -338,9 +338,7 @@ def _tables(kinds, full, frac, small, per_kind, per_kind_small, per_kind_early, 
             if k in per_kind_early:
                 details[-1]["small, early sweeps: P_TM tables s"] = fixed(per_kind_early[k].get("tables_s", 0.0), 3)
     vocab = info["vocab"]
-    # every kind's fraction run covered its default schedule (--sweeps at least its sweeps)
-    whole = all(len(per_kind[k]["steps"]) >= (per_kind[k]["defaults"].get("epochs")
-                                               or per_kind[k]["defaults"].get("n_iter") or 1) for k in kinds)
+    whole = all(proj[k]["own_sweeps"] for k in kinds)  # every fraction trained its whole schedule
     notes = [
         f"Collection: {full['n_docs']:,} synthetic AP-layout documents (retrieval.datasets.ap_synth), "
         f"{full['n_tokens'] / 1e6:.1f} M tokens and {full['n_terms']:,} terms after analysis; content words: "

@@ -33,7 +33,8 @@ def projection(r: dict, small: dict | None, target: dict, early: dict | None = N
     """Figures of one kind for the ``target`` collection (tokens, terms, docs) from its runs on
     the fraction (``r``) and on the smaller fraction (``small``; None: linear in tokens from
     ``r`` alone; ``early``: the smaller fraction at the fraction's sweeps, for the batch, see
-    :func:`batch_added`). See the module docstring."""
+    :func:`batch_added`). See the module docstring. ``own_sweeps``: the training was projected
+    from the fraction's own sweeps (it trained the whole schedule, :func:`own_curve`)."""
     d = r["defaults"]
     chains = d.get("n_chains", 1)
     total = d.get("epochs") or d.get("n_iter")
@@ -67,7 +68,8 @@ def projection(r: dict, small: dict | None, target: dict, early: dict | None = N
                            v(small["n_docs"], small["n_terms"]), v(r["n_docs"], r["n_terms"]))
             proj[key] = a * target["tokens"] + b * v(target["docs"], target["terms"])
         proj["mem"] = max(proj["mem"], memory_by_parts(r, small, target))
-    if n_big >= total:  # the fraction trained the whole schedule: its own sweeps, scaled
+    own = n_big >= total  # the fraction trained the whole schedule: its own sweeps, scaled
+    if own:
         curve = own_curve(r["steps"])
         late = _median(curve[-5:])
     else:
@@ -82,7 +84,7 @@ def projection(r: dict, small: dict | None, target: dict, early: dict | None = N
     return dict(setup_s=proj["setup"], per_chain_s=proj["step"] / chains, late_chain_s=proj["step"] * late / chains,
                 chains=chains, sweeps=total, train_min=train_s / 60, peak_gib=r["base_gib"] + proj["mem"],
                 batch_s=sum(batch_parts.values()), sweeps_s=sweeps_s, finish_s=proj["finish"],
-                batch_parts=batch_parts)
+                batch_parts=batch_parts, own_sweeps=own)
 
 
 PARTS = ("tables_s", "extras_s", "scoring_s")  # the batch's parts timed apart (bench.scale)
