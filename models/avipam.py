@@ -295,7 +295,7 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         vocabulary."""
         from ._torch.pam_net import Docs
 
-        return Docs.from_csr(rows, device)
+        return Docs.from_csr(rows, device, by_term=True)
 
     def _fit(self, corpus, callback, checkpoint, step_threads):
         n = np.bincount(corpus.term_ids, minlength=corpus.n_terms).astype(np.float64)

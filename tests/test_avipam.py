@@ -436,10 +436,14 @@ def test_sparse_batches_give_the_dense_loss_and_gradients(corpus_beta, arch, dec
     net = m.net_.train()
     dense = torch.from_numpy(X.toarray())
     docs = Docs.from_csr(X)
-    for a, b in zip(as_docs(dense), docs):
+    # a training batch on the CPU (by_term): the first layers' gradients summed term by term
+    train = Docs.from_csr(X, by_term=True)
+    for a, b, c in zip(as_docs(dense), docs, train[:4]):
         torch.testing.assert_close(a, b, rtol=0, atol=0)
+        torch.testing.assert_close(a, c, rtol=0, atol=0)
+    assert docs.by_term is None and train.by_term[0].tolist() == np.unique(X.indices).tolist()
     got = {}
-    for name, x in (("dense", dense), ("docs", docs)):
+    for name, x in (("dense", dense), ("docs", docs), ("train", train)):
         net.zero_grad()
         if topic_update == "em":
             net.em_counts.zero_()
@@ -449,17 +453,19 @@ def test_sparse_batches_give_the_dense_loss_and_gradients(corpus_beta, arch, dec
         grads = {k: p.grad.clone() for k, p in net.named_parameters()}
         counts = net.em_counts.clone() if topic_update == "em" else None
         got[name] = (neg_elbo.detach(), kl.detach(), grads, counts)
-    (e1, k1, g1, c1), (e2, k2, g2, c2) = got["dense"], got["docs"]
-    torch.testing.assert_close(e2, e1, rtol=1e-5, atol=1e-4)
-    torch.testing.assert_close(k2, k1, rtol=1e-5, atol=1e-5)
-    # float32 sums in another order: agreement to 1e-5 of the largest gradient entry (the
-    # biases before a batch normalisation have a zero gradient, rounding noise on both sides)
-    scale = max(float(g.abs().max()) for g in g1.values())
-    for k in g1:
-        torch.testing.assert_close(g2[k], g1[k], rtol=1e-4, atol=1e-5 * scale, msg=k)
-    if topic_update == "em":
-        assert c1.sum() > 0
-        torch.testing.assert_close(c2, c1, rtol=1e-5, atol=1e-5)
+    e1, k1, g1, c1 = got["dense"]
+    for name in ("docs", "train"):
+        e2, k2, g2, c2 = got[name]
+        torch.testing.assert_close(e2, e1, rtol=1e-5, atol=1e-4)
+        torch.testing.assert_close(k2, k1, rtol=1e-5, atol=1e-5)
+        # float32 sums in another order: agreement to 1e-5 of the largest gradient entry (the
+        # biases before a batch normalisation have a zero gradient, rounding noise on both sides)
+        scale = max(float(g.abs().max()) for g in g1.values())
+        for k in g1:
+            torch.testing.assert_close(g2[k], g1[k], rtol=1e-4, atol=1e-5 * scale, msg=f"{name} {k}")
+        if topic_update == "em":
+            assert c1.sum() > 0
+            torch.testing.assert_close(c2, c1, rtol=1e-5, atol=1e-5)
     net.eval()
     # the decoder's likelihood at the pairs is the dense sum_w x_dw log p(w | d)
     with torch.no_grad():

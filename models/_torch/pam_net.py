@@ -20,61 +20,14 @@ Randomness (the reparameterisation noise, dropout) comes only from the ``torch.G
 passed in, so that a checkpoint holding its state resumes the same stream.
 """
 import math
-from typing import NamedTuple
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
+from .docs import Docs, as_docs, batch_size, doc_sums
+from .pair_decoder import pair_log_lik
 from .term_layer import TermLayer
-
-
-class Docs(NamedTuple):
-    """A batch of B documents as the nonzero entries of their count matrix (B, V), document by
-    document: ``rows`` (the document), ``cols`` (the term), both (nnz,) int64, ``counts`` (nnz,)
-    float32 and ``starts`` (B,) int64, where every document's entries begin."""
-
-    rows: torch.Tensor
-    cols: torch.Tensor
-    counts: torch.Tensor
-    starts: torch.Tensor
-
-    @property
-    def n_docs(self):
-        return self.starts.shape[0]
-
-    @classmethod
-    def from_csr(cls, X, device="cpu"):
-        """The rows of a scipy CSR matrix ``X`` (n_docs, n_terms) on ``device``."""
-        ptr = torch.from_numpy(X.indptr).to(device=device, dtype=torch.int64)
-        cols = torch.from_numpy(X.indices).to(device=device, dtype=torch.int64)
-        counts = torch.from_numpy(X.data).to(device=device, dtype=torch.float32)
-        rows = torch.repeat_interleave(torch.arange(X.shape[0], device=device), ptr.diff())
-        return cls(rows, cols, counts, ptr[:-1].contiguous())
-
-
-def as_docs(x):
-    """``x`` as :class:`Docs`: a dense count tensor (B, V) is read at its nonzero entries."""
-    if isinstance(x, Docs):
-        return x
-    rows, cols = x.nonzero(as_tuple=True)
-    starts = torch.searchsorted(rows, torch.arange(x.shape[0], device=x.device))
-    return Docs(rows, cols, x[rows, cols], starts)
-
-
-def batch_size(x):
-    """B of a batch (:class:`Docs` or a dense (B, V) tensor) and a float tensor of its device
-    and dtype, for new tensors."""
-    if isinstance(x, Docs):
-        return x.n_docs, x.counts
-    return x.shape[0], x
-
-
-def doc_sums(docs, values):
-    """Every document's sum (B,) of ``values`` (nnz,) at its entries of ``docs``, added in entry
-    order (a segmented sum: no atomics on a GPU either, so that a run repeats bit for bit)."""
-    ends = torch.cat([docs.starts[1:], docs.starts.new_tensor([values.shape[0]])])
-    return torch.segment_reduce(values, "sum", lengths=ends - docs.starts, unsafe=True)
 
 
 def training_loss(neg_elbo, kl, kl_weight):
@@ -255,6 +208,7 @@ class PAMNet(nn.Module):
             self.prior_log_diag = nn.Parameter(0.5 * torch.log(self.prior_var0[0].clone()))
             self.prior_off = nn.Parameter(torch.zeros(K * (K - 1) // 2))
         self.n_levels = len(masks)
+        self._full = [bool(m.all()) for m in masks]  # a full level needs no masking
         K = masks[-1].shape[1]
         self.topic_em = float(topic_em)
         if self.topic_em > 0:
@@ -291,6 +245,22 @@ class PAMNet(nn.Module):
     def _level(self, l):
         return getattr(self, f"mask{l}"), getattr(self, f"prior_var{l}")
 
+    def _softmax(self, z, l):
+        """Every parent's distribution over its allowed children from the logits ``z``."""
+        mask = getattr(self, f"mask{l}")
+        return torch.softmax(z if self._full[l] else z.masked_fill(~mask, float("-inf")), dim=-1)
+
+    def _kl(self, mu, logvar, l):
+        """KL(N(mu, diag exp(logvar)) || N(0, diag pvar)) summed over the allowed children of
+        level ``l``'s parents, (B,) for (B, P, C) inputs: the terms that depend on the document
+        weighed by mask / pvar, the constant sum of log pvar - 1 added once."""
+        mask, pvar = self._level(l)
+        w = mask / pvar
+        const = (mask * (torch.log(pvar) - 1.0)).sum()
+        quad = ((torch.exp(logvar) + mu * mu) * w).sum((1, 2))
+        lv = logvar.sum((1, 2)) if self._full[l] else (logvar * mask).sum((1, 2))
+        return 0.5 * (quad - lv + const)
+
     def prior_chol(self):
         """The CTM prior's Cholesky factor L0 (K, K)."""
         return lower_triangular(self.prior_log_diag, self.prior_off, self.encoders[0].tril)
@@ -316,17 +286,13 @@ class PAMNet(nn.Module):
         mix = ref.new_ones(B, 1, 1)
         kl = ref.new_zeros(B)
         for l, enc in enumerate(self.encoders):
-            mask, pvar = self._level(l)
             mu, logvar = enc(x, self.rate, gen)
             z = mu
             if sample:
                 eps = torch.randn(mu.shape, generator=gen, device=mu.device, dtype=mu.dtype)
                 z = mu + torch.exp(0.5 * logvar) * eps
-            theta = torch.softmax(z.masked_fill(~mask, float("-inf")), dim=-1)
-            mix = torch.bmm(mix, theta)
-            # KL(N(mu, diag exp(logvar)) || N(0, diag pvar)) over the allowed children.
-            t = torch.exp(logvar) / pvar + mu * mu / pvar - 1.0 + torch.log(pvar) - logvar
-            kl = kl + 0.5 * (t * mask).sum((1, 2))
+            mix = torch.bmm(mix, self._softmax(z, l))
+            kl = kl + self._kl(mu, logvar, l)
         return mix, kl
 
     def forward(self, x, gen, sample=True):
@@ -404,13 +370,10 @@ class PAMNet(nn.Module):
         mix = params[0].new_ones(S * B, 1, 1)
         kl = params[0].new_zeros(B)
         for l in range(self.n_levels):
-            mask, pvar = self._level(l)
             mu, logvar = params[2 * l], params[2 * l + 1]
             z = mu.expand(S, *mu.shape) if eps is None else mu + torch.exp(0.5 * logvar) * eps[l]
-            theta = torch.softmax(z.masked_fill(~mask, float("-inf")), dim=-1)
-            mix = torch.bmm(mix, theta.reshape(S * B, *mu.shape[1:]))
-            t = torch.exp(logvar) / pvar + mu * mu / pvar - 1.0 + torch.log(pvar) - logvar
-            kl = kl + 0.5 * (t * mask).sum((1, 2))
+            mix = torch.bmm(mix, self._softmax(z, l).reshape(S * B, *mu.shape[1:]))
+            kl = kl + self._kl(mu, logvar, l)
         return mix.view(S, B, -1), kl
 
     def pair_topics(self, x, topics=None):
@@ -456,6 +419,9 @@ class PAMNet(nn.Module):
         docs = as_docs(x)
         if not (self.topic_em > 0 and self.training):
             return kl - self.expected_log_lik(docs, mix[None]), kl
+        if isinstance(x, Docs) and docs.counts.device.type == "cpu":
+            # one numba pass; a dense x (the slow twin) and a GPU take the operations below
+            return kl - pair_log_lik(mix, docs, self.topic_rows(), self.em_counts), kl
         # the pairs' products mix_dk phi_kw, formed once for the likelihood and the E-step
         joint = mix[docs.rows] * self.pair_topics(docs)                         # (nnz, K)
         p = joint.sum(-1)
