@@ -35,7 +35,7 @@ class Docs(NamedTuple):
         if by_term and torch.device(device).type == "cpu":
             T = X.T.tocsr()
             kept = np.flatnonzero(np.diff(T.indptr))
-            terms = (torch.from_numpy(kept.astype(np.int64)), T[kept].astype(np.float32))
+            terms = (torch.from_numpy(kept.astype(np.int64)), T[kept].astype(np.float32, copy=False))
         return cls(rows, cols, counts, ptr[:-1].contiguous(), terms)
 
 

@@ -208,7 +208,6 @@ class PAMNet(nn.Module):
             self.prior_log_diag = nn.Parameter(0.5 * torch.log(self.prior_var0[0].clone()))
             self.prior_off = nn.Parameter(torch.zeros(K * (K - 1) // 2))
         self.n_levels = len(masks)
-        self._full = [bool(m.all()) for m in masks]  # a full level needs no masking
         K = masks[-1].shape[1]
         self.topic_em = float(topic_em)
         if self.topic_em > 0:
@@ -245,21 +244,19 @@ class PAMNet(nn.Module):
     def _level(self, l):
         return getattr(self, f"mask{l}"), getattr(self, f"prior_var{l}")
 
-    def _softmax(self, z, l):
-        """Every parent's distribution over its allowed children from the logits ``z``."""
-        mask = getattr(self, f"mask{l}")
-        return torch.softmax(z if self._full[l] else z.masked_fill(~mask, float("-inf")), dim=-1)
-
-    def _kl(self, mu, logvar, l):
-        """KL(N(mu, diag exp(logvar)) || N(0, diag pvar)) summed over the allowed children of
-        level ``l``'s parents, (B,) for (B, P, C) inputs: the terms that depend on the document
-        weighed by mask / pvar, the constant sum of log pvar - 1 added once."""
+    def _level_step(self, l, z, mu, logvar):
+        """Level ``l`` at the logits ``z``: every parent's distribution over its allowed children,
+        and the KL(N(mu, diag exp(logvar)) || N(0, diag pvar)) of the posteriors summed over them,
+        (B,) for (B, P, C) mu and logvar; the terms that depend on the document are weighed by
+        mask / pvar and the constant sum of log pvar - 1 is added once. A full mask (read from the
+        buffer, so a loaded file's mask counts) needs no masking."""
         mask, pvar = self._level(l)
-        w = mask / pvar
+        full = bool(mask.all())
+        theta = torch.softmax(z if full else z.masked_fill(~mask, float("-inf")), dim=-1)
         const = (mask * (torch.log(pvar) - 1.0)).sum()
-        quad = ((torch.exp(logvar) + mu * mu) * w).sum((1, 2))
-        lv = logvar.sum((1, 2)) if self._full[l] else (logvar * mask).sum((1, 2))
-        return 0.5 * (quad - lv + const)
+        quad = ((torch.exp(logvar) + mu * mu) * (mask / pvar)).sum((1, 2))
+        lv = logvar.sum((1, 2)) if full else (logvar * mask).sum((1, 2))
+        return theta, 0.5 * (quad - lv + const)
 
     def prior_chol(self):
         """The CTM prior's Cholesky factor L0 (K, K)."""
@@ -291,8 +288,9 @@ class PAMNet(nn.Module):
             if sample:
                 eps = torch.randn(mu.shape, generator=gen, device=mu.device, dtype=mu.dtype)
                 z = mu + torch.exp(0.5 * logvar) * eps
-            mix = torch.bmm(mix, self._softmax(z, l))
-            kl = kl + self._kl(mu, logvar, l)
+            theta, kl_l = self._level_step(l, z, mu, logvar)
+            mix = torch.bmm(mix, theta)
+            kl = kl + kl_l
         return mix, kl
 
     def forward(self, x, gen, sample=True):
@@ -372,8 +370,9 @@ class PAMNet(nn.Module):
         for l in range(self.n_levels):
             mu, logvar = params[2 * l], params[2 * l + 1]
             z = mu.expand(S, *mu.shape) if eps is None else mu + torch.exp(0.5 * logvar) * eps[l]
-            mix = torch.bmm(mix, self._softmax(z, l).reshape(S * B, *mu.shape[1:]))
-            kl = kl + self._kl(mu, logvar, l)
+            theta, kl_l = self._level_step(l, z, mu, logvar)
+            mix = torch.bmm(mix, theta.reshape(S * B, *mu.shape[1:]))
+            kl = kl + kl_l
         return mix.view(S, B, -1), kl
 
     def pair_topics(self, x, topics=None):
