@@ -15,7 +15,9 @@ class LDADocumentModel:
     """The document-model half of :class:`models.lda.LDA` (and of the kinds built on it), read
     from the inference arrays ``_set_inference_arrays`` sets."""
 
-    ROW_BYTES = 1 << 19  # p_w_d: the most bytes of a term's row one document range holds
+    # p_w_d: the most bytes of a term's row one document range holds (at most 8 << 16, so that
+    # a posting's offset in its range fits uint16)
+    ROW_BYTES = 1 << 19
 
     def _constants(self):
         """Per-document constants of the kept samples, computed once per model: inv_len and
@@ -39,17 +41,23 @@ class LDADocumentModel:
     def _n_blocks(self):
         return max(1, min(len(self.doc_len_), 4 * numba.get_num_threads()))
 
-    def _mean_bounds(self):
-        """:func:`~models._kernels.lda_score.posting_bounds` for :meth:`p_w_d` (cached per
-        block count): a whole number of document ranges per thread, each range's row of a term
-        at most ROW_BYTES, so that it stays in cache while every sample's postings add to it
-        (more, shorter ranges cost more than they save)."""
+    def _mean_postings(self):
+        """(bounds, off, cnt) for :meth:`p_w_d` (cached per block count): the
+        :func:`~models._kernels.lda_score.posting_bounds` of a whole number of document ranges
+        per thread, each range's row of a term at most ROW_BYTES (so that it stays in cache
+        while every sample's postings add to it; more, shorter ranges cost more than they save),
+        and the postings relative to their range (:func:`~models._kernels.lda_score.range_postings`)."""
         threads, D = numba.get_num_threads(), len(self.doc_len_)
-        per_thread = -(-8 * D // (threads * self.ROW_BYTES))
+        per_thread = -(-8 * D // (threads * min(self.ROW_BYTES, 8 << 16)))
         n_blocks = max(1, min(D, threads * per_thread))
         cache = self._constants()[-1]
         if n_blocks not in cache:
-            cache[n_blocks] = S_.posting_bounds(self.kd_ptr_, self.kd_doc_, D, n_blocks)
+            bounds = S_.posting_bounds(self.kd_ptr_, self.kd_doc_, D, n_blocks)
+            fits = len(self.kd_count_) == 0 or int(self.kd_count_.max()) <= np.iinfo(np.uint16).max
+            off = np.empty(len(self.kd_doc_), dtype=np.uint16)
+            cnt = np.empty(len(self.kd_count_), dtype=np.uint16 if fits else np.int32)
+            S_.range_postings(bounds, self.kd_doc_, self.kd_count_, D, off, cnt)
+            cache[n_blocks] = (bounds, off, cnt)
         return cache[n_blocks]
 
     def _alpha_phi(self, term_ids):
@@ -87,11 +95,11 @@ class LDADocumentModel:
         inv_len, _, base, lengths, len_slot, shared, _ = self._constants()
         ap = self._alpha_phi(term_ids)
         # mean over samples of ap / (n_d + A): a function of the document's length alone
-        by_len = (1.0 / (lengths[:, None] + self.alpha_samples_.sum(axis=1)[None, :])) @ ap / len(ap)
+        by_len = ap.T @ (1.0 / (self.alpha_samples_.sum(axis=1)[:, None] + lengths[None, :])) / len(ap)
         out = np.empty((len(term_ids), len(self.doc_len_)))
-        S_.p_w_d_mean(self._mean_bounds(), self.kd_doc_, self.kd_count_, self.tw_ptr_,
-                      self.tw_topic_, self.tw_count_, self.n_k_samples_, float(self.beta), inv_len,
-                      base, len_slot, by_len, term_ids, shared, out)
+        S_.p_w_d_mean(*self._mean_postings(), self.tw_ptr_, self.tw_topic_, self.tw_count_,
+                      self.n_k_samples_, float(self.beta), inv_len, base, len_slot, by_len,
+                      term_ids, shared, out)
         return out.T
 
     def p_w_d_rows(self, term_ids, docs):

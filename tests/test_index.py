@@ -1,11 +1,12 @@
 """Indexing through Anserini, collection statistics, atomic builds, exact QL scores."""
+import gc
 import json
 import math
 
 import numpy as np
 import pytest
 
-from retrieval.core.ranking import rank, run_topics
+from retrieval.core.ranking import collecting_runs, rank, run_topics
 from retrieval.core.index import Index, build_index
 from retrieval.core.scoring import Scorer, top_k
 from retrieval.core.stats import CollectionStats, parse_term_positions
@@ -96,6 +97,28 @@ def test_query_without_usable_terms_still_ranks(two_doc_index):
     with pytest.warns(UserWarning, match="no indexed term"):
         run = run_topics(two_doc_index, [Topic("8", "zebra", "", "")], progress=False)
     assert len(run) == 2
+
+
+def test_a_batch_pauses_the_cycle_collector_and_restores_it(two_doc_index, monkeypatch):
+    """Run lines are made with the cyclic collector off (it would walk them all to find no
+    cycle), which is on again afterwards, also after an error, and stays off if it was off."""
+    seen = []
+    real = Scorer.score
+    monkeypatch.setattr(Scorer, "score", lambda self, *a, **k: seen.append(gc.isenabled()) or real(self, *a, **k))
+    assert gc.isenabled()
+    run_topics(two_doc_index, [Topic("1", "apple", "", ""), Topic("2", "cherry", "", "")], progress=False)
+    assert seen == [False, False] and gc.isenabled()
+    with pytest.raises(KeyError):
+        with collecting_runs():
+            raise KeyError("x")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collecting_runs():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 def test_top_k_breaks_ties_by_doc_order():

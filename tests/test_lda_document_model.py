@@ -75,6 +75,30 @@ def test_p_w_d_with_fixed_alpha_takes_the_shared_length_path():
     assert sorted(consts[6]) == [threads, threads * -(-10 // threads)]
 
 
+def test_range_postings_keep_every_posting_and_counts_past_uint16():
+    """p_w_d reads the postings relative to their document range, uint16 when the counts fit:
+    each is its document's offset in its range, and a count past uint16 keeps int32 counts."""
+    corpus = synthetic_corpus(40, 30, 20, seed=3, n_latent=3)
+    m = LDA(n_topics=4, n_chains=2, n_iter=10, burn_in=5, sample_every=5, seed=4).fit(corpus)
+    m.ROW_BYTES = 64  # ranges of 8 documents
+    bounds, off, cnt = m._mean_postings()
+    assert off.dtype == np.uint16 and cnt.dtype == np.uint16
+    n_blocks = bounds.shape[2] - 1
+    start = np.arange(n_blocks) * corpus.n_docs // n_blocks
+    for cs in range(bounds.shape[0]):
+        for k in range(bounds.shape[1]):
+            for b in range(n_blocks):
+                i = np.arange(bounds[cs, k, b], bounds[cs, k, b + 1])
+                np.testing.assert_array_equal(off[i] + start[b], m.kd_doc_[i])
+    np.testing.assert_array_equal(cnt, m.kd_count_)
+    terms = np.array([1, 4, 9])
+    m.kd_count_ = m.kd_count_.copy()
+    m.kd_count_[0] += 70_000  # the document model of these counts, whatever their sums
+    m._doc_consts = None
+    assert m._mean_postings()[2].dtype == np.int32
+    np.testing.assert_allclose(m.p_w_d(terms), m.p_w_d_per_sample(terms).mean((0, 1)), rtol=1e-12)
+
+
 def test_optimised_alpha_takes_the_per_sample_length_path(fitted):
     _, m = fitted
     assert m._constants()[5] is False

@@ -88,15 +88,34 @@ def posting_bounds(kd_ptr, kd_doc, n_docs, n_blocks):
 
 
 @njit(cache=True, parallel=True)
-def p_w_d_mean(bounds, kd_doc, kd_count, tw_ptr, tw_topic, tw_count, n_k, beta, inv_len, base,
+def range_postings(bounds, kd_doc, kd_count, n_docs, off, cnt):
+    """The postings of :func:`posting_bounds`'s document ranges relative to their range:
+    off[i] = kd_doc[i] - the range's first document (a range spans at most 65,536 documents,
+    so uint16 holds it) and cnt[i] = kd_count[i] (uint16 where every count fits), so that
+    :func:`p_w_d_mean` reads half the bytes a posting. Overwrites off, cnt (len(kd_doc),)."""
+    n_cs, K, n_bounds = bounds.shape
+    n_blocks = n_bounds - 1
+    for blk in prange(n_blocks):
+        d0 = blk * n_docs // n_blocks
+        for cs in range(n_cs):
+            for k in range(K):
+                for i in range(bounds[cs, k, blk], bounds[cs, k, blk + 1]):
+                    off[i] = kd_doc[i] - d0
+                    cnt[i] = kd_count[i]
+
+
+@njit(cache=True, parallel=True)
+def p_w_d_mean(bounds, off, cnt, tw_ptr, tw_topic, tw_count, n_k, beta, inv_len, base,
                len_slot, by_len, term_ids, shared_len, out):
     """out[t, d] = P_LDA(w_t | d) averaged over the samples (module docstring), term-major so
     that the postings of a topic, docs ascending, add to ascending addresses.
 
     bounds : :func:`posting_bounds`, whose document ranges are processed in parallel, each term
     after term, so that a term's row of the range stays in cache while every sample's postings
-    add to it. base : (n_docs,) the per-document constant; by_len : (n_lengths, n_terms) the
-    mean of inv * ap for each distinct document length, len_slot[d] the row of document d.
+    add to it; off, cnt : the postings relative to their range (:func:`range_postings`).
+    base : (n_docs,) the per-document constant; by_len : (n_terms, n_lengths) the
+    mean of inv * ap for each distinct document length (a term's row stays in cache while its
+    documents read it), len_slot[d] the column of document d.
     ``shared_len``: every sample has the same sum(alpha) (alpha not optimised), so inv_len's
     rows are equal and the sparse part's sum over samples is multiplied by inv_len[0, d] once
     per (term, document) rather than once per posting. Overwrites out (n_terms, n_docs).
@@ -111,8 +130,9 @@ def p_w_d_mean(bounds, kd_doc, kd_count, tw_ptr, tw_topic, tw_count, n_k, beta, 
         d0 = blk * n_docs // n_blocks
         d1 = (blk + 1) * n_docs // n_blocks
         for t in range(T):
-            for d in range(d0, d1):
-                out[t, d] = 0.0 if shared_len else base[d] + by_len[len_slot[d], t]
+            row = out[t, d0:d1]
+            for r in range(d1 - d0):
+                row[r] = 0.0 if shared_len else base[d0 + r] + by_len[t, len_slot[d0 + r]]
             w = term_ids[t]
             for cs in range(n_cs):
                 for j in range(tw_ptr[cs, w], tw_ptr[cs, w + 1]):
@@ -122,14 +142,15 @@ def p_w_d_mean(bounds, kd_doc, kd_count, tw_ptr, tw_topic, tw_count, n_k, beta, 
                     hi = bounds[cs, k, blk + 1]
                     if shared_len:
                         for i in range(lo, hi):
-                            out[t, kd_doc[i]] += kd_count[i] * coef
+                            row[off[i]] += cnt[i] * coef
                     else:
                         for i in range(lo, hi):
-                            d = kd_doc[i]
-                            out[t, d] += kd_count[i] * coef * inv_len[cs, d]
+                            r = off[i]
+                            row[r] += cnt[i] * coef * inv_len[cs, d0 + r]
             if shared_len:
-                for d in range(d0, d1):
-                    out[t, d] = base[d] + by_len[len_slot[d], t] + out[t, d] * inv_len[0, d]
+                for r in range(d1 - d0):
+                    d = d0 + r
+                    row[r] = base[d] + by_len[t, len_slot[d]] + row[r] * inv_len[0, d]
 
 
 @njit(cache=True, parallel=True)

@@ -11,11 +11,13 @@ the added documents), still by this one path.
 """
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import re
 import time
 import warnings
+from contextlib import contextmanager
 from functools import partial
 from itertools import repeat
 from pathlib import Path
@@ -119,6 +121,20 @@ def prepare(index: Index, text: str, model=None, *, per_sample: bool = False, qi
 _scored_doc = partial(tuple.__new__, ScoredDoc)
 
 
+@contextmanager
+def collecting_runs():
+    """Pauses Python's cyclic garbage collector while a batch builds its run lines: a batch of
+    100 topics makes 100,000 of them, whose allocations would set off collections that walk every
+    line made so far, to find no cycle (run lines hold strings and floats)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def ranked(index: Index, qid: str, scores: np.ndarray, depth: int = DEPTH) -> list[ScoredDoc]:
     """The top ``depth`` documents of ``scores`` as a ranking, best first."""
     top = top_k(scores, depth)
@@ -168,11 +184,12 @@ def sweep_topics(index: Index, topics: list[Topic], settings: list[tuple[float, 
     texts = [topic_query(topic, field) for topic in topics]
     tables = (query_tables(index, texts, model) if model is not None and any(lam < 1 for _, lam in settings)
               else iter([None] * len(topics)))
-    for topic, text, p_w in tqdm(zip(topics, texts, tables), total=len(topics), desc="ranking topics",
-                                 unit=" topics", disable=not progress, mininterval=1):
-        prepared = prepare(index, text, model, qid=topic.qid, p_w=p_w)
-        for mu, lam in settings:
-            runs[(mu, lam)].extend(ranked(index, topic.qid, prepared.scores(mu, lam), depth))
+    with collecting_runs():
+        for topic, text, p_w in tqdm(zip(topics, texts, tables), total=len(topics), desc="ranking topics",
+                                     unit=" topics", disable=not progress, mininterval=1):
+            prepared = prepare(index, text, model, qid=topic.qid, p_w=p_w)
+            for mu, lam in settings:
+                runs[(mu, lam)].extend(ranked(index, topic.qid, prepared.scores(mu, lam), depth))
     return runs
 
 
