@@ -230,17 +230,43 @@ def _sift_down(heap, i, n):
     heap[i] = v
 
 
+# top_k's estimate: one score in SAMPLE_STRIDE, whose (2 k / SAMPLE_STRIDE)-th largest is most
+# likely below the k-th largest of all (about 2 k scores reach it)
+SAMPLE_STRIDE = 16
+
+
+def _candidates(scores: np.ndarray, k: int) -> np.ndarray | None:
+    """The documents scoring at least the k-th best (and those tied with it), found from an
+    estimate of the k-th best score taken on a sample; None when the sample is too small or
+    the estimate turns out above the k-th best (fewer than k scores reach it). At least k
+    scores reaching the estimate prove it is at most the k-th best, since fewer than k
+    scores exceed the k-th best: then the exact k-th best is found among them."""
+    sample = scores[::SAMPLE_STRIDE]
+    rank = 2 * k // SAMPLE_STRIDE
+    if rank < 8 or rank > len(sample) // 4:
+        return None
+    estimate = np.partition(sample, len(sample) - rank)[len(sample) - rank]
+    cand = np.flatnonzero(scores >= estimate)
+    if len(cand) < k:
+        return None
+    top = scores[cand]
+    kth = np.partition(top, len(top) - k)[len(top) - k]
+    return cand[top >= kth]
+
+
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     """Indices of the k best scores, best first; ties go to the lower doc index (deterministic)."""
     k = min(k, len(scores))
     if k == 0:
         return np.zeros(0, dtype=np.int64)
     if k < len(scores):
-        kth, found = _kth_largest(scores, k)
-        if not found:
-            kth = np.partition(scores, len(scores) - k)[len(scores) - k]
-        # every document scoring at least the k-th best: those above it and all tied with it
-        cand = np.flatnonzero(scores >= kth)
+        cand = _candidates(scores, k)
+        if cand is None:
+            kth, found = _kth_largest(scores, k)
+            if not found:
+                kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+            # every document scoring at least the k-th best: those above it and all tied with it
+            cand = np.flatnonzero(scores >= kth)
     else:
         cand = np.arange(len(scores))
     order = np.lexsort((cand, -scores[cand]))
