@@ -88,6 +88,14 @@ def test_mixture_with_a_topic_model(two_doc_index):
     assert mixed[1] == pytest.approx(math.log(0.7 * (3 + 1000 * p_c) / 1004 + 0.3 / 3), rel=1e-12)
     # lam = 1 reproduces plain QL exactly.
     assert np.array_equal(Scorer(s, lam=1.0, model=Uniform()).score(q), Scorer(s, lam=1.0).score(q))
+    # the frequencies' table the mixture kernel keeps between queries is left zero: a query after
+    # another scores as alone
+    assert not s.zeros_scratch(0).any()
+    q2 = Scorer(s).query("apple banana", ["appl", "banana"])
+    alone = Scorer(s, model=Uniform()).score(q2)
+    s.__dict__.pop("_zeros_scratch")
+    assert np.array_equal(Scorer(s, model=Uniform()).score(q2), alone)
+    assert not s.zeros_scratch(0).any() and len(s.zeros_scratch(0)) == 2 * s.n_docs
 
 
 def test_query_without_usable_terms_still_ranks(two_doc_index):

@@ -26,11 +26,12 @@ OMEGA = 0.1 / 0.85
 
 
 @numba.njit(parallel=True, cache=True)
-def _score_mixture(doc_len, post_doc, post_tf, post_lo, post_hi, p_c, q_weight, mu, lam, p_tm, out):
+def _score_mixture(doc_len, post_doc, post_tf, post_lo, post_hi, p_c, q_weight, mu, lam, p_tm, scratch, out):
     """Add sum_w q_weight[w] * log(lam * P_QL(w|d) + (1 - lam) * p_tm[d, w]) to ``out`` (changed in place).
 
     post_lo/post_hi : postings range of each query term; p_tm : (n_docs, n_query_terms) float64,
-    either layout.
+    either layout; scratch : int32 zeros, at least n_docs * n_query_terms of them, zeros again
+    on return (:meth:`CollectionStats.zeros_scratch`).
     The postings are scattered into a (n_docs, n_query_terms) table first, so that the documents
     are scored in one parallel loop (one thread start per query, not two per query term). The
     logarithm is most of the cost: terms of a small integer weight (a query's term counts)
@@ -38,7 +39,7 @@ def _score_mixture(doc_len, post_doc, post_tf, post_lo, post_hi, p_c, q_weight, 
     underflow); other weights (feedback's) and tiny probabilities take a log each.
     """
     n_docs, n_q = doc_len.shape[0], q_weight.shape[0]
-    tf = np.zeros((n_docs, n_q), dtype=np.int32)
+    tf = scratch[:n_docs * n_q].reshape((n_docs, n_q))
     for j in range(n_q):
         for i in range(post_lo[j], post_hi[j]):
             tf[post_doc[i], j] = post_tf[i]
@@ -62,6 +63,9 @@ def _score_mixture(doc_len, post_doc, post_tf, post_lo, post_hi, p_c, q_weight, 
                 acc += np.log(prod)
                 prod = 1.0
         out[d] += acc + np.log(prod)
+    for j in range(n_q):
+        for i in range(post_lo[j], post_hi[j]):
+            tf[post_doc[i], j] = 0
 
 
 @numba.njit(parallel=True, cache=True)
@@ -160,7 +164,8 @@ class Scorer:
             p_tm = self.model.p_w_d(query.term_ids) if p_tm is None else p_tm
             p_tm = np.asarray(p_tm, dtype=np.float64)  # either layout: a term-major view is not copied
             _score_mixture(np.asarray(doc_len), np.asarray(post_doc), np.asarray(post_tf), np.asarray(post_lo),
-                           np.asarray(post_hi), p_c, query.weights, self.mu, self.lam, p_tm, out)
+                           np.asarray(post_hi), p_c, query.weights, self.mu, self.lam, p_tm,
+                           self.stats.zeros_scratch(len(doc_len) * len(query.term_ids)), out)
         return out
 
     def score_collocations(self, query: Query, p_w: np.ndarray, postings: list, p_c: np.ndarray,
@@ -189,7 +194,7 @@ class Scorer:
         _score_mixture(np.asarray(s.doc_len), np.concatenate([d for d, _ in postings]).astype(np.int32),
                        np.concatenate([t for _, t in postings]).astype(np.int32), ptr[:-1], ptr[1:],
                        np.asarray(p_c, dtype=np.float64), np.ones(len(postings)), self.mu, self.lam,
-                       np.asarray(p_tm, dtype=np.float64), extra)
+                       np.asarray(p_tm, dtype=np.float64), s.zeros_scratch(s.n_docs * len(postings)), extra)
         return out + omega * extra
 
 

@@ -138,6 +138,14 @@ class CollectionStats:
             cache[mu] = np.log(self.doc_len + mu)
         return cache[mu]
 
+    def zeros_scratch(self, n: int) -> np.ndarray:
+        """At least n int32 zeros, kept between queries for the scorer's mixture kernel, which
+        leaves them zero (a fresh table a query costs more than the scoring saves with it)."""
+        scratch = self.__dict__.get("_zeros_scratch")
+        if scratch is None or len(scratch) < n:
+            scratch = self.__dict__["_zeros_scratch"] = np.zeros(n, dtype=np.int32)
+        return scratch
+
     @cached_property
     def cf(self) -> np.ndarray:
         """Collection frequency of each term, int64."""
