@@ -291,9 +291,9 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
     @staticmethod
     def _batch_input(rows, device):
         """The batch's rows of the count matrix as their nonzero counts
-        (:class:`models._torch.pam_net.Docs`): no step of the network costs documents x
+        (:class:`models._torch.docs.Docs`): no step of the network costs documents x
         vocabulary."""
-        from ._torch.pam_net import Docs
+        from ._torch.docs import Docs
 
         return Docs.from_csr(rows, device, by_term=True)
 

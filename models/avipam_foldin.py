@@ -170,7 +170,7 @@ class AVIFoldInMixin:
         import torch
 
         from ._torch.chain_nets import chain_list
-        from ._torch.pam_net import Docs
+        from ._torch.docs import Docs
 
         if self.net_ is None:
             raise RuntimeError("this model file holds no encoder; refit to infer new documents")

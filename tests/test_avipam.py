@@ -426,7 +426,7 @@ def test_sparse_batches_give_the_dense_loss_and_gradients(corpus_beta, arch, dec
     import torch
     from scipy import sparse
 
-    from models._torch.pam_net import Docs, as_docs
+    from models._torch.docs import Docs, as_docs
 
     corpus = corpus_beta[0]
     X = count_matrix(corpus)

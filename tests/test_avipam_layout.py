@@ -39,7 +39,7 @@ def test_dense_gradients_of_consecutive_batches_are_each_batch_s_own(corpus):
     equals the gradient of that batch through dense counts (float32 rounding)."""
     import torch
 
-    from models._torch.pam_net import Docs
+    from models._torch.docs import Docs
 
     net = AVIPAM(epochs=1, **KW).fit(corpus).net_.train()
     X = count_matrix(corpus).tocsc()

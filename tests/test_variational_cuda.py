@@ -72,7 +72,7 @@ def test_a_gpu_model_file_loads_and_transforms_on_a_machine_without_one(corpus_b
 
 @pytest.mark.parametrize("arch, decoder, topic_update", ARCHS)
 def test_sparse_first_layer_gradients_match_the_dense_batch(corpus_beta, arch, decoder, topic_update):
-    from models._torch.pam_net import Docs
+    from models._torch.docs import Docs
 
     kw = dict(CUDA, arch=arch, decoder=decoder, topic_update=topic_update, epochs=1, refine_steps=0)
     net = AVIPAM(**kw).fit(corpus_beta[0]).net_.train()

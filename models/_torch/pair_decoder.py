@@ -26,6 +26,6 @@ class _PairLogLik(torch.autograd.Function):
 
 def pair_log_lik(mix, docs, phi_rows, em_counts):
     """Every document's sum_w x_dw log p(w | d) (B,) under the mixtures ``mix`` (B, K) and the
-    topics ``phi_rows`` (V, K) at the entries of ``docs`` (:class:`models._torch.pam_net.Docs`),
+    topics ``phi_rows`` (V, K) at the entries of ``docs`` (:class:`models._torch.docs.Docs`),
     differentiable in ``mix``; adds the E-step's expected counts to ``em_counts`` (V, K)."""
     return _PairLogLik.apply(mix, docs.starts, docs.cols, docs.counts, phi_rows, em_counts)

@@ -140,7 +140,8 @@ class CollectionStats:
 
     def zeros_scratch(self, n: int) -> np.ndarray:
         """At least n int32 zeros, kept between queries for the scorer's mixture kernel, which
-        leaves them zero (a fresh table a query costs more than the scoring saves with it)."""
+        leaves them zero: allocating and zeroing a fresh table for every query is a sizeable part
+        of the scoring."""
         scratch = self.__dict__.get("_zeros_scratch")
         if scratch is None or len(scratch) < n:
             scratch = self.__dict__["_zeros_scratch"] = np.zeros(n, dtype=np.int32)

@@ -10,7 +10,7 @@ from tqdm.auto import tqdm
 
 from ..core.evaluate import aggregate, judged_topics
 from ..core.index import Index
-from ..core.ranking import DEPTH, prepare, ranked
+from ..core.ranking import DEPTH, collecting_runs, prepare, ranked
 from ..core.scoring import LAM, MU
 from ..core.trec import Qrel, Topic, topic_query
 
@@ -23,14 +23,15 @@ def iteration_table(index: Index, model, topics: list[Topic], qrels: list[Qrel],
     n_chains, n_samples = model.n_chains, len(model.sample_iter_)
     runs_single = [[[] for _ in range(n_samples)] for _ in range(n_chains)]
     runs_avg = [[] for _ in range(n_samples)]
-    for topic in tqdm(topics, desc="ranking per sample", unit=" topics", mininterval=1):
-        prepared = prepare(index, topic_query(topic, field), model, per_sample=True, qid=topic.qid)
-        for s in range(n_samples):
-            for c in range(n_chains):
-                scores = prepared.scores(mu, lam, select=lambda a, c=c, s=s: a[c, s])
-                runs_single[c][s].extend(ranked(index, topic.qid, scores, depth))
-            scores = prepared.scores(mu, lam, select=lambda a, s=s: a[:, s].mean(axis=0))
-            runs_avg[s].extend(ranked(index, topic.qid, scores, depth))
+    with collecting_runs():
+        for topic in tqdm(topics, desc="ranking per sample", unit=" topics", mininterval=1):
+            prepared = prepare(index, topic_query(topic, field), model, per_sample=True, qid=topic.qid)
+            for s in range(n_samples):
+                for c in range(n_chains):
+                    scores = prepared.scores(mu, lam, select=lambda a, c=c, s=s: a[c, s])
+                    runs_single[c][s].extend(ranked(index, topic.qid, scores, depth))
+                scores = prepared.scores(mu, lam, select=lambda a, s=s: a[:, s].mean(axis=0))
+                runs_avg[s].extend(ranked(index, topic.qid, scores, depth))
     rows = []
     for s, it in enumerate(model.sample_iter_):
         chain_maps = [aggregate(runs_single[c][s], qrels, ["AP"])["AP"] for c in range(n_chains)]
