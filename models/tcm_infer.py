@@ -103,7 +103,8 @@ class TCMDocumentModel:
         """
         phi, apart = self._phi(term_ids, seg_ptr)
         out = np.empty((phi.shape[2], self.dk_ptr_.shape[1] - 1))
-        score_p_c_d(self.dk_ptr_, self.dk_topic_, self.dk_count_, self.alpha_, phi, apart, out)
+        score_p_c_d(self.dk_ptr_, self.dk_topic_, self.dk_count_, self.alpha_,
+                    phi.astype(np.float32), apart, out)
         return out.T
 
     def p_w_d(self, term_ids):
@@ -120,8 +121,8 @@ class TCMDocumentModel:
         phi, apart = self._phi(term_ids, seg_ptr)
         n_cs = phi.shape[0]
         out = np.empty((n_cs, self.dk_ptr_.shape[1] - 1, phi.shape[2]))
-        score_p_c_d_per_sample(self.dk_ptr_, self.dk_topic_, self.dk_count_, self.alpha_, phi,
-                               apart, out)
+        score_p_c_d_per_sample(self.dk_ptr_, self.dk_topic_, self.dk_count_, self.alpha_,
+                               phi.astype(np.float32), apart, out)
         return out.reshape(self.n_chains, n_cs // self.n_chains, *out.shape[1:])
 
     def p_w_d_per_sample(self, term_ids):

@@ -376,12 +376,14 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
     # -- document model -----------------------------------------------------------------------
 
     def _query_tables(self, term_ids):
-        """phi (n_cs, K, T) of the terms and sum_k a_k phi_kw (n_cs, T), per kept sample."""
+        """phi (n_cs, K, T) of the terms, float32 (the kernels' precision), and sum_k a_k phi_kw
+        (n_cs, T), float64, per kept sample."""
         self._check_fitted()
         term_ids = self._check_term_ids(term_ids)
         n_cs = self.ne_ptr_.shape[0]
-        phi = np.ascontiguousarray(np.stack([self._phi_terms(cs, term_ids).T for cs in range(n_cs)]))
-        return phi, np.ascontiguousarray(np.einsum("ck,ckt->ct", self.alpha_samples_, phi))
+        phi = np.stack([self._phi_terms(cs, term_ids).T for cs in range(n_cs)])
+        ap = np.ascontiguousarray(np.einsum("ck,ckt->ct", self.alpha_samples_, phi))
+        return np.ascontiguousarray(phi, dtype=np.float32), ap
 
     def p_w_d_per_sample(self, term_ids):
         """P_TREE(w | d) of every kept sample: ndarray (n_chains, n_samples, n_docs, n_terms)."""

@@ -66,10 +66,10 @@ def test_counts_log_lik_and_document_model_match_independent_formulas(fitted):
         theta = (n_dk + 50.0 / K) / (np.diff(c.doc_ptr)[:, None] + 50.0)
         phi = np.stack([leaf_probs(tree, n_e[:, k]) for k in range(K)], axis=1)
         got = m.p_w_d_per_sample(np.arange(c.n_terms))[ch, -1]
-        np.testing.assert_allclose(got, theta @ phi.T, rtol=1e-12)
+        np.testing.assert_allclose(got, theta @ phi.T, rtol=1e-6)  # float32 sums over the topics
     assert m.log_lik_iter_.tolist() == [2, 4, 6] and np.isfinite(m.log_lik_).all()
     p = m.p_w_d(np.arange(c.n_terms))
-    np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-6)
     np.testing.assert_allclose(p, m.p_w_d_per_sample(np.arange(c.n_terms)).mean(axis=(0, 1)), rtol=1e-12)
 
 

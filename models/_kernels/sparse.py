@@ -1,5 +1,6 @@
 """Small sparse-array kernels the topic models share: binary search in sorted lists, labels to
 (label, count) lists, weighted sums of a few rows of a dense table and dense count rows to CSR."""
+import numpy as np
 from numba import njit, prange
 
 
@@ -76,6 +77,27 @@ def add_weighted_rows(out, table, rows, weights, lo, hi, scale):
         i += 4
     for j in range(i, hi):
         p0, c0 = table[rows[j]], weights[j] * scale
+        for t in range(T):
+            out[t] += c0 * p0[t]
+
+
+@njit(cache=True, inline="always")
+def add_count_rows32(out, table, rows, counts, lo, hi):
+    """out[t] += sum over i in [lo, hi) of counts[i] * table[rows[i], t] in float32 (``out`` and
+    ``table`` float32): :func:`add_weighted_rows` at half the bytes a row, for the document
+    models whose per-sample sums are dense rows of a (topics, query terms) table."""
+    T = len(out)
+    i = lo
+    while i + 4 <= hi:
+        p0, c0 = table[rows[i]], np.float32(counts[i])
+        p1, c1 = table[rows[i + 1]], np.float32(counts[i + 1])
+        p2, c2 = table[rows[i + 2]], np.float32(counts[i + 2])
+        p3, c3 = table[rows[i + 3]], np.float32(counts[i + 3])
+        for t in range(T):
+            out[t] += c0 * p0[t] + c1 * p1[t] + c2 * p2[t] + c3 * p3[t]
+        i += 4
+    for j in range(i, hi):
+        p0, c0 = table[rows[j]], np.float32(counts[j])
         for t in range(T):
             out[t] += c0 * p0[t]
 

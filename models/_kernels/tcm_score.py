@@ -7,7 +7,7 @@ import numpy as np
 from numba import njit, prange
 
 from .rng import uniform
-from .sparse import add_weighted_rows, doc_chunk, lower_bound, n_doc_chunks, store_chunk
+from .sparse import add_count_rows32, doc_chunk, lower_bound, n_doc_chunks, store_chunk
 
 
 # ---------------------------------------------------------------------------------------------
@@ -174,14 +174,19 @@ def compact_doc_lists(cap_ptr, dt_topic, dt_count, dt_nnz, out_ptr, out_topic, o
 
 
 @njit(cache=True, inline="always")
-def _add_topics(lo, hi, dk_topic, dk_count, phi_cs, s):
-    """s[t] += sum over the entries lo:hi of n_dk phi_cs[k, t]. Returns N_d, the sum of the
-    counts."""
-    add_weighted_rows(s, phi_cs, dk_topic, dk_count, lo, hi, 1.0)
+def _doc_sample(cs, d, dk_ptr, dk_topic, dk_count, kalpha, phi, apart, scale, s, out):
+    """out[t] += scale * P_cs(c_t | d); ``s``: float32 scratch of T entries."""
+    T = phi.shape[2]
+    lo, hi = dk_ptr[cs, d], dk_ptr[cs, d + 1]
+    for t in range(T):
+        s[t] = np.float32(0.0)
+    add_count_rows32(s, phi[cs], dk_topic, dk_count, lo, hi)
     n_d = 0
     for j in range(lo, hi):
         n_d += dk_count[j]
-    return n_d
+    f = scale / (n_d + kalpha)
+    for t in range(T):
+        out[t] += (apart[cs, t] + s[t]) * f
 
 
 @njit(cache=True, parallel=True)
@@ -191,25 +196,22 @@ def score_p_c_d(dk_ptr, dk_topic, dk_count, alpha, phi, apart, out):
     rows).
 
     dk_ptr : (n_cs, n_docs + 1) int64 offsets into the flat dk_topic/dk_count.
-    phi : (n_cs, K, n_colloc) with phi[cs, k, s] = P(c_s | k); apart[cs, s] = alpha sum_k phi.
+    phi : (n_cs, K, n_colloc) float32 with phi[cs, k, s] = P(c_s | k); apart[cs, s] = alpha
+    sum_k phi. A (document, sample)'s sum over its topics is taken in float32, as tree-LDA's
+    (:func:`models._kernels.tree_lda_score.p_w_d_mean`).
     """
     n_cs, K, T = phi.shape
     n_docs = out.shape[1]
-    inv = 1.0 / n_cs
     kalpha = K * alpha
     for ch in prange(n_doc_chunks(n_docs)):
         d0, d1 = doc_chunk(ch, n_docs)
-        s = np.empty(T)
+        s = np.empty(T, dtype=np.float32)
         acc = np.zeros((d1 - d0, T))
         for cs in range(n_cs):
             for d in range(d0, d1):
-                for t in range(T):
-                    s[t] = apart[cs, t]
-                n_d = _add_topics(dk_ptr[cs, d], dk_ptr[cs, d + 1], dk_topic, dk_count, phi[cs], s)
-                den = 1.0 / (n_d + kalpha)
-                for t in range(T):
-                    acc[d - d0, t] += s[t] * den
-        store_chunk(acc, out, d0, inv)
+                _doc_sample(cs, d, dk_ptr, dk_topic, dk_count, kalpha, phi, apart, 1.0, s,
+                            acc[d - d0])
+        store_chunk(acc, out, d0, 1.0 / n_cs)
 
 
 @njit(cache=True)
@@ -248,11 +250,9 @@ def score_p_c_d_per_sample(dk_ptr, dk_topic, dk_count, alpha, phi, apart, out):
     n_docs = out.shape[1]
     kalpha = K * alpha
     for d in prange(n_docs):
+        s = np.empty(T, dtype=np.float32)
         for cs in range(n_cs):
             row = out[cs, d]
             for t in range(T):
-                row[t] = apart[cs, t]
-            n_d = _add_topics(dk_ptr[cs, d], dk_ptr[cs, d + 1], dk_topic, dk_count, phi[cs], row)
-            den = 1.0 / (n_d + kalpha)
-            for t in range(T):
-                row[t] *= den
+                row[t] = 0.0
+            _doc_sample(cs, d, dk_ptr, dk_topic, dk_count, kalpha, phi, apart, 1.0, s, row)
