@@ -102,6 +102,18 @@ def add_count_rows32(out, table, rows, counts, lo, hi):
             out[t] += c0 * p0[t]
 
 
+@njit(cache=True, inline="always")
+def add_prior_rows32(out, s, table, rows, counts, lo, hi, prior, f):
+    """out[t] += (prior[t] + sum over i in [lo, hi) of counts[i] * table[rows[i], t]) * f, the sum
+    taken in float32 in the scratch ``s`` (:func:`add_count_rows32`): a (document, sample)'s
+    term of the tree-LDA and TCM document models."""
+    for t in range(len(s)):
+        s[t] = np.float32(0.0)
+    add_count_rows32(s, table, rows, counts, lo, hi)
+    for t in range(len(s)):
+        out[t] += (prior[t] + s[t]) * f
+
+
 @njit(cache=True, parallel=True)
 def row_nnz(dense, out):
     """out[r] = number of nonzero entries of dense[r]."""

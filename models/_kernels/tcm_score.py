@@ -7,7 +7,7 @@ import numpy as np
 from numba import njit, prange
 
 from .rng import uniform
-from .sparse import add_count_rows32, doc_chunk, lower_bound, n_doc_chunks, store_chunk
+from .sparse import add_prior_rows32, doc_chunk, lower_bound, n_doc_chunks, store_chunk
 
 
 # ---------------------------------------------------------------------------------------------
@@ -176,17 +176,11 @@ def compact_doc_lists(cap_ptr, dt_topic, dt_count, dt_nnz, out_ptr, out_topic, o
 @njit(cache=True, inline="always")
 def _doc_sample(cs, d, dk_ptr, dk_topic, dk_count, kalpha, phi, apart, scale, s, out):
     """out[t] += scale * P_cs(c_t | d); ``s``: float32 scratch of T entries."""
-    T = phi.shape[2]
     lo, hi = dk_ptr[cs, d], dk_ptr[cs, d + 1]
-    for t in range(T):
-        s[t] = np.float32(0.0)
-    add_count_rows32(s, phi[cs], dk_topic, dk_count, lo, hi)
     n_d = 0
     for j in range(lo, hi):
         n_d += dk_count[j]
-    f = scale / (n_d + kalpha)
-    for t in range(T):
-        out[t] += (apart[cs, t] + s[t]) * f
+    add_prior_rows32(out, s, phi[cs], dk_topic, dk_count, lo, hi, apart[cs], scale / (n_d + kalpha))
 
 
 @njit(cache=True, parallel=True)

@@ -8,19 +8,14 @@ theta and no (n_terms, K) phi per sample.
 import numpy as np
 from numba import njit, prange
 
-from .sparse import add_count_rows32, doc_chunk, n_doc_chunks, store_chunk
+from .sparse import add_prior_rows32, doc_chunk, n_doc_chunks, store_chunk
 
 
 @njit(cache=True, inline="always")
 def _doc_sample(cs, d, dk_ptr, dk_topic, dk_count, n_d, alpha_sum, phi, ap, scale, s, out):
     """out[t] += scale * P_cs(term t | d); ``s``: float32 scratch of T entries."""
-    T = phi.shape[2]
-    for t in range(T):
-        s[t] = np.float32(0.0)
-    add_count_rows32(s, phi[cs], dk_topic, dk_count, dk_ptr[cs, d], dk_ptr[cs, d + 1])
-    f = scale / (n_d + alpha_sum[cs])
-    for t in range(T):
-        out[t] += (ap[cs, t] + s[t]) * f
+    add_prior_rows32(out, s, phi[cs], dk_topic, dk_count, dk_ptr[cs, d], dk_ptr[cs, d + 1], ap[cs],
+                     scale / (n_d + alpha_sum[cs]))
 
 
 @njit(cache=True, parallel=True)
