@@ -158,6 +158,7 @@ class GroupedLDA(LDA):
         self.zg_ = np.zeros((C, int(self._lay["grp_ptr"][-1])), dtype=np.int32)
         self.n_kw_ = np.zeros((C, V, Kt), dtype=np.int32)
         self.n_k_ = np.zeros((C, Kt), dtype=np.int64)
+        self._wbits = None
 
     def _z_doc(self, c):
         z = np.empty(self.g_.shape[1], dtype=np.int32)
@@ -166,6 +167,7 @@ class GroupedLDA(LDA):
 
     def _rebuild_counts(self, corpus, c):
         K_._build_n_kw(corpus.term_ids, self._z_doc(c), self.n_kw_[c], self.n_k_[c])
+        self._wbits = None  # the sweeps' word bitsets follow the counts: built again from them
 
     def _doc_lists(self, c):
         """Token-level doc-topic lists of chain c (LDA's packed layout)."""
@@ -217,11 +219,17 @@ class GroupedLDA(LDA):
 
     def _step(self, corpus, it):
         lay = self._lay
+        if self._wbits is None:
+            self._wbits = G_.word_bits(self.n_kw_)
         G_.sweep_chains(corpus.doc_ptr, corpus.term_ids, lay["grp_ptr"], lay["run_ptr"],
                         lay["tok_run"], self.g_, self.zg_, self.n_kw_, self.n_k_,
                         self.alpha_, float(self.beta), self._unit(),
                         not self.restricted, self.rng_, lay["max_groups"], lay["max_len"],
-                        numba.get_num_threads())
+                        numba.get_num_threads(), self._wbits)
+
+    def _finalize(self, corpus):
+        self._wbits = None
+        super()._finalize(corpus)
 
     def _unit(self):
         """The kernel's doc-factor code (see :mod:`models._kernels.glda`)."""

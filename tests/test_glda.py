@@ -21,7 +21,7 @@ def block_corpus(n_docs=60, seed=0):
 
 def long_group_corpus():
     """Docs whose groups (group_size 40) and (doc, term) runs exceed the 16 factors the kernel
-    multiplies before it switches to log space."""
+    multiplies in one product (longer groups go LINEAR_MAX tokens at a time)."""
     rng = np.random.default_rng(5)
     docs = [[0] * 20 + list(rng.integers(0, 8, size=20)), list(rng.integers(0, 8, size=37)),
             [3] * 18 + [4] * 3, [], [1, 2, 1]]
@@ -134,7 +134,7 @@ def _eq3_kernel(m, corpus, c, d, h):
     GS.build_word_bits(n_kw, wbits)
     total = GS.group_topic_weights(words, offs, len(words), m_dk, m.alpha_[c], m._unit(), n_kw,
                                    wbits, n_k, m.beta, m.beta * corpus.n_terms, w,
-                                   np.zeros((3, m.n_topics)), long_cache(m.alpha_[c]))
+                                   np.zeros((2, m.n_topics)), long_cache(m.alpha_[c]))
     return w / total, len(words)
 
 
@@ -165,8 +165,8 @@ def test_conditionals_match_reference(restricted, group_size, doc_counts):
 
 def long_cache(alpha):
     K = len(alpha)
-    return GS.long_cache(alpha, np.zeros(K), np.zeros(K), np.zeros(K, np.int64),
-                         np.zeros((K + 63) // 64, np.uint64), True)
+    return GS.long_cache(np.zeros(K), np.zeros(K, np.int64), np.zeros((K + 63) // 64, np.uint64),
+                         True)
 
 
 def _eq3_sparse_kernel(m, corpus, c, d, h):
@@ -406,10 +406,12 @@ def test_sweep_splits_chains_into_parts_without_changing_them():
     states = []
     for n_threads in (1, 2, 3, 4, 8):  # parts per chain: 1, 2, 3, 4, 1
         g, zg, n_kw, n_k, rng = (a.copy() for a in start)
+        wbits = G_.word_bits(n_kw)
         for _ in range(2):
             G_.sweep_chains(corpus.doc_ptr, corpus.term_ids, lay["grp_ptr"], lay["run_ptr"],
                             lay["tok_run"], g, zg, n_kw, n_k, m.alpha_, float(m.beta), m._unit(),
-                            True, rng, lay["max_groups"], lay["max_len"], n_threads)
+                            True, rng, lay["max_groups"], lay["max_len"], n_threads, wbits)
+            np.testing.assert_array_equal(wbits, G_.word_bits(n_kw))  # kept exact by the sweep
         states.append((g, zg, n_kw, n_k, rng))
     assert (states[0][1] != start[1]).mean() > 0.3
     for other in states[1:]:

@@ -11,7 +11,7 @@ theta draws groups, alpha + M_dk); 1, tokens through a rising factorial (restric
 draws tokens, the groups are the fixed (doc, word) runs); 2, tokens in one factor, alpha + N_dk
 (eq. 3 read with LDA's token counts).
 
-The group-topic step (sparse for groups of at most LINEAR_MAX tokens, in log space beyond) is in
+The group-topic step (sparse for groups of at most LINEAR_MAX tokens, dense beyond) is in
 :mod:`models._kernels.glda_sparse`.
 """
 import math
@@ -339,15 +339,26 @@ def sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, tok_run, g, zg, n_kw, n_k,
 
 
 @njit(cache=True, parallel=True)
+def word_bits(n_kw):
+    """The topic bitsets of every chain's words (:func:`build_word_bits`): (C, V, ceil(K / 64))."""
+    C, V, K = n_kw.shape
+    wbits = np.zeros((C, V, (K + 63) >> 6), np.uint64)
+    for c in prange(C):
+        build_word_bits(n_kw[c], wbits[c])
+    return wbits
+
+
+@njit(cache=True, parallel=True)
 def sweep_chains(doc_ptr, term_ids, grp_ptr, run_ptr, tok_run, g, zg, n_kw, n_k, alpha,
-                 beta, unit, resample_groups, rng, max_groups, max_len, n_threads):
+                 beta, unit, resample_groups, rng, max_groups, max_len, n_threads, wbits):
     """One sweep of every chain, each sequential in doc order on its own rng stream, so the
     result never depends on the thread count. With fewer threads T (``n_threads``) than chains
     C, a chain's sweep is cut into P parts of about equal tokens, run in C P / T rounds of T
     parts of distinct chains, a chain's parts in order: every thread stays busy (3 chains on 2
-    threads: 1.5 chain sweeps of wall time, not 2). The sparse step's bitsets and smoothing sums
-    are rebuilt from the counts at the start, so they are a function of the state (a resumed
-    chain rebuilds the same ones)."""
+    threads: 1.5 chain sweeps of wall time, not 2). ``wbits``, the words' topic bitsets
+    (:func:`word_bits` of the counts), is kept up to date with the counts, exactly, so the
+    caller keeps it from one sweep to the next; the smoothing sums are rebuilt from the counts
+    at the start, so they are a function of the state (a resumed chain rebuilds the same ones)."""
     C, K = n_k.shape
     V = n_kw.shape[1]
     n_max = min(max_len, LINEAR_MAX)
@@ -360,9 +371,9 @@ def sweep_chains(doc_ptr, term_ids, grp_ptr, run_ptr, tok_run, g, zg, n_kw, n_k,
     # every chain's scratch, kept from one part to the next: (K,) int64 and float64 rows,
     # (max_len,) and (max_groups + 1,) int64 rows, topic bitsets, the sums S, D and 1 / R_k
     nb = (K + 63) >> 6
-    ik, fk = np.zeros((C, 7, K), np.int64), np.zeros((C, 8, K))
+    ik, fk = np.zeros((C, 7, K), np.int64), np.zeros((C, 6, K))
     il, ig = np.zeros((C, 8, max_len), np.int64), np.zeros((C, 2, max_groups + 1), np.int64)
-    bits, wbits = np.zeros((C, 3, nb), np.uint64), np.zeros((C, V, nb), np.uint64)
+    bits = np.zeros((C, 3, nb), np.uint64)
     sums, inv_r = np.zeros((C, 2, LINEAR_MAX + 1)), np.zeros((C, K, LINEAR_MAX + 1))
     seen = np.zeros((C, V), np.int64)
     for r in range(C * P // width):
@@ -370,16 +381,15 @@ def sweep_chains(doc_ptr, term_ids, grp_ptr, run_ptr, tok_run, g, zg, n_kw, n_k,
             u = r * width + s
             p, c = u // C, u % C
             if p == 0:
-                build_word_bits(n_kw[c], wbits[c])
                 smooth_sums(alpha[c], unit, n_k[c], vbeta, n_max, sums[c, 0], inv_r[c])
-            lc = long_cache(alpha[c], fk[c, 6], fk[c, 7], ik[c, 6], bits[c, 2], p == 0)
-            sp = (wbits[c], bits[c, 0], bits[c, 1], sums[c, 0], sums[c, 1], inv_r[c], fk[c, 4],
-                  n_max, ik[c, 3], il[c, 3], il[c, 4], ik[c, 4], fk[c, 5], ig[c, 1], ik[c, 5],
+            lc = long_cache(fk[c, 5], ik[c, 6], bits[c, 2], p == 0)
+            sp = (wbits[c], bits[c, 0], bits[c, 1], sums[c, 0], sums[c, 1], inv_r[c], fk[c, 3],
+                  n_max, ik[c, 3], il[c, 3], il[c, 4], ik[c, 4], fk[c, 4], ig[c, 1], ik[c, 5],
                   il[c, 5], il[c, 6], il[c, 7], lc)
             for d in range(bounds[p], bounds[p + 1]):
                 sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, tok_run, g[c], zg[c],
                           n_kw[c], n_k[c], alpha[c], beta, unit, resample_groups, rng[c],
-                          ik[c, 0], ik[c, 1], ik[c, 2], fk[c, :4], ig[c, 0], il[c, 0], il[c, 1],
+                          ik[c, 0], ik[c, 1], ik[c, 2], fk[c, :3], ig[c, 0], il[c, 0], il[c, 1],
                           il[c, 2], seen[c], sp)
 
 

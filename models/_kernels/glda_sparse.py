@@ -19,12 +19,10 @@ A draw walks the word part in increasing topic order and falls into the doc part
 topics in increasing order) or the smoothing part (all topics) only with their small
 probabilities (A is of the order of beta^n).
 
-Longer groups are weighed over all topics in log space (:func:`group_topic_weights`), with the
-same floating-point operations as a dense evaluation, but the products that are equal for many
-topics (a word without a count, the first LINEAR_MAX factors of a denominator) computed once.
+Longer groups are weighed over all topics (:func:`group_topic_weights`), LINEAR_MAX tokens at
+a time, the products that are equal for many topics (a word without a count, the first
+LINEAR_MAX factors of a denominator) computed once.
 """
-import math
-
 import numpy as np
 from numba import njit
 from numba.cpython.unsafe.numbers import trailing_zeros  # LLVM cttz: index of the lowest set bit
@@ -73,60 +71,85 @@ def _doc_coef(alpha_k, m, unit, n):
     return alpha_k, float(m)
 
 
+@njit(cache=True, inline="always")
+def _inv_rising_top(x, n_max):
+    """1 / rising(x, n_max): the start of a row of 1 / rising(x, n) filled downwards,
+    1 / rising(x, n - 1) = (x + n - 1) / rising(x, n), one division for the row."""
+    return 1.0 / _rising(x, n_max)
+
+
 @njit(cache=True)
 def smooth_sums(alpha, unit, n_k, vbeta, n_max, S, inv_r):
     """inv_r[k, n] = 1 / rising(V beta + n_k, n) and S[n] = sum_k a_k(n) inv_r[k, n] for
-    n = 0..n_max."""
+    n = 0..n_max (the rows as :func:`topic_move` computes them)."""
     for n in range(n_max + 1):
         S[n] = 0.0
     for k in range(len(n_k)):
         x = vbeta + n_k[k]
-        r = 1.0
-        a = 1.0 if unit == 1 else alpha[k]
-        for n in range(n_max + 1):
-            if n > 0:
+        inv_r[k, 0] = 1.0
+        S[0] += 1.0 if unit == 1 else alpha[k]
+        if unit == 1:
+            r = 1.0
+            a = 1.0
+            for n in range(1, n_max + 1):
                 r *= x + n - 1
-                if unit == 1:
-                    a *= alpha[k] + n - 1
-            inv_r[k, n] = 1.0 / r
-            S[n] += a * inv_r[k, n]
+                a *= alpha[k] + n - 1
+                inv_r[k, n] = 1.0 / r
+                S[n] += a * inv_r[k, n]
+        else:
+            inv = _inv_rising_top(x, n_max)
+            for n in range(n_max, 0, -1):
+                inv_r[k, n] = inv
+                S[n] += alpha[k] * inv
+                inv *= x + n - 1
 
 
 @njit(cache=True)
 def topic_move(S, D, inv_r, n_max, k, alpha_k, unit, x_new, m_old, m_new):
     """Topic k's V beta + n_k is now x_new and its doc count went from m_old to m_new: update
     inv_r[k], the smoothing sums S and the doc sums D (D[n] = sum_k b_k(n) inv_r[k, n])."""
+    if unit != 1:
+        inv = _inv_rising_top(x_new, n_max)
+        for n in range(n_max, 0, -1):
+            old = inv_r[k, n]
+            S[n] += alpha_k * (inv - old)
+            D[n] += m_new * inv - m_old * old
+            inv_r[k, n] = inv
+            inv *= x_new + n - 1
+        D[0] += float(m_new - m_old)
+        return
     r = 1.0
-    a = 1.0 if unit == 1 else alpha_k
+    a = 1.0
     ao = 1.0
     an = 1.0
     for n in range(1, n_max + 1):
         r *= x_new + n - 1
-        if unit == 1:
-            a *= alpha_k + n - 1
-            ao *= alpha_k + m_old + n - 1
-            an *= alpha_k + m_new + n - 1
+        a *= alpha_k + n - 1
+        ao *= alpha_k + m_old + n - 1
+        an *= alpha_k + m_new + n - 1
         inv = 1.0 / r
-        if unit == 1:
-            b_old = ao - a if m_old > 0 else 0.0
-            b_new = an - a if m_new > 0 else 0.0
-        else:
-            b_old, b_new = float(m_old), float(m_new)
+        b_old = ao - a if m_old > 0 else 0.0
+        b_new = an - a if m_new > 0 else 0.0
         S[n] += a * (inv - inv_r[k, n])
         D[n] += b_new * inv - b_old * inv_r[k, n]
         inv_r[k, n] = inv
-    D[0] += float(m_new - m_old) if unit != 1 else 0.0
 
 
 @njit(cache=True)
 def smooth_move(S, inv_r, n_max, k, alpha_k, unit, x_new):
     """Update inv_r[k] and S for topic k whose V beta + n_k is now x_new (no doc sums)."""
+    if unit != 1:
+        inv = _inv_rising_top(x_new, n_max)
+        for n in range(n_max, 0, -1):
+            S[n] += alpha_k * (inv - inv_r[k, n])
+            inv_r[k, n] = inv
+            inv *= x_new + n - 1
+        return
     r = 1.0
-    a = 1.0 if unit == 1 else alpha_k
+    a = 1.0
     for n in range(1, n_max + 1):
         r *= x_new + n - 1
-        if unit == 1:
-            a *= alpha_k + n - 1
+        a *= alpha_k + n - 1
         inv = 1.0 / r
         S[n] += a * (inv - inv_r[k, n])
         inv_r[k, n] = inv
@@ -146,6 +169,41 @@ def doc_sums(dbits, m_dk, alpha, unit, inv_r, n_max, D):
                 D[n] += _doc_coef(alpha[k], m_dk[k], unit, n)[1] * inv_r[k, n]
 
 
+@njit(cache=True, inline="always")
+def _word_weights_few(dw, n_dw, n, m_dk, dbits, wbits, alpha, unit, n_kw, inv_r, beta, tk, tw,
+                      A):
+    """:func:`word_group_weights` for 1 to 4 distinct words, each once: their rows and bitsets
+    held in locals (unused ones repeat the first word's, whose bits are already in the OR), the
+    same products in the same order."""
+    y0 = dw[0]
+    y1 = dw[1] if n_dw > 1 else y0
+    y2 = dw[2] if n_dw > 2 else y0
+    y3 = dw[3] if n_dw > 3 else y0
+    r0, r1, r2, r3 = n_kw[y0], n_kw[y1], n_kw[y2], n_kw[y3]
+    b0, b1, b2, b3 = wbits[y0], wbits[y1], wbits[y2], wbits[y3]
+    cnt = 0
+    total = 0.0
+    for blk in range(len(dbits)):
+        wx = b0[blk] | b1[blk] | b2[blk] | b3[blk]
+        while wx != 0:
+            t = trailing_zeros(wx)
+            wx &= wx - ONE
+            k = (blk << 6) + t
+            a, bk = _doc_coef(alpha[k], m_dk[k], unit, n)
+            p = beta + r0[k]
+            if n_dw > 1:
+                p *= beta + r1[k]
+                if n_dw > 2:
+                    p *= beta + r2[k]
+                    if n_dw > 3:
+                        p *= beta + r3[k]
+            tk[cnt] = k
+            tw[cnt] = (a + bk) * (p - A) * inv_r[k, n]
+            total += tw[cnt]
+            cnt += 1
+    return cnt, total, A
+
+
 @njit(cache=True)
 def word_group_weights(dw, dc, n_dw, n, m_dk, dbits, wbits, alpha, unit, n_kw, inv_r, beta,
                        tk, tw):
@@ -154,8 +212,13 @@ def word_group_weights(dw, dc, n_dw, n, m_dk, dbits, wbits, alpha, unit, n_kw, i
     the group has a count, in ``tk`` (increasing), the parts in ``tw``. Returns (number of
     topics, their total, A)."""
     A = 1.0
+    small = n_dw <= 4
     for j in range(n_dw):
         A *= _rising(beta, dc[j])
+        small &= dc[j] == 1
+    if small and n_dw > 0:
+        return _word_weights_few(dw, n_dw, n, m_dk, dbits, wbits, alpha, unit, n_kw, inv_r,
+                                 beta, tk, tw, A)
     cnt = 0
     total = 0.0
     for blk in range(len(dbits)):
@@ -236,36 +299,13 @@ def draw_group_topic(u01, dw, dc, n_dw, n, m_dk, dbits, wbits, alpha, unit, n_kw
 
 
 @njit(cache=True)
-def long_cache(alpha, log_alpha, log_r1, r1_nk, ubits, fresh):
+def long_cache(inv_r1, r1_nk, ubits, fresh):
     """The long groups' caches of one chain (:func:`group_topic_weights`) as a tuple, set up
-    where ``fresh``: log alpha_k (by the kernels' own log, so the bits of log(alpha_k + 0)), the
-    log of the first LINEAR_MAX factors of rising(V beta + n_k, n) with the n_k it was computed
-    at (-1: none), and a topic bitset. A function of the state: a resumed chain rebuilds the
-    same."""
+    where ``fresh``: 1 / rising(V beta + n_k, LINEAR_MAX) with the n_k it was computed at (-1:
+    none), and a topic bitset. A function of the state: a resumed chain rebuilds the same."""
     if fresh:
-        for k in range(len(alpha)):
-            log_alpha[k] = math.log(alpha[k])
-            r1_nk[k] = -1
-    return log_alpha, log_r1, r1_nk, ubits
-
-
-@njit(cache=True)
-def _log_rising_all(x, n, acc, prod):
-    """acc[k] = log of x[k] (x[k] + 1) ... (x[k] + n - 1) for every k: products of LINEAR_MAX
-    factors, one log each, every topic's factors in the same order as for one x (so the same
-    bits), the inner loops over topics contiguous."""
-    K = len(x)
-    acc[:K] = 0.0
-    j = 0
-    while j < n:
-        prod[:K] = 1.0
-        stop = min(n, j + LINEAR_MAX)
-        while j < stop:
-            for k in range(K):
-                prod[k] *= x[k] + j
-            j += 1
-        for k in range(K):
-            acc[k] += math.log(prod[k])
+        r1_nk[:] = -1
+    return inv_r1, r1_nk, ubits
 
 
 @njit(cache=True)
@@ -273,8 +313,8 @@ def group_topic_weights(words, offs, n, m_dk, alpha, unit, n_kw, wbits, n_k, bet
                         scratch, lc):
     """Eq. 3 for one group of ``n`` tokens (term ``words[j]``, ``offs[j]`` earlier tokens of the
     same term in the group), removed from the counts: unnormalised p(z_g = k) in ``out``, scaled
-    by a constant when computed in log space. Returns the total. ``scratch``: (3, K) float64;
-    ``lc``: :func:`long_cache`; ``wbits``: the words' topic bitsets.
+    by a constant for groups of more than LINEAR_MAX tokens. Returns the total. ``scratch``:
+    (2, K) float64; ``lc``: :func:`long_cache`; ``wbits``: the words' topic bitsets.
 
     gLDA (unit 0, 2): (alpha_k + m_dk) * prod_j (beta + n_kw[w_j, k] + off_j) / rising(V beta + n_k, n);
     restricted LDA (unit 1): the doc factor is rising(alpha_k + m_dk, n) over token counts."""
@@ -290,17 +330,14 @@ def group_topic_weights(words, offs, n, m_dk, alpha, unit, n_kw, wbits, n_k, bet
         for k in range(K):
             total += out[k]
         return total
-    # long groups: log space, shifted by the maximum before exp; each topic's factors multiplied
-    # in token order, LINEAR_MAX to a log
-    log_alpha, log_r1, r1_nk, ubits = lc
-    x, part, prod = scratch[0], scratch[1], scratch[2]
-    if unit == 1:
-        for k in range(K):
-            x[k] = alpha[k] + m_dk[k]
-        _log_rising_all(x, n, out, prod)
-    else:
-        for k in range(K):
-            out[k] = log_alpha[k] if m_dk[k] == 0 else math.log(alpha[k] + m_dk[k])
+    # long groups: the factors LINEAR_MAX tokens at a time (a chunk's ratio of numerator to
+    # denominator stays in floating range), the running product rescaled to a maximum of 1
+    # after every chunk; the products equal for many topics (a word without a count, the first
+    # chunk's denominator) computed once
+    inv_r1, r1_nk, ubits = lc
+    part, den = scratch[0], scratch[1]
+    for k in range(K):
+        out[k] = 1.0 if unit == 1 else alpha[k] + m_dk[k]
     j = 0
     while j < n:
         stop = min(n, j + LINEAR_MAX)
@@ -311,7 +348,7 @@ def group_topic_weights(words, offs, n, m_dk, alpha, unit, n_kw, wbits, n_k, bet
             c *= beta + 0 + offs[q]
             for b in range(len(ubits)):
                 ubits[b] |= wbits[words[q], b]
-        part[:K] = math.log(c)
+        part[:K] = c
         for b in range(len(ubits)):
             u = ubits[b]
             while u != 0:
@@ -320,33 +357,37 @@ def group_topic_weights(words, offs, n, m_dk, alpha, unit, n_kw, wbits, n_k, bet
                 p = 1.0
                 for q in range(j, stop):
                     p *= beta + n_kw[words[q], k] + offs[q]
-                part[k] = math.log(p)
+                part[k] = p
+        if unit == 1:  # the doc factor rising(alpha_k + m_dk, n), the same chunks
+            for k in range(K):
+                a = alpha[k] + m_dk[k]
+                p = 1.0
+                for i in range(j, stop):
+                    p *= a + i
+                part[k] *= p
+        if j == 0:
+            for k in range(K):
+                if r1_nk[k] != n_k[k]:  # the first chunk's denominator depends on n_k alone
+                    inv_r1[k] = 1.0 / _rising(vbeta + n_k[k], LINEAR_MAX)
+                    r1_nk[k] = n_k[k]
+                den[k] = inv_r1[k]
+        else:
+            for k in range(K):
+                den[k] = 1.0
+            for i in range(j, stop):
+                for k in range(K):
+                    den[k] *= vbeta + n_k[k] + i
+            for k in range(K):
+                den[k] = 1.0 / den[k]
+        top = 0.0
         for k in range(K):
-            out[k] += part[k]
+            out[k] *= part[k] * den[k]
+            top = max(top, out[k])
+        scale = 1.0 / top
+        for k in range(K):
+            out[k] *= scale
         j = stop
-    top = -np.inf
-    for k in range(K):
-        xk = vbeta + n_k[k]
-        if r1_nk[k] != n_k[k]:  # the first LINEAR_MAX factors depend on n_k alone
-            p = 1.0
-            for i in range(LINEAR_MAX):
-                p *= xk + i
-            log_r1[k] = math.log(p)
-            r1_nk[k] = n_k[k]
-        a = log_r1[k]
-        i = LINEAR_MAX
-        while i < n:
-            p = 1.0
-            stop = min(n, i + LINEAR_MAX)
-            while i < stop:
-                p *= xk + i
-                i += 1
-            a += math.log(p)
-        out[k] -= a
-        if out[k] > top:
-            top = out[k]
     total = 0.0
     for k in range(K):
-        out[k] = math.exp(out[k] - top)
         total += out[k]
     return total
