@@ -290,3 +290,34 @@ def test_the_scoring_timing_mixes_the_one_valued_tables_in(tmp_path):
     ql = Scorer(index.stats, lam=1.0).score(query)
     # one term: log(LAM P_QL(w|d) + (1 - LAM) 1e-4) for every document
     np.testing.assert_allclose(scorer.score(query, table), np.log(LAM * np.exp(ql) + (1 - LAM) * 1e-4), rtol=1e-12)
+
+
+def test_extra_tables_count_only_the_queries_a_kind_adds_a_part_to(monkeypatch):
+    """A query without a multi-word collocation costs TCM its segmentation alone, a per-query
+    cost: the 'extra tables' part, extrapolated with the documents, holds only the queries with
+    a part (finding it and its tables)."""
+    import time
+    from types import SimpleNamespace
+
+    from retrieval.bench import scale_batch
+    from retrieval.core import extension, plugins, ranking
+
+    calls = []
+
+    def query_extra(index, model, text, query):
+        time.sleep(0.002)  # the segmentation
+        postings = [(np.zeros(1, np.int32), np.ones(1, np.int32))] if "phrase" in text else []
+        return ranking.QueryExtra(["x"] * len(postings), postings, np.ones(len(postings)), 1.0,
+                                  lambda per_sample: calls.append(text) or time.sleep(0.01))
+
+    prepared = SimpleNamespace(p_w=np.ones(1), query=None, scores=lambda lam: None)
+    monkeypatch.setattr(extension, "document_model", lambda model, index: model)
+    monkeypatch.setattr(plugins, "hook", lambda kind, name: query_extra)
+    monkeypatch.setattr(ranking, "query_tables", lambda index, queries, model: [None] * len(queries))
+    monkeypatch.setattr(ranking, "prepare", lambda *a, **k: prepared)
+    monkeypatch.setattr(scale_batch, "BATCH_REPEATS", 2)
+    model = SimpleNamespace(kind="tcm")
+    assert scale_batch._document_parts(None, ["two words", "three more words"], model)["extras_s"] == 0.0
+    assert not calls
+    got = scale_batch._document_parts(None, ["two words", "a phrase query"], model)["extras_s"]
+    assert 0.012 <= got < 0.05 and calls == ["a phrase query"] * 2

@@ -29,7 +29,7 @@ documents (P_TM tables, extra query tables, the mixture's scoring; timed apart) 
 document plus a fixed one through both runs, the rest as measured. For the Gibbs kinds the
 smaller fraction is also trained for ``--sweeps`` sweeps, so that the batch's fit compares models
 at the same sweep. The mixture's scoring, the same work whatever the model,
-is timed on the whole collection instead (for the kinds without extra query tables). The target
+is timed on the whole collection instead (for the kinds whose queries add no extra tables). The target
 collection is the whole one, grown linearly in
 documents to AP's 250,000 when ``--docs`` is smaller, its vocabulary by Heaps' law. Indexing
 and exact QL are measured on the whole collection. A last table splits every kind's projected
@@ -391,11 +391,12 @@ def _tables(kinds, full, frac, small, per_kind, per_kind_small, per_kind_early, 
         "of a model's batch that grow with the documents, each timed apart after the batch as the batch "
         f"computes them (the fastest of {BATCH_REPEATS}): 'P_TM tables', the model's P_TM(w|d) of the query terms for every document "
         "(``p_w_d`` once per group of queries whose terms fit the tables' memory); 'extra tables', those "
-        "of the parts a kind adds to a query (TCM's collocations); 'mixture scoring', every document's "
-        "score under the mixture. The rest is per query: analysis, ranking and run lines."
+        "of the parts a kind adds to a query (TCM's multi-word collocations: finding them and their tables, "
+        "timed for the queries that have one); 'mixture scoring', every document's score under the mixture. "
+        "The rest is per query: analysis (a TCM query's segmentation included), ranking and run lines."
         + (f" The mixture's scoring is also timed on the whole collection, with P_TM tables of one value (the "
            f"same work whatever the model): {full['scoring_s']:.2f} s, scaled to the target collection, it "
-           f"replaces the fitted figure of every kind that adds no extra tables."
+           f"replaces the fitted figure of every kind whose queries add no extra tables."
            if "scoring_s" in full else ""),
         f"QL batch on the fraction index: {frac['batch_s']:.2f} s"
         + (f", on the small one: {small['batch_s']:.2f} s." if small is not None else "."),

@@ -104,8 +104,9 @@ def _document_parts(index, queries, model) -> dict:
     as the batch computes them (the fastest of :data:`BATCH_REPEATS`): the P_TM(w|d) tables of
     the query terms (``p_w_d`` once per group of queries whose terms fit the tables' memory),
     the tables of the parts a kind adds to a query (TCM's collocations, through its
-    ``query_extra`` hook) and the scoring of every document under the mixture. What else the
-    model adds to the batch is per query."""
+    ``query_extra`` hook: the queries it adds a part to, finding the part included) and the
+    scoring of every document under the mixture. What else the model adds to the batch is per
+    query."""
     from ..core.extension import document_model
     from ..core.plugins import hook
     from ..core.ranking import prepare, query_tables
@@ -122,9 +123,10 @@ def _document_parts(index, queries, model) -> dict:
             if extra_hook is not None and p.p_w is not None:
                 start = time.perf_counter()
                 extra = extra_hook(index, model, text, p.query)
+                # a query the kind adds nothing to cost only its analysis, per query (the rest)
                 if len(extra.postings):
                     extra.p_tm(False)
-                times["extras_s"] += time.perf_counter() - start
+                    times["extras_s"] += time.perf_counter() - start
         start = time.perf_counter()
         for p in prepared:
             p.scores(lam=LAM)
