@@ -72,10 +72,38 @@ def _doc_coef(alpha_k, m, unit, n):
 
 
 @njit(cache=True, inline="always")
-def _inv_rising_top(x, n_max):
-    """1 / rising(x, n_max): the start of a row of 1 / rising(x, n) filled downwards,
-    1 / rising(x, n - 1) = (x + n - 1) / rising(x, n), one division for the row."""
-    return 1.0 / _rising(x, n_max)
+def _move_row(S, D, inv_r, n_max, k, alpha_k, unit, x_new, m_old, m_new, doc):
+    """inv_r[k, 1:] = 1 / rising(x_new, n), S moved with it, and D too where ``doc``. Units 0
+    and 2 fill the row downwards from one division, 1 / rising(x, n - 1) =
+    (x + n - 1) / rising(x, n); unit 1's a_k and b_k are rising factorials, built upwards."""
+    if unit != 1:
+        inv = 1.0 / _rising(x_new, n_max)
+        for n in range(n_max, 0, -1):
+            old = inv_r[k, n]
+            S[n] += alpha_k * (inv - old)
+            if doc:
+                D[n] += m_new * inv - m_old * old
+            inv_r[k, n] = inv
+            inv *= x_new + n - 1
+        if doc:
+            D[0] += float(m_new - m_old)
+        return
+    r = 1.0
+    a = 1.0
+    ao = 1.0
+    an = 1.0
+    for n in range(1, n_max + 1):
+        r *= x_new + n - 1
+        a *= alpha_k + n - 1
+        inv = 1.0 / r
+        S[n] += a * (inv - inv_r[k, n])
+        if doc:
+            ao *= alpha_k + m_old + n - 1
+            an *= alpha_k + m_new + n - 1
+            b_old = ao - a if m_old > 0 else 0.0
+            b_new = an - a if m_new > 0 else 0.0
+            D[n] += b_new * inv - b_old * inv_r[k, n]
+        inv_r[k, n] = inv
 
 
 @njit(cache=True)
@@ -85,74 +113,23 @@ def smooth_sums(alpha, unit, n_k, vbeta, n_max, S, inv_r):
     for n in range(n_max + 1):
         S[n] = 0.0
     for k in range(len(n_k)):
-        x = vbeta + n_k[k]
         inv_r[k, 0] = 1.0
+        inv_r[k, 1:] = 0.0
         S[0] += 1.0 if unit == 1 else alpha[k]
-        if unit == 1:
-            r = 1.0
-            a = 1.0
-            for n in range(1, n_max + 1):
-                r *= x + n - 1
-                a *= alpha[k] + n - 1
-                inv_r[k, n] = 1.0 / r
-                S[n] += a * inv_r[k, n]
-        else:
-            inv = _inv_rising_top(x, n_max)
-            for n in range(n_max, 0, -1):
-                inv_r[k, n] = inv
-                S[n] += alpha[k] * inv
-                inv *= x + n - 1
+        _move_row(S, S, inv_r, n_max, k, alpha[k], unit, vbeta + n_k[k], 0, 0, False)
 
 
 @njit(cache=True)
 def topic_move(S, D, inv_r, n_max, k, alpha_k, unit, x_new, m_old, m_new):
     """Topic k's V beta + n_k is now x_new and its doc count went from m_old to m_new: update
     inv_r[k], the smoothing sums S and the doc sums D (D[n] = sum_k b_k(n) inv_r[k, n])."""
-    if unit != 1:
-        inv = _inv_rising_top(x_new, n_max)
-        for n in range(n_max, 0, -1):
-            old = inv_r[k, n]
-            S[n] += alpha_k * (inv - old)
-            D[n] += m_new * inv - m_old * old
-            inv_r[k, n] = inv
-            inv *= x_new + n - 1
-        D[0] += float(m_new - m_old)
-        return
-    r = 1.0
-    a = 1.0
-    ao = 1.0
-    an = 1.0
-    for n in range(1, n_max + 1):
-        r *= x_new + n - 1
-        a *= alpha_k + n - 1
-        ao *= alpha_k + m_old + n - 1
-        an *= alpha_k + m_new + n - 1
-        inv = 1.0 / r
-        b_old = ao - a if m_old > 0 else 0.0
-        b_new = an - a if m_new > 0 else 0.0
-        S[n] += a * (inv - inv_r[k, n])
-        D[n] += b_new * inv - b_old * inv_r[k, n]
-        inv_r[k, n] = inv
+    _move_row(S, D, inv_r, n_max, k, alpha_k, unit, x_new, m_old, m_new, True)
 
 
 @njit(cache=True)
 def smooth_move(S, inv_r, n_max, k, alpha_k, unit, x_new):
     """Update inv_r[k] and S for topic k whose V beta + n_k is now x_new (no doc sums)."""
-    if unit != 1:
-        inv = _inv_rising_top(x_new, n_max)
-        for n in range(n_max, 0, -1):
-            S[n] += alpha_k * (inv - inv_r[k, n])
-            inv_r[k, n] = inv
-            inv *= x_new + n - 1
-        return
-    r = 1.0
-    a = 1.0
-    for n in range(1, n_max + 1):
-        r *= x_new + n - 1
-        a *= alpha_k + n - 1
-        inv = 1.0 / r
-        S[n] += a * (inv - inv_r[k, n])
-        inv_r[k, n] = inv
+    _move_row(S, S, inv_r, n_max, k, alpha_k, unit, x_new, 0, 0, False)
 
 
 @njit(cache=True)
