@@ -9,7 +9,8 @@ import numpy as np
 from . import file_specs
 from ._kernels.sparse import row_nnz, rows_to_csr
 from .generate import log_dirichlet, over_kept_samples
-from ._kernels.pam_score import prior_tables, score_p_w_d, score_p_w_d_per_sample, sparse_phi
+from ._kernels.pam_score import (count_rows32, prior_tables, score_p_w_d, score_p_w_d_per_sample,
+                                 sparse_phi)
 
 
 class PAMDocumentModel:
@@ -29,9 +30,9 @@ class PAMDocumentModel:
 
     def _tables(self, term_ids):
         """The arguments of the scoring kernels after the document arrays: n_sub, alpha_r,
-        S (n_cs, n_super), phi's shared part b / (n_j + V b) (n_cs, n_sub), its sparse count
-        part (:func:`~models._kernels.pam_score.sparse_phi`), G = alpha @ phi (n_cs, n_super, T)
-        and base = sum_i G_i / S_i (n_cs, T)."""
+        S (n_cs, n_super), phi's shared part b / (n_j + V b) (n_cs, n_sub), its count part as
+        float32 rows over the terms (:func:`~models._kernels.pam_score.count_rows32`),
+        G = alpha @ phi (n_cs, n_super, T) and base = sum_i G_i / S_i (n_cs, T)."""
         self._check_fitted()
         term_ids = self._check_term_ids(term_ids)
         b = float(self.beta)
@@ -39,7 +40,8 @@ class PAMDocumentModel:
         phi_b = b / (self.n_j_samples_ + self.n_terms_ * b)
         sparse = sparse_phi(self.tw_ptr_, self.tw_sub_, self.tw_count_, self.n_j_samples_, b, term_ids)
         G, base = prior_tables(self.alpha_samples_, S, phi_b, *sparse, len(term_ids))
-        return (self.n_sub, self._alpha_r(), S, phi_b, *sparse, G, base)
+        return (self.n_sub, self._alpha_r(), S, phi_b, *count_rows32(*sparse, len(term_ids)),
+                G, base)
 
     def p_w_d(self, term_ids):
         """P_PAM(w | d) for every document, averaged over all kept samples of all chains.

@@ -5,7 +5,7 @@ import numpy as np
 from numba import njit, prange
 
 from .pam_buckets import block_E, doc_bucket, prior_bucket
-from .sparse import add_weighted_rows, doc_chunk, n_doc_chunks, store_chunk
+from .sparse import add_count_rows32, add_weighted_rows, doc_chunk, n_doc_chunks, store_chunk
 
 # ---------------------------------------------------------------------------------------------
 # Document model P_PAM(w | d) for retrieval
@@ -74,26 +74,51 @@ def prior_tables(alpha, alpha_sum, phi_b, sp_ptr, sp_term, sp_val, T):
     return G, base
 
 
-@njit(cache=True, inline="always")
-def _doc_sample(cs, d, dp_ptr, dp_key, dp_count, n_d, n_sub, alpha_r, alpha_sum, phi_b, sp_ptr,
-                sp_term, sp_val, G, base, out, sup, coef):
-    """out[t] = P_PAM(term t | d) under sample cs (overwrites out[:T]; ``sup``, ``coef``:
-    scratch of n_super entries).
+@njit(cache=True)
+def count_rows32(sp_ptr, sp_term, sp_val, T):
+    """The count part of :func:`sparse_phi` as dense float32 rows over the query terms, one row
+    per sub-topic that has entries: row_of[cs, j] is sub-topic j's row in rows[cs] (-1 where it
+    has none). A document's pairs then add whole rows, which vectorises, where scattering a
+    row's few entries one by one does not. Returns row_of (n_cs, n_sub) int64 and rows
+    (n_cs, R, T) float32."""
+    n_cs = sp_ptr.shape[0]
+    n_sub = sp_ptr.shape[1] - 1
+    row_of = np.full((n_cs, n_sub), -1, dtype=np.int64)
+    R = 1
+    for cs in range(n_cs):
+        n = 0
+        for j in range(n_sub):
+            if sp_ptr[cs, j + 1] > sp_ptr[cs, j]:
+                row_of[cs, j] = n
+                n += 1
+        R = max(R, n)
+    rows = np.zeros((n_cs, R, T), dtype=np.float32)
+    for cs in range(n_cs):
+        for j in range(n_sub):
+            for r in range(sp_ptr[cs, j], sp_ptr[cs, j + 1]):
+                rows[cs, row_of[cs, j], sp_term[r]] = sp_val[r]
+    return row_of, rows
 
-    sum_i theta_i (G_it + sum_{j in d} n_ij phi_jt) / (n_i + S_i), theta_i = (n_i + a_r) / (n_d + s a_r);
-    the super-topics absent from d share the term ``a_r / (n_d + s a_r) * base[cs, t]`` with
-    base = sum_i G_i / S_i, and the present ones correct it (their G rows added at the end).
-    phi_jt is phi_b[cs, j], the part every term shares, plus the sparse count part of
-    :func:`sparse_phi`.
+
+@njit(cache=True, inline="always")
+def _add_doc_sample(cs, d, dp_ptr, dp_key, dp_count, den, n_sub, alpha_r, alpha_sum, phi_b, row_of,
+                    rows32, G, out, scratch):
+    """out[t] += P_PAM(term t | d) under sample cs less its part ``r0 * base[cs, t]`` and less
+    the part every term shares, which is returned (``den`` = 1 / (n_d + s a_r), r0 = a_r den).
+
+    sum_i theta_i (G_it + sum_{j in d} n_ij phi_jt) / (n_i + S_i), theta_i = (n_i + a_r) den: the
+    super-topics absent from d share the term ``r0 * base[cs, t]`` with base = sum_i G_i / S_i,
+    and the present ones correct it (their G rows, float64: the corrections are negative, so
+    their sum may be a small difference). phi_jt is phi_b[cs, j], the part every term shares,
+    plus the count part, whose rows (:func:`count_rows32`, non-negative) are summed in float32.
+    ``scratch``: (sup int64 (n_super,), coef (n_super,), rows int64 and weights (max pairs of a
+    document,), s float32 (T,)).
     """
-    n_super = G.shape[1]
-    T = G.shape[2]
-    den = 1.0 / (n_d + n_super * alpha_r)
+    sup, coef, rows, wts, s = scratch
     r0 = alpha_r * den
-    for t in range(T):
-        out[t] = r0 * base[cs, t]
     shared = 0.0
     n_present = 0
+    n_rows = 0
     hi = dp_ptr[cs, d + 1]
     q = dp_ptr[cs, d]
     while q < hi:
@@ -105,8 +130,7 @@ def _doc_sample(cs, d, dp_ptr, dp_key, dp_count, n_d, n_sub, alpha_r, alpha_sum,
         while e < hi and dp_key[e] < key_end:
             n_i += dp_count[e]
             e += 1
-        th = (n_i + alpha_r) * den
-        f = th / (n_i + alpha_sum[cs, i])
+        f = (n_i + alpha_r) * den / (n_i + alpha_sum[cs, i])
         sup[n_present] = i
         coef[n_present] = f - r0 / alpha_sum[cs, i]
         n_present += 1
@@ -114,54 +138,88 @@ def _doc_sample(cs, d, dp_ptr, dp_key, dp_count, n_d, n_sub, alpha_r, alpha_sum,
             c = f * dp_count[p]
             j = dp_key[p] - i * n_sub
             shared += c * phi_b[cs, j]
-            for r in range(sp_ptr[cs, j], sp_ptr[cs, j + 1]):
-                out[sp_term[r]] += c * sp_val[r]
+            r = row_of[cs, j]
+            if r >= 0:
+                rows[n_rows] = r
+                wts[n_rows] = c
+                n_rows += 1
         q = e
     add_weighted_rows(out, G[cs], sup, coef, 0, n_present, 1.0)
-    for t in range(T):
-        out[t] += shared
+    for t in range(len(s)):
+        s[t] = np.float32(0.0)
+    add_count_rows32(s, rows32[cs], rows, wts, 0, n_rows)
+    for t in range(len(s)):
+        out[t] += s[t]
+    return shared
+
+
+@njit(cache=True, inline="always")
+def _scratch(dp_ptr, d0, d1, n_super, T):
+    """The scratch of :func:`_add_doc_sample` for the documents [d0, d1) under every sample."""
+    n = 1
+    for cs in range(dp_ptr.shape[0]):
+        for d in range(d0, d1):
+            n = max(n, dp_ptr[cs, d + 1] - dp_ptr[cs, d])
+    return (np.empty(n_super, dtype=np.int64), np.empty(n_super), np.empty(n, dtype=np.int64),
+            np.empty(n), np.empty(T, dtype=np.float32))
 
 
 @njit(cache=True, parallel=True)
-def score_p_w_d(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, phi_b, sp_ptr,
-                sp_term, sp_val, G, base, out):
+def score_p_w_d(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, phi_b,
+                row_of, rows32, G, base, out):
     """out[t, d] = mean over samples cs of P_PAM(term t | d) (overwrites out; term-major, so
     that a query's terms are rows).
 
     dp_ptr : (n_cs, n_docs + 1) int64 offsets into the flat dp_key/dp_count;
-    phi_b : (n_cs, n_sub) b / (n_j + V b); sp_* : :func:`sparse_phi`;
-    G, base : :func:`prior_tables`.
+    phi_b : (n_cs, n_sub) b / (n_j + V b); row_of, rows32 : :func:`count_rows32`;
+    G, base : :func:`prior_tables`. r0 = a_r / (n_d + s a_r) is the same
+    under every sample, so the absent super-topics' term is r0 times the samples' summed base,
+    once per document, and the shared parts are summed before they are added.
     """
     n_cs, n_super, T = G.shape
     n_docs = out.shape[1]
-    inv = 1.0 / n_cs
+    base_sum = np.zeros(T)
+    for cs in range(n_cs):
+        for t in range(T):
+            base_sum[t] += base[cs, t]
     for ch in prange(n_doc_chunks(n_docs)):
         d0, d1 = doc_chunk(ch, n_docs)
-        buf = np.empty(T)
-        sup = np.empty(n_super, dtype=np.int64)
-        coef = np.empty(n_super)
-        acc = np.zeros((d1 - d0, T))
+        scratch = _scratch(dp_ptr, d0, d1, n_super, T)
+        acc = np.empty((d1 - d0, T))
+        shared = np.zeros(d1 - d0)
+        for d in range(d0, d1):
+            r0 = alpha_r / (doc_len[d] + n_super * alpha_r)
+            for t in range(T):
+                acc[d - d0, t] = r0 * base_sum[t]
         for cs in range(n_cs):
             for d in range(d0, d1):
-                _doc_sample(cs, d, dp_ptr, dp_key, dp_count, doc_len[d], n_sub, alpha_r,
-                            alpha_sum, phi_b, sp_ptr, sp_term, sp_val, G, base, buf, sup, coef)
-                for t in range(T):
-                    acc[d - d0, t] += buf[t]
-        store_chunk(acc, out, d0, inv)
+                shared[d - d0] += _add_doc_sample(cs, d, dp_ptr, dp_key, dp_count,
+                                                  1.0 / (doc_len[d] + n_super * alpha_r), n_sub,
+                                                  alpha_r, alpha_sum, phi_b, row_of, rows32, G,
+                                                  acc[d - d0], scratch)
+        for d in range(d0, d1):
+            for t in range(T):
+                acc[d - d0, t] += shared[d - d0]
+        store_chunk(acc, out, d0, 1.0 / n_cs)
 
 
 @njit(cache=True, parallel=True)
-def score_p_w_d_per_sample(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, phi_b,
-                           sp_ptr, sp_term, sp_val, G, base, out):
+def score_p_w_d_per_sample(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum,
+                           phi_b, row_of, rows32, G, base, out):
     """out[cs, d, t] = P_PAM(term t | d) under sample cs (overwrites out)."""
-    n_cs, n_super = G.shape[0], G.shape[1]
+    n_cs, n_super, T = G.shape
     n_docs = out.shape[1]
     for d in prange(n_docs):
-        sup = np.empty(n_super, dtype=np.int64)
-        coef = np.empty(n_super)
+        scratch = _scratch(dp_ptr, d, d + 1, n_super, T)
+        den = 1.0 / (doc_len[d] + n_super * alpha_r)
         for cs in range(n_cs):
-            _doc_sample(cs, d, dp_ptr, dp_key, dp_count, doc_len[d], n_sub, alpha_r, alpha_sum,
-                        phi_b, sp_ptr, sp_term, sp_val, G, base, out[cs, d], sup, coef)
+            row = out[cs, d]
+            for t in range(T):
+                row[t] = alpha_r * den * base[cs, t]
+            shared = _add_doc_sample(cs, d, dp_ptr, dp_key, dp_count, den, n_sub, alpha_r,
+                                     alpha_sum, phi_b, row_of, rows32, G, row, scratch)
+            for t in range(T):
+                row[t] += shared
 
 
 # ---------------------------------------------------------------------------------------------
