@@ -5,7 +5,7 @@ import numpy as np
 from numba import njit, prange
 
 from .pam_buckets import block_E, doc_bucket, prior_bucket
-from .sparse import add_count_rows32, add_weighted_rows, doc_chunk, n_doc_chunks, store_chunk
+from .sparse import add_weighted_rows, doc_chunk, n_doc_chunks, store_chunk, sum_rows32
 
 # ---------------------------------------------------------------------------------------------
 # Document model P_PAM(w | d) for retrieval
@@ -145,9 +145,7 @@ def _add_doc_sample(cs, d, dp_ptr, dp_key, dp_count, den, n_sub, alpha_r, alpha_
                 n_rows += 1
         q = e
     add_weighted_rows(out, G[cs], sup, coef, 0, n_present, 1.0)
-    for t in range(len(s)):
-        s[t] = np.float32(0.0)
-    add_count_rows32(s, rows32[cs], rows, wts, 0, n_rows)
+    sum_rows32(s, rows32[cs], rows, wts, 0, n_rows)
     for t in range(len(s)):
         out[t] += s[t]
     return shared
@@ -187,16 +185,17 @@ def score_p_w_d(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, ph
         scratch = _scratch(dp_ptr, d0, d1, n_super, T)
         acc = np.empty((d1 - d0, T))
         shared = np.zeros(d1 - d0)
+        den = np.empty(d1 - d0)
         for d in range(d0, d1):
-            r0 = alpha_r / (doc_len[d] + n_super * alpha_r)
+            den[d - d0] = 1.0 / (doc_len[d] + n_super * alpha_r)
+            r0 = alpha_r * den[d - d0]
             for t in range(T):
                 acc[d - d0, t] = r0 * base_sum[t]
         for cs in range(n_cs):
             for d in range(d0, d1):
-                shared[d - d0] += _add_doc_sample(cs, d, dp_ptr, dp_key, dp_count,
-                                                  1.0 / (doc_len[d] + n_super * alpha_r), n_sub,
-                                                  alpha_r, alpha_sum, phi_b, row_of, rows32, G,
-                                                  acc[d - d0], scratch)
+                shared[d - d0] += _add_doc_sample(cs, d, dp_ptr, dp_key, dp_count, den[d - d0],
+                                                  n_sub, alpha_r, alpha_sum, phi_b, row_of,
+                                                  rows32, G, acc[d - d0], scratch)
         for d in range(d0, d1):
             for t in range(T):
                 acc[d - d0, t] += shared[d - d0]

@@ -84,7 +84,7 @@ def add_weighted_rows(out, table, rows, weights, lo, hi, scale):
 @njit(cache=True, inline="always")
 def add_count_rows32(out, table, rows, counts, lo, hi):
     """out[t] += sum over i in [lo, hi) of counts[i] * table[rows[i], t] in float32 (``out`` and
-    ``table`` float32): :func:`add_weighted_rows` at half the bytes a row, for the document
+    ``table`` float32; counts, or weights, taken as float32): :func:`add_weighted_rows` at half the bytes a row, for the document
     models whose per-sample sums are dense rows of a (topics, query terms) table."""
     T = len(out)
     i = lo
@@ -103,13 +103,20 @@ def add_count_rows32(out, table, rows, counts, lo, hi):
 
 
 @njit(cache=True, inline="always")
-def add_prior_rows32(out, s, table, rows, counts, lo, hi, prior, f):
-    """out[t] += (prior[t] + sum over i in [lo, hi) of counts[i] * table[rows[i], t]) * f, the sum
-    taken in float32 in the scratch ``s`` (:func:`add_count_rows32`): a (document, sample)'s
-    term of the tree-LDA and TCM document models."""
+def sum_rows32(s, table, rows, counts, lo, hi):
+    """s[t] = sum over i in [lo, hi) of counts[i] * table[rows[i], t] in float32 (overwrites
+    the float32 ``s``; :func:`add_count_rows32`)."""
     for t in range(len(s)):
         s[t] = np.float32(0.0)
     add_count_rows32(s, table, rows, counts, lo, hi)
+
+
+@njit(cache=True, inline="always")
+def add_prior_rows32(out, s, table, rows, counts, lo, hi, prior, f):
+    """out[t] += (prior[t] + sum over i in [lo, hi) of counts[i] * table[rows[i], t]) * f, the sum
+    taken in float32 in the scratch ``s`` (:func:`sum_rows32`): a (document, sample)'s
+    term of the tree-LDA and TCM document models."""
+    sum_rows32(s, table, rows, counts, lo, hi)
     for t in range(len(s)):
         out[t] += (prior[t] + s[t]) * f
 
