@@ -83,6 +83,26 @@ def test_documents_have_latent_topics(collection):
     assert np.mean(hits) > 3 * np.mean(rand) + 2
 
 
+def test_topics_repeat_set_phrases_and_half_the_queries_hold_one(collection):
+    """Each topic's set phrases occur whole, as adjacent words with no stopword inside, far more
+    often than the same words in another order, so TCM has collocations to find; about half the
+    queries start with one of their topic's phrases."""
+    _, _, docs = collection
+    gen = ap_synth.Generator(20_000, seed=7)
+    text = " ".join(" ".join(w.strip(".,?!").lower() for w in d.text.split()) for d in docs[:500])
+    phrases = [[str(w).lower() for w in gen.words[p[p >= 0]]] for p in gen.phrases[:, :5].reshape(-1, 3)]
+    whole = sum(text.count(" " + " ".join(p) + " ") for p in phrases)
+    reversed_ = sum(text.count(" " + " ".join(p[::-1]) + " ") for p in phrases)
+    assert whole > 1000 and whole > 20 * reversed_
+    assert gen.phrases.shape == (ap_synth.N_LATENT, ap_synth.PHRASES_PER_TOPIC, 3)
+    assert ((gen.phrases >= 0).sum(-1) >= 2).all()
+    queries = gen.queries(200)
+    every = {" ".join(str(w).lower() for w in gen.words[p[p >= 0]]) for p in gen.phrases.reshape(-1, 3)}
+    with_phrase = sum(any(q.startswith(p + " ") or q == p for p in every) for q in queries)
+    assert 70 < with_phrase < 130
+    assert all(2 <= len(q.split()) <= 4 for q in queries)
+
+
 def test_same_seed_same_bytes_other_seed_other_bytes(tmp_path):
     a = generate(tmp_path / "a", 120, n_terms=3000, seed=3, progress=False)
     b = generate(tmp_path / "b", 120, n_terms=3000, seed=3, progress=False)
@@ -169,12 +189,22 @@ def test_batch_added_grows_only_the_parts_that_follow_the_documents():
     tables = 1e-5 * 250_000 + 0.10  # through (2000, 0.12) and (5000, 0.15)
     assert batch_added(r, 250_000, settled, early) == pytest.approx(tables + 0.02 + 1.255 + 0.10)
     assert batch_added(r, 250_000, small, small) == batch_added(r, 250_000, small)
-    # the mixture's scoring timed on the target collection replaces the fitted part, but not for
-    # a kind with extra tables (TCM scores its collocations too)
+    # the mixture's scoring of the query terms timed on the target collection replaces the
+    # fitted part, for a kind with extra parts too (they are scored in their own part)
     from retrieval.bench.scale_fit import batch_added_parts
 
     assert batch_added_parts(dict(r, extras_s=0.0), 250_000, small, scoring_s=0.9)["scoring_s"] == 0.9
-    assert batch_added_parts(r, 250_000, small, scoring_s=0.9)["scoring_s"] == pytest.approx(1.255)
+    parts = batch_added_parts(r, 250_000, small, scoring_s=0.9)
+    assert parts["scoring_s"] == 0.9 and parts["extras_s"] == pytest.approx(0.02)
+    assert batch_added_parts(r, 250_000, small)["scoring_s"] == pytest.approx(1.255)
+    # finding the extra parts is compared per query that has one: the small run's model found
+    # parts in 20 queries, the fraction's in 40, at the same 0.5 ms a query: a fixed cost, not
+    # one that grows with the documents
+    parts = batch_added_parts(dict(r, extras_s=0.02, extra_queries=40), 250_000,
+                              dict(small, extras_s=0.01, extra_queries=20))
+    assert parts["extras_s"] == pytest.approx(0.02)
+    assert batch_added_parts(dict(r, extras_s=0.02), 250_000, dict(small, extras_s=0.01))["extras_s"] \
+        == pytest.approx(0.01 / 3000 * 250_000 + 0.02 - 0.01 / 3000 * 5000)
 
 
 def test_sweep_curve_follows_the_run_relative_to_its_early_sweeps():
@@ -292,32 +322,38 @@ def test_the_scoring_timing_mixes_the_one_valued_tables_in(tmp_path):
     np.testing.assert_allclose(scorer.score(query, table), np.log(LAM * np.exp(ql) + (1 - LAM) * 1e-4), rtol=1e-12)
 
 
-def test_extra_tables_count_only_the_queries_a_kind_adds_a_part_to(monkeypatch):
+def test_extra_parts_count_only_the_queries_a_kind_adds_a_part_to(monkeypatch):
     """A query without a multi-word collocation costs TCM its segmentation alone, a per-query
-    cost: the 'extra tables' part, extrapolated with the documents, holds only the queries with
-    a part (finding it and its tables)."""
+    cost: the 'extra parts' part, extrapolated with the documents, holds only the queries with
+    a part (finding it)."""
     import time
     from types import SimpleNamespace
 
     from retrieval.bench import scale_batch
-    from retrieval.core import extension, plugins, ranking
+    from retrieval.core import extension, ranking
 
     calls = []
 
-    def query_extra(index, model, text, query):
-        time.sleep(0.002)  # the segmentation
-        postings = [(np.zeros(1, np.int32), np.ones(1, np.int32))] if "phrase" in text else []
-        return ranking.QueryExtra(["x"] * len(postings), postings, np.ones(len(postings)), 1.0,
-                                  lambda per_sample: calls.append(text) or time.sleep(0.01))
+    def find_extras(index, texts, model):
+        out = []
+        for text in texts:
+            time.sleep(0.002)  # the segmentation
+            if "phrase" in text:
+                calls.append(text)
+                time.sleep(0.01)  # the exact occurrences
+            out.append("its part" if "phrase" in text else None)
+        return out
 
-    prepared = SimpleNamespace(p_w=np.ones(1), query=None, scores=lambda lam: None)
+    prepared = SimpleNamespace(p_w=np.ones(1), query=None, p_extra=None)
     monkeypatch.setattr(extension, "document_model", lambda model, index: model)
-    monkeypatch.setattr(plugins, "hook", lambda kind, name: query_extra)
-    monkeypatch.setattr(ranking, "query_tables", lambda index, queries, model: [None] * len(queries))
+    monkeypatch.setattr(scale_batch, "Scorer", lambda stats, lam, model: SimpleNamespace(score=lambda q, p_w: None))
+    monkeypatch.setattr(ranking, "find_extras", find_extras)
+    monkeypatch.setattr(ranking, "batch_tables", lambda index, queries, model, extras: [(None, (None, None))] * len(queries))
     monkeypatch.setattr(ranking, "prepare", lambda *a, **k: prepared)
     monkeypatch.setattr(scale_batch, "BATCH_REPEATS", 2)
     model = SimpleNamespace(kind="tcm")
-    assert scale_batch._document_parts(None, ["two words", "three more words"], model)["extras_s"] == 0.0
+    index = SimpleNamespace(stats=None)
+    assert scale_batch._document_parts(index, ["two words", "three more words"], model)["extras_s"] == 0.0
     assert not calls
-    got = scale_batch._document_parts(None, ["two words", "a phrase query"], model)["extras_s"]
-    assert 0.012 <= got < 0.05 and calls == ["a phrase query"] * 2
+    got = scale_batch._document_parts(index, ["two words", "a phrase query"], model)["extras_s"]
+    assert 0.012 <= got < 0.05 and calls == ["a phrase query"] * 3  # found once, then timed twice

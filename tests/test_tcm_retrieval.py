@@ -89,6 +89,36 @@ def test_query_sequence_and_collocation_postings(tiny):
     assert collocation_postings(s, split, [s.term_index["flow"], s.term_index["heat"]])[2] == 0
 
 
+def _scan_postings(stats, split, c):
+    """The reference: every token of the collection tried as the collocation's start."""
+    tok, M = np.asarray(stats.term_ids), len(c)
+    hits = [i for i in range(len(tok) - M + 1)
+            if all(tok[i + j] == c[j] for j in range(M)) and not split[i:i + M - 1].any()]
+    docs = np.searchsorted(np.asarray(stats.doc_ptr), hits, side="right") - 1
+    u, tf = np.unique(docs, return_counts=True)
+    return u.tolist(), tf.tolist(), len(hits)
+
+
+def test_collocation_postings_read_the_documents_with_every_term_as_a_full_scan_does():
+    from retrieval.core.stats import CollectionStats
+
+    rng = np.random.default_rng(5)
+    lens = np.concatenate([[0], rng.integers(0, 30, size=40)])
+    ids = rng.integers(0, 6, size=int(lens.sum())).astype(np.int32)  # few terms: many repeats
+    stats = CollectionStats.from_arrays([f"D{i}" for i in range(40)], {f"t{i}": i for i in range(6)},
+                                        lens, ids, np.arange(len(ids), dtype=np.int32))
+    split = (rng.random(len(ids)) < 0.2).astype(np.uint8)
+    split[np.cumsum(lens)[1:][lens[1:] > 0] - 1] = 1  # a document's last token, as index_splits has it
+    seen = 0
+    for c in ([0, 1], [2, 2], [3, 3, 3], [1, 4, 0], [5, 0, 5, 0], [4]):
+        docs, tf, cf = collocation_postings(stats, split, c)
+        assert (docs.tolist(), tf.tolist(), cf) == _scan_postings(stats, split, c), c
+        seen += cf
+    assert seen > 50  # the collocations do occur, overlapping repeats ("t3 t3 t3") included
+    with pytest.raises(ValueError, match="out of the index"):
+        collocation_postings(stats, split, [0, 6])
+
+
 def test_collocation_scores_match_hand_computation(tiny):
     s = tiny.stats
     scorer = Scorer(s, mu=10.0, lam=0.6, model=object())  # without a model, lam would be 1
@@ -138,6 +168,52 @@ def test_tcm_model_on_an_index(mini_tcm):
     assert runs[(500.0, 1.0)] == run_topics(index, topics, mu=500.0, lam=1.0, progress=False)
     col = query_collocations(index, loaded, "Airbus Subsidies")
     assert len(col.seg_ptr) == len(col.terms) + 1
+
+
+@pytest.mark.filterwarnings("ignore:topic 6")  # the unknown word's query
+@pytest.mark.parametrize("table_bytes", [1, 10**9])
+def test_a_batch_computes_its_term_and_collocation_tables_together_and_ranks_as_one_query_at_a_time(
+        mini_tcm, monkeypatch, table_bytes):
+    """batch_tables: the terms and collocations of a group of queries (one query a group under a
+    1-byte budget, all in one otherwise) in one pass of the model, each query's tables its own;
+    a run ranks as each query alone (the console's path)."""
+    from retrieval.adapters.tcm import phrase_rows
+    from retrieval.core import ranking
+    from retrieval.core.trec import Topic
+
+    index, model, _ = mini_tcm
+    texts = [t for t, _ in phrase_rows(model, index.stats.terms, top=6)] + ["zzzunknownzzz", "airbus"]
+    texts[1] += " subsidies " + texts[2]  # two collocations in one query
+    calls = []
+    real = model.p_c_d
+    monkeypatch.setattr(model, "p_c_d", lambda ids, ptr: calls.append(len(ptr) - 1) or real(ids, ptr))
+    got = list(ranking.batch_tables(index, texts, model, table_bytes=table_bytes))
+    assert got[-2] == (None, (None, None)) and got[-1][1] == (None, None)
+    n_terms = [p_w.shape[1] for p_w, _ in got[:-2]] + [got[-1][0].shape[1]]
+    n_parts = [len(e.postings) for _, (e, _) in got[:-2]]
+    assert min(n_parts) >= 1 and n_parts[1] >= 2
+    if table_bytes == 1:  # a group per query: its terms and its collocations in one call
+        assert calls == [t + p for t, p in zip(n_terms, n_parts + [0])]
+    else:
+        union = {w for text in texts for w in ranking.prepare(index, text, warn=False).query.term_ids.tolist()}
+        assert calls == [len(union) + sum(n_parts)]
+    for text, (p_w, (extra, table)) in zip(texts, got):
+        alone = ranking.prepare(index, text, model, warn=False)
+        if alone.p_w is None:
+            assert p_w is None
+            continue
+        np.testing.assert_allclose(p_w, alone.p_w, rtol=1e-13, atol=0)
+        if alone.p_extra is None:
+            assert extra is None and table is None
+            continue
+        assert extra.labels == alone.extra.labels and table.shape == alone.p_extra.shape
+        np.testing.assert_allclose(table, alone.p_extra, rtol=1e-13, atol=0)
+    topics = [Topic(str(i), t, "", "") for i, t in enumerate(texts)]
+    monkeypatch.setattr(ranking, "TABLE_BYTES", table_bytes)
+    run = run_topics(index, topics, model=model, progress=False)
+    one_by_one = [d for t in topics for d in ranking.rank(index, t.qid, t.title, model=model)]
+    assert [(d.qid, d.docno) for d in run] == [(d.qid, d.docno) for d in one_by_one]
+    np.testing.assert_allclose([d.score for d in run], [d.score for d in one_by_one], rtol=1e-12)
 
 
 def test_smoothing_retrains_a_cached_model_of_other_defaults(tmp_path):

@@ -20,6 +20,11 @@ Hooks an adapter module may define:
     :class:`retrieval.core.ranking.QueryExtra`. On an index grown since training, ``model`` is a
     :class:`retrieval.core.extension.ExtendedModel` (``to_model`` maps the index's term ids to the
     model's, ``folded`` holds the added documents' posteriors).
+``batch_tables(model, term_ids, extras) -> (table, list)``
+    P_TM(w|d) of ``term_ids`` (n_docs, n_terms) and the tables of many queries' extra parts
+    (``QueryExtra.parts``), one (n_docs, n_parts) per query in order, in one call: a batch reads
+    the documents once for its terms and parts together
+    (:func:`retrieval.core.ranking.batch_tables`); without it, ``p_w_d`` and each part's ``p_tm``.
 ``topic_lines(model, terms, topic, top) -> list[str]``
     How one topic reads in the console's ``:topic`` and the report's topic list (default: its
     top words from ``topic_words``).

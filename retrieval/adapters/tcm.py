@@ -4,7 +4,8 @@
   (:mod:`retrieval.adapters.tcm_sequences`); ``fold_in_inputs``: the same for documents added
   to the index after training.
 - ``query_extra``: the model's segmentation of a query; every multi-word collocation c adds
-  ``omega log(lam P_QL(c|d) + (1 - lam) P_TCM(c|d))`` to the score.
+  ``omega log(lam P_QL(c|d) + (1 - lam) P_TCM(c|d))`` to the score. ``batch_tables``: a
+  batch's P_TCM tables of its terms and collocations in one pass over the documents.
 - Views (``topicir tcm-view``, the console, reports): for every topic (largest first), its top
   collocations by P(c|t) and by smoothed P(t|c) with a pseudo-count of 5 (how the paper builds
   its word-intrusion lists), and the most frequent multi-word collocations of the collection.
@@ -13,6 +14,8 @@
     topicir tcm-view --index indexes/cran --model indexes/cran/models/tcm-k100-c3-i100-s0-99776a7e.npz
 """
 from __future__ import annotations
+
+from functools import partial
 
 import numpy as np
 
@@ -90,21 +93,36 @@ def fold_in_inputs(index, model, n_docs: int, to_model) -> dict:
     return {"split": known_splits(split, known)}
 
 
+def _p_c_d(model, term_ids, seg_ptr, per_sample: bool):
+    """P_TCM(c|d) of the collocations ``term_ids[seg_ptr[i]:seg_ptr[i + 1]]`` (index term ids)."""
+    to_model = getattr(model, "to_model", None)
+    if to_model is not None:  # a grown index: the model's documents, then the folded-in ones
+        if per_sample:
+            return model.p_w_d_per_sample(term_ids)  # refused, with the reason
+        ids = to_model[term_ids]
+        return np.vstack([model.model.p_c_d(ids, seg_ptr), model.folded.p_c_d(ids, seg_ptr)])
+    if per_sample:
+        return model.p_c_d_per_sample(term_ids, seg_ptr)
+    return model.p_c_d(term_ids, seg_ptr)
+
+
 def query_extra(index, model, text: str, query) -> QueryExtra:
     col = query_collocations(index, model, text)
+    return QueryExtra(col.terms, col.postings, col.p_c, OMEGA, partial(_p_c_d, model, col.term_ids, col.seg_ptr),
+                      parts=(col.term_ids, col.seg_ptr))
 
-    def p_tm(per_sample: bool):
-        to_model = getattr(model, "to_model", None)
-        if to_model is not None:  # a grown index: the model's documents, then the folded-in ones
-            if per_sample:
-                return model.p_w_d_per_sample(col.term_ids)  # refused, with the reason
-            ids = to_model[col.term_ids]
-            return np.vstack([model.model.p_c_d(ids, col.seg_ptr), model.folded.p_c_d(ids, col.seg_ptr)])
-        if per_sample:
-            return model.p_c_d_per_sample(col.term_ids, col.seg_ptr)
-        return model.p_c_d(col.term_ids, col.seg_ptr)
 
-    return QueryExtra(col.terms, col.postings, col.p_c, OMEGA, p_tm)
+def batch_tables(model, term_ids, extras) -> tuple:
+    """P_TCM(w|d) of ``term_ids`` and the P_TCM(c|d) tables of many queries' collocations
+    (``query_extra``'s ``parts``) from one pass over the documents (a term is a one-word
+    collocation): ((n_docs, n_terms), [each query's (n_docs, n_collocations)])."""
+    if getattr(model, "to_model", None) is not None:  # a grown index: model and fold-in apart
+        return model.p_w_d(term_ids), [e.p_tm(False) for e in extras]
+    ids = np.concatenate([term_ids] + [e.parts[0] for e in extras])
+    lens = np.concatenate([np.ones(len(term_ids), np.int64)] + [np.diff(e.parts[1]) for e in extras])
+    table = model.p_c_d(ids, np.concatenate([[0], np.cumsum(lens)]))
+    bounds = len(term_ids) + np.cumsum([0] + [len(e.parts[1]) - 1 for e in extras])
+    return table[:, :len(term_ids)], [table[:, a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 def topic_lines(model, terms, topic: int, top: int = 10) -> list[str]:

@@ -26,6 +26,7 @@ import re
 import warnings
 from typing import NamedTuple
 
+import numba
 import numpy as np
 from tqdm.auto import tqdm
 
@@ -208,15 +209,40 @@ def _cached_splits(index) -> np.ndarray:
 
 def collocation_postings(stats, split: np.ndarray, term_ids) -> tuple[np.ndarray, np.ndarray, int]:
     """Documents where ``term_ids`` occur as adjacent tokens with no split inside, their counts,
-    and the collection count: (docs int32 ascending, tf int32, cf int)."""
-    tokens = np.asarray(stats.term_ids)
-    M = len(term_ids)
-    hits = np.flatnonzero(tokens[:max(len(tokens) - M + 1, 0)] == term_ids[0])
-    for j in range(1, M):
-        hits = hits[(tokens[hits + j] == term_ids[j]) & (split[hits + j - 1] == 0)]
-    docs = np.searchsorted(np.asarray(stats.doc_ptr), hits, side="right") - 1
-    u, tf = np.unique(docs, return_counts=True)
-    return u.astype(np.int32), tf.astype(np.int32), len(hits)
+    and the collection count: (docs int32 ascending, tf int32, cf int). Only the documents that
+    hold every term are read (the intersection of the terms' postings, rarest first)."""
+    c = np.asarray(term_ids, dtype=np.int64)
+    if len(c) == 0 or c.min() < 0 or c.max() >= stats.n_terms:
+        raise ValueError(f"collocation term ids {c.tolist()} out of the index's {stats.n_terms} terms")
+    ptr, post = np.asarray(stats.post_ptr), np.asarray(stats.post_doc)
+    docs = None
+    for w in sorted(set(c.tolist()), key=lambda w: ptr[w + 1] - ptr[w]):
+        have = post[ptr[w]:ptr[w + 1]]
+        docs = have if docs is None else np.intersect1d(docs, have, assume_unique=True)
+        if len(docs) == 0:
+            break
+    tf = _sequence_counts(np.asarray(stats.doc_ptr), np.asarray(stats.term_ids), split, c,
+                          docs.astype(np.int64))
+    found = tf > 0
+    return docs[found].astype(np.int32), tf[found], int(tf.sum())
+
+
+@numba.njit(cache=True)
+def _sequence_counts(doc_ptr, tokens, split, c, docs):
+    """Occurrences of the sequence ``c`` with no split inside, in each of ``docs``, int32."""
+    M = len(c)
+    out = np.zeros(len(docs), np.int32)
+    for k in range(len(docs)):
+        d = docs[k]
+        for i in range(doc_ptr[d], doc_ptr[d + 1] - M + 1):
+            if tokens[i] != c[0]:
+                continue
+            j = 1
+            while j < M and tokens[i + j] == c[j] and split[i + j - 1] == 0:
+                j += 1
+            if j == M:
+                out[k] += 1
+    return out
 
 
 def segment_query(index, model, text: str) -> tuple[np.ndarray, np.ndarray]:

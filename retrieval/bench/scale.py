@@ -25,15 +25,15 @@ JIT and the JVM) as a part proportional to the tokens plus one proportional to t
 (count tables are vocabulary-sized; an epoch of mini-batches updates vocabulary-sized layers at
 every step, so its part is the vocabulary times the steps). The ranking time with a model is that of exact QL on the
 whole collection plus what the model adds on the fraction: its parts that grow with the
-documents (P_TM tables, extra query tables, the mixture's scoring; timed apart) as a cost per
+documents (P_TM tables, finding extra query parts, the mixture's scoring; timed apart) as a cost per
 document plus a fixed one through both runs, the rest as measured. For the Gibbs kinds the
 smaller fraction is also trained for ``--sweeps`` sweeps, so that the batch's fit compares models
 at the same sweep. The mixture's scoring, the same work whatever the model,
-is timed on the whole collection instead (for the kinds whose queries add no extra tables). The target
+is timed on the whole collection instead. The target
 collection is the whole one, grown linearly in
 documents to AP's 250,000 when ``--docs`` is smaller, its vocabulary by Heaps' law. Indexing
 and exact QL are measured on the whole collection. A last table splits every kind's projected
-training (setup, sweeps, finishing) and batch (exact QL, P_TM tables, extra tables, the
+training (setup, sweeps, finishing) and batch (exact QL, P_TM tables, extra parts, the
 mixture's scoring, the rest per query) into those parts.
 """
 from __future__ import annotations
@@ -325,7 +325,7 @@ def _tables(kinds, full, frac, small, per_kind, per_kind_small, per_kind_early, 
                         "measured: batch s": fixed(r["batch_s"], 2),
                         "measured: QL batch s": fixed(r["ql_batch_s"], 2),
                         "measured: of which P_TM tables s": fixed(r.get("tables_s", 0.0), 2),
-                        "measured: of which extra tables s": fixed(r.get("extras_s", 0.0), 2),
+                        "measured: of which extra parts s": fixed(r.get("extras_s", 0.0), 2),
                         "measured: of which mixture scoring s": fixed(r.get("scoring_s", 0.0), 2),
                         "measured: first 2 queries s": fixed(r["first_s"], 2)})
         if k in per_kind_small:
@@ -384,19 +384,24 @@ def _tables(kinds, full, frac, small, per_kind, per_kind_small, per_kind_early, 
         "whole collection" + (" (the index and its build measurement reused from an earlier run: "
                                 "--reindex to measure again)." if info["full_cached"] else "."),
         "Each step ran in its own process; peak memory is its ru_maxrss (JVM included). Queries: "
-        f"{N_QUERIES} generated title queries of 2-4 words (each from one latent topic's top words), "
+        f"{N_QUERIES} generated title queries of 2-4 words (each from one latent topic's top words, half of them "
+        "starting with one of the topic's set phrases), "
         f"ranked to depth 1000 over every document (retrieval.run_topics; lam {LAM:g} with a model), the "
         f"fastest of {BATCH_REPEATS} batches, timed after two queries that load the kernels and compute the model's per-document constants "
         "(their seconds, a once-per-process cost, are in the second table, not extrapolated). The parts "
         "of a model's batch that grow with the documents, each timed apart after the batch as the batch "
-        f"computes them (the fastest of {BATCH_REPEATS}): 'P_TM tables', the model's P_TM(w|d) of the query terms for every document "
-        "(``p_w_d`` once per group of queries whose terms fit the tables' memory); 'extra tables', those "
-        "of the parts a kind adds to a query (TCM's multi-word collocations: finding them and their tables, "
-        "timed for the queries that have one); 'mixture scoring', every document's score under the mixture. "
+        f"computes them (the fastest of {BATCH_REPEATS}): 'P_TM tables', the model's P_TM of the query terms "
+        "for every document, and of the parts a kind adds to a query (TCM's multi-word collocations), one "
+        "model call per group of queries whose tables fit their memory (retrieval.core.ranking.batch_tables); "
+        "'extra parts', finding and scoring those parts (TCM: segmenting the query, the collocations' exact "
+        "occurrences, their term of the score), "
+        "timed for the queries that have one"
+        + "".join(f" ({k}: {r['extra_queries']} queries)" for k, r in per_kind.items() if r.get("extra_queries"))
+        + "; 'mixture scoring', every document's score of the query terms under the mixture. "
         "The rest is per query: analysis (a TCM query's segmentation included), ranking and run lines."
         + (f" The mixture's scoring is also timed on the whole collection, with P_TM tables of one value (the "
            f"same work whatever the model): {full['scoring_s']:.2f} s, scaled to the target collection, it "
-           f"replaces the fitted figure of every kind whose queries add no extra tables."
+           f"replaces the fitted figure of every kind."
            if "scoring_s" in full else ""),
         f"QL batch on the fraction index: {frac['batch_s']:.2f} s"
         + (f", on the small one: {small['batch_s']:.2f} s." if small is not None else "."),

@@ -8,7 +8,7 @@ import math
 import resource
 import time
 
-from ..core.scoring import LAM
+from ..core.scoring import LAM, Scorer
 
 
 def maxrss_gib() -> float:
@@ -73,7 +73,6 @@ def mixture_scorings(index, queries) -> list:
     """(scorer, query, table) of every query with indexed terms: the scorer at lam
     :data:`~retrieval.core.scoring.LAM` with the :class:`_OneValued` model's tables, computed
     beforehand so that timing the scoring times the scoring alone."""
-    from ..core.scoring import Scorer
 
     model = _OneValued(index.stats.n_docs)
     scorer = Scorer(index.stats, lam=LAM, model=model)
@@ -101,35 +100,40 @@ def _mixture_scoring(index, queries) -> float:
 
 def _document_parts(index, queries, model) -> dict:
     """Seconds of the parts of a model's batch that grow with the documents, each timed apart
-    as the batch computes them (the fastest of :data:`BATCH_REPEATS`): the P_TM(w|d) tables of
-    the query terms (``p_w_d`` once per group of queries whose terms fit the tables' memory),
-    the tables of the parts a kind adds to a query (TCM's collocations, through its
-    ``query_extra`` hook: the queries it adds a part to, finding the part included) and the
-    scoring of every document under the mixture. What else the model adds to the batch is per
-    query."""
+    as the batch computes them (the fastest of :data:`BATCH_REPEATS`): the P_TM tables of the
+    query terms and of the parts a kind adds to queries (TCM's collocations), one model call
+    per group of queries whose tables fit their memory (:func:`retrieval.core.ranking.batch_tables`);
+    finding and scoring those parts (TCM: segmenting the query, the collocations' exact
+    occurrences, their term of every document's score), for the queries the kind adds a part
+    to (``extra_queries`` counts them); and every document's score of the query terms under
+    the mixture. What else the model adds to the batch is per query."""
     from ..core.extension import document_model
-    from ..core.plugins import hook
-    from ..core.ranking import prepare, query_tables
+    from ..core.ranking import batch_tables, find_extras, prepare
 
     model = document_model(model, index)
-    extra_hook = hook(model.kind, "query_extra")
+    extras = find_extras(index, queries, model)
+    with_parts = [text for text, extra in zip(queries, extras) if extra is not None]
     best = dict(tables_s=math.inf, extras_s=math.inf, scoring_s=math.inf)
     for _ in range(BATCH_REPEATS):
         start = time.perf_counter()
-        tables = list(query_tables(index, queries, model))
+        tables = list(batch_tables(index, queries, model, extras))
         times = dict(tables_s=time.perf_counter() - start, extras_s=0.0)
-        prepared = [prepare(index, text, model, p_w=table, warn=False) for text, table in zip(queries, tables)]
-        for text, p in zip(queries, prepared):
-            if extra_hook is not None and p.p_w is not None:
-                start = time.perf_counter()
-                extra = extra_hook(index, model, text, p.query)
-                # a query the kind adds nothing to cost only its analysis, per query (the rest)
-                if len(extra.postings):
-                    extra.p_tm(False)
-                    times["extras_s"] += time.perf_counter() - start
+        if with_parts:  # a query the kind adds nothing to costs only its analysis, per query (the rest)
+            start = time.perf_counter()
+            find_extras(index, with_parts, model)
+            times["extras_s"] = time.perf_counter() - start
+        prepared = [prepare(index, text, model, p_w=p_w, extra=extra, warn=False)
+                    for text, (p_w, extra) in zip(queries, tables)]
+        scorer = Scorer(index.stats, lam=LAM, model=model)
         start = time.perf_counter()
-        for p in prepared:
-            p.scores(lam=LAM)
+        for p in prepared:  # the query terms' part: the same work whatever the model
+            scorer.score(p.query, p.p_w)
         times["scoring_s"] = time.perf_counter() - start
+        if with_parts:  # scoring the parts a kind adds (TCM's collocations)
+            start = time.perf_counter()
+            for p in prepared:
+                if p.p_extra is not None:
+                    scorer.collocation_part(p.extra.postings, p.extra.p_c, p.p_extra)
+            times["extras_s"] += time.perf_counter() - start
         best = {k: min(v, times[k]) for k, v in best.items()}
-    return best
+    return dict(best, extra_queries=len(with_parts))

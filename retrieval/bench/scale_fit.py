@@ -100,12 +100,13 @@ def batch_added(r: dict, docs: float, small: dict | None = None, early: dict | N
 def batch_added_parts(r: dict, docs: float, small: dict | None = None, early: dict | None = None,
                       scoring_s: float | None = None) -> dict:
     """Seconds a model adds to the exact QL batch on ``docs`` documents, by part: those that grow
-    with the documents (``PARTS``: P_TM tables, a kind's extra query tables, the mixture's
+    with the documents (``PARTS``: P_TM tables, finding a kind's extra query parts, the mixture's
     scoring; timed apart on the fraction) and the rest of what it added there (``rest_s``, per
     query) as it was. With a smaller run's parts too, each part is a cost per document plus a
     fixed one (per query: the scoring's arrays, the tables' per-term sums) fitted through both
-    runs (linear through the fraction where the smaller run's figure says otherwise: noise);
-    else each is linear in documents. Runs without those parts: all it added (``rest_s``),
+    runs (linear through the fraction where the smaller run's figure says otherwise: noise;
+    finding the extra parts compared per query that has one, ``extra_queries``); else each is
+    linear in documents. Runs without those parts: all it added (``rest_s``),
     linear in documents.
 
     ``early``: the small collection trained for as many sweeps as the fraction: the fit then
@@ -113,9 +114,9 @@ def batch_added_parts(r: dict, docs: float, small: dict | None = None, early: di
     collection settles sooner than the fraction), so the figure is that of a model at the
     fraction's sweeps.
 
-    ``scoring_s``: the mixture's scoring timed on ``docs`` documents (the same for every model);
-    it replaces the fitted scoring part of a kind that adds no extra query tables (a kind that
-    does, TCM, also scores its collocations)."""
+    ``scoring_s``: the mixture's scoring of the query terms timed on ``docs`` documents (the same
+    work for every model) replaces the fitted scoring part (a kind's extra parts, TCM's
+    collocations, are scored in their own part)."""
     added = max(r["batch_s"] - r["ql_batch_s"], 0.0)
     if "scoring_s" not in r:
         return dict(rest_s=added * docs / r["n_docs"])
@@ -125,11 +126,15 @@ def batch_added_parts(r: dict, docs: float, small: dict | None = None, early: di
     for part in PARTS:
         a, b = r[part] / r["n_docs"], 0.0
         if pair is not None and part in pair and pair["n_docs"] < r["n_docs"]:
-            slope = (r[part] - pair[part]) / (r["n_docs"] - pair["n_docs"])
+            other = pair[part]
+            if part == "extras_s" and pair.get("extra_queries") and r.get("extra_queries"):
+                # as many queries with a part in both runs (a smaller model finds fewer)
+                other *= r["extra_queries"] / pair["extra_queries"]
+            slope = (r[part] - other) / (r["n_docs"] - pair["n_docs"])
             if 0.0 <= slope <= a:  # else noise: linear through the fraction, the larger figure
                 a, b = slope, r[part] - slope * r["n_docs"]
         out[part] = a * docs + b
-    if scoring_s is not None and r.get("extras_s", 0.0) == 0.0:
+    if scoring_s is not None:
         out["scoring_s"] = scoring_s
     out["rest_s"] = max(added - measured, 0.0)
     return out

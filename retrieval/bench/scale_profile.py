@@ -14,7 +14,7 @@ def profile_table(kinds, proj) -> Table:
                      "setup min": fixed(p["setup_s"] / 60, 1), "sweeps (epochs) min": fixed(p["sweeps_s"] / 60, 1),
                      "finishing min": fixed(p["finish_s"] / 60, 1), "batch s": fixed(p["batch_s"], 2),
                      "exact QL s": fixed(b["ql_s"], 2), "P_TM tables s": fixed(b.get("tables_s", 0.0), 2),
-                     "extra tables s": fixed(b.get("extras_s", 0.0), 2),
+                     "extra parts s": fixed(b.get("extras_s", 0.0), 2),
                      "mixture scoring s": fixed(b.get("scoring_s", 0.0), 2), "rest (per query) s": fixed(b["rest_s"], 2)})
     notes = ["Projected to the target collection as in the first table, whose training and batch figures "
              "are these parts' sums: training = setup (training inputs, initialisation, first sweep) + the "

@@ -38,7 +38,7 @@ import numpy as np
 
 from .extension import document_model
 from .index import Index
-from .ranking import DEPTH, PreparedQuery, collecting_runs, query_tables, prepare, ranked
+from .ranking import DEPTH, PreparedQuery, batch_tables, collecting_runs, prepare, ranked
 from .scoring import LAM, MU, Query, top_k
 from .trec import ScoredDoc, Topic, topic_query
 
@@ -330,11 +330,11 @@ def sweep_feedback(index: Index, topics: list[Topic], settings: list[Settings], 
     out = {s: ([], {}) for s in settings}
     model = document_model(model, index)
     texts = [topic_query(topic, field) for topic in topics]
-    tables = query_tables(index, texts, model) if model is not None and lam < 1 else iter([None] * len(topics))
+    tables = batch_tables(index, texts, model if lam < 1 else None)
     with collecting_runs():
-        for topic, text, p_w in tqdm(zip(topics, texts, tables), total=len(topics), desc="feedback",
-                                     unit=" topics", disable=not progress, mininterval=1):
-            prepared = prepare(index, text, model, qid=topic.qid, p_w=p_w)
+        for topic, text, (p_w, extra) in tqdm(zip(topics, texts, tables), total=len(topics), desc="feedback",
+                                              unit=" topics", disable=not progress, mininterval=1):
+            prepared = prepare(index, text, model, qid=topic.qid, p_w=p_w, extra=extra if p_w is not None else None)
             fq = FeedbackQuery(index, text, model, mu=mu, lam=lam, qid=topic.qid, prepared=prepared)
             for s in settings:
                 scores, expansion = fq.scores(s)

@@ -49,6 +49,7 @@ class QueryExtra(NamedTuple):
     p_c: np.ndarray              # per part: P(c|C)
     weight: float                # omega
     p_tm: Callable               # p_tm(per_sample: bool) -> (n_docs, n_parts) or (C, S, n_docs, n_parts)
+    parts: object = None         # what the kind's ``batch_tables`` hook reads to compute many queries' tables at once
 
 
 class PreparedQuery:
@@ -66,10 +67,13 @@ class PreparedQuery:
     p_w : ndarray (n_docs, n_terms), optional
         P_TM(w|d) of the query's distinct terms when already computed (:func:`sweep_topics`
         computes those of many queries in one call).
+    extra : (QueryExtra or None, ndarray or None), optional
+        The model's extra parts of the query and their P_TM table when already computed
+        (:func:`batch_tables`); ``(None, None)``: the model adds none.
     """
 
     def __init__(self, index: Index, text: str, model=None, *, per_sample: bool = False,
-                 p_w: np.ndarray | None = None):
+                 p_w: np.ndarray | None = None, extra: tuple | None = None):
         model = document_model(model, index)  # a model of an index this one grew from: fold-in
         self.index, self.text, self.model, self.per_sample = index, text, model, per_sample
         self.query: Query = Scorer(index.stats).query(text, index.analyze(text))
@@ -81,6 +85,9 @@ class PreparedQuery:
             self.p_w = p_w
         else:
             self.p_w = model.p_w_d_per_sample(ids) if per_sample else model.p_w_d(ids)
+        if extra is not None and not per_sample:
+            self.extra, self.p_extra = extra
+            return
         extra_hook = hook(model.kind, "query_extra")
         self.extra = extra_hook(index, model, text, self.query) if extra_hook else None
         if self.extra is not None and len(self.extra.postings):
@@ -103,11 +110,11 @@ class PreparedQuery:
 
 
 def prepare(index: Index, text: str, model=None, *, per_sample: bool = False, qid: str = "",
-            warn: bool = True, p_w: np.ndarray | None = None) -> PreparedQuery:
+            warn: bool = True, p_w: np.ndarray | None = None, extra: tuple | None = None) -> PreparedQuery:
     """:class:`PreparedQuery` for ``text``; warns (with the topic id) when no query term is
     indexed: every document then scores 0 and DOCNO order decides, so a run never silently
     lacks a topic."""
-    prepared = PreparedQuery(index, text, model, per_sample=per_sample, p_w=p_w)
+    prepared = PreparedQuery(index, text, model, per_sample=per_sample, p_w=p_w, extra=extra)
     query = prepared.query
     if query.unknown:
         log.debug("topic %s: terms not in the index: %s", qid, " ".join(query.unknown))
@@ -150,28 +157,71 @@ def rank(index: Index, qid: str, text: str, *, mu: float = MU, lam: float = LAM,
     return ranked(index, qid, prepare(index, text, model, qid=qid).scores(mu, lam), depth)
 
 
-def query_tables(index: Index, texts: list[str], model, table_bytes: int | None = None):
-    """P_TM(w|d) of every query's distinct terms, one (n_docs, n_terms) table per query (None
-    for a query without indexed terms), yielded in order. The model is called once per group of
-    consecutive queries whose distinct terms together fit ``table_bytes`` (default
-    :data:`TABLE_BYTES`) of tables: a document model reads its per-document rows once for all
-    the group's terms."""
+def find_extras(index: Index, texts: list[str], model) -> list:
+    """The parts the model's kind adds to each query (its adapter's ``query_extra`` hook, e.g.
+    TCM's collocations), without their tables: a :class:`QueryExtra` per query, None where it
+    adds none."""
+    extra_hook = hook(model.kind, "query_extra")
+    if extra_hook is None:
+        return [None] * len(texts)
+    scorer, out = Scorer(index.stats), []
+    for text in texts:
+        query = scorer.query(text, index.analyze(text))
+        extra = extra_hook(index, model, text, query) if len(query.term_ids) else None
+        out.append(extra if extra is not None and len(extra.postings) else None)
+    return out
+
+
+def batch_tables(index: Index, texts: list[str], model, extras: list | None = None,
+                 table_bytes: int | None = None):
+    """What :func:`prepare` takes for every query, yielded in order: ``(p_w, (extra, p_extra))``,
+    P_TM(w|d) of the query's distinct terms ((n_docs, n_terms); None for a query without
+    indexed terms) and the parts the model's kind adds with their table (``(None, None)`` where
+    it adds none; ``extras``: :func:`find_extras` of ``texts``, found here when not given).
+    Without a model, ``(None, None)`` for every query.
+
+    The model is called once per group of consecutive queries whose distinct terms and parts
+    together fit ``table_bytes`` (default :data:`TABLE_BYTES`) of tables: a document model reads
+    its per-document rows once for all the group's terms, and, through its adapter's
+    ``batch_tables`` hook, for the group's parts too (TCM: terms and collocations in one pass);
+    a kind without the hook computes each part's table apart (``p_tm``)."""
+    if model is None:
+        yield from repeat((None, None), len(texts))
+        return
     scorer, n_docs = Scorer(index.stats), index.stats.n_docs
-    max_terms = max(1, (TABLE_BYTES if table_bytes is None else table_bytes) // (8 * max(n_docs, 1)))
+    max_cols = max(1, (TABLE_BYTES if table_bytes is None else table_bytes) // (8 * max(n_docs, 1)))
     ids = [scorer.query(text, index.analyze(text)).term_ids for text in texts]
+    extras = find_extras(index, texts, model) if extras is None else extras
+    parts = [len(e.postings) if e is not None else 0 for e in extras]
+    joint = hook(model.kind, "batch_tables")
     start = 0
     while start < len(ids):
-        stop, terms = start, set()
-        while stop < len(ids) and (stop == start or len(terms | set(ids[stop].tolist())) <= max_terms):
+        stop, terms, n_parts = start + 1, set(ids[start].tolist()), parts[start]
+        while stop < len(ids) and len(terms | set(ids[stop].tolist())) + n_parts + parts[stop] <= max_cols:
             terms |= set(ids[stop].tolist())
+            n_parts += parts[stop]
             stop += 1
         union = np.array(sorted(terms), dtype=np.int64)
+        group = [e for e in extras[start:stop] if e is not None]
+        if joint is not None and group:
+            rows, tables = joint(model, union, group)
+        else:
+            rows, tables = model.p_w_d(union) if len(union) else None, [e.p_tm(False) for e in group]
         # term-major (the kinds' tables are (n_docs, n_terms) views of (n_terms, n_docs)
         # arrays): a query's columns are then rows, copied whole rather than gathered
-        rows = model.p_w_d(union).T if len(union) else None
-        for q in ids[start:stop]:
-            yield rows[np.searchsorted(union, q)].T if len(q) else None
+        rows, tables = (rows.T if rows is not None else None), iter(tables)
+        for q, e in zip(ids[start:stop], extras[start:stop]):
+            yield (rows[np.searchsorted(union, q)].T if len(q) else None,
+                   (e, next(tables)) if e is not None else (None, None))
         start = stop
+
+
+def query_tables(index: Index, texts: list[str], model, table_bytes: int | None = None):
+    """P_TM(w|d) of every query's distinct terms, one (n_docs, n_terms) table per query (None
+    for a query without indexed terms), yielded in order: :func:`batch_tables` without the
+    parts a kind adds."""
+    for p_w, _ in batch_tables(index, texts, model, [None] * len(texts), table_bytes):
+        yield p_w
 
 
 def sweep_topics(index: Index, topics: list[Topic], settings: list[tuple[float, float]], *,
@@ -182,12 +232,11 @@ def sweep_topics(index: Index, topics: list[Topic], settings: list[tuple[float, 
     runs = {setting: [] for setting in settings}
     model = document_model(model, index)
     texts = [topic_query(topic, field) for topic in topics]
-    tables = (query_tables(index, texts, model) if model is not None and any(lam < 1 for _, lam in settings)
-              else iter([None] * len(topics)))
+    tables = batch_tables(index, texts, model if any(lam < 1 for _, lam in settings) else None)
     with collecting_runs():
-        for topic, text, p_w in tqdm(zip(topics, texts, tables), total=len(topics), desc="ranking topics",
-                                     unit=" topics", disable=not progress, mininterval=1):
-            prepared = prepare(index, text, model, qid=topic.qid, p_w=p_w)
+        for topic, text, (p_w, extra) in tqdm(zip(topics, texts, tables), total=len(topics), desc="ranking topics",
+                                              unit=" topics", disable=not progress, mininterval=1):
+            prepared = prepare(index, text, model, qid=topic.qid, p_w=p_w, extra=extra if p_w is not None else None)
             for mu, lam in settings:
                 runs[(mu, lam)].extend(ranked(index, topic.qid, prepared.scores(mu, lam), depth))
     return runs

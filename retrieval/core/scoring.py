@@ -187,6 +187,11 @@ class Scorer:
         out = self.score(query, p_w)
         if self.lam == 1.0 or omega == 0.0 or len(postings) == 0:
             return out
+        return out + omega * self.collocation_part(postings, p_c, p_tm)
+
+    def collocation_part(self, postings: list, p_c: np.ndarray, p_tm: np.ndarray) -> np.ndarray:
+        """sum over collocations c of log(lam * P_QL(c|d) + (1 - lam) * P_TM(c|d)) of every
+        document, shape (n_docs,): what :meth:`score_collocations` adds, times omega."""
         s = self.stats
         lens = np.array([len(docs) for docs, _ in postings], dtype=np.int64)
         ptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
@@ -195,7 +200,7 @@ class Scorer:
                        np.concatenate([t for _, t in postings]).astype(np.int32), ptr[:-1], ptr[1:],
                        np.asarray(p_c, dtype=np.float64), np.ones(len(postings)), self.mu, self.lam,
                        np.asarray(p_tm, dtype=np.float64), s.zeros_scratch(s.n_docs * len(postings)), extra)
-        return out + omega * extra
+        return extra
 
 
 @numba.njit(cache=True)

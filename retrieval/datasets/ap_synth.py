@@ -23,7 +23,9 @@ WordNet's single-word lemmas (``index.noun`` etc.), padded with made-up proper n
 vocabulary size asked for (AP's long tail is mostly names); without WordNet every word is made
 up, and :func:`vocabulary` says so. Word frequencies are Zipfian, and each document mixes a few
 latent topics (each a Zipfian distribution over its own words) with a background Zipf, so topic
-models have structure to find.
+models have structure to find. Each topic also has set phrases of 2-3 of its top words that its
+draws sometimes emit whole (as newswire repeats "prime minister" or "oil spill"), so TCM has
+collocations to find, and half the queries hold one.
 
 Every file is generated from its own random stream (``seed``, file number), so a seed gives the
 same bytes whatever else is generated, and the gzip header carries no time or name.
@@ -60,6 +62,10 @@ LENGTH_SIGMA = 0.7         # of the log-normal document length: a long tail
 N_LATENT = 200             # latent topics
 TOPIC_WORDS = 1500         # words per latent topic
 TOPIC_SHARE = 0.6          # share of content tokens drawn from the document's topics
+PHRASES_PER_TOPIC = 20     # each topic's set phrases (AP's "prime minister", "oil spill")
+PHRASE_POOL = 100          # a phrase's words come from its topic's this-many top words
+PHRASE_SHARE = 0.05        # share of a topic's draws that start one of its phrases
+QUERY_PHRASE_SHARE = 0.5   # share of the queries that hold one of their topic's phrases
 CITIES = ("WASHINGTON", "NEW YORK", "LOS ANGELES", "CHICAGO", "LONDON", "MOSCOW", "TOKYO",
           "PARIS", "BONN, West Germany", "JERUSALEM", "BEIRUT, Lebanon", "MANILA, Philippines",
           "SAN SALVADOR, El Salvador", "JOHANNESBURG, South Africa", "ATLANTA", "BOSTON", "DENVER",
@@ -157,6 +163,18 @@ class Generator:
         self.topic_words = np.stack([rng.choice(n, size=m, replace=False, p=pick) for _ in range(N_LATENT)])
         w = 1.0 / (np.arange(m) + 1.0)
         self.topic_cdf = np.cumsum(w / w.sum())
+        self.phrases = self._draw_phrases(np.random.default_rng([seed, 0x9A]))
+
+    def _draw_phrases(self, rng) -> np.ndarray:
+        """Every topic's set phrases, (N_LATENT, PHRASES_PER_TOPIC, 3) word ids, -1 after the
+        last word of a two-word phrase: distinct words of the topic's top PHRASE_POOL."""
+        pool = min(PHRASE_POOL, self.topic_words.shape[1])
+        out = np.full((N_LATENT, PHRASES_PER_TOPIC, 3), -1, dtype=np.int64)
+        for t in range(N_LATENT):
+            for j in range(PHRASES_PER_TOPIC):
+                n = 2 + int(rng.random() < 0.3)
+                out[t, j, :n] = self.topic_words[t, rng.choice(pool, size=n, replace=False)]
+        return out
 
     # -- one file ------------------------------------------------------------------------------
 
@@ -189,10 +207,11 @@ class Generator:
         n_topics = rng.integers(1, 4)
         topics = rng.choice(N_LATENT, size=n_topics, replace=False)
         mix = rng.dirichlet(np.ones(n_topics))
-        content = self._content(rng, n_words + 8, topics, mix)
+        content, topic_of = self._content(rng, n_words + 8, topics, mix)
         head_words = content[n_words:n_words + rng.integers(4, 9)]
         tokens = content[:n_words].copy()
         is_stop = rng.random(n_words) < STOP_SHARE
+        self._place_phrases(rng, tokens, is_stop, topic_of[:n_words])
         tokens[is_stop] = self.stop[np.searchsorted(self.stop_cdf, rng.random(int(is_stop.sum())))]
         # sentences of 8-40 words: capitalised first word, a period (sometimes ? or !), commas
         ends = np.cumsum(rng.integers(8, 41, size=n_words // 8 + 2))
@@ -214,8 +233,24 @@ class Generator:
         head = " ".join(w[:1].upper() + w[1:] for w in head_words)
         return "\n".join(paras), head
 
-    def _content(self, rng, n: int, topics, mix) -> np.ndarray:
-        """``n`` content words: from the document's topics (by ``mix``) or the background."""
+    def _place_phrases(self, rng, tokens, is_stop, topic_of) -> None:
+        """Where a topic drew a word, start one of its phrases with probability PHRASE_SHARE:
+        the phrase's words overwrite ``tokens`` from there, and no stopword falls inside."""
+        starts = np.flatnonzero((topic_of >= 0) & (rng.random(len(tokens)) < PHRASE_SHARE))
+        picks = rng.integers(PHRASES_PER_TOPIC, size=len(starts))
+        free = 0  # phrases do not overlap
+        for i, j in zip(starts.tolist(), picks.tolist()):
+            if i < free:
+                continue
+            words = self.phrases[topic_of[i], j]
+            words = words[words >= 0][:len(tokens) - i]
+            tokens[i:i + len(words)] = self.words[words]
+            is_stop[i:i + len(words)] = False
+            free = i + len(words)
+
+    def _content(self, rng, n: int, topics, mix) -> tuple[np.ndarray, np.ndarray]:
+        """``n`` content words from the document's topics (by ``mix``) or the background, and the
+        latent topic of each (-1: background)."""
         from_topic = rng.random(n) < TOPIC_SHARE
         ids = np.searchsorted(self.background_cdf, rng.random(n))
         ids = np.minimum(ids, len(self.words) - 1)
@@ -223,17 +258,26 @@ class Generator:
         which = topics[np.searchsorted(np.cumsum(mix), rng.random(k) * mix.sum())]
         ranks = np.minimum(np.searchsorted(self.topic_cdf, rng.random(k)), self.topic_words.shape[1] - 1)
         ids[from_topic] = self.topic_words[which, ranks]
-        return self.words[ids]
+        topic_of = np.full(n, -1, dtype=np.int64)
+        topic_of[from_topic] = which
+        return self.words[ids], topic_of
 
     def queries(self, n: int, seed: int = 0) -> list[str]:
         """``n`` title queries of 2-4 words, each from one latent topic's top words (as a user
-        would type them about that topic)."""
+        would type them about that topic); QUERY_PHRASE_SHARE of them start with one of the
+        topic's phrases."""
         rng = np.random.default_rng([self.seed, 0x9E, seed])
         out = []
         for _ in range(n):
             t = rng.integers(N_LATENT)
-            ranks = rng.choice(50, size=int(rng.integers(2, 5)), replace=False)
-            out.append(" ".join(str(w).lower() for w in self.words[self.topic_words[t, ranks]]))
+            size = int(rng.integers(2, 5))
+            ids = self.topic_words[t, rng.choice(50, size=size, replace=False)]
+            if rng.random() < QUERY_PHRASE_SHARE:
+                phrase = self.phrases[t, rng.integers(PHRASES_PER_TOPIC)]
+                phrase = phrase[phrase >= 0]
+                rest = ids[~np.isin(ids, phrase)][:max(0, size - len(phrase))]
+                ids = np.concatenate([phrase, rest])
+            out.append(" ".join(str(w).lower() for w in self.words[ids]))
         return out
 
 
@@ -267,7 +311,7 @@ def generate(out, n_docs: int, *, n_terms: int = 200_000, seed: int = 0,
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    settings = dict(n_terms=n_terms, seed=seed, docs_per_file=docs_per_file, generator=1)
+    settings = dict(n_terms=n_terms, seed=seed, docs_per_file=docs_per_file, generator=2)
     manifest = out / ".ap_synth.json"  # a dot-file: the TREC reader skips it
     have = json.loads(manifest.read_text()) if manifest.exists() else {}
     if have.get("settings") != settings:  # other settings: no file there can be reused
