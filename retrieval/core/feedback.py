@@ -334,7 +334,7 @@ def sweep_feedback(index: Index, topics: list[Topic], settings: list[Settings], 
     with collecting_runs():
         for topic, text, (p_w, extra) in tqdm(zip(topics, texts, tables), total=len(topics), desc="feedback",
                                               unit=" topics", disable=not progress, mininterval=1):
-            prepared = prepare(index, text, model, qid=topic.qid, p_w=p_w, extra=extra if p_w is not None else None)
+            prepared = prepare(index, text, model, qid=topic.qid, p_w=p_w, extra=extra)
             fq = FeedbackQuery(index, text, model, mu=mu, lam=lam, qid=topic.qid, prepared=prepared)
             for s in settings:
                 scores, expansion = fq.scores(s)

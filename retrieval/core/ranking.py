@@ -157,16 +157,18 @@ def rank(index: Index, qid: str, text: str, *, mu: float = MU, lam: float = LAM,
     return ranked(index, qid, prepare(index, text, model, qid=qid).scores(mu, lam), depth)
 
 
-def find_extras(index: Index, texts: list[str], model) -> list:
+def find_extras(index: Index, texts: list[str], model, queries: list[Query] | None = None) -> list:
     """The parts the model's kind adds to each query (its adapter's ``query_extra`` hook, e.g.
     TCM's collocations), without their tables: a :class:`QueryExtra` per query, None where it
-    adds none."""
+    adds none (``queries``: the texts analysed, when the caller has them)."""
     extra_hook = hook(model.kind, "query_extra")
     if extra_hook is None:
         return [None] * len(texts)
-    scorer, out = Scorer(index.stats), []
-    for text in texts:
-        query = scorer.query(text, index.analyze(text))
+    if queries is None:
+        scorer = Scorer(index.stats)
+        queries = [scorer.query(text, index.analyze(text)) for text in texts]
+    out = []
+    for text, query in zip(texts, queries):
         extra = extra_hook(index, model, text, query) if len(query.term_ids) else None
         out.append(extra if extra is not None and len(extra.postings) else None)
     return out
@@ -190,8 +192,9 @@ def batch_tables(index: Index, texts: list[str], model, extras: list | None = No
         return
     scorer, n_docs = Scorer(index.stats), index.stats.n_docs
     max_cols = max(1, (TABLE_BYTES if table_bytes is None else table_bytes) // (8 * max(n_docs, 1)))
-    ids = [scorer.query(text, index.analyze(text)).term_ids for text in texts]
-    extras = find_extras(index, texts, model) if extras is None else extras
+    queries = [scorer.query(text, index.analyze(text)) for text in texts]
+    ids = [q.term_ids for q in queries]
+    extras = find_extras(index, texts, model, queries) if extras is None else extras
     parts = [len(e.postings) if e is not None else 0 for e in extras]
     joint = hook(model.kind, "batch_tables")
     start = 0
@@ -236,7 +239,7 @@ def sweep_topics(index: Index, topics: list[Topic], settings: list[tuple[float, 
     with collecting_runs():
         for topic, text, (p_w, extra) in tqdm(zip(topics, texts, tables), total=len(topics), desc="ranking topics",
                                               unit=" topics", disable=not progress, mininterval=1):
-            prepared = prepare(index, text, model, qid=topic.qid, p_w=p_w, extra=extra if p_w is not None else None)
+            prepared = prepare(index, text, model, qid=topic.qid, p_w=p_w, extra=extra)
             for mu, lam in settings:
                 runs[(mu, lam)].extend(ranked(index, topic.qid, prepared.scores(mu, lam), depth))
     return runs
