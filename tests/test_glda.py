@@ -7,6 +7,7 @@ from models import LDA, corpus_from_docs, registry, synthetic_corpus
 from models._kernels import glda as G_
 from models._kernels import glda_sparse as GS
 from models.glda import GroupedLDA, doc_runs
+from models._kernels.rng import make_rng_states
 from models.lda import joint_log_lik
 from tests.helpers import assert_same_fit, resume_after_kill, save_and_load
 from tests.reference import glda_reference as ref
@@ -339,6 +340,52 @@ def test_run_group_lists_follow_moves():
         fresh = [np.zeros(lay["max_len"], dtype=np.int64) for _ in range(3)]
         G_.run_groups_build(lo, hi, g, run_ptr, tok_run, *fresh)
         assert lists(kept, lo, hi) == lists(fresh, lo, hi)
+
+
+@pytest.mark.parametrize("restricted,doc_counts,K,group_size", [
+    (False, "groups", 4, 4.0), (False, "tokens", 4, 40.0), (True, "groups", 4, 4.0),
+    (False, "groups", 70, 4.0)])
+def test_online_start_matches_reference(restricted, doc_counts, K, group_size):
+    """The online start draws every group's topic from eq. 3 given the groups before it, as
+    the reference's pass does from the same groups and rng stream, and leaves the counts a
+    rebuild from its topics gives."""
+    corpus = long_group_corpus() if group_size > 4 else block_corpus(12)
+    kw = dict(n_topics=K, alpha=0.5, beta=0.1, n_chains=2, n_iter=3, burn_in=2, sample_every=1,
+              seed=6, restricted=restricted, doc_counts=doc_counts, group_size=group_size)
+    m = prepared(GroupedLDA(init="online", **kw), corpus)
+    check_invariants(m, corpus)
+    lay = m._lay
+    rng = make_rng_states(6, 2)
+    for c in range(2):
+        g = np.zeros(corpus.n_tokens, dtype=np.int32)
+        G_.init_random(corpus.doc_ptr, lay["grp_ptr"], lay["tok_run"], lay["run_doc_first"],
+                       not restricted, g, np.zeros(lay["grp_ptr"][-1], np.int32), 0, rng[c])
+        np.testing.assert_array_equal(m.g_[c], g)
+        want = ref.online_pass(corpus.doc_ptr, corpus.term_ids, lay["grp_ptr"], g, K,
+                               corpus.n_terms, m.alpha_[c], m.beta, rng[c], restricted, doc_counts)
+        np.testing.assert_array_equal(m.zg_[c], want)
+        np.testing.assert_array_equal(m.rng_[c], rng[c])
+    random = prepared(GroupedLDA(init="random", **kw), corpus)
+    np.testing.assert_array_equal(random.g_, m.g_)  # the same groups, other topics
+    assert (random.zg_ != m.zg_).any()
+
+
+def test_online_start_ends_higher_than_random():
+    corpus = small_corpus()
+    kw = dict(n_topics=10, n_chains=2, n_iter=20, burn_in=19, sample_every=1, seed=1,
+              log_lik_every=1)
+    online = GroupedLDA(init="online", **kw).fit(corpus)
+    random = GroupedLDA(init="random", **kw).fit(corpus)
+    assert (online.log_lik_[0] > random.log_lik_[0]).all()
+    assert online.log_lik_[-1].mean() > random.log_lik_[-1].mean()
+
+
+def test_files_without_init_read_as_random_start():
+    params = GroupedLDA(n_topics=4).get_params()
+    del params["init"]
+    assert GroupedLDA._from_params(params).init == "random"
+    with pytest.raises(ValueError, match="init"):
+        GroupedLDA(init="sparse")._check_params(small_corpus())
 
 
 @pytest.mark.parametrize("restricted,doc_counts,K", [(False, "groups", 4), (False, "tokens", 4),

@@ -194,12 +194,15 @@ def sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, tok_run, g, zg, n_kw, n_k,
     # doc-level counts: groups per topic and the doc factor's counts (groups or tokens)
     for h in range(G):
         k = zg[g0 + h]
-        n_grp_k[k] += 1
-        if not unit:
-            m_dk[k] += 1
+        if k >= 0:  # -1: not drawn yet (the online initialisation)
+            n_grp_k[k] += 1
+            if not unit:
+                m_dk[k] += 1
     if unit:
         for i in range(lo, hi):
-            m_dk[zg[g0 + g[i]]] += 1
+            k = zg[g0 + g[i]]
+            if k >= 0:
+                m_dk[k] += 1
     n_present = 0
     if resample_groups:
         s_d = 0.0  # sum over the doc's topics of n_groups(k) / (V beta + n_k), kept per token
@@ -286,7 +289,7 @@ def sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, tok_run, g, zg, n_kw, n_k,
     gptr[0] = 0
     for h in range(G):
         k = zg[g0 + h]
-        if m_dk[k] > 0:
+        if k >= 0 and m_dk[k] > 0:
             bit_set(dbits, k, True)
     doc_sums(dbits, m_dk, alpha, unit, inv_r, n_max, D)
     for h in range(G):
@@ -301,17 +304,19 @@ def sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, tok_run, g, zg, n_kw, n_k,
                 dw[n_dw] = y
                 n_dw += 1
             seen[y] += 1
-            _dec(n_kw, wbits, y, k_old)
+            if k_old >= 0:
+                _dec(n_kw, wbits, y, k_old)
         for j in range(n_dw):
             dc[j] = seen[dw[j]]
         for j in range(n):
             seen[words[j]] = 0
-        n_k[k_old] -= n
-        n_grp_k[k_old] -= 1
-        m_dk[k_old] -= n if unit else 1
-        topic_move(S, D, inv_r, n_max, k_old, alpha[k_old], unit, vbeta + n_k[k_old],
-                   m_dk[k_old] + (n if unit else 1), m_dk[k_old])
-        bit_set(dbits, k_old, m_dk[k_old] > 0)
+        if k_old >= 0:
+            n_k[k_old] -= n
+            n_grp_k[k_old] -= 1
+            m_dk[k_old] -= n if unit else 1
+            topic_move(S, D, inv_r, n_max, k_old, alpha[k_old], unit, vbeta + n_k[k_old],
+                       m_dk[k_old] + (n if unit else 1), m_dk[k_old])
+            bit_set(dbits, k_old, m_dk[k_old] > 0)
         if n <= LINEAR_MAX:
             k_new = draw_group_topic(uniform(rng), dw, dc, n_dw, n, m_dk, dbits, wbits, alpha,
                                      unit, n_kw, inv_r, beta, S, D, tk, tw)
@@ -395,13 +400,14 @@ def sweep_chains(doc_ptr, term_ids, grp_ptr, run_ptr, tok_run, g, zg, n_kw, n_k,
 
 @njit(cache=True)
 def init_random(doc_ptr, grp_ptr, tok_run, run_doc_first, resample_groups, g, zg, n_topics, rng):
-    """Uniform groups (gLDA; restricted LDA: the token's (doc, word) run) and uniform topics."""
+    """Uniform groups (gLDA; restricted LDA: the token's (doc, word) run) and uniform topics
+    (``n_topics`` 0: every group's topic -1, left to the online initialisation's pass)."""
     for d in range(len(doc_ptr) - 1):
         G = grp_ptr[d + 1] - grp_ptr[d]
         for i in range(doc_ptr[d], doc_ptr[d + 1]):
             g[i] = randint(rng, G) if resample_groups else tok_run[i] - run_doc_first[d]
     for h in range(len(zg)):
-        zg[h] = randint(rng, n_topics)
+        zg[h] = randint(rng, n_topics) if n_topics > 0 else -1
 
 
 @njit(cache=True)

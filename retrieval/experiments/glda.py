@@ -44,7 +44,7 @@ def make_model(name, k, iters, seed, group_size, record_every, doc_counts="group
     if name == "LDA":
         return LDA(n_shards=1, init="random", **kw)
     return GroupedLDA(group_size=group_size, restricted=name == "restricted LDA",
-                      doc_counts=doc_counts, **kw)
+                      doc_counts=doc_counts, init="random", **kw)
 
 
 def fit_one(task):

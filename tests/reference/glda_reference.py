@@ -27,7 +27,8 @@ def token_topics(doc_ptr, grp_ptr, g, zg):
 
 
 def counts(doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms):
-    """Dense n_kw (V, K), n_k (K,), token counts n_dk (D, K) and group counts m_dk (D, K)."""
+    """Dense n_kw (V, K), n_k (K,), token counts n_dk (D, K) and group counts m_dk (D, K) of
+    the groups with a topic (-1: not drawn yet, counted nowhere)."""
     D = len(doc_ptr) - 1
     z = token_topics(doc_ptr, grp_ptr, g, zg)
     n_kw = np.zeros((n_terms, n_topics), dtype=np.int64)
@@ -35,10 +36,12 @@ def counts(doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms):
     m_dk = np.zeros((D, n_topics), dtype=np.int64)
     for d in range(D):
         for i in range(doc_ptr[d], doc_ptr[d + 1]):
-            n_kw[term_ids[i], z[i]] += 1
-            n_dk[d, z[i]] += 1
+            if z[i] >= 0:
+                n_kw[term_ids[i], z[i]] += 1
+                n_dk[d, z[i]] += 1
         for h in range(grp_ptr[d], grp_ptr[d + 1]):
-            m_dk[d, zg[h]] += 1
+            if zg[h] >= 0:
+                m_dk[d, zg[h]] += 1
     return n_kw, n_kw.sum(0), n_dk, m_dk
 
 
@@ -83,10 +86,12 @@ def _without_group(h, d, doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms):
     n_dhy = {}
     for i in members:
         n_dhy[term_ids[i]] = n_dhy.get(term_ids[i], 0) + 1
-        n_kw[term_ids[i], k_h] -= 1
-    n_k[k_h] -= n
-    n_dk[d, k_h] -= n
-    m_dk[d, k_h] -= 1
+    if k_h >= 0:  # a group not drawn yet is in no count
+        for i in members:
+            n_kw[term_ids[i], k_h] -= 1
+        n_k[k_h] -= n
+        n_dk[d, k_h] -= n
+        m_dk[d, k_h] -= 1
     return n_kw, n_k, n_dk, m_dk, n, n_dhy
 
 
@@ -211,6 +216,24 @@ def sweep(doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms, alpha, beta, rng
             else:  # long groups: the whole conditional, topics in increasing order
                 zg[g0 + h] = _first_above(eq3_probs(*args), uniform(rng_state))
     return g, zg
+
+
+def online_pass(doc_ptr, term_ids, grp_ptr, g, n_topics, n_terms, alpha, beta, rng_state,
+                restricted=False, doc_counts="groups"):
+    """The online start: with the groups ``g`` fixed and no group drawn, every group's topic in
+    document and group order from eq. 3 given the groups drawn before it (drawn as
+    :func:`sweep` draws it). Returns zg; advances rng_state."""
+    zg = np.full(grp_ptr[-1], -1, dtype=np.int64)
+    for d in range(len(doc_ptr) - 1):
+        g0, G = grp_ptr[d], grp_ptr[d + 1] - grp_ptr[d]
+        for h in range(G):
+            args = (h, d, doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms, alpha, beta,
+                    restricted, doc_counts)
+            if np.sum(g[doc_ptr[d]:doc_ptr[d + 1]] == h) <= LINEAR_MAX:
+                zg[g0 + h] = _draw_parts(*eq3_parts(*args), uniform(rng_state))
+            else:
+                zg[g0 + h] = _first_above(eq3_probs(*args), uniform(rng_state))
+    return zg
 
 
 def log_p_w_z(doc_ptr, term_ids, z, n_topics, n_terms, alpha, beta):
