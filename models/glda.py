@@ -234,26 +234,24 @@ class GroupedLDA(LDA):
             if not online:
                 self._rebuild_counts(corpus, c)
         if online:
-            # a sweep of the group-topic step alone over groups not drawn yet (topic -1), on
-            # counts that start empty: each group's topic given the groups drawn before it
+            # the group-topic step alone over groups not drawn yet (topic -1), on counts that
+            # start empty: each group's topic given the groups drawn before it
             self.n_kw_.fill(0)
             self.n_k_.fill(0)
-            self._wbits = G_.word_bits(self.n_kw_)
-            G_.sweep_chains(corpus.doc_ptr, corpus.term_ids, lay["grp_ptr"], lay["run_ptr"],
-                            lay["tok_run"], self.g_, self.zg_, self.n_kw_, self.n_k_,
-                            self.alpha_, float(self.beta), self._unit(), False, self.rng_,
-                            lay["max_groups"], lay["max_len"], numba.get_num_threads(),
-                            self._wbits)
+            self._wbits = None
+            self._sweep_chains(corpus, resample_groups=False)
 
     def _step(self, corpus, it):
+        self._sweep_chains(corpus, resample_groups=not self.restricted)
+
+    def _sweep_chains(self, corpus, resample_groups):
         lay = self._lay
         if self._wbits is None:
             self._wbits = G_.word_bits(self.n_kw_)
         G_.sweep_chains(corpus.doc_ptr, corpus.term_ids, lay["grp_ptr"], lay["run_ptr"],
                         lay["tok_run"], self.g_, self.zg_, self.n_kw_, self.n_k_,
-                        self.alpha_, float(self.beta), self._unit(),
-                        not self.restricted, self.rng_, lay["max_groups"], lay["max_len"],
-                        numba.get_num_threads(), self._wbits)
+                        self.alpha_, float(self.beta), self._unit(), resample_groups, self.rng_,
+                        lay["max_groups"], lay["max_len"], numba.get_num_threads(), self._wbits)
 
     def _finalize(self, corpus):
         self._wbits = None
