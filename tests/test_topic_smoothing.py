@@ -4,7 +4,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval.core.ranking import prepare, query_tables, rank, run_topics, sweep_topics
+from retrieval.core.ranking import batch_tables, prepare, rank, run_topics, sweep_topics
 from retrieval.core.evaluate import aggregate
 from retrieval.core.index import build_index
 from retrieval.experiments.iterations import iteration_table
@@ -65,7 +65,7 @@ def test_query_tables_are_the_queries_own(mini, monkeypatch, table_bytes):
     calls = []
     real = model.p_w_d
     monkeypatch.setattr(model, "p_w_d", lambda ids: calls.append(len(ids)) or real(ids))
-    tables = list(query_tables(index, texts, model, table_bytes=table_bytes))
+    tables = [p_w for p_w, _ in batch_tables(index, texts, model, table_bytes=table_bytes)]
     assert len(tables) == len(texts) and tables[-1] is None
     assert len(calls) == (len(topics) if table_bytes == 1 else 1)
     for text, table in zip(texts[:-1], tables):

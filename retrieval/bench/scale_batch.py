@@ -73,7 +73,6 @@ def mixture_scorings(index, queries) -> list:
     """(scorer, query, table) of every query with indexed terms: the scorer at lam
     :data:`~retrieval.core.scoring.LAM` with the :class:`_OneValued` model's tables, computed
     beforehand so that timing the scoring times the scoring alone."""
-
     model = _OneValued(index.stats.n_docs)
     scorer = Scorer(index.stats, lam=LAM, model=model)
     out = []

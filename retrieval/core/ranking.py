@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 
 DEPTH = 1000
 RUNS_DIR = Path("topics_runs")
-# Memory of the P_TM tables computed in one call for a group of queries (:func:`query_tables`).
+# Memory of the P_TM tables computed in one call for a group of queries (:func:`batch_tables`).
 TABLE_BYTES = 1 << 29
 
 
@@ -88,9 +88,8 @@ class PreparedQuery:
         if extra is not None and not per_sample:
             self.extra, self.p_extra = extra
             return
-        extra_hook = hook(model.kind, "query_extra")
-        self.extra = extra_hook(index, model, text, self.query) if extra_hook else None
-        if self.extra is not None and len(self.extra.postings):
+        self.extra = find_extras(index, [text], model, [self.query])[0]
+        if self.extra is not None:
             self.p_extra = self.extra.p_tm(per_sample)
 
     def scores(self, mu: float = MU, lam: float = LAM, select: Callable | None = None) -> np.ndarray:
@@ -219,19 +218,11 @@ def batch_tables(index: Index, texts: list[str], model, extras: list | None = No
         start = stop
 
 
-def query_tables(index: Index, texts: list[str], model, table_bytes: int | None = None):
-    """P_TM(w|d) of every query's distinct terms, one (n_docs, n_terms) table per query (None
-    for a query without indexed terms), yielded in order: :func:`batch_tables` without the
-    parts a kind adds."""
-    for p_w, _ in batch_tables(index, texts, model, [None] * len(texts), table_bytes):
-        yield p_w
-
-
 def sweep_topics(index: Index, topics: list[Topic], settings: list[tuple[float, float]], *,
                  field: str = "title", model=None, depth: int = DEPTH,
                  progress: bool = True) -> dict[tuple[float, float], list[ScoredDoc]]:
     """One run per (mu, lam) setting; the model's tables are computed once per query, for many
-    queries at a time (:func:`query_tables`)."""
+    queries at a time (:func:`batch_tables`)."""
     runs = {setting: [] for setting in settings}
     model = document_model(model, index)
     texts = [topic_query(topic, field) for topic in topics]
