@@ -308,6 +308,66 @@ def test_projection_of_mini_batch_training_counts_the_vocabulary_at_every_step()
 
 
 
+def test_an_epoch_whose_vocabulary_parts_were_timed_is_projected_by_its_parts():
+    from retrieval.bench.scale_fit import epoch_by_parts, projection
+
+    # 5,000 documents in steps of 200: 25 steps of 20 ms vocabulary-sized work and 0.1 s of
+    # M-step in an epoch of 2 s; the other 1.4 s follow the tokens
+    def run(docs, tokens, terms, epoch, first):
+        return dict(defaults=dict(epochs=10, batch_size=200), n_docs=docs, n_tokens=tokens, n_terms=terms,
+                    inputs_s=0.0, steps=[first] + [epoch] * 9, finish_s=0.0, peak_gib=1.0, base_gib=0.5,
+                    retained_gib=0.1, batch_s=0.2, ql_batch_s=0.1, vocab_step_s=0.02, mstep_s=0.1)
+
+    frac, small = run(5000, 10**6, 10**5, 2.0, 3.0), run(2000, 4 * 10**5, 6 * 10**4, 0.9, 1.5)
+    target = dict(docs=250_000, tokens=5 * 10**7, terms=2 * 10**5, ql_batch_s=1.0)
+    want = 1.4 * 50 + (0.02 * 1250 + 0.1) * 2  # the rest x 50 tokens, the vocabulary parts x steps x terms
+    assert epoch_by_parts(frac, 2.0, target) == pytest.approx(want)
+    got = projection(frac, small, target)
+    assert got["per_chain_s"] == pytest.approx(want)
+    # the first epoch: an epoch plus its excess (1 s on the fraction, 0.6 s on the small run),
+    # fitted through both runs as before
+    assert got["setup_s"] > want and got["setup_s"] - want < 1.0 * 50 * 2
+    # without the timed parts the same runs fall back to the two-run fit of the whole epoch
+    plain = {k: v for k, v in frac.items() if k not in ("vocab_step_s", "mstep_s")}
+    assert projection(plain, {k: v for k, v in small.items() if k not in ("vocab_step_s", "mstep_s")},
+                      target)["per_chain_s"] != pytest.approx(want)
+
+
+def test_the_step_clock_times_the_steps_of_the_epochs_after_the_first_and_changes_no_draw():
+    from models.avipam import AVIPAM
+    from models.corpus import synthetic_corpus
+    from retrieval.bench.avipam_steps import PARTS, time_parts
+
+    corpus = synthetic_corpus(120, 300, 20, seed=0)
+    kw = dict(AVIPAM.quick_params, epochs=3, batch_size=50)
+    model = AVIPAM(**kw)
+    clock = time_parts(model, "cpu")
+    model.fit(corpus, callback=lambda m, epoch, total: setattr(clock, "keep", 1 <= epoch < total))
+    assert clock.steps == 2 * 3  # epochs 2 and 3, three batches of 120 documents each
+    assert len(clock.mstep) == 2  # the closed-form topics at the end of those epochs
+    timed = sum(clock.parts[p] for p in PARTS)
+    assert all(clock.parts[p] > 0 for p in PARTS) and timed <= clock.parts["step"]
+    ref = AVIPAM(**kw).fit(corpus)
+    for name in ("topic_word_", "doc_mix_", "log_lik_"):
+        np.testing.assert_array_equal(getattr(model, name), getattr(ref, name), err_msg=name)
+
+
+def test_bench_avipam_steps_projects_the_parts_it_timed():
+    from retrieval.bench.avipam_steps import run
+
+    (table,) = run(docs=300, terms=2000, mean_len=30.0, epochs=3, target_docs=3000, threads=1)
+    rows = {r["part"]: r for r in table.rows}
+    per_step = [float(rows[p]["ms per step"]) for p in ("batch input", "forward", "backward", "dense gradients",
+                                                        "Adam step", "other")]
+    assert sum(per_step) == pytest.approx(float(rows["step"]["ms per step"]), abs=0.05)
+    # 3,000 documents in batches of 200: 15 steps an epoch; 100 epochs and the finishing
+    assert float(rows["step"]["projected s per epoch"]) == pytest.approx(15 * float(rows["step"]["ms per step"]) / 1000,
+                                                                         abs=0.06)
+    total = 100 * float(rows["training"]["projected s per epoch"]) / 60 + float(rows["finishing"]["projected min, all epochs"])
+    assert float(rows["training"]["projected min, all epochs"]) == pytest.approx(total, abs=0.1)
+    assert "400 steps" not in table.notes[0] and "the 4 steps of the epochs after the first" in table.notes[0]
+
+
 def test_the_scoring_timing_mixes_the_one_valued_tables_in(tmp_path):
     """The mixture's scoring timed on the whole collection (bench.scale_batch) must score under
     the mixture, not fall back to plain QL for want of a model."""

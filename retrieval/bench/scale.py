@@ -22,8 +22,11 @@ A second fraction of half as many files is trained too, and every figure is extr
 through the two runs (:func:`fit_two`): setup (training inputs, initialisation and the first
 sweep), seconds per sweep, finishing and the memory above the child's baseline (after imports,
 JIT and the JVM) as a part proportional to the tokens plus one proportional to the vocabulary
-(count tables are vocabulary-sized; an epoch of mini-batches updates vocabulary-sized layers at
-every step, so its part is the vocabulary times the steps). The ranking time with a model is that of exact QL on the
+(count tables are vocabulary-sized). An epoch of mini-batches is projected by its parts instead
+(:func:`epoch_by_parts`): its steps' vocabulary-sized parts (Adam's step and the first layers'
+dense gradients, timed apart) grow with the steps times the vocabulary, its closed-form topics
+with the vocabulary, the rest with the tokens; its first epoch is an epoch plus a part fitted as
+above. The ranking time with a model is that of exact QL on the
 whole collection plus what the model adds on the fraction: its parts that grow with the
 documents (P_TM tables, finding extra query parts, the mixture's scoring; timed apart) as a cost per
 document plus a fixed one through both runs, the rest as measured. For the Gibbs kinds the
@@ -159,8 +162,16 @@ def task_kind(index: str, kind: str, sweeps: int, threads: int, queries: list[st
     corpus = index_corpus(index)
     inputs = training_inputs(index, model, progress=False)
     inputs_s = time.perf_counter() - start
+    # an epoch of mini-batches: its vocabulary-sized parts timed apart (bench.scale_fit.epoch_by_parts)
+    clock = _vocab_clock(model) if "epochs" in defaults else None
+
+    def callback(m, it, n):
+        ticks.append(time.perf_counter())
+        if clock is not None:
+            clock.keep = 1 <= it < n  # the epochs after the first
+
     fit_start = time.perf_counter()
-    model.fit(corpus, callback=lambda m, it, n: ticks.append(time.perf_counter()), **inputs)
+    model.fit(corpus, callback=callback, **inputs)
     end = time.perf_counter()
     steps = [b - a for a, b in zip([fit_start] + ticks[:-1], ticks)]
     train_peak = maxrss_gib()
@@ -169,8 +180,17 @@ def task_kind(index: str, kind: str, sweeps: int, threads: int, queries: list[st
                   base_gib=base, train_peak_gib=train_peak, retained_gib=retained, inputs_s=inputs_s, steps=steps,
                   finish_s=end - ticks[-1], defaults={k: v for k, v in defaults.items() if _plain(v)},
                   n_samples=int(getattr(model, "n_samples_", 1)))
+    if clock is not None and clock.steps:
+        result.update(vocab_step_s=(clock.parts["dense gradients"] + clock.parts["Adam step"]) / clock.steps,
+                      mstep_s=sorted(clock.mstep)[len(clock.mstep) // 2] if clock.mstep else 0.0)
     result.update(time_batch(index, queries, model))
     return result
+
+
+def _vocab_clock(model):
+    from .avipam_steps import time_parts
+
+    return time_parts(model, model.device)
 
 
 def _array_gib(model) -> float:
@@ -320,6 +340,7 @@ def _tables(kinds, full, frac, small, per_kind, per_kind_small, per_kind_early, 
                         "late sweeps*": fixed(p["late_chain_s"], 2),
                         "unit": unit, "samples kept": r["n_samples"],
                         "measured: tokens": f"{r['n_tokens']:,}", "measured: s per step": _steps_text(r["steps"]),
+                        "measured: vocabulary ms per step": fixed(1000 * r["vocab_step_s"], 1) if "vocab_step_s" in r else "",
                         "measured: peak GiB": fixed(r["peak_gib"], 2), "baseline GiB": fixed(r["base_gib"], 2),
                         "measured: arrays GiB": fixed(r["retained_gib"], 3),
                         "measured: batch s": fixed(r["batch_s"], 2),
@@ -355,7 +376,11 @@ def _tables(kinds, full, frac, small, per_kind, per_kind_small, per_kind_early, 
            f"initialisation + first sweep), seconds per sweep (median of the later ones), finishing and the "
            f"memory above the process's baseline as a part proportional to the tokens plus one proportional "
            f"to the vocabulary (for an epoch of mini-batches, to the vocabulary times the steps: every step "
-           f"updates the vocabulary-sized encoder layers); memory is the larger of that and the model's own arrays fitted the same "
+           f"updates the vocabulary-sized encoder layers), except an epoch's seconds: its steps' vocabulary-sized "
+           f"parts (Adam's step, the first layers' dense gradients; timed apart, 'vocabulary ms per step') grow "
+           f"with the steps times the vocabulary, its closed-form topics with the vocabulary and the rest with "
+           f"the tokens, measured on the fraction (bench.scale_fit.epoch_by_parts; setup: an epoch plus the "
+           f"first epoch's excess, fitted through both runs); memory is the larger of that and the model's own arrays fitted the same "
            f"way plus the rest of the peak as a fixed part and a vocabulary part (bench.scale_fit.memory_by_parts, "
            f"'arrays GiB' columns). "
            + ("The fraction trained every sweep of each kind's default schedule: the training is its own "

@@ -56,11 +56,16 @@ def projection(r: dict, small: dict | None, target: dict, early: dict | None = N
                     finish=run["finish_s"], mem=max(run["peak_gib"] - run["base_gib"], 0.0))
 
     big = parts(r)
+    timed = "vocab_step_s" in r  # an epoch's vocabulary-sized parts timed apart
+    if timed:  # the first epoch: an epoch plus what it does once, fitted below
+        big["setup"] -= big["step"]
     if small is None:
         ratio = target["tokens"] / r["n_tokens"]
         proj = {k: v * ratio for k, v in big.items()}
     else:
         lo = parts(small)
+        if timed:
+            lo["setup"] -= lo["step"]
         proj = {}
         for key in big:  # tokens and vocabulary
             v = vocab_work if key in ("setup", "step") else (lambda n_docs, n_terms: n_terms)
@@ -68,6 +73,9 @@ def projection(r: dict, small: dict | None, target: dict, early: dict | None = N
                            v(small["n_docs"], small["n_terms"]), v(r["n_docs"], r["n_terms"]))
             proj[key] = a * target["tokens"] + b * v(target["docs"], target["terms"])
         proj["mem"] = max(proj["mem"], memory_by_parts(r, small, target))
+    if timed:
+        proj["step"] = epoch_by_parts(r, big["step"], target)
+        proj["setup"] += proj["step"]
     own = n_big >= total  # the fraction trained the whole schedule: its own sweeps, scaled
     if own:
         curve = own_curve(r["steps"])
@@ -170,6 +178,21 @@ def sweep_curve(steps: list[float], n_early: int) -> list[float]:
     out = [min(_median(rest[max(0, i - 2):i + 3]) / early, 1.0) for i in range(len(rest))]
     out[-1] = min(_median(rest[-5:]) / early, 1.0)
     return out
+
+
+def epoch_by_parts(r: dict, epoch_s: float, target: dict) -> float:
+    """Seconds of an epoch of mini-batches on the ``target`` collection from one run whose
+    vocabulary-sized parts were timed apart (``vocab_step_s``: Adam's step and the first layers'
+    dense gradients, per step; ``mstep_s``: the closed-form topics, once an epoch): those grow
+    with the steps times the vocabulary, the M-step with the vocabulary, and the rest of the
+    epoch (``epoch_s`` less those) with the tokens (the steps' batches: documents of the same
+    lengths)."""
+    batch = r["defaults"]["batch_size"]
+    steps, steps_t = math.ceil(r["n_docs"] / batch), math.ceil(target["docs"] / batch)
+    vocab = r["vocab_step_s"] * steps + r["mstep_s"]
+    rest = max(epoch_s - vocab, 0.0)
+    grow_v = target["terms"] / r["n_terms"]
+    return rest * target["tokens"] / r["n_tokens"] + (r["vocab_step_s"] * steps_t + r["mstep_s"]) * grow_v
 
 
 def own_curve(steps: list[float]) -> list[float]:

@@ -218,6 +218,18 @@ def add_avipam_map(p):
                    help="aviPAM architectures, one column each (default: 4pam:K/8,K), e.g. ctm:50")
 
 
+def add_avipam_steps(p):
+    p.add_argument("--docs", type=int, default=20_000, help="documents of the synthetic corpus")
+    p.add_argument("--terms", type=int, default=200_000, help="its vocabulary (AP's)")
+    p.add_argument("--mean-len", type=float, default=282.0, help="its mean document length (AP's)")
+    p.add_argument("--index", help="train on the first DOCS documents of this index instead")
+    p.add_argument("--target-docs", type=int, default=250_000, help="documents the figures are projected to")
+    p.add_argument("--epochs", type=int, default=3, help="epochs trained (the first one is not timed)")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--seed", type=int, default=0)
+
+
 def add_avipam_prepare(p):
     p.add_argument("--newsgroups", default=DEFAULT_20NEWS, help="20news-bydate tarball")
     p.add_argument("--out", default="build/avipam_20news.npz")
@@ -260,6 +272,9 @@ AVIPAM = [
                  add_avipam_collapse, _call("avipam", "collapse"), dict(arch="4pam:2,10", epochs=2)),
     TableCommand("map", "MAP of QL mixed with LDA, 4-PAM and aviPAM on shared collections",
                  add_avipam_map, _call("avipam", "map_table"), dict(k=8, gibbs_iters=3, epochs=2)),
+    TableCommand("steps", "where aviPAM's training time goes at its defaults, projected to AP's size",
+                 add_avipam_steps, _call("avipam_steps"), dict(docs=300, terms=2000, mean_len=50.0, epochs=2,
+                                                               target_docs=1000)),
     TableCommand("prepare", "write the aviPAM 20 Newsgroups corpus into one .npz (for a machine without the data)",
                  add_avipam_prepare, _prepare),
 ]
@@ -274,6 +289,6 @@ def add_bench(sub) -> None:
     s = sub.add_parser("bench", help=what, description=what[0].upper() + what[1:] + ".")
     areas = s.add_subparsers(dest="area", required=True, metavar="AREA")
     add_table_commands(areas, BENCHES)
-    a = areas.add_parser("avipam", help="aviPAM: component collapse, MAP as a document model; corpus file",
+    a = areas.add_parser("avipam", help="aviPAM: component collapse, MAP as a document model, training profile; corpus file",
                          description="aviPAM benchmarks (the paper's tables: topicir reproduce avipam-tables).")
     add_table_commands(a.add_subparsers(dest="what", required=True, metavar="WHAT"), AVIPAM)
