@@ -368,6 +368,17 @@ def test_bench_avipam_steps_projects_the_parts_it_timed():
     assert "400 steps" not in table.notes[0] and "the 4 steps of the epochs after the first" in table.notes[0]
 
 
+def test_bench_avipam_steps_refuses_a_device_before_making_its_corpus(monkeypatch):
+    import retrieval.bench.avipam_steps as steps
+
+    monkeypatch.setattr(steps, "_corpus", lambda *a: pytest.fail("the corpus was made"))
+    with pytest.raises(ValueError, match="device must be a torch device string"):
+        steps.run(device="gpu")
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="torch sees no CUDA device"):
+            steps.run(device="cuda")
+
 def test_the_scoring_timing_mixes_the_one_valued_tables_in(tmp_path):
     """The mixture's scoring timed on the whole collection (bench.scale_batch) must score under
     the mixture, not fall back to plain QL for want of a model."""

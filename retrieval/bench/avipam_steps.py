@@ -138,8 +138,9 @@ def run(*, docs: int = 20_000, terms: int = 200_000, mean_len: float = 282.0, in
         seed: int = 0) -> list[Table]:
     if epochs < 2:
         raise ValueError(f"epochs must be >= 2 (the first one is not timed), got {epochs!r}")
-    corpus, made = _corpus(index, docs, terms, mean_len, seed)
     model = AVIPAM(epochs=epochs, seed=seed, device=device, n_jobs=threads)
+    model._check_params()  # a device torch cannot use is refused before the corpus is made
+    corpus, made = _corpus(index, docs, terms, mean_len, seed)
     clock = time_parts(model, device)
     ticks = []
 
