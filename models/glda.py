@@ -234,11 +234,8 @@ class GroupedLDA(LDA):
             if not online:
                 self._rebuild_counts(corpus, c)
         if online:
-            # the group-topic step alone over groups not drawn yet (topic -1), on counts that
-            # start empty: each group's topic given the groups drawn before it
-            self.n_kw_.fill(0)
-            self.n_k_.fill(0)
-            self._wbits = None
+            # the group-topic step alone over groups not drawn yet (topic -1), on the counts
+            # _alloc_chain_state leaves empty: each group's topic given the groups drawn before it
             self._sweep_chains(corpus, resample_groups=False)
 
     def _step(self, corpus, it):

@@ -51,6 +51,15 @@ class StepClock:
         self._step_start = None
         self._loss_end = None
 
+    def per_step(self, *parts) -> float:
+        """Seconds a counted step spends in ``parts`` (together)."""
+        return sum(self.parts[p] for p in parts) / self.steps
+
+    @property
+    def mstep_s(self) -> float:
+        """Median seconds of the counted M-steps (0 without any)."""
+        return float(np.median(self.mstep)) if self.mstep else 0.0
+
     def now(self) -> float:
         self.sync()
         return time.perf_counter()
@@ -157,13 +166,12 @@ def run(*, docs: int = 20_000, terms: int = 200_000, mean_len: float = 282.0, in
 
 
 def _table(model, corpus, clock, epoch_s, finish_s, target_docs, made, threads, device) -> Table:
-    steps = clock.steps
-    step_s = clock.parts["step"] / steps
-    per_step = {p: clock.parts[p] / steps for p in PARTS}
+    step_s = clock.per_step("step")
+    per_step = {p: clock.per_step(p) for p in PARTS}
     per_step["other"] = max(0.0, step_s - sum(per_step.values()))
     target_steps = math.ceil(target_docs / model.batch_size)
     n_epochs = AVIPAM().epochs  # the default schedule
-    mstep_s = float(np.median(clock.mstep)) if clock.mstep else 0.0
+    mstep_s = clock.mstep_s
     epoch_target = target_steps * step_s + mstep_s
     finish_target = finish_s / corpus.n_docs * target_docs
     rows = []
@@ -189,7 +197,7 @@ def _table(model, corpus, clock, epoch_s, finish_s, target_docs, made, threads, 
     params = {k: v for k, v in model.get_params().items() if k not in ("epochs", "device", "n_jobs")}
     notes = [f"Corpus: {made}. Trained {len(epoch_s)} epochs at AVIPAM's defaults "
              f"on {device} ({threads} threads): epochs took {', '.join(f'{s:.1f}' for s in epoch_s)} s, the "
-             f"finishing {finish_s:.1f} s; parts timed over the {steps} steps of the epochs after the first.",
+             f"finishing {finish_s:.1f} s; parts timed over the {clock.steps} steps of the epochs after the first.",
              f"Projected to {target_docs:,} documents of the same lengths and vocabulary: {target_steps:,} steps an "
              f"epoch (batch_size {model.batch_size}) times the step, plus the M-step; {n_epochs} epochs "
              "(AVIPAM's default); the finishing scaled by the documents.",

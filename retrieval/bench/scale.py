@@ -163,7 +163,11 @@ def task_kind(index: str, kind: str, sweeps: int, threads: int, queries: list[st
     inputs = training_inputs(index, model, progress=False)
     inputs_s = time.perf_counter() - start
     # an epoch of mini-batches: its vocabulary-sized parts timed apart (bench.scale_fit.epoch_by_parts)
-    clock = _vocab_clock(model) if "epochs" in defaults else None
+    clock = None
+    if "epochs" in defaults:
+        from .avipam_steps import time_parts
+
+        clock = time_parts(model, model.device)
 
     def callback(m, it, n):
         ticks.append(time.perf_counter())
@@ -181,16 +185,9 @@ def task_kind(index: str, kind: str, sweeps: int, threads: int, queries: list[st
                   finish_s=end - ticks[-1], defaults={k: v for k, v in defaults.items() if _plain(v)},
                   n_samples=int(getattr(model, "n_samples_", 1)))
     if clock is not None and clock.steps:
-        result.update(vocab_step_s=(clock.parts["dense gradients"] + clock.parts["Adam step"]) / clock.steps,
-                      mstep_s=sorted(clock.mstep)[len(clock.mstep) // 2] if clock.mstep else 0.0)
+        result.update(vocab_step_s=clock.per_step("dense gradients", "Adam step"), mstep_s=clock.mstep_s)
     result.update(time_batch(index, queries, model))
     return result
-
-
-def _vocab_clock(model):
-    from .avipam_steps import time_parts
-
-    return time_parts(model, model.device)
 
 
 def _array_gib(model) -> float:

@@ -194,9 +194,8 @@ def sweep(doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms, alpha, beta, rng
     """One sequential sweep in the fast sampler's order: per document, every token's group in
     position order (eq. 2: the topic from the probabilities summed over its groups, split as
     :func:`eq2_parts`, then the drawn group among that topic's groups uniformly, then the
-    refinement), then every group's
-    topic in group order (eq. 3: for groups of at most LINEAR_MAX tokens from its sparse part,
-    else its smoothing part, as :func:`eq3_parts`). Returns new (g, zg); advances rng_state."""
+    refinement), then every group's topic (:func:`_draw_group_topics`). Returns new (g, zg);
+    advances rng_state."""
     g, zg = np.array(g, dtype=np.int64), np.array(zg, dtype=np.int64)
     for d in range(len(doc_ptr) - 1):
         g0, G = grp_ptr[d], grp_ptr[d + 1] - grp_ptr[d]
@@ -208,14 +207,24 @@ def sweep(doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms, alpha, beta, rng
                 of_k0 = [h for h in range(G) if zg[g0 + h] == k0]
                 h_drawn = of_k0[randint(rng_state, len(of_k0))]
                 g[i] = refine(i, h_drawn, k0, d, doc_ptr, term_ids, grp_ptr, g, zg)
-        for h in range(G):
-            args = (h, d, doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms, alpha, beta,
-                    restricted, doc_counts)
-            if np.sum(g[doc_ptr[d]:doc_ptr[d + 1]] == h) <= LINEAR_MAX:
-                zg[g0 + h] = _draw_parts(*eq3_parts(*args), uniform(rng_state))
-            else:  # long groups: the whole conditional, topics in increasing order
-                zg[g0 + h] = _first_above(eq3_probs(*args), uniform(rng_state))
+        _draw_group_topics(d, doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms, alpha, beta,
+                           rng_state, restricted, doc_counts)
     return g, zg
+
+
+def _draw_group_topics(d, doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms, alpha, beta,
+                       rng_state, restricted, doc_counts):
+    """Every group's topic of document d in group order (eq. 3: for groups of at most
+    LINEAR_MAX tokens from its sparse part, else its smoothing part, as :func:`eq3_parts`);
+    overwrites zg's entries of d."""
+    g0, G = grp_ptr[d], grp_ptr[d + 1] - grp_ptr[d]
+    for h in range(G):
+        args = (h, d, doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms, alpha, beta,
+                restricted, doc_counts)
+        if np.sum(g[doc_ptr[d]:doc_ptr[d + 1]] == h) <= LINEAR_MAX:
+            zg[g0 + h] = _draw_parts(*eq3_parts(*args), uniform(rng_state))
+        else:  # long groups: the whole conditional, topics in increasing order
+            zg[g0 + h] = _first_above(eq3_probs(*args), uniform(rng_state))
 
 
 def online_pass(doc_ptr, term_ids, grp_ptr, g, n_topics, n_terms, alpha, beta, rng_state,
@@ -225,14 +234,8 @@ def online_pass(doc_ptr, term_ids, grp_ptr, g, n_topics, n_terms, alpha, beta, r
     :func:`sweep` draws it). Returns zg; advances rng_state."""
     zg = np.full(grp_ptr[-1], -1, dtype=np.int64)
     for d in range(len(doc_ptr) - 1):
-        g0, G = grp_ptr[d], grp_ptr[d + 1] - grp_ptr[d]
-        for h in range(G):
-            args = (h, d, doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms, alpha, beta,
-                    restricted, doc_counts)
-            if np.sum(g[doc_ptr[d]:doc_ptr[d + 1]] == h) <= LINEAR_MAX:
-                zg[g0 + h] = _draw_parts(*eq3_parts(*args), uniform(rng_state))
-            else:
-                zg[g0 + h] = _first_above(eq3_probs(*args), uniform(rng_state))
+        _draw_group_topics(d, doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms, alpha, beta,
+                           rng_state, restricted, doc_counts)
     return zg
 
 
