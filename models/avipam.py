@@ -28,6 +28,11 @@ class Arch(NamedTuple):
     full_cov: bool = False
 
 
+def _root_as_written(params):
+    """Files and checkpoints written before ``alpha_root`` existed had ``alpha`` at the root too."""
+    return {"alpha_root": params.get("alpha", 0.01)}
+
+
 def parse_arch(desc):
     """Parse a DAG description.
 
@@ -88,9 +93,14 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         The DAG (see :func:`parse_arch`): "3pam:K" (LDA), "4pam:S,K", "5pam:T,S,K",
         "molda:K1:K2", "ctm:K" (correlated topic model: full covariances, learned prior).
     alpha : float, default=0.01
-        Symmetric Dirichlet prior of every internal node, approximated by a logistic normal
-        (Laplace approximation in the softmax basis; AVITM's default is 1, Gibbs PAM's sub-topic
-        prior 0.01). A CTM's prior starts there and is then learned.
+        Symmetric Dirichlet prior of every internal node below the root (Gibbs PAM's sub-topic
+        prior; AVITM's is 1), approximated by a logistic normal (Laplace approximation in the
+        softmax basis). "3pam:K" and "ctm:K" have no such node.
+    alpha_root : float or None, default=None
+        Symmetric Dirichlet prior of the root's distribution over its children (a 4-PAM's
+        super-topics, the topics of "3pam:K" and "ctm:K", a MoLDA's components); None means
+        50 / (its number of children), as Gibbs PAM's alpha_r and LDA's alpha. A CTM's prior
+        starts there and is then learned.
     hidden : int, default=100
         Width of the two softplus layers of every level's encoder.
     norm : {"batch", "l2", "none"}, default="batch"
@@ -182,13 +192,14 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
                          "doc_lse")
     _FILE_SPEC = file_specs.AVIPAM  # what a model file must hold (and the network, its arch)
 
-    def __init__(self, arch="4pam:50,100", alpha=0.01, hidden=100, norm="batch", dropout=0.2,
+    def __init__(self, arch="4pam:50,100", alpha=0.01, alpha_root=None, hidden=100, norm="batch", dropout=0.2,
                  theta_dropout=0.0, decoder="mixture", topic_update="auto", eta=0.01,
                  epochs=100, batch_size=200, lr=1e-3,
                  kl_warmup=0, beta1=0.99, n_chains=1, refine_steps=30, doc_samples=16, seed=0, device="cpu",
                  n_jobs=None, callback_every=1, checkpoint_every=10):
         self.arch = arch
         self.alpha = alpha
+        self.alpha_root = alpha_root
         self.hidden = hidden
         self.norm = norm
         self.dropout = dropout
@@ -215,6 +226,7 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
     def _check_params(self, corpus=None):
         self._arch = parse_arch(self.arch)
         self._pos_float("alpha")
+        self._pos_float("alpha_root", allow_none=True)  # None: 50 / the root's children
         self._pos_int("hidden")
         self._check_choice("norm", ("batch", "l2", "none"))
         self._check_choice("decoder", ("mixture", "product"))
@@ -243,7 +255,11 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
     def _from_params(cls, params):
         # Files written before refinement existed hold one-pass mixtures: read them as such;
         # those written before topic_update existed learned their topics by gradient.
-        return super()._from_params({**_ONE_PASS, "topic_update": "gradient", **params})
+        old = {**_ONE_PASS, "topic_update": "gradient", **_root_as_written(params)}
+        return super()._from_params({**old, **params})
+
+    def _check_resume_params(self, path, saved, free):
+        super()._check_resume_params(path, {**_root_as_written(saved), **saved}, free)
 
     @classmethod
     def size_params(cls, k):
@@ -266,6 +282,12 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         """Sub-topic ranges [start, stop) of the mixture components (one for a layered PAM)."""
         return parse_arch(self.arch).groups
 
+    def _alphas(self, arch):
+        """The Dirichlet prior of every level's nodes, root first."""
+        n_root = arch.masks[0].shape[1]
+        root = 50.0 / n_root if self.alpha_root is None else float(self.alpha_root)
+        return [root] + [float(self.alpha)] * (len(arch.masks) - 1)
+
     def _build_net(self, n_terms):
         """The network, or with ``n_chains`` > 1 the chains' networks, built one after another
         (chain 0 is the network of ``n_chains=1``)."""
@@ -280,7 +302,7 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         log_freq = getattr(self, "_log_freq", None)  # set while fitting; a loaded net reads its own
         nets = []
         for _ in range(int(self.n_chains)):
-            net = PAMNet(n_terms, masks, [float(self.alpha)] * len(masks), hidden=self.hidden,
+            net = PAMNet(n_terms, masks, self._alphas(arch), hidden=self.hidden,
                          norm=self.norm, dropout=float(self.dropout), decoder=self.decoder,
                          theta_dropout=float(self.theta_dropout), full_cov=arch.full_cov, topic_em=em)
             if em and log_freq is not None:

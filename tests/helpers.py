@@ -1,4 +1,4 @@
-"""Drivers and assertions shared by the tests of the Gibbs-sampled models (LDA, PAM, TCM)."""
+"""Drivers and assertions shared by the tests of the models (Gibbs-sampled and variational)."""
 import numpy as np
 import pytest
 
@@ -18,6 +18,20 @@ def resume_after_kill(cls, kw, corpus, path, kill_at, **fit_kw):
         cls(**kw).fit(corpus, callback=kill, checkpoint=path, **fit_kw)
     assert path.exists() and not path.with_name(path.name + ".tmp").exists()
     return cls(**dict(kw, n_jobs=1)).fit(corpus, checkpoint=path, **fit_kw)
+
+
+def checkpoint_before(cls, kw, corpus, path, epochs_done, dropped):
+    """A checkpoint of ``cls(**kw)`` after ``epochs_done`` epochs as a version without the
+    parameters ``dropped`` wrote it: trained that far, then its header's parameters rewritten
+    without them (and with ``kw``'s epochs, the run it belongs to)."""
+    from models import checkpoint as ckpt
+
+    cls(**dict(kw, epochs=epochs_done)).fit(corpus, checkpoint=path)
+    f = ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT)
+    header = dict(f.header)
+    header["params"] = {k: v for k, v in header["params"].items() if k not in dropped}
+    header["params"]["epochs"] = kw["epochs"]
+    ckpt.write_model_file(path, header, dict(f.arrays), kind=ckpt.CHECKPOINT_FORMAT)
 
 
 def assert_doc_lists(dt_topic, dt_count, dt_nnz, cap_ptr, n_dk, ordered=True):

@@ -9,7 +9,7 @@ from scipy.optimize import linear_sum_assignment
 from models.avipam import AVIPAM, parse_arch
 from models.corpus import make_corpus
 from models.variational import count_matrix
-from tests.helpers import Killed, block_topics, resume_after_kill
+from tests.helpers import Killed, block_topics, checkpoint_before, resume_after_kill
 
 
 def pam4_corpus(n_docs=400, n_super=2, n_sub=6, words_per=10, doc_len=60, seed=0):
@@ -35,7 +35,7 @@ def corpus_beta():
 
 
 # The paper's method (topics by gradient, AVITM's alpha 1), which most tests here check.
-KW = dict(arch="4pam:2,6", hidden=50, batch_size=50, lr=3e-3, n_jobs=1, alpha=1.0, topic_update="gradient")
+KW = dict(arch="4pam:2,6", hidden=50, batch_size=50, lr=3e-3, n_jobs=1, alpha=1.0, alpha_root=1.0, topic_update="gradient")
 
 
 @pytest.fixture(scope="module")
@@ -149,18 +149,11 @@ def test_kl_warmup_weights_the_kl_in_the_gradient_only(corpus_beta, tmp_path):
 
 
 def test_checkpoint_from_before_a_new_parameter_resumes_with_its_default(corpus_beta, tmp_path):
-    from models import checkpoint as ckpt
-
     corpus = corpus_beta[0]
     kw = dict(KW, epochs=4, checkpoint_every=2)
     want = AVIPAM(**kw).fit(corpus)
     path = tmp_path / "old.ckpt"
-    AVIPAM(**dict(kw, epochs=2)).fit(corpus, checkpoint=path)
-    f = ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT)
-    header = dict(f.header)
-    header["params"] = {k: v for k, v in header["params"].items() if k not in ("kl_warmup", "epochs")}
-    header["params"]["epochs"] = 4
-    ckpt.write_model_file(path, header, dict(f.arrays), kind=ckpt.CHECKPOINT_FORMAT)
+    checkpoint_before(AVIPAM, kw, corpus, path, 2, ("kl_warmup",))
     got = AVIPAM(**kw).fit(corpus, checkpoint=path)
     np.testing.assert_array_equal(got.topic_word_, want.topic_word_)
     with pytest.raises(ValueError, match="kl_warmup"):

@@ -114,7 +114,7 @@ def test_defaults_train_m_step_topics_with_a_small_alpha(corpus_beta):  # noqa: 
     assert "beta" in dict(m.net_.named_buffers())  # M-step topics
     cos = matched_cosines(m.topic_word_, corpus_beta[1])
     assert cos.min() > 0.85 and cos.mean() > 0.95, cos
-    paper = AVIPAM(**dict(base, alpha=1.0, topic_update="gradient", lr=1e-3)).fit(corpus)
+    paper = AVIPAM(**dict(base, alpha=1.0, alpha_root=1.0, topic_update="gradient", lr=1e-3)).fit(corpus)
     from retrieval.bench.avipam import mixture_spread
 
     sharp, flat = mixture_spread(m.doc_mix_)[1], mixture_spread(paper.doc_mix_)[1]

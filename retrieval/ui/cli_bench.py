@@ -193,7 +193,9 @@ def add_avipam_common(p):
     p.add_argument("--corpus-npz", help="a corpus written by 'topicir bench avipam prepare' (instead of --newsgroups)")
     p.add_argument("--save", help="directory for every row's topics and the rows (JSON lines)")
     p.add_argument("--alpha", type=float,
-                   help="aviPAM Dirichlet prior (tables and collapse: 1, the paper's; map: AVIPAM's)")
+                   help="aviPAM Dirichlet prior below the root (tables and collapse: 1, the paper's; map: AVIPAM's)")
+    p.add_argument("--alpha-root", type=float,
+                   help="aviPAM Dirichlet prior of the root (tables and collapse: 1, the paper's; map: AVIPAM's)")
     p.add_argument("--beta1", type=float, help="aviPAM Adam beta1 (default: AVIPAM's)")
     p.add_argument("--dropout", type=float, help="aviPAM dropout (default: AVIPAM's)")
     p.add_argument("--theta-dropout", type=float, help="aviPAM dropout on the document mixture (default: AVIPAM's)")
