@@ -224,7 +224,7 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
     # -- parameters ---------------------------------------------------------------------------
 
     def _check_params(self, corpus=None):
-        self._arch = parse_arch(self.arch)
+        parse_arch(self.arch)  # refuses a description it cannot read
         self._pos_float("alpha")
         self._pos_float("alpha_root", allow_none=True)  # None: 50 / the root's children
         self._pos_int("hidden")

@@ -2,7 +2,6 @@
 document's pairs, the prior bucket over the super-topics, their cumulative masses, the
 term-free part E of the prior bucket, and the table of the super-topic factors A_i.
 """
-import numpy as np
 from numba import njit
 
 

@@ -45,7 +45,6 @@ import json
 import logging
 import math
 import os
-import platform
 import subprocess
 import sys
 import time
@@ -215,16 +214,6 @@ def _steps_text(steps: list[float]) -> str:
 
 def _met(value: float, target: float) -> str:
     return "met" if value <= target else "missed"
-
-
-def _cpu_name() -> str:
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def run(*, kinds=KINDS, docs: int = 250_000, fraction: float = 0.05, sweeps: int = 6, small_sweeps: int = 20,

@@ -114,6 +114,6 @@ def feedback_table(data, collections=COLLECTIONS, indexes=Path("indexes"), *, ki
              *chosen_lines,
              f"p: paired t-test over the judged topics of {smooth}+RM3 (RM3) and of topic feedback (TF) "
              f"vs {smooth} smoothing (mean row: over all collections' topics)."]
-    title = (f"MAP with pseudo-relevance feedback, with and without topics (title queries, depth 1000, "
-             f"LOCO feedback settings)")
+    title = ("MAP with pseudo-relevance feedback, with and without topics (title queries, depth 1000, "
+             "LOCO feedback settings)")
     return Table(title, rows + [mean], notes)
