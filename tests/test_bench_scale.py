@@ -342,7 +342,7 @@ def test_the_step_clock_times_the_steps_of_the_epochs_after_the_first_and_change
     kw = dict(AVIPAM.quick_params, epochs=3, batch_size=50)
     model = AVIPAM(**kw)
     clock = time_parts(model, "cpu")
-    model.fit(corpus, callback=lambda m, epoch, total: setattr(clock, "keep", 1 <= epoch < total))
+    model.fit(corpus, callback=lambda m, epoch, total: clock.epoch_done(epoch, total))
     assert clock.steps == 2 * 3  # epochs 2 and 3, three batches of 120 documents each
     assert len(clock.mstep) == 2  # the closed-form topics at the end of those epochs
     timed = sum(clock.parts[p] for p in PARTS)

@@ -39,8 +39,8 @@ WHAT = {"batch input": "the batch's term counts, as the encoders read them, on t
 class StepClock:
     """Seconds in each part of the training steps of one model, read from wrappers around the
     methods the loop calls (the device synchronised at every boundary so that its queued work
-    counts where it was asked for). Only what runs while ``keep`` is set counts: the caller sets
-    it between epochs."""
+    counts where it was asked for). Only what runs while ``keep`` is set counts:
+    :meth:`epoch_done`, called after every epoch, sets it for the epochs after the first."""
 
     def __init__(self, device: str):
         self.sync = _synchroniser(device)
@@ -50,6 +50,10 @@ class StepClock:
         self.keep = False
         self._step_start = None
         self._loss_end = None
+
+    def epoch_done(self, epoch: int, total: int) -> None:
+        """After epoch ``epoch`` of ``total``: count the epochs after the first, not the finishing."""
+        self.keep = 1 <= epoch < total
 
     def per_step(self, *parts) -> float:
         """Seconds a counted step spends in ``parts`` (together)."""
@@ -155,7 +159,7 @@ def run(*, docs: int = 20_000, terms: int = 200_000, mean_len: float = 282.0, in
 
     def callback(m, epoch, total):
         ticks.append(clock.now())
-        clock.keep = 1 <= epoch < total  # the epochs after the first, not the finishing
+        clock.epoch_done(epoch, total)
 
     t0 = clock.now()
     model.fit(corpus, callback=callback)
@@ -174,26 +178,23 @@ def _table(model, corpus, clock, epoch_s, finish_s, target_docs, made, threads, 
     mstep_s = clock.mstep_s
     epoch_target = target_steps * step_s + mstep_s
     finish_target = finish_s / corpus.n_docs * target_docs
-    rows = []
-    for part in PARTS + ("other",):
-        s = per_step[part]
-        rows.append({"part": part, "what": WHAT[part], "ms per step": fixed(1000 * s, 2),
-                     "share of a step": f"{100 * s / step_s:.0f}%",
-                     "projected s per epoch": fixed(target_steps * s, 1),
-                     "projected min, all epochs": fixed(n_epochs * target_steps * s / 60, 1)})
-    rows.append({"part": "step", "what": "all of the above", "ms per step": fixed(1000 * step_s, 2),
-                 "share of a step": "100%", "projected s per epoch": fixed(target_steps * step_s, 1),
-                 "projected min, all epochs": fixed(n_epochs * target_steps * step_s / 60, 1)})
-    rows.append({"part": "topics (M-step)", "what": "the closed-form topics, once an epoch",
-                 "ms per step": "", "share of a step": "", "projected s per epoch": fixed(mstep_s, 1),
-                 "projected min, all epochs": fixed(n_epochs * mstep_s / 60, 1)})
-    rows.append({"part": "finishing", "what": "every training document's posterior refined and averaged, once",
-                 "ms per step": "", "share of a step": "", "projected s per epoch": "",
-                 "projected min, all epochs": fixed(finish_target / 60, 1)})
-    total = n_epochs * epoch_target + finish_target
-    rows.append({"part": "training", "what": f"{n_epochs} epochs and the finishing",
-                 "ms per step": "", "share of a step": "", "projected s per epoch": fixed(epoch_target, 1),
-                 "projected min, all epochs": fixed(total / 60, 1)})
+    def row(part, what, epoch_s, total_s, step=None):
+        """A row: seconds per epoch and in all; a part of a step also per step and its share."""
+        return {"part": part, "what": what,
+                "ms per step": "" if step is None else fixed(1000 * step, 2),
+                "share of a step": "" if step is None else f"{100 * step / step_s:.0f}%",
+                "projected s per epoch": "" if epoch_s is None else fixed(epoch_s, 1),
+                "projected min, all epochs": fixed(total_s / 60, 1)}
+
+    rows = [row(part, WHAT[part], target_steps * s, n_epochs * target_steps * s, step=s)
+            for part, s in ((p, per_step[p]) for p in PARTS + ("other",))]
+    rows.append(row("step", "all of the above", target_steps * step_s, n_epochs * target_steps * step_s,
+                    step=step_s))
+    rows.append(row("topics (M-step)", "the closed-form topics, once an epoch", mstep_s, n_epochs * mstep_s))
+    rows.append(row("finishing", "every training document's posterior refined and averaged, once", None,
+                    finish_target))
+    rows.append(row("training", f"{n_epochs} epochs and the finishing", epoch_target,
+                    n_epochs * epoch_target + finish_target))
     params = {k: v for k, v in model.get_params().items() if k not in ("epochs", "device", "n_jobs")}
     notes = [f"Corpus: {made}. Trained {len(epoch_s)} epochs at AVIPAM's defaults "
              f"on {device} ({threads} threads): epochs took {', '.join(f'{s:.1f}' for s in epoch_s)} s, the "

@@ -171,7 +171,7 @@ def task_kind(index: str, kind: str, sweeps: int, threads: int, queries: list[st
     def callback(m, it, n):
         ticks.append(time.perf_counter())
         if clock is not None:
-            clock.keep = 1 <= it < n  # the epochs after the first
+            clock.epoch_done(it, n)
 
     fit_start = time.perf_counter()
     model.fit(corpus, callback=callback, **inputs)
