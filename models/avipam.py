@@ -6,6 +6,7 @@ The network lives in :mod:`models._torch.pam_net`, the training loop, checkpoint
 files in :mod:`models.variational`; this module parses architectures and serves the document
 model. torch is imported only when an AVIPAM is built or loaded.
 """
+import copy
 import re
 from typing import NamedTuple
 
@@ -166,6 +167,11 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         whatever ``n_jobs`` (torch splits its reductions by thread count); documents' posteriors
         are refined ``n_jobs`` batches side by side, each on one thread. On a GPU, training uses
         ``n_jobs`` CPU threads.
+    log_lik_every : int, default=10
+        Every this many epochs (and after the last), record ``dc_log_lik_``: the log-likelihood
+        per token of a sample of the training documents by document completion
+        (:func:`models.heldout.training_completion`), every document inferred by one encoder
+        pass at the posterior means. Does not change training.
     callback_every : int, default=1
         ``callback(model, epoch, epochs)`` after every this many epochs.
     checkpoint_every : int, default=10
@@ -180,7 +186,12 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         every chain's side by side, each chain's summing to 1 / n_chains, so that
         ``doc_mix_ @ topic_word_`` is the document model averaged over chains.
     log_lik_ : ndarray of shape (epochs, n_chains)
-        Training ELBO per token of every epoch and chain.
+        Training ELBO per token of every epoch and chain (a bound dominated by the KL terms at a
+        small ``alpha``; ``elbo_per_token`` on a progress bar).
+    dc_log_lik_ : ndarray of shape (n_records,)
+        The document-completion log-likelihood per token of the training sample (see
+        ``log_lik_every``) after the epochs ``dc_log_lik_iter_``; ``dc_ll_per_token`` on a
+        progress bar.
     """
 
     kind = "avipam"
@@ -196,7 +207,7 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
                  theta_dropout=0.0, decoder="mixture", topic_update="auto", eta=0.01,
                  epochs=100, batch_size=200, lr=1e-3,
                  kl_warmup=0, beta1=0.99, n_chains=1, refine_steps=30, doc_samples=16, seed=0, device="cpu",
-                 n_jobs=None, callback_every=1, checkpoint_every=10):
+                 n_jobs=None, log_lik_every=10, callback_every=1, checkpoint_every=10):
         self.arch = arch
         self.alpha = alpha
         self.alpha_root = alpha_root
@@ -218,6 +229,7 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         self.seed = seed
         self.device = device
         self.n_jobs = n_jobs
+        self.log_lik_every = log_lik_every
         self.callback_every = callback_every
         self.checkpoint_every = checkpoint_every
 
@@ -352,6 +364,25 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         return cov / np.outer(sd, sd)
 
     def _finalize(self, net, X, threads, stage=None):
+        self._decoder_tables(net)
+        self.doc_mix_ = self._encode(X, threads, stage)
+        self.doc_div_ = self.doc_lse_ = np.zeros(0, dtype=np.float32)
+        if self.decoder == "product":
+            self._product_doc_tables()
+
+    def _encoder_model(self, net):
+        """A shallow copy of this model that infers documents by one pass of ``net`` as it stands
+        (``refine_steps=0, doc_samples=0``), for the completion trace of training: its
+        ``fold_in`` works, what reads the training documents' mixtures does not."""
+        view = copy.copy(self)
+        view.refine_steps = view.doc_samples = 0
+        view.net_ = net
+        view._decoder_tables(net)
+        return view
+
+    def _decoder_tables(self, net):
+        """What the decoder needs besides a document's mixture, from ``net`` in eval mode: the
+        topics and, for the product decoder, its per-word numbers."""
         import torch
 
         from ._torch.chain_nets import chain_list
@@ -361,15 +392,12 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
             tw = np.concatenate([n.topics().cpu().numpy().astype(np.float64) for n in chain_list(net)])
         # rows renormalised in float64, so every document model sums to 1 (float32 rows miss by 1e-7)
         self.topic_word_ = tw / tw.sum(axis=1, keepdims=True)
-        self.doc_mix_ = self._encode(X, threads, stage)
-        empty = np.zeros(0, dtype=np.float32)
-        self.beta_ = self.dec_shift_ = self.dec_scale_ = self.doc_div_ = self.doc_lse_ = empty
+        self.beta_ = self.dec_shift_ = self.dec_scale_ = np.zeros(0, dtype=np.float32)
         if self.decoder == "product":
-            self._product_tables(net)
+            self._product_word_tables(net)
 
-    def _product_tables(self, net):
-        """The per-word and per-document numbers that give the product decoder's p(w | d) for
-        any term ids without the full (n_docs, n_terms) table."""
+    def _product_word_tables(self, net):
+        """The product decoder's beta and per-word shift and scale (its normalisation's)."""
         import torch
 
         V = self.n_terms_
@@ -383,6 +411,11 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
             elif self.norm == "l2":
                 scale = net.dec_norm.gain.cpu().numpy().astype(np.float64)
         self.dec_shift_, self.dec_scale_ = shift, scale
+
+    def _product_doc_tables(self):
+        """The per-document numbers that give the product decoder's p(w | d) of the training
+        documents for any term ids without the full (n_docs, n_terms) table."""
+        shift, scale = self.dec_shift_, self.dec_scale_
         D = self.doc_mix_.shape[0]
         div, lse = np.ones(D), np.empty(D)
         for lo in range(0, D, 2000):

@@ -91,7 +91,7 @@ class AVIFoldIn(FoldedDocs):
 
     def _product_rows(self, mix):
         """log p(w | d) over the whole vocabulary for the mixtures ``mix`` (product decoder),
-        normalised as :meth:`models.avipam.AVIPAM._product_tables` normalises training docs."""
+        normalised as :meth:`models.avipam.AVIPAM._product_doc_tables` normalises training docs."""
         m = self.model
         logits = mix @ m.beta_.astype(np.float64)
         div = np.linalg.norm(logits, axis=1) + 1e-8 if m.norm == "l2" else np.ones(len(mix))

@@ -7,12 +7,24 @@ keep both halves spread over the whole document. The score of a token is the mod
 probability given the observed half (the averaged posterior mixture times the kept topics), as
 the ranker uses P_TM; Wallach et al.'s left-to-right estimator also conditions on the scored half's
 earlier tokens, which this estimate does not.
+
+:func:`training_completion` scores a sample of the training documents the same way: every kind's
+training ends on that figure, and aviPAM's trace records it as it trains. The model has seen those
+documents whole, so it is no held-out figure, but it is one measure of fit for every kind: log P_TM
+per token of words the document model has to predict from the rest of their document.
 """
 from typing import NamedTuple
 
 import numpy as np
 
 from .foldin import token_lists
+
+
+# Training documents scored by :func:`training_completion`: a few hundred, so that folding them
+# in costs little next to training.
+SAMPLE_DOCS = 300
+# The sample's random stream, keyed (seed, _SAMPLE_STREAM): it draws from no generator of training.
+_SAMPLE_STREAM = 2009
 
 
 class Completion(NamedTuple):
@@ -66,3 +78,21 @@ def document_completion(model, docs, **fold_params):
     p = folded.token_probs(held_ptr, held_terms)
     return Completion(float(np.log(p).sum() / len(p)), int(len(p)), int(len(obs_terms)),
                       int(len(doc_ptr) - 1), dict(folded.params_))
+
+
+def training_sample(corpus, seed, n_docs=SAMPLE_DOCS):
+    """Up to ``n_docs`` documents of ``corpus`` with at least 2 tokens (one to fold in, one to
+    score), drawn by ``seed`` from a stream of their own, in corpus order: a list of term-id arrays."""
+    ids = np.flatnonzero(np.diff(corpus.doc_ptr) >= 2)
+    if len(ids) > n_docs:
+        ids = np.sort(np.random.default_rng([seed, _SAMPLE_STREAM]).choice(ids, n_docs, replace=False))
+    return [corpus.term_ids[corpus.doc_ptr[d]:corpus.doc_ptr[d + 1]] for d in ids]
+
+
+def training_completion(model, corpus):
+    """Document completion of a fitted ``model`` on :func:`training_sample` of its training
+    ``corpus`` drawn by the model's ``seed``, folded in with ``fold_in``'s defaults and that seed:
+    the figure that compares kinds trained on one collection. Returns a :class:`Completion`, or
+    None for a kind without ``fold_in`` or when no document has 2 tokens."""
+    docs = training_sample(corpus, model.seed)
+    return document_completion(model, docs, seed=model.seed) if docs and hasattr(model, "fold_in") else None

@@ -2,8 +2,12 @@
 
 
 class TqdmCallback:
-    """``callback(model, iteration, n_iter)`` that drives a tqdm bar and shows the last
-    log-likelihood per token.
+    """``callback(model, iteration, n_iter)`` that drives a tqdm bar and shows the last figure
+    of the training trace, averaged over chains, under the model's ``log_lik_label``:
+    ``ll_per_token`` (a Gibbs kind's log p(W, Z) per token) or ``elbo_per_token`` (a
+    variational kind's ELBO per token); and, for a model that records one, the last
+    document-completion log-likelihood per token of its training sample, ``dc_ll_per_token``
+    (see :func:`models.heldout.training_completion`).
 
     Parameters
     ----------
@@ -28,7 +32,10 @@ class TqdmCallback:
         post = {}
         ll = getattr(model, "_log_lik_rows", None)
         if ll:
-            post["ll_per_token"] = f"{sum(ll[-1]) / len(ll[-1]):.4f}"
+            post[getattr(model, "log_lik_label", "ll_per_token")] = f"{sum(ll[-1]) / len(ll[-1]):.4f}"
+        dc = getattr(model, "_dc_rows", None)
+        if dc:
+            post["dc_ll_per_token"] = f"{dc[-1]:.4f}"
         st = getattr(model, "executor_stats_", None)  # set by a Ray executor
         if st and st.get("sweeps"):
             post.update(rounds=st["rounds"], tok_s=f"{st['tokens_per_s'] / 1e6:.2f}M",

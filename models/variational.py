@@ -20,11 +20,12 @@ from . import validate
 from .base import TopicModel
 from ._torch.net_files import term_major
 from .corpus import content_hash
+from .heldout import document_completion, training_sample
 
 # Parameters a checkpoint may differ in: they do not change training (refine_steps and
 # doc_samples only how documents are inferred afterwards).
-_RESUME_FREE = ("n_jobs", "callback_every", "checkpoint_every", "device", "refine_steps",
-                "doc_samples")
+_RESUME_FREE = ("n_jobs", "callback_every", "checkpoint_every", "log_lik_every", "device",
+                "refine_steps", "doc_samples")
 
 
 def count_matrix(corpus):
@@ -38,11 +39,24 @@ def count_matrix(corpus):
     return X
 
 
+def completion_trace(path, header):
+    """The document-completion trace of a file's header as (figures, epochs); empty for files
+    written before it existed."""
+    v, it = header.get("dc_log_lik", []), header.get("dc_log_lik_iter", [])
+    if not (isinstance(v, list) and isinstance(it, list) and len(v) == len(it)
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)
+            and all(isinstance(i, int) and not isinstance(i, bool) and i >= 1 for i in it)):
+        raise ValueError(f"{os.fspath(path)}: header dc_log_lik and dc_log_lik_iter are not a list of "
+                         f"numbers and a list of epochs of one length")
+    return [float(x) for x in v], list(it)
+
+
 class VariationalModel(TopicModel):
     """Base of the models trained by amortized variational inference in torch.
 
     Subclasses store the parameters ``epochs``, ``batch_size``, ``lr``, ``kl_warmup``, ``seed``,
-    ``device``, ``n_jobs``, ``callback_every``, ``checkpoint_every`` (and their own) and define
+    ``device``, ``n_jobs``, ``log_lik_every``, ``callback_every``, ``checkpoint_every`` (and their
+    own) and define
     ``_check_params(corpus)``, ``_build_net(n_terms)`` (a module with ``loss(x, gen)`` returning
     the negative ELBO and the KL part of every document of a batch; a network may also define
     ``end_epoch()``, run without gradients after every epoch's last step, for closed-form
@@ -52,21 +66,28 @@ class VariationalModel(TopicModel):
     layers produced sparse ones) and ``_finalize(net, X, threads, stage)``
     (the fitted arrays named in ``_INFERENCE_ARRAYS``, the first of which exists exactly when
     the model is fitted, on ``threads`` threads; ``stage(what, done, total)``, or None, to
-    report its progress).
+    report its progress) and ``_encoder_model(net)`` (a shallow copy of the model whose
+    ``fold_in`` infers documents by one pass of ``net`` as it stands, for the completion trace).
 
     One kept model: ``sample_iter_ = [epochs]``; ``log_lik_`` is the training ELBO per token of
     every epoch (the average of the mini-batch estimates), one column per chain: ``n_chains``
     is 1, or, for a network whose ``loss`` gives (n_chains, B) arrays (independent networks
-    trained side by side), its parameter.
+    trained side by side), its parameter. ``dc_log_lik_`` is the document-completion
+    log-likelihood per token of a sample of the training documents
+    (:func:`models.heldout.training_sample`) every ``log_lik_every`` epochs and after the last,
+    at the epochs ``dc_log_lik_iter_``: a figure comparable with other kinds', which the ELBO
+    is not.
     """
 
     n_chains = 1
     _INFERENCE_ARRAYS = ()
+    # What a progress bar calls ``log_lik_``.
+    log_lik_label = "elbo_per_token"
 
     # -- parameters ---------------------------------------------------------------------------
 
     def _check_shared_params(self):
-        for name in ("epochs", "batch_size", "callback_every", "checkpoint_every"):
+        for name in ("epochs", "batch_size", "log_lik_every", "callback_every", "checkpoint_every"):
             self._pos_int(name)
         self._pos_int("seed", 0)
         self._pos_int("kl_warmup", 0)
@@ -149,6 +170,7 @@ class VariationalModel(TopicModel):
         order_gen = torch.Generator().manual_seed(self.seed)
         gen = torch.Generator(device=dev).manual_seed(self.seed + 1)
         self._log_lik_rows, self._log_lik_iters = [], []
+        self._dc_rows, self._dc_iters = [], []
         start = 0
         if checkpoint is not None and os.path.exists(checkpoint):
             start = self._resume(checkpoint, corpus, net, opt, order_gen, gen)
@@ -156,9 +178,11 @@ class VariationalModel(TopicModel):
         pool = None
         if dev.type == "cpu" and step_threads > 1 and hasattr(net, "loss_backward"):
             pool = ThreadPoolExecutor(min(step_threads, len(net.chains)))
+        self._dc_docs = training_sample(corpus, self.seed)
         try:
             self._epochs(net, opt, X, start, order_gen, gen, pool, corpus, callback, checkpoint, step_threads)
         finally:
+            del self._dc_docs
             if pool is not None:
                 pool.shutdown()
         self.net_ = net
@@ -205,10 +229,28 @@ class VariationalModel(TopicModel):
             self.n_iter_ = done
             self._log_lik_rows.append([float(t) for t in np.atleast_1d(-total / N)])
             self._log_lik_iters.append(done)
+            if self._dc_docs and (done % self.log_lik_every == 0 or done == self.epochs):
+                self._record_completion(net, done)
             if checkpoint is not None and (done % self.checkpoint_every == 0 or done == self.epochs):
                 self._write_checkpoint(checkpoint, net, opt, order_gen, gen)
             if callback is not None and (done % self.callback_every == 0 or done == self.epochs):
                 callback(self, done, self.epochs)
+
+    def _record_completion(self, net, done):
+        """Append the completion trace's figure after epoch ``done``: the training sample's
+        documents inferred by one pass of the encoder as it stands. Its draws come from streams
+        of their own and it takes no gradient step: training goes on as without it."""
+        c = document_completion(self._encoder_model(net), self._dc_docs, seed=self.seed)
+        self._dc_rows.append(c.log_lik)
+        self._dc_iters.append(done)
+
+    @property
+    def dc_log_lik_(self):
+        return np.array(self._dc_rows, dtype=np.float64)
+
+    @property
+    def dc_log_lik_iter_(self):
+        return np.array(self._dc_iters, dtype=np.int64)
 
     def _adam_step(self, opt, threads):
         import torch
@@ -234,7 +276,7 @@ class VariationalModel(TopicModel):
 
     def _write_checkpoint(self, path, net, opt, order_gen, gen):
         header = dict(self._file_header(), iteration=self.n_iter_, log_lik=self._log_lik_rows,
-                      log_lik_iter=self._log_lik_iters)
+                      log_lik_iter=self._log_lik_iters, **self._dc_header())
         arrays = {"net." + k: v.detach().cpu().numpy() for k, v in net.state_dict().items()}
         arrays.update(self._opt_arrays(opt))
         arrays["order_rng"] = order_gen.get_state().numpy()
@@ -265,6 +307,7 @@ class VariationalModel(TopicModel):
         gen.set_state(torch.from_numpy(np.array(a["rng"])))
         self._log_lik_rows = [list(r) for r in h["log_lik"]]
         self._log_lik_iters = list(h["log_lik_iter"])
+        self._dc_rows, self._dc_iters = completion_trace(path, h)
         self.n_iter_ = int(h["iteration"])
         return self.n_iter_
 
@@ -282,6 +325,9 @@ class VariationalModel(TopicModel):
     def _is_fitted(self):
         return bool(self._INFERENCE_ARRAYS) and hasattr(self, self._INFERENCE_ARRAYS[0] + "_")
 
+    def _dc_header(self):
+        return dict(dc_log_lik=self._dc_rows, dc_log_lik_iter=self._dc_iters)
+
     def save(self, path, full=False):
         """Write the model atomically: the fitted arrays, the network (so new documents can be
         encoded), parameters, ELBO trace and corpus fingerprint. ``full`` is accepted for the
@@ -290,7 +336,7 @@ class VariationalModel(TopicModel):
         header = dict(self._file_header(), n_iter=int(self.n_iter_), n_samples=1,
                       n_docs=int(self.n_docs_),
                       sample_iter=self.sample_iter_.tolist(), log_lik=self._log_lik_rows,
-                      log_lik_iter=self._log_lik_iters)
+                      log_lik_iter=self._log_lik_iters, **self._dc_header())
         arrays = {name: getattr(self, name + "_") for name in self._INFERENCE_ARRAYS}
         if getattr(self, "net_", None) is not None:
             arrays.update({"net." + k: v.detach().cpu().numpy()
@@ -315,6 +361,7 @@ class VariationalModel(TopicModel):
         model.n_docs_ = int(dims["documents"])
         model._log_lik_rows = h["log_lik"]
         model._log_lik_iters = h["log_lik_iter"]
+        model._dc_rows, model._dc_iters = completion_trace(path, h)
         for name in cls._INFERENCE_ARRAYS:
             setattr(model, name + "_", a[name])
         model.net_ = None

@@ -152,6 +152,24 @@ def test_resumed_equals_uninterrupted(kind, trained, collection, tmp_path):
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_training_ends_on_document_completion_of_a_training_sample(kind, collection, tmp_path, caplog):
+    """Every kind's training logs one figure comparable across kinds, after the model is saved."""
+    from models.heldout import document_completion, training_sample
+    from retrieval.core.modelfiles import index_corpus
+
+    with caplog.at_level("INFO", logger="retrieval.core.modelfiles"):
+        model, _ = train(collection, kind, tmp_path / f"{kind}.npz")
+    corpus = index_corpus(collection)
+    want = document_completion(model, training_sample(corpus, model.seed), seed=model.seed)
+    line = [r.getMessage() for r in caplog.records if "document completion" in r.getMessage()]
+    assert line == [f"document completion of 40 training documents (even positions folded in, odd ones "
+                    f"scored): {want.log_lik:.4f} log-likelihood per token, perplexity {np.exp(-want.log_lik):.0f}"]
+    if model.p_w_d_sums_to_one:  # TCM's words leave mass to collocations
+        assert -np.log(corpus.n_terms) < want.log_lik < 0  # better than the uniform model
+    assert caplog.records[-1].getMessage() == line[0]
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_same_model_whatever_the_threads(kind, trained, collection):
     from retrieval.core.modelfiles import index_corpus, training_inputs
 

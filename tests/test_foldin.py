@@ -7,7 +7,7 @@ from models import LDA, make_corpus
 from models import lda_foldin
 from models._kernels import lda_foldin as F_
 from models.glda import GroupedLDA
-from models.heldout import document_completion, split_alternate
+from models.heldout import document_completion, split_alternate, training_completion, training_sample
 from tests.helpers import block_topics
 from tests.reference import lda_foldin_reference as ref
 
@@ -218,6 +218,25 @@ def test_document_completion_beats_uniform_and_wrong_k():
     assert got.log_lik > oracle - 0.2
     assert document_completion(right, held, seed=4) == got
     assert document_completion(right, held, seed=5).log_lik != got.log_lik
+
+
+def test_training_sample_is_seeded_and_holds_whole_documents_of_two_tokens_or_more():
+    lens = np.array([1, 0] + [5, 2, 3, 9] * 100 + [2, 1])
+    # every token of document d is term d: a sampled document names itself
+    corpus = make_corpus(np.concatenate([[0], np.cumsum(lens)]), np.repeat(np.arange(len(lens)), lens),
+                         len(lens), fingerprint="t")
+    a = training_sample(corpus, 3)
+    ids = np.array([d[0] for d in a])
+    assert len(a) == 300 and all((d == d[0]).all() for d in a)
+    assert (np.diff(ids) > 0).all() and (lens[ids] >= 2).all()
+    np.testing.assert_array_equal([len(d) for d in a], lens[ids])
+    np.testing.assert_array_equal([d[0] for d in training_sample(corpus, 3)], ids)
+    assert not np.array_equal([d[0] for d in training_sample(corpus, 4)], ids)
+    small = make_corpus(np.array([0, 1, 4, 6]), np.arange(6), 6, fingerprint="s")
+    assert [d.tolist() for d in training_sample(small, 0)] == [[1, 2, 3], [4, 5]]
+    ones = make_corpus(np.array([0, 1, 2]), np.array([0, 1]), 2, fingerprint="o")
+    assert training_sample(ones, 0) == []
+    assert training_completion(LDA(n_topics=2, n_iter=2, n_shards=1).fit(ones), ones) is None
 
 
 def test_document_completion_needs_fold_in():

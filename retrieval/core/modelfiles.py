@@ -11,12 +11,14 @@ import hashlib
 import inspect
 import json
 import logging
+import math
 from pathlib import Path
 
 from models import registry
 from models.atomic import check_writable, remove_stale, stale_temporaries, target_lock
 from models.checkpoint import read_header
 from models.corpus import Corpus, make_corpus
+from models.heldout import training_completion
 from models.progress import TqdmCallback
 
 from .plugins import hook
@@ -118,7 +120,19 @@ def _train_locked(index, kind, model, out, checkpoint, progress):
     if ckpt is not None:
         ckpt.unlink(missing_ok=True)
     log.info("saved %s", out)
+    _log_completion(model, corpus)
     return model, out
+
+
+def _log_completion(model, corpus) -> None:
+    """The line every kind's training ends on, comparable across kinds trained on one index:
+    the log-likelihood per token by document completion of a seeded sample of the training
+    documents (:func:`models.heldout.training_completion`)."""
+    c = training_completion(model, corpus)
+    if c is not None:
+        log.info("document completion of %d training documents (even positions folded in, odd ones "
+                 "scored): %.4f log-likelihood per token, perplexity %.0f", c.n_docs, c.log_lik,
+                 math.exp(-c.log_lik))
 
 
 def _log_schedule(model) -> None:
