@@ -20,12 +20,10 @@ from models.corpus import Corpus, make_corpus
 from models.progress import TqdmCallback
 
 from .plugins import hook
-from .index import Index
+from .index import MODELS_DIR, Index
 from .quick import quick_train_params
 
 log = logging.getLogger(__name__)
-
-MODELS_DIR = "models"
 
 
 def index_corpus(index: Index) -> Corpus:
