@@ -451,7 +451,7 @@ class Index:
     def document(self, docno: str) -> dict:
         """The stored document: ``{"id", "contents", "title"}``."""
         reader = self._reader
-        with lucene_errors(self.path):
+        with lucene_errors(self.path, printed=False):
             raw = jclass("io.anserini.index.IndexReaderUtils").documentRaw(reader, docno)
         if raw is None:
             raise KeyError(f"{docno!r} is not a document of {self.path}")

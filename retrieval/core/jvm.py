@@ -114,18 +114,30 @@ def lucene_error(index_dir, text: str, reading: bool = True) -> Exception:
     return OSError(f"{where}: Lucene failed ({detail})")
 
 
+def _described(e) -> str:
+    """A ``jnius.JavaException`` as Java prints it: the exception, its stack and its causes."""
+    return "\n".join([f"{e.classname}: {e.innermessage}", *(e.stacktrace or [])])
+
+
 def _short(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 @contextlib.contextmanager
-def lucene_errors(index_dir, reading: bool = True):
+def lucene_errors(index_dir, reading: bool = True, printed: bool = True):
     """Java calls on the index folder ``index_dir`` with their failures as one line naming it
     (:func:`lucene_error`; ``reading``: an index that was written whole). Anserini's worker
     threads print an exception and go on (an indexer that stops writing, a search that leaves
     a topic out), so what Java prints on stderr during the block is collected too: an exception
-    or an error logged there fails the block as if it were raised; warnings go on to the log."""
+    or an error logged there fails the block as if it were raised; warnings go on to the log.
+    Without ``printed`` only exceptions are turned into errors (cheaper, for a call per document)."""
     jnius = _jnius()
+    if not printed:
+        try:
+            yield
+        except jnius.JavaException as e:
+            raise lucene_error(index_dir, _described(e), reading) from None
+        return
     system = jclass("java.lang.System")
     buffer = jclass("java.io.ByteArrayOutputStream")()
     previous = system.err
@@ -134,7 +146,7 @@ def lucene_errors(index_dir, reading: bool = True):
     try:
         yield
     except jnius.JavaException as e:
-        failure = "\n".join([f"{e.classname}: {e.innermessage}", *(e.stacktrace or [])])
+        failure = _described(e)
     finally:
         system.setErr(previous)
     printed = buffer.toString("UTF-8").splitlines()
