@@ -8,7 +8,9 @@ its checkpoint) also take an advisory lock (:func:`target_lock`, from the ``file
 package), so a second training of the same model is refused with a message, not interleaved.
 
 Temporaries are named ``.<name>.tmp-<random>`` and locks ``.<name>.lock``: :func:`stale_temporaries`
-finds the temporaries of dead writers so the next writer into the directory can remove them.
+finds the temporaries of dead writers so the next writer into the directory can remove them. A
+lock file exists only while its lock is held (and after a ``kill -9``, until the next writer of
+the same target takes and removes it).
 """
 from __future__ import annotations
 
@@ -104,26 +106,61 @@ def lock_path(path) -> Path:
     return path.with_name(f".{path.name}.lock")
 
 
+class _Replaced(Exception):
+    """The lock file was removed (by the holder before us) between our open and our lock."""
+
+
+_LOCK_ATTEMPTS = 10
+
+
 @contextlib.contextmanager
 def target_lock(path, *, what: str = "file", timeout: float = 0):
     """Hold the advisory lock of ``path`` for the block; with ``timeout`` 0 (the default) a
     lock held by another process is refused at once with :class:`LockedError` naming the path.
 
-    The lock is an ``fcntl``/``msvcrt`` lock on ``.<name>.lock``, released by the OS when the
-    holder dies, so a ``kill -9`` never leaves a stale lock behind.
+    The lock is an ``flock`` on ``.<name>.lock`` (``filelock``), released by the OS when the
+    holder dies, so a ``kill -9`` never leaves a stale lock behind. The holder removes the file
+    before it unlocks, so nothing is left beside the target once the block ends. That is safe
+    because only a holder removes it and every taker checks, once locked, that the file it
+    locked is still the one at that name (a taker that opened the file just before the holder
+    removed it locks a nameless file, and takes the lock again on a new one).
     """
-    lock = filelock.FileLock(os.fspath(lock_path(path)), timeout=timeout)
-    try:
-        lock.acquire()
-    except filelock.Timeout:  # before OSError, of which it is one (a TimeoutError)
+    name = lock_path(path)
+    held: list[os.stat_result] = []
+
+    def still_named(fd: int) -> None:
+        st = os.fstat(fd)
+        try:
+            same = os.path.samestat(st, os.lstat(name))
+        except FileNotFoundError:
+            same = False
+        if not same:
+            raise _Replaced
+        held.append(st)
+
+    for _ in range(_LOCK_ATTEMPTS):
+        lock = filelock.FileLock(os.fspath(name), timeout=timeout, on_acquired=still_named)
+        try:
+            lock.acquire()
+            break
+        except _Replaced:
+            continue
+        except filelock.Timeout:  # before OSError, of which it is one (a TimeoutError)
+            break
+        except OSError as e:  # a read-only directory: name the target, not its lock file
+            _raise_naming(e, Path(os.fspath(path)), (lock.lock_file, name))
+    if not held:  # held by another process, or taken and removed by others on every attempt
         raise LockedError(f"{os.fspath(path)}: another process is writing this {what} (lock "
-                          f"{lock.lock_file} held); wait for it to finish, or write elsewhere") from None
-    except OSError as e:  # a read-only directory: name the target, not its lock file
-        _raise_naming(e, Path(os.fspath(path)), (lock.lock_file, lock_path(path)))
+                          f"{name} held); wait for it to finish, or write elsewhere")
     try:
         yield
     finally:
-        lock.release()
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                if os.path.samestat(os.lstat(name), held[0]):
+                    os.unlink(name)
+        finally:
+            lock.release()
 
 
 def stale_temporaries(directory, name: str | None = None, min_age: float = 0.0) -> list[Path]:

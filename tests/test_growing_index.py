@@ -82,7 +82,7 @@ def test_duplicate_docno_is_refused_with_file_and_line(grown, tmp_path):
     with pytest.raises(ValueError, match=rf"{dup}:5: DOCNO 'D003' is already in the index"):
         add_documents([dup], idx)
     assert (idx / "topicir.json").read_text() == before
-    assert not [p for p in idx.parent.iterdir() if p.name.startswith(".idx.") and not p.name.endswith(".lock")]
+    assert not [p for p in idx.parent.iterdir() if p.name.startswith(".idx.")]
 
 
 def test_failed_append_leaves_the_old_index(grown, tmp_path, monkeypatch):
@@ -101,7 +101,7 @@ def test_failed_append_leaves_the_old_index(grown, tmp_path, monkeypatch):
     after = Index(tmp_path / "idx")
     assert after.manifest == before.manifest and after.stats.docnos == before.stats.docnos
     assert sorted(p.name for p in (tmp_path / "idx").iterdir()) == files
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".idx.lock", "idx"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["idx"]
     with target_lock(tmp_path / "idx", what="index"), pytest.raises(LockedError, match="another process"):
         add_documents([grown["root"] / "added.trec"], tmp_path / "idx")
 
@@ -122,7 +122,7 @@ def test_kill_9_during_append_leaves_the_old_index(grown, tmp_path):
     assert Index(tmp_path / "idx").stats.n_docs == 30
     # the next append removes what the killed one left
     add_documents([grown["root"] / "added.trec"], tmp_path / "idx")
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".idx.lock", "big.trec", "idx"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.trec", "idx"]
 
 
 def test_model_of_the_old_index_ranks_the_grown_one(grown):

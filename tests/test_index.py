@@ -156,8 +156,8 @@ def test_build_is_atomic_and_refuses_to_overwrite(tmp_path):
     with pytest.raises(TrecFormatError, match=r"bad.trec:\d+: .*D1"):
         build_index([tmp_path / "bad.trec"], tmp_path / "idx")
     assert not (tmp_path / "idx").exists()
-    # no temp dirs left behind (only the empty lock file, .idx.lock, which is kept on purpose)
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".idx.lock", "bad.trec"]
+    # no temp dirs left behind, and no lock file
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.trec"]
     (tmp_path / "good.trec").write_text(TWO_DOCS)
     first = build_index([tmp_path / "good.trec"], tmp_path / "idx")
     with pytest.raises(FileExistsError, match="--force"):

@@ -14,7 +14,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from .index import Index
-from .jvm import jclass
+from .jvm import jclass, lucene_errors
 from .trec import ScoredDoc, Topic, read_run, topic_query
 
 log = logging.getLogger(__name__)
@@ -51,9 +51,10 @@ def run_baseline(index: Index, topics: list[Topic], method: str, *, field: str =
             chunk = qids[start:start + size]
             topics_file, run_file = Path(tmp) / f"topics{start}.tsv", Path(tmp) / f"run{start}.txt"
             topics_file.write_text("".join(f"{q}\t{queries[q]}\n" for q in chunk), encoding="utf-8")
-            jclass("io.anserini.search.SearchCollection").main(
-                ["-index", str(index.path.resolve()), "-topics", str(topics_file), "-topicReader", "TsvString",
-                 "-output", str(run_file), "-hits", str(depth), "-threads", str(threads), *args])
+            with lucene_errors(index.path):  # a damaged index: one line, not a run missing topics
+                jclass("io.anserini.search.SearchCollection").main(
+                    ["-index", str(index.path.resolve()), "-topics", str(topics_file), "-topicReader", "TsvString",
+                     "-output", str(run_file), "-hits", str(depth), "-threads", str(threads), *args])
             run += read_run(run_file)
             bar.update(len(chunk))
     return run

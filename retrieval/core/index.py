@@ -5,8 +5,12 @@ the raw JSON of each document stored), ``topicir.json`` (the manifest: sources, 
 analyzer, term-dictionary fingerprint) and ``topicir-stats/`` (see :mod:`retrieval.stats`).
 Builds happen in a hidden sibling directory that is renamed into place when complete, so an
 interrupted build never leaves anything that looks like an index. A build holds the advisory
-lock of its output (``.NAME.lock``): a second build of the same index is refused, and a build
-removes what killed builds (``kill -9``, power loss) left in the same parent directory.
+lock of its output (``.NAME.lock``, there while it runs): a second build of the same index is
+refused, and a build removes what killed builds (``kill -9``, power loss) left in the same
+parent directory. A build that replaces an index (``--force``) keeps its ``models/`` folder.
+
+A document whose text is only stopwords or punctuation keeps its row, as an empty document
+(length 0, matched by no query), so that rows, DOCNOs and the documents of Lucene agree.
 
 An index grows with :func:`add_documents` (``topicir index --add``): the new documents get the
 rows after the old ones, so a model trained on the old index still describes the first rows,
@@ -23,17 +27,18 @@ import shutil
 import tempfile
 import time
 import warnings
+from array import array
 from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 from tqdm.auto import tqdm
 
-from models.atomic import remove_stale, target_lock
+from models.atomic import TMP_INFIX, remove_stale, target_lock
 from models.base import launch_numba_threads
 
 from .. import __version__
-from .jvm import ANSERINI_VERSION, jcast, jclass
+from .jvm import ANSERINI_VERSION, jcast, jclass, lucene_errors
 from .readback import read_positions, read_stats
 from .sources import iter_docs
 from .stats import STATS_DIR, CollectionStats, DocTokens
@@ -41,19 +46,36 @@ from .stats import STATS_DIR, CollectionStats, DocTokens
 log = logging.getLogger(__name__)
 
 MANIFEST = "topicir.json"
+MODELS_DIR = "models"  # models trained on an index (topicir train's default place)
 ANALYZER = {"name": "DefaultEnglishAnalyzer", "stemmer": "porter", "stopwords": "lucene-english"}
 _SHARD_DOCS = 5_000  # Anserini gives each thread whole files: small ones keep every thread busy to the end
 
 
-def _write_jsonl_shards(sources, staging: Path, existing: Index | None = None) -> tuple[list[str], int, list[str]]:
+class _Origins:
+    """The file and line of each document written, compactly (a source index and a line number)."""
+
+    def __init__(self):
+        self.sources: dict[str, int] = {}
+        self.source_of, self.line_of = array("i"), array("q")
+
+    def add(self, source: str, line: int) -> None:
+        self.source_of.append(self.sources.setdefault(source, len(self.sources)))
+        self.line_of.append(line)
+
+    def __getitem__(self, row: int) -> str:
+        return f"{list(self.sources)[self.source_of[row]]}:{self.line_of[row]}"
+
+
+def _write_jsonl_shards(sources, staging: Path, existing: Index | None = None):
     """Validate the documents and write them as Anserini JsonCollection shards.
 
-    Returns the docnos in input order, the number of documents left out for having no text
-    (Anserini would skip them silently) and a few of their docnos. A document whose DOCNO
-    ``existing`` (the index being added to) already holds is an error naming its file and line.
+    Returns the docnos in input order, their :class:`_Origins`, the number of documents left
+    out for having no text (Anserini would skip them silently) and a few of their docnos. A
+    document whose DOCNO ``existing`` (the index being added to) already holds is an error
+    naming its file and line.
     """
     known = existing.stats.doc_index if existing is not None else {}
-    docnos, empty = [], []
+    docnos, empty, origins = [], [], _Origins()
     out, n_in_shard = None, 0
     try:
         for doc in tqdm(iter_docs(sources), desc="reading documents", unit=" docs", mininterval=2):
@@ -71,6 +93,7 @@ def _write_jsonl_shards(sources, staging: Path, existing: Index | None = None) -
                 n_in_shard = 0
             out.write(json.dumps({"id": doc.docno, "contents": contents, "title": doc.title}) + "\n")
             docnos.append(doc.docno)
+            origins.add(str(doc.source), doc.line)
             n_in_shard += 1
     finally:
         if out is not None:
@@ -80,7 +103,7 @@ def _write_jsonl_shards(sources, staging: Path, existing: Index | None = None) -
                       f"(as Anserini does), e.g. {', '.join(empty[:3])}", stacklevel=3)
     if not docnos:
         raise ValueError(f"no documents with text in {', '.join(map(str, sources))}")
-    return docnos, len(empty), empty[:10]
+    return docnos, origins, len(empty), empty[:10]
 
 
 _BUILD_PARTS = (".building-", ".jsonl-", ".old-")
@@ -149,21 +172,23 @@ def _build_locked(sources: list[str], out: Path, threads: int, existing: Index |
 
 
 def _lucene_failure(out: Path, staging: Path) -> OSError:
-    """Anserini logs an indexing failure and returns: a disk too full for the documents' text is
-    reported as such, anything else points at Anserini's message."""
+    """Anserini returned without an index and without an error: a disk too full for the
+    documents' text is reported as such, anything else as no index written."""
     free = shutil.disk_usage(out.parent).free
     text = sum(p.stat().st_size for p in staging.iterdir())
     if free < text:
         return OSError(errno.ENOSPC, f"No space left on device ({free} bytes free; the index needs "
                                      f"more than the {text} bytes of the documents' text)", str(out))
-    return OSError(f"{out}: Anserini wrote no index; see its error above")
+    return OSError(f"{out}: Anserini wrote no index")
 
 
 def _index_shards(staging: Path, lucene_dir: Path, out: Path, threads: int) -> None:
-    """Anserini's IndexCollection over the JSON shards: the one place an index's settings are given."""
-    jclass("io.anserini.index.IndexCollection").main([
-        "-collection", "JsonCollection", "-input", str(staging.resolve()), "-index", str(lucene_dir.resolve()),
-        "-threads", str(threads), "-storePositions", "-storeDocvectors", "-storeRaw", "-quiet"])
+    """Anserini's IndexCollection over the JSON shards: the one place an index's settings are given.
+    Its failures (a full disk, ...) name ``out``, the index asked for."""
+    with lucene_errors(out, reading=False):
+        jclass("io.anserini.index.IndexCollection").main([
+            "-collection", "JsonCollection", "-input", str(staging.resolve()), "-index", str(lucene_dir.resolve()),
+            "-threads", str(threads), "-storePositions", "-storeDocvectors", "-storeRaw", "-quiet"])
     if not any(lucene_dir.glob("segments_*")):
         raise _lucene_failure(out, staging)
 
@@ -174,16 +199,29 @@ def _index_shards(staging: Path, lucene_dir: Path, out: Path, threads: int) -> N
 _REWRITTEN = ("write.lock", MANIFEST, STATS_DIR)
 
 
+def _link(src, dst) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
 def _link_tree(src: Path, dst: Path) -> None:
     """``src`` into the new directory ``dst`` as hard links (copies where links fail), leaving
     out what an append rewrites."""
-    def link(a, b):
-        try:
-            os.link(a, b)
-        except OSError:
-            shutil.copy2(a, b)
-    shutil.copytree(src, dst, copy_function=link, dirs_exist_ok=True,
+    shutil.copytree(src, dst, copy_function=_link, dirs_exist_ok=True,
                     ignore=lambda d, names: [n for n in names if Path(d) == src and n in _REWRITTEN])
+
+
+def _carry_models(old: Path, new: Path) -> list[Path]:
+    """The ``models/`` folder of the index ``old`` that a build replaces, into the build ``new``
+    as hard links, without the locks and temporaries of trainings still running; the model
+    files it holds. A model of other documents is refused when loaded, by its fingerprint."""
+    if not (old / MODELS_DIR).is_dir():
+        return []
+    shutil.copytree(old / MODELS_DIR, new / MODELS_DIR, copy_function=_link,
+                    ignore=lambda d, names: [n for n in names if n.endswith(".lock") or TMP_INFIX in n])
+    return sorted((new / MODELS_DIR).rglob("*.npz"))
 
 
 def _append_lucene(lucene_dir: Path, added: Path) -> None:
@@ -223,19 +261,23 @@ def _build_in_work_dirs(sources: list[str], out: Path, threads: int, existing: I
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.jsonl-", dir=out.parent))
     added = None
     start = time.perf_counter()
+    kept, old_fingerprint = [], None
     try:
-        docnos, n_empty, empty = _write_jsonl_shards(sources, staging, existing)
+        docnos, origins, n_empty, empty = _write_jsonl_shards(sources, staging, existing)
         log.info("indexing %d documents with Anserini %s", len(docnos), ANSERINI_VERSION)
         if existing is None:
             _index_shards(staging, tmp, out, threads)
-            stats = read_stats(tmp, docnos)
+            with lucene_errors(out, reading=False):
+                stats = read_stats(tmp, docnos)
         else:
             added = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=out.parent))
             _index_shards(staging, added, out, threads)
-            positions = read_positions(added, docnos)
-            _link_tree(existing.path, tmp)
-            _append_lucene(tmp, added)
+            with lucene_errors(out, reading=False):
+                positions = read_positions(added, docnos)
+                _link_tree(existing.path, tmp)
+                _append_lucene(tmp, added)
             stats = _merged_stats(existing.stats, positions, docnos)
+        _check_terms(stats, docnos, origins, sources, appended=existing is not None)
         stats.save(tmp)
         manifest = {
             "topicir_version": __version__, "anserini_version": ANSERINI_VERSION,
@@ -251,6 +293,8 @@ def _build_in_work_dirs(sources: list[str], out: Path, threads: int, existing: I
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
         os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it 0700: an index is as shared as its parent
         if out.exists():
+            if existing is None:
+                kept, old_fingerprint = _carry_models(out, tmp), _fingerprint(out)
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
             os.replace(out, old / out.name)
             os.replace(tmp, out)
@@ -264,7 +308,41 @@ def _build_in_work_dirs(sources: list[str], out: Path, threads: int, existing: I
             shutil.rmtree(added, ignore_errors=True)
     log.info("index %s: %d docs, %d terms, %d tokens in %.1f s", out, manifest["n_docs"],
              manifest["n_terms"], manifest["n_tokens"], manifest["build_seconds"])
+    if kept:
+        _say_kept(out / MODELS_DIR, kept, same_documents=old_fingerprint == manifest["fingerprint"])
     return Index(out)
+
+
+def _say_kept(models: Path, kept: list[Path], same_documents: bool) -> None:
+    names = ", ".join(p.name for p in kept[:3]) + (", ..." if len(kept) > 3 else "")
+    what = f"{len(kept)} model file{'s' * (len(kept) != 1)} of the replaced index in {models} ({names})"
+    if same_documents:
+        log.info("kept the %s: same documents, so they still match", what)
+    else:
+        log.warning("kept the %s; the documents changed, so a model trained on the replaced index is "
+                    "refused when loaded on this one: retrain it", what)
+
+
+def _fingerprint(index: Path) -> str | None:
+    try:
+        return json.loads((index / MANIFEST).read_text())["fingerprint"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _check_terms(stats: CollectionStats, docnos: list[str], origins: _Origins, sources: list[str],
+                 appended: bool) -> None:
+    """Documents of ``docnos`` (the last rows of ``stats``) without a term the analyzer keeps stay
+    as empty rows, with a warning naming a few; a build where all of them are is refused."""
+    lengths = np.asarray(stats.doc_len[stats.n_docs - len(docnos):])
+    blank = np.flatnonzero(lengths == 0)
+    if not appended and len(blank) == len(docnos):
+        raise ValueError(f"no document in {', '.join(sources)} has a term to index: all {len(docnos)} "
+                         f"are only stopwords or punctuation")
+    if len(blank):
+        warnings.warn(f"{len(blank)} documents have only stopwords or punctuation and are indexed as "
+                      f"empty documents, which no query matches, e.g. "
+                      + ", ".join(f"{docnos[i]} ({origins[i]})" for i in blank[:3]), stacklevel=5)
 
 
 def _appended_manifest(old: dict, new: dict, n_added: int) -> dict:
@@ -367,11 +445,14 @@ class Index:
     @cached_property
     def _reader(self):
         # absolute: the JVM keeps the working directory it started in, whatever os.chdir did since
-        return jclass("io.anserini.index.IndexReaderUtils").getReader(str(self.path.resolve()))
+        with lucene_errors(self.path):
+            return jclass("io.anserini.index.IndexReaderUtils").getReader(str(self.path.resolve()))
 
     def document(self, docno: str) -> dict:
         """The stored document: ``{"id", "contents", "title"}``."""
-        raw = jclass("io.anserini.index.IndexReaderUtils").documentRaw(self._reader, docno)
+        reader = self._reader
+        with lucene_errors(self.path, printed=False):
+            raw = jclass("io.anserini.index.IndexReaderUtils").documentRaw(reader, docno)
         if raw is None:
             raise KeyError(f"{docno!r} is not a document of {self.path}")
         return json.loads(raw)

@@ -9,9 +9,12 @@ are used directly.
 """
 from __future__ import annotations
 
+import contextlib
+import errno
 import importlib.util
 import logging
 import os
+import re
 import tempfile
 import time
 from functools import cache
@@ -79,3 +82,78 @@ def jcast(name: str, obj):
     """``obj`` as Java class ``name`` (picks one overload of a method such as
     ``IndexWriter.addIndexes``, whose argument types pyjnius cannot choose between)."""
     return _jnius().cast(name, obj)
+
+
+# Java exceptions that mean the files of an index are damaged, cut short or missing.
+_DAMAGED = ("CorruptIndexException", "IndexFormatTooOldException", "IndexFormatTooNewException",
+            "IndexNotFoundException", "EOFException", "NoSuchFileException", "Invalid vInt")
+_EXCEPTION = re.compile(r"^((?:[\w$]+\.)+[\w$]*(?:Exception|Error))(?::\s*(.*))?$")
+_LOG4J = re.compile(r"^\d\d:\d\d:\d\d (\w+)\s+\[anserini\] (.*)$")
+
+
+def lucene_error(index_dir, text: str, reading: bool = True) -> Exception:
+    """One-line Python error for a Java failure on ``index_dir`` described by ``text`` (an
+    exception with its causes, or what Anserini printed): a full disk as ``OSError(ENOSPC)``
+    naming the folder; a damaged index as ``ValueError`` naming it, which, when ``reading`` an
+    index topicir wrote, any exception is (damaged files throw whatever their bytes lead to:
+    out-of-bounds indices, reads past the end); anything else as an ``OSError`` naming it
+    with Java's first exception."""
+    where = os.fspath(index_dir)
+    if "No space left on device" in text:
+        return OSError(errno.ENOSPC, "No space left on device", where)
+    if "AccessDeniedException" in text:
+        return PermissionError(errno.EACCES, "Permission denied", where)
+    found = [m for m in (_EXCEPTION.match(line.strip()) for line in text.splitlines()) if m]
+    damaged = [m for m in found if any(name in m.group(0) for name in _DAMAGED)]
+    cause = (damaged or found)[0] if found else None
+    detail = _short(f"{cause.group(1).rsplit('.', 1)[-1]}: {cause.group(2) or ''}".rstrip(": ")
+                    if cause else text.strip().partition("\n")[0] or "no message")
+    if damaged or any(name in text for name in _DAMAGED) or (reading and cause is not None and (
+            cause.group(1).endswith("Exception") and not cause.group(1).endswith("IllegalArgumentException"))):
+        return ValueError(f"{where}: damaged Lucene index ({detail}); rebuild it with `topicir index`")
+    return OSError(f"{where}: Lucene failed ({detail})")
+
+
+def _described(e) -> str:
+    """A ``jnius.JavaException`` as Java prints it: the exception, its stack and its causes."""
+    return "\n".join([f"{e.classname}: {e.innermessage}", *(e.stacktrace or [])])
+
+
+def _short(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+@contextlib.contextmanager
+def lucene_errors(index_dir, reading: bool = True, printed: bool = True):
+    """Java calls on the index folder ``index_dir`` with their failures as one line naming it
+    (:func:`lucene_error`; ``reading``: an index that was written whole). Anserini's worker
+    threads print an exception and go on (an indexer that stops writing, a search that leaves
+    a topic out), so what Java prints on stderr during the block is collected too: an exception
+    or an error logged there fails the block as if it were raised; warnings go on to the log.
+    Without ``printed`` only exceptions are turned into errors (cheaper, for a call per document)."""
+    jnius = _jnius()
+    if not printed:
+        try:
+            yield
+        except jnius.JavaException as e:
+            raise lucene_error(index_dir, _described(e), reading) from None
+        return
+    system = jclass("java.lang.System")
+    buffer = jclass("java.io.ByteArrayOutputStream")()
+    previous = system.err
+    system.setErr(jclass("java.io.PrintStream")(buffer, True, "UTF-8"))
+    failure = None
+    try:
+        yield
+    except jnius.JavaException as e:
+        failure = _described(e)
+    finally:
+        system.setErr(previous)
+    printed = buffer.toString("UTF-8").splitlines()
+    logged = [m.groups() for m in map(_LOG4J.match, printed) if m]
+    other = [line.strip() for line in printed if line.strip() and not _LOG4J.match(line)]
+    if (failure is not None or any(map(_EXCEPTION.match, other))
+            or any(level in ("ERROR", "FATAL") for level, _ in logged)):
+        raise lucene_error(index_dir, "\n".join([failure or "", *other, *(msg for _, msg in logged)]), reading)
+    for line in [msg for _, msg in logged] + other:
+        log.warning("Anserini: %s", line)

@@ -22,12 +22,10 @@ from models.heldout import training_completion
 from models.progress import TqdmCallback
 
 from .plugins import hook
-from .index import Index
+from .index import MODELS_DIR, Index
 from .quick import quick_train_params
 
 log = logging.getLogger(__name__)
-
-MODELS_DIR = "models"
 
 
 def index_corpus(index: Index) -> Corpus:

@@ -170,6 +170,9 @@ class _LuceneReadBack:
     def terms(self) -> tuple[list[str], np.ndarray, np.ndarray]:
         """The terms of ``contents`` in Lucene's (sorted) order, with their collection and document
         frequencies (int64)."""
+        if jclass("org.apache.lucene.index.MultiTerms").getTerms(self.reader, "contents") is None:
+            empty = np.zeros(0, dtype=np.int64)  # no document has a term: the field has no terms at all
+            return [], empty, empty
         text = self._terms.invokeWithArguments("")
         cf, df, terms = zip(*(line.split(" ", 2) for line in text.split("\n"))) if text else ((), (), ())
         return list(terms), np.array(cf, dtype=np.int64), np.array(df, dtype=np.int64)

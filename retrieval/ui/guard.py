@@ -114,7 +114,8 @@ def run_guarded(command: str, func, args, own_signals: bool = True) -> int:
     except Exception as exc:  # a bug: one line for users, the traceback on request
         if os.environ.get("TOPICIR_TRACEBACK"):
             raise
-        print(f"topicir {command}: internal error: {type(exc).__name__}: {exc} "
+        first = next(iter(str(exc).splitlines()), "")  # a Java exception carries its stack trace
+        print(f"topicir {command}: internal error: {type(exc).__name__}: {first} "
               f"(TOPICIR_TRACEBACK=1 shows the traceback; please report it)", file=sys.stderr)
         return 1
     finally:
