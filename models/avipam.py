@@ -225,13 +225,11 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
 
     def _check_params(self, corpus=None):
         parse_arch(self.arch)  # refuses a description it cannot read
-        self._pos_float("alpha")
-        self._pos_float("alpha_root", allow_none=True)  # None: 50 / the root's children
+        self._check_priors()  # alpha_root None: 50 / the root's children
         self._pos_int("hidden")
         self._check_choice("norm", ("batch", "l2", "none"))
         self._check_choice("decoder", ("mixture", "product"))
         self._check_choice("topic_update", ("auto", "gradient", "em"))
-        self._pos_float("eta")
         if self.topic_update == "em" and self.decoder != "mixture":
             raise ValueError("topic_update='em' needs decoder='mixture' (the M-step reads topics "
                              "from counts; the product decoder has none)")
