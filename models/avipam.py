@@ -286,6 +286,18 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         root = 50.0 / n_root if self.alpha_root is None else float(self.alpha_root)
         return [root] + [float(self.alpha)] * (len(arch.masks) - 1)
 
+    def _net_buffers(self):
+        """The network's fixed buffers the parameters give, by name: every level's mask and the
+        Laplace variances of its prior (a file's must equal them)."""
+        from ._torch.pam_net import laplace_prior
+
+        arch = parse_arch(self.arch)
+        out = {}
+        for level, (mask, alpha) in enumerate(zip(arch.masks, self._alphas(arch))):
+            _, var = laplace_prior(np.float32(alpha), mask.sum(1, keepdims=True).astype(np.float32))
+            out[f"mask{level}"], out[f"prior_var{level}"] = mask, np.broadcast_to(var, mask.shape)
+        return out
+
     def _build_net(self, n_terms):
         """The network, or with ``n_chains`` > 1 the chains' networks, built one after another
         (chain 0 is the network of ``n_chains=1``)."""

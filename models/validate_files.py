@@ -110,9 +110,10 @@ def gibbs_checkpoint(model, path, f, corpus):
 
 # -- the files of torch-trained models (models.variational) -------------------------------------
 
-def _net_state(path, arrays, net, prefix="net."):
+def _net_state(path, arrays, net, model, prefix="net."):
     """The file's network state against the network the header's architecture builds: the same
-    entries, shapes and dtypes, finite values."""
+    entries, shapes and dtypes, finite values, and the fixed buffers the parameters give
+    (``model._net_buffers()``: aviPAM's masks and prior variances) equal to them."""
     want = {prefix + k: v for k, v in net.state_dict().items()}
     have = {k for k in arrays if k.startswith(prefix)}
     extra, missing = sorted(have - set(want)), sorted(set(want) - have)
@@ -128,11 +129,12 @@ def _net_state(path, arrays, net, prefix="net."):
                              f"architecture in the header needs {shape} {str(t.dtype)[6:]}")
         if a.dtype.kind == "f" and not np.isfinite(a).all():
             raise ValueError(f"{os.fspath(path)}: {k} holds a value that is not finite")
-        name = k[len(prefix):]
-        if name.startswith("prior_var") and not (a > 0).all():  # the Laplace prior's variances
-            raise ValueError(f"{os.fspath(path)}: {k} holds a variance <= 0")
-        if name.startswith("mask") and not np.isin(a, (0, 1)).all():
-            raise ValueError(f"{os.fspath(path)}: {k} holds a value other than 0 and 1")
+    buffers = model._net_buffers()
+    for k in want:
+        fixed = buffers.get(k.rsplit(".", 1)[-1])  # every chain's network has the same
+        if fixed is not None and not np.allclose(arrays[k].reshape(fixed.shape).astype(np.float64), fixed, rtol=1e-5, atol=0):
+            raise ValueError(f"{os.fspath(path)}: {k} is not what the header's architecture and "
+                             f"priors give; the file and its parameters disagree")
 
 
 def variational_model_file(cls, path, f, doc_len=None):
@@ -163,7 +165,7 @@ def variational_model_file(cls, path, f, doc_len=None):
         except RuntimeError as e:  # sizes beyond what torch can even describe
             raise ValueError(f"{os.fspath(path)}: the network the header's parameters describe cannot "
                              f"be built ({str(e).splitlines()[0]})") from None
-        _net_state(path, f.arrays, net)
+        _net_state(path, f.arrays, net, model)
     return model, dims
 
 
@@ -173,7 +175,7 @@ def variational_checkpoint(model, path, f, net, opt, generators):
     p = os.fspath(path)
     header_int(path, f.header, "iteration", 0, model.epochs)
     _log_lik_header(path, f.header)
-    _net_state(path, f.arrays, net)
+    _net_state(path, f.arrays, net, model)
     params = list(net.parameters())
     for key, a in f.arrays.items():
         if not key.startswith("opt."):

@@ -63,6 +63,10 @@ class VariationalModel(TopicModel):
     n_chains = 1
     _INFERENCE_ARRAYS = ()
 
+    def _net_buffers(self):
+        """The network's buffers its parameters fix, by name (a file's must equal them)."""
+        return {}
+
     # -- parameters ---------------------------------------------------------------------------
 
     def _check_shared_params(self):
