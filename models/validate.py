@@ -6,9 +6,8 @@ bounds checks, so an array that keeps its shape and dtype but holds other values
 the process or corrupt memory, and counts that disagree give scores that are not
 probabilities. Every kind therefore declares, next to its arrays, a :class:`Spec`: a table of
 the checks below and those of count tables (:mod:`models.validate_tables`), run in order on
-the file's arrays. A failure is one :class:`FileRefused` (a
-ValueError) naming the file and the array, e.g. ``M.npz: kd_doc holds 2147483647, beyond the
-82 documents``.
+the file's arrays. A failure is one :class:`FileRefused` (a ValueError) naming the file and the
+array, e.g. ``M.npz: kd_doc holds 2147483647, beyond the 82 documents``.
 
 Every check that relates values also says how to break it (``damage``): the change to a sound
 file that breaks this check and none declared before it; tests/test_model_fuzz.py applies
@@ -33,8 +32,9 @@ import numpy as np
 # and a sampler's weight, a product of at most three priors over counts, stays above 1e-100,
 # far from underflow.
 PRIOR_MIN, PRIOR_MAX = 1e-10, 1e10
-# The absurd but finite value damaged files carry (a probe's choice: 1e307 overflows any sum).
+# The absurd but finite value the tests' damaged files carry: a sum of two overflows.
 ABSURD = 1e307
+PRIOR_TEXT = f"not a prior (a finite number in [{PRIOR_MIN:g}, {PRIOR_MAX:g}])"
 
 
 class FileRefused(ValueError):
@@ -189,8 +189,6 @@ def prior(name, when=None, optional=False):
                  lambda ctx: {name: set_value(ctx.arrays[name], ctx.arrays[name].size // 2, ABSURD)})
 
 
-PRIOR_TEXT = f"not a prior (a finite number in [{PRIOR_MIN:g}, {PRIOR_MAX:g}])"
-
 
 def check_prior(name, value, allow_none=False):
     """A prior parameter's value: a number in [PRIOR_MIN, PRIOR_MAX] (or None)."""
@@ -318,9 +316,7 @@ def run_checks(checks, ctx):
     for check in checks:
         if not applies(check, ctx):
             continue
-        if check.array and check.array not in ctx.arrays and check.array != "header":
-            if check.optional:
-                continue
+        if check.array not in ctx.arrays and check.array != "header":
             fail(ctx, f"damaged or incomplete file (missing array {check.array!r})")
         try:
             check.run(ctx)

@@ -162,7 +162,7 @@ def totals(values, ptr, equals, by=None, width=None, fold=None, when=None):
 
     def damage(ctx):
         """One count moved to another entry: of another segment (``by=None``), or of the same
-        segment with another value of ``by``; no other total of the table changes."""
+        segment with another value of ``by`` (the segments' totals unchanged)."""
         a = ctx.arrays
         v = a[values]
         seg = _segments(a[ptr], len(v))

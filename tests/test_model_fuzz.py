@@ -110,13 +110,14 @@ def array_mutations(arrays):
 
 
 def _changed(v):
-    """Other values of a header parameter: out of range, NaN, another size, another type."""
+    """Other values of a header parameter: out of range, NaN, finite but absurd, another size,
+    another type."""
     if isinstance(v, bool):
         return [not v, "yes"]
     if isinstance(v, int):
         return [-1, 0, v + 1, 2 ** 40, "7"]
     if isinstance(v, float):
-        return [-v if v else -1.0, math.nan, math.inf, 0.0, v * 2]
+        return [-v if v else -1.0, math.nan, math.inf, 0.0, v * 2, 1e307]
     if v is None:
         return [-1.0, math.nan, 3]
     if isinstance(v, str):
