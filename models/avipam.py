@@ -237,13 +237,11 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
 
     def _check_params(self, corpus=None):
         parse_arch(self.arch)  # refuses a description it cannot read
-        self._pos_float("alpha")
-        self._pos_float("alpha_root", allow_none=True)  # None: 50 / the root's children
+        self._check_priors()  # alpha_root None: 50 / the root's children
         self._pos_int("hidden")
         self._check_choice("norm", ("batch", "l2", "none"))
         self._check_choice("decoder", ("mixture", "product"))
         self._check_choice("topic_update", ("auto", "gradient", "em"))
-        self._pos_float("eta")
         if self.topic_update == "em" and self.decoder != "mixture":
             raise ValueError("topic_update='em' needs decoder='mixture' (the M-step reads topics "
                              "from counts; the product decoder has none)")
@@ -299,6 +297,18 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         n_root = arch.masks[0].shape[1]
         root = 50.0 / n_root if self.alpha_root is None else float(self.alpha_root)
         return [root] + [float(self.alpha)] * (len(arch.masks) - 1)
+
+    def _net_buffers(self):
+        """The network's fixed buffers the parameters give, by name: every level's mask and the
+        Laplace variances of its prior (a file's must equal them)."""
+        from ._torch.pam_net import laplace_prior
+
+        arch = parse_arch(self.arch)
+        out = {}
+        for level, (mask, alpha) in enumerate(zip(arch.masks, self._alphas(arch))):
+            _, var = laplace_prior(np.float32(alpha), mask.sum(1, keepdims=True).astype(np.float32))
+            out[f"mask{level}"], out[f"prior_var{level}"] = mask, np.broadcast_to(var, mask.shape)
+        return out
 
     def _build_net(self, n_terms):
         """The network, or with ``n_chains`` > 1 the chains' networks, built one after another

@@ -20,6 +20,7 @@ import numpy as np
 
 from . import checkpoint as ckpt
 from .corpus import Corpus
+from .validate import check_prior
 
 
 def launch_numba_threads():
@@ -130,6 +131,12 @@ class TopicModel(abc.ABC):
             raise ValueError(f"{name} must be a finite number > {minimum_exclusive:g}"
                              f"{' or None' if allow_none else ''}, got {v!r}")
 
+    def _check_priors(self):
+        """The parameters the kind's file spec names as priors (:data:`models.validate.PRIOR_MIN`
+        to ``PRIOR_MAX``: every kernel stays finite)."""
+        for name, allow_none in type(self)._FILE_SPEC.priors:
+            check_prior(name, getattr(self, name), allow_none)
+
     def _check_bool(self, name):
         v = getattr(self, name)
         if not isinstance(v, (bool, np.bool_)):
@@ -179,8 +186,10 @@ class TopicModel(abc.ABC):
 
     @classmethod
     @abc.abstractmethod
-    def load(cls, path, fingerprint=None):
-        """Read a model written by :meth:`save`; refuse one trained on another ``fingerprint``."""
+    def load(cls, path, fingerprint=None, doc_len=None):
+        """Read a model written by :meth:`save`; refuse one trained on another ``fingerprint``,
+        or whose documents disagree with ``doc_len`` (the token counts of the index's documents
+        it describes)."""
 
     def _file_header(self):
         """Header fields every model file has (see :mod:`models.checkpoint`)."""

@@ -8,7 +8,7 @@ import os
 import numpy as np
 
 from . import checkpoint as ckpt
-from . import validate
+from . import validate_files
 from ._kernels.sparse import row_nnz, rows_to_csr
 from .base import TopicModel
 from .corpus import content_hash
@@ -281,7 +281,7 @@ class GibbsModel(TopicModel):
                              f"{type(self).__name__}; delete it or use another checkpoint path")
         ckpt.check_fingerprint(path, h, corpus.fingerprint, self.corpus_hash_)
         self._check_resume_params(path, h["params"], _RESUME_FREE)
-        validate.gibbs_checkpoint(self, path, f, corpus)
+        validate_files.gibbs_checkpoint(self, path, f, corpus)
         assign, prior = self._STATE
         self.rng_ = np.ascontiguousarray(a["rng"], dtype=np.uint64)
         priors = np.ascontiguousarray(a[prior], dtype=np.float64)
@@ -331,7 +331,7 @@ class GibbsModel(TopicModel):
         ckpt.write_model_file(path, header, arrays)
 
     @classmethod
-    def load(cls, path, fingerprint=None):
+    def load(cls, path, fingerprint=None, doc_len=None):
         """Read a model written by :meth:`save`.
 
         Parameters
@@ -339,9 +339,12 @@ class GibbsModel(TopicModel):
         fingerprint : str or None
             Fingerprint of the corpus/index the model will be used with; a model trained on
             another one is refused with a ValueError naming both fingerprints.
+        doc_len : ndarray of int or None
+            Token counts of the documents the model describes in that index; a file whose
+            document tables disagree with them is refused.
         """
         f = cls._read_file(path, fingerprint)
-        validate.gibbs_model_file(cls, path, f)
+        validate_files.gibbs_model_file(cls, path, f, doc_len)
         try:
             return cls._from_file(f)
         except (KeyError, IndexError, ValueError, TypeError, AttributeError) as e:

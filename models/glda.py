@@ -131,8 +131,7 @@ class GroupedLDA(LDA):
     def _check_params(self, corpus):
         self._check_shared_params("n_topics")
         self._check_uint16("n_topics")
-        self._pos_float("alpha", allow_none=True)
-        self._pos_float("beta")
+        self._check_priors()
         self._pos_float("group_size")
         self._check_choice("doc_counts", ("groups", "tokens"))
         self._check_bool("restricted")

@@ -162,8 +162,7 @@ class LDA(LDAFoldInMixin, LDADocumentModel, SweepOrderModel):
     def _check_params(self, corpus):
         self._check_shared_params("n_topics", "sparse_init_every", "optimize_every")
         self._check_uint16("n_topics")
-        self._pos_float("alpha", allow_none=True)  # None: 50 / n_topics
-        self._pos_float("beta")
+        self._check_priors()  # alpha None: 50 / n_topics
         self._check_choice("init", INITS)
         self._check_corpus(corpus)
 

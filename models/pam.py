@@ -197,9 +197,7 @@ class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):
         self._pos_int("prune_start", 0)
         if self.n_super * self.n_sub > 2**31 - 1:
             raise ValueError(f"n_super * n_sub must fit in int32, got {self.n_super} * {self.n_sub}")
-        self._pos_float("alpha_root", allow_none=True)  # None: 50 / n_super
-        for name in ("alpha_sub", "beta"):
-            self._pos_float(name)
+        self._check_priors()  # alpha_root None: 50 / n_super
         self._check_bool("learn_alpha")
         self._check_choice("alpha_estimator", ALPHA_ESTIMATORS)
         self._check_choice("init", INITS)

@@ -37,12 +37,13 @@ def kind_of_header(header):
     return kind if kind in _KINDS else None
 
 
-def load(path, fingerprint=None):
+def load(path, fingerprint=None, doc_len=None):
     """Load any registered model file, refused (ValueError naming the file) when its kind is
-    unknown or it was trained on another ``fingerprint``."""
+    unknown, it was trained on another ``fingerprint`` or its documents disagree with
+    ``doc_len`` (the token counts of the index's documents it describes)."""
     header = read_header(path)
     kind = kind_of_header(header)
     if kind is None:
         raise ValueError(f"{path}: unknown model type {header.get('model')!r}; known kinds: "
                          f"{', '.join(_KINDS)}")
-    return model_class(kind).load(path, fingerprint=fingerprint)
+    return model_class(kind).load(path, fingerprint=fingerprint, doc_len=doc_len)

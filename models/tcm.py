@@ -206,8 +206,7 @@ class TCM(TCMFoldInMixin, TCMDocumentModel, GibbsModel):
     def _check_params(self, corpus):
         self._check_shared_params("n_topics", "max_len")
         self._check_uint16("n_topics")
-        self._pos_float("alpha", allow_none=True)  # None: 50 / n_topics
-        self._pos_float("alpha0", allow_none=True)  # None: beta-equivalent
+        self._check_priors()  # alpha None: 50 / n_topics; alpha0 None: beta-equivalent
         if not 0.0 < float(self.p_stop) <= 1.0:
             raise ValueError(f"p_stop must be in (0, 1], got {self.p_stop!r}")
         self._check_choice("init", INITS)

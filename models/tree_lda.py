@@ -129,9 +129,7 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
     def _check_params(self, corpus):
         self._check_shared_params("n_topics")
         self._check_uint16("n_topics")
-        self._pos_float("alpha", allow_none=True)
-        self._pos_float("beta_root")
-        self._pos_float("beta_synset")
+        self._check_priors()
         self._check_bool("merge")
         self._check_choice("sampler", T.SAMPLERS)
         if self.wordnet is not None and not isinstance(self.wordnet, str):

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from . import checkpoint as ckpt
-from . import validate
+from . import validate_files
 from .base import TopicModel
 from ._torch.net_files import term_major
 from .corpus import content_hash
@@ -83,6 +83,10 @@ class VariationalModel(TopicModel):
     _INFERENCE_ARRAYS = ()
     # What a progress bar calls ``log_lik_``.
     log_lik_label = "elbo_per_token"
+
+    def _net_buffers(self):
+        """The network's buffers its parameters fix, by name (a file's must equal them)."""
+        return {}
 
     # -- parameters ---------------------------------------------------------------------------
 
@@ -294,7 +298,7 @@ class VariationalModel(TopicModel):
         ckpt.check_fingerprint(path, h, corpus.fingerprint, self.corpus_hash_)
         self._check_resume_params(path, h["params"], _RESUME_FREE)
         term_major(a, [name for name, _ in net.named_parameters()])
-        validate.variational_checkpoint(self, path, f, net, opt, {"order_rng": order_gen, "rng": gen})
+        validate_files.variational_checkpoint(self, path, f, net, opt, {"order_rng": order_gen, "rng": gen})
         self._load_net_state(net, a)
         sd = opt.state_dict()
         state = {}
@@ -344,12 +348,13 @@ class VariationalModel(TopicModel):
         ckpt.write_model_file(path, header, arrays)
 
     @classmethod
-    def load(cls, path, fingerprint=None):
-        """Read a model written by :meth:`save` (refused when trained on another ``fingerprint``).
+    def load(cls, path, fingerprint=None, doc_len=None):
+        """Read a model written by :meth:`save` (refused when trained on another ``fingerprint``,
+        or when its documents disagree with ``doc_len``, the token counts of the index's).
         The network is rebuilt on ``device`` of the saved parameters when available, else on CPU."""
         f = cls._read_file(path, fingerprint)
         term_major(f.arrays)
-        _, dims = validate.variational_model_file(cls, path, f)
+        _, dims = validate_files.variational_model_file(cls, path, f, doc_len)
         h, a = f.header, f.arrays
         model = cls._from_params(h["params"])
         model.fingerprint_ = h["fingerprint"]

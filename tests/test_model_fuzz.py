@@ -110,13 +110,14 @@ def array_mutations(arrays):
 
 
 def _changed(v):
-    """Other values of a header parameter: out of range, NaN, another size, another type."""
+    """Other values of a header parameter: out of range, NaN, finite but absurd, another size,
+    another type."""
     if isinstance(v, bool):
         return [not v, "yes"]
     if isinstance(v, int):
         return [-1, 0, v + 1, 2 ** 40, "7"]
     if isinstance(v, float):
-        return [-v if v else -1.0, math.nan, math.inf, 0.0, v * 2]
+        return [-v if v else -1.0, math.nan, math.inf, 0.0, v * 2, 1e307]
     if v is None:
         return [-1.0, math.nan, 3]
     if isinstance(v, str):
@@ -295,3 +296,149 @@ def test_damaged_files_are_refused_in_one_line_or_work(kind, collection, trained
     assert not out.exists()
     assert not [q for q in (tmp_path / "cli").iterdir() if q.name.startswith(".") and
                 not q.name.endswith(".lock")], "a temporary was left"
+
+
+# -- every declared relation, broken alone ------------------------------------------------------
+
+def _damaged(ctx, check, out, kind):
+    """Write the file of ``ctx`` with ``check``'s damage to ``out``; returns the index's document
+    lengths to load it against (the damage may change those instead of the file)."""
+    change = check.damage(ctx)
+    collection = change.pop("collection", ctx.collection)
+    header = {k: v for k, v in change.pop("header", ctx.header).items() if k not in _FORMAT_KEYS}
+    ck.write_model_file(out, header, dict(ctx.arrays, **change), kind=kind)
+    return collection
+
+
+def _refused_by(check, exc, path):
+    """``exc`` is ``check``'s refusal of ``path``: one line naming the file and the array."""
+    from models.validate import FileRefused
+
+    assert isinstance(exc, FileRefused) and exc.check is check, (check.text, str(exc))
+    assert one_line_refusal(exc, path) and check.array in str(exc), (check.text, str(exc))
+
+
+def _checkpoint_context(kind, index, ckpt):
+    """The context a resume of ``ckpt`` validates (the estimator with its layout for the corpus),
+    caught at validation, before any kernel reads the checkpoint."""
+    from models import validate as V
+    from models import validate_files
+    from retrieval.core.modelfiles import index_corpus, training_inputs
+
+    cls = registry.model_class(kind)
+    est = cls(**dict(cls.quick_params, checkpoint_every=2))
+    corpus, seen = index_corpus(index), {}
+    real = validate_files.gibbs_checkpoint
+
+    def spy(model, path, f, corpus):
+        seen["ctx"] = V.context(path, f.header, f.arrays, model, real(model, path, f, corpus), corpus)
+        raise Killed
+    validate_files.gibbs_checkpoint = spy
+    try:
+        with pytest.raises(Killed):
+            est.fit(corpus, checkpoint=ckpt, **training_inputs(index, est, False))
+    finally:
+        validate_files.gibbs_checkpoint = real
+    return seen["ctx"], corpus
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_declared_relation_is_refused_alone(kind, collection, trained, tmp_path):
+    """For every check of the kind's file spec that relates values (bounds, pointers, order,
+    totals across arrays, row sums, priors, the index's documents), a sound file damaged so that
+    this check breaks and none before it is refused by exactly that check, in one line naming
+    the file and the array; so is a checkpoint, before the resume's first sweep; a header prior
+    out of bounds is refused too."""
+    from models import validate as V
+    from models import validate_files
+    from retrieval.core.modelfiles import doc_lengths, load_model
+
+    index, _ = collection
+    _, path, ckpt = trained(kind)
+    cls = registry.model_class(kind)
+    spec = cls._FILE_SPEC
+    # every check but an array's shape and dtype says how to break it
+    for c in spec.model + spec.checkpoint:
+        assert (c.damage is None) == c.text.startswith("shape ("), (kind, c.array, c.text)
+
+    f = ck.read_model_file(path)
+    validate_file = (validate_files.gibbs_model_file if spec.checkpoint
+                     else validate_files.variational_model_file)
+    model, dims = validate_file(cls, path, f, doc_lengths(index))
+    ctx = V.context(path, f.header, f.arrays, model, dims, collection=doc_lengths(index))
+    V.run_checks(spec.model, ctx)  # the sound file passes; the damages read what its checks found
+    broken = 0
+    for i, check in enumerate(spec.model):
+        if check.damage is None or not V.applies(check, ctx):
+            continue
+        bad = tmp_path / f"m{i}.npz"
+        docs = _damaged(ctx, check, bad, ck.MODEL_FORMAT)
+        with pytest.raises(ValueError) as info:
+            registry.load(bad, fingerprint=index.fingerprint, doc_len=docs)
+        _refused_by(check, info.value, bad)
+        if docs is ctx.collection:  # the file alone is damaged: the ranker's load refuses it too
+            with pytest.raises(ValueError) as info:
+                load_model(bad, index)
+            _refused_by(check, info.value, bad)
+        broken += 1
+    assert broken >= 5, (kind, broken)
+
+    # the priors among the header's parameters
+    for name, _ in spec.priors:
+        bad = tmp_path / f"p-{name}.npz"
+        header = {k: v for k, v in f.header.items() if k not in _FORMAT_KEYS}
+        ck.write_model_file(bad, dict(header, params=dict(header["params"], **{name: V.ABSURD})), f.arrays)
+        with pytest.raises(ValueError, match=rf"^{bad}: header parameter refused: {name} must be a "
+                                             rf"number in \[1e-10, 1e\+10\]"):
+            load_model(bad, index)
+
+    if not spec.checkpoint:
+        return
+    ctx, corpus = _checkpoint_context(kind, index, ckpt)
+    jobs = []
+    for i, check in enumerate(spec.checkpoint):
+        if check.damage is None or not V.applies(check, ctx):
+            continue
+        bad = tmp_path / f"c{i}.ckpt"
+        _damaged(ctx, check, bad, ck.CHECKPOINT_FORMAT)
+        with pytest.raises(ValueError) as info:
+            validate_files.gibbs_checkpoint(ctx.model, bad, ck.read_model_file(bad, ck.CHECKPOINT_FORMAT), corpus)
+        _refused_by(check, info.value, bad)
+        jobs.append(("resume", str(bad)))
+    assert len(jobs) >= 4, (kind, jobs)
+    # and a resume refuses every one of them before its first sweep (in a subprocess: no kernel
+    # may run on them)
+    for p, res in run_worker(kind, index, jobs).items():
+        assert res.startswith(f"error: {p}: ") and "\n" not in res, (kind, p, res)
+
+
+@pytest.mark.parametrize("kind", ["lda", "pam", "tcm", "avipam"])
+def test_a_model_of_fewer_documents_than_the_index_is_refused(kind, collection, tmp_path):
+    """Issue 59: a file whose document tables hold one document fewer than the index, its header
+    untouched (the index's fingerprint), was ranked reading past its arrays; now the ranker's
+    load, `run` and the console refuse it in one line naming the file."""
+    from models.corpus import make_corpus
+    from retrieval.core.modelfiles import index_corpus, load_model, training_inputs
+    from retrieval.ui.console import Session
+
+    index, topics = collection
+    cls = registry.model_class(kind)
+    full = index_corpus(index)
+    n = int(full.doc_ptr[-2])  # the tokens of every document but the last
+    short = make_corpus(full.doc_ptr[:-1], full.term_ids[:n], n_terms=full.n_terms,
+                        fingerprint=full.fingerprint)
+    est = cls(**cls.quick_params)
+    inputs = {k: v[:n] if len(v) == full.n_tokens else v
+              for k, v in training_inputs(index, est, False).items()}
+    path = tmp_path / f"{kind}.npz"
+    est.fit(short, **inputs).save(path)
+    with pytest.raises(ValueError) as info:
+        load_model(path, index)
+    want = f"describes {full.n_docs - 1} documents, but the index has {full.n_docs}; not a model of this index"
+    assert one_line_refusal(info.value, path) and want in str(info.value), str(info.value)
+    out = "".join(text for _, text in Session(index).execute(f":model {path}"))
+    assert out.startswith("error: ") and want in out and out.count("\n") == 1, out
+    proc = cli("run", "--index", index.path, "--topics", topics, "--model", path,
+               "--out-dir", tmp_path / "runs", cwd=tmp_path)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 2 and err.count("\n") == 1 and want in err, err

@@ -231,3 +231,76 @@ def test_jvm_crash_report_goes_to_the_temporary_directory(tmp_path):
     assert proc.returncode != 0
     assert list(cwd.iterdir()) == []
     assert [p.name.startswith("topicir-hs_err_pid") for p in tmp.iterdir()] == [True]
+
+
+# -- the one pass over a count table against its plain numpy twin -----------------------------
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_table_pass_agrees_with_numpy(strict):
+    """scan_table (models/_kernels/validate.py) gives the segment totals, the column totals and
+    the first bad index, order and count that numpy gives, on sound tables and damaged ones."""
+    from models._kernels.validate import BAD_COUNT, BAD_INDEX, BAD_ORDER, scan_table
+
+    rng = np.random.default_rng(7)
+    R, n, cols = 3, 6, 9
+    for trial in range(40):
+        lens = rng.integers(0, 5, size=(R, n))
+        ptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+        ptr = np.hstack([ptr[:-1].reshape(R, n)[:, :1], ptr[1:].reshape(R, n)])
+        idx = np.concatenate([np.sort(rng.choice(cols, size=k, replace=not strict)) for k in lens.ravel()])
+        idx = idx.astype(np.int32)
+        cnt = rng.integers(0, 5, size=len(idx)).astype(np.int32)
+        if trial % 2 and len(idx):  # damaged: an index out of range, a swap, a negative count
+            j = rng.integers(len(idx), size=3)
+            idx[j[0]] = rng.choice([-1, cols, 2 ** 31 - 1])
+            idx[j[1]], cnt[j[2]] = rng.integers(cols), -rng.integers(1, 3)
+        seg = np.empty((R, n), dtype=np.int64)
+        col = np.zeros((R, cols), dtype=np.int64)
+        first = np.full((R, 3), -1, dtype=np.int64)
+        scan_table(ptr, idx, cnt, cols, strict, seg, col, first)
+        # the twin: every segment and entry in plain numpy
+        starts = np.zeros(len(idx), dtype=bool)
+        starts[ptr[:, :-1].ravel()[lens.ravel() > 0]] = True
+        step = np.diff(idx.astype(np.int64))
+        bad_order = np.flatnonzero(((step < 1) if strict else (step < 0)) & ~starts[1:]) + 1
+        bad_index = np.flatnonzero((idx < 0) | (idx >= cols))
+        bad_count = np.flatnonzero(cnt < 0)
+        for r in range(R):
+            lo, hi = ptr[r, 0], ptr[r, -1]
+            for which, bad in ((BAD_INDEX, bad_index), (BAD_ORDER, bad_order), (BAD_COUNT, bad_count)):
+                mine = bad[(bad >= lo) & (bad < hi)]
+                assert first[r, which] == (mine[0] if mine.size else -1), (trial, r, which)
+            assert seg[r].tolist() == [int(cnt[a:b].sum()) for a, b in zip(ptr[r, :-1], ptr[r, 1:])]
+            if (first[r] < 0).all():  # a sound row: its column totals
+                assert (col[r] == np.bincount(idx[lo:hi], weights=cnt[lo:hi], minlength=cols)).all()
+
+
+# -- aviPAM's prior variances and masks: what the header's priors and architecture give ---------
+
+@pytest.mark.parametrize("n_chains", [1, 2])
+def test_avipam_network_buffers_must_match_the_header(tmp_path, n_chains):
+    """A prior variance of 1e30 (or a mask that drops an edge) in an aviPAM model file or
+    checkpoint is refused in one line naming the file and the array, before any training step."""
+    from models import checkpoint as ck
+    from models.avipam import AVIPAM
+
+    corpus = synthetic_corpus(30, 40, 4, seed=2)
+    kw = dict(AVIPAM.quick_params, n_chains=n_chains, epochs=2)
+    path, ckpt = tmp_path / "m.npz", tmp_path / "m.ckpt"
+    AVIPAM(**kw).fit(corpus, checkpoint=ckpt).save(path)  # the checkpoint of its last epoch stays
+    for target, kind in ((path, ck.MODEL_FORMAT), (ckpt, ck.CHECKPOINT_FORMAT)):
+        f = ck.read_model_file(target, kind=kind)
+        header = {k: v for k, v in f.header.items() if k not in ("format", "format_version",
+                                                                  "topicir_version", "arrays")}
+        for key, value in (("prior_var1", 1e30), ("mask1", False)):
+            name = next(k for k in f.arrays if k.endswith(key))
+            a = f.arrays[name].copy()
+            a.flat[0] = value
+            bad = tmp_path / f"bad-{key}{target.suffix}"
+            ck.write_model_file(bad, header, dict(f.arrays, **{name: a}), kind=kind)
+            want = rf"^{bad}: {name} is not what the header's architecture and priors give"
+            with pytest.raises(ValueError, match=want):
+                if kind == ck.MODEL_FORMAT:
+                    AVIPAM.load(bad)
+                else:
+                    AVIPAM(**kw).fit(corpus, checkpoint=bad)

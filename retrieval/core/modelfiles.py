@@ -14,6 +14,8 @@ import logging
 import math
 from pathlib import Path
 
+import numpy as np
+
 from models import registry
 from models.atomic import check_writable, remove_stale, stale_temporaries, target_lock
 from models.checkpoint import read_header
@@ -162,19 +164,27 @@ def training_inputs(index: Index, model, progress: bool = True) -> dict:
 
 
 def load_model(path, index: Index, kind: str | None = None):
-    """Load a model file for use with ``index`` (refused if trained on another index, or, with
-    ``kind``, if it holds another kind of model). On an index grown from the model's own by
-    ``topicir index --add`` it is an :class:`~retrieval.core.extension.ExtendedModel`: the added
-    documents are folded in."""
+    """Load a model file for use with ``index`` (refused if trained on another index, if its
+    document tables disagree with the index's documents, or, with ``kind``, if it holds another
+    kind of model). On an index grown from the model's own by ``topicir index --add`` it is an
+    :class:`~retrieval.core.extension.ExtendedModel`: the added documents are folded in."""
     from .extension import document_model, parent_state
 
     parent = parent_state(index, read_header(path).get("fingerprint"))
     if parent is not None:
-        model = document_model(registry.load(path, fingerprint=parent["fingerprint"]), index)
+        model = document_model(registry.load(path, fingerprint=parent["fingerprint"],
+                                             doc_len=doc_lengths(index, parent["n_docs"])), index)
         log.info("%s was trained on the first %d of the %d documents of %s; the other %d are folded in",
                  path, parent["n_docs"], index.stats.n_docs, index.path, index.stats.n_docs - parent["n_docs"])
     else:
-        model = registry.load(path, fingerprint=index.fingerprint)
+        model = registry.load(path, fingerprint=index.fingerprint, doc_len=doc_lengths(index))
     if kind is not None and model.kind != kind:
         raise ValueError(f"{path}: holds a {model.kind} model; this command needs a {kind} model")
     return model
+
+
+def doc_lengths(index: Index, n_docs: int | None = None):
+    """Token counts of the first ``n_docs`` (default: all) documents of ``index``, which a model
+    trained on them must hold: a grown index keeps its earlier documents in its first rows."""
+    ptr = index.stats.doc_ptr
+    return np.diff(ptr[:(len(ptr) if n_docs is None else n_docs + 1)]).astype(np.int64)
