@@ -40,12 +40,5 @@ def main(argv=None) -> int:
         return 130
 
 
-def build_parser():
-    """The ``topicir`` parser (see :mod:`retrieval.ui.cli_parser`)."""
-    from .cli_parser import build_parser
-
-    return build_parser()
-
-
 if __name__ == "__main__":
     raise SystemExit(main())
