@@ -1,15 +1,27 @@
 """Topic models for topicir: corpora, the model protocol and registry, and the trainers.
 
 This package never imports ``retrieval``, jnius or pyserini (and torch only for the kinds that
-need it, on first use through the registry).
+need it, on first use through the registry). Its names are imported on first use (PEP 562), so
+that ``import models`` (and the ``topicir`` command's start) loads no numpy or numba.
 """
-from .base import TopicModel
-from .corpus import Corpus, corpus_from_docs, make_corpus, synthetic_corpus
-from .lda import LDA
-from .pam import PAM
-from .progress import TqdmCallback
-from .registry import kinds, load, model_class
-from .tcm import TCM
+import importlib
 
-__all__ = ["Corpus", "LDA", "PAM", "TCM", "TopicModel", "TqdmCallback", "corpus_from_docs", "kinds",
-           "load", "make_corpus", "model_class", "synthetic_corpus"]
+_EXPORTS = {
+    "TopicModel": "base", "Corpus": "corpus", "corpus_from_docs": "corpus", "make_corpus": "corpus",
+    "synthetic_corpus": "corpus", "LDA": "lda", "PAM": "pam", "TCM": "tcm", "TqdmCallback": "progress",
+    "kinds": "registry", "load": "registry", "model_class": "registry",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -46,7 +46,7 @@ class GroupedLDA(LDA):
     Parameters
     ----------
     n_topics : int, default=800
-        K.
+        K, the number of topics.
     alpha : float or None, default=None
         Symmetric prior of theta_d, which draws the topics of the document's groups; None means
         ``50 / n_topics`` (Steyvers & Griffiths, as for LDA).

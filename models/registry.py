@@ -6,8 +6,6 @@ for it in ``retrieval/adapters/<kind>.py``.
 """
 import importlib
 
-from .checkpoint import read_header
-
 _KINDS = {
     "lda": "models.lda:LDA",
     "pam": "models.pam:PAM",
@@ -23,11 +21,17 @@ def kinds():
     return list(_KINDS)
 
 
-def model_class(kind):
-    """The estimator class of ``kind`` (a ValueError listing the kinds for an unknown one)."""
+def class_path(kind):
+    """Where the estimator of ``kind`` lives, ``"module:Class"`` (a ValueError listing the kinds
+    for an unknown one); the command line reads its parameters from there without importing it."""
     if kind not in _KINDS:
         raise ValueError(f"unknown model kind {kind!r}; choose from {', '.join(_KINDS)}")
-    module, name = _KINDS[kind].split(":")
+    return _KINDS[kind]
+
+
+def model_class(kind):
+    """The estimator class of ``kind`` (a ValueError listing the kinds for an unknown one)."""
+    module, name = class_path(kind).split(":")
     return getattr(importlib.import_module(module), name)
 
 
@@ -41,6 +45,8 @@ def load(path, fingerprint=None, doc_len=None):
     """Load any registered model file, refused (ValueError naming the file) when its kind is
     unknown, it was trained on another ``fingerprint`` or its documents disagree with
     ``doc_len`` (the token counts of the index's documents it describes)."""
+    from .checkpoint import read_header  # numpy: not for `kinds()` at the command's start
+
     header = read_header(path)
     kind = kind_of_header(header)
     if kind is None:

@@ -95,7 +95,7 @@ class TCM(TCMFoldInMixin, TCMDocumentModel, GibbsModel):
     Parameters
     ----------
     n_topics : int, default=100
-        K.
+        K, the number of topics.
     alpha : float or None, default=None
         Symmetric document-topic prior; None means ``50 / n_topics`` as for LDA. (The paper uses
         1 / n_topics; with it documents keep few topics and retrieval worsens as K grows.)

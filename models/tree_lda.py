@@ -38,7 +38,7 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
     Parameters
     ----------
     n_topics : int, default=100
-        K.
+        K, the number of topics.
     alpha : float or None, default=None
         Symmetric document-topic prior per topic; None means ``50 / n_topics`` (as for LDA).
     beta_root : float, default=0.01

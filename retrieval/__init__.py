@@ -1,29 +1,44 @@
 """topicir: query likelihood over Lucene indexes, smoothed with topic models.
 
 The public API: everything a user composes an experiment from (see the README's Python API).
-Importing it starts no JVM; the JVM starts on the first index build or Lucene baseline.
+Importing it starts no JVM (the JVM starts on the first index build or Lucene baseline) and
+loads nothing heavy: each name is imported on first use (PEP 562).
 """
-from models import TopicModel, kinds, model_class
+import importlib
+
 from models._version import __version__
 
-from .core.baselines import BASELINES, run_baseline
-from .core.evaluate import aggregate, per_topic
-from .core.feedback import Expansion, Settings as FeedbackSettings, read_expansions, run_feedback, sweep_feedback
-from .core.frames import per_topic_frame, run_frame
-from .core.index import Index, build_index
-from .core.infer import fold_in_texts, infer, text_term_ids
-from .core.modelfiles import load_model, train_model
-from .core.ranking import PreparedQuery, prepare, rank, run_name, run_topics, save_run, sweep_topics
-from .core.scoring import LAM, MU
-from .core.sources import load_qrels, load_topics
-from .core.trec import Qrel, ScoredDoc, Topic, read_run, write_run
+_EXPORTS = {
+    "TopicModel": "models", "kinds": "models", "model_class": "models",
+    "BASELINES": ".core.baselines", "run_baseline": ".core.baselines",
+    "aggregate": ".core.evaluate", "per_topic": ".core.evaluate",
+    "Expansion": ".core.feedback", "FeedbackSettings": ".core.feedback:Settings",
+    "read_expansions": ".core.feedback", "run_feedback": ".core.feedback", "sweep_feedback": ".core.feedback",
+    "per_topic_frame": ".core.frames", "run_frame": ".core.frames",
+    "Index": ".core.index", "build_index": ".core.index",
+    "fold_in_texts": ".core.infer", "infer": ".core.infer", "text_term_ids": ".core.infer",
+    "load_model": ".core.modelfiles", "train_model": ".core.modelfiles",
+    "PreparedQuery": ".core.ranking", "prepare": ".core.ranking", "rank": ".core.ranking",
+    "run_name": ".core.ranking", "run_topics": ".core.ranking", "save_run": ".core.ranking",
+    "sweep_topics": ".core.ranking",
+    "LAM": ".core.scoring", "MU": ".core.scoring",
+    "load_qrels": ".core.sources", "load_topics": ".core.sources",
+    "Qrel": ".core.trec", "ScoredDoc": ".core.trec", "Topic": ".core.trec", "read_run": ".core.trec",
+    "write_run": ".core.trec",
+}
 
-__all__ = [
-    "BASELINES", "Expansion", "FeedbackSettings", "Index", "LAM", "MU", "PreparedQuery", "Qrel", "ScoredDoc", "Topic", "TopicModel",
-    "__version__", "aggregate", "build_index", "fold_in_texts", "infer", "kinds", "load_model",
-    "load_qrels", "load_topics",
-    "model_class", "per_topic", "per_topic_frame", "prepare", "rank", "read_expansions", "read_run",
-    "run_baseline", "run_feedback", "run_frame", "run_name", "run_topics", "save_run", "sweep_feedback",
-    "sweep_topics", "text_term_ids", "train_model",
-    "write_run",
-]
+__all__ = sorted(["__version__", *_EXPORTS])
+
+
+def __getattr__(name):
+    """``retrieval.NAME``: the API name, imported from its module on first use."""
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, _, attr = _EXPORTS[name].partition(":")
+    value = getattr(importlib.import_module(module, __name__), attr or name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from retrieval.core.ranking import changed_settings, read_settings
-from retrieval.ui.cli import build_parser, main
+from retrieval.ui.cli import main
+from retrieval.ui.cli_parser import build_parser
 
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).resolve().parents[1]
@@ -113,7 +114,7 @@ def test_quiet_is_accepted_in_both_places(argv, quiet):
 
 
 def build_parser_quiet():
-    from retrieval.ui.cli import _quiet_everywhere
+    from retrieval.ui.cli_parser import _quiet_everywhere
 
     parser = build_parser()
     _quiet_everywhere(parser)

@@ -86,7 +86,7 @@ def test_write_is_atomic(tmp_path, monkeypatch):
 
 
 def test_quick_settings_take_the_place_of_defaults_only(monkeypatch):
-    from retrieval.ui.cli import _quiet_everywhere, build_parser
+    from retrieval.ui.cli_parser import _quiet_everywhere, build_parser
     from retrieval.ui.cli_tables import options
 
     parser = build_parser()
@@ -104,7 +104,7 @@ def test_quick_settings_take_the_place_of_defaults_only(monkeypatch):
 
 
 def test_every_command_declares_quick_settings_that_are_its_options():
-    from retrieval.ui.cli import build_parser
+    from retrieval.ui.cli_parser import build_parser
     from retrieval.ui.cli_bench import AVIPAM, BENCHES
     from retrieval.ui.cli_reproduce import REPRODUCTIONS
 

@@ -60,3 +60,84 @@ def test_train_help_reads_as_plain_text(kind, capsys):
         main(["train", kind, "--help"])
     out = capsys.readouterr().out
     assert "--threads" in out and "`" not in out and ":func:" not in out and ":meth:" not in out
+
+
+# -- issue 59 -------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def ql_run(index_dir, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("ux-run") / "ql.txt"
+    assert main(["-q", "run", "--index", str(index_dir), "--topics", str(DATA / "topics.trec"), "--out", str(out)]) == 0
+    return out
+
+
+def test_eval_takes_runs_after_the_measures_and_trec_eval_names(ql_run, tmp_path, capsys):
+    other = tmp_path / "other.txt"
+    other.write_text("1 Q0 AP880212-0003 1 2.0 x\n1 Q0 AP880212-0001 2 1.0 x\n")
+    capsys.readouterr()
+    with pytest.warns(UserWarning, match="1 judged topics have no results"):
+        assert main(["eval", "--qrels", str(DATA / "qrels.txt"), "--measures", "AP", "P@10", str(ql_run), str(other)]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines() if line.startswith(("ql.txt", "other.txt"))]
+    assert rows == [["ql.txt", "1.0000", "0.1500", "2", "2"], ["other.txt", "0.1250", "0.0500", "2", "1"]]  # topic 1: AP 1/2 of 2 relevant; 2 counts 0
+    assert main(["eval", str(ql_run), "--qrels", str(DATA / "qrels.txt"), "--measures", "map", "ndcg_cut_10",
+                 "P_10", "--per-topic"]) == 0
+    out = capsys.readouterr().out
+    per_topic, means = out.split("qrels:")
+    assert per_topic.splitlines()[1].split() == ["topic", "AP", "nDCG@10", "P@10"]  # a topic's AP is no mean
+    assert means.splitlines()[1].split() == ["run", "MAP", "nDCG@10", "P@10", "topics", "ranked"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--measures", "AP", "P@10"], "the following arguments are required: RUN"),
+    (["--measures", "bogus", "r.txt"], "argument --measures: unknown measure 'bogus'"),
+])
+def test_eval_refuses_no_run_or_an_unknown_measure(argv, message, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["eval", "--qrels", str(DATA / "qrels.txt"), *argv])
+    assert exc.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_compare_writes_its_runs_into_out_dir_tagged_with_their_settings(index_dir, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["-q", "compare", "--index", str(index_dir), "--topics", str(DATA / "topics.trec"), "--qrels",
+                 str(DATA / "qrels.txt"), "--methods", "ql", "bm25", "--mu", "500", "--out-dir", "mine"]) == 0
+    assert not (tmp_path / "topics_runs").exists()
+    runs = sorted((tmp_path / "mine").glob("*.txt"))
+    assert [p.name for p in runs] == ["run.ap-mini.topics.title.bm25.txt", "run.ap-mini.topics.title.ql.mu500.txt"]
+    assert [{r.split()[-1] for r in p.read_text().splitlines()} for p in runs] == [{"topicir-bm25"}, {"topicir-ql.mu500"}]
+
+
+def test_run_tags_say_the_settings_of_every_run_of_a_sweep(index_dir, tmp_path):
+    from retrieval.core.index import Index
+    from retrieval.core.modelfiles import train_model
+
+    _, model = train_model(Index(index_dir), "lda", tmp_path / "lda.npz", progress=False, n_topics=2, n_chains=1,
+                           n_iter=4, burn_in=2, sample_every=1)
+    assert main(["-q", "run", "--index", str(index_dir), "--topics", str(DATA / "topics.trec"), "--model", str(model),
+                 "--lam", "0.5,0.7", "--out-dir", str(tmp_path / "runs")]) == 0
+    tags = {p.name: {line.split()[-1] for line in p.read_text().splitlines()} for p in (tmp_path / "runs").glob("*.txt")}
+    assert tags == {"run.ap-mini.topics.title.lda.mu1000_lam0.5.txt": {"topicir-lda.mu1000_lam0.5"},
+                    "run.ap-mini.topics.title.lda.mu1000_lam0.7.txt": {"topicir-lda.mu1000_lam0.7"}}
+
+
+def test_bad_topics_manifest_and_depth_are_named(index_dir, tmp_path, capsys):
+    topics = tmp_path / "binary.dat"
+    topics.write_bytes(b"7\tairbus\n1\x0b2\tfoo bar\n")
+    args = ["-q", "run", "--index", str(index_dir), "--out-dir", str(tmp_path / "runs")]
+    assert main(args + ["--topics", str(topics)]) == 2
+    assert capsys.readouterr().err == (f"topicir run: error: {topics}:2: topic id '1\\x0b2' holds whitespace; "
+                                       f"is this a topics file?\n")
+    import shutil
+
+    broken = tmp_path / "broken"
+    shutil.copytree(index_dir, broken)
+    manifest = broken / "topicir.json"
+    manifest.write_text(manifest.read_text()[:1] + "\n")  # truncated
+    assert main(["-q", "run", "--index", str(broken), "--topics", str(DATA / "topics.trec")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"topicir run: error: {manifest}: not a readable index manifest (Expecting ")
+    assert err.count("\n") == 1
+    with pytest.raises(SystemExit) as exc:
+        main(args + ["--topics", str(DATA / "topics.trec"), "--depth", "-5"])
+    assert exc.value.code == 2 and "argument --depth: expected an integer >= 1, got '-5'" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()

@@ -285,3 +285,48 @@ def test_open_session_with_a_model_file(index, tmp_path):
     assert "AP880212" in out and "lam=0.5" in out
     why = text(session.execute(":why 1"))
     assert "P_TM" in why and "top topics of" in why
+
+
+def test_a_long_typed_or_pasted_line_is_cut_and_memory_stays_bounded(index, monkeypatch):
+    """Issue 59: 200 KB typed (or pasted without bracketed paste, every character a key) grew the
+    console by the square of the length (prompt_toolkit keeps the line per key for undo) until the
+    kernel killed it. The line stops at LINE_LIMIT characters: memory stays flat."""
+    import random
+    import string
+    import tracemalloc
+
+    from prompt_toolkit.input import create_pipe_input
+    from prompt_toolkit.output import DummyOutput
+
+    from retrieval.ui import console_app
+
+    monkeypatch.setattr(console_app, "LINE_LIMIT", 300)
+    s = Session(index)
+    seen = []
+    monkeypatch.setattr(s, "execute", lambda line: seen.append(line) or [])
+    rnd = random.Random(0)
+    typed = "".join(rnd.choice(string.ascii_lowercase + " ") for _ in range(3000))
+    with create_pipe_input() as inp:  # prompt_toolkit loaded before memory is traced
+        inp.send_text("airbus\r\x04")
+        repl(s, input=inp, output=DummyOutput(), write=lambda f: None)
+    tracemalloc.start()
+    try:
+        with create_pipe_input() as inp:
+            inp.send_text(typed + "\r" + "\x1b[200~" + typed + "\x1b[201~" + "\r\x04")
+            repl(s, input=inp, output=DummyOutput(), write=lambda f: None)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert seen[1:] == [typed[:300], typed[:300]]  # typed, then pasted: both cut, Enter still works
+    assert peak < 6e6, f"{peak / 1e6:.1f} MB for a 3,000-character line (unbounded: 12 MB)"
+
+
+def test_hits_must_be_a_positive_count(index, capsys):
+    from retrieval.ui.cli import main
+    from retrieval.ui.console_text import ConsoleError
+
+    with pytest.raises(ConsoleError, match=r"hits must be a whole number in \[1, 1000\], got '-1'"):
+        Session(index, hits=-1)
+    with pytest.raises(SystemExit) as exc:
+        main(["console", "--index", str(index.path), "--hits", "-1"])
+    assert exc.value.code == 2 and "argument --hits: expected an integer >= 1, got '-1'" in capsys.readouterr().err

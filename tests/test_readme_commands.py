@@ -272,7 +272,7 @@ def test_rules_on_a_made_up_page(tmp_path):
 def test_every_printed_command_parses(tmp_path):
     """Every printed topicir line, the slow ones included, is accepted by the command's parser:
     a renamed option or a missing subcommand fails here without running anything."""
-    from retrieval.ui.cli import build_parser
+    from retrieval.ui.cli_parser import build_parser
 
     parser = build_parser()
     lines = [p.values[0] for p in printed_commands() if not isinstance(p.values[0], Block)]

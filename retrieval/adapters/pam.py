@@ -12,9 +12,6 @@ from __future__ import annotations
 import io
 from typing import NamedTuple
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-
 
 class SubTopic(NamedTuple):
     sub: int
@@ -58,6 +55,9 @@ def correlation_figure(rows: list[SuperTopic], fmt: str = "png", n_words: int = 
         for s in r.subs:
             if s.sub not in [t.sub for t in subs]:
                 subs.append(s)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # here: `topicir pam-view --help` stays fast
+    from matplotlib.figure import Figure
+
     height = max(len(rows), len(subs), 2) * 0.32 + 1
     fig = Figure(figsize=(11, height))
     ax = fig.add_subplot(1, 1, 1)

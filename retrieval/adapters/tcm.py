@@ -17,13 +17,10 @@ from __future__ import annotations
 
 from functools import partial
 
-import numpy as np
-
-from ..core.ranking import QueryExtra
-from ..core.scoring import OMEGA
-from .tcm_sequences import index_splits, known_splits, query_collocations
-
 PSEUDO = 5.0
+
+# numpy, numba and the ranking modules are imported where used, so that the `tcm-view` command's
+# start (and its --help) loads none of them.
 
 
 def _show(model, terms, type_id) -> str:
@@ -32,6 +29,8 @@ def _show(model, terms, type_id) -> str:
 
 def topic_order(model, chain: int = 0) -> np.ndarray:
     """Topics by their mean number of collocations over the kept samples of ``chain``, largest first."""
+    import numpy as np
+
     css = list(model._cs_of_chain(chain))
     size = model.n_k_samples_[css].mean(axis=0)
     return np.lexsort((np.arange(model.n_topics), -size))
@@ -78,6 +77,8 @@ def view_text(rows, phrases=None) -> str:
 
 
 def training_inputs(index, progress: bool = True) -> dict:
+    from .tcm_sequences import index_splits
+
     return {"split": index_splits(index, progress=progress)}
 
 
@@ -86,6 +87,10 @@ def fold_in_inputs(index, model, n_docs: int, to_model) -> dict:
     the model was trained), over the tokens the model knows (``to_model``: the model's term id
     of every index term, -1 for terms it never saw): the index's flags, and a split before every
     left-out term, so that no collocation joins the terms on either side of it."""
+    import numpy as np
+
+    from .tcm_sequences import index_splits, known_splits
+
     s = index.stats
     lo = int(s.doc_ptr[n_docs])
     split = index_splits(index, progress=False)[lo:]
@@ -95,6 +100,8 @@ def fold_in_inputs(index, model, n_docs: int, to_model) -> dict:
 
 def _p_c_d(model, term_ids, seg_ptr, per_sample: bool):
     """P_TCM(c|d) of the collocations ``term_ids[seg_ptr[i]:seg_ptr[i + 1]]`` (index term ids)."""
+    import numpy as np
+
     to_model = getattr(model, "to_model", None)
     if to_model is not None:  # a grown index: the model's documents, then the folded-in ones
         if per_sample:
@@ -107,6 +114,10 @@ def _p_c_d(model, term_ids, seg_ptr, per_sample: bool):
 
 
 def query_extra(index, model, text: str, query) -> QueryExtra:
+    from ..core.ranking import QueryExtra
+    from ..core.scoring import OMEGA
+    from .tcm_sequences import query_collocations
+
     col = query_collocations(index, model, text)
     return QueryExtra(col.terms, col.postings, col.p_c, OMEGA, partial(_p_c_d, model, col.term_ids, col.seg_ptr),
                       parts=(col.term_ids, col.seg_ptr))
@@ -116,6 +127,8 @@ def batch_tables(model, term_ids, extras) -> tuple:
     """P_TCM(w|d) of ``term_ids`` and the P_TCM(c|d) tables of many queries' collocations
     (``query_extra``'s ``parts``) from one pass over the documents (a term is a one-word
     collocation): ((n_docs, n_terms), [each query's (n_docs, n_collocations)])."""
+    import numpy as np
+
     if getattr(model, "to_model", None) is not None:  # a grown index: model and fold-in apart
         return model.p_w_d(term_ids), [e.p_tm(False) for e in extras]
     ids = np.concatenate([term_ids] + [e.parts[0] for e in extras])

@@ -41,6 +41,7 @@ from models.lda import LDA, joint_log_lik
 from ..core.scoring import Query, Scorer, top_k
 from ..core.stats import CollectionStats
 from ..core.tables import Table, fixed
+from . import import_tomotopy
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +78,7 @@ def run_topicir(corpus, k, iters, n_shards, threads, seed):
 
 
 def run_tomotopy(corpus, k, iters, threads, seed):
-    import tomotopy as tp
+    tp = import_tomotopy()
 
     mdl = tp.LDAModel(tw=tp.TermWeight.ONE, k=k, alpha=50.0 / k, eta=0.01, seed=seed)
     mdl.optim_interval = 0

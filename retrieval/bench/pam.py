@@ -30,6 +30,7 @@ from models.corpus import make_corpus, synthetic_corpus
 from models.pam import PAM, pam_log_lik
 
 from ..core.tables import Table, fixed
+from . import import_tomotopy
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +63,7 @@ def run_topicir(corpus, s, s2, iters, sampler, n_shards, threads, seed, prune_st
 
 
 def run_tomotopy(corpus, s, s2, iters, threads, seed):
-    import tomotopy as tp
+    tp = import_tomotopy()
 
     mdl = tp.PAModel(tw=tp.TermWeight.ONE, k1=s, k2=s2, alpha=0.01, subalpha=0.01, eta=0.01, seed=seed)
     kept = []

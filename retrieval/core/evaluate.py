@@ -13,17 +13,32 @@ import ir_measures
 from .trec import Qrel, ScoredDoc
 
 DEFAULT_MEASURES = ("AP", "P@10", "nDCG@10", "R@1000")
-ALIASES = {"MAP": "AP", "map": "AP", "ndcg@10": "nDCG@10", "p@10": "P@10", "recall@1000": "R@1000"}
+ALIASES = {"MAP": "AP", "ndcg@10": "nDCG@10", "p@10": "P@10", "recall@1000": "R@1000"}
+
+
+def parse_measure(name: str) -> list:
+    """The ir_measures measures ``name`` stands for: an ir_measures name (``AP``, ``nDCG@10``,
+    ``MAP``), or trec_eval's (``map``, ``ndcg_cut_10``, ``P_10``; ``ndcg_cut`` is its every cutoff)."""
+    try:
+        return [ir_measures.parse_measure(ALIASES.get(name, name))]
+    except (ValueError, NameError, SyntaxError) as exc:
+        try:
+            return list(ir_measures.parse_trec_measure(name))
+        except (ValueError, NameError, SyntaxError, KeyError):
+            raise ValueError(f"unknown measure {name!r}; try AP (MAP), P@10, nDCG@10, R@1000 or trec_eval's "
+                             f"names such as map, P_10, ndcg_cut_10 ({exc})") from None
+
+
+def is_measure(name: str) -> bool:
+    try:
+        return bool(parse_measure(name))
+    except ValueError:
+        return False
 
 
 def parse_measures(names: Iterable[str]) -> list:
-    out = []
-    for name in names:
-        try:
-            out.append(ir_measures.parse_measure(ALIASES.get(name, name)))
-        except (ValueError, NameError, SyntaxError) as exc:
-            raise ValueError(f"unknown measure {name!r}; try MAP, P@10, nDCG@10, R@1000 ({exc})") from None
-    return out
+    """The measures of ``names`` (see :func:`parse_measure`), each once, in order."""
+    return list(dict.fromkeys(m for name in names for m in parse_measure(name)))
 
 
 def judged_topics(qrels: Sequence[Qrel]) -> set[str]:

@@ -402,7 +402,11 @@ class Index:
             hint = " (an interrupted build?)" if self.path.name.startswith(".") else ""
             raise FileNotFoundError(f"{self.path}: not a topicir index{hint}: {MANIFEST} is missing; "
                                     f"build one with `topicir index SOURCE --out {self.path}`")
-        self.manifest = json.loads(manifest.read_text())
+        try:
+            self.manifest = json.loads(manifest.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"{manifest}: not a readable index manifest ({exc}); rebuild the index with "
+                             f"`topicir index SOURCE --out {self.path} --force`") from None
         launch_numba_threads()  # before any parallel kernel reads the index: idle threads sleep
 
     def __repr__(self) -> str:

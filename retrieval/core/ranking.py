@@ -251,6 +251,12 @@ def run_name(topics_name: str, model_name: str, **params) -> str:
     return ".".join(p for p in ("run", clean(topics_name), clean(model_name), settings, "txt") if p)
 
 
+def run_tag(model_name: str, **params) -> str:
+    """The tag column of a run :func:`run_name` names: ``topicir-<model>.<params>``, so that the
+    runs of a sweep (one model, several lam) keep apart once merged into one file."""
+    return "topicir-" + run_name("", model_name, **params)[len("run."):-len(".txt")]
+
+
 def settings_path(run_path) -> Path:
     """The settings file beside a run: ``<run>.json``."""
     run_path = Path(run_path)
@@ -276,11 +282,11 @@ def topics_key(source) -> str:
 
 def changed_settings(old: dict, new: dict) -> list[str]:
     """The settings that differ between two runs' records and change the ranking: not the
-    version or the date, not the spelling of the topic source, not the index's path when its
-    fingerprint is the same, not mu for a method that has none (BM25)."""
+    version, the date or the tag (it names the settings), not the spelling of the topic source,
+    not the index's path when its fingerprint is the same, not mu for a method that has none (BM25)."""
     from .baselines import MU_FREE
 
-    ignore = {"written", "topicir"}
+    ignore = {"written", "topicir", "tag"}
     if old.get("fingerprint") and old.get("fingerprint") == new.get("fingerprint"):
         ignore.add("index")
     if new.get("method") in MU_FREE and old.get("method") == new.get("method"):

@@ -8,16 +8,18 @@ from dataclasses import dataclass, field
 @dataclass
 class Table:
     """Rows of one table (the first key of the rows is the label column); ``notes`` are lines
-    shown under it (settings, caveats), ``digits`` the decimals of float cells."""
+    shown under it (settings, caveats), ``digits`` the decimals of float cells; ``means``: the
+    cells are means over topics, so an AP column is headed MAP (a per-topic table keeps AP)."""
 
     title: str
     rows: list[dict]
     notes: list[str] = field(default_factory=list)
     digits: int = 4
+    means: bool = True
 
     def _cells(self) -> tuple[list[str], list[list[str]]]:
         keys = list(self.rows[0]) if self.rows else []
-        header = [keys[0]] + ["MAP" if k == "AP" else k for k in keys[1:]] if keys else []
+        header = [keys[0]] + ["MAP" if k == "AP" and self.means else k for k in keys[1:]] if keys else []
         cells = [[self._cell(r.get(k, "")) for k in keys] for r in self.rows]
         return header, cells
 

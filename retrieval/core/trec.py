@@ -154,6 +154,9 @@ def _tsv_topics(text: str, name: str) -> Iterator[tuple[Topic, int]]:
                 name,
                 line,
             )
+        if len(qid.split()) != 1:  # a run could not name it (binary data, a vertical tab)
+            raise TrecFormatError(f"topic id {quote(qid.strip())} holds whitespace; is this a topics file?",
+                                  name, line)
         yield Topic(norm_qid(qid.strip()), " ".join(query.split()), "", ""), line
 
 

@@ -5,7 +5,7 @@ import logging
 from pathlib import Path
 
 from ..core.baselines import BASELINES, run_baseline
-from ..core.ranking import DEPTH, RUNS_DIR, run_name, run_topics, save_run
+from ..core.ranking import DEPTH, RUNS_DIR, run_name, run_tag, run_topics, save_run
 from ..core.evaluate import DEFAULT_MEASURES, aggregate, check_topics
 from ..core.index import Index
 from ..core.scoring import MU
@@ -40,8 +40,9 @@ def produce_run(index: Index, topics: list[Topic], method: str, *, field: str = 
 def compare(index: Index, topics: list[Topic], qrels: list[Qrel], *, methods=METHODS,
             field: str = "title", mu: float = MU, depth: int = DEPTH, measures=DEFAULT_MEASURES,
             topics_name: str = "topics", runs_dir: Path | None = RUNS_DIR) -> list[dict]:
-    """Run each method on every topic (as ``topicir run`` does), save the runs, and return one row of
-    measures per method; the means are over the judged topics (see :mod:`retrieval.core.evaluate`)."""
+    """Run each method on every topic (as ``topicir run`` does), save the runs into ``runs_dir``
+    (None: none saved), and return one row of measures per method; the means are over the judged
+    topics (see :mod:`retrieval.core.evaluate`)."""
     check_topics(qrels, [t.qid for t in topics], topics_name)
     rows = []
     for method in methods:
@@ -49,7 +50,7 @@ def compare(index: Index, topics: list[Topic], qrels: list[Qrel], *, methods=MET
         if runs_dir is not None:
             params = {"mu": f"{mu:g}"} if method in ("ql", "qld") else {}
             path = save_run(run, Path(runs_dir) / run_name(f"{index.name}.{topics_name}.{field}", method, **params),
-                            tag=f"topicir-{method}", depth=depth,
+                            tag=run_tag(method, **params), depth=depth,
                             params={"method": method, "index": str(Path(index.path).resolve()),
                                     "fingerprint": index.fingerprint, "topics": topics_name,
                                     "field": field, "mu": mu if method in ("ql", "qld") else None})
@@ -58,9 +59,10 @@ def compare(index: Index, topics: list[Topic], qrels: list[Qrel], *, methods=MET
     return rows
 
 
-def format_table(rows: list[dict], title: str | None = None, digits: int = 4) -> str:
-    """A plain-text table; the first key of the rows is the label column."""
-    return Table(title or "", rows, digits=digits).text() if rows else ""
+def format_table(rows: list[dict], title: str | None = None, digits: int = 4, means: bool = True) -> str:
+    """A plain-text table; the first key of the rows is the label column; ``means``: the cells
+    are means over topics (AP is headed MAP)."""
+    return Table(title or "", rows, digits=digits, means=means).text() if rows else ""
 
 
 def eval_report(runs, qrels_source, measures=DEFAULT_MEASURES, *, per_topic: bool = False) -> str:
@@ -79,7 +81,8 @@ def eval_report(runs, qrels_source, measures=DEFAULT_MEASURES, *, per_topic: boo
         if per_topic:
             table = per_topic_table(run, qrels, measures)
             qids = sorted(next(iter(table.values())), key=lambda q: (len(q), q))
-            out.append(format_table([{"topic": q, **{m: v[q] for m, v in table.items()}} for q in qids], title=str(path)))
+            out.append(format_table([{"topic": q, **{m: v[q] for m, v in table.items()}} for q in qids],
+                                    title=str(path), means=False))
         rows.append({"run": Path(path).name, **aggregate(run, qrels, measures), "topics": len(judged),
                      "ranked": len(judged & {r.qid for r in run})})
     out.append(format_table(rows, title=f"qrels: {qrels_source}; means over the {len(judged)} judged topics (with a "

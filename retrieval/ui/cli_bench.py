@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import importlib
 
-from .cli_tables import TableCommand, add_table_commands
+from .cli_tables import Command, TableCommand, add_table_commands
+from .source_values import constant
 
 DEFAULT_20NEWS = "/work/shared/data/20news/20news-bydate.tar.gz"
 
@@ -95,7 +96,7 @@ def add_glda(p):
 
 
 def add_tree_lda(p, values=(100,)):
-    from models._kernels.tree_lda import SAMPLERS
+    SAMPLERS = constant("models._kernels.tree_lda", "SAMPLERS")
 
     _newsgroups(p)
     p.add_argument("--wordnet", dest="wordnet_dir", default=None,
@@ -142,7 +143,7 @@ def add_ray(p):
 
 
 def add_scale(p):
-    from ..bench.scale import KINDS
+    KINDS = constant("retrieval.bench.scale", "KINDS")
 
     p.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS, help="model kinds to measure")
     p.add_argument("--docs", type=int, default=250_000, help="documents of the synthetic AP collection")
@@ -286,11 +287,13 @@ def bench_areas() -> list[str]:
     return sorted([b.name for b in BENCHES] + ["avipam"])
 
 
-def add_bench(sub) -> None:
-    what = "benchmarks: ranking speed (ql), each model kind's training speed, AP scale (scale), fold-in"
-    s = sub.add_parser("bench", help=what, description=what[0].upper() + what[1:] + ".")
+def _fill(s) -> None:
     areas = s.add_subparsers(dest="area", required=True, metavar="AREA")
     add_table_commands(areas, BENCHES)
     a = areas.add_parser("avipam", help="aviPAM: component collapse, MAP as a document model, training profile; corpus file",
                          description="aviPAM benchmarks (the paper's tables: topicir reproduce avipam-tables).")
     add_table_commands(a.add_subparsers(dest="what", required=True, metavar="WHAT"), AVIPAM)
+
+
+BENCH = Command("bench", "benchmarks: ranking speed (ql), each model kind's training speed, AP scale (scale), "
+                "fold-in", _fill)

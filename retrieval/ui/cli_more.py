@@ -1,13 +1,12 @@
 """Subcommands of ``topicir`` that read model files without ranking: ``coherence``."""
 from __future__ import annotations
 
+from .cli_tables import Command
+
 DEFAULT_20NEWS = "/work/shared/data/20news/20news-bydate.tar.gz"
 
 
-def add_coherence(sub) -> None:
-    what = "NPMI topic coherence of model files (any kind) over an index or 20 Newsgroups"
-    p = sub.add_parser("coherence", help=what, description=what + ". Every figure names its convention: "
-                       "'document' co-occurrence or a sliding window of W tokens.")
+def _fill(p) -> None:
     p.add_argument("--model", dest="models", action="append", required=True,
                    help="model file of any registered kind (repeatable)")
     src = p.add_mutually_exclusive_group()
@@ -15,11 +14,16 @@ def add_coherence(sub) -> None:
     src.add_argument("--newsgroups", nargs="?", const=DEFAULT_20NEWS, default=DEFAULT_20NEWS,
                      help="reference = 20 Newsgroups with the AVITM-style vocabulary (default)")
     p.add_argument("--vocab", type=int, default=2000, help="20 Newsgroups vocabulary size")
-    p.add_argument("--split", choices=("train", "test", "all"), default="train")
+    p.add_argument("--split", choices=("train", "test", "all"), default="train", help="20 Newsgroups split")
     p.add_argument("--window", default="document",
                    help="'document' (co-occurrence in a document) or a sliding window size, e.g. 20")
-    p.add_argument("--top-n", type=int, default=10)
+    p.add_argument("--top-n", type=int, default=10, help="top words of each topic")
     p.set_defaults(func=cmd_coherence)
+
+
+_WHAT = "NPMI topic coherence of model files (any kind) over an index or 20 Newsgroups"
+COHERENCE = Command("coherence", _WHAT, _fill, _WHAT + ". Every figure names its convention: 'document' "
+                    "co-occurrence or a sliding window of W tokens.")
 
 
 def cmd_coherence(args) -> int:

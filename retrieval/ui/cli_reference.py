@@ -7,6 +7,8 @@ import contextlib
 import os
 from pathlib import Path
 
+from .cli_tables import Command
+
 COMMAND = "topicir cli-reference --write docs/cli.md"
 WIDTH = "100"  # help text wrapped at a fixed width, whatever the terminal
 
@@ -44,7 +46,7 @@ def reference(parser: argparse.ArgumentParser) -> str:
     """The whole Markdown page for ``parser`` (the ``topicir`` parser), ``train KIND`` included."""
     from models.registry import kinds
 
-    from .cli import train_parser
+    from .cli_parser import train_parser
 
     with _width():
         commands = [(p, sp) for p, sp in _walk(parser)]
@@ -74,10 +76,11 @@ def _anchor(title: str) -> str:
 
 
 def write_reference(path) -> Path:
-    from .cli import build_parser, _quiet_everywhere
+    from .cli_parser import build_parser, _quiet_everywhere, show_defaults
 
     parser = build_parser()
     _quiet_everywhere(parser)
+    show_defaults(parser)
     return write_page(path, reference(parser))
 
 
@@ -92,12 +95,9 @@ def write_page(path, text: str) -> Path:
     return path
 
 
-def add_cli_reference(sub) -> None:
-    """``cli-reference`` and ``file-checks``: the pages generated from the code."""
-    from .file_checks import add_file_checks
-
-    what = "write this command-line reference (docs/cli.md) from the parsers"
-    s = sub.add_parser("cli-reference", help=what, description=what[0].upper() + what[1:] + ".")
+def _fill(s) -> None:
     s.add_argument("--write", metavar="PATH", required=True, help="the Markdown file, e.g. docs/cli.md")
     s.set_defaults(func=lambda args: print(write_reference(args.write)) or 0)
-    add_file_checks(sub)
+
+
+CLI_REFERENCE = Command("cli-reference", "write this command-line reference (docs/cli.md) from the parsers", _fill)

@@ -9,8 +9,12 @@ from models.registry import kinds
 
 from ..core.tables import Table
 from .cli_bench import DEFAULT_20NEWS, add_avipam_common, add_tree_lda, QUICK_TREE
-from .cli_tables import TableCommand, add_table_commands
+from .cli_tables import Command, TableCommand, add_table_commands
 from .guard import finite, floats
+from .source_values import constant
+
+REGRESSIONS = "retrieval.experiments.regressions"
+SCORING = "retrieval.core.scoring"
 
 QUICK_TRAIN = dict(chains=1, iterations=4, burn_in=2, sample_every=1)
 
@@ -20,11 +24,9 @@ def _ints(text: str) -> list[int]:
 
 
 def add_collections(p, default):
-    from ..experiments.regressions import COLLECTIONS
-
     p.add_argument("--data", required=True, help="shared collections' folder, e.g. ../shared/data")
     p.add_argument("--indexes", default="indexes", help="where the collections' indexes are built")
-    p.add_argument("--collections", nargs="+", default=list(default), choices=COLLECTIONS)
+    p.add_argument("--collections", nargs="+", default=list(default), choices=constant(REGRESSIONS, "COLLECTIONS"))
 
 
 def add_schedule(p, chains=3, iterations=100, burn_in=50, sample_every=10):
@@ -37,9 +39,7 @@ def add_schedule(p, chains=3, iterations=100, burn_in=50, sample_every=10):
 # -- regressions ---------------------------------------------------------------------------------
 
 def add_regressions(p):
-    from ..experiments.regressions import COLLECTIONS
-
-    add_collections(p, COLLECTIONS)
+    add_collections(p, constant(REGRESSIONS, "COLLECTIONS"))
 
 
 def regressions(*, data, indexes, collections) -> list[Table]:
@@ -62,14 +62,11 @@ def regression_status(tables) -> int:
 # -- smoothing -----------------------------------------------------------------------------------
 
 def add_smoothing(p):
-    from ..core.scoring import MU
-    from ..experiments.regressions import COLLECTIONS
-
     p.add_argument("--kind", choices=kinds(), default="lda", help="the model kind; another kind than lda is shown beside LDA")
-    add_collections(p, COLLECTIONS)
+    add_collections(p, constant(REGRESSIONS, "COLLECTIONS"))
     p.add_argument("--k", type=_ints, default=[100, 200, 400, 800], help="topic counts, comma-separated")
     p.add_argument("--lam", type=floats, default=[0.5, 0.6, 0.7, 0.8, 0.9], help="lam values, comma-separated")
-    p.add_argument("--mu", type=finite, default=MU)
+    p.add_argument("--mu", type=finite, default=constant(SCORING, "MU"))
     add_schedule(p)
 
 
@@ -119,7 +116,7 @@ def heldout(*, data, kinds, samples, seed, threads, params=None):
 # -- gLDA ----------------------------------------------------------------------------------------
 
 def add_glda_table(p):
-    from ..experiments.glda import MODELS
+    MODELS = constant("retrieval.experiments.glda", "MODELS")
 
     p.add_argument("--data", default="../shared/data", help="shared data folder (20news and the collections)")
     p.add_argument("--corpora", nargs="+", default=["20news", "scifact", "cacm"])
@@ -154,9 +151,7 @@ def add_tree_table1(p):
 
 
 def add_tree_map(p):
-    from ..experiments.regressions import COLLECTIONS
-
-    add_collections(p, COLLECTIONS)
+    add_collections(p, constant(REGRESSIONS, "COLLECTIONS"))
     p.add_argument("--k", type=int, default=50)
     p.add_argument("--lam", type=float, default=0.7)
     p.add_argument("--mu", type=float, default=1000.0)
@@ -168,14 +163,11 @@ def add_tree_map(p):
 # -- pseudo-relevance feedback -------------------------------------------------------------------
 
 def add_feedback(p):
-    from ..core.scoring import LAM, MU
-    from ..experiments.feedback import COLLECTIONS, K
-
     p.add_argument("--kind", choices=kinds(), default="lda", help="the model kind of the topic runs")
-    add_collections(p, COLLECTIONS)
-    p.add_argument("--k", type=int, default=K, help="topics of the model")
-    p.add_argument("--lam", type=finite, default=LAM)
-    p.add_argument("--mu", type=finite, default=MU)
+    add_collections(p, constant("retrieval.experiments.feedback", "COLLECTIONS"))
+    p.add_argument("--k", type=int, default=constant("retrieval.experiments.feedback", "K"), help="topics of the model")
+    p.add_argument("--lam", type=finite, default=constant(SCORING, "LAM"))
+    p.add_argument("--mu", type=finite, default=constant(SCORING, "MU"))
     add_schedule(p)
 
 
@@ -189,14 +181,11 @@ def feedback(*, kind, data, indexes, collections, k, lam, mu, chains, iterations
 # -- a growing index -----------------------------------------------------------------------------
 
 def add_growing(p):
-    from ..core.scoring import LAM, MU
-    from ..experiments.growing import K
-
     p.add_argument("--kind", choices=kinds(), default="lda", help="the model kind (one with fold_in)")
     add_collections(p, ["med", "cran", "cisi", "cacm"])
-    p.add_argument("--k", type=int, default=K, help="topics of the models")
-    p.add_argument("--lam", type=finite, default=LAM)
-    p.add_argument("--mu", type=finite, default=MU)
+    p.add_argument("--k", type=int, default=constant("retrieval.experiments.growing", "K"), help="topics of the models")
+    p.add_argument("--lam", type=finite, default=constant(SCORING, "LAM"))
+    p.add_argument("--mu", type=finite, default=constant(SCORING, "MU"))
     add_schedule(p, chains=2, iterations=60, burn_in=30, sample_every=10)
     p.add_argument("--seeds", type=int, nargs="+", default=[0],
                    help="train both models once per seed and report the mean MAP over the seeds")
@@ -259,7 +248,9 @@ REPRODUCTIONS = [
 ]
 
 
-def add_reproduce(sub) -> None:
-    what = "reproduce a table of the papers or of the shared collections (topicir reproduce NAME --write PATH)"
-    s = sub.add_parser("reproduce", help=what, description=what[0].upper() + what[1:] + ".")
+def _fill(s) -> None:
     add_table_commands(s.add_subparsers(dest="reproduction", required=True, metavar="NAME"), REPRODUCTIONS)
+
+
+REPRODUCE = Command("reproduce", "reproduce a table of the papers or of the shared collections (topicir "
+                    "reproduce NAME --write PATH)", _fill)

@@ -1,4 +1,6 @@
-"""What ``topicir reproduce NAME`` and ``topicir bench AREA`` have in common: each is a
+"""How ``topicir`` declares its subcommands: a :class:`Command` (name, help, and the function that
+adds its options, called only when the command runs or the whole parser is built), and what
+``topicir reproduce NAME`` and ``topicir bench AREA`` have in common: each is a
 :class:`TableCommand` (its options, the library function it calls, its quick settings), run by
 one handler that prints the tables and writes them with ``--write PATH``."""
 from __future__ import annotations
@@ -6,11 +8,30 @@ from __future__ import annotations
 import argparse
 import logging
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from ..core.quick import is_quick
 
 log = logging.getLogger("topicir")
+
+class Command(NamedTuple):
+    """A subcommand: ``fill(parser)`` adds its options and sets its ``func``; ``description``
+    defaults to the help as a sentence."""
+
+    name: str
+    help: str
+    fill: Callable[[argparse.ArgumentParser], None]
+    description: str | None = None
+
+    def add(self, sub, full: bool = True) -> argparse.ArgumentParser:
+        """The subparser of this command in ``sub``; its options only with ``full`` (the
+        listing of ``topicir --help`` needs none)."""
+        p = sub.add_parser(self.name, help=self.help,
+                           description=self.description or self.help[0].upper() + self.help[1:] + ".")
+        if full:
+            self.fill(p)
+        return p
+
 
 # dests of the parser that are not parameters of the library function
 _OWN = {"command", "func", "quiet", "write", "spec", "argv", "defaults", "area", "reproduction", "what"}

@@ -99,8 +99,8 @@ class Session(ModelViews, FeedbackViews):
         self.field = field
         self.topics = {t.qid: t for t in topics or []}
         self.qrels = self._group_qrels(qrels or [])
-        self.hits = hits
         self.depth = depth
+        self.cmd_hits(str(hits))
         self.results: list[Result] = []
         self.last: Result | None = None
         self.done = False

@@ -18,6 +18,11 @@ from .console_text import to_plain
 
 # -- the terminal loop ---------------------------------------------------------------------
 
+# Longest line read: a query or a command never needs more, and prompt_toolkit keeps a copy of
+# the line per key typed (its undo stack), so an unbounded paste without bracketed paste (every
+# character a key) would grow the console's memory with the square of its length.
+LINE_LIMIT = 4096
+
 STYLE = {
     "hl": "bold fg:ansiyellow", "error": "fg:ansired bold", "warn": "fg:ansiyellow", "dim": "fg:ansibrightblack",
     "rank": "fg:ansibrightblack", "docno": "fg:ansicyan", "score": "", "title": "bold", "query": "bold",
@@ -95,6 +100,27 @@ def _completer(session: Session):
     return ConsoleCompleter()
 
 
+def _line_limit(buffer_text) -> object:
+    """Key bindings that keep the line at :data:`LINE_LIMIT` characters: typed characters past
+    it are dropped (with the terminal's bell), a bracketed paste is cut to fit."""
+    from prompt_toolkit.filters import Condition
+    from prompt_toolkit.key_binding import KeyBindings
+    from prompt_toolkit.keys import Keys
+
+    kb = KeyBindings()
+
+    @kb.add(Keys.Any, filter=Condition(lambda: len(buffer_text()) >= LINE_LIMIT))
+    def _full(event):
+        event.app.output.bell()
+
+    @kb.add(Keys.BracketedPaste)
+    def _paste(event):
+        data = event.data.replace("\r\n", "\n").replace("\r", "\n")
+        event.current_buffer.insert_text(data[:max(0, LINE_LIMIT - len(event.current_buffer.text))])
+
+    return kb
+
+
 def repl(session: Session, *, input=None, output=None, history=None, write=None) -> int:
     """Read lines until :quit or Ctrl-D, run each through ``session.execute`` and print the reply.
 
@@ -109,9 +135,13 @@ def repl(session: Session, *, input=None, output=None, history=None, write=None)
     if write is None:
         def write(frags):
             print_formatted_text(FormattedText(frags), style=style, end="", output=output)
+    def toolbar():
+        full = len(prompt.default_buffer.text) >= LINE_LIMIT
+        return session.toolbar() + (f" | line at its limit of {LINE_LIMIT:,} characters" if full else "")
+
     prompt = PromptSession(history=history, completer=_completer(session), complete_while_typing=False,
-                           bottom_toolbar=session.toolbar, style=style, input=input, output=output,
-                           enable_history_search=True)
+                           bottom_toolbar=toolbar, style=style, input=input, output=output,
+                           enable_history_search=True, key_bindings=_line_limit(lambda: prompt.default_buffer.text))
     while not session.done:
         try:
             line = prompt.prompt([("class:query", f"{session.index.name}> ")])

@@ -1,6 +1,8 @@
 """Command-line options generated from an estimator: ``topicir train KIND`` shows exactly that
 kind's parameters, with the library's defaults (read from the signature) and help (the first
-sentence of each numpy-style docstring entry), under one vocabulary across commands.
+sentence of each numpy-style docstring entry), under one vocabulary across commands. The
+signature and docstring come from :func:`retrieval.ui.source_values.class_info`, which reads
+them without importing the estimator (numba, torch).
 """
 from __future__ import annotations
 
@@ -53,9 +55,26 @@ def _plain(text: str) -> str:
     return re.sub(r"``([^`]+)``", r"\1", re.sub(r":\w+:`~?([^`]+)`", r"\1", text))
 
 
-def _first_sentence(text: str) -> str:
-    m = re.match(r"(.+?\.)(\s|$)", text)
-    return (m.group(1) if m else text).strip()
+# Words whose period ends no sentence: "et al. 2009", "eq. 3", "i.e. 0.6", "e.g. 20", "cf. the".
+_ABBREVIATIONS = {"al", "eq", "eqs", "i.e", "e.g", "cf", "vs", "fig", "sec", "resp", "approx", "etc"}
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of ``text``: up to a period followed by a space (or the end) that is
+    outside parentheses, follows a word (not `` . `` between two factors of a formula) and ends
+    no abbreviation (``et al.``, ``eq.``, ``i.e.``) or initial (``K. Wei``)."""
+    depth = 0
+    for i, c in enumerate(text):
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth = max(0, depth - 1)
+        elif c == "." and depth == 0 and (i + 1 == len(text) or text[i + 1].isspace()) and i and not text[i - 1].isspace():
+            word = re.search(r"[\w.]*$", text[:i]).group(0).lower()
+            initial = len(word) == 1 and text[i - 1].isupper()
+            if word not in _ABBREVIATIONS and not initial or i + 1 == len(text):
+                return text[:i + 1].strip()
+    return text.strip()
 
 
 def _choices(type_line: str):
@@ -83,16 +102,17 @@ def _number(kind, minimum=None):
     return parse
 
 
-def add_estimator_args(parser: argparse.ArgumentParser, cls) -> list[str]:
-    """Add one option per constructor parameter of ``cls``; returns the parameter names added."""
-    docs = parse_docstring(cls.__doc__)
+def add_estimator_args(parser: argparse.ArgumentParser, info) -> list[str]:
+    """Add one option per constructor parameter of an estimator (``info``: its
+    :class:`~retrieval.ui.source_values.ClassInfo`); returns the parameter names added."""
+    docs = parse_docstring(info.doc)
     names = []
-    for name, param in inspect.signature(cls.__init__).parameters.items():
+    for name, param in info.signature.parameters.items():
         if name == "self" or name in SKIP or param.kind in (param.VAR_KEYWORD, param.VAR_POSITIONAL):
             continue
         type_line, text = docs.get(name, ("", ""))
         default = param.default
-        help_text = _plain(_first_sentence(text)) if text else name.replace("_", " ")
+        help_text = _plain(first_sentence(text)) if text else name.replace("_", " ")
         flag = flag_of(name)
         if isinstance(default, bool):
             parser.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=default,

@@ -4,6 +4,7 @@ the page cannot drift from the code (tests/test_file_checks_page.py checks it is
 from __future__ import annotations
 
 from .cli_reference import write_page
+from .cli_tables import Command
 
 COMMAND = "topicir file-checks --write docs/model-files.md"
 
@@ -37,8 +38,10 @@ def page() -> str:
     return "\n".join(out)
 
 
-def add_file_checks(sub) -> None:
-    what = "write the page of the checks every model and checkpoint file passes (docs/model-files.md)"
-    s = sub.add_parser("file-checks", help=what, description=what[0].upper() + what[1:] + ".")
+def _fill(s) -> None:
     s.add_argument("--write", metavar="PATH", required=True, help="the Markdown file, e.g. docs/model-files.md")
     s.set_defaults(func=lambda args: print(write_page(args.write, page())) or 0)
+
+
+FILE_CHECKS = Command("file-checks", "write the page of the checks every model and checkpoint file passes "
+                      "(docs/model-files.md)", _fill)

@@ -8,11 +8,8 @@ import argparse
 import math
 import os
 import re
-import signal
 import sys
 import warnings
-
-from models.atomic import check_writable  # noqa: F401  (the CLI's check of output directories)
 
 
 def floats(text: str) -> list[float]:
@@ -78,22 +75,15 @@ def os_error_message(exc: OSError) -> str:
     return f"{where}: {exc.strerror or exc}"
 
 
-def _terminate(signum, frame):
-    raise KeyboardInterrupt  # SIGTERM cleans up (temporaries, partial builds) as Ctrl-C does
-
-
-def run_guarded(command: str, func, args, own_signals: bool = True) -> int:
+def run_guarded(command: str, func, args) -> int:
     """``func(args)`` with every failure as one line on stderr: exit 2 for bad input (including
     a missing, unreadable or misplaced file), 1 for a locked target, a lost Ray worker, another
-    OSError (ENOSPC) or a bug (``TOPICIR_TRACEBACK=1`` re-raises it), 130 for Ctrl-C or SIGTERM.
-    ``own_signals``: a command-line run owns the process and turns SIGTERM into the clean-up of
-    Ctrl-C; a caller of ``main(argv)`` keeps its own handlers."""
+    OSError (ENOSPC) or a bug (``TOPICIR_TRACEBACK=1`` re-raises it), 130 for Ctrl-C (and SIGTERM,
+    which :func:`retrieval.ui.cli.main` turns into Ctrl-C)."""
     from models.atomic import LockedError
     from models.executors import WorkerLostError
 
     formatwarning, warnings.formatwarning = warnings.formatwarning, one_line_warning
-    if own_signals:
-        signal.signal(signal.SIGTERM, _terminate)
     try:
         return func(args)
     except (ValueError, KeyError, FileNotFoundError, FileExistsError, IsADirectoryError,
@@ -112,11 +102,16 @@ def run_guarded(command: str, func, args, own_signals: bool = True) -> int:
         print(f"topicir {command}: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # a bug: one line for users, the traceback on request
-        if os.environ.get("TOPICIR_TRACEBACK"):
-            raise
-        first = next(iter(str(exc).splitlines()), "")  # a Java exception carries its stack trace
-        print(f"topicir {command}: internal error: {type(exc).__name__}: {first} "
-              f"(TOPICIR_TRACEBACK=1 shows the traceback; please report it)", file=sys.stderr)
-        return 1
+        return internal_error(f"topicir {command}", exc)
     finally:
         warnings.formatwarning = formatwarning
+
+
+def internal_error(command: str, exc: Exception) -> int:
+    """A bug as one line on stderr (exit 1), or raised again under ``TOPICIR_TRACEBACK=1``."""
+    if os.environ.get("TOPICIR_TRACEBACK"):
+        raise exc
+    first = next(iter(str(exc).splitlines()), "")  # a Java exception carries its stack trace
+    print(f"{command}: internal error: {type(exc).__name__}: {first} "
+          f"(TOPICIR_TRACEBACK=1 shows the traceback; please report it)", file=sys.stderr)
+    return 1

@@ -22,7 +22,7 @@ def _png(fig: Figure) -> bytes:
     return buf.getvalue()
 
 
-def topic_differences(diffs: Mapping[str, Sequence[float]], baseline: str, measure: str = "MAP") -> bytes:
+def topic_differences(diffs: Mapping[str, Sequence[float]], baseline: str, measure: str = "AP") -> bytes:
     """Per-topic ``measure`` of each run minus the baseline's, one panel per run, topics sorted
     by difference (the usual "improvement per query" bar chart)."""
     n = max(len(diffs), 1)

@@ -80,13 +80,13 @@ def _section_topics(evals, base, plots) -> Section:
     if others:
         diffs = {ev.label: [ev.per_topic[HEADLINE][q] - base.per_topic[HEADLINE][q] for q in qids] for ev in others}
         blocks.append(Plot("topic_differences", plots.topic_differences(diffs, base.label),
-                           f"Per-topic MAP (AP) of each run minus {base.label}, topics sorted by the difference."))
+                           f"Per-topic AP of each run minus {base.label}, topics sorted by the difference."))
     header = ["topic"] + [ev.label for ev in evals] + [f"\u0394 {ev.label}" for ev in others]
     rows = [[q] + [_fmt(ev.per_topic[HEADLINE][q]) for ev in evals]
             + [f"{ev.per_topic[HEADLINE][q] - base.per_topic[HEADLINE][q]:+.4f}" for ev in others] for q in qids]
     blocks.append(Table(header, rows, caption=f"AP per topic ({len(qids)} judged topics); \u0394 against {base.label}",
                         collapsed=True))
-    return Section("Per-topic MAP", "per-topic", blocks)
+    return Section("Per-topic AP", "per-topic", blocks)
 
 
 def _section_pr(evals, plots) -> Section:

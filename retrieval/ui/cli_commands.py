@@ -1,0 +1,258 @@
+"""The ``topicir`` subcommands: each turns its parsed arguments into one library call and
+prints the result (the parsers are in :mod:`retrieval.ui.cli_parser`). Imports are made inside
+the handlers, so that the command's start loads only what the command runs."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from .guard import cli_flags as _flags
+
+log = logging.getLogger("topicir")
+
+
+def _topics_name(source: str) -> str:
+    from ..core.ranking import topics_key
+
+    return topics_key(source)
+
+
+def cmd_index(args) -> int:
+    from ..core.index import add_documents, build_index
+
+    if args.add:
+        if not args.index or args.out or args.force:
+            raise ValueError("--add appends to an existing index: give it as --index DIR (not --out, "
+                             "no --force)")
+        index = add_documents(args.sources, args.index, threads=args.threads)
+    elif not args.out or args.index:
+        raise ValueError("give the new index as --out DIR (--index DIR with --add appends to an existing one)")
+    else:
+        index = build_index(args.sources, args.out, threads=args.threads, force=args.force)
+    m = index.manifest
+    added = (f"{m['n_added_docs']} documents added to {m['parents'][-1]['n_docs']}; now "
+             if args.add else "")
+    print(f"{index.path}: {added}{m['n_docs']} documents, {m['n_terms']} terms, {m['n_tokens']} tokens, "
+          f"fingerprint {m['fingerprint']} ({m['build_seconds']} s)")
+    return 0
+
+
+def _run_settings(args, index, *, method, mu, lam=None, model=None) -> dict:
+    """What made a run, for the settings file beside it."""
+    return {"method": method, "index": str(Path(index.path).resolve()), "fingerprint": index.fingerprint,
+            "topics": str(args.topics), "field": args.field, "mu": mu, "lam": lam,
+            "model": str(Path(model).resolve()) if model else None}
+
+
+def cmd_run(args) -> int:
+    from models.atomic import check_writable
+
+    from ..core.baselines import MU_FREE, run_baseline
+    from ..core.index import Index
+    from ..core.ranking import DEPTH, run_name, run_tag, save_run, sweep_topics
+    from ..core.scoring import LAM
+    from ..core.sources import load_topics
+
+    if args.lam is not None and args.lam != [LAM] and (args.baseline or not args.model):
+        raise ValueError(f"--lam {','.join(f'{x:g}' for x in args.lam)} weighs a topic model against QL: give "
+                         f"--model MODEL{' instead of --baseline' if args.baseline else ''} (without one the run "
+                         f"is plain QL)")
+    fb = _feedback_settings(args)
+    index = Index(args.index)
+    topics = load_topics(args.topics)
+    tname = args.topics_name or _topics_name(args.topics)
+    out_dir = Path(args.out_dir)
+    check_writable(Path(args.out).parent if args.out else out_dir)
+    if args.baseline:
+        run = run_baseline(index, topics, args.baseline, field=args.field, depth=args.depth, mu=args.mu[0])
+        params = {"mu": f"{args.mu[0]:g}"} if args.baseline == "qld" else {}  # as `topicir compare` names it
+        path = Path(args.out or out_dir / run_name(f"{index.name}.{tname}.{args.field}", args.baseline, **params))
+        print(save_run(run, path, tag=args.tag or run_tag(args.baseline, **params), depth=args.depth,
+                       params=_run_settings(args, index, method=args.baseline,
+                                                   mu=args.mu[0] if args.baseline not in MU_FREE else None)))
+        return 0
+    model, model_name, lams = None, "ql", [1.0]
+    if args.model:
+        from ..core.modelfiles import load_model
+
+        model = load_model(args.model, index)
+        model_name, lams = Path(args.model).stem, args.lam or [LAM]
+    settings = [(mu, lam) for mu in args.mu for lam in lams]
+    if args.out and len(settings) > 1:
+        raise ValueError("--out names one file; a sweep writes one run per setting into --out-dir")
+    if fb is None:
+        runs = {s: (run, None) for s, run in sweep_topics(index, topics, settings, field=args.field, model=model,
+                                                          depth=args.depth).items()}
+    else:
+        from ..core.feedback import run_feedback
+
+        runs = {(mu, lam): run_feedback(index, topics, fb, model=model, mu=mu, lam=lam, field=args.field,
+                                        depth=args.depth) for mu, lam in settings}
+    for (mu, lam), (run, expansions) in runs.items():
+        params = {"mu": f"{mu:g}"} | ({"lam": f"{lam:g}"} if model is not None else {})
+        params |= fb.params() if fb is not None else {}
+        params |= {"depth": args.depth} if args.depth != DEPTH else {}
+        tag = args.tag or run_tag(model_name, **params)
+        params |= {"tag": args.tag} if args.tag else {}
+        path = Path(args.out) if args.out else out_dir / run_name(f"{index.name}.{tname}.{args.field}", model_name, **params)
+        record = _run_settings(args, index, method=model_name, mu=mu, lam=lam if model is not None else None,
+                               model=args.model) | ({"feedback": fb.as_dict()} if fb is not None else {})
+        print(save_run(run, path, tag=tag, depth=args.depth, params=record,
+                       expansions=list(expansions.values()) if expansions is not None else None))
+    return 0
+
+
+def _feedback_settings(args):
+    """The feedback :class:`~retrieval.core.feedback.Settings` of ``topicir run``, or None."""
+    from ..core.feedback import Settings
+
+    given = [flag for flag, v in (("--fb-docs", args.fb_docs), ("--fb-terms", args.fb_terms),
+                                  ("--fb-weight", args.fb_weight), ("--fb-topics", args.fb_topics)) if v is not None]
+    if args.feedback is None:
+        if given:
+            raise ValueError(f"{given[0]} sets pseudo-relevance feedback: add --feedback rm3 or --feedback topics")
+        return None
+    if args.baseline:
+        raise ValueError(f"--feedback {args.feedback} ranks with topicir's query likelihood: drop --baseline "
+                         f"{args.baseline} (--baseline bm25+rm3 is Anserini's RM3)")
+    if args.feedback == "topics" and not args.model:
+        raise ValueError("--feedback topics expands queries with a topic model's topics: give --model MODEL "
+                         "(--feedback rm3 needs none)")
+    if args.fb_topics is not None and args.feedback != "topics":
+        raise ValueError("--fb-topics is the number of topics of --feedback topics; rm3 has none")
+    values = {"fb_docs": args.fb_docs, "fb_terms": args.fb_terms, "original_weight": args.fb_weight,
+              "fb_topics": args.fb_topics}
+    return Settings(args.feedback, **{k: v for k, v in values.items() if v is not None})
+
+
+def cmd_train(args) -> int:
+    from .cli_parser import train_parser
+
+    targs = train_parser(args.kind).parse_args(args.rest)  # `--help` exits here, before the imports below
+
+    from models.registry import model_class
+
+    from ..core.index import Index
+    from ..core.modelfiles import train_model
+
+    if targs.quiet and not args.quiet:  # `topicir train KIND -q ...`
+        from .logs import setup_logging
+
+        args.quiet = True
+        setup_logging(True)
+    params = {name: getattr(targs, name) for name in model_class(args.kind)._param_names()
+              if hasattr(targs, name)}
+    if getattr(targs, "ray", None) is not None:
+        from models.executors import executor_from_flag
+
+        params["executor"] = executor_from_flag(targs.ray)
+    try:
+        model, path = train_model(Index(targs.index), args.kind, targs.out, checkpoint=not targs.no_checkpoint,
+                                  progress=not args.quiet, **params)
+    except ValueError as exc:
+        raise ValueError(_flags(str(exc))) from None
+    print(path)
+    return 0
+
+
+def cmd_iterations(args) -> int:
+    from ..experiments.compare import format_table
+    from ..core.index import Index
+    from ..experiments.iterations import iteration_table
+    from ..core.modelfiles import load_model
+    from ..core.sources import load_qrels, load_topics
+
+    index = Index(args.index)
+    rows = iteration_table(index, load_model(args.model, index), load_topics(args.topics),
+                           load_qrels(args.qrels), field=args.field, mu=args.mu, lam=args.lam, depth=args.depth)
+    print(format_table(rows, title=f"MAP per sample iteration: {Path(args.model).name} on {index.name} "
+                                   f"(mu={args.mu:g}, lam={args.lam:g})"))
+    if args.csv:
+        import csv
+
+        with open(args.csv, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+    return 0
+
+
+def cmd_heldout(args) -> int:
+    import math
+
+    from ..core.index import Index
+    from ..core.infer import heldout_likelihood
+    from ..core.modelfiles import load_model
+
+    index = Index(args.index)
+    c = heldout_likelihood(load_model(args.model, index), index, args.docs, seed=args.seed)
+    what = (", ".join(args.docs) + " (analysed by the index)") if args.docs else "the documents added after training"
+    print(f"{Path(args.model).name} on {index.path}: {c.n_docs} documents of {what}, by document completion "
+          f"(tokens at even positions folded in, {c.n_observed}; at odd positions scored, {c.n_scored})")
+    print(f"held-out log-likelihood per token  {c.log_lik:.4f}")
+    print(f"perplexity                         {math.exp(-c.log_lik):.1f}")
+    print("fold-in " + " ".join(f"{k}={v}" for k, v in c.params.items()))
+    return 0
+
+
+def cmd_eval(args) -> int:
+    from ..core.evaluate import judged_topics
+    from ..core.sources import load_qrels
+    from ..experiments.compare import eval_report
+
+    if not judged_topics(load_qrels(args.qrels)):
+        raise ValueError(f"{args.qrels}: no relevant judgment (no line with rel > 0); nothing to evaluate. "
+                         f"Is this the qrels file?")
+
+    print(eval_report(args.runs, args.qrels, args.measures, per_topic=args.per_topic))
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from models.atomic import check_writable
+
+    from ..core.evaluate import judged_topics
+    from ..core.index import Index
+    from ..core.sources import load_qrels, load_topics
+    from ..experiments.compare import compare, format_table, recall_note
+
+    check_writable(Path(args.out_dir))
+    index = Index(args.index)
+    qrels = load_qrels(args.qrels)
+    rows = compare(index, load_topics(args.topics), qrels, methods=args.methods,
+                   field=args.field, mu=args.mu, depth=args.depth, measures=args.measures,
+                   topics_name=_topics_name(args.topics), runs_dir=args.out_dir)
+    print(format_table(rows, title=f"{index.name}: {args.topics} ({args.field}); means over the "
+                                   f"{len(judged_topics(qrels))} judged topics"))
+    print(recall_note(args.measures), end="")
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from ..core.sources import DownloadError, irds_home
+    from .demo import DATASET, SHARED_COPY, run_demo
+
+    try:
+        print(run_demo(Path(args.indexes), args.dataset, k=args.k, iterations=args.iterations))
+    except DownloadError as exc:
+        if args.dataset != DATASET:
+            raise
+        raise DownloadError(f"{exc}. Offline, seed it: copy {SHARED_COPY} into {irds_home()}/cranfield/ "
+                            f"(`make demo` does it from the shared data folder)") from None
+    return 0
+
+
+def cmd_console(args) -> int:
+    from .console_app import run_console
+
+    return run_console(args.index, model=args.model, mu=args.mu, lam=args.lam, field=args.field,
+                       topics=args.topics, qrels=args.qrels, hits=args.hits, history=args.history)
+
+
+def cmd_report(args) -> int:
+    from .report import build_report
+
+    files = build_report(args.runs, args.qrels, baseline=args.baseline, out_dir=args.out, measures=args.measures,
+                         iterations=args.iterations, model=args.model, index=args.index, title=args.title)
+    print(f"{files.html}\n{files.markdown}")
+    return 0

@@ -1,0 +1,68 @@
+"""Issue 59: the start of a topicir command. Ctrl-C or SIGTERM in its first moments (while the
+library loads) ends it with one line and exit 130, and the start itself loads only what the
+command runs (``--version`` and ``--help`` load no numpy)."""
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+DATA = Path(__file__).parent / "data"
+# The entry point as the installed `topicir` script runs it; "started" once its module is imported.
+ENTRY = "import sys\nfrom retrieval.ui.cli import main\nprint('started', flush=True)\nsys.exit(main())"
+
+
+@pytest.mark.parametrize("command", [
+    ["index", DATA / "docs.trec", "--out", "{tmp}/idx"],
+    ["train", "lda", "--index", "{tmp}/none", "--topics", "3"],
+    ["run", "--index", "{tmp}/none", "--topics", DATA / "topics.trec", "--out-dir", "{tmp}/runs"],
+])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_the_library_loads_is_one_line_and_exit_130(command, signum, tmp_path):
+    argv = [str(a).format(tmp=tmp_path) for a in command]
+    proc = subprocess.Popen([sys.executable, "-c", ENTRY, "-q", *argv], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline() == "started\n"
+    time.sleep(0.05)  # in the imports of the parser and the command (numba, the index reader)
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert err in (f"topicir {argv[0]}: interrupted\n", "topicir: interrupted\n")
+    assert out == "" and not (tmp_path / "idx").exists()
+
+
+def test_the_entry_module_imports_only_the_standard_library():
+    """What runs before main() installs the handlers: nothing of numpy, argparse's parsers or the library."""
+    code = ("import sys\nbefore = set(sys.modules)\nimport retrieval.ui.cli\n"
+            "new = sorted(m for m in set(sys.modules) - before if m.split('.')[0] in ('retrieval', 'models'))\n"
+            "print(new, 'numpy' in sys.modules, 'argparse' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['models', 'models._version', 'retrieval', 'retrieval.ui', 'retrieval.ui.cli'] False False"
+
+
+def test_version_and_help_load_no_numpy():
+    code = ("import sys, io, contextlib\nfrom retrieval.ui.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+            "    for argv in (['--version'], ['--help'], ['run', '--help'], ['eval', '--help']):\n"
+            "        try:\n            main(argv)\n        except SystemExit:\n            pass\n"
+            "print(out.getvalue().splitlines()[0], 'numpy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "topicir 0.1.0 False"
+
+
+def test_the_public_api_is_imported_on_first_use():
+    code = ("import sys, retrieval, models\nassert 'numpy' not in sys.modules and 'numba' not in sys.modules\n"
+            "from retrieval import MU, Index, FeedbackSettings, kinds\nfrom models import LDA\n"
+            "import retrieval.core.feedback as fb\nassert FeedbackSettings is fb.Settings\n"
+            "print(MU, Index.__module__, kinds()[0], LDA.__module__, sorted(set(retrieval.__all__) - set(dir(retrieval))))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "1000.0 retrieval.core.index lda models.lda []"
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        import retrieval
+
+        retrieval.nothing
