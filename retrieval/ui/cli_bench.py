@@ -251,7 +251,8 @@ def _prepare(**kwargs):
 QUICK_TREE = dict(values=[10], T=10, V=500, C=10, iters=1, burn=1)
 
 BENCHES = [
-    TableCommand("ql", "ranking speed and memory of exact QL (synthetic AP-scale collection, a shared one, Lucene)",
+    TableCommand("ql", "ranking speed and memory of exact QL (synthetic AP-scale collection, a shared one, Lucene); "
+                 "the Lucene baselines against pyserini's batch search",
                  add_ql, _call("ql"), dict(docs=2000, terms=3000, mean_len=50.0, queries=10, shared="", baselines="")),
     TableCommand("lda", "LDA training throughput against tomotopy (20 Newsgroups), or an AP-scale synthetic run",
                  add_lda, _call("lda"), dict(k=[10], iters=5, docs=500)),
