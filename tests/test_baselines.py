@@ -79,16 +79,34 @@ def test_query_words_beyond_the_basic_plane_reach_lucene(astral_index, threads):
     assert sorted(r.docno for r in run if r.qid == "2") == ["D1", "D2"]
 
 
-def test_depth_and_empty_queries(tmp_path):
-    index_dir = tmp_path / "mini"
-    index = build_index([str(DATA / "docs.trec")], index_dir)
+@pytest.fixture(scope="module")
+def mini_index(tmp_path_factory) -> Index:
+    return build_index([str(DATA / "docs.trec")], tmp_path_factory.mktemp("mini") / "mini")
+
+
+def test_depth_and_empty_queries(mini_index):
     topics = load_topics(DATA / "topics.trec")
-    full = run_baseline(index, topics, "bm25", progress=False)
-    top2 = run_baseline(index, topics, "bm25", progress=False, depth=2)
+    full = run_baseline(mini_index, topics, "bm25", progress=False)
+    top2 = run_baseline(mini_index, topics, "bm25", progress=False, depth=2)
     for t in topics:
         ranked = [r for r in full if r.qid == t.qid]
         assert [r for r in top2 if r.qid == t.qid] == ranked[:2]
     from retrieval.core.trec import Topic
 
     with pytest.warns(UserWarning, match="topic 9: empty title query"):
-        assert run_baseline(index, [Topic("9", "  ", "", "")], "qld", progress=False) == []
+        assert run_baseline(mini_index, [Topic("9", "  ", "", "")], "qld", progress=False) == []
+
+
+def test_bench_times_each_baseline_against_pyserini(mini_index, monkeypatch):
+    """bench ql's baselines table: a row per baseline, pyserini's batch search returning the same hits."""
+    import os
+
+    from retrieval.bench.ql import baseline_table
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    table = baseline_table(str(mini_index.path), str(DATA / "topics.trec"), repeats=1)
+    assert [r["method"] for r in table.rows] == list(BASELINES)
+    for row in table.rows:
+        assert float(row["topicir s"]) > 0 and float(row["pyserini s"]) > 0 and float(row["topicir/pyserini"]) > 0
+        assert row["hits"] > 0
+    assert "OPENAI_API_KEY" not in os.environ  # the placeholder for pyserini's import is gone again
