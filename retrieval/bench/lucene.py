@@ -3,13 +3,14 @@
 Both rank the same topics over the same index with Anserini's defaults (BM25 k1 0.9 b 0.4;
 QLD mu 1000; RM3 10 documents, 10 terms, weight 0.5), depth 1000: topicir through
 :func:`retrieval.core.baselines.run_baseline` (hits read into a run), pyserini through
-``LuceneSearcher.batch_search`` (hits left as Java objects). Each is timed after a warm-up of
-the JVM's compiler, best of ``repeats``; the two must return the same hits.
+``LuceneSearcher.batch_search`` (hits left as Java objects). After a warm-up of the JVM's
+compiler the two take turns, best of ``repeats`` each; they must return the same hits.
 """
 from __future__ import annotations
 
 import os
 import time
+from functools import partial
 
 from ..core.baselines import BASELINES, as_written, run_baseline
 from ..core.index import Index
@@ -43,14 +44,17 @@ def _pyserini(searcher_class, index: Index, method: str):
     return searcher
 
 
-def _best(fn, repeats: int) -> tuple[float, object]:
-    fn()  # warm-up
-    best, out = float("inf"), None
+def _best_of_alternating(fns, repeats: int) -> list[tuple[float, object]]:
+    """Each of ``fns`` once to warm up, then ``repeats`` rounds of one call each in turn (so that
+    all see the same load on the machine): the best seconds of each and its last result."""
+    out = [fn() for fn in fns]
+    best = [float("inf")] * len(fns)
     for _ in range(repeats):
-        start = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, out
+        for i, fn in enumerate(fns):
+            start = time.perf_counter()
+            out[i] = fn()
+            best[i] = min(best[i], time.perf_counter() - start)
+    return list(zip(best, out))
 
 
 def compare(index: Index, topics: list[Topic], methods=BASELINES, depth: int = 1000, threads: int = 2,
@@ -62,11 +66,10 @@ def compare(index: Index, topics: list[Topic], methods=BASELINES, depth: int = 1
     queries = {q: text for q, text in queries.items() if text}
     rows = []
     for method in methods:
-        ours_s, ours = _best(lambda: run_baseline(index, topics, method, depth=depth, threads=threads,
-                                                  progress=False), repeats)
         searcher = _pyserini(searcher_class, index, method)
-        theirs_s, theirs = _best(lambda: searcher.batch_search(list(queries.values()), list(queries), k=depth,
-                                                               threads=threads), repeats)
+        (ours_s, ours), (theirs_s, theirs) = _best_of_alternating([
+            partial(run_baseline, index, topics, method, depth=depth, threads=threads, progress=False),
+            partial(searcher.batch_search, list(queries.values()), list(queries), k=depth, threads=threads)], repeats)
         expected = [(q, h.docid, float(s)) for q in queries
                     for h, s in zip(theirs.get(q, []), as_written([h.score for h in theirs.get(q, [])]))]
         if [tuple(r) for r in ours] != expected:

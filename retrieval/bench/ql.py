@@ -125,6 +125,6 @@ def baseline_table(index_dir: str, topics_source: str, repeats: int = 3) -> Tabl
              "topicir/pyserini": fixed(r["ratio"], 2), "hits": r["hits"]}
             for r in compare(index, topics, repeats=repeats)]
     return Table("Lucene baselines, depth 1000: topicir run --baseline against pyserini's batch search", rows,
-                 notes=[f"topics {topics_source}, title field; best of {repeats} after a warm-up; both return the same "
+                 notes=[f"topics {topics_source}, title field; best of {repeats} taking turns after a warm-up; both return the same "
                         f"hits (checked). topicir's time includes reading the hits into a run, pyserini's "
                         f"leaves them as Java objects"], digits=2)
