@@ -25,6 +25,21 @@ def test_mkdocs_build_strict(tmp_path):
     assert proc.returncode == 0, "mkdocs build --strict failed:\n" + "\n".join(warnings or [proc.stderr[-3000:]])
     assert (tmp_path / "site" / "index.html").exists()
     assert (tmp_path / "site" / "models" / "lda" / "index.html").exists()
+    # the home page is README.md, its links to docs/ pages rewritten to the site's pages
+    home = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for heading in re.findall(r"^## (.+)$", readme, re.M):
+        assert f">{heading}<" in home, f"README's section {heading!r} is not on the home page"
+    assert 'href="user-guide/"' in home and 'href="models/lda/"' in home
+    assert 'href="docs/' not in home
+
+
+def test_home_page_is_the_readme_included():
+    """docs/index.md has nothing of its own but README.md (mkdocs-include-markdown-plugin), so the
+    site's home page cannot drift from it."""
+    text = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    assert re.fullmatch(r'\s*\{%\s*include-markdown\s+"\.\./README\.md"\s*%\}\s*', text), text
+    assert re.search(r"^\s*-\s*include-markdown\s*$", (ROOT / "mkdocs.yml").read_text(), re.M)
 
 
 def test_every_page_is_in_the_nav():

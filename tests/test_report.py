@@ -272,3 +272,93 @@ def test_pam_and_tcm_views_in_the_report(tmp_path, runs, kind, params, heading):
     assert view.strip() and view.splitlines()[0] in section and view.splitlines()[-1] in section
     if kind == "pam":
         assert "data:image/png;base64," in files.html.read_text().split("Topic correlations of")[1]
+
+
+# -- plots with many runs; one topic section per model ----------------------------------------
+
+def _drawn(fig):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    return renderer
+
+
+@pytest.mark.parametrize("figure", ["pr", "lines"])
+def test_plots_keep_their_axes_and_fit_their_legend_however_many_runs(figure):
+    from matplotlib.colors import to_rgba
+
+    from retrieval.ui import plots
+
+    rng = np.random.default_rng(0)
+    sizes = {}
+    for n in (2, 12, 30):
+        curves = {f"cranfield.title.lda-k{50 * i}.mu1000_lam0.{i % 10}": (np.linspace(0, 1, 11), rng.uniform(0, 1, 11))
+                  for i in range(n)}
+        fig = plots.pr_figure(curves) if figure == "pr" else plots.lines_figure(curves, "mu", title="MAP against mu")
+        renderer = _drawn(fig)
+        ax = fig.axes[0]
+        box, page = ax.get_window_extent(renderer), fig.bbox
+        assert (round(box.width), round(box.height)) == (600, 400)  # plots.AXES_SIZE at 100 dpi, for any n
+        legend = (fig.legends or [ax.get_legend()])[0].get_window_extent(renderer)
+        assert page.x0 <= legend.x0 and legend.x1 <= page.x1 and page.y0 <= legend.y0 and legend.y1 <= page.y1
+        if n > 5:  # below the axes and their x label, not over the curves
+            assert legend.y1 < ax.xaxis.label.get_window_extent(renderer).y0
+        colors = [to_rgba(line.get_color()) for line in ax.get_lines()]
+        assert len(colors) == n and len(set(colors)) == n
+        sizes[n] = fig.get_size_inches()[1]
+    assert sizes[2] < sizes[12] < sizes[30]  # the figure grows with the legend
+
+
+def _train_lda(index, path):
+    from retrieval.core.modelfiles import train_model
+
+    return train_model(index, "lda", path, progress=False, n_chains=1, n_iter=10, burn_in=5, sample_every=5,
+                       n_topics=3)[1]
+
+
+def test_each_model_has_its_own_topics_from_its_own_runs(tmp_path):
+    """Runs of two models and QL: each --model gets a section named by its file, weighed by the runs
+    made with it (found by their settings, or by name when a run has none); two files of one name
+    go by their paths."""
+    from retrieval.core.index import build_index
+
+    index = build_index([DATA / "docs.trec"], tmp_path / "mini")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    lda_a, lda_b = _train_lda(index, tmp_path / "a" / "lda.npz"), _train_lda(index, tmp_path / "b" / "lda.npz")
+    other = _train_lda(index, tmp_path / "other.npz")
+    runs = tmp_path / "runs"
+    for model, lam in ((lda_a, "0.5"), (lda_b, "0.6"), (None, None)):
+        extra = ["--model", str(model), "--lam", lam] if model else []
+        assert main(["-q", "run", "--index", str(index.path), "--topics", str(DATA / "topics.trec"),
+                     "--out-dir", str(runs), *extra]) == 0
+    paths = sorted(runs.glob("*.txt"))
+    assert [p.name for p in paths] == ["run.mini.topics.title.lda.mu1000_lam0.5.txt",
+                                       "run.mini.topics.title.lda.mu1000_lam0.6.txt", "run.mini.topics.title.ql.mu1000.txt"]
+    bare = tmp_path / "bare" / "run.mini.topics.title.other.mu1000_lam0.5.txt"  # no settings beside it
+    bare.parent.mkdir()
+    shutil.copy(paths[0], bare)
+    files = build_report([*map(str, paths), str(bare)], str(QRELS), out_dir=tmp_path / "out",
+                         model=[str(lda_a), str(lda_b), str(other)], index=index)
+    md = files.markdown.read_text()
+    sections = {s.split("\n", 1)[0]: s for s in md.split("\n## ")[1:]}
+    a, b, mine = sections[f"Topics of {lda_a}"], sections[f"Topics of {lda_b}"], sections["Topics of other.npz"]
+    assert "documents of lda.mu1000_lam0.5." in a and "documents of lda.mu1000_lam0.6." in b
+    assert "documents of other.mu1000_lam0.5." in mine  # by its name: the run has no settings
+    assert "None of the runs" not in a + b + mine
+    html = files.html.read_text()
+    assert sorted(re.findall(r'<h2 id="(topics[^"]*)"', html)) == ["topics", "topics-2", "topics-3"]
+    assert f"--model {lda_a} --model {lda_b} --model {other} --index" in html
+
+
+def test_a_model_no_run_used_says_so(tmp_path, runs):
+    from retrieval.core.index import build_index
+
+    index = build_index([DATA / "docs.trec"], tmp_path / "mini")
+    path = _train_lda(index, tmp_path / "lda.npz")
+    files = build_report(list(map(str, runs.values())), str(QRELS), out_dir=tmp_path / "out", model=str(path),
+                         index=index)
+    section = files.markdown.read_text().split("## Topics of lda.npz")[1]
+    assert "None of the runs was made with lda.npz; these are the topics in all of them." in section
+    assert "good" in section and "bad" in section

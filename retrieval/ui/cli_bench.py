@@ -38,6 +38,10 @@ def add_ql(p):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--shared", default="indexes/npl",
                    help="index of the largest shared collection, ranked too when it exists ('' to skip)")
+    p.add_argument("--baselines", default="indexes/cranfield",
+                   help="index whose Lucene baselines are timed against pyserini's batch search when it exists "
+                        "('' to skip)")
+    p.add_argument("--baselines-topics", default="irds:cranfield", help="the topics they rank")
 
 
 def add_lda(p):
@@ -248,8 +252,9 @@ def _prepare(**kwargs):
 QUICK_TREE = dict(values=[10], T=10, V=500, C=10, iters=1, burn=1)
 
 BENCHES = [
-    TableCommand("ql", "ranking speed and memory of exact QL (synthetic AP-scale collection, a shared one, Lucene)",
-                 add_ql, _call("ql"), dict(docs=2000, terms=3000, mean_len=50.0, queries=10, shared="")),
+    TableCommand("ql", "ranking speed and memory of exact QL (synthetic AP-scale collection, a shared one, Lucene); "
+                 "the Lucene baselines against pyserini's batch search",
+                 add_ql, _call("ql"), dict(docs=2000, terms=3000, mean_len=50.0, queries=10, shared="", baselines="")),
     TableCommand("lda", "LDA training throughput against tomotopy (20 Newsgroups), or an AP-scale synthetic run",
                  add_lda, _call("lda"), dict(k=[10], iters=5, docs=500)),
     TableCommand("pam", "PAM training speed of the exact and pruned samplers against tomotopy (20 Newsgroups)",

@@ -189,7 +189,8 @@ def _fill_report(s) -> None:
                    help="directory for report.html, report.md and plots/")
     _add_measures(s, runs="runs", runs_help="run files, or LABEL=PATH", help="AP (MAP) is always included")
     s.add_argument("--iterations", help="CSV/JSON table iteration,avg1,avg2 (MAP against Gibbs iteration)")
-    s.add_argument("--model", help="topic model directory: show its topics' top words (needs --index)")
+    s.add_argument("--model", action="append", help="topic model file: show its topics' top words in the top "
+                   "documents of the runs made with it (needs --index; repeat for several models)")
     s.add_argument("--index", help="the index the model was trained on")
     s.add_argument("--title")
     s.set_defaults(func=cmd.cmd_report)

@@ -6,7 +6,7 @@ with a baseline run (paired t-test and Wilcoxon signed-rank test over the judged
 wins, ties and losses), draws per-topic differences and 11-point precision-recall curves, finds
 parameter sweeps in run file names (``...mu1000_lam0.7.txt``, as :func:`retrieval.core.ranking.run_name`
 writes them) and plots MAP against each parameter, and renders a table of MAP against Gibbs
-iteration (``--iterations``) and the top words of a topic model's topics (``--model``).
+iteration (``--iterations``) and the top words of each topic model's topics (``--model``, once per model).
 
 It writes ``report.html`` (self-contained: plots are embedded PNGs) and ``report.md`` (plots in
 ``plots/``) into the output directory.
@@ -147,13 +147,11 @@ def _section_iterations(path, table, plots) -> Section:
              f"MAP against Gibbs iteration ({', '.join(columns[1:])}), from {Path(path).name}"), table])
 
 
-def topic_rows(model, stats, evals: Sequence[RunEval], max_topics: int = 30, words: int = 10,
+def topic_rows(model, stats, runs: Sequence[RunEval], max_topics: int = 30, words: int = 10,
                depth: int = 10) -> tuple[list[list[str]], str]:
-    """Top words of the topics most present in the top ``depth`` documents of the runs that mix
-    in a topic model (lam < 1 in the name; all runs when none does)."""
-    model_runs = [ev for ev in evals if ev.params.get("lam", 1.0) < 1.0] or list(evals)
+    """Top words of the topics most present in the top ``depth`` documents of ``runs``."""
     mass = np.zeros(model.n_topics)
-    for ev in model_runs:
+    for ev in runs:
         by_qid: dict[str, list[tuple[float, str]]] = {}
         for r in ev.run:
             by_qid.setdefault(r.qid, []).append((-r.score, r.docno))
@@ -171,21 +169,54 @@ def topic_rows(model, stats, evals: Sequence[RunEval], max_topics: int = 30, wor
         share = f"{100 * mass[k] / total:.1f}%" if total else ""
         rows.append([str(int(k)), share, " ".join(stats.terms[w] for w in term_ids)])
     how = (f"The {len(order)} of {model.n_topics} topics with the most weight (top-5 topics of each document) in the "
-           f"top {depth} documents of {', '.join(ev.label for ev in model_runs)}.")
+           f"top {depth} documents of {', '.join(ev.label for ev in runs)}.")
     return rows, how
 
 
-def _section_model(model, stats, evals, model_name) -> Section:
-    section = hook(model.kind, "report_section")  # e.g. PAM's correlations, TCM's collocations
-    part = section(model, stats.terms) if section is not None else None  # None: the default table
+class ReportModel(NamedTuple):
+    """A topic model shown in a report: its name there, the model, its file (None for an object)."""
+    name: str
+    model: object
+    path: Path | None
+
+
+def model_runs(given: ReportModel, evals: Sequence[RunEval]) -> tuple[list[RunEval], str]:
+    """The runs made with ``given`` and how they were found. A model file's runs are those whose
+    settings (``<run>.json``) name it or, without settings, whose file name holds its name as
+    ``topicir run`` writes it (lam < 1); a model object's, the runs that mix in a topic model (lam < 1
+    in the name). With none, every run, and the reason says so."""
+    from ..core.ranking import read_settings
+
+    if given.path is None:
+        found = [ev for ev in evals if ev.params.get("lam", 1.0) < 1.0]
+    else:
+        target, part = given.path.resolve(), f".{given.path.stem}."
+        found = []
+        for ev in evals:
+            settings = read_settings(ev.path)
+            if settings is not None and "model" in settings:
+                made_with = settings["model"] is not None and Path(settings["model"]).resolve() == target
+            else:
+                made_with = part in f".{ev.path.name}" and ev.params.get("lam", 1.0) < 1.0
+            if made_with:
+                found.append(ev)
+    if found:
+        return found, ""
+    return list(evals), f" None of the runs was made with {given.name}; these are the topics in all of them."
+
+
+def _section_model(given: ReportModel, stats, evals, anchor: str) -> Section:
+    section = hook(given.model.kind, "report_section")  # e.g. PAM's correlations, TCM's collocations
+    part = section(given.model, stats.terms) if section is not None else None  # None: the default table
     if part is not None:
         items = []
         if part.get("figure"):
             items.append(Plot(*part["figure"]))
         items.append(Para(part["text"], code=True))
-        return Section(f"{part['title']} of {model_name}", "topics", items)
-    rows, how = topic_rows(model, stats, evals)
-    return Section(f"Topics of {model_name}", "topics", [Table(["topic", "share", "top words"], rows), Para(how)])
+        return Section(f"{part['title']} of {given.name}", anchor, items)
+    runs, caveat = model_runs(given, evals)
+    rows, how = topic_rows(given.model, stats, runs)
+    return Section(f"Topics of {given.name}", anchor, [Table(["topic", "share", "top words"], rows), Para(how + caveat)])
 
 
 def _section_expansions(evals, terms: int = 10) -> Section | None:
@@ -236,14 +267,20 @@ def _resolve_baseline(evals: list[RunEval], baseline) -> RunEval:
                      f"{', '.join(ev.label for ev in evals)}")
 
 
-def _load_model(model, index):
-    if model is None or not isinstance(model, (str, os.PathLike)):
-        return model
-    if index is None:
+def _report_models(model, index) -> list[ReportModel]:
+    """``model`` (one model or file, or a list of them) loaded, each named by its file (by its path
+    where two files share a name; an object by its class)."""
+    given = list(model) if isinstance(model, (list, tuple)) else [] if model is None else [model]
+    is_file = [isinstance(m, (str, os.PathLike)) for m in given]
+    names = [Path(m).name if f else type(m).__name__ for m, f in zip(given, is_file)]
+    names = [str(m) if f and names.count(n) > 1 else n for m, f, n in zip(given, is_file, names)]
+    names = [n if names[:i].count(n) == 0 else f"{n} ({names[:i].count(n) + 1})" for i, n in enumerate(names)]
+    if any(is_file) and index is None:
         raise ValueError("--model needs --index (the index the model was trained on) for its words")
     from ..core.modelfiles import load_model
 
-    return load_model(model, index)
+    return [ReportModel(n, load_model(m, index), Path(m)) if f else ReportModel(n, m, None)
+            for m, f, n in zip(given, is_file, names)]
 
 
 def build_report(runs, qrels, *, baseline=None, out_dir=OUT_DIR, measures=DEFAULT_MEASURES,
@@ -258,8 +295,9 @@ def build_report(runs, qrels, *, baseline=None, out_dir=OUT_DIR, measures=DEFAUL
     baseline : label, path or file name of one of the runs; default the first
     measures : measure names as ``topicir eval --measures`` takes them; MAP is always included
     iterations : CSV/JSON table with columns iteration, avg1, avg2 (MAP against Gibbs iteration)
-    model, index : a topic model (object, or directory loaded with ``models_io.load_model``) and its
-        index (``Index`` or directory); adds the model's most present topics and their top words
+    model, index : a topic model (object, or file loaded with :func:`retrieval.core.modelfiles.load_model`),
+        or a list of them, and the index they were trained on (``Index`` or directory); adds a section per
+        model, named by its file: its topics most present in the top documents of the runs made with it
     command : the command line shown in the report; default the equivalent ``topicir report``
     progress : a progress bar over the runs evaluated and the sections drawn
     """
@@ -284,14 +322,12 @@ def build_report(runs, qrels, *, baseline=None, out_dir=OUT_DIR, measures=DEFAUL
         from ..core.index import Index
 
         index = Index(index)
-    model_arg = model if isinstance(model, (str, os.PathLike)) else None
-    model_name = Path(model).stem if model_arg is not None else type(model).__name__
-    model = _load_model(model, index)
+    models = _report_models(model, index)
     table = read_iterations(iterations) if iterations else None  # fails before the evaluation
-    if model is not None and index is None:
+    if models and index is None:
         raise ValueError("a topic model needs its index (index=...) to show its words")
 
-    bar = tqdm(total=len(runs) + 5 + (table is not None) + (model is not None), desc="report", unit="step",
+    bar = tqdm(total=len(runs) + 5 + (table is not None) + len(models), desc="report", unit="step",
                disable=not progress)
     evals = evaluate_runs(runs, qrels, measures, on_run=bar.update)
     base = _resolve_baseline(evals, baseline)
@@ -304,8 +340,10 @@ def build_report(runs, qrels, *, baseline=None, out_dir=OUT_DIR, measures=DEFAUL
             args += ["--measures", *map(str, measures)]
         if iterations:
             args += ["--iterations", str(iterations)]
-        if model_arg is not None:
-            args += ["--model", str(model_arg), "--index", str(index.path)]
+        for m in models:
+            args += ["--model", str(m.path)] if m.path is not None else []
+        if any(m.path is not None for m in models):
+            args += ["--index", str(index.path)]
         command = shlex.join(args)
 
     def step(section):
@@ -323,8 +361,8 @@ def build_report(runs, qrels, *, baseline=None, out_dir=OUT_DIR, measures=DEFAUL
     bar.update()
     if table is not None:
         sections.append(step(_section_iterations(iterations, table, plots)))
-    if model is not None:
-        sections.append(step(_section_model(model, index.stats, evals, model_name)))
+    for i, m in enumerate(models):
+        sections.append(step(_section_model(m, index.stats, evals, "topics" if i == 0 else f"topics-{i + 1}")))
     expansions = _section_expansions(evals)
     if expansions is not None:
         sections.append(expansions)
