@@ -464,15 +464,16 @@ def test_trec_adhoc_51_150(shared_data):
 
 # docs and topics columns of the table in ../shared/data/README.md
 SHARED = {"adi": (82, 35), "med": (1033, 30), "cran": (1400, 225), "cisi": (1460, 112),
-          "cacm": (3204, 64), "scifact": (5183, 300), "npl": (11429, 93)}
+          "cacm": (3204, 64), "scifact": (5183, 300), "npl": (11429, 93), "nfcorpus": (3633, 323),
+          "aila2019": (2914, 50), "checkthat2020": (10375, 1197)}
 
 
 def test_shared_readme_table_matches(shared_data):
     table = {}
     for row in (shared_data / "README.md").read_text().splitlines():
-        match = re.match(r"\| (\w+) \| ([\d,]+) \| (\d+) \(", row)
+        match = re.match(r"\| (\w+) \| ([\d,]+) \| ([\d,]+) \(", row)
         if match:
-            table[match[1]] = (int(match[2].replace(",", "")), int(match[3]))
+            table[match[1]] = (int(match[2].replace(",", "")), int(match[3].replace(",", "")))
     assert table == SHARED
 
 

@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .expansion_terms import allowed as allowed_terms
 from .extension import document_model
 from .index import Index
 from .ranking import DEPTH, PreparedQuery, batch_tables, collecting_runs, prepare, ranked
@@ -43,7 +44,7 @@ from .scoring import LAM, MU, Query, top_k
 from .trec import ScoredDoc, Topic, topic_query
 
 METHODS = ("rm3", "topics")
-FB_DOCS, FB_TERMS, ORIGINAL_WEIGHT, FB_TOPICS = 10, 10, 0.5, 3
+FB_DOCS, FB_TERMS, ORIGINAL_WEIGHT, FB_TOPICS, FB_MAX_DF = 10, 10, 0.5, 3, 0.1
 # P_TM of the candidate terms is computed this many (document, term) cells at a time
 # (p_w_d returns every document's row), so memory stays bounded whatever the vocabulary.
 CHUNK_CELLS = 4_000_000
@@ -60,6 +61,8 @@ class Settings:
     fb_topics: int = FB_TOPICS   # topics only
     fb_mu: float | None = 0.0    # Dirichlet prior of P_QL(w|d) in the relevance model (0: tf / |d|, as
                                  # Anserini's RM3; None: the ranking's mu)
+    fb_max_df: float = FB_MAX_DF  # expansion terms are in at most this fraction of the documents
+    fb_length: int | None = None  # queries longer than this many tokens: expansion weighs less (see query_weight)
 
     def __post_init__(self):
         if self.method not in METHODS:
@@ -72,12 +75,32 @@ class Settings:
             raise ValueError(f"original_weight must be in [0, 1], got {self.original_weight!r}")
         if self.fb_mu is not None and not (self.fb_mu >= 0 and np.isfinite(self.fb_mu)):
             raise ValueError(f"fb_mu must be a finite number >= 0 or None, got {self.fb_mu!r}")
+        if not 0.0 < self.fb_max_df <= 1.0:
+            raise ValueError(f"fb_max_df must be in (0, 1], got {self.fb_max_df!r}")
+        if self.fb_length is not None and (not isinstance(self.fb_length, (int, np.integer))
+                                           or isinstance(self.fb_length, bool) or self.fb_length < 1):
+            raise ValueError(f"fb_length must be an int >= 1 or None, got {self.fb_length!r}")
+
+    def query_weight(self, length: float) -> float:
+        """The weight of the original query of ``length`` tokens. Without ``fb_length`` it is
+        ``original_weight``. With it, a query longer than fb_length tokens keeps more: the odds
+        of the expansion against the query, (1 - w) / w, shrink by fb_length / length, so that
+        an expansion term never weighs more against a long query's terms than against those of
+        a query of fb_length tokens (RM3 spreads the query's weight over its terms: over
+        hundreds of them, a few expansion terms would otherwise outweigh each one many times)."""
+        w = self.original_weight
+        if self.fb_length is None or length <= self.fb_length or w in (0.0, 1.0):
+            return w
+        odds = (1.0 - w) / w * self.fb_length / length
+        return 1.0 / (1.0 + odds)
 
     def label(self) -> str:
         extra = f" topics{self.fb_topics}" if self.method == "topics" else ""
         mu = "" if self.method != "rm3" or self.fb_mu == 0.0 else \
             f" fbmu{'=mu' if self.fb_mu is None else format(self.fb_mu, 'g')}"
-        return f"docs{self.fb_docs} terms{self.fb_terms}{extra} w{self.original_weight:g}{mu}"
+        df = "" if self.fb_max_df == FB_MAX_DF else f" maxdf{self.fb_max_df:g}"
+        length = "" if self.fb_length is None else f" len{self.fb_length}"
+        return f"docs{self.fb_docs} terms{self.fb_terms}{extra} w{self.original_weight:g}{length}{mu}{df}"
 
     def params(self) -> dict:
         """The setting as run-name parameters (:func:`retrieval.core.ranking.run_name`), every
@@ -86,15 +109,20 @@ class Settings:
         if self.method == "topics":
             out["fbtopics"] = self.fb_topics
         out["fbw"] = f"{self.original_weight:g}"
+        if self.fb_length is not None:
+            out["fblen"] = self.fb_length
         if self.method == "rm3" and self.fb_mu != 0.0:
             out["fbmu"] = "mu" if self.fb_mu is None else f"{self.fb_mu:g}"
+        if self.fb_max_df != FB_MAX_DF:
+            out["fbmaxdf"] = f"{self.fb_max_df:g}"
         return out
 
     def as_dict(self) -> dict:
         """The setting for a run's settings file."""
         return {"method": self.method, "fb_docs": self.fb_docs, "fb_terms": self.fb_terms,
                 "original_weight": self.original_weight,
-                "fb_topics": self.fb_topics if self.method == "topics" else None, "fb_mu": self.fb_mu}
+                "fb_topics": self.fb_topics if self.method == "topics" else None, "fb_mu": self.fb_mu,
+                "fb_max_df": self.fb_max_df, "fb_length": self.fb_length}
 
 
 @dataclass
@@ -150,14 +178,18 @@ def p_tm_rows(model, term_ids: np.ndarray, docs: np.ndarray, n_docs: int,
 
 
 def relevance_model(stats, docs: np.ndarray, log_lik: np.ndarray, *, mu: float = MU, lam: float = 1.0,
-                    model=None) -> tuple[np.ndarray, np.ndarray]:
+                    model=None, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """P(w|R) over the terms of ``docs``: sum_d P(w|d) P(d|Q), P(d|Q) proportional to
     exp(``log_lik``) (the documents' query log-likelihoods), P(w|d) = lam P_QL + (1 - lam) P_TM
-    with P_QL Dirichlet-smoothed with ``mu`` (0: the maximum-likelihood tf / |d|).
+    with P_QL Dirichlet-smoothed with ``mu`` (0: the maximum-likelihood tf / |d|); with
+    ``allowed`` (bool per term id) over those terms only.
 
     Returns (term ids int64, probabilities summing to 1), heaviest first (ties by term id)."""
     docs = np.asarray(docs, dtype=np.int64)
     terms, tf = doc_terms(stats, docs)
+    if allowed is not None:
+        keep = allowed[terms]
+        terms, tf = terms[keep], tf[:, keep]
     if len(terms) == 0:
         return terms, np.zeros(0)
     length = np.asarray(stats.doc_len, dtype=np.float64)[docs][:, None]
@@ -182,20 +214,27 @@ def query_topics(model, docs, chain: int = 0) -> np.ndarray:
     return theta / max(theta.sum(), 1e-300)
 
 
-def topic_words_model(model, docs, fb_topics: int, fb_terms: int):
+def topic_words_model(model, docs, fb_topics: int, fb_terms: int, allowed: np.ndarray | None = None):
     """Topic-level feedback: per chain, the fb_topics most probable topics of the query (see
     :func:`query_topics`), their fb_terms top words weighted P(k|Q) P(w|k); averaged over chains.
+    ``allowed`` (bool per term id): only those words count (:mod:`.expansion_terms`).
 
     Returns (term ids int64, weights summing to 1, heaviest first; [(chain, topic, P(k|Q))])."""
     n_chains = int(getattr(model, "n_chains", 1) or 1)
+    # enough top words that fb_terms of them are allowed whatever the topic
+    top = fb_terms if allowed is None else min(len(allowed), fb_terms + int(len(allowed) - allowed.sum()))
     weight: dict[int, float] = {}
     picked = []
     for chain in range(n_chains):
         theta = query_topics(model, docs, chain)
         for k in np.argsort(-theta, kind="stable")[:fb_topics]:
             picked.append((chain, int(k), float(theta[k])))
-            ids, p = model.topic_words(int(k), top=fb_terms, chain=chain)
-            for w, pw in zip(np.asarray(ids, dtype=np.int64), np.asarray(p, dtype=np.float64)):
+            ids, p = model.topic_words(int(k), top=top, chain=chain)
+            ids, p = np.asarray(ids, dtype=np.int64), np.asarray(p, dtype=np.float64)
+            if allowed is not None:
+                keep = allowed[ids]
+                ids, p = ids[keep][:fb_terms], p[keep][:fb_terms]
+            for w, pw in zip(ids, p):
                 weight[int(w)] = weight.get(int(w), 0.0) + theta[k] * pw / n_chains
     terms = np.fromiter(weight, dtype=np.int64, count=len(weight))
     p = np.fromiter(weight.values(), dtype=np.float64, count=len(weight))
@@ -267,21 +306,23 @@ class FeedbackQuery:
 
     def feedback(self, s: Settings):
         """(term ids, weights summing to 1, topics) of the feedback distribution of ``s``, before
-        truncation to fb_terms (topics: the words of the picked topics)."""
+        truncation to fb_terms (topics: the words of the picked topics), over the terms that may
+        expand a query (:func:`retrieval.core.expansion_terms.allowed`)."""
         docs = self.top_docs(s.fb_docs)
+        allowed = allowed_terms(self.index, s.fb_max_df)
         if s.method == "rm3":
             fb_mu = self.mu if s.fb_mu is None else float(s.fb_mu)
-            key = ("rm3", s.fb_docs, fb_mu)
+            key = ("rm3", s.fb_docs, fb_mu, s.fb_max_df)
             if key not in self._rm:
                 ids, p = relevance_model(self.index.stats, docs, self.first[docs], mu=fb_mu,
-                                         lam=self.lam, model=self.model)
+                                         lam=self.lam, model=self.model, allowed=allowed)
                 self._rm[key] = (ids, p, [])
             return self._rm[key]
         if self.model is None:
             raise ValueError("topic feedback needs a topic model")
-        key = ("topics", s.fb_docs, s.fb_topics, s.fb_terms)
+        key = ("topics", s.fb_docs, s.fb_topics, s.fb_terms, s.fb_max_df)
         if key not in self._rm:
-            self._rm[key] = topic_words_model(self.model, docs, s.fb_topics, s.fb_terms)
+            self._rm[key] = topic_words_model(self.model, docs, s.fb_topics, s.fb_terms, allowed)
         return self._rm[key]
 
     def expansion(self, s: Settings) -> tuple[Query, Expansion]:
@@ -290,7 +331,8 @@ class FeedbackQuery:
         if len(self.query.term_ids) == 0:  # nothing to feed back from: the query as it is
             return self.query, Expansion(self.qid, s.method, s, [], [], [])
         ids, p, topics = self.feedback(s)
-        query, keep_ids, keep_p = expand(self.query, ids, p, s.fb_terms, s.original_weight)
+        query, keep_ids, keep_p = expand(self.query, ids, p, s.fb_terms,
+                                         s.query_weight(float(self.query.weights.sum())))
         total = float(query.weights.sum())
         order = np.lexsort((query.term_ids, -query.weights))
         docnos = self.index.stats.docnos
