@@ -296,6 +296,6 @@ def test_an_unexpected_java_exception_is_still_one_line(capsys, monkeypatch):
         raise RuntimeError("JVM exception occurred: boom\n\tat org.apache.lucene.X.y(X.java:1)\nCaused by: z")
 
     monkeypatch.delenv("TOPICIR_TRACEBACK", raising=False)
-    assert run_guarded("run", fails, None, own_signals=False) == 1
+    assert run_guarded("run", fails, None) == 1
     assert capsys.readouterr().err == ("topicir run: internal error: RuntimeError: JVM exception occurred: boom "
                                        "(TOPICIR_TRACEBACK=1 shows the traceback; please report it)\n")

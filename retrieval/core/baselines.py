@@ -64,11 +64,16 @@ def _java_list(items: list[str]):
 
 def _rank(searcher, queries: dict[str, str], depth: int, threads: int) -> list[ScoredDoc]:
     """The top ``depth`` hits of each query: one at a time with one thread, else in one batch."""
-    if threads == 1:
+    hits = None
+    if threads > 1:
+        try:
+            found = searcher.batch_search(_java_list(list(queries.values())), _java_list(list(queries)), depth,
+                                          threads)
+            hits = {e.getKey(): e.getValue() for e in found.entrySet().toArray()}
+        except Exception:  # a search thread's failure is swallowed there: one at a time raises it
+            log.debug("batch search failed; ranking its topics one at a time")
+    if hits is None:
         hits = {qid: searcher.search(text, depth) for qid, text in queries.items()}
-    else:
-        found = searcher.batch_search(_java_list(list(queries.values())), _java_list(list(queries)), depth, threads)
-        hits = {e.getKey(): e.getValue() for e in found.entrySet().toArray()}
     run = []
     for qid in queries:
         ranked = hits.get(qid) or []
