@@ -120,6 +120,22 @@ def test_run_tags_say_the_settings_of_every_run_of_a_sweep(index_dir, tmp_path):
                     "run.ap-mini.topics.title.lda.mu1000_lam0.7.txt": {"topicir-lda.mu1000_lam0.7"}}
 
 
+@pytest.mark.parametrize("kind, params, warned", [
+    ("lda", dict(n_topics=9), "LDA with 9 topics on 4 documents (more topics than documents)"),
+    ("pam", dict(n_super=2, n_sub=6), "PAM with 6 topics on 4 documents (more topics than documents)"),
+    ("lda", dict(n_topics=4), None),
+])
+def test_training_says_when_there_are_more_topics_than_documents(index_dir, tmp_path, caplog, kind, params, warned):
+    from retrieval.core.index import Index
+    from retrieval.core.modelfiles import train_model
+
+    with caplog.at_level("WARNING", logger="retrieval.core.modelfiles"):
+        train_model(Index(index_dir), kind, tmp_path / "m.npz", progress=False, n_chains=1, n_iter=2, burn_in=1,
+                    **params)
+    said = [r.getMessage() for r in caplog.records if "more topics than documents" in r.getMessage()]
+    assert [m.split(":")[0] for m in said] == ([warned] if warned else [])
+
+
 def test_bad_topics_manifest_and_depth_are_named(index_dir, tmp_path, capsys):
     topics = tmp_path / "binary.dat"
     topics.write_bytes(b"7\tairbus\n1\x0b2\tfoo bar\n")

@@ -114,6 +114,7 @@ def _train_locked(index, kind, model, out, checkpoint, progress):
     log.info("training %s on %s: %d docs, %d tokens, %d terms, params %s", kind.upper(), index.name,
              corpus.n_docs, corpus.n_tokens, corpus.n_terms, model.get_params())
     _log_schedule(model)
+    _warn_size(model, corpus)
     callback = TqdmCallback(desc=f"{kind.upper()} {index.name}", mininterval=2) if progress else None
     model.fit(corpus, callback=callback, checkpoint=ckpt, **training_inputs(index, model, progress))
     model.save(out)
@@ -122,6 +123,17 @@ def _train_locked(index, kind, model, out, checkpoint, progress):
     log.info("saved %s", out)
     _log_completion(model, corpus)
     return model, out
+
+
+def _warn_size(model, corpus) -> None:
+    """More topics than documents is said, not silently trained: the defaults (K = 800 for LDA,
+    gLDA and PAM's sub-topics) are sized for large collections."""
+    k = max((v for key, v in model.get_params().items() if key in ("n_topics", "n_sub") and isinstance(v, int)),
+            default=0)
+    if k > corpus.n_docs:
+        log.warning("%s with %d topics on %d documents (more topics than documents): the defaults are sized for "
+                    "large collections; fewer topics (--n-topics) train faster; docs/results/effectiveness.md "
+                    "measures the defaults on small collections too", model.kind.upper(), k, corpus.n_docs)
 
 
 def _log_completion(model, corpus) -> None:

@@ -90,6 +90,13 @@ def add_tcm(p):
     p.add_argument("--seed", type=int, default=0)
 
 
+def add_files(p):
+    p.add_argument("--index", default="indexes/aila2019",
+                   help="the index whose model files are loaded (default: the shared collection with most tokens)")
+    p.add_argument("--models", nargs="+", help="these model files of the index instead of all in its models/")
+    p.add_argument("--repeats", type=int, default=5, help="loads timed after a warm-up (the median is shown)")
+
+
 def add_glda(p):
     _newsgroups(p)
     p.add_argument("--k", type=int, nargs="+", default=[100, 800])
@@ -271,6 +278,8 @@ BENCHES = [
     TableCommand("foldin", "fold-in of new documents under a K = 800 LDA model (seconds, held-out likelihood)",
                  add_foldin, _call("foldin"), dict(train_docs=500, new_docs=50, terms=2000, mean_len=50.0, k=8,
                                                    iters=4)),
+    TableCommand("files", "what checking a model file costs: the checks' share of loading it",
+                 add_files, _call("files"), dict(repeats=1)),
     TableCommand("ray", "LDA trained on Ray workers against the local trainer (same model), or the modelled costs",
                  add_ray, _call("ray"), dict(docs=300, k=[8], iters=3, workers=[1])),
 ]

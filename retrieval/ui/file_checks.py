@@ -29,7 +29,8 @@ def page() -> str:
            f"[{PRIOR_MIN:g}, {PRIOR_MAX:g}]: training never leaves that range (the optimisers stop "
            f"alpha at {PRIOR_MIN:g}), and within it every sum and product of the kernels stays a "
            "finite number. "
-           "[Reliability](reliability.md) says what else is guarded.", ""]
+           "[Reliability](reliability.md) says what else is guarded; [bench-files](results/bench-files.md) "
+           "what the checks cost against reading a file (`topicir bench files`).", ""]
     for kind in kinds():
         spec = model_class(kind)._FILE_SPEC
         out += [f"## {kind}", "", "| file | array | check |", "|---|---|---|"]
