@@ -106,7 +106,7 @@ def test_rm3_expands_from_the_relevant_top_documents(themed):
     (QL cannot: five of them lack the query's word)."""
     stats = themed.stats
     fq = FeedbackQuery(themed, "engine", mu=1000.0)
-    s = Settings(fb_docs=5, fb_terms=6, original_weight=0.5)
+    s = Settings(fb_docs=5, fb_terms=6, original_weight=0.5, fb_max_df=1.0)  # a theme's words: in 1/3 of them
     scores, ex = fq.scores(s)
     assert sorted(ex.docs) == [f"F{d:03d}" for d in range(5)]
     assert {t for t, _ in ex.feedback} <= analysed(themed, CAR) and len(ex.feedback) == 6
@@ -201,7 +201,7 @@ def test_topic_feedback_run_with_planted_model(themed):
     the doctor topic's words, and all ten doctor documents rank first."""
     model = PlantedModel(themed)
     run, expansions = run_feedback(themed, [Topic("1", "physician hospital", "", "")],
-                                   Settings(method="topics", fb_docs=3, fb_topics=1, fb_terms=8),
+                                   Settings(method="topics", fb_docs=3, fb_topics=1, fb_terms=8, fb_max_df=1.0),
                                    model=model, progress=False)
     ex = expansions["1"]
     assert ex.topics[0][1:] == (1, pytest.approx(0.8, abs=0.01)) and ex.method == "topics"
@@ -215,7 +215,8 @@ def test_lda_feedback_finds_the_theme(themed, themed_lda):
     car words and rank the ten car documents first."""
     car = set(range(10))
     fq = FeedbackQuery(themed, "engine", themed_lda, mu=1000.0, lam=0.7)
-    for s in (Settings(fb_docs=5, fb_terms=6), Settings(method="topics", fb_docs=5, fb_topics=1, fb_terms=6)):
+    for s in (Settings(fb_docs=5, fb_terms=6, fb_max_df=1.0),
+              Settings(method="topics", fb_docs=5, fb_topics=1, fb_terms=6, fb_max_df=1.0)):
         scores, ex = fq.scores(s)
         assert {t for t, _ in ex.feedback} <= analysed(themed, CAR), s
         assert set(np.argsort(-scores, kind="stable")[:10].tolist()) == car, s
@@ -249,7 +250,7 @@ def test_every_kind_through_the_protocol(collection, trained, kind):  # noqa: F8
     want = direct_rm(stats, docs, fq.first[docs], 0.0, 0.7, model.p_w_d(np.arange(stats.n_terms)))
     np.testing.assert_allclose(p, [want[int(t)] for t in ids], rtol=1e-9)
     for method in ("rm3", "topics"):
-        scores, ex = fq.scores(Settings(method=method, fb_docs=5, fb_terms=5, fb_topics=2))
+        scores, ex = fq.scores(Settings(method=method, fb_docs=5, fb_terms=5, fb_topics=2, fb_max_df=1.0))
         assert np.isfinite(scores).all() and len(ex.feedback) >= 1
         assert sum(w for _, w in ex.terms) == pytest.approx(1.0)
         assert sum(w for _, w in ex.feedback) == pytest.approx(1.0)
@@ -257,7 +258,7 @@ def test_every_kind_through_the_protocol(collection, trained, kind):  # noqa: F8
         same, _ = fq.scores(Settings(method=method, original_weight=1.0))
         np.testing.assert_array_equal(same, fq.first)
     # the doctor theme's documents lead the topic-feedback run
-    scores, ex = fq.scores(Settings(method="topics", fb_docs=5, fb_topics=1, fb_terms=10))
+    scores, ex = fq.scores(Settings(method="topics", fb_docs=5, fb_topics=1, fb_terms=10, fb_max_df=1.0))
     assert len({t for t, _ in ex.feedback} & analysed(collection, DOCTOR)) >= 3, ex.feedback
 
 

@@ -59,8 +59,8 @@ def test_run_with_feedback_equals_run_feedback(coll, tmp_path, method, with_mode
     extra = ["--model", str(model_path), "--lam", "0.6"] if with_model else []
     topics_flag = ["--fb-topics", "2"] if method == "topics" else []
     [path] = cli_run(coll, tmp_path, *extra, "--feedback", method, "--fb-docs", "5", "--fb-terms", "4",
-                     "--fb-weight", "0.4", *topics_flag)
-    settings = Settings(method, fb_docs=5, fb_terms=4, original_weight=0.4,
+                     "--fb-weight", "0.4", "--fb-max-df", "0.5", "--fb-length", "3", *topics_flag)
+    settings = Settings(method, fb_docs=5, fb_terms=4, original_weight=0.4, fb_max_df=0.5, fb_length=3,
                         **({"fb_topics": 2} if method == "topics" else {}))
     want, expansions = run_feedback(index, load_topics(root / "topics.tsv"), settings,
                                     model=model if with_model else None, mu=1000.0, lam=0.6, progress=False)
@@ -68,7 +68,8 @@ def test_run_with_feedback_equals_run_feedback(coll, tmp_path, method, with_mode
     assert [(r.qid, r.docno) for r in got] == [(r.qid, r.docno) for r in want]
     assert np.allclose([r.score for r in got], [r.score for r in want], rtol=1e-9)
     # the name and the settings file carry the feedback settings
-    assert "_prf-" + method + "_fbdocs5_fbterms4" in path.name and "fbw0.4" in path.name
+    assert "_prf-" + method + "_fbdocs5_fbterms4" in path.name and "fbw0.4_fblen3" in path.name
+    assert "fbmaxdf0.5" in path.name
     assert ("fbtopics2" in path.name) == (method == "topics")
     assert read_settings(path)["feedback"] == settings.as_dict()
     written = read_expansions(expansions_path(path))
@@ -90,6 +91,7 @@ def test_feedback_changes_the_ranking_and_lam_lists_keep_working(coll, tmp_path)
 @pytest.mark.parametrize("args, message", [
     (["--feedback", "topics"], "--feedback topics expands queries with a topic model's topics: give --model"),
     (["--fb-docs", "5"], "--fb-docs sets pseudo-relevance feedback: add --feedback"),
+    (["--fb-max-df", "0.5"], "--fb-max-df sets pseudo-relevance feedback: add --feedback"),
     (["--feedback", "rm3", "--fb-topics", "2"], "--fb-topics is the number of topics of --feedback topics"),
     (["--feedback", "rm3", "--baseline", "bm25"], "drop --baseline bm25"),
 ])
@@ -119,11 +121,14 @@ def test_console_feedback_ranks_as_run_feedback_and_why_lists_the_expansion(coll
     root, index, model, _ = coll
     s = Session(index, model=model, model_name="lda", lam=0.6)
     assert "needs none" in to_plain(Session(index).execute(":feedback topics"))  # no model: refused
-    assert to_plain(s.execute(":fb docs=5 terms=4 weight=0.4 topics=2")).startswith("kept for when")
-    assert "+topics docs5 terms4 topics2 w0.4" in to_plain(s.execute(":feedback topics"))
+    # a theme's words are in a third of the documents: maxdf=1 lets them expand a query
+    assert to_plain(s.execute(":fb docs=5 terms=4 weight=0.4 topics=2 maxdf=1")).startswith("kept for when")
+    assert "+topics docs5 terms4 topics2 w0.4 maxdf1" in to_plain(s.execute(":feedback topics"))
     assert "must be a whole number" in to_plain(s.execute(":fb docs=0"))
+    assert "maxdf must be a share" in to_plain(s.execute(":fb maxdf=0"))
+    assert to_plain(s.execute(":fb")).split()[-2:] == ["maxdf=1", "length=none"]
     shown = to_plain(s.execute("engine road"))
-    assert "+topics docs5 terms4 topics2 w0.4" in shown.splitlines()[0]
+    assert "+topics docs5 terms4 topics2 w0.4 maxdf1" in shown.splitlines()[0]
     want, expansions = run_feedback(index, [load_topics(root / "topics.tsv")[0]], s.feedback, model=model,
                                     mu=1000.0, lam=0.6, progress=False)
     assert [r.docno for r in s.last.run(index.stats.docnos)][:20] == [r.docno for r in want][:20]
@@ -139,9 +144,9 @@ def test_console_feedback_ranks_as_run_feedback_and_why_lists_the_expansion(coll
     assert score == pytest.approx(total, abs=1e-3)  # the breakdown is over the expanded query
     assert any(t not in s.last.query.terms for t, _ in e.terms)  # expansion terms are in it
     s.execute(":feedback rm3")
-    assert "+rm3 docs5 terms4 w0.4" in s.settings()
+    assert "+rm3 docs5 terms4 w0.4 maxdf1" in s.settings()
     s.execute("flood boat")
-    assert "feedback rm3 (docs5 terms4 w0.4) from 5 documents" in to_plain(s.execute(":why 1"))
+    assert "feedback rm3 (docs5 terms4 w0.4 maxdf1) from 5 documents" in to_plain(s.execute(":why 1"))
     s.execute(":feedback off")
     assert "+rm3" not in to_plain(s.execute("engine road")) and s.last.expansion is None
 

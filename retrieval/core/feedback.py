@@ -44,7 +44,7 @@ from .scoring import LAM, MU, Query, top_k
 from .trec import ScoredDoc, Topic, topic_query
 
 METHODS = ("rm3", "topics")
-FB_DOCS, FB_TERMS, ORIGINAL_WEIGHT, FB_TOPICS, FB_MAX_DF = 10, 10, 0.5, 3, 0.1
+FB_DOCS, FB_TERMS, ORIGINAL_WEIGHT, FB_TOPICS, FB_MAX_DF, FB_LENGTH = 10, 10, 0.5, 3, 0.1, None
 # P_TM of the candidate terms is computed this many (document, term) cells at a time
 # (p_w_d returns every document's row), so memory stays bounded whatever the vocabulary.
 CHUNK_CELLS = 4_000_000
@@ -62,7 +62,7 @@ class Settings:
     fb_mu: float | None = 0.0    # Dirichlet prior of P_QL(w|d) in the relevance model (0: tf / |d|, as
                                  # Anserini's RM3; None: the ranking's mu)
     fb_max_df: float = FB_MAX_DF  # expansion terms are in at most this fraction of the documents
-    fb_length: int | None = None  # queries longer than this many tokens: expansion weighs less (see query_weight)
+    fb_length: int | None = FB_LENGTH  # queries longer than this many tokens: expansion weighs less (see query_weight)
 
     def __post_init__(self):
         if self.method not in METHODS:
@@ -99,7 +99,7 @@ class Settings:
         mu = "" if self.method != "rm3" or self.fb_mu == 0.0 else \
             f" fbmu{'=mu' if self.fb_mu is None else format(self.fb_mu, 'g')}"
         df = "" if self.fb_max_df == FB_MAX_DF else f" maxdf{self.fb_max_df:g}"
-        length = "" if self.fb_length is None else f" len{self.fb_length}"
+        length = "" if self.fb_length == FB_LENGTH else f" len{self.fb_length or 'none'}"
         return f"docs{self.fb_docs} terms{self.fb_terms}{extra} w{self.original_weight:g}{length}{mu}{df}"
 
     def params(self) -> dict:
@@ -109,8 +109,8 @@ class Settings:
         if self.method == "topics":
             out["fbtopics"] = self.fb_topics
         out["fbw"] = f"{self.original_weight:g}"
-        if self.fb_length is not None:
-            out["fblen"] = self.fb_length
+        if self.fb_length != FB_LENGTH:
+            out["fblen"] = self.fb_length or "none"
         if self.method == "rm3" and self.fb_mu != 0.0:
             out["fbmu"] = "mu" if self.fb_mu is None else f"{self.fb_mu:g}"
         if self.fb_max_df != FB_MAX_DF:

@@ -106,8 +106,9 @@ def _feedback_settings(args):
     """The feedback :class:`~retrieval.core.feedback.Settings` of ``topicir run``, or None."""
     from ..core.feedback import Settings
 
-    given = [flag for flag, v in (("--fb-docs", args.fb_docs), ("--fb-terms", args.fb_terms),
-                                  ("--fb-weight", args.fb_weight), ("--fb-topics", args.fb_topics)) if v is not None]
+    flags = {"--fb-docs": "fb_docs", "--fb-terms": "fb_terms", "--fb-weight": "fb_weight", "--fb-topics": "fb_topics",
+             "--fb-max-df": "fb_max_df", "--fb-length": "fb_length"}
+    given = [flag for flag, name in flags.items() if getattr(args, name) is not None]
     if args.feedback is None:
         if given:
             raise ValueError(f"{given[0]} sets pseudo-relevance feedback: add --feedback rm3 or --feedback topics")
@@ -121,8 +122,11 @@ def _feedback_settings(args):
     if args.fb_topics is not None and args.feedback != "topics":
         raise ValueError("--fb-topics is the number of topics of --feedback topics; rm3 has none")
     values = {"fb_docs": args.fb_docs, "fb_terms": args.fb_terms, "original_weight": args.fb_weight,
-              "fb_topics": args.fb_topics}
-    return Settings(args.feedback, **{k: v for k, v in values.items() if v is not None})
+              "fb_topics": args.fb_topics, "fb_max_df": args.fb_max_df}
+    values = {k: v for k, v in values.items() if v is not None}
+    if args.fb_length is not None:  # 'none' is given as False: no length rule
+        values["fb_length"] = args.fb_length or None
+    return Settings(args.feedback, **values)
 
 
 def cmd_train(args) -> int:

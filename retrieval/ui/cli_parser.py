@@ -30,6 +30,17 @@ def _weight(text: str) -> float:
     return value[0]
 
 
+def _share(text: str) -> float:
+    value = _weight(text)
+    if value <= 0.0:
+        raise argparse.ArgumentTypeError(f"expected a share of the documents in (0, 1], got {text!r}")
+    return value
+
+
+def _length(text: str) -> int:
+    return 0 if text.lower() == "none" else _pos_int(text)  # 0: no length rule
+
+
 class _Runs(argparse.Action):
     """The positional run files: appended to what ``--measures`` passed on (see :class:`_Measures`)."""
 
@@ -113,6 +124,10 @@ def _fill_run(s) -> None:
                     f"(default {fb_value('ORIGINAL_WEIGHT'):g}; 1 ranks as without feedback)")
     fb.add_argument("--fb-topics", type=_pos_int, help=f"topics that expand a query, --feedback topics "
                     f"(default {fb_value('FB_TOPICS')})")
+    fb.add_argument("--fb-max-df", type=_share, help=f"expansion terms are in at most this share of the documents "
+                    f"(default {fb_value('FB_MAX_DF'):g}); stopwords never expand a query")
+    fb.add_argument("--fb-length", type=_length, help=f"queries longer than this many tokens weigh the expansion "
+                    f"less, in proportion to their length ('none': never; default {fb_value('FB_LENGTH')})")
     s.set_defaults(func=cmd.cmd_run)
 
 

@@ -23,10 +23,11 @@ def _ints(text: str) -> list[int]:
     return [int(x) for x in text.split(",")]
 
 
-def add_collections(p, default):
+def add_collections(p, default, choices=None):
     p.add_argument("--data", required=True, help="shared collections' folder, e.g. ../shared/data")
     p.add_argument("--indexes", default="indexes", help="where the collections' indexes are built")
-    p.add_argument("--collections", nargs="+", default=list(default), choices=constant(REGRESSIONS, "COLLECTIONS"))
+    p.add_argument("--collections", nargs="+", default=list(default),
+                   choices=choices or constant(REGRESSIONS, "COLLECTIONS"))
 
 
 def add_schedule(p, chains=3, iterations=100, burn_in=50, sample_every=10):
@@ -79,6 +80,18 @@ def smoothing(*, kind, data, indexes, collections, k, lam, mu, chains, iteration
     return [Table(f"MAP: QL vs {' vs '.join(x.upper() for x in shown)} smoothing (title queries, mu={mu:g}, "
                   f"{chains} chains, {iterations} sweeps); LOCO = K and lam chosen on the other collections", rows,
                   notes=[settings_note(x, k[-1], train) for x in shown])]
+
+
+# -- every default, chosen by nested leave-one-collection-out -------------------------------------
+
+EFFECTIVENESS = "retrieval.experiments.effectiveness"
+
+
+def add_effectiveness(p):
+    every = constant(EFFECTIVENESS, "COLLECTIONS")
+    add_collections(p, every, choices=every)
+    p.add_argument("--kinds", nargs="+", choices=kinds(), default=list(constant(EFFECTIVENESS, "KINDS")),
+                   help="the model kinds, each trained at its defaults (kept in the index's models/)")
 
 
 # -- comp5 and held-out likelihood (PAM paper) ----------------------------------------------------
@@ -220,6 +233,10 @@ REPRODUCTIONS = [
     TableCommand("regressions", "QL, Lucene QLD, BM25 and BM25+RM3 on the shared collections, checked against "
                  "expected MAP (exit 1 on a regression)", add_regressions, regressions, dict(collections=["med"]),
                  exit_code=regression_status),
+    TableCommand("effectiveness", "exact QL, every kind's smoothing and both feedback modes on the shared "
+                 "collections, each default chosen by nested leave-one-collection-out",
+                 add_effectiveness, _lib("experiments.effectiveness", "reproduce"),
+                 dict(collections=["adi", "med"], kinds=["lda"])),
     TableCommand("smoothing", "topic smoothing vs QL on the shared collections (LOCO-tuned K and lam)",
                  add_smoothing, smoothing, dict(collections=["med", "cisi"], k=[5], lam=[0.5, 0.7], **QUICK_TRAIN)),
     TableCommand("comp5", "20 Newsgroups comp5 classification with LDA and PAM (PAM paper, Table 6)",

@@ -4,13 +4,16 @@
 :class:`retrieval.core.feedback.FeedbackQuery`, the class behind ``topicir run --feedback``."""
 from __future__ import annotations
 
-from ..core.feedback import FB_DOCS, FB_TERMS, FB_TOPICS, METHODS, ORIGINAL_WEIGHT, FeedbackQuery, Settings
-from .console_text import ConsoleError, Fragments, check_lam
+from ..core.feedback import (FB_DOCS, FB_LENGTH, FB_MAX_DF, FB_TERMS, FB_TOPICS, METHODS, ORIGINAL_WEIGHT,
+                             FeedbackQuery, Settings)
+from .console_text import ConsoleError, Fragments, _parse_float, check_lam
 
 # :fb names -> Settings fields
-FB_KEYS = {"docs": "fb_docs", "terms": "fb_terms", "weight": "original_weight", "topics": "fb_topics"}
-FB_DEFAULTS = {"fb_docs": FB_DOCS, "fb_terms": FB_TERMS, "original_weight": ORIGINAL_WEIGHT, "fb_topics": FB_TOPICS}
-FB_USAGE = "expected :fb docs=10 terms=10 weight=0.5 topics=3 (any of them)"
+FB_KEYS = {"docs": "fb_docs", "terms": "fb_terms", "weight": "original_weight", "topics": "fb_topics",
+           "maxdf": "fb_max_df", "length": "fb_length"}
+FB_DEFAULTS = {"fb_docs": FB_DOCS, "fb_terms": FB_TERMS, "original_weight": ORIGINAL_WEIGHT, "fb_topics": FB_TOPICS,
+               "fb_max_df": FB_MAX_DF, "fb_length": FB_LENGTH}
+FB_USAGE = "expected :fb docs=10 terms=10 weight=0.5 topics=3 maxdf=0.1 length=none (any of them)"
 
 
 def parse_fb(spec: str) -> dict:
@@ -22,6 +25,13 @@ def parse_fb(spec: str) -> dict:
             raise ConsoleError(f"{FB_USAGE}, got {part!r}")
         if key == "weight":
             out[FB_KEYS[key]] = check_lam(value)
+        elif key == "maxdf":
+            share = _parse_float(value, "maxdf")
+            if not 0.0 < share <= 1.0:
+                raise ConsoleError(f"maxdf must be a share of the documents in (0, 1], got {value!r}")
+            out[FB_KEYS[key]] = share
+        elif key == "length" and value.lower() == "none":
+            out[FB_KEYS[key]] = None
         elif value.isdigit() and int(value) >= 1:
             out[FB_KEYS[key]] = int(value)
         else:
@@ -58,7 +68,8 @@ class FeedbackViews:
     def cmd_fb(self, arg: str) -> Fragments:
         if not arg:
             values = FB_DEFAULTS | self.fb_values
-            return [("", " ".join(f"{k}={values[v]:g}" for k, v in FB_KEYS.items()) + "\n")]
+            return [("", " ".join(f"{k}={'none' if values[v] is None else format(values[v], 'g')}"
+                                  for k, v in FB_KEYS.items()) + "\n")]
         values = self.fb_values | parse_fb(arg)
         if self.feedback is None:
             self.fb_values = values
