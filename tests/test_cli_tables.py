@@ -18,11 +18,11 @@ def test_names_are_the_contracts():
     from retrieval.ui.cli_bench import bench_areas
     from retrieval.ui.cli_reproduce import REPRODUCTIONS
 
-    assert [r.name for r in REPRODUCTIONS] == ["regressions", "smoothing", "comp5", "heldout", "glda-table",
-                                               "glda-map", "tree-lda-table1", "tree-lda-map", "feedback", "growing",
+    assert [r.name for r in REPRODUCTIONS] == ["regressions", "effectiveness", "smoothing", "comp5", "heldout",
+                                               "glda-table", "glda-map", "tree-lda-table1", "tree-lda-map", "growing",
                                                "avipam-tables"]
     assert bench_areas() == sorted(["ql", "lda", "pam", "tcm", "glda", "tree-lda", "avipam", "ray", "scale",
-                                    "foldin"])
+                                    "foldin", "files"])
 
 
 def test_no_module_entry_points_or_argparse_outside_the_cli():
@@ -168,6 +168,7 @@ def test_cli_reference_command_writes_the_file(tmp_path, capsys):
 
 QUICK_COMMANDS = [
     ["reproduce", "regressions", "--data", "{data}", "--indexes", "{indexes}"],
+    ["reproduce", "effectiveness", "--data", "{data}", "--indexes", "{indexes}"],
     ["reproduce", "smoothing", "--data", "{data}", "--indexes", "{indexes}"],
     ["reproduce", "comp5", "--data", "{data}/20news/20news-bydate.tar.gz"],
     ["reproduce", "heldout", "--data", "{data}/20news/20news-bydate.tar.gz"],
@@ -175,7 +176,6 @@ QUICK_COMMANDS = [
     ["reproduce", "glda-map", "--data", "{data}", "--indexes", "{indexes}"],
     ["reproduce", "tree-lda-table1", "--data", "{data}/20news/20news-bydate.tar.gz"],
     ["reproduce", "tree-lda-map", "--data", "{data}", "--indexes", "{indexes}"],
-    ["reproduce", "feedback", "--data", "{data}", "--indexes", "{indexes}"],
     ["reproduce", "growing", "--data", "{data}", "--indexes", "{indexes}"],
     ["reproduce", "avipam-tables", "--newsgroups", "{data}/20news/20news-bydate.tar.gz"],
     ["bench", "ql"],

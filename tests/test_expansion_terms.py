@@ -66,7 +66,7 @@ def test_long_queries_weigh_the_expansion_less():
     s = Settings(original_weight=0.5, fb_length=8)
     assert s.query_weight(8) == 0.5 and s.query_weight(3) == 0.5
     assert s.query_weight(32) == pytest.approx(1 / (1 + 8 / 32))  # the odds 1 shrink by 8/32
-    assert Settings(original_weight=0.5).query_weight(300) == 0.5
+    assert Settings(original_weight=0.5, fb_length=None).query_weight(300) == 0.5
     assert Settings(original_weight=1.0, fb_length=4).query_weight(40) == 1.0
     with pytest.raises(ValueError, match="fb_length"):
         Settings(fb_length=0)

@@ -82,7 +82,7 @@ def test_feedback_changes_the_ranking_and_lam_lists_keep_working(coll, tmp_path)
     _, _, _, model_path = coll
     paths = cli_run(coll, tmp_path, "--model", str(model_path), "--lam", "0.5,0.9", "--feedback", "rm3")
     assert [p.name.split(".lda.")[1] for p in paths] == [
-        "mu1000_lam0.5_prf-rm3_fbdocs10_fbterms10_fbw0.5.txt", "mu1000_lam0.9_prf-rm3_fbdocs10_fbterms10_fbw0.5.txt"]
+        "mu1000_lam0.5_prf-rm3_fbdocs20_fbterms30_fbw0.5.txt", "mu1000_lam0.9_prf-rm3_fbdocs20_fbterms30_fbw0.5.txt"]
     assert all(expansions_path(p).is_file() for p in paths)
     [plain] = cli_run(coll, tmp_path / "plain", "--model", str(model_path), "--lam", "0.5")
     assert read_run(plain) != read_run(paths[0])
@@ -126,7 +126,9 @@ def test_console_feedback_ranks_as_run_feedback_and_why_lists_the_expansion(coll
     assert "+topics docs5 terms4 topics2 w0.4 maxdf1" in to_plain(s.execute(":feedback topics"))
     assert "must be a whole number" in to_plain(s.execute(":fb docs=0"))
     assert "maxdf must be a share" in to_plain(s.execute(":fb maxdf=0"))
-    assert to_plain(s.execute(":fb")).split()[-2:] == ["maxdf=1", "length=none"]
+    assert to_plain(s.execute(":fb")).split()[-2:] == ["maxdf=1", "length=8"]
+    assert to_plain(s.execute(":fb length=none")).split()[-2:] == ["lennone", "maxdf1"]
+    s.execute(":fb length=8")
     shown = to_plain(s.execute("engine road"))
     assert "+topics docs5 terms4 topics2 w0.4 maxdf1" in shown.splitlines()[0]
     want, expansions = run_feedback(index, [load_topics(root / "topics.tsv")[0]], s.feedback, model=model,
@@ -182,7 +184,7 @@ def test_pyterrier_feedback_equals_topicir_run(coll, tmp_path):
         assert system.expansions_["1"].as_dict() == read_expansions(expansions_path(path))[0]
         ours = per_topic(run, qrels, ["AP"])["AP"]
         assert per_q[per_q.name == name].set_index("qid")["value"].to_dict() == pytest.approx(ours, abs=1e-12)
-    assert "+topics docs10 terms6 topics3 w0.5" in repr(systems["topics"][0])
+    assert "+topics docs20 terms6 topics3 w0.5" in repr(systems["topics"][0])
 
 
 def test_report_lists_the_expansions_of_feedback_runs(coll, tmp_path):
@@ -194,7 +196,7 @@ def test_report_lists_the_expansions_of_feedback_runs(coll, tmp_path):
     files = build_report({"ql": plain, "fb": fb}, root / "qrels.txt", out_dir=tmp_path / "report", progress=False)
     md, html = files.markdown.read_text(), files.html.read_text()
     assert "Feedback expansions" in md and "Feedback expansions" in html
-    assert f"fb: feedback topics docs10 terms5 topics3 w0.5, from {expansions_path(fb).name}" in md
+    assert f"fb: feedback topics docs20 terms5 topics3 w0.5, from {expansions_path(fb).name}" in md
     section = md.split("Feedback expansions")[1]
     for record in read_expansions(expansions_path(fb)):
         line = next(l for l in section.splitlines() if l.startswith(f"| {record['qid']} |"))

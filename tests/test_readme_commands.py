@@ -19,7 +19,8 @@ of the README's tour, as it says), with these liberties and no others:
    to be identical).
 5. ``topicir console`` reads ``#1`` and ``:why 1`` from stdin; globs expand as a shell would.
 6. ``reproduce`` and ``bench`` lines are marked slow (``pytest --runslow``) unless listed in
-   QUICK_SECONDS (those take seconds in quick mode). Lines training or running tree-LDA skip
+   QUICK_SECONDS (those take seconds in quick mode), and so are ``--ray`` lines (a cluster's
+   start; tests/test_ray.py trains on Ray in the default suite). Lines training or running tree-LDA skip
    when WordNet is not installed (``make wordnet``).
 
 A command line no rule knows fails the test: add a rule here when the docs gain one.
@@ -113,7 +114,7 @@ def printed_commands() -> list:
                     seen[_key(argv)] = f"{rel}:{line_no}"
                     words = [a for a in argv if "=" not in a or a.startswith("-")]
                     slow = (len(words) > 2 and words[0] == "topicir" and words[1] in SLOW_COMMANDS
-                            and tuple(words[1:3]) not in QUICK_SECONDS)
+                            and tuple(words[1:3]) not in QUICK_SECONDS) or "--ray" in words
                     params.append(pytest.param((rel, line_no, argv), id=f"{rel}:{line_no} {' '.join(words[:3])}",
                                                marks=[pytest.mark.slow] if slow else []))
             elif block.lang not in TEXT:

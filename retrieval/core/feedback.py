@@ -44,7 +44,7 @@ from .scoring import LAM, MU, Query, top_k
 from .trec import ScoredDoc, Topic, topic_query
 
 METHODS = ("rm3", "topics")
-FB_DOCS, FB_TERMS, ORIGINAL_WEIGHT, FB_TOPICS, FB_MAX_DF, FB_LENGTH = 10, 10, 0.5, 3, 0.1, None
+FB_DOCS, FB_TERMS, ORIGINAL_WEIGHT, FB_TOPICS, FB_MAX_DF, FB_LENGTH = 20, 30, 0.5, 3, 0.1, 8
 # P_TM of the candidate terms is computed this many (document, term) cells at a time
 # (p_w_d returns every document's row), so memory stays bounded whatever the vocabulary.
 CHUNK_CELLS = 4_000_000
@@ -104,7 +104,7 @@ class Settings:
 
     def params(self) -> dict:
         """The setting as run-name parameters (:func:`retrieval.core.ranking.run_name`), every
-        field that changes the ranking: ``prf-rm3_fbdocs10_fbterms10_fbw0.5``."""
+        field that changes the ranking: ``prf-rm3_fbdocs20_fbterms30_fbw0.5``."""
         out = {"prf-": self.method, "fbdocs": self.fb_docs, "fbterms": self.fb_terms}
         if self.method == "topics":
             out["fbtopics"] = self.fb_topics

@@ -110,7 +110,8 @@ def baseline_ap(m: Material, method: str) -> dict[str, float]:
                    compute, [method])[method]
 
 
-def _shaping(params: dict) -> dict:
+def shaping(params: dict) -> dict:
+    """The parameters that change what a model is (not how fast it is trained)."""
     return {k: v for k, v in params.items() if k not in RUNTIME_PARAMS}
 
 
@@ -119,8 +120,8 @@ def model(m: Material, kind: str, params: dict, progress: bool = False):
     on first use and kept in ``<index>/models/``."""
     params = quick_train_params(kind, params)  # a quick model under its own name
     path = default_model_path(m.index, kind, params)
-    want = _shaping(model_class(kind)(**params).get_params())
-    if path.exists() and _shaping(read_header(path).get("params") or {}) == want:
+    want = shaping(model_class(kind)(**params).get_params())
+    if path.exists() and shaping(read_header(path).get("params") or {}) == want:
         return load_model(path, m.index)
     log.info("%s: training %s %s", m.name, kind, params or "(defaults)")
     return train_model(m.index, kind, path, overwrite=True, progress=progress, **params)[0]
@@ -128,7 +129,7 @@ def model(m: Material, kind: str, params: dict, progress: bool = False):
 
 def _model_what(m: Material, kind: str, params: dict) -> dict:
     return {"fingerprint": m.index.fingerprint, "kind": kind,
-            "params": _shaping(model_class(kind)(**quick_train_params(kind, params)).get_params())}
+            "params": shaping(model_class(kind)(**quick_train_params(kind, params)).get_params())}
 
 
 def smoothing_grid(m: Material, kind: str, params: dict, mus, lams) -> dict:

@@ -23,11 +23,10 @@ def _ints(text: str) -> list[int]:
     return [int(x) for x in text.split(",")]
 
 
-def add_collections(p, default, choices=None):
+def add_collections(p, default):
     p.add_argument("--data", required=True, help="shared collections' folder, e.g. ../shared/data")
     p.add_argument("--indexes", default="indexes", help="where the collections' indexes are built")
-    p.add_argument("--collections", nargs="+", default=list(default),
-                   choices=choices or constant(REGRESSIONS, "COLLECTIONS"))
+    p.add_argument("--collections", nargs="+", default=list(default), choices=constant(REGRESSIONS, "COLLECTIONS"))
 
 
 def add_schedule(p, chains=3, iterations=100, burn_in=50, sample_every=10):
@@ -88,10 +87,15 @@ EFFECTIVENESS = "retrieval.experiments.effectiveness"
 
 
 def add_effectiveness(p):
-    every = constant(EFFECTIVENESS, "COLLECTIONS")
-    add_collections(p, every, choices=every)
+    p.add_argument("--data", required=True, help="shared collections' folder, e.g. ../shared/data")
+    p.add_argument("--indexes", default="indexes", help="where the collections' indexes are built")
+    p.add_argument("--collections", nargs="+", default=list(constant(EFFECTIVENESS, "COLLECTIONS")),
+                   help="folders of --data, each with docs/, topics.trec and qrels.txt (yours too)")
     p.add_argument("--kinds", nargs="+", choices=kinds(), default=list(constant(EFFECTIVENESS, "KINDS")),
                    help="the model kinds, each trained at its defaults (kept in the index's models/)")
+    p.add_argument("--feedback-kinds", nargs="+", choices=kinds(),
+                   default=list(constant(EFFECTIVENESS, "FEEDBACK_KINDS")),
+                   help="the kinds whose feedback runs choose the feedback defaults, with exact QL's")
 
 
 # -- comp5 and held-out likelihood (PAM paper) ----------------------------------------------------
@@ -173,24 +177,6 @@ def add_tree_map(p):
     p.add_argument("--control", action="store_true", help="also tree-LDA without synsets (no WordNet)")
 
 
-# -- pseudo-relevance feedback -------------------------------------------------------------------
-
-def add_feedback(p):
-    p.add_argument("--kind", choices=kinds(), default="lda", help="the model kind of the topic runs")
-    add_collections(p, constant("retrieval.experiments.feedback", "COLLECTIONS"))
-    p.add_argument("--k", type=int, default=constant("retrieval.experiments.feedback", "K"), help="topics of the model")
-    p.add_argument("--lam", type=finite, default=constant(SCORING, "LAM"))
-    p.add_argument("--mu", type=finite, default=constant(SCORING, "MU"))
-    add_schedule(p)
-
-
-def feedback(*, kind, data, indexes, collections, k, lam, mu, chains, iterations, burn_in, sample_every):
-    from ..experiments.feedback import TRAIN, feedback_table
-
-    train = dict(TRAIN, n_chains=chains, n_iter=iterations, burn_in=burn_in, sample_every=sample_every)
-    return [feedback_table(Path(data), collections, Path(indexes), kind=kind, k=k, train=train, mu=mu, lam=lam)]
-
-
 # -- a growing index -----------------------------------------------------------------------------
 
 def add_growing(p):
@@ -253,9 +239,6 @@ REPRODUCTIONS = [
                  "Table 1)", add_tree_table1, _lib("bench.tree_lda"), QUICK_TREE),
     TableCommand("tree-lda-map", "MAP of QL, LDA and tree-LDA smoothing (WordNet prior) and a synonym example",
                  add_tree_map, _lib("experiments.tree_map"), dict(collections=["med"], k=5, **QUICK_TRAIN)),
-    TableCommand("feedback", "pseudo-relevance feedback with and without topics (QL+RM3, BM25+RM3, RM3 over "
-                 "topic smoothing, topic feedback; LOCO settings)", add_feedback, feedback,
-                 dict(collections=["med", "cran"], k=5, **QUICK_TRAIN)),
     TableCommand("growing", "a growing index: a model trained on 4 in 5 documents ranking all of them (the "
                  "others added with index --add and folded in) against one trained on all", add_growing,
                  growing, dict(collections=["med"], k=5, **QUICK_TRAIN)),

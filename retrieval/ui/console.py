@@ -39,7 +39,7 @@ Type a query to rank every document; #QID runs topic QID of --topics (in the cur
   :lam X  :mu X     QL weight in [0, 1] / Dirichlet prior > 0
   :model DIR|off    load a topic model / go back to plain QL
   :feedback rm3|topics|off   pseudo-relevance feedback (topics needs a model); :why N lists the expansion
-  :fb docs=10 terms=10 weight=0.5 topics=3 maxdf=0.1 length=none   its feedback documents, terms, original-query
+  :fb docs=20 terms=30 weight=0.5 topics=3 maxdf=0.1 length=8   its feedback documents, terms, original-query
                     weight, topics, expansion terms' largest document share, query length the expansion weighs less above
   :field F          field of #QID queries: title, desc, narr, title+desc
   :topics FILE      load topics;   :qrels FILE   mark relevant hits, show AP of #QID queries

@@ -1,5 +1,5 @@
 """Pseudo-relevance feedback in the console: ``:feedback rm3|topics|off``, its numbers with
-``:fb docs=10 terms=10 weight=0.5 topics=3``, and the expansion a ranking used, for ``:why``
+``:fb docs=20 terms=30 weight=0.5 topics=3``, and the expansion a ranking used, for ``:why``
 (a mixin of :class:`retrieval.ui.console.Session`). Queries are expanded by
 :class:`retrieval.core.feedback.FeedbackQuery`, the class behind ``topicir run --feedback``."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ FB_KEYS = {"docs": "fb_docs", "terms": "fb_terms", "weight": "original_weight", 
            "maxdf": "fb_max_df", "length": "fb_length"}
 FB_DEFAULTS = {"fb_docs": FB_DOCS, "fb_terms": FB_TERMS, "original_weight": ORIGINAL_WEIGHT, "fb_topics": FB_TOPICS,
                "fb_max_df": FB_MAX_DF, "fb_length": FB_LENGTH}
-FB_USAGE = "expected :fb docs=10 terms=10 weight=0.5 topics=3 maxdf=0.1 length=none (any of them)"
+FB_USAGE = "expected :fb docs=20 terms=30 weight=0.5 topics=3 maxdf=0.1 length=8 (any of them; length=none: no length rule)"
 
 
 def parse_fb(spec: str) -> dict:
