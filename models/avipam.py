@@ -90,9 +90,11 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
 
     Parameters
     ----------
-    arch : str, default="4pam:50,100"
+    arch : str, default="4pam:12,100"
         The DAG (see :func:`parse_arch`): "3pam:K" (LDA), "4pam:S,K", "5pam:T,S,K",
-        "molda:K1:K2", "ctm:K" (correlated topic model: full covariances, learned prior).
+        "molda:K1:K2", "ctm:K" (correlated topic model: full covariances, learned prior). The
+        default, 12 super-topics over 100 sub-topics, is a document model for retrieval; the
+        paper's tables use "4pam:50,100".
     alpha : float, default=0.01
         Symmetric Dirichlet prior of every internal node below the root (Gibbs PAM's sub-topic
         prior; AVITM's is 1), approximated by a logistic normal (Laplace approximation in the
@@ -141,7 +143,7 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         in Bowman et al. (2016); ``log_lik_`` is the full ELBO either way.
     beta1 : float, default=0.99
         Adam's first-moment decay (AVITM uses 0.99).
-    n_chains : int, default=1
+    n_chains : int, default=3
         Independent networks trained side by side on the same mini-batches (each from its own
         initial weights and topics, drawing its own noise); P_AVI(w | d) is the mean of theirs,
         as the Gibbs kinds average their chains. Mixture decoder only.
@@ -195,7 +197,7 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
     """
 
     kind = "avipam"
-    quick_params = dict(arch="4pam:2,4", hidden=16, epochs=4, batch_size=16, seed=3)
+    quick_params = dict(arch="4pam:2,4", hidden=16, epochs=4, batch_size=16, n_chains=1, seed=3)
 
     # dec_*, doc_div, doc_lse: the product decoder's p(w | d) = exp(z_dw - doc_lse_d) with
     # z_dw = (mix_d . beta_w - dec_shift_w) * dec_scale_w / doc_div_d (empty for "mixture").
@@ -203,10 +205,10 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
                          "doc_lse")
     _FILE_SPEC = file_specs.AVIPAM  # what a model file must hold (and the network, its arch)
 
-    def __init__(self, arch="4pam:50,100", alpha=0.01, alpha_root=None, hidden=100, norm="batch", dropout=0.2,
+    def __init__(self, arch="4pam:12,100", alpha=0.01, alpha_root=None, hidden=100, norm="batch", dropout=0.2,
                  theta_dropout=0.0, decoder="mixture", topic_update="auto", eta=0.01,
                  epochs=100, batch_size=200, lr=1e-3,
-                 kl_warmup=0, beta1=0.99, n_chains=1, refine_steps=30, doc_samples=16, seed=0, device="cpu",
+                 kl_warmup=0, beta1=0.99, n_chains=3, refine_steps=30, doc_samples=16, seed=0, device="cpu",
                  n_jobs=None, log_lik_every=10, callback_every=1, checkpoint_every=10):
         self.arch = arch
         self.alpha = alpha
@@ -253,8 +255,8 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
             raise ValueError(f"beta1 must be in [0, 1), got {self.beta1!r}")
         self._pos_int("n_chains")
         if self.n_chains > 1 and self.decoder != "mixture":
-            raise ValueError("n_chains > 1 needs decoder='mixture' (the chains' document models "
-                             "are averaged as mixtures over their topics)")
+            raise ValueError("decoder='product' trains one network: set n_chains=1 (several chains' "
+                             "document models are averaged as mixtures, which a product of experts is not)")
         self._pos_int("refine_steps", 0)
         self._pos_int("doc_samples", 0)
         self._check_shared_params()

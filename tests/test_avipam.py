@@ -35,7 +35,7 @@ def corpus_beta():
 
 
 # The paper's method (topics by gradient, AVITM's alpha 1), which most tests here check.
-KW = dict(arch="4pam:2,6", hidden=50, batch_size=50, lr=3e-3, n_jobs=1, alpha=1.0, alpha_root=1.0, topic_update="gradient")
+KW = dict(arch="4pam:2,6", hidden=50, batch_size=50, lr=3e-3, n_jobs=1, alpha=1.0, alpha_root=1.0, topic_update="gradient", n_chains=1)
 
 
 @pytest.fixture(scope="module")
@@ -204,7 +204,7 @@ def test_other_architectures_train_and_mix(arch, levels, groups):
     assert [m.shape for m in a.masks][0][0] == 1
     rng = np.random.default_rng(1)
     corpus = make_corpus(np.arange(41) * 20, rng.integers(0, 30, 800), n_terms=30)
-    m = AVIPAM(arch=arch, epochs=2, batch_size=10, hidden=8, n_jobs=1).fit(corpus)
+    m = AVIPAM(arch=arch, epochs=2, batch_size=10, hidden=8, n_jobs=1, n_chains=1).fit(corpus)
     assert m.n_topics == levels[-1] == m.topic_word_.shape[0]
     np.testing.assert_allclose(m.doc_mix_.sum(1), 1.0, atol=1e-5)
     if arch.startswith("molda"):

@@ -52,7 +52,7 @@ def test_chains_keep_side_by_side_mixtures_and_average_their_document_models(fit
 def test_chain_zero_is_the_single_network_at_its_start(corpus):
     """Chains are built one after another from the seed: chain 0 starts as n_chains=1 does,
     and a one-chain model is the model written before chains existed."""
-    one = AVIPAM(**dict(KW, epochs=1)).fit(corpus)
+    one = AVIPAM(**dict(KW, epochs=1, n_chains=1)).fit(corpus)
     three = AVIPAM(n_chains=3, **dict(KW, epochs=1))
     net0, net3 = one._make_net(corpus.n_terms), three._make_net(corpus.n_terms)
     sd3 = net3.chains[0].state_dict()

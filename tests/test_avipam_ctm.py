@@ -32,7 +32,7 @@ def ctm_corpus(n_docs=600, K=6, words_per=10, doc_len=60, rho=0.6, neg=-0.4, var
     return make_corpus(ptr, words, n_terms=V, fingerprint="synthetic-ctm"), beta, C
 
 
-KW = dict(arch="ctm:6", hidden=50, batch_size=50, lr=3e-3, n_jobs=1, alpha=1.0, alpha_root=1.0, topic_update="gradient")
+KW = dict(arch="ctm:6", hidden=50, batch_size=50, lr=3e-3, n_jobs=1, alpha=1.0, alpha_root=1.0, topic_update="gradient", n_chains=1)
 
 
 @pytest.fixture(scope="module")

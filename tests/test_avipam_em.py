@@ -109,7 +109,8 @@ def test_defaults_train_m_step_topics_with_a_small_alpha(corpus_beta):  # noqa: 
     assert d._topic_update() == "em"
     assert AVIPAM(decoder="product")._topic_update() == "gradient"
     assert AVIPAM(topic_update="gradient")._topic_update() == "gradient"
-    base = dict(arch="4pam:2,6", hidden=50, batch_size=50, n_jobs=1, epochs=40)
+    assert d.n_chains == 3 and d.arch == "4pam:12,100"
+    base = dict(arch="4pam:2,6", hidden=50, batch_size=50, n_jobs=1, epochs=40, n_chains=1)
     m = AVIPAM(**base).fit(corpus)
     assert "beta" in dict(m.net_.named_buffers())  # M-step topics
     cos = matched_cosines(m.topic_word_, corpus_beta[1])
@@ -127,7 +128,7 @@ def test_auto_topic_update_round_trips_and_old_files_read_as_gradient(corpus_bet
     from models import checkpoint as ck
 
     corpus = corpus_beta[0]
-    m = AVIPAM(arch="4pam:2,6", hidden=16, batch_size=50, n_jobs=1, epochs=3).fit(corpus)
+    m = AVIPAM(arch="4pam:2,6", hidden=16, batch_size=50, n_jobs=1, epochs=3, n_chains=1).fit(corpus)
     m.save(tmp_path / "auto.npz")
     got = AVIPAM.load(tmp_path / "auto.npz", fingerprint=corpus.fingerprint)
     assert got.topic_update == "auto" and got._topic_update() == "em"

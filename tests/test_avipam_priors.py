@@ -12,7 +12,7 @@ from models._torch.pam_net import laplace_prior
 from tests.helpers import checkpoint_before
 
 KW = dict(arch="4pam:2,5", hidden=8, batch_size=20, lr=3e-3, epochs=2, n_jobs=1, alpha=1.0,
-          alpha_root=1.0, topic_update="gradient", refine_steps=2, doc_samples=2)
+          alpha_root=1.0, topic_update="gradient", refine_steps=2, doc_samples=2, n_chains=1)
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,7 @@ def _prior_vars(model, n_terms=30):
     ("4pam:5,8", 0.3, 0.3),
 ])
 def test_the_root_has_its_own_prior_and_every_lower_node_alpha(arch, alpha_root, want_root):
-    model = AVIPAM(arch=arch, alpha=0.02, alpha_root=alpha_root, hidden=4)
+    model = AVIPAM(arch=arch, alpha=0.02, alpha_root=alpha_root, hidden=4, n_chains=1)
     model._check_params()
     (root, kids), *lower = _prior_vars(model)
     want = laplace_prior(want_root, kids.to(torch.float32))[1].expand(root.shape)

@@ -9,7 +9,8 @@ from models.avipam import AVIPAM
 from models.variational import count_matrix
 from tests.test_avipam import pam4_corpus
 
-KW = dict(hidden=16, batch_size=40, lr=3e-3, epochs=4, n_jobs=1, alpha=1.0, alpha_root=1.0, topic_update="gradient")
+KW = dict(hidden=16, batch_size=40, lr=3e-3, epochs=4, n_jobs=1, alpha=1.0, alpha_root=1.0, topic_update="gradient",
+          n_chains=1)
 
 
 @pytest.fixture(scope="module")

@@ -127,9 +127,8 @@ def _train_locked(index, kind, model, out, checkpoint, progress):
 
 def _warn_size(model, corpus) -> None:
     """More topics than documents is said, not silently trained: the defaults (K = 800 for LDA,
-    gLDA and PAM's sub-topics) are sized for large collections."""
-    k = max((v for key, v in model.get_params().items() if key in ("n_topics", "n_sub") and isinstance(v, int)),
-            default=0)
+    gLDA and PAM's sub-topics, 100 for the others) are sized for large collections."""
+    k = int(getattr(model, "n_topics", 0))  # PAM's and aviPAM's: their sub-topics
     if k > corpus.n_docs:
         log.warning("%s with %d topics on %d documents (more topics than documents): the defaults are sized for "
                     "large collections; fewer topics (--n-topics) train faster; docs/results/effectiveness.md "
