@@ -105,6 +105,7 @@ class Loco(NamedTuple):
     held_out: dict[tuple, Candidate]   # chosen on the other collections
     ap: dict[tuple, dict[str, float]]  # per-topic AP of the held-out choice
     base: dict[tuple, dict[str, float]]
+    shipped: dict[tuple, dict[str, float]]  # per-topic AP of the default (chosen on all of them)
 
     @property
     def stable(self) -> bool:
@@ -123,4 +124,5 @@ def loco(candidates: list[Candidate], collections: list[Collection]) -> Loco:
             held_out[col.name, col.part] = c
             ap[col.name, col.part] = per_topic(c, col)
             base[col.name, col.part] = col.base
-    return Loco(choose(candidates, collections), held_out, ap, base)
+    default = choose(candidates, collections)
+    return Loco(default, held_out, ap, base, {(col.name, col.part): per_topic(default, col) for col in collections})

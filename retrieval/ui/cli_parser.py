@@ -277,9 +277,12 @@ def train_parser(kind: str) -> argparse.ArgumentParser:
     from .estimator_args import add_estimator_args, first_sentence
 
     info = class_info(class_path(kind))
-    summary = first_sentence(" ".join(info.doc.strip().split("\n\n")[0].split()))
+    paragraphs = [" ".join(part.split()) for part in info.doc.strip().split("\n\n")]
+    summary = first_sentence(paragraphs[0])
+    # what the estimator's docstring says of the kind "In retrieval:" is said in its help too
+    retrieval = " ".join(part for part in paragraphs if part.startswith("In retrieval:"))
     p = argparse.ArgumentParser(prog=f"topicir train {kind}", description=f"{summary} Checkpoints as it goes; "
-                                f"rerun the same command to resume.")
+                                f"rerun the same command to resume.", epilog=retrieval or None)
     p.add_argument("--index", required=True, help="the index to train on")
     p.add_argument("--out", help="model file (default: <index>/models/<kind>-<settings>.npz)")
     p.add_argument("--no-checkpoint", action="store_true", help="write no checkpoint (no resume)")
