@@ -1,10 +1,7 @@
 """The defaults topicir ships are the ones docs/results/effectiveness.md chose and measured
-(rerun `topicir reproduce effectiveness` after changing one), and `reproduce effectiveness`
-chooses them by the protocol on its quick settings."""
+(rerun `topicir reproduce effectiveness` after changing one)."""
 import re
 from pathlib import Path
-
-import pytest
 
 from models.registry import model_class
 from retrieval.core.feedback import Settings
