@@ -252,7 +252,7 @@ def test_avipam_fold_in_of_training_documents_gives_their_document_model(decoder
 
     docs = planted_docs(40, 20, seed=6)
     corpus = as_corpus(docs)
-    m = AVIPAM(arch="4pam:2,4", hidden=16, epochs=3, batch_size=16, decoder=decoder, norm=norm,
+    m = AVIPAM(arch="4pam:2,4", hidden=16, epochs=3, batch_size=16, decoder=decoder, norm=norm, n_chains=1,
                seed=3).fit(corpus)
     f = m.fold_in(docs)
     np.testing.assert_allclose(f.doc_topics_, m.doc_mix_, rtol=1e-6)
