@@ -44,7 +44,7 @@ FB_LENGTHS = (None, 32, 16, 8)
 
 
 class Method(NamedTuple):
-    """A column of the table: its name, its base's name, and the protocol's outcome."""
+    """A row of the tables: its name, its base's name, and the protocol's outcome."""
     name: str
     base: str
     result: Loco
