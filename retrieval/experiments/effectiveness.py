@@ -13,7 +13,6 @@ same ranking without feedback.
 """
 from __future__ import annotations
 
-import logging
 from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
@@ -25,9 +24,7 @@ from models.registry import model_class
 from ..core.feedback import FB_TOPICS, Settings
 from ..core.tables import Table
 from . import grids
-from .protocol import Candidate, Collection, Loco, loco, mean, paired_p, significantly_below
-
-log = logging.getLogger(__name__)
+from .protocol import ALPHA, Candidate, Collection, Loco, loco, mean, paired_p, significantly_below
 
 COLLECTIONS = ("adi", "med", "cran", "cisi", "cacm", "npl", "scifact", "nfcorpus", "aila2019", "checkthat2020")
 KINDS = ("lda", "pam", "tcm", "glda", "tree-lda", "avipam")
@@ -163,23 +160,21 @@ def tables(methods: list[Method]) -> list[Table]:
     per_collection, summary, chosen = [], [], []
     for m in methods:
         r = m.result
-        row = {"method": m.name}
-        for (name, _), ap in r.ap.items():
-            base = r.base[name, _]
+        row, deltas = {"method": m.name}, {}
+        for key, ap in r.ap.items():
+            deltas[key[0]] = mean(ap) - mean(r.base[key])
             mark = ""
-            if m.name != "QL" and paired_p(ap, base) < 0.05:
-                mark = " ▲" if mean(ap) > mean(base) else " ▼"
-            row[name] = f"{mean(ap):.4f}{mark}"
+            if m.name != "QL" and paired_p(ap, r.base[key]) < ALPHA:
+                mark = " ▲" if deltas[key[0]] > 0 else " ▼"
+            row[key[0]] = f"{mean(ap):.4f}{mark}"
         per_collection.append(row)
-        maps = {name: mean(ap) for (name, _), ap in r.ap.items()}
-        deltas = {name: maps[name] - mean(r.base[key]) for key in r.ap for name in [key[0]]}
         worst = min(deltas, key=deltas.get)
         pooled, pooled_base = _pooled(r.ap), _pooled(r.base)
         diff = np.array([pooled[k] - pooled_base[k] for k in pooled])
         summary.append({
-            "method": m.name, "base": m.base, "mean MAP": float(np.mean(list(maps.values()))),
+            "method": m.name, "base": m.base, "mean MAP": float(np.mean([mean(ap) for ap in r.ap.values()])),
             "base mean": float(np.mean([mean(b) for b in r.base.values()])),
-            "worst collection (vs base)": f"{worst} {deltas[worst] + 0.0:+.4f}".replace("-0.0000", "+0.0000"),
+            "worst collection (vs base)": f"{worst} {deltas[worst]:+.4f}".replace("-0.0000", "+0.0000"),
             "below base (p<0.05)": sum(significantly_below(r.ap[k], r.base[k]) for k in r.ap),
             "mean MAP, default": float(np.mean([mean(r.shipped[k]) for k in r.ap])),
             "below base, default": sum(significantly_below(r.shipped[k], r.base[k]) for k in r.ap),
