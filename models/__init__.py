@@ -7,8 +7,9 @@ that ``import models`` (and the ``topicir`` command's start) loads no numpy or n
 import importlib
 
 _EXPORTS = {
-    "TopicModel": "base", "Corpus": "corpus", "corpus_from_docs": "corpus", "make_corpus": "corpus",
-    "synthetic_corpus": "corpus", "LDA": "lda", "PAM": "pam", "TCM": "tcm", "TqdmCallback": "progress",
+    "TopicModel": "common.base", "Corpus": "common.corpus", "corpus_from_docs": "common.corpus",
+    "make_corpus": "common.corpus", "synthetic_corpus": "common.corpus", "LDA": "lda.model", "PAM": "pam.model",
+    "TCM": "tcm.model", "TqdmCallback": "common.progress",
     "kinds": "registry", "load": "registry", "model_class": "registry",
 }
 

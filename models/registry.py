@@ -7,12 +7,12 @@ for it in ``retrieval/adapters/<kind>.py``.
 import importlib
 
 _KINDS = {
-    "lda": "models.lda:LDA",
-    "pam": "models.pam:PAM",
-    "tcm": "models.tcm:TCM",
-    "glda": "models.glda:GroupedLDA",
-    "avipam": "models.avipam:AVIPAM",
-    "tree-lda": "models.tree_lda:TreeLDA",
+    "lda": "models.lda.model:LDA",
+    "pam": "models.pam.model:PAM",
+    "tcm": "models.tcm.model:TCM",
+    "glda": "models.glda.model:GroupedLDA",
+    "avipam": "models.avipam.model:AVIPAM",
+    "tree-lda": "models.tree_lda.model:TreeLDA",
 }
 
 
@@ -45,7 +45,7 @@ def load(path, fingerprint=None, doc_len=None):
     """Load any registered model file, refused (ValueError naming the file) when its kind is
     unknown, it was trained on another ``fingerprint`` or its documents disagree with
     ``doc_len`` (the token counts of the index's documents it describes)."""
-    from .checkpoint import read_header  # numpy: not for `kinds()` at the command's start
+    from .common.checkpoint import read_header  # numpy: not for `kinds()` at the command's start
 
     header = read_header(path)
     kind = kind_of_header(header)

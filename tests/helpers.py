@@ -24,7 +24,7 @@ def checkpoint_before(cls, kw, corpus, path, epochs_done, dropped):
     """A checkpoint of ``cls(**kw)`` after ``epochs_done`` epochs as a version without the
     parameters ``dropped`` wrote it: trained that far, then its header's parameters rewritten
     without them (and with ``kw``'s epochs, the run it belongs to)."""
-    from models import checkpoint as ckpt
+    from models.common import checkpoint as ckpt
 
     cls(**dict(kw, epochs=epochs_done)).fit(corpus, checkpoint=path)
     f = ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT)

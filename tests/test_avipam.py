@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from scipy.optimize import linear_sum_assignment
 
-from models.avipam import AVIPAM, parse_arch
-from models.corpus import make_corpus
-from models.variational import count_matrix
+from models.avipam.model import AVIPAM, parse_arch
+from models.common.corpus import make_corpus
+from models.common.variational import count_matrix
 from tests.helpers import Killed, block_topics, checkpoint_before, resume_after_kill
 
 
@@ -179,7 +179,7 @@ def test_save_and_load(fitted, corpus_beta, tmp_path):
 
 def test_files_without_n_docs_in_the_header_still_load(fitted, corpus_beta, tmp_path):
     """Files written before the header recorded n_docs take it from their arrays."""
-    from models import checkpoint as ck
+    from models.common import checkpoint as ck
 
     path = tmp_path / "avi.npz"
     fitted.save(path)
@@ -253,7 +253,7 @@ def test_l2_variant_trains_without_batch_statistics(corpus_beta):
     m = AVIPAM(epochs=10, norm="l2", **KW).fit(corpus)
     ll = m.log_lik_[:, 0]
     assert np.isfinite(ll).all() and ll[-1] > ll[0]
-    from models.corpus import make_corpus as mk
+    from models.common.corpus import make_corpus as mk
 
     one = mk(corpus.doc_ptr[:2] - corpus.doc_ptr[0], corpus.term_ids[corpus.doc_ptr[0]:corpus.doc_ptr[1]],
              n_terms=corpus.n_terms)
@@ -419,7 +419,7 @@ def test_sparse_batches_give_the_dense_loss_and_gradients(corpus_beta, arch, dec
     import torch
     from scipy import sparse
 
-    from models._torch.docs import Docs, as_docs
+    from models.avipam.nets.docs import Docs, as_docs
 
     corpus = corpus_beta[0]
     X = count_matrix(corpus)

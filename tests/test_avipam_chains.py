@@ -3,8 +3,8 @@ the Gibbs kinds average their chains."""
 import numpy as np
 import pytest
 
-from models.avipam import AVIPAM
-from models.corpus import make_corpus
+from models.avipam.model import AVIPAM
+from models.common.corpus import make_corpus
 from tests.helpers import resume_after_kill
 
 KW = dict(arch="4pam:2,6", hidden=16, batch_size=40, n_jobs=1, epochs=4, refine_steps=3, doc_samples=4)
@@ -115,7 +115,7 @@ def test_files_round_trip_and_fold_in_averages_the_chains(fitted, corpus, tmp_pa
 
 
 def test_file_with_the_wrong_number_of_chains_is_refused(fitted, tmp_path):
-    from models import checkpoint as ckpt
+    from models.common import checkpoint as ckpt
 
     path = tmp_path / "chains.npz"
     fitted.save(path)

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy.optimize import linear_sum_assignment
 
-from models.avipam import AVIPAM, parse_arch
-from models.corpus import make_corpus
+from models.avipam.model import AVIPAM, parse_arch
+from models.common.corpus import make_corpus
 from tests.helpers import block_topics, resume_after_kill
 
 torch = pytest.importorskip("torch")
@@ -59,7 +59,7 @@ def test_kl_equals_torch_distributions_on_random_full_covariances():
     """The reference: torch.distributions' KL between two multivariate normals."""
     from torch.distributions import MultivariateNormal, kl_divergence
 
-    from models._torch.pam_net import kl_full_cov, lower_triangular
+    from models.avipam.nets.pam_net import kl_full_cov, lower_triangular
 
     g = torch.Generator().manual_seed(0)
     B, K = 7, 5
@@ -80,7 +80,7 @@ def test_kl_equals_torch_distributions_on_random_full_covariances():
 def test_a_fresh_ctm_is_the_diagonal_model_with_a_laplace_prior():
     """Before training the off-diagonal head is zero and the prior is Dirichlet(alpha)'s Laplace
     approximation, so the KL equals the diagonal levels' formula on the same posteriors."""
-    from models._torch.pam_net import PAMNet, kl_full_cov
+    from models.avipam.nets.pam_net import PAMNet, kl_full_cov
 
     K, V = 8, 30
     net = PAMNet(V, [torch.ones(1, K, dtype=torch.bool)], [0.5], hidden=16, full_cov=True).eval()
@@ -135,7 +135,7 @@ def test_document_model_and_amortized_mixture(fitted, corpus_beta):
     one = copy.copy(fitted)
     one.refine_steps, one.doc_samples = 0, 0
     net = fitted.net_.eval()
-    from models.variational import count_matrix
+    from models.common.variational import count_matrix
 
     with torch.no_grad():
         x = torch.from_numpy(count_matrix(corpus)[:4].toarray())

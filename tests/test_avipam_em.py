@@ -4,7 +4,7 @@ gradient-trained model (seed, checkpoints, files)."""
 import numpy as np
 import pytest
 
-from models.avipam import AVIPAM
+from models.avipam.model import AVIPAM
 from tests.helpers import resume_after_kill
 from tests.test_avipam import KW, corpus_beta, matched_cosines  # noqa: F401 (fixture)
 
@@ -125,7 +125,7 @@ def test_defaults_train_m_step_topics_with_a_small_alpha(corpus_beta):  # noqa: 
 
 
 def test_auto_topic_update_round_trips_and_old_files_read_as_gradient(corpus_beta, tmp_path):  # noqa: F811
-    from models import checkpoint as ck
+    from models.common import checkpoint as ck
 
     corpus = corpus_beta[0]
     m = AVIPAM(arch="4pam:2,6", hidden=16, batch_size=50, n_jobs=1, epochs=3, n_chains=1).fit(corpus)

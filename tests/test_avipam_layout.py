@@ -1,4 +1,4 @@
-"""aviPAM's first layers (models._torch.term_layer.TermLayer): term-major weights with sparse
+"""aviPAM's first layers (models.avipam.nets.term_layer.TermLayer): term-major weights with sparse
 gradients made dense for Adam, and files written with the earlier (width, V) layout."""
 import numpy as np
 import pytest
@@ -6,9 +6,9 @@ from scipy import sparse
 
 pytest.importorskip("torch")
 
-from models import checkpoint as ck  # noqa: E402
-from models.avipam import AVIPAM  # noqa: E402
-from models.variational import count_matrix  # noqa: E402
+from models.common import checkpoint as ck  # noqa: E402
+from models.avipam.model import AVIPAM  # noqa: E402
+from models.common.variational import count_matrix  # noqa: E402
 from tests.helpers import Killed  # noqa: E402
 from tests.test_avipam import KW, pam4_corpus  # noqa: E402
 
@@ -39,7 +39,7 @@ def test_dense_gradients_of_consecutive_batches_are_each_batch_s_own(corpus):
     equals the gradient of that batch through dense counts (float32 rounding)."""
     import torch
 
-    from models._torch.docs import Docs
+    from models.avipam.nets.docs import Docs
 
     net = AVIPAM(epochs=1, **KW).fit(corpus).net_.train()
     X = count_matrix(corpus).tocsc()

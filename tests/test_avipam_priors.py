@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 import torch
 
-from models import checkpoint as ckpt
-from models.avipam import AVIPAM
-from models.corpus import make_corpus
-from models._torch.pam_net import laplace_prior
+from models.common import checkpoint as ckpt
+from models.avipam.model import AVIPAM
+from models.common.corpus import make_corpus
+from models.avipam.nets.pam_net import laplace_prior
 from tests.helpers import checkpoint_before
 
 KW = dict(arch="4pam:2,5", hidden=8, batch_size=20, lr=3e-3, epochs=2, n_jobs=1, alpha=1.0,
@@ -22,7 +22,7 @@ def corpus():
 
 
 def _prior_vars(model, n_terms=30):
-    from models.avipam import parse_arch
+    from models.avipam.model import parse_arch
 
     net = model._build_net(n_terms)
     levels = range(len(parse_arch(model.arch).masks))

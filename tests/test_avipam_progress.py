@@ -7,11 +7,11 @@ import re
 import numpy as np
 import pytest
 
-from models import checkpoint as ckpt
-from models.avipam import AVIPAM
-from models.heldout import document_completion, training_sample
-from models.lda import LDA
-from models.progress import TqdmCallback
+from models.common import checkpoint as ckpt
+from models.avipam.model import AVIPAM
+from models.common.heldout import document_completion, training_sample
+from models.lda.model import LDA
+from models.common.progress import TqdmCallback
 from tests.helpers import Killed, resume_after_kill
 from tests.test_avipam import KW, pam4_corpus
 

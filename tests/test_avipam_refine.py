@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import torch
 
-from models import checkpoint as ck
-from models.avipam import AVIPAM
-from models.variational import count_matrix
+from models.common import checkpoint as ck
+from models.avipam.model import AVIPAM
+from models.common.variational import count_matrix
 from tests.test_avipam import pam4_corpus
 
 KW = dict(hidden=16, batch_size=40, lr=3e-3, epochs=4, n_jobs=1, alpha=1.0, alpha_root=1.0, topic_update="gradient",
@@ -111,7 +111,7 @@ def test_files_from_before_refinement_load_as_one_pass(fitted, corpus, tmp_path)
     np.testing.assert_array_equal(back.p_w_d([1, 5]), plain.p_w_d([1, 5]))
     np.testing.assert_allclose(back.transform(corpus), plain.doc_mix_, rtol=1e-6)
     # a checkpoint's run does not depend on them: resuming with other values is allowed
-    from models.variational import _RESUME_FREE
+    from models.common.variational import _RESUME_FREE
     assert {"refine_steps", "doc_samples"} <= set(_RESUME_FREE)
 
 
@@ -138,7 +138,7 @@ def test_mixtures_do_not_depend_on_the_thread_count(fitted, corpus):
     mixtures and ELBOs bit for bit whatever n_jobs, over several batches."""
     import copy
 
-    from models.avipam_foldin import _REFINE_BATCH
+    from models.avipam.foldin import _REFINE_BATCH
 
     many = pam4_corpus(n_docs=2 * _REFINE_BATCH + 100, doc_len=40, seed=3)[0]
     assert many.n_terms == corpus.n_terms
@@ -170,8 +170,8 @@ class _Heard:
 
 
 def test_the_posteriors_after_training_report_their_progress(capsys):
-    from models.avipam_foldin import _REFINE_BATCH
-    from models.progress import TqdmCallback
+    from models.avipam.foldin import _REFINE_BATCH
+    from models.common.progress import TqdmCallback
 
     many = pam4_corpus(n_docs=_REFINE_BATCH + 50, doc_len=20, seed=4)[0]
     heard = _Heard()

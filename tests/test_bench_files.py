@@ -19,7 +19,7 @@ def index_with_models(tmp_path_factory):
 
 
 def test_bench_files_times_the_checks_within_each_load(index_with_models, monkeypatch):
-    import models.validate_files as validate_files
+    import models.common.validate_files as validate_files
     from retrieval.bench.files import run
 
     calls = []

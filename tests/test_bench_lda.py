@@ -1,7 +1,7 @@
 """The LDA benchmark's synthetic run: its collection statistics and its report."""
 import numpy as np
 
-from models.corpus import synthetic_corpus
+from models.common.corpus import synthetic_corpus
 from retrieval.bench.lda import synthetic_stats
 from retrieval.ui.cli import main
 

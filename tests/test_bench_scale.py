@@ -334,8 +334,8 @@ def test_an_epoch_whose_vocabulary_parts_were_timed_is_projected_by_its_parts():
 
 
 def test_the_step_clock_times_the_steps_of_the_epochs_after_the_first_and_changes_no_draw():
-    from models.avipam import AVIPAM
-    from models.corpus import synthetic_corpus
+    from models.avipam.model import AVIPAM
+    from models.common.corpus import synthetic_corpus
     from retrieval.bench.avipam_steps import PARTS, time_parts
 
     corpus = synthetic_corpus(120, 300, 20, seed=0)

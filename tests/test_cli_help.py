@@ -172,7 +172,7 @@ def test_library_constants_are_read_without_an_import():
                          ("retrieval.core.ranking", "DEPTH"), ("retrieval.core.ranking", "RUNS_DIR"),
                          ("retrieval.experiments.compare", "METHODS"), ("retrieval.core.feedback", "FB_TOPICS"),
                          ("retrieval.core.feedback", "ORIGINAL_WEIGHT"), ("retrieval.ui.report", "OUT_DIR"),
-                         ("models._kernels.tree_lda", "SAMPLERS"), ("retrieval.experiments.effectiveness", "COLLECTIONS"),
+                         ("models.tree_lda.kernels", "SAMPLERS"), ("retrieval.experiments.effectiveness", "COLLECTIONS"),
                          ("retrieval.ui.console", "HITS"), ("retrieval.core.evaluate", "DEFAULT_MEASURES")]:
         import importlib
 

@@ -61,7 +61,7 @@ def test_the_public_api_is_imported_on_first_use():
             "print(MU, Index.__module__, kinds()[0], LDA.__module__, sorted(set(retrieval.__all__) - set(dir(retrieval))))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "1000.0 retrieval.core.index lda models.lda []"
+    assert out.stdout.strip() == "1000.0 retrieval.core.index lda models.lda.model []"
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         import retrieval
 

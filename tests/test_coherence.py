@@ -3,7 +3,7 @@ and texts, equal where the conventions match (document = one window per document
 import numpy as np
 import pytest
 
-from models.corpus import make_corpus
+from models.common.corpus import make_corpus
 from retrieval.experiments.coherence import model_coherence, occurrences, report, topic_npmi
 
 

@@ -154,7 +154,7 @@ def test_resumed_equals_uninterrupted(kind, trained, collection, tmp_path):
 @pytest.mark.parametrize("kind", KINDS)
 def test_training_ends_on_document_completion_of_a_training_sample(kind, collection, tmp_path, caplog):
     """Every kind's training logs one figure comparable across kinds, after the model is saved."""
-    from models.heldout import document_completion, training_sample
+    from models.common.heldout import document_completion, training_sample
     from retrieval.core.modelfiles import index_corpus
 
     with caplog.at_level("INFO", logger="retrieval.core.modelfiles"):
@@ -194,7 +194,7 @@ def test_import_models_loads_no_retrieval_jvm_or_torch():
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_checkpoint_refuses_another_corpus_or_parameters(kind, collection, tmp_path):
-    from models.corpus import make_corpus
+    from models.common.corpus import make_corpus
     from retrieval.core.modelfiles import index_corpus, training_inputs
 
     cls = registry.model_class(kind)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models.lda import LDA
+from models.lda.model import LDA
 from retrieval.core.index import Index, build_index
 from retrieval.core.modelfiles import index_corpus, load_model
 

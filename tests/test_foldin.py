@@ -1,13 +1,13 @@
-"""Fold-in of new documents (models.foldin, models.lda_foldin) and document completion
-(models.heldout): the fast kernel against its reference twin, determinism, planted topics."""
+"""Fold-in of new documents (models.common.foldin, models.lda.foldin) and document completion
+(models.common.heldout): the fast kernel against its reference twin, determinism, planted topics."""
 import numpy as np
 import pytest
 
 from models import LDA, make_corpus
-from models import lda_foldin
-from models._kernels import lda_foldin as F_
-from models.glda import GroupedLDA
-from models.heldout import document_completion, split_alternate, training_completion, training_sample
+from models.lda import foldin as lda_foldin
+from models.lda import foldin_kernels as F_
+from models.glda.model import GroupedLDA
+from models.common.heldout import document_completion, split_alternate, training_completion, training_sample
 from tests.helpers import block_topics
 from tests.reference import lda_foldin_reference as ref
 
@@ -248,7 +248,7 @@ def test_document_completion_needs_fold_in():
 
 @pytest.mark.parametrize("decoder, norm", [("mixture", "batch"), ("product", "batch"), ("product", "l2")])
 def test_avipam_fold_in_of_training_documents_gives_their_document_model(decoder, norm):
-    from models.avipam import AVIPAM
+    from models.avipam.model import AVIPAM
 
     docs = planted_docs(40, 20, seed=6)
     corpus = as_corpus(docs)

@@ -5,14 +5,14 @@ training document gives back its document model)."""
 import numpy as np
 import pytest
 
-from models import pam_foldin
-from models._kernels import pam_foldin as PF
-from models._kernels import tcm_foldin as CF
-from models._kernels import tree_lda_foldin as TF
-from models.heldout import document_completion
-from models.pam import PAM
-from models.tcm import TCM
-from models.tree_lda import TreeLDA
+from models.pam import foldin as pam_foldin
+from models.pam import foldin_kernels as PF
+from models.tcm import foldin_kernels as CF
+from models.tree_lda import foldin_kernels as TF
+from models.common.heldout import document_completion
+from models.pam.model import PAM
+from models.tcm.model import TCM
+from models.tree_lda.model import TreeLDA
 from tests.reference import pam_foldin_reference as pam_ref
 from tests.reference import tcm_foldin_reference as tcm_ref
 from tests.reference import tree_lda_foldin_reference as tree_ref

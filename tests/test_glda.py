@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 
 from models import LDA, corpus_from_docs, registry, synthetic_corpus
-from models._kernels import glda as G_
-from models._kernels import glda_sparse as GS
-from models.glda import GroupedLDA, doc_runs
-from models._kernels.rng import make_rng_states
-from models.lda import joint_log_lik
+from models.glda import kernels as G_
+from models.glda import sparse_kernels as GS
+from models.glda.model import GroupedLDA, doc_runs
+from models.common.kernels.rng import make_rng_states
+from models.lda.model import joint_log_lik
 from tests.helpers import assert_same_fit, resume_after_kill, save_and_load
 from tests.reference import glda_reference as ref
 

@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from models.atomic import LockedError, target_lock
+from models.common.atomic import LockedError, target_lock
 from retrieval.core.extension import ExtendedModel, document_model
 from retrieval.core.index import Index, add_documents, build_index
 from retrieval.core.modelfiles import load_model, train_model
@@ -189,7 +189,7 @@ def test_cli_add_and_run(grown, tmp_path, capsys, caplog):
 
 
 def test_heldout_likelihood_of_the_added_documents(grown, capsys):
-    from models.heldout import document_completion
+    from models.common.heldout import document_completion
 
     from retrieval.core.infer import heldout_likelihood
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models import atomic
+from models.common import atomic
 from retrieval.core import index as index_module
 from retrieval.core.index import Index, add_documents, build_index
 from retrieval.core.modelfiles import load_model, train_model
@@ -201,7 +201,7 @@ def test_commands_leave_no_lock_file(tmp_path, capfd):
 
 def test_the_lock_refuses_a_second_writer_and_a_killed_holder_leaves_none(tmp_path):
     target = tmp_path / "m.npz"
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from models.atomic import target_lock\n"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from models.common.atomic import target_lock\n"
                                f"with target_lock({str(target)!r}):\n print('held', flush=True); time.sleep(60)"],
                               cwd=ROOT, stdout=subprocess.PIPE, text=True)
     try:

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from models import registry
-from models.corpus import synthetic_corpus
+from models.common.corpus import synthetic_corpus
 
 THEMES = [
     "car automobile engine motor vehicle driver road wheel traffic speed",

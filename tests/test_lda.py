@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 from models import LDA, corpus_from_docs, synthetic_corpus
-from models._kernels import lda as K_
-from models._kernels import lda_doc
+from models.lda import kernels as K_
+from models.lda import doc_kernels as lda_doc
 from tests.helpers import assert_doc_lists, assert_same_fit, resume_after_kill
 from tests.reference import lda_reference as ref
 
@@ -279,7 +279,7 @@ def test_prefetch_takes_arrays_of_any_dtype_in_one_kernel():
     and changes nothing it reads."""
     from numba import njit
 
-    from models._kernels.prefetch import prefetch
+    from models.common.kernels.prefetch import prefetch
 
     @njit
     def total(a, b):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from models import LDA, synthetic_corpus
-from models.checkpoint import read_model_file
+from models.common.checkpoint import read_model_file
 from tests.helpers import save_and_load
 
 
@@ -158,7 +158,7 @@ def test_log_lik_history_improves(fitted):
 
 
 def test_models_does_not_import_retrieval_or_jvm():
-    code = ("import sys, models, models.lda, models.checkpoint, models.corpus;"
+    code = ("import sys, models, models.lda.model, models.common.checkpoint, models.common.corpus;"
             "bad = [m for m in ('retrieval', 'jnius', 'pyserini') if m in sys.modules];"
             "print(bad); sys.exit(1 if bad else 0)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -169,7 +169,7 @@ def test_models_does_not_import_retrieval_or_jvm():
 def test_p_w_d_rows_of_a_few_documents_are_their_rows_of_p_w_d(fitted):
     """The per-document path (feedback's few documents) gives p_w_d's rows, in the order asked
     (repeats kept), for LDA's own kernel and the protocol's default (here through TopicModel)."""
-    from models.base import TopicModel
+    from models.common.base import TopicModel
 
     corpus, m = fitted
     terms = np.array([3, 0, 7, 19, 3])

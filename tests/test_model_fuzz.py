@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models import checkpoint as ck
+from models.common import checkpoint as ck
 from models import registry
 from tests.helpers import Killed
 from tests.test_conformance import THEMES, wordnet_for_tree_lda  # noqa: F401 (autouse fixture)
@@ -312,7 +312,7 @@ def _damaged(ctx, check, out, kind):
 
 def _refused_by(check, exc, path):
     """``exc`` is ``check``'s refusal of ``path``: one line naming the file and the array."""
-    from models.validate import FileRefused
+    from models.common.validate import FileRefused
 
     assert isinstance(exc, FileRefused) and exc.check is check, (check.text, str(exc))
     assert one_line_refusal(exc, path) and check.array in str(exc), (check.text, str(exc))
@@ -321,8 +321,8 @@ def _refused_by(check, exc, path):
 def _checkpoint_context(kind, index, ckpt):
     """The context a resume of ``ckpt`` validates (the estimator with its layout for the corpus),
     caught at validation, before any kernel reads the checkpoint."""
-    from models import validate as V
-    from models import validate_files
+    from models.common import validate as V
+    from models.common import validate_files
     from retrieval.core.modelfiles import index_corpus, training_inputs
 
     cls = registry.model_class(kind)
@@ -349,8 +349,8 @@ def test_every_declared_relation_is_refused_alone(kind, collection, trained, tmp
     this check breaks and none before it is refused by exactly that check, in one line naming
     the file and the array; so is a checkpoint, before the resume's first sweep; a header prior
     out of bounds is refused too."""
-    from models import validate as V
-    from models import validate_files
+    from models.common import validate as V
+    from models.common import validate_files
     from retrieval.core.modelfiles import doc_lengths, load_model
 
     index, _ = collection
@@ -417,7 +417,7 @@ def test_a_model_of_fewer_documents_than_the_index_is_refused(kind, collection, 
     """Issue 59: a file whose document tables hold one document fewer than the index, its header
     untouched (the index's fingerprint), was ranked reading past its arrays; now the ranker's
     load, `run` and the console refuse it in one line naming the file."""
-    from models.corpus import make_corpus
+    from models.common.corpus import make_corpus
     from retrieval.core.modelfiles import index_corpus, load_model, training_inputs
     from retrieval.ui.console import Session
 

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from models import corpus_from_docs, synthetic_corpus
-from models._kernels.pam_counts import build_doc_lists, ml_alpha, moment_match, z_from_doc_order
-from models._kernels.pam_score import token_conditional
-from models.pam import PAM, pam_log_lik
+from models.pam.counts import build_doc_lists, ml_alpha, moment_match, z_from_doc_order
+from models.pam.score_kernels import token_conditional
+from models.pam.model import PAM, pam_log_lik
 from tests.helpers import assert_same_fit, resume_after_kill, save_and_load
 from tests.reference import pam_reference as ref
 

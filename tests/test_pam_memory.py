@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from models import corpus_from_docs, synthetic_corpus
-from models.pam import PAM
-from models.pam_infer import anon_empty, gather
+from models.pam.model import PAM
+from models.pam.infer import anon_empty, gather
 from tests.helpers import save_and_load
 
 
@@ -88,7 +88,7 @@ def test_gather_concatenates_in_sample_order_and_drops_each_sample():
 
 
 def test_checkpoint_holds_every_kept_samples_assignments(tmp_path):
-    from models import checkpoint as ckpt
+    from models.common import checkpoint as ckpt
 
     corpus = synthetic_corpus(30, 30, 15, seed=6, n_latent=3)
     path = tmp_path / "pam.ckpt"

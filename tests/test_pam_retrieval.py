@@ -11,12 +11,12 @@ from tests.helpers import avg2_map
 from scipy.special import logsumexp
 
 from models import LDA, synthetic_corpus
-from models.pam import PAM
+from models.pam.model import PAM
 from retrieval.core.ranking import run_topics
 from retrieval.ui.cli import main
 from retrieval.core.index import build_index
 from retrieval.core.modelfiles import load_model, train_model
-from models.generate import log_dirichlet
+from models.common.generate import log_dirichlet
 from retrieval.experiments.pam_eval import COMP5, comp5_accuracy, empirical_log_lik, kind_params, sampled_log_p
 from retrieval.adapters.pam import correlation_figure, correlation_rows, correlation_text
 from retrieval.core.sources import load_topics
@@ -117,8 +117,8 @@ def test_sampled_documents_and_empirical_likelihood(kind):
 def test_empirical_likelihood_is_the_models_own_draw():
     """The experiment asks the model for its draws (no kind branches): gLDA draws as LDA does,
     a kind without draws says so, and a kind without the paper's settings needs them given."""
-    from models.glda import GroupedLDA
-    from models.tcm import TCM
+    from models.glda.model import GroupedLDA
+    from models.tcm.model import TCM
 
     corpus = synthetic_corpus(40, 30, 15, seed=2, n_latent=3)
     kw = dict(n_topics=3, n_chains=2, n_iter=10, burn_in=6, sample_every=2, seed=0)

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from models import LDA, synthetic_corpus
-from models import checkpoint as ckpt
-from models.executors import executor_from_flag, parse_executor
-from models.progress import TqdmCallback
+from models.common import checkpoint as ckpt
+from models.common.executors import executor_from_flag, parse_executor
+from models.common.progress import TqdmCallback
 from tests.helpers import assert_same_fit
 
 KW = dict(n_topics=8, n_chains=2, n_iter=12, burn_in=6, sample_every=2, n_shards=3, seed=3,
@@ -25,7 +25,7 @@ STATE = ("z_", "n_kw_", "n_k_", "alpha_", "rng_")
 @pytest.fixture(scope="module")
 def ray_cluster():
     ray = pytest.importorskip("ray")
-    from models.executors.signals import init_ray, shutdown_ray
+    from models.common.executors.signals import init_ray, shutdown_ray
 
     init_ray(num_cpus=2, log_to_driver=False, include_dashboard=False)  # keeps the JVM's handlers
     yield ray
@@ -64,7 +64,7 @@ def test_default_executor_never_imports_ray(tmp_path):
     (1, dict(init="online", n_shards=4, n_topics=12, optimize_alpha=False)),
 ])
 def test_ray_model_equals_local_model_array_for_array(ray_cluster, tmp_path, n_workers, kw):
-    from models.executors.ray import RayExecutor
+    from models.common.executors.ray import RayExecutor
 
     data, kw = corpus(), dict(KW, **kw)
     local = LDA(**kw).fit(data)  # all numba threads
@@ -89,7 +89,7 @@ def test_ray_model_equals_local_model_array_for_array(ray_cluster, tmp_path, n_w
 
 
 def test_killed_worker_fails_clearly_and_resume_gives_the_same_model(ray_cluster, tmp_path):
-    from models.executors.ray import RayExecutor, WorkerLostError
+    from models.common.executors.ray import RayExecutor, WorkerLostError
 
     data, path = corpus(), tmp_path / "run.ckpt.npz"
     full = LDA(**KW).fit(data)
@@ -120,7 +120,7 @@ def test_starting_ray_keeps_the_jvms_signal_handlers():
     pytest.importorskip("ray")
     code = """
 import signal
-from models.executors.signals import FATAL, handler_address, init_ray, shutdown_ray
+from models.common.executors.signals import FATAL, handler_address, init_ray, shutdown_ray
 from retrieval.core.jvm import jclass
 jclass("java.lang.String")
 jvm = [handler_address(s) for s in FATAL]
@@ -149,7 +149,7 @@ def test_lost_worker_is_one_line_of_the_command_naming_the_checkpoint(ray_cluste
     import logging
     import time
 
-    from models.executors.ray import _RayRunner
+    from models.common.executors.ray import _RayRunner
     from retrieval.core.index import build_index
     from retrieval.ui.cli import main
 
@@ -168,7 +168,7 @@ def test_lost_worker_is_one_line_of_the_command_naming_the_checkpoint(ray_cluste
         return step(self, model, corpus, it)
 
     monkeypatch.setattr(_RayRunner, "step", step_then_kill)
-    caplog.set_level(logging.DEBUG, logger="models.executors.ray")
+    caplog.set_level(logging.DEBUG, logger="models.common.executors.ray")
     out = tmp_path / "m.npz"
     code = main(["-q", "train", "lda", "--index", str(index.path), "--out", str(out), "--topics", "4",
                  "--chains", "1", "--iterations", "40", "--shards", "2", "--checkpoint-every", "3",

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models import atomic
-from models.lda import LDA
+from models.common import atomic
+from models.lda.model import LDA
 from retrieval.core.index import build_index
 from retrieval.core.modelfiles import default_model_path, index_corpus, load_model, train_model
 from retrieval.core.trec import TrecFormatError, read_run, write_run
@@ -205,7 +205,7 @@ def test_4_unwritable_model_output_fails_before_training(mini, tmp_path, capsys,
     def denied(*a, dir=None, **k):
         raise PermissionError(errno.EACCES, "Permission denied", str(dir))
 
-    monkeypatch.setattr("models.atomic.tempfile.TemporaryFile", denied)
+    monkeypatch.setattr("models.common.atomic.tempfile.TemporaryFile", denied)
     fitted = []
     monkeypatch.setattr(LDA, "fit", lambda *a, **k: fitted.append(1))
     code = main(["-q", "train", "lda", "--index", str(index.path), "--out", str(tmp_path / "ro" / "m.npz"),
@@ -221,7 +221,7 @@ def test_4_full_disk_leaves_no_temporary_and_one_line(mini, tmp_path, capsys, mo
         f.write(b"PK partial")
         raise OSError(errno.ENOSPC, "No space left on device", getattr(f, "name", None))
 
-    monkeypatch.setattr("models.checkpoint.np.savez", full)
+    monkeypatch.setattr("models.common.checkpoint.np.savez", full)
     out = tmp_path / "m" / "m.npz"
     code = main(["-q", "train", "lda", "--index", str(index.path), "--out", str(out), "--topics", "3",
                  "--chains", "1", "--iterations", "20", "--threads", "1"])

@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 
-from models.corpus import corpus_from_docs, synthetic_corpus
-from models.tcm import TCM, joint_log_lik, split_flags
-from models._kernels.tcm_build import init_random
-from models._kernels.rng import make_rng_states
+from models.common.corpus import corpus_from_docs, synthetic_corpus
+from models.tcm.model import TCM, joint_log_lik, split_flags
+from models.tcm.build_kernels import init_random
+from models.common.kernels.rng import make_rng_states
 from tests.helpers import assert_doc_lists, assert_same_fit, resume_after_kill, save_and_load
 from tests.reference import tcm_reference as ref
 
@@ -209,7 +209,7 @@ def test_save_load_and_fingerprint_refusal(tmp_path):
 def test_default_priors_and_their_model_files(tmp_path):
     """alpha = 50 / K and a fixed alpha0 with alpha0 P0(w) = 0.01 (LDA's beta); a file keeps the
     alpha it was trained with, and a file from before alpha_used had alpha=None mean 1 / K."""
-    from models import checkpoint as ckpt
+    from models.common import checkpoint as ckpt
 
     corpus, split = small_corpus()
     m = TCM(n_topics=4, n_chains=2, n_iter=6, burn_in=2, sample_every=2, seed=1).fit(corpus, split=split)
@@ -340,7 +340,7 @@ def test_models_tcm_imports_neither_retrieval_nor_the_jvm():
     import subprocess
     import sys
 
-    code = ("import sys, models.tcm, models._kernels.tcm;"
+    code = ("import sys, models.tcm.model, models.tcm.kernels;"
             "bad = [m for m in ('retrieval', 'jnius', 'pyserini') if m in sys.modules];"
             "sys.exit(1 if bad else 0)")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0

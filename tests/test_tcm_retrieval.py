@@ -219,7 +219,7 @@ def test_a_batch_computes_its_term_and_collocation_tables_together_and_ranks_as_
 def test_smoothing_retrains_a_cached_model_of_other_defaults(tmp_path):
     """The cached file's name holds K, chains, sweeps and seed only: a TCM trained under the old
     defaults (alpha0 = 100, resampled) at that path is retrained, a current one reused."""
-    from models.checkpoint import read_header
+    from models.common.checkpoint import read_header
     from retrieval.core.modelfiles import default_model_path
     from retrieval.experiments.smoothing import _model
 

@@ -96,7 +96,7 @@ def test_resumed_training_equals_uninterrupted(mini, tmp_path):
     class Stop(Exception):
         pass
 
-    from models.lda import LDA
+    from models.lda.model import LDA
     from retrieval.core.modelfiles import index_corpus as corpus_of
 
     def stop_at_12(model, it, n):

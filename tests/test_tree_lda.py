@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from models import corpus_from_docs, registry
-from models._kernels.tree_lda_state import edge_word_probs
-from models.tree import build_tree, leaf_probs
-from models.tree_lda import TreeLDA
+from models.tree_lda.state import edge_word_probs
+from models.tree_lda.tree import build_tree, leaf_probs
+from models.tree_lda.model import TreeLDA
 from tests.helpers import Killed, resume_after_kill, write_wordnet
 from tests.reference import tree_lda_reference as ref
 
@@ -103,7 +103,7 @@ def test_topic_views(fitted):
 def test_no_synsets_is_flat_lda():
     """With no synsets every word has one path (its own leaf): P(w|k) is LDA's
     (n_kw + beta) / (n_k + V beta) and the tree log-likelihood LDA's closed form."""
-    from models.lda import joint_log_lik as lda_log_lik
+    from models.lda.model import joint_log_lik as lda_log_lik
 
     c = corpus(seed=2)
     m = TreeLDA(**dict(FAST, beta_root=0.05)).fit(c, synsets=[])

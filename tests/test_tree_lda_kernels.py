@@ -1,15 +1,15 @@
-"""Tree-LDA samplers (models/_kernels/tree_lda*.py) against the slow twin (eq. 1 by enumeration)."""
+"""Tree-LDA samplers (models/common/kernels/tree_lda*.py) against the slow twin (eq. 1 by enumeration)."""
 import numpy as np
 import pytest
 from numba import config, njit
 
-from models._kernels import tree_lda as T
-from models._kernels import tree_lda_lists as TL
-from models._kernels import tree_lda_sparse as TS
-from models._kernels import tree_lda_tables as TT
-from models._kernels.borrow import borrowed
-from models._kernels.rng import make_rng_states
-from models.tree import build_tree
+from models.tree_lda import kernels as T
+from models.tree_lda import lists as TL
+from models.tree_lda import sparse_kernels as TS
+from models.tree_lda import tables as TT
+from models.tree_lda.borrow import borrowed
+from models.common.kernels.rng import make_rng_states
+from models.tree_lda.tree import build_tree
 from tests.reference import tree_lda_reference as ref
 
 K, V = 5, 9
@@ -260,7 +260,7 @@ def test_sweep_keeps_counts_and_same_seed_same_state(variant):
 
 @pytest.mark.parametrize("variant", sweep_variants(T.FAST))
 def test_a_sweep_cut_at_document_boundaries_draws_what_one_call_draws(variant):
-    """Threads may sweep a chain in two pieces (models/tree_shards.py): the pieces share the
+    """Threads may sweep a chain in two pieces (models/tree_lda/shards.py): the pieces share the
     chain's lists, so the cut changes no draw, count or reciprocal."""
     tree, doc_ptr, term_ids, z, zp, alpha, n_e, n_i, n_dk = random_state(3, merge=True)
     bound = T.path_bound(tree, alpha)
@@ -329,7 +329,7 @@ def test_resample_keeps_lists_and_caches_equal_to_fresh_ones(rb, sd, sw):
 
 
 def test_bench_list_trace_counts_list_lengths_and_bucket_shares():
-    from models.corpus import make_corpus
+    from models.common.corpus import make_corpus
     from retrieval.bench.tree_lda import list_trace
     tree, doc_ptr, term_ids, *_ = random_state(2)
     corpus = make_corpus(doc_ptr, term_ids, n_terms=V)

@@ -1,8 +1,8 @@
-"""Tree prior of tree-based LDA (models/tree.py) and the WordNet 3.0 reader."""
+"""Tree prior of tree-based LDA (models/tree_lda/tree.py) and the WordNet 3.0 reader."""
 import numpy as np
 import pytest
 
-from models.tree import build_tree, leaf_probs
+from models.tree_lda.tree import build_tree, leaf_probs
 from retrieval.datasets import wordnet
 
 

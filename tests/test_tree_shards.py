@@ -1,13 +1,13 @@
-"""Tree-LDA's fixed shards (models/tree_shards.py): word groups own whole synset components, a
+"""Tree-LDA's fixed shards (models/tree_lda/shards.py): word groups own whole synset components, a
 sub-step's shards touch disjoint counts, and a sharded fit keeps exact counts, one model per seed
 whatever the threads, and bit-identical resume."""
 import numpy as np
 import pytest
 
 from models import corpus_from_docs
-from models.tree import build_tree
-from models.tree_lda import TreeLDA
-from models.tree_shards import _run_plan, tree_shards, word_groups, wrap_plan
+from models.tree_lda.tree import build_tree
+from models.tree_lda.model import TreeLDA
+from models.tree_lda.shards import _run_plan, tree_shards, word_groups, wrap_plan
 from tests.helpers import resume_after_kill
 from tests.reference import tree_lda_reference as ref
 

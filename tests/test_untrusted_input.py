@@ -12,10 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models import atomic, synthetic_corpus
-from models.checkpoint import CHECKPOINT_FORMAT, read_header, read_model_file
-from models.glda import GroupedLDA
-from models.lda import LDA
+from models import synthetic_corpus
+
+from models.common import atomic
+from models.common.checkpoint import CHECKPOINT_FORMAT, read_header, read_model_file
+from models.glda.model import GroupedLDA
+from models.lda.model import LDA
 from retrieval.core import index as index_module
 from retrieval.core.index import build_index
 from retrieval.core.modelfiles import train_model
@@ -95,7 +97,7 @@ def test_full_disk_names_the_target_and_leaves_no_temporary(tmp_path):
 
 
 def test_full_disk_is_one_line_with_the_path_for_run_and_train(mini, tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr("models.atomic.os.fsync", _full_disk)
+    monkeypatch.setattr("models.common.atomic.os.fsync", _full_disk)
     out = tmp_path / "runs" / "run.txt"
     code = main(["-q", "run", "--index", str(mini.path), "--topics", str(DATA / "topics.trec"),
                  "--out", str(out)])
@@ -156,12 +158,12 @@ def _read_only(*args, dir=None, prefix="tmp", **kwargs):
 def test_read_only_target_is_named_not_the_temporary(mini, tmp_path, capsys, monkeypatch):
     target = tmp_path / "d" / "run.txt"
     target.parent.mkdir()
-    monkeypatch.setattr("models.atomic.tempfile.mkstemp", _read_only)
+    monkeypatch.setattr("models.common.atomic.tempfile.mkstemp", _read_only)
     with pytest.raises(OSError) as info:
         with atomic.atomic_open(target):
             pass
     assert (info.value.errno, info.value.filename) == (errno.EROFS, str(target))
-    monkeypatch.setattr("models.atomic.tempfile.TemporaryFile", _read_only)
+    monkeypatch.setattr("models.common.atomic.tempfile.TemporaryFile", _read_only)
     for argv in (["run", "--index", str(mini.path), "--topics", str(DATA / "topics.trec"),
                   "--out", str(target)],
                  ["train", "lda", "--index", str(mini.path), "--out", str(target.parent / "m.npz"),
@@ -237,9 +239,9 @@ def test_jvm_crash_report_goes_to_the_temporary_directory(tmp_path):
 
 @pytest.mark.parametrize("strict", [True, False])
 def test_table_pass_agrees_with_numpy(strict):
-    """scan_table (models/_kernels/validate.py) gives the segment totals, the column totals and
+    """scan_table (models/common/kernels/validate.py) gives the segment totals, the column totals and
     the first bad index, order and count that numpy gives, on sound tables and damaged ones."""
-    from models._kernels.validate import BAD_COUNT, BAD_INDEX, BAD_ORDER, scan_table
+    from models.common.kernels.validate import BAD_COUNT, BAD_INDEX, BAD_ORDER, scan_table
 
     rng = np.random.default_rng(7)
     R, n, cols = 3, 6, 9
@@ -281,8 +283,8 @@ def test_table_pass_agrees_with_numpy(strict):
 def test_avipam_network_buffers_must_match_the_header(tmp_path, n_chains):
     """A prior variance of 1e30 (or a mask that drops an edge) in an aviPAM model file or
     checkpoint is refused in one line naming the file and the array, before any training step."""
-    from models import checkpoint as ck
-    from models.avipam import AVIPAM
+    from models.common import checkpoint as ck
+    from models.avipam.model import AVIPAM
 
     corpus = synthetic_corpus(30, 40, 4, seed=2)
     kw = dict(AVIPAM.quick_params, n_chains=n_chains, epochs=2)

@@ -4,8 +4,8 @@ layers' gradients). Skipped where torch sees no CUDA device, as on CI."""
 import numpy as np
 import pytest
 
-from models.avipam import AVIPAM
-from models.variational import count_matrix
+from models.avipam.model import AVIPAM
+from models.common.variational import count_matrix
 from tests.helpers import resume_after_kill
 from tests.test_avipam import KW, matched_cosines, pam4_corpus
 
@@ -72,7 +72,7 @@ def test_a_gpu_model_file_loads_and_transforms_on_a_machine_without_one(corpus_b
 
 @pytest.mark.parametrize("arch, decoder, topic_update", ARCHS)
 def test_sparse_first_layer_gradients_match_the_dense_batch(corpus_beta, arch, decoder, topic_update):
-    from models._torch.docs import Docs
+    from models.avipam.nets.docs import Docs
 
     kw = dict(CUDA, arch=arch, decoder=decoder, topic_update=topic_update, epochs=1, refine_steps=0)
     net = AVIPAM(**kw).fit(corpus_beta[0]).net_.train()

@@ -3,7 +3,7 @@
 Core retrieval (ranking, the console, reports, the CLI) never names a model kind: it looks the
 kind's module up by name (:func:`retrieval.core.plugins.hook`) and uses what it defines. Every hook is optional; a kind
 without a module (or without a hook) gets the default behaviour that works from the model
-protocol alone (:class:`models.base.TopicModel`).
+protocol alone (:class:`models.common.base.TopicModel`).
 
 Hooks an adapter module may define:
 

@@ -27,7 +27,7 @@ def correlation_text(pairs) -> str:
 
 def report_section(model, terms) -> dict | None:
     """A CTM's topic correlations (centred logits of its learned prior); None for the others."""
-    from models.avipam import parse_arch
+    from models.avipam.model import parse_arch
 
     if not parse_arch(model.arch).full_cov or getattr(model, "net_", None) is None:
         return None

@@ -37,9 +37,9 @@ from types import SimpleNamespace
 import numpy as np
 from scipy import stats
 
-from models.avipam import AVIPAM, parse_arch
-from models.lda import LDA
-from models.pam import PAM
+from models.avipam.model import AVIPAM, parse_arch
+from models.lda.model import LDA
+from models.pam.model import PAM
 
 from ..adapters.avipam import correlated_pairs, correlation_text
 from ..core.tables import Table, fixed
@@ -89,7 +89,7 @@ class SklearnLDA:
     def fit(self, corpus):
         from sklearn.decomposition import LatentDirichletAllocation
 
-        from models.variational import count_matrix
+        from models.common.variational import count_matrix
 
         lda = LatentDirichletAllocation(n_components=self.n_topics, learning_method=self.method,
                                         max_iter=self.max_iter, random_state=self.seed,
@@ -175,7 +175,7 @@ def doc_model_fit(model, corpus, chunk=1024):
     (``model`` None: the collection's unigram model): how much of each document the document
     model carries beyond P(w | C), which topic smoothing adds to QL. Terms in chunks, so the
     (n_docs, n_terms) table is never held."""
-    from models.variational import count_matrix
+    from models.common.variational import count_matrix
 
     X = count_matrix(corpus).tocsc()
     if model is None:
@@ -194,7 +194,7 @@ def completion_split(corpus, seed=0):
     """Document completion: every document's tokens shuffled by ``seed`` and halved; returns the
     corpus of the observed halves (the first ceil(n/2) tokens of each shuffled document) and
     the held-out halves as (document of every held-out token, its term)."""
-    from models.corpus import make_corpus
+    from models.common.corpus import make_corpus
 
     rng = np.random.default_rng(seed)
     lens = np.diff(corpus.doc_ptr)
@@ -304,7 +304,7 @@ def save_corpus_npz(corpus, vocab, path):
 
 
 def load_corpus_npz(path):
-    from models.corpus import make_corpus
+    from models.common.corpus import make_corpus
 
     with np.load(path, allow_pickle=False) as z:
         for key in ("doc_ptr", "term_ids", "vocab", "fingerprint"):

@@ -8,7 +8,7 @@ encoders' first layers and Adam's step are vocabulary-sized) and the architectur
 many documents the collection holds; an epoch is ``ceil(docs / batch_size)`` steps and a pass of
 the closed-form topics (M-step) over the vocabulary. So the corpus here has the target's
 vocabulary and document lengths but fewer documents (a seeded Zipf corpus,
-``models.corpus.synthetic_corpus``), and the figures are projected to the target collection:
+``models.common.corpus.synthetic_corpus``), and the figures are projected to the target collection:
 steps of an epoch times the measured step, plus the measured M-step, times the epochs; and the
 finishing (every training document's posterior refined and averaged) per document times the
 target's documents. The parts of a step are timed where the training loop calls them (the
@@ -22,8 +22,8 @@ from collections import defaultdict
 
 import numpy as np
 
-from models.avipam import AVIPAM
-from models.corpus import synthetic_corpus
+from models.avipam.model import AVIPAM
+from models.common.corpus import synthetic_corpus
 
 from ..core.tables import Table, fixed
 
@@ -142,7 +142,7 @@ def _corpus(index, docs, terms, mean_len, seed):
         made = f"the first {corpus.n_docs:,} documents of the index {index}"
     else:
         corpus = synthetic_corpus(docs, terms, mean_len, seed=seed)
-        made = f"models.corpus.synthetic_corpus, {corpus.n_docs:,} documents"
+        made = f"models.common.corpus.synthetic_corpus, {corpus.n_docs:,} documents"
     return corpus, f"{made}, {corpus.n_tokens:,} tokens, {corpus.n_terms:,} terms (read or made in {time.perf_counter() - start:.0f} s)"
 
 

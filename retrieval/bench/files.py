@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from unittest import mock
 
-import models.validate_files as validate_files
+import models.common.validate_files as validate_files
 
 from ..core.index import Index
 from ..core.modelfiles import load_model

@@ -1,11 +1,11 @@
 """Benchmark: fold-in of new documents (``model.fold_in``) under a K = 800 LDA model.
 
-A seeded Zipf corpus with latent topics (``models.corpus.synthetic_corpus``, AP-like document
+A seeded Zipf corpus with latent topics (``models.common.corpus.synthetic_corpus``, AP-like document
 lengths around 250 tokens) is cut in two: the first ``train_docs`` documents train an LDA model
 (3 chains), the last ``new_docs`` are folded in, timed per fold-in setting (numba compilation
 is done first and not counted). ``cpu-s`` is the process CPU time of the fold-in (all threads):
 on a shared machine it depends less on the other load than wall time. ``held-out ll`` is the
-document-completion log-likelihood per token of the new documents (``models.heldout``: even
+document-completion log-likelihood per token of the new documents (``models.common.heldout``: even
 positions folded in, odd positions scored) with the same settings. ``target``: 1,000 documents
 at K = 800 within 2 s on 2 cores (met or missed by the wall seconds).
 """
@@ -14,9 +14,9 @@ import time
 
 import numpy as np
 
-from models.corpus import make_corpus, synthetic_corpus
-from models.heldout import document_completion
-from models.lda import LDA
+from models.common.corpus import make_corpus, synthetic_corpus
+from models.common.heldout import document_completion
+from models.lda.model import LDA
 
 from ..core.tables import Table, fixed
 

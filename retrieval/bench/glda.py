@@ -15,9 +15,9 @@ final log p(W, Z) per token of the token-level assignments, by the same formula 
 import logging
 import time
 
-from models.corpus import synthetic_corpus
-from models.glda import GroupedLDA
-from models.lda import LDA
+from models.common.corpus import synthetic_corpus
+from models.glda.model import GroupedLDA
+from models.lda.model import LDA
 
 from ..core.tables import Table, fixed
 from .lda import DEFAULT_20NEWS, _cpu_seconds, first_docs

@@ -18,12 +18,12 @@ layout and the initialising pass).
 time depends on the other load, CPU seconds much less so.
 
 Log-likelihood per token: ``ll/token`` is the collapsed joint log p(w, z) / n_tokens
-(Griffiths & Steyvers 2004, eq. 2-3) computed with ``models.lda.joint_log_lik`` from each
+(Griffiths & Steyvers 2004, eq. 2-3) computed with ``models.lda.model.joint_log_lik`` from each
 sampler's final assignments (same formula for both); tomotopy's own ``ll_per_word`` is shown
 next to it. Peak memory is ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` of the whole process
 after each row (it only grows).
 
-Synthetic: a seeded Zipf corpus of AP's size (``models.corpus.synthetic_corpus``), K = 800, 3
+Synthetic: a seeded Zipf corpus of AP's size (``models.common.corpus.synthetic_corpus``), K = 800, 3
 chains; seconds per iteration (all chains), then 100 three-term queries ranked over every
 document exactly as ``topicir run`` scores them (Dirichlet QL mixed with P_LDA averaged over the
 15 samples, mu = 1000, lam = 0.7, top 1000), with the time of each query.
@@ -35,8 +35,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from models.corpus import make_corpus, synthetic_corpus
-from models.lda import LDA, joint_log_lik
+from models.common.corpus import make_corpus, synthetic_corpus
+from models.lda.model import LDA, joint_log_lik
 
 from ..core.scoring import Query, Scorer, top_k
 from ..core.stats import CollectionStats

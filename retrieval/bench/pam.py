@@ -17,7 +17,7 @@ since one of its sweeps evaluates all s * s' pairs for every token.
 "terms/token" is what topicir's sampler evaluates per token: doc-bucket pairs + super-topic
 terms of the prior bucket + sub-topics scanned when the prior bucket is drawn (tomotopy
 evaluates s * s' pairs per token). ``ll/token`` is the collapsed log p(w, z, z') / n_tokens of
-the final state under its own alpha, by ``models.pam.pam_log_lik`` for both samplers.
+the final state under its own alpha, by ``models.pam.model.pam_log_lik`` for both samplers.
 """
 import logging
 import resource
@@ -26,8 +26,8 @@ import warnings
 
 import numpy as np
 
-from models.corpus import make_corpus, synthetic_corpus
-from models.pam import PAM, pam_log_lik
+from models.common.corpus import make_corpus, synthetic_corpus
+from models.pam.model import PAM, pam_log_lik
 
 from ..core.tables import Table, fixed
 from . import import_tomotopy

@@ -4,7 +4,7 @@
     topicir bench ql --docs 50000         # smaller synthetic collection
     topicir bench ql --baselines indexes/cran --baselines-topics ../shared/data/cran/topics.trec
 
-Synthetic: a seeded Zipfian corpus (models.corpus.synthetic_corpus) of AP's size (250,000 docs,
+Synthetic: a seeded Zipfian corpus (models.common.corpus.synthetic_corpus) of AP's size (250,000 docs,
 ~240 tokens each after stopping, 200,000 terms). Queries: three distinct terms drawn, seeded, from
 terms with document frequency between 10 and 5% of the collection (title-query-like). Side by
 side on the shared collection: Lucene's QLD via Anserini, which scores only matching documents.
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models.corpus import synthetic_corpus
+from models.common.corpus import synthetic_corpus
 
 from ..core.scoring import MU, Query, Scorer, top_k
 from ..core.stats import CollectionStats

@@ -25,8 +25,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from models.corpus import synthetic_corpus
-from models.lda import LDA
+from models.common.corpus import synthetic_corpus
+from models.lda.model import LDA
 
 from ..core.tables import Table, fixed
 from .lda import first_docs
@@ -61,8 +61,8 @@ def _fit(corpus, k, args, executor):
 
 
 def bench(corpus, name, args):
-    from models.executors.ray import RayExecutor
-    from models.executors.signals import shutdown_ray
+    from models.common.executors.ray import RayExecutor
+    from models.common.executors.signals import shutdown_ray
 
     rows = []
     for k in args.k:
@@ -131,7 +131,7 @@ def run(*, data: str = DEFAULT_20NEWS, docs: int | None = None, synthetic: bool 
         return [modelled_sweeps(args)]
     if iters < 3:
         raise ValueError("--iters must be >= 3 (the first and last sweeps are not timed)")
-    from models.executors.signals import init_ray
+    from models.common.executors.signals import init_ray
 
     if address is None:
         init_ray(num_cpus=max(workers), log_to_driver=False, include_dashboard=False)

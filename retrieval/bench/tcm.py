@@ -22,8 +22,8 @@ import time
 
 import numpy as np
 
-from models.corpus import make_corpus
-from models.tcm import TCM
+from models.common.corpus import make_corpus
+from models.tcm.model import TCM
 
 from ..core.tables import Table, fixed
 from ..datasets.newsgroups import STOPWORDS, read_newsgroups
@@ -100,7 +100,7 @@ def time_tcm(corpus, split, k, sampler, threads, iters, warm, shards, seed):
 
 def warm_up(shards):
     """Compile (or load from cache) every kernel the timed runs use."""
-    from models.corpus import synthetic_corpus
+    from models.common.corpus import synthetic_corpus
 
     c = synthetic_corpus(100, 200, 20, seed=0, n_latent=3)
     sp = (np.random.default_rng(0).random(c.n_tokens) < 0.2).astype(np.uint8)

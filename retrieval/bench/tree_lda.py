@@ -21,11 +21,11 @@ import time
 import numba
 import numpy as np
 
-from models._kernels import tree_lda as TK
-from models._kernels.rng import make_rng_states
-from models.corpus import make_corpus
-from models.tree import build_tree
-from models.tree_shards import sweep_chains, tree_shards
+from models.tree_lda import kernels as TK
+from models.common.kernels.rng import make_rng_states
+from models.common.corpus import make_corpus
+from models.tree_lda.tree import build_tree
+from models.tree_lda.shards import sweep_chains, tree_shards
 from retrieval.datasets import wordnet
 from retrieval.datasets.newsgroups import newsgroups_corpus
 
@@ -121,7 +121,7 @@ def one_sweep(variant, corpus, tree, state, alpha, bound, prior, rng, shards=Non
     ``shards``): the kernel runs on one thread, so its process CPU time is what an idle core
     would take, whatever else runs. Sharded: wall-clock seconds of the S shards on numba's
     threads (``rng`` then holds S streams). ``work``: the state's sweep tables and lists
-    (:func:`models._kernels.tree_lda.sweep_work`), kept from sweep to sweep as training does;
+    (:func:`models.tree_lda.kernels.sweep_work`), kept from sweep to sweep as training does;
     None: made, and timed, in this sweep."""
     z, zp, n_e, n_i, n_dk, inv = state
     if shards is not None:
@@ -139,7 +139,7 @@ def one_sweep(variant, corpus, tree, state, alpha, bound, prior, rng, shards=Non
 
 
 def state_work(tree, T, bound, prior):
-    """A state's :func:`models._kernels.tree_lda.sweep_work` (tables and lists of the sparse
+    """A state's :func:`models.tree_lda.kernels.sweep_work` (tables and lists of the sparse
     samplers; NAIVE ignores it)."""
     return TK.sweep_work(tree.word_path_ptr, tree.path_edges, tree.path_len, tree.parent, tree.beta,
                          tree.beta_sum, prior, bound, T)

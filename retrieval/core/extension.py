@@ -112,7 +112,7 @@ class ExtendedModel:
 
     @cached_property
     def folded(self):
-        """``model.fold_in`` of every added document's tokens (:class:`models.foldin.FoldedDocs`)."""
+        """``model.fold_in`` of every added document's tokens (:class:`models.common.foldin.FoldedDocs`)."""
         docs = self.added_docs()
         log.info("folding in the %d documents added to %s since the %s model was trained (%s)",
                  self.n_added, self.index.path, self.model.kind,

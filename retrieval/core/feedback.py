@@ -23,7 +23,7 @@ P(k|Q) P(w|k), and the fb_terms heaviest words are interpolated with the query a
 Topics are not aligned across chains, so each chain's topics expand on their own and the
 chains' word weights are averaged.
 
-Models are reached only through the protocol of :mod:`models.base` (``p_w_d``,
+Models are reached only through the protocol of :mod:`models.common.base` (``p_w_d``,
 ``doc_topics``, ``topic_words``, ``n_topics``, ``n_chains``). Every expansion is returned as an
 :class:`Expansion` that names its terms and weights, so a ranking can be explained.
 """
@@ -406,7 +406,7 @@ def expansions_path(run_path) -> Path:
 
 def write_expansions(path, expansions) -> Path:
     """Every query's :meth:`Expansion.as_dict`, one JSON object a line, written atomically."""
-    from models.atomic import atomic_open
+    from models.common.atomic import atomic_open
 
     with atomic_open(path, "w", encoding="utf-8") as out:
         for e in expansions:

@@ -34,8 +34,8 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from models.atomic import TMP_INFIX, remove_stale, target_lock
-from models.base import launch_numba_threads
+from models.common.atomic import TMP_INFIX, remove_stale, target_lock
+from models.common.base import launch_numba_threads
 
 from .. import __version__
 from .jvm import ANSERINI_VERSION, jcast, jclass, lucene_errors

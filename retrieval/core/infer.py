@@ -45,7 +45,7 @@ def _check_model_index(model, index: Index):
 def fold_in_texts(model, texts, index: Index, **fold_params):
     """``model.fold_in`` of ``texts`` analysed by ``index`` (the index the model was trained on, or
     one grown from it by ``topicir index --add``, whose added terms the model leaves out): a
-    :class:`models.foldin.FoldedDocs` with ``doc_topics_`` and ``p_w_d(term_ids)`` (term ids of
+    :class:`models.common.foldin.FoldedDocs` with ``doc_topics_`` and ``p_w_d(term_ids)`` (term ids of
     the model's own index)."""
     from .extension import ExtendedModel, document_model
 
@@ -67,11 +67,11 @@ def infer(model, texts, index: Index, **fold_params) -> np.ndarray:
 
 def heldout_likelihood(model, index: Index, sources=None, **fold_params):
     """Held-out log-likelihood per token by document completion
-    (:func:`models.heldout.document_completion`, Wallach et al. 2009) of documents the model was
+    (:func:`models.common.heldout.document_completion`, Wallach et al. 2009) of documents the model was
     not trained on: with ``sources`` (TREC files, JSON lines, ``irds:`` ids), their documents
     analysed by ``index``; without, the documents added to ``index`` after the model was trained
-    (``topicir index --add``). Returns a :class:`models.heldout.Completion`."""
-    from models.heldout import document_completion
+    (``topicir index --add``). Returns a :class:`models.common.heldout.Completion`."""
+    from models.common.heldout import document_completion
 
     from .extension import ExtendedModel, document_model
     from .sources import iter_docs

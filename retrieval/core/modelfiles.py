@@ -17,11 +17,11 @@ from pathlib import Path
 import numpy as np
 
 from models import registry
-from models.atomic import check_writable, remove_stale, stale_temporaries, target_lock
-from models.checkpoint import read_header
-from models.corpus import Corpus, make_corpus
-from models.heldout import training_completion
-from models.progress import TqdmCallback
+from models.common.atomic import check_writable, remove_stale, stale_temporaries, target_lock
+from models.common.checkpoint import read_header
+from models.common.corpus import Corpus, make_corpus
+from models.common.heldout import training_completion
+from models.common.progress import TqdmCallback
 
 from .plugins import hook
 from .index import MODELS_DIR, Index
@@ -138,7 +138,7 @@ def _warn_size(model, corpus) -> None:
 def _log_completion(model, corpus) -> None:
     """The line every kind's training ends on, comparable across kinds trained on one index:
     the log-likelihood per token by document completion of a seeded sample of the training
-    documents (:func:`models.heldout.training_completion`)."""
+    documents (:func:`models.common.heldout.training_completion`)."""
     c = training_completion(model, corpus)
     if c is not None:
         log.info("document completion of %d training documents (even positions folded in, odd ones "

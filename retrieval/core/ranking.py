@@ -59,7 +59,7 @@ class PreparedQuery:
     ----------
     index : Index
     text : str, the query
-    model : topic model (:class:`models.base.TopicModel`) or None for exact QL
+    model : topic model (:class:`models.common.base.TopicModel`) or None for exact QL
     per_sample : bool
         Keep every kept sample's tables (``(n_chains, n_samples, n_docs, n_terms)``) so that
         :meth:`scores` can rank with one sample or one iteration's chains (``topicir iterations``).
@@ -302,7 +302,7 @@ def save_run(run: list[ScoredDoc], path, tag: str, depth: int = DEPTH, params: d
     ``expansions`` (pseudo-relevance feedback's :class:`retrieval.core.feedback.Expansion` of
     every query) go to ``<run>.expansions.jsonl``; without them an earlier run's file there is
     removed, so that it never describes another run."""
-    from models.atomic import atomic_open
+    from models.common.atomic import atomic_open
     from models._version import __version__
 
     from .feedback import expansions_path, write_expansions

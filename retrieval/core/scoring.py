@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from models.base import launch_numba_threads
+from models.common.base import launch_numba_threads
 
 from .stats import CollectionStats
 

@@ -334,7 +334,7 @@ def write_run(
     if hasattr(dest, "write"):
         dest.writelines(lines)
         return
-    from models.atomic import atomic_open  # the writer model files use too
+    from models.common.atomic import atomic_open  # the writer model files use too
 
     with atomic_open(dest, "w", encoding="utf-8", newline="\n") as out:
         out.writelines(lines)

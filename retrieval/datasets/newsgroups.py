@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from models.corpus import make_corpus
+from models.common.corpus import make_corpus
 
 TOKEN_RE = re.compile(r"[a-z][a-z0-9]+")
 STOPWORDS = frozenset("""

@@ -6,7 +6,7 @@ For every corpus (20 Newsgroups subset and shared collections, "stemmed" and "ra
 :mod:`retrieval.experiments.glda_corpora`) and seed, LDA (exact sequential sparse sampler,
 ``n_shards=1``), gLDA and restricted LDA run one chain each from a uniform random start with the
 same K, alpha = 50 / K and beta = 0.01 (Steyvers & Griffiths), recording log p(W, Z) of the
-token-level assignments (the Dirichlet-multinomial closed form, ``models.lda.joint_log_lik``)
+token-level assignments (the Dirichlet-multinomial closed form, ``models.lda.model.joint_log_lik``)
 every 20 sweeps. Improvement of a model = (final model - final LDA) / (final LDA - initial LDA)
 per seed (the paper's figure; "initial" is log p(W, Z) of the seed's uniform random start), with
 mean, sd and the paired t-test p-value of the finals over the seeds.
@@ -26,8 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from models.glda import GroupedLDA
-from models.lda import LDA, joint_log_lik
+from models.glda.model import GroupedLDA
+from models.lda.model import LDA, joint_log_lik
 
 from ..core.tables import Table
 from . import glda_corpora

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models.corpus import make_corpus
+from models.common.corpus import make_corpus
 
 RAW_RE = re.compile(r"[a-z][a-z0-9]+")
 NEWSGROUPS = "20news/20news-bydate.tar.gz"

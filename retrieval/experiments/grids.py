@@ -15,8 +15,8 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import NamedTuple
 
-from models.atomic import atomic_open
-from models.checkpoint import read_header
+from models.common.atomic import atomic_open
+from models.common.checkpoint import read_header
 from models.registry import model_class
 
 from ..core.baselines import run_baseline

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models.atomic import atomic_open
+from models.common.atomic import atomic_open
 
 from ..core.evaluate import aggregate, judged_topics
 from ..core.extension import document_model

@@ -1,5 +1,5 @@
 """The PAM paper's two model-quality measurements, for any kind that draws documents
-(:meth:`models.base.TopicModel.sample_word_probs`: LDA, PAM and gLDA here):
+(:meth:`models.common.base.TopicModel.sample_word_probs`: LDA, PAM and gLDA here):
 
     topicir reproduce heldout         # held-out likelihood by the empirical-likelihood estimator
     topicir reproduce comp5           # 20 Newsgroups comp5 classification (Table 6)
@@ -29,7 +29,7 @@ import numpy as np
 from scipy import sparse
 from scipy.special import logsumexp
 
-from models.corpus import make_corpus
+from models.common.corpus import make_corpus
 from models.registry import model_class
 
 from ..datasets.newsgroups import read_newsgroups, tokenize
@@ -97,7 +97,7 @@ def _count_matrix(docs, n_terms):
 
 def sampled_log_p(model, n_docs=N_DOCS_EL, seed=0) -> np.ndarray:
     """log p_m(w) of ``n_docs`` documents drawn from the trained model (any kind that draws
-    documents: :meth:`models.base.TopicModel.sample_word_probs`): (n_docs, V) float64."""
+    documents: :meth:`models.common.base.TopicModel.sample_word_probs`): (n_docs, V) float64."""
     return np.log(model.sample_word_probs(n_docs, seed))
 
 

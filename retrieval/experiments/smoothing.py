@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models.checkpoint import read_header
+from models.common.checkpoint import read_header
 
 from ..core.ranking import sweep_topics
 from ..core.evaluate import aggregate, judged_topics

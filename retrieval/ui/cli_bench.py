@@ -107,7 +107,7 @@ def add_glda(p):
 
 
 def add_tree_lda(p, values=(100,)):
-    SAMPLERS = constant("models._kernels.tree_lda", "SAMPLERS")
+    SAMPLERS = constant("models.tree_lda.kernels", "SAMPLERS")
 
     _newsgroups(p)
     p.add_argument("--wordnet", dest="wordnet_dir", default=None,

@@ -45,7 +45,7 @@ def _run_settings(args, index, *, method, mu, lam=None, model=None) -> dict:
 
 
 def cmd_run(args) -> int:
-    from models.atomic import check_writable
+    from models.common.atomic import check_writable
 
     from ..core.baselines import MU_FREE, run_baseline
     from ..core.index import Index
@@ -147,7 +147,7 @@ def cmd_train(args) -> int:
     params = {name: getattr(targs, name) for name in model_class(args.kind)._param_names()
               if hasattr(targs, name)}
     if getattr(targs, "ray", None) is not None:
-        from models.executors import executor_from_flag
+        from models.common.executors import executor_from_flag
 
         params["executor"] = executor_from_flag(targs.ray)
     try:
@@ -213,7 +213,7 @@ def cmd_eval(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from models.atomic import check_writable
+    from models.common.atomic import check_writable
 
     from ..core.evaluate import judged_topics
     from ..core.index import Index

@@ -86,7 +86,7 @@ def write_reference(path) -> Path:
 
 def write_page(path, text: str) -> Path:
     """Write a generated page atomically, creating its folder."""
-    from models.atomic import atomic_open
+    from models.common.atomic import atomic_open
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

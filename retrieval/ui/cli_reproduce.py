@@ -145,7 +145,7 @@ def add_glda_table(p):
     p.add_argument("--k", type=int, default=100)
     p.add_argument("--group-size", type=float, default=4.0)
     p.add_argument("--doc-counts", default="groups", choices=["groups", "tokens"],
-                   help="gLDA's doc factor in eq. 3 (see models.glda.GroupedLDA)")
+                   help="gLDA's doc factor in eq. 3 (see models.glda.model.GroupedLDA)")
     p.add_argument("--record-every", type=int, default=20)
     p.add_argument("--jobs", type=int, default=1, help="fits at once (processes)")
     p.add_argument("--cache", default="build/glda_cache", help="corpus cache folder")

@@ -80,8 +80,8 @@ def run_guarded(command: str, func, args) -> int:
     a missing, unreadable or misplaced file), 1 for a locked target, a lost Ray worker, another
     OSError (ENOSPC) or a bug (``TOPICIR_TRACEBACK=1`` re-raises it), 130 for Ctrl-C (and SIGTERM,
     which :func:`retrieval.ui.cli.main` turns into Ctrl-C)."""
-    from models.atomic import LockedError
-    from models.executors import WorkerLostError
+    from models.common.atomic import LockedError
+    from models.common.executors import WorkerLostError
 
     formatwarning, warnings.formatwarning = warnings.formatwarning, one_line_warning
     try:

@@ -9,7 +9,7 @@ import platform
 import shlex
 from pathlib import Path
 
-from models.atomic import atomic_open
+from models.common.atomic import atomic_open
 
 from .. import __version__
 from ..core.quick import is_quick

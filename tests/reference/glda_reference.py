@@ -14,8 +14,8 @@ import math
 
 import numpy as np
 
-from models._kernels.glda import LINEAR_MAX
-from models._kernels.rng import randint, uniform
+from models.glda.kernels import LINEAR_MAX
+from models.common.kernels.rng import randint, uniform
 
 
 def token_topics(doc_ptr, grp_ptr, g, zg):

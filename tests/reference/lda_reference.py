@@ -1,7 +1,7 @@
 """Slow, obvious LDA Gibbs sampler written straight from the papers (STYLE rule 5).
 
 Dense counts, Python loops, no caches. It visits tokens in the fast sampler's order for one
-shard (document order) and draws from the same rng functions (``models._kernels.rng.uniform``),
+shard (document order) and draws from the same rng functions (``models.common.kernels.rng.uniform``),
 so with equal state it must reproduce the fast sampler's z exactly. The decomposition it samples
 from is SparseLDA's (Yao et al. 2009) with y_k = (n_dk + alpha_k) / (n_k + V beta): a word bucket
 n_kw y_k over the topics of the term's row, in increasing topic order, then the dense bucket
@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from models._kernels.rng import uniform
+from models.common.kernels.rng import uniform
 
 
 def counts_from_z(doc_ptr, term_ids, z, n_topics, n_terms):

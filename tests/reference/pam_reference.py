@@ -2,7 +2,7 @@
 
 Dense counts, Python loops, every quantity recomputed from the counts for every token. It
 visits tokens in the fast sampler's order for one shard (grouped by term, then position) and
-draws from the same rng function (``models._kernels.rng.uniform``), so with equal state it
+draws from the same rng function (``models.common.kernels.rng.uniform``), so with equal state it
 must reproduce the fast sampler's z exactly. The decomposition it samples from is the one the
 fast kernel uses: a doc bucket over the (super, sub) pairs present in the document in key
 order, then a prior bucket over super-topics with mass A_i sum_j a_ij c_j, and within the
@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from models._kernels.rng import uniform
+from models.common.kernels.rng import uniform
 
 
 def counts_from_z(doc_ptr, term_ids, z, n_super, n_sub, n_terms):

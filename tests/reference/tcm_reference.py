@@ -3,7 +3,7 @@
 Zhao et al. (ACL 2015), eq. 1-6: point-wise Gibbs sampling of the boundary variables with theta
 and the topics' Dirichlet processes integrated out. Counts are plain Python dicts keyed by the
 collocation's tuple of term ids; nothing is cached. Positions are visited in document order, as
-the fast sampler visits one shard, and the rng is the same ``models._kernels.rng.uniform``, so
+the fast sampler visits one shard, and the rng is the same ``models.common.kernels.rng.uniform``, so
 with equal state the two must produce the same b.
 
 b[i] = -1: token i and token i + 1 are in one collocation (the paper's b = 0);
@@ -18,7 +18,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from models._kernels.rng import uniform
+from models.common.kernels.rng import uniform
 from tests.reference.lda_reference import _tree_select
 
 

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from models._kernels.rng import uniform
+from models.common.kernels.rng import uniform
 
 
 def edge_prob(tree, n_e, e, k):

@@ -1,0 +1,202 @@
+"""The checks of a whole model or checkpoint file: its header's fields and parameters, then the
+kind's declared arrays (:mod:`models.common.validate`, tables in :mod:`models.common.file_specs`), and for
+torch-trained models the network state against the architecture the header names."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from .validate import context, run_checks
+
+
+def header_params(cls, path, header, n_terms=None):
+    """The estimator built from the header's parameters, which its own parameter checks accept
+    (run on the smallest corpus over the model's vocabulary, as they would before training)."""
+    from .corpus import make_corpus
+
+    path = os.fspath(path)
+    params = header.get("params")
+    if not isinstance(params, dict):
+        raise ValueError(f"{path}: header has no parameters; retrain or restore the file")
+    try:
+        model = cls._from_params(params)
+    except TypeError as e:
+        raise ValueError(f"{path}: header parameters do not fit {cls.__name__} ({e})") from None
+    if n_terms is None:
+        n_terms = header.get("n_terms")
+    if isinstance(n_terms, bool) or not isinstance(n_terms, int) or n_terms < 1:
+        raise ValueError(f"{path}: header n_terms is {n_terms!r}, not a vocabulary size >= 1")
+    probe = make_corpus(np.array([0, 1, 2]), np.zeros(2, dtype=np.int32), n_terms=n_terms,
+                        fingerprint="probe")
+    try:
+        model._check_params(probe)
+    except (ValueError, TypeError, OverflowError) as e:
+        raise ValueError(f"{path}: header parameter refused: {e}") from None
+    return model
+
+
+def header_int(path, header, key, low=0, high=None):
+    v = header.get(key)
+    if isinstance(v, bool) or not isinstance(v, int) or v < low or (high is not None and v > high):
+        rng = f">= {low}" if high is None else f"in [{low}, {high}]"
+        raise ValueError(f"{os.fspath(path)}: header {key} is {v!r}, not an int {rng}")
+    return v
+
+
+# -- the files of Gibbs-sampled models (models.common.gibbs) -------------------------------------------
+
+def _gibbs_header(path, header, model):
+    """Dimensions a Gibbs model file's header gives, once its own fields are sound."""
+    n_samples = header_int(path, header, "n_samples", 1)
+    header_int(path, header, "n_iter", 1)
+    _sample_iter(path, header, n_samples)
+    _log_lik_header(path, header)
+    return dict(chains=model.n_chains, samples=model.n_chains * n_samples,
+                terms=header_int(path, header, "n_terms", 1), topics=int(model.n_topics))
+
+
+def _sample_iter(path, header, n_samples):
+    it = header.get("sample_iter")
+    if (not isinstance(it, list) or len(it) != n_samples
+            or not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in it)):
+        raise ValueError(f"{os.fspath(path)}: header sample_iter is not a list of the "
+                         f"{n_samples} kept samples' iterations")
+
+
+def _log_lik_header(path, header):
+    ll, it = header.get("log_lik"), header.get("log_lik_iter")
+    if not isinstance(ll, list) or not isinstance(it, list) or len(ll) != len(it):
+        raise ValueError(f"{os.fspath(path)}: header log_lik and log_lik_iter are not two lists "
+                         f"of one length")
+
+
+def gibbs_model_file(cls, path, f, doc_len=None):
+    """Validate a Gibbs model file (header parameters, then the kind's declared arrays, and with
+    ``doc_len``, the token counts of the index's documents, those against the index); returns
+    the estimator its parameters build and the dimensions found."""
+    model = header_params(cls, path, f.header)
+    dims = _gibbs_header(path, f.header, model)
+    dims.update(cls._FILE_SPEC.dims(model, f.header, None))
+    ctx = context(path, f.header, f.arrays, model, dims, collection=doc_len)
+    return model, run_checks(cls._FILE_SPEC.model, ctx)
+
+
+def gibbs_checkpoint(model, path, f, corpus):
+    """Validate a Gibbs checkpoint for ``model`` (its layout built for ``corpus``) before its
+    state reaches a kernel."""
+    h, p = f.header, os.fspath(path)
+    header_int(path, h, "iteration", 0, model.n_iter)
+    chains, iters = h.get("sample_chain"), h.get("sample_iter")
+    if not (isinstance(chains, list) and isinstance(iters, list) and len(chains) == len(iters)):
+        raise ValueError(f"{p}: header sample_chain and sample_iter are not two lists of one length")
+    if any(isinstance(c, bool) or not isinstance(c, int) or not 0 <= c < model.n_chains for c in chains):
+        raise ValueError(f"{p}: header sample_chain names a chain outside [0, {model.n_chains})")
+    if any(isinstance(i, bool) or not isinstance(i, int) or not 0 < i <= model.n_iter for i in iters):
+        raise ValueError(f"{p}: header sample_iter names a sweep outside [1, {model.n_iter}]")
+    _log_lik_header(path, h)
+    for key in type(model)._TRACES:
+        if not isinstance(h.get(key), list):
+            raise ValueError(f"{p}: header {key} is not a list")
+    dims = dict(chains=model.n_chains, kept=len(chains), tokens=corpus.n_tokens,
+                documents=corpus.n_docs, terms=corpus.n_terms, topics=int(model.n_topics),
+                shards=int(getattr(model, "n_shards", 1)))
+    dims.update(type(model)._FILE_SPEC.dims(model, h, corpus))
+    if chains and any("sample_" + n not in f.arrays for n in model._STATE):
+        raise ValueError(f"{p}: damaged or incomplete file (the header lists {len(chains)} kept "
+                         f"samples, the arrays none); delete it to start afresh")
+    return run_checks(type(model)._FILE_SPEC.checkpoint, context(path, h, f.arrays, model, dims, corpus))
+
+
+# -- the files of torch-trained models (models.common.variational) -------------------------------------
+
+def _net_state(path, arrays, net, model, prefix="net."):
+    """The file's network state against the network the header's architecture builds: the same
+    entries, shapes and dtypes, finite values, and the fixed buffers the parameters give
+    (``model._net_buffers()``: aviPAM's masks and prior variances) equal to them."""
+    want = {prefix + k: v for k, v in net.state_dict().items()}
+    have = {k for k in arrays if k.startswith(prefix)}
+    extra, missing = sorted(have - set(want)), sorted(set(want) - have)
+    if extra or missing:
+        what = f"holds {extra[0]!r}" if extra else f"lacks {missing[0]!r}"
+        raise ValueError(f"{os.fspath(path)}: the network state {what}, which the architecture in "
+                         f"the header does not; the file and its parameters disagree")
+    for k, t in want.items():
+        a = arrays[k]
+        shape = tuple(t.shape)
+        if a.shape not in (shape, (1,) if shape == () else shape) or str(a.dtype) != str(t.dtype).replace("torch.", ""):
+            raise ValueError(f"{os.fspath(path)}: {k} has shape {a.shape} {a.dtype}, but the "
+                             f"architecture in the header needs {shape} {str(t.dtype)[6:]}")
+        if a.dtype.kind == "f" and not np.isfinite(a).all():
+            raise ValueError(f"{os.fspath(path)}: {k} holds a value that is not finite")
+    buffers = model._net_buffers()
+    for k in want:
+        fixed = buffers.get(k.rsplit(".", 1)[-1])  # every chain's network has the same
+        if fixed is not None and not np.allclose(arrays[k].reshape(fixed.shape).astype(np.float64), fixed, rtol=1e-5, atol=0):
+            raise ValueError(f"{os.fspath(path)}: {k} is not what the header's architecture and "
+                             f"priors give; the file and its parameters disagree")
+
+
+def variational_model_file(cls, path, f, doc_len=None):
+    """Validate a torch model file: header parameters, the declared arrays (against the index's
+    documents' token counts ``doc_len`` where given), then the network state against the
+    architecture the header names."""
+    params = f.header.get("params")
+    if isinstance(params, dict) and str(params.get("device", "")).startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():  # loaded on the CPU, as load does
+            params = dict(params, device="cpu")
+    model = header_params(cls, path, dict(f.header, params=params))
+    header_int(path, f.header, "n_iter", 1)
+    _sample_iter(path, f.header, 1)
+    _log_lik_header(path, f.header)
+    dims = dict(terms=header_int(path, f.header, "n_terms", 1), topics=int(model.n_topics))
+    if "n_docs" in f.header:  # files written before the header had it: bound by their arrays
+        dims["documents"] = header_int(path, f.header, "n_docs", 1)
+    dims.update(cls._FILE_SPEC.dims(model, f.header, None))
+    dims = run_checks(cls._FILE_SPEC.model, context(path, f.header, f.arrays, model, dims, collection=doc_len))
+    if any(k.startswith("net.") for k in f.arrays):
+        import torch
+
+        try:
+            with torch.device("meta"):  # shapes only: a header asking for a huge layer allocates nothing
+                net = model._build_net(dims["terms"])
+        except RuntimeError as e:  # sizes beyond what torch can even describe
+            raise ValueError(f"{os.fspath(path)}: the network the header's parameters describe cannot "
+                             f"be built ({str(e).splitlines()[0]})") from None
+        _net_state(path, f.arrays, net, model)
+    return model, dims
+
+
+def variational_checkpoint(model, path, f, net, opt, generators):
+    """Validate a torch checkpoint for ``model``'s network ``net``, optimizer ``opt`` (both
+    built from the parameters) and random ``generators`` (name -> torch.Generator)."""
+    p = os.fspath(path)
+    header_int(path, f.header, "iteration", 0, model.epochs)
+    _log_lik_header(path, f.header)
+    _net_state(path, f.arrays, net, model)
+    params = list(net.parameters())
+    for key, a in f.arrays.items():
+        if not key.startswith("opt."):
+            continue
+        _, i, k = (key.split(".", 2) + ["", ""])[:3]
+        if not i.isdigit() or int(i) >= len(params) or k not in ("step", "exp_avg", "exp_avg_sq"):
+            raise ValueError(f"{p}: {key} is not optimizer state of this network")
+        shape = (1,) if k == "step" else tuple(params[int(i)].shape)
+        if a.shape not in (shape, ()) or a.dtype != np.float32:
+            raise ValueError(f"{p}: {key} has shape {a.shape} {a.dtype}, the network needs {shape} float32")
+        if not np.isfinite(a).all() or (k != "exp_avg" and (a < 0).any()):
+            raise ValueError(f"{p}: {key} holds a value that is not finite" +
+                             ("" if k == "exp_avg" else " and >= 0"))
+    import torch
+
+    for name, gen in generators.items():
+        a = f.arrays.get(name)
+        try:
+            if a is None or a.dtype != np.uint8 or a.shape != tuple(gen.get_state().shape):
+                raise RuntimeError
+            torch.Generator(device=gen.device).set_state(torch.from_numpy(np.array(a)))
+        except RuntimeError:
+            raise ValueError(f"{p}: {name} is not the state of a random generator of this "
+                             f"device") from None

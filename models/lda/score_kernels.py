@@ -1,0 +1,181 @@
+"""P_LDA(w | d) averaged over the kept samples, for every document, in one pass (arrays in,
+arrays out; no I/O).
+
+Per sample cs (Wei & Croft 2006, eq. 3), with inv[cs, d] = 1 / (n_d + A_cs):
+
+    P_cs(w | d) = inv[cs, d] * (smooth[cs, d] + ap[cs, w] + sum_{k: n_kw > 0} n_dk n_kw / (n_k + V b))
+
+The mean over samples splits into a per-document constant (the mean of inv * smooth, computed
+once per model), a part that depends on the document only through its length (the mean of
+inv * ap: one value per distinct length and term) and the sparse part, added straight into the
+mean through the topic-major postings, so nothing of size n_samples x n_docs is written per
+query; :func:`p_w_d_per_sample` writes the table of every sample for the per-sample views.
+"""
+import numpy as np
+from numba import njit, prange
+
+from ..common.kernels.sparse import lower_bound
+
+
+@njit(cache=True, parallel=True)
+def doc_constants(kd_ptr, kd_doc, kd_count, n_k, alpha, beta, n_terms, doc_len, inv_len, smooth):
+    """Per (sample, doc): inv_len = 1 / (n_d + A) and smooth = sum_k n_dk beta / (n_k + V beta),
+    the term-independent part of sum_k n_dk phi_kw. Overwrites inv_len, smooth (n_cs, n_docs)."""
+    n_cs = kd_ptr.shape[0]
+    K = kd_ptr.shape[1] - 1
+    vbeta = n_terms * beta
+    for cs in prange(n_cs):
+        A = 0.0
+        for k in range(K):
+            A += alpha[cs, k]
+        for d in range(len(doc_len)):
+            inv_len[cs, d] = 1.0 / (doc_len[d] + A)
+            smooth[cs, d] = 0.0
+        for k in range(K):
+            b = beta / (n_k[cs, k] + vbeta)
+            for j in range(kd_ptr[cs, k], kd_ptr[cs, k + 1]):
+                smooth[cs, kd_doc[j]] += kd_count[j] * b
+
+
+@njit(cache=True, parallel=True)
+def mean_constants(inv_len, smooth, out):
+    """out[d] = mean over samples of inv_len[cs, d] * smooth[cs, d]."""
+    n_cs, n_docs = inv_len.shape
+    for d in prange(n_docs):
+        acc = 0.0
+        for cs in range(n_cs):
+            acc += inv_len[cs, d] * smooth[cs, d]
+        out[d] = acc / n_cs
+
+
+@njit(cache=True)
+def alpha_phi(tw_ptr, tw_topic, tw_count, n_k, alpha, beta, term_ids):
+    """ap[cs, t] = sum_k alpha_k phi_kw of each sample and query term (dense over K, sparse
+    over the term's topics)."""
+    n_cs, K = alpha.shape
+    V = tw_ptr.shape[1] - 1
+    vbeta = V * beta
+    ap = np.zeros((n_cs, len(term_ids)))
+    for cs in range(n_cs):
+        dense = 0.0
+        for k in range(K):
+            dense += alpha[cs, k] * beta / (n_k[cs, k] + vbeta)
+        for t in range(len(term_ids)):
+            w = term_ids[t]
+            acc = dense
+            for j in range(tw_ptr[cs, w], tw_ptr[cs, w + 1]):
+                k = tw_topic[j]
+                acc += alpha[cs, k] * tw_count[j] / (n_k[cs, k] + vbeta)
+            ap[cs, t] = acc
+    return ap
+
+
+@njit(cache=True, parallel=True)
+def posting_bounds(kd_ptr, kd_doc, n_docs, n_blocks):
+    """Where each topic's postings cross the document ranges of :func:`p_w_d_mean`:
+    out[cs, k, b] = the first posting of (cs, k) with doc >= b * n_docs // n_blocks
+    (out[cs, k, n_blocks] = its end), (n_cs, K, n_blocks + 1) int64."""
+    n_cs, K1 = kd_ptr.shape
+    out = np.empty((n_cs, K1 - 1, n_blocks + 1), dtype=np.int64)
+    for cs in prange(n_cs):
+        for k in range(K1 - 1):
+            end = kd_ptr[cs, k + 1]
+            out[cs, k, 0] = kd_ptr[cs, k]
+            for blk in range(1, n_blocks):
+                out[cs, k, blk] = lower_bound(kd_doc, out[cs, k, blk - 1], end, blk * n_docs // n_blocks)
+            out[cs, k, n_blocks] = end
+    return out
+
+
+@njit(cache=True, parallel=True)
+def range_postings(bounds, kd_doc, kd_count, n_docs, off, cnt):
+    """The postings of :func:`posting_bounds`'s document ranges relative to their range:
+    off[i] = kd_doc[i] - the range's first document (a range spans at most 65,536 documents,
+    so uint16 holds it) and cnt[i] = kd_count[i] (uint16 where every count fits), so that
+    :func:`p_w_d_mean` reads half the bytes a posting. Overwrites off, cnt (len(kd_doc),)."""
+    n_cs, K, n_bounds = bounds.shape
+    n_blocks = n_bounds - 1
+    for blk in prange(n_blocks):
+        d0 = blk * n_docs // n_blocks
+        for cs in range(n_cs):
+            for k in range(K):
+                for i in range(bounds[cs, k, blk], bounds[cs, k, blk + 1]):
+                    off[i] = kd_doc[i] - d0
+                    cnt[i] = kd_count[i]
+
+
+@njit(cache=True, parallel=True)
+def p_w_d_mean(bounds, off, cnt, tw_ptr, tw_topic, tw_count, n_k, beta, inv_len, base,
+               len_slot, by_len, term_ids, shared_len, out):
+    """out[t, d] = P_LDA(w_t | d) averaged over the samples (module docstring), term-major so
+    that the postings of a topic, docs ascending, add to ascending addresses.
+
+    bounds : :func:`posting_bounds`, whose document ranges are processed in parallel, each term
+    after term, so that a term's row of the range stays in cache while every sample's postings
+    add to it; off, cnt : the postings relative to their range (:func:`range_postings`).
+    base : (n_docs,) the per-document constant; by_len : (n_terms, n_lengths) the
+    mean of inv * ap for each distinct document length (a term's row stays in cache while its
+    documents read it), len_slot[d] the column of document d.
+    ``shared_len``: every sample has the same sum(alpha) (alpha not optimised), so inv_len's
+    rows are equal and the sparse part's sum over samples is multiplied by inv_len[0, d] once
+    per (term, document) rather than once per posting. Overwrites out (n_terms, n_docs).
+    """
+    n_cs = bounds.shape[0]
+    n_blocks = bounds.shape[2] - 1
+    T, n_docs = out.shape
+    V = tw_ptr.shape[1] - 1
+    vbeta = V * beta
+    scale = 1.0 / n_cs
+    for blk in prange(n_blocks):
+        d0 = blk * n_docs // n_blocks
+        d1 = (blk + 1) * n_docs // n_blocks
+        for t in range(T):
+            row = out[t, d0:d1]
+            for r in range(d1 - d0):
+                row[r] = 0.0 if shared_len else base[d0 + r] + by_len[t, len_slot[d0 + r]]
+            w = term_ids[t]
+            for cs in range(n_cs):
+                for j in range(tw_ptr[cs, w], tw_ptr[cs, w + 1]):
+                    k = tw_topic[j]
+                    coef = scale * tw_count[j] / (n_k[cs, k] + vbeta)
+                    lo = bounds[cs, k, blk]
+                    hi = bounds[cs, k, blk + 1]
+                    if shared_len:
+                        for i in range(lo, hi):
+                            row[off[i]] += cnt[i] * coef
+                    else:
+                        for i in range(lo, hi):
+                            r = off[i]
+                            row[r] += cnt[i] * coef * inv_len[cs, d0 + r]
+            if shared_len:
+                for r in range(d1 - d0):
+                    d = d0 + r
+                    row[r] = base[d] + by_len[t, len_slot[d]] + row[r] * inv_len[0, d]
+
+
+@njit(cache=True, parallel=True)
+def p_w_d_per_sample(kd_ptr, kd_doc, kd_count, tw_ptr, tw_topic, tw_count, n_k, beta, inv_len,
+                     smooth, ap, term_ids, n_blocks, out):
+    """out[cs, d, t] = P_cs(w_t | d) of every sample (module docstring; ap from
+    :func:`alpha_phi`), documents split into ``n_blocks`` ranges as in :func:`p_w_d_mean`.
+    Overwrites out (n_cs, n_docs, n_terms)."""
+    n_cs, n_docs, T = out.shape
+    V = tw_ptr.shape[1] - 1
+    vbeta = V * beta
+    for blk in prange(n_blocks):
+        d0 = blk * n_docs // n_blocks
+        d1 = (blk + 1) * n_docs // n_blocks
+        for cs in range(n_cs):
+            for t in range(T):
+                w = term_ids[t]
+                for d in range(d0, d1):
+                    out[cs, d, t] = smooth[cs, d] + ap[cs, t]
+                for j in range(tw_ptr[cs, w], tw_ptr[cs, w + 1]):
+                    k = tw_topic[j]
+                    coef = tw_count[j] / (n_k[cs, k] + vbeta)
+                    lo = lower_bound(kd_doc, kd_ptr[cs, k], kd_ptr[cs, k + 1], d0)
+                    hi = lower_bound(kd_doc, lo, kd_ptr[cs, k + 1], d1)
+                    for i in range(lo, hi):
+                        out[cs, kd_doc[i], t] += kd_count[i] * coef
+                for d in range(d0, d1):
+                    out[cs, d, t] *= inv_len[cs, d]

@@ -1,0 +1,278 @@
+"""PAM document model P_PAM(w | d) for retrieval, and the sampler's conditional for tests (see
+:mod:`models.pam.kernels`).
+"""
+import numpy as np
+from numba import njit, prange
+
+from .buckets import block_E, doc_bucket, prior_bucket
+from ..common.kernels.sparse import add_weighted_rows, doc_chunk, n_doc_chunks, store_chunk, sum_rows32
+
+# ---------------------------------------------------------------------------------------------
+# Document model P_PAM(w | d) for retrieval
+
+
+@njit(cache=True)
+def sparse_phi(tw_ptr, tw_sub, tw_count, n_j, beta, term_ids):
+    """The count part of phi for the query terms, sub-topic-major: for sample cs and sub-topic
+    j, the entries ``[sp_ptr[cs, j], sp_ptr[cs, j + 1])`` hold every term t with n_jw > 0 and
+    n_jw / (n_j + V b); phi[cs, j, t] is that plus the part every term shares, b / (n_j + V b).
+    Returns sp_ptr (n_cs, n_sub + 1) int64, sp_term int32, sp_val float64."""
+    n_cs, n_sub = n_j.shape
+    V = tw_ptr.shape[1] - 1
+    vbeta = V * beta
+    sp_ptr = np.zeros((n_cs, n_sub + 1), dtype=np.int64)
+    nnz = 0
+    for cs in range(n_cs):
+        sp_ptr[cs, 0] = nnz
+        for t in range(len(term_ids)):
+            w = term_ids[t]
+            for q in range(tw_ptr[cs, w], tw_ptr[cs, w + 1]):
+                sp_ptr[cs, tw_sub[q] + 1] += 1
+        for j in range(n_sub):
+            nnz += sp_ptr[cs, j + 1]
+            sp_ptr[cs, j + 1] = nnz
+    sp_term = np.empty(nnz, dtype=np.int32)
+    sp_val = np.empty(nnz)
+    fill = sp_ptr[:, :n_sub].copy()
+    for cs in range(n_cs):
+        for t in range(len(term_ids)):
+            w = term_ids[t]
+            for q in range(tw_ptr[cs, w], tw_ptr[cs, w + 1]):
+                j = tw_sub[q]
+                sp_term[fill[cs, j]] = t
+                sp_val[fill[cs, j]] = tw_count[q] / (n_j[cs, j] + vbeta)
+                fill[cs, j] += 1
+    return sp_ptr, sp_term, sp_val
+
+
+@njit(cache=True, parallel=True)
+def prior_tables(alpha, alpha_sum, phi_b, sp_ptr, sp_term, sp_val, T):
+    """G[cs, i, t] = sum_j alpha_ij phi_jt (alpha @ phi) and base[cs, t] = sum_i G_it / S_i,
+    with phi_jt = phi_b[cs, j] + the sparse count part of :func:`sparse_phi`: the shared part
+    is one number per super-topic, the count part only the (sub-topic, term) pairs that have
+    counts. Returns G (n_cs, n_super, T) and base (n_cs, T)."""
+    n_cs, n_super, n_sub = alpha.shape
+    G = np.empty((n_cs, n_super, T))
+    base = np.zeros((n_cs, T))
+    for cs in prange(n_cs):
+        for i in range(n_super):
+            g0 = 0.0
+            for j in range(n_sub):
+                g0 += alpha[cs, i, j] * phi_b[cs, j]
+            for t in range(T):
+                G[cs, i, t] = g0
+        for j in range(n_sub):
+            for r in range(sp_ptr[cs, j], sp_ptr[cs, j + 1]):
+                t = sp_term[r]
+                v = sp_val[r]
+                for i in range(n_super):
+                    G[cs, i, t] += alpha[cs, i, j] * v
+        for i in range(n_super):
+            inv = 1.0 / alpha_sum[cs, i]
+            for t in range(T):
+                base[cs, t] += G[cs, i, t] * inv
+    return G, base
+
+
+@njit(cache=True)
+def count_rows32(sp_ptr, sp_term, sp_val, T):
+    """The count part of :func:`sparse_phi` as dense float32 rows over the query terms, one row
+    per sub-topic that has entries: row_of[cs, j] is sub-topic j's row in rows[cs] (-1 where it
+    has none). A document's pairs then add whole rows, which vectorises, where scattering a
+    row's few entries one by one does not. Returns row_of (n_cs, n_sub) int64 and rows
+    (n_cs, R, T) float32."""
+    n_cs = sp_ptr.shape[0]
+    n_sub = sp_ptr.shape[1] - 1
+    row_of = np.full((n_cs, n_sub), -1, dtype=np.int64)
+    R = 1
+    for cs in range(n_cs):
+        n = 0
+        for j in range(n_sub):
+            if sp_ptr[cs, j + 1] > sp_ptr[cs, j]:
+                row_of[cs, j] = n
+                n += 1
+        R = max(R, n)
+    rows = np.zeros((n_cs, R, T), dtype=np.float32)
+    for cs in range(n_cs):
+        for j in range(n_sub):
+            for r in range(sp_ptr[cs, j], sp_ptr[cs, j + 1]):
+                rows[cs, row_of[cs, j], sp_term[r]] = sp_val[r]
+    return row_of, rows
+
+
+@njit(cache=True, inline="always")
+def _add_doc_sample(cs, d, dp_ptr, dp_key, dp_count, den, n_sub, alpha_r, alpha_sum, phi_b, row_of,
+                    rows32, G, out, scratch):
+    """out[t] += P_PAM(term t | d) under sample cs less its part ``r0 * base[cs, t]`` and less
+    the part every term shares, which is returned (``den`` = 1 / (n_d + s a_r), r0 = a_r den).
+
+    sum_i theta_i (G_it + sum_{j in d} n_ij phi_jt) / (n_i + S_i), theta_i = (n_i + a_r) den: the
+    super-topics absent from d share the term ``r0 * base[cs, t]`` with base = sum_i G_i / S_i,
+    and the present ones correct it (their G rows, float64: the corrections are negative, so
+    their sum may be a small difference). phi_jt is phi_b[cs, j], the part every term shares,
+    plus the count part, whose rows (:func:`count_rows32`, non-negative) are summed in float32.
+    ``scratch``: (sup int64 (n_super,), coef (n_super,), rows int64 and weights (max pairs of a
+    document,), s float32 (T,)).
+    """
+    sup, coef, rows, wts, s = scratch
+    r0 = alpha_r * den
+    shared = 0.0
+    n_present = 0
+    n_rows = 0
+    hi = dp_ptr[cs, d + 1]
+    q = dp_ptr[cs, d]
+    while q < hi:
+        i = dp_key[q] // n_sub
+        # the pairs of super-topic i are contiguous (keys sorted)
+        key_end = (i + 1) * n_sub
+        e = q
+        n_i = 0
+        while e < hi and dp_key[e] < key_end:
+            n_i += dp_count[e]
+            e += 1
+        f = (n_i + alpha_r) * den / (n_i + alpha_sum[cs, i])
+        sup[n_present] = i
+        coef[n_present] = f - r0 / alpha_sum[cs, i]
+        n_present += 1
+        for p in range(q, e):
+            c = f * dp_count[p]
+            j = dp_key[p] - i * n_sub
+            shared += c * phi_b[cs, j]
+            r = row_of[cs, j]
+            if r >= 0:
+                rows[n_rows] = r
+                wts[n_rows] = c
+                n_rows += 1
+        q = e
+    add_weighted_rows(out, G[cs], sup, coef, 0, n_present, 1.0)
+    sum_rows32(s, rows32[cs], rows, wts, 0, n_rows)
+    for t in range(len(s)):
+        out[t] += s[t]
+    return shared
+
+
+@njit(cache=True, inline="always")
+def _scratch(dp_ptr, d0, d1, n_super, T):
+    """The scratch of :func:`_add_doc_sample` for the documents [d0, d1) under every sample."""
+    n = 1
+    for cs in range(dp_ptr.shape[0]):
+        for d in range(d0, d1):
+            n = max(n, dp_ptr[cs, d + 1] - dp_ptr[cs, d])
+    return (np.empty(n_super, dtype=np.int64), np.empty(n_super), np.empty(n, dtype=np.int64),
+            np.empty(n), np.empty(T, dtype=np.float32))
+
+
+@njit(cache=True, parallel=True)
+def score_p_w_d(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, phi_b,
+                row_of, rows32, G, base, out):
+    """out[t, d] = mean over samples cs of P_PAM(term t | d) (overwrites out; term-major, so
+    that a query's terms are rows).
+
+    dp_ptr : (n_cs, n_docs + 1) int64 offsets into the flat dp_key/dp_count;
+    phi_b : (n_cs, n_sub) b / (n_j + V b); row_of, rows32 : :func:`count_rows32`;
+    G, base : :func:`prior_tables`. r0 = a_r / (n_d + s a_r) is the same
+    under every sample, so the absent super-topics' term is r0 times the samples' summed base,
+    once per document, and the shared parts are summed before they are added.
+    """
+    n_cs, n_super, T = G.shape
+    n_docs = out.shape[1]
+    base_sum = np.zeros(T)
+    for cs in range(n_cs):
+        for t in range(T):
+            base_sum[t] += base[cs, t]
+    for ch in prange(n_doc_chunks(n_docs)):
+        d0, d1 = doc_chunk(ch, n_docs)
+        scratch = _scratch(dp_ptr, d0, d1, n_super, T)
+        acc = np.empty((d1 - d0, T))
+        shared = np.zeros(d1 - d0)
+        den = np.empty(d1 - d0)
+        for d in range(d0, d1):
+            den[d - d0] = 1.0 / (doc_len[d] + n_super * alpha_r)
+            r0 = alpha_r * den[d - d0]
+            for t in range(T):
+                acc[d - d0, t] = r0 * base_sum[t]
+        for cs in range(n_cs):
+            for d in range(d0, d1):
+                shared[d - d0] += _add_doc_sample(cs, d, dp_ptr, dp_key, dp_count, den[d - d0],
+                                                  n_sub, alpha_r, alpha_sum, phi_b, row_of,
+                                                  rows32, G, acc[d - d0], scratch)
+        for d in range(d0, d1):
+            for t in range(T):
+                acc[d - d0, t] += shared[d - d0]
+        store_chunk(acc, out, d0, 1.0 / n_cs)
+
+
+@njit(cache=True, parallel=True)
+def score_p_w_d_per_sample(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum,
+                           phi_b, row_of, rows32, G, base, out):
+    """out[cs, d, t] = P_PAM(term t | d) under sample cs (overwrites out)."""
+    n_cs, n_super, T = G.shape
+    n_docs = out.shape[1]
+    for d in prange(n_docs):
+        scratch = _scratch(dp_ptr, d, d + 1, n_super, T)
+        den = 1.0 / (doc_len[d] + n_super * alpha_r)
+        for cs in range(n_cs):
+            row = out[cs, d]
+            for t in range(T):
+                row[t] = alpha_r * den * base[cs, t]
+            shared = _add_doc_sample(cs, d, dp_ptr, dp_key, dp_count, den, n_sub, alpha_r,
+                                     alpha_sum, phi_b, row_of, rows32, G, row, scratch)
+            for t in range(T):
+                row[t] += shared
+
+
+# ---------------------------------------------------------------------------------------------
+# For tests: the conditional as the fast sampler decomposes it
+
+
+@njit(cache=True)
+def token_conditional(w, d, n_wj, n_j, n_ds, cap_ptr, dp_key, dp_count, dp_nnz, alpha_r, alpha,
+                      alpha_sum, beta):
+    """Normalised p(i, j | rest), shape (n_super, n_sub), for a token of term w in doc d,
+    through the doc bucket and the prior bucket (G from E plus the term's sparse part, then a_ij
+    c_j / G_i within super-topic i) exactly as ``_sweep_block`` draws it. The token must already
+    be removed from the counts."""
+    n_super, n_sub = alpha.shape
+    V = n_wj.shape[0]
+    vbeta = V * beta
+    alpha_T = np.ascontiguousarray(alpha.T)
+    inv = np.empty(n_sub)
+    E = np.empty(n_super)
+    block_E(n_j, alpha_T, beta, vbeta, inv, E)
+    c = np.empty(n_sub)
+    G = E.copy()
+    for j in range(n_sub):
+        c[j] = (n_wj[w, j] + beta) * inv[j]
+        if n_wj[w, j] > 0:
+            t = n_wj[w, j] * inv[j]
+            for i in range(n_super):
+                G[i] += alpha_T[j, i] * t
+    p = np.zeros((n_super, n_sub))
+    base = cap_ptr[d]
+    pbuf = np.empty(max(dp_nnz[d], 1))
+    dsum = doc_bucket(d, base, dp_nnz[d], n_sub, dp_key, dp_count, n_ds, alpha_r, alpha_sum, c,
+                      pbuf)
+    prev = 0.0
+    for q in range(dp_nnz[d]):
+        key = dp_key[base + q]
+        p[key // n_sub, key % n_sub] += pbuf[q] - prev
+        prev = pbuf[q]
+    qbuf = np.empty(n_super)
+    A0 = np.empty(n_super)
+    for i in range(n_super):
+        A0[i] = alpha_r / alpha_sum[i]
+    qsum = prior_bucket(d, n_ds, alpha_r, alpha_sum, A0, G, qbuf)
+    prev = 0.0
+    for i in range(n_super):
+        mass = qbuf[i] - prev
+        prev = qbuf[i]
+        tot = 0.0
+        for j in range(n_sub):
+            tot += alpha[i, j] * c[j]
+        for j in range(n_sub):
+            p[i, j] += mass * (alpha[i, j] * c[j] / tot)
+    total = dsum + qsum
+    for i in range(n_super):
+        for j in range(n_sub):
+            p[i, j] /= total
+    return p

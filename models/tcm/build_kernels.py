@@ -1,0 +1,189 @@
+"""The Topical Collocation Model's state rebuilt from its boundaries b: the restaurants (between
+sweeps, the merge), the documents' topic lists, and the random start (see
+:mod:`models.tcm.kernels` for the model, :mod:`models.tcm.restaurants` for the tables).
+"""
+import numpy as np
+from numba import njit, prange
+
+from ..common.kernels.prefetch import prefetch
+from ..common.kernels.rng import uniform
+from ..common.kernels.sparse import label_counts
+from .restaurants import Restaurants, entry_rehash, entry_slots, hash_span, type_find, type_new, type_rehash, type_slots
+
+# Collocations between the prefetch of a type slot and its lookup.
+PREFETCH_AHEAD = 8
+
+
+# ---------------------------------------------------------------------------------------------
+# Global tables from b
+
+
+@njit(cache=True, nogil=True)
+def build_tables(term_ids, b, n_topics):
+    """Restaurants of one chain rebuilt from its boundaries b (document order).
+
+    Returns Restaurants (n_k: int64, n_topics). Types are numbered in order of first
+    occurrence; every collocation points to its first occurrence. The entries are numbered type
+    by type, each type's in topic order, so that walking a type's list (the collocation bucket)
+    reads consecutive memory. col_entry gives the sweep the entry of every collocation it has
+    not changed yet without a lookup.
+    """
+    N = len(b)
+    n_col = 0
+    for i in range(N):
+        if b[i] >= 0:
+            n_col += 1
+    cap = max(n_col, 16)
+    # grown as types appear: sized to n_col it would spread the probes over mostly empty lines
+    ty_slot = type_slots(1024)
+    ty_hash = np.empty(cap, dtype=np.uint64)
+    ty_len = np.empty(cap, dtype=np.int32)
+    ty_pos = np.empty(cap, dtype=np.int64)
+    ty_head = np.empty(cap, dtype=np.int32)
+    n_k = np.zeros(n_topics, dtype=np.int64)
+    # the hash of every collocation first, so that the lookups below can prefetch their slots
+    col_hash = np.empty(n_col, dtype=np.uint64)
+    c = 0
+    s = 0
+    for i in range(N):
+        if b[i] >= 0:
+            col_hash[c] = hash_span(term_ids, s, i - s + 1)
+            c += 1
+            s = i + 1
+    # the type of every collocation, in document order
+    col_type = np.empty(n_col, dtype=np.int32)
+    n_types = 0
+    c = 0
+    s = 0
+    for i in range(N):
+        k = b[i]
+        if k < 0:
+            continue
+        if c + PREFETCH_AHEAD < n_col:
+            mask = np.uint64((len(ty_slot) >> 1) - 1)
+            prefetch(ty_slot, 2 * np.int64(col_hash[c + PREFETCH_AHEAD] & mask))
+        n = i - s + 1
+        h = col_hash[c]
+        t = type_find(ty_slot, ty_pos, term_ids, h, s, n)
+        if t < 0:
+            type_new(ty_slot, ty_hash, ty_len, ty_pos, ty_head, t, h, n, s, n_types)
+            t = n_types
+            n_types += 1
+            if 4 * n_types > len(ty_slot):
+                ty_slot = type_slots(2 * n_types)
+                type_rehash(ty_slot, ty_hash, ty_len, n_types)
+        col_type[c] = t
+        c += 1
+        n_k[k] += 1
+        s = i + 1
+    # (type, topic) of every collocation in order, by two stable counting sorts (topic, then
+    # type): the entries are the runs of that order, in the order of their ids. Linked-list
+    # inserts of scattered entries would cost a cache miss per list node instead.
+    ptr = np.zeros(max(n_topics, n_types) + 1, dtype=np.int64)
+    for k in range(n_topics):
+        ptr[k + 1] = ptr[k] + n_k[k]
+    by_topic = np.empty(n_col, dtype=np.int32)  # collocations grouped by topic
+    c = 0
+    for i in range(N):
+        k = b[i]
+        if k >= 0:
+            by_topic[ptr[k]] = c
+            ptr[k] += 1
+            c += 1
+    ptr[:n_types + 1] = 0
+    for c in range(n_col):
+        ptr[col_type[c] + 1] += 1
+    for t in range(n_types):
+        ptr[t + 1] += ptr[t]
+    order = np.empty(n_col, dtype=np.int32)  # collocations by type, in topic order within a type
+    topics = np.empty(n_col, dtype=np.int32)  # and their topics
+    c = 0
+    for k in range(n_topics):
+        for _ in range(n_k[k]):
+            if c + 2 * PREFETCH_AHEAD < n_col:  # two stages: the type, then its place
+                prefetch(col_type, by_topic[c + 2 * PREFETCH_AHEAD])
+            if c + PREFETCH_AHEAD < n_col:
+                prefetch(ptr, col_type[by_topic[c + PREFETCH_AHEAD]])
+            t = col_type[by_topic[c]]
+            order[ptr[t]] = by_topic[c]
+            topics[ptr[t]] = k
+            ptr[t] += 1
+            c += 1
+    # ptr[t] is now where type t's topics end; the entries are their runs
+    n_entries = 0
+    c = 0
+    for t in range(n_types):
+        prev = -1
+        while c < ptr[t]:
+            if topics[c] != prev:
+                prev = topics[c]
+                n_entries += 1
+            c += 1
+    cap = max(n_entries, 16)
+    en_slot = entry_slots(cap)
+    en_type = np.empty(cap, dtype=np.int32)
+    en_topic = np.empty(cap, dtype=np.int32)
+    en_count = np.empty(cap, dtype=np.int32)
+    en_next = np.empty(cap, dtype=np.int32)
+    col_entry = by_topic  # reused: the entry of every collocation
+    n_entries = 0
+    c = 0
+    for t in range(n_types):
+        ty_head[t] = n_entries
+        prev = -1
+        while c < ptr[t]:
+            k = topics[c]
+            if k != prev:
+                en_type[n_entries] = t
+                en_topic[n_entries] = k
+                en_count[n_entries] = 1
+                en_next[n_entries] = n_entries + 1
+                n_entries += 1
+                prev = k
+            else:
+                en_count[n_entries - 1] += 1
+            col_entry[order[c]] = n_entries - 1
+            c += 1
+        en_next[n_entries - 1] = -1
+    entry_rehash(en_slot, en_type, en_topic, n_entries)
+    tok_entry = np.full(N, -1, dtype=np.int32)
+    c = 0
+    for i in range(N):
+        if b[i] >= 0:
+            tok_entry[i] = col_entry[c]
+            c += 1
+    return Restaurants(ty_slot, ty_hash, ty_len, ty_pos, ty_head, n_types, en_slot, en_type,
+                       en_topic, en_count, en_next, n_entries, n_k, tok_entry)
+
+
+@njit(cache=True, parallel=True)
+def build_doc_lists(doc_ptr, b, cap_ptr, dt_topic, dt_count, dt_nnz):
+    """Sorted (topic, count) list of every doc's collocations from b. Overwrites dt_* (the
+    fields of a DocTopics: parallel kernels take no tuples, see ``tcm.sweep``)."""
+    n_docs = len(doc_ptr) - 1
+    for d in prange(n_docs):
+        dt_nnz[d] = label_counts(np.sort(b[doc_ptr[d]:doc_ptr[d + 1]]), dt_topic, dt_count, cap_ptr[d])
+
+
+# ---------------------------------------------------------------------------------------------
+# Initialisation
+
+
+@njit(cache=True, parallel=True)
+def init_random(shard_doc, doc_ptr, split, b, n_topics, p_stop, max_len, rng):
+    """Boundaries drawn as P0 draws lengths: after every token a collocation ends with
+    probability p_stop (always at a split or at max_len); every collocation gets a uniform
+    topic. p_stop = 1 puts every token in its own collocation. rng: one stream per shard."""
+    S = len(shard_doc) - 1
+    for sh in prange(S):
+        run = 0
+        for i in range(doc_ptr[shard_doc[sh]], doc_ptr[shard_doc[sh + 1]]):
+            run += 1
+            if split[i] != 0 or run >= max_len or uniform(rng[sh]) < p_stop:
+                k = np.int64(uniform(rng[sh]) * n_topics)
+                if k >= n_topics:
+                    k = n_topics - 1
+                b[i] = k
+                run = 0
+            else:
+                b[i] = -1
