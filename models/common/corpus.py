@@ -87,7 +87,15 @@ def make_corpus(doc_ptr, term_ids, n_terms=None, fingerprint=None):
         raise ValueError(f"n_terms must be >= 1, got {n_terms!r}")
     if fingerprint is None:
         fingerprint = "sha1:" + content_hash(doc_ptr, term_ids, n_terms)
-    return Corpus(doc_ptr, term_ids, n_terms, str(fingerprint))
+    return Corpus(_read_only(doc_ptr), _read_only(term_ids), n_terms, str(fingerprint))
+
+
+def _read_only(a):
+    """A read-only view: an index's corpus is memory-mapped read-only, and one array type for
+    every corpus means one compiled version of each kernel."""
+    view = a.view()
+    view.flags.writeable = False
+    return view
 
 
 def corpus_from_docs(docs, n_terms=None, fingerprint=None):
