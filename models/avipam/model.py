@@ -10,7 +10,7 @@ import copy
 
 import numpy as np
 
-from ..common import file_specs
+from . import files
 from .arch import parse_arch
 from .foldin import _ONE_PASS, AVIFoldInMixin, chain_block
 from ..common.variational import VariationalModel
@@ -144,7 +144,7 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
     # z_dw = (mix_d . beta_w - dec_shift_w) * dec_scale_w / doc_div_d (empty for "mixture").
     _INFERENCE_ARRAYS = ("topic_word", "doc_mix", "beta", "dec_shift", "dec_scale", "doc_div",
                          "doc_lse")
-    _FILE_SPEC = file_specs.AVIPAM  # what a model file must hold (and the network, its arch)
+    _FILE_SPEC = files.SPEC  # what a model file must hold (and the network, its arch)
 
     def __init__(self, arch="4pam:12,100", alpha=0.01, alpha_root=None, hidden=100, norm="batch", dropout=0.2,
                  theta_dropout=0.0, decoder="mixture", topic_update="auto", eta=0.01,

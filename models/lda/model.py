@@ -11,7 +11,7 @@ from . import kernels as K_
 from . import doc_kernels as lda_doc
 from ..common.kernels.dirichlet import topic_word_log_lik
 from ..common.kernels.rng import make_rng_states
-from ..common import file_specs
+from . import files
 from ..common.gibbs import SweepOrderModel, block_run_ptrs, key_runs, rows_csr, stack_ptrs, token_shards
 from .foldin import LDAFoldInMixin
 from .infer import LDADocumentModel
@@ -368,7 +368,7 @@ class LDA(LDAFoldInMixin, LDADocumentModel, SweepOrderModel):
 
     _INFERENCE_ARRAYS = ("kd_ptr", "kd_doc", "kd_count", "tw_ptr", "tw_topic", "tw_count",
                          "n_k_samples", "alpha_samples", "doc_len")
-    _FILE_SPEC = file_specs.LDA  # what a model file and a checkpoint must hold
+    _FILE_SPEC = files.SPEC  # what a model file and a checkpoint must hold
 
 
 def joint_log_lik(corpus, z, n_topics, alpha, beta):

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numba
 import numpy as np
 
-from ..common import file_specs
+from . import files
 from ..common.kernels.rng import make_rng_states
 from .kernels import Prior, Text, sweep
 from .build_kernels import build_doc_lists, build_tables, init_random
@@ -432,7 +432,7 @@ class TCM(TCMFoldInMixin, TCMDocumentModel, GibbsModel):
 
     _INFERENCE_ARRAYS = ("type_ptr", "type_terms", "ct_ptr", "ct_type", "ct_topic", "ct_count",
                          "dk_ptr", "dk_topic", "dk_count", "n_k_samples", "alpha0_samples")
-    _FILE_SPEC = file_specs.TCM  # what a model file and a checkpoint must hold
+    _FILE_SPEC = files.SPEC  # what a model file and a checkpoint must hold
 
     def _header(self):
         # alpha=None has meant 1 / K and now means 50 / K: the file says which was used
