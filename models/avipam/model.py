@@ -146,7 +146,7 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
                          "doc_lse")
     _FILE_SPEC = files.SPEC  # what a model file must hold (and the network, its arch)
 
-    def __init__(self, arch="4pam:12,100", alpha=0.01, alpha_root=None, hidden=100, norm="batch", dropout=0.2,
+    def __init__(self, *, arch="4pam:12,100", alpha=0.01, alpha_root=None, hidden=100, norm="batch", dropout=0.2,
                  theta_dropout=0.0, decoder="mixture", topic_update="auto", eta=0.01,
                  epochs=100, batch_size=200, lr=1e-3,
                  kl_warmup=0, beta1=0.99, n_chains=3, refine_steps=30, doc_samples=16, seed=0, device="cpu",

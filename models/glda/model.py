@@ -105,7 +105,7 @@ class GroupedLDA(LDA):
     _FILE_SPEC = files.SPEC
     _RETIRED_PARAMS = ()
 
-    def __init__(self, n_topics=800, alpha=None, beta=0.01, group_size=4.0, doc_counts="groups",
+    def __init__(self, *, n_topics=800, alpha=None, beta=0.01, group_size=4.0, doc_counts="groups",
                  restricted=False, init="online",
                  n_chains=3, n_iter=100, burn_in=None, sample_every=None, seed=0, n_jobs=None,
                  log_lik_every=10, callback_every=1, checkpoint_every=10):

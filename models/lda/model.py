@@ -133,7 +133,7 @@ class LDA(LDAFoldInMixin, LDADocumentModel, SweepOrderModel):
     # "sampler" between visiting orders (word by word lost at every K on 20 Newsgroups).
     _RETIRED_PARAMS = ("parallel", "sampler")
 
-    def __init__(self, n_topics=800, alpha=None, beta=0.01, n_chains=3, n_iter=100, burn_in=None,
+    def __init__(self, *, n_topics=800, alpha=None, beta=0.01, n_chains=3, n_iter=100, burn_in=None,
                  sample_every=None, init="online", sparse_init_frac=1 / 16, sparse_init_every=2,
                  optimize_alpha=False, optimize_every=10, n_shards=4, seed=0, n_jobs=None,
                  log_lik_every=10, callback_every=1, checkpoint_every=10, executor="local"):

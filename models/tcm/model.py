@@ -167,7 +167,7 @@ class TCM(TCMFoldInMixin, TCMDocumentModel, GibbsModel):
     # retrieval segments queries into collocations and scores them with p_c_d (retrieval.batch)
     segments_queries = True
 
-    def __init__(self, n_topics=100, alpha=None, alpha0=None, p_stop=0.5, max_len=8,
+    def __init__(self, *, n_topics=100, alpha=None, alpha0=None, p_stop=0.5, max_len=8,
                  resample_alpha0=False, n_chains=3, n_iter=100, burn_in=None, sample_every=None,
                  init="random", sampler="sparse", n_shards=4, seed=0, n_jobs=None, log_lik_every=10,
                  callback_every=1, checkpoint_every=10):
