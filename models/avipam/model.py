@@ -13,6 +13,7 @@ import numpy as np
 from . import files
 from .arch import parse_arch
 from .foldin import _ONE_PASS, AVIFoldInMixin, chain_block
+from .nets.net_files import term_major
 from ..common.variational import VariationalModel
 
 
@@ -213,6 +214,11 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
 
     def _check_resume_params(self, path, saved, free):
         super()._check_resume_params(path, {**_root_as_written(saved), **saved}, free)
+
+    @classmethod
+    def _upgrade_net_arrays(cls, arrays, param_names=()):
+        # the encoders' first layers of earlier files, written as nn.Linear, moved term-major
+        term_major(arrays, param_names)
 
     @classmethod
     def size_params(cls, k):

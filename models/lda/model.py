@@ -370,6 +370,13 @@ class LDA(LDAFoldInMixin, LDADocumentModel, SweepOrderModel):
                          "n_k_samples", "alpha_samples", "doc_len")
     _FILE_SPEC = files.SPEC  # what a model file and a checkpoint must hold
 
+    @staticmethod
+    def _ray_executor(address):
+        """The executor of ``executor="ray"`` or ``"ray:ADDRESS"`` (imports Ray)."""
+        from .ray import RayExecutor
+
+        return RayExecutor(address=address)
+
 
 def joint_log_lik(corpus, z, n_topics, alpha, beta):
     """Collapsed log p(w, z) per token (Griffiths & Steyvers 2004, eq. 2-3) of any assignment.
