@@ -6,7 +6,7 @@ four-level model of section 2, sparse PAM of section 3.2). The numerical work li
 :mod:`models.pam.kernels` and the fit loop, checkpoints and model files in :mod:`models.common.gibbs`;
 this class validates, allocates and sweeps.
 
-Two behaviours worth knowing (measured, see tests/test_pam.py and the issue report):
+Two behaviours worth knowing (tests/test_pam.py shows both):
 
 - With alpha_r = 0.01 a document's super-topic is settled during the first sweep, before
   sub-topics mean anything, and token-by-token Gibbs moves can hardly change it later

@@ -29,9 +29,8 @@ INITS = ("random", "unigram")
 ALPHA0_PRIOR_RATE = 1e-3
 ALPHA0_SLICE_STEPS = 5
 # Default alpha0 gives every one-word collocation the prior mass alpha0 P0(w) = LDA's beta = 0.01.
-# Resampling drives alpha0 far lower (MED: ~85 at K = 100, ~18 at K = 800: 0.004 and 0.0009 per
-# word); topics that sparse, with alpha = 1 / K, smooth documents badly as K grows (MED MAP at
-# lam 0.7, K = 800: 0.547 with the paper's priors, 0.614 with these and alpha = 50 / K).
+# Resampling drives alpha0 far lower, and topics that sparse, with alpha = 1 / K, smooth documents
+# badly as K grows (docs/models/tcm.md).
 ONE_WORD_PRIOR = 0.01
 
 
