@@ -1,5 +1,8 @@
 """Topic models for topicir: corpora, the model protocol and registry, and the trainers.
 
+Each kind's estimator, file spec and kernels live in its folder (``models/lda``, ``models/pam``,
+...; ``registry.py`` names them), what the kinds share in ``models/common``, which imports no kind.
+
 This package never imports ``retrieval``, jnius or pyserini (and torch only for the kinds that
 need it, on first use through the registry). Its names are imported on first use (PEP 562), so
 that ``import models`` (and the ``topicir`` command's start) loads no numpy or numba.

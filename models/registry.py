@@ -1,8 +1,9 @@
 """Model kinds by name: ``topicir train KIND``, model files and the conformance tests read this.
 
-A new model is one line here (kind -> "module:Class", imported on first use, so that asking for
-LDA never imports torch) plus its files under ``models/``; retrieval finds an optional adapter
-for it in ``retrieval/adapters/<kind>.py``.
+A new model is one line here (kind -> "models.<kind>.model:Class", imported on first use, so that
+asking for LDA never imports torch) plus its folder ``models/<kind>/`` (the kind's name with "-"
+as "_"; docs/architecture.md, "Adding a model kind"); retrieval finds an optional adapter for it
+in ``retrieval/adapters/<kind>.py``.
 """
 import importlib
 

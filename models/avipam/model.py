@@ -10,9 +10,10 @@ import copy
 
 import numpy as np
 
-from ..common import file_specs
+from . import files
 from .arch import parse_arch
 from .foldin import _ONE_PASS, AVIFoldInMixin, chain_block
+from .nets.net_files import term_major
 from ..common.variational import VariationalModel
 
 
@@ -144,9 +145,9 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
     # z_dw = (mix_d . beta_w - dec_shift_w) * dec_scale_w / doc_div_d (empty for "mixture").
     _INFERENCE_ARRAYS = ("topic_word", "doc_mix", "beta", "dec_shift", "dec_scale", "doc_div",
                          "doc_lse")
-    _FILE_SPEC = file_specs.AVIPAM  # what a model file must hold (and the network, its arch)
+    _FILE_SPEC = files.SPEC  # what a model file must hold (and the network, its arch)
 
-    def __init__(self, arch="4pam:12,100", alpha=0.01, alpha_root=None, hidden=100, norm="batch", dropout=0.2,
+    def __init__(self, *, arch="4pam:12,100", alpha=0.01, alpha_root=None, hidden=100, norm="batch", dropout=0.2,
                  theta_dropout=0.0, decoder="mixture", topic_update="auto", eta=0.01,
                  epochs=100, batch_size=200, lr=1e-3,
                  kl_warmup=0, beta1=0.99, n_chains=3, refine_steps=30, doc_samples=16, seed=0, device="cpu",
@@ -213,6 +214,11 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
 
     def _check_resume_params(self, path, saved, free):
         super()._check_resume_params(path, {**_root_as_written(saved), **saved}, free)
+
+    @classmethod
+    def _upgrade_net_arrays(cls, arrays, param_names=()):
+        # the encoders' first layers of earlier files, written as nn.Linear, moved term-major
+        term_major(arrays, param_names)
 
     @classmethod
     def size_params(cls, k):

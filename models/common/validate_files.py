@@ -1,6 +1,6 @@
 """The checks of a whole model or checkpoint file: its header's fields and parameters, then the
-kind's declared arrays (:mod:`models.common.validate`, tables in :mod:`models.common.file_specs`), and for
-torch-trained models the network state against the architecture the header names."""
+kind's declared arrays (:mod:`models.common.validate`, each kind's table in ``models/<kind>/files.py``),
+and for torch-trained models the network state against the architecture the header names."""
 from __future__ import annotations
 
 import os

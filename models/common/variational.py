@@ -18,7 +18,6 @@ import numpy as np
 from . import checkpoint as ckpt
 from . import validate_files
 from .base import TopicModel
-from ..avipam.nets.net_files import term_major
 from .corpus import content_hash
 from .heldout import document_completion, training_sample
 
@@ -37,6 +36,14 @@ def count_matrix(corpus):
                           shape=(corpus.n_docs, corpus.n_terms))
     X.sum_duplicates()
     return X
+
+
+def training_loss(neg_elbo, kl, kl_weight):
+    """The loss a training step minimises: the batch mean of the negative ELBO with the KL part
+    weighted by ``kl_weight`` (KL warm-up), summed over independent networks ((n_chains, B)
+    inputs)."""
+    loss = (neg_elbo - (1.0 - kl_weight) * kl).mean(-1)
+    return loss.sum() if loss.dim() else loss
 
 
 def completion_trace(path, header):
@@ -87,6 +94,13 @@ class VariationalModel(TopicModel):
     def _net_buffers(self):
         """The network's buffers its parameters fix, by name (a file's must equal them)."""
         return {}
+
+    @classmethod
+    def _upgrade_net_arrays(cls, arrays, param_names=()):
+        """Bring the network state of a file written by an earlier version (``net.<name>``
+        arrays, and a checkpoint's Adam moments ``opt.<i>.<moment>``, ``param_names`` giving the
+        parameters in optimizer order) to the network's current layout, in place, before the
+        file is validated; a kind whose layout changed overrides it."""
 
     # -- parameters ---------------------------------------------------------------------------
 
@@ -197,8 +211,6 @@ class VariationalModel(TopicModel):
     def _epochs(self, net, opt, X, start, order_gen, gen, pool, corpus, callback, checkpoint, step_threads):
         import torch
 
-        from ..avipam.nets.pam_net import training_loss
-
         dev = gen.device
         D, N = corpus.n_docs, corpus.n_tokens
         n_batches = max(1, -(-D // self.batch_size))
@@ -297,7 +309,7 @@ class VariationalModel(TopicModel):
                              f"{type(self).__name__}; delete it or use another checkpoint path")
         ckpt.check_fingerprint(path, h, corpus.fingerprint, self.corpus_hash_)
         self._check_resume_params(path, h["params"], _RESUME_FREE)
-        term_major(a, [name for name, _ in net.named_parameters()])
+        self._upgrade_net_arrays(a, [name for name, _ in net.named_parameters()])
         validate_files.variational_checkpoint(self, path, f, net, opt, {"order_rng": order_gen, "rng": gen})
         self._load_net_state(net, a)
         sd = opt.state_dict()
@@ -353,7 +365,7 @@ class VariationalModel(TopicModel):
         or when its documents disagree with ``doc_len``, the token counts of the index's).
         The network is rebuilt on ``device`` of the saved parameters when available, else on CPU."""
         f = cls._read_file(path, fingerprint)
-        term_major(f.arrays)
+        cls._upgrade_net_arrays(f.arrays)
         _, dims = validate_files.variational_model_file(cls, path, f, doc_len)
         h, a = f.header, f.arrays
         model = cls._from_params(h["params"])

@@ -15,7 +15,7 @@ from . import kernels as G_
 from ..lda import kernels as K_
 from ..common.kernels.dirichlet import topic_word_log_lik
 from ..common.kernels.rng import make_rng_states
-from ..common import file_specs
+from . import files
 from ..common.base import TopicModel
 from ..common.gibbs import key_runs, rows_csr
 from ..lda.model import LDA, count_shift
@@ -102,10 +102,10 @@ class GroupedLDA(LDA):
     kind = "glda"
     quick_params = dict(n_topics=4, n_chains=2, n_iter=8, burn_in=4, sample_every=2, seed=3)
     _STATE = ("gz", "alpha")
-    _FILE_SPEC = file_specs.GLDA
+    _FILE_SPEC = files.SPEC
     _RETIRED_PARAMS = ()
 
-    def __init__(self, n_topics=800, alpha=None, beta=0.01, group_size=4.0, doc_counts="groups",
+    def __init__(self, *, n_topics=800, alpha=None, beta=0.01, group_size=4.0, doc_counts="groups",
                  restricted=False, init="online",
                  n_chains=3, n_iter=100, burn_in=None, sample_every=None, seed=0, n_jobs=None,
                  log_lik_every=10, callback_every=1, checkpoint_every=10):

@@ -11,7 +11,7 @@ from . import kernels as K_
 from . import doc_kernels as lda_doc
 from ..common.kernels.dirichlet import topic_word_log_lik
 from ..common.kernels.rng import make_rng_states
-from ..common import file_specs
+from . import files
 from ..common.gibbs import SweepOrderModel, block_run_ptrs, key_runs, rows_csr, stack_ptrs, token_shards
 from .foldin import LDAFoldInMixin
 from .infer import LDADocumentModel
@@ -133,7 +133,7 @@ class LDA(LDAFoldInMixin, LDADocumentModel, SweepOrderModel):
     # "sampler" between visiting orders (word by word lost at every K on 20 Newsgroups).
     _RETIRED_PARAMS = ("parallel", "sampler")
 
-    def __init__(self, n_topics=800, alpha=None, beta=0.01, n_chains=3, n_iter=100, burn_in=None,
+    def __init__(self, *, n_topics=800, alpha=None, beta=0.01, n_chains=3, n_iter=100, burn_in=None,
                  sample_every=None, init="online", sparse_init_frac=1 / 16, sparse_init_every=2,
                  optimize_alpha=False, optimize_every=10, n_shards=4, seed=0, n_jobs=None,
                  log_lik_every=10, callback_every=1, checkpoint_every=10, executor="local"):
@@ -368,7 +368,14 @@ class LDA(LDAFoldInMixin, LDADocumentModel, SweepOrderModel):
 
     _INFERENCE_ARRAYS = ("kd_ptr", "kd_doc", "kd_count", "tw_ptr", "tw_topic", "tw_count",
                          "n_k_samples", "alpha_samples", "doc_len")
-    _FILE_SPEC = file_specs.LDA  # what a model file and a checkpoint must hold
+    _FILE_SPEC = files.SPEC  # what a model file and a checkpoint must hold
+
+    @staticmethod
+    def _ray_executor(address):
+        """The executor of ``executor="ray"`` or ``"ray:ADDRESS"`` (imports Ray)."""
+        from .ray import RayExecutor
+
+        return RayExecutor(address=address)
 
 
 def joint_log_lik(corpus, z, n_topics, alpha, beta):

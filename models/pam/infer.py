@@ -6,7 +6,7 @@ import mmap
 
 import numpy as np
 
-from ..common import file_specs
+from . import files
 from ..common.kernels.sparse import row_nnz, rows_to_csr
 from ..common.generate import log_dirichlet, over_kept_samples
 from .score_kernels import count_rows32, prior_tables, score_p_w_d, score_p_w_d_per_sample, sparse_phi
@@ -20,7 +20,7 @@ class PAMDocumentModel:
 
     _INFERENCE_ARRAYS = ("dp_ptr", "dp_key_samples", "dp_count_samples", "tw_ptr", "tw_sub",
                          "tw_count", "n_j_samples", "alpha_samples", "doc_len")
-    _FILE_SPEC = file_specs.PAM  # what a model file and a checkpoint must hold
+    _FILE_SPEC = files.SPEC  # what a model file and a checkpoint must hold
 
     @property
     def n_topics(self):

@@ -6,7 +6,7 @@ four-level model of section 2, sparse PAM of section 3.2). The numerical work li
 :mod:`models.pam.kernels` and the fit loop, checkpoints and model files in :mod:`models.common.gibbs`;
 this class validates, allocates and sweeps.
 
-Two behaviours worth knowing (measured, see tests/test_pam.py and the issue report):
+Two behaviours worth knowing (tests/test_pam.py shows both):
 
 - With alpha_r = 0.01 a document's super-topic is settled during the first sweep, before
   sub-topics mean anything, and token-by-token Gibbs moves can hardly change it later
@@ -134,7 +134,7 @@ class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):
         return {"n_super": max(1, k // 8), "n_sub": k}
     quick_params = dict(n_super=2, n_sub=4, n_chains=2, n_iter=8, burn_in=4, sample_every=2, n_shards=2, seed=3)
 
-    def __init__(self, n_super=100, n_sub=800, alpha_root=None, alpha_sub=0.01, beta=0.01,
+    def __init__(self, *, n_super=100, n_sub=800, alpha_root=None, alpha_sub=0.01, beta=0.01,
                  learn_alpha=True, alpha_estimator="minka", optimize_every=1, n_chains=3,
                  n_iter=100, burn_in=None, sample_every=None, init="random",
                  sparse_init_frac=1 / 16, sparse_init_every=2,

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numba
 import numpy as np
 
-from ..common import file_specs
+from . import files
 from ..common.kernels.rng import make_rng_states
 from .kernels import Prior, Text, sweep
 from .build_kernels import build_doc_lists, build_tables, init_random
@@ -29,9 +29,8 @@ INITS = ("random", "unigram")
 ALPHA0_PRIOR_RATE = 1e-3
 ALPHA0_SLICE_STEPS = 5
 # Default alpha0 gives every one-word collocation the prior mass alpha0 P0(w) = LDA's beta = 0.01.
-# Resampling drives alpha0 far lower (MED: ~85 at K = 100, ~18 at K = 800: 0.004 and 0.0009 per
-# word); topics that sparse, with alpha = 1 / K, smooth documents badly as K grows (MED MAP at
-# lam 0.7, K = 800: 0.547 with the paper's priors, 0.614 with these and alpha = 50 / K).
+# Resampling drives alpha0 far lower, and topics that sparse, with alpha = 1 / K, smooth documents
+# badly as K grows (docs/models/tcm.md).
 ONE_WORD_PRIOR = 0.01
 
 
@@ -167,7 +166,7 @@ class TCM(TCMFoldInMixin, TCMDocumentModel, GibbsModel):
     # retrieval segments queries into collocations and scores them with p_c_d (retrieval.batch)
     segments_queries = True
 
-    def __init__(self, n_topics=100, alpha=None, alpha0=None, p_stop=0.5, max_len=8,
+    def __init__(self, *, n_topics=100, alpha=None, alpha0=None, p_stop=0.5, max_len=8,
                  resample_alpha0=False, n_chains=3, n_iter=100, burn_in=None, sample_every=None,
                  init="random", sampler="sparse", n_shards=4, seed=0, n_jobs=None, log_lik_every=10,
                  callback_every=1, checkpoint_every=10):
@@ -432,7 +431,7 @@ class TCM(TCMFoldInMixin, TCMDocumentModel, GibbsModel):
 
     _INFERENCE_ARRAYS = ("type_ptr", "type_terms", "ct_ptr", "ct_type", "ct_topic", "ct_count",
                          "dk_ptr", "dk_topic", "dk_count", "n_k_samples", "alpha0_samples")
-    _FILE_SPEC = file_specs.TCM  # what a model file and a checkpoint must hold
+    _FILE_SPEC = files.SPEC  # what a model file and a checkpoint must hold
 
     def _header(self):
         # alpha=None has meant 1 / K and now means 50 / K: the file says which was used

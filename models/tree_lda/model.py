@@ -15,7 +15,7 @@ import numpy as np
 from . import kernels as T
 from . import state as S_
 from . import score_kernels as R_
-from ..common import file_specs
+from . import files
 from ..common.kernels.rng import make_rng_states
 from ..common.gibbs import GibbsModel, concat_ranges, rows_csr, stack_ptrs
 from .tree import build_tree
@@ -101,8 +101,8 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
     _STATE = ("zzp", "alpha")
     _INFERENCE_ARRAYS = ("ne_ptr", "ne_topic", "ne_count", "dk_ptr", "dk_topic", "dk_count",
                          "alpha_samples", "doc_len", "syn_ptr", "syn_terms")
-    _FILE_SPEC = file_specs.TREE_LDA  # what a model file and a checkpoint must hold
-    def __init__(self, n_topics=100, alpha=None, beta_root=0.01, beta_synset=100.0, merge=False,
+    _FILE_SPEC = files.SPEC  # what a model file and a checkpoint must hold
+    def __init__(self, *, n_topics=100, alpha=None, beta_root=0.01, beta_synset=100.0, merge=False,
                  sampler="fast-rb-sdw", wordnet=None, n_chains=3, n_shards=1, n_iter=100,
                  burn_in=None, sample_every=None, seed=0, n_jobs=None, log_lik_every=10,
                  callback_every=1, checkpoint_every=10):

@@ -20,7 +20,7 @@ from models.lda.model import LDA
 
 from ..core.tables import Table, fixed
 
-# The target of issue 31: 1,000 new documents at K = 800 folded in within 2 s on 2 cores
+# The target: 1,000 new documents at K = 800 folded in within 2 s on 2 cores
 TARGET_S = 2.0
 
 # (label, fold_in settings): the defaults, and every kept sample with longer chains

@@ -59,7 +59,7 @@ from .scale_profile import profile_table
 log = logging.getLogger(__name__)
 
 KINDS = ("lda", "pam", "tcm", "glda", "tree-lda", "avipam")
-# Targets on 2 cores at the defaults (issue 31)
+# Targets on 2 cores at the defaults
 TRAIN_TARGET_MIN = {"lda": 30, "pam": 120, "tcm": 120, "glda": 120, "tree-lda": 120, "avipam": 60}
 MEMORY_TARGET_GIB = 12.0
 BATCH_TARGET_S = 2.0

@@ -19,8 +19,8 @@ class _LuceneReadBack:
     """Bulk reads of a Lucene index: one JVM call per batch of terms, not per document.
 
     Each pyjnius call is a JNI round trip, and Lucene decompresses a chunk of term vectors for every
-    document looked up, so reading an index back a document at a time took longer than Anserini
-    took to write it. Here existing Java methods (Anserini's postings lists and ``java.util.stream``)
+    document looked up, so reading an index back a document at a time costs a round trip and a
+    decompression per document. Here existing Java methods (Anserini's postings lists and ``java.util.stream``)
     are composed with ``java.lang.invoke.MethodHandles`` into functions that a parallel stream maps
     over a whole batch inside the JVM; a batch comes back as one ``int[]`` (as native-order bytes:
     pyjnius turns a ``byte[]`` into one buffer but an ``int[]`` into a list of Python ints). The

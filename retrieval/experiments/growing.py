@@ -100,10 +100,10 @@ def growing_table(data, collections=COLLECTIONS, indexes=Path("indexes"), *, kin
     """MAP per collection of a model trained on 80% of the documents ranking the whole collection
     (the other 20% added to its index and folded in), against the same model trained on all.
 
-    With several ``seeds`` both models are trained once per seed and every MAP is the mean over the seeds: one seed's MAP moves by about 0.01 on a
-    collection of a few thousand documents, as much as the target, so one seed cannot tell a
-    fold-in loss from the seed's noise. ``sd`` is the standard deviation over the seeds of the
-    difference."""
+    With several ``seeds`` both models are trained once per seed and every MAP is the mean over
+    the seeds: on a collection of a few thousand documents one seed's difference moves by as much
+    as the target (the ``sd`` and ``per seed`` columns), so one seed cannot tell a fold-in loss
+    from the seed's noise. ``sd`` is the standard deviation over the seeds of the difference."""
     from tqdm.auto import tqdm
 
     seeds = [int(s) for s in seeds]

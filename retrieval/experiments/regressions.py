@@ -16,7 +16,7 @@ log = logging.getLogger(__name__)
 
 COLLECTIONS = ("med", "cran", "cisi", "cacm", "npl", "scifact")
 # MAP of exact Dirichlet QL (mu=1000, title, depth 1000, judged topics), computed independently
-# over an Anserini index with the default analyzer (issue 2), and Lucene QLD where it was given.
+# over an Anserini index with the default analyzer, and Lucene QLD where it was given.
 EXPECTED_QL = {"med": 0.4955, "cran": 0.2802, "cisi": 0.2153, "cacm": 0.3680, "npl": 0.2177, "scifact": 0.6329}
 EXPECTED_QLD = {"med": 0.4800, "cisi": 0.1917}
 TOLERANCE = 0.005

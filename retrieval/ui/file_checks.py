@@ -1,5 +1,5 @@
 """``topicir file-checks``: docs/model-files.md, the checks every model and checkpoint file of each
-kind passes before a kernel reads it, as each kind declares them (``models/common/file_specs.py``), so
+kind passes before a kernel reads it, as each kind declares them (``models/<kind>/files.py``), so
 the page cannot drift from the code (tests/test_file_checks_page.py checks it is current)."""
 from __future__ import annotations
 

@@ -10,7 +10,8 @@ same generator). With threads to spare, the networks' steps run side by side
 import torch
 from torch import nn
 
-from .pam_net import batch_size, training_loss
+from ...common.variational import training_loss
+from .pam_net import batch_size
 
 
 class ChainNets(nn.Module):

@@ -30,14 +30,6 @@ from .pair_decoder import pair_log_lik
 from .term_layer import TermLayer
 
 
-def training_loss(neg_elbo, kl, kl_weight):
-    """The loss a training step minimises: the batch mean of the negative ELBO with the KL part
-    weighted by ``kl_weight`` (KL warm-up), summed over independent networks ((n_chains, B)
-    inputs)."""
-    loss = (neg_elbo - (1.0 - kl_weight) * kl).mean(-1)
-    return loss.sum() if loss.dim() else loss
-
-
 def laplace_prior(alpha, n_children):
     """Mean and variance, in the softmax basis, of the Laplace approximation of a symmetric
     Dirichlet(alpha) over ``n_children`` (MacKay 1998; AVITM): mu = 0 and

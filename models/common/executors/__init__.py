@@ -21,12 +21,13 @@ The local runner sweeps in this process with numba threads and is the default: w
 ``"local"``
     this process (threads: ``n_jobs``);
 ``"ray"``
-    Ray (:mod:`models.common.executors.ray`): the cluster named by ``RAY_ADDRESS`` if set, else a
-    local one started here, or the one already initialised in this process;
+    Ray, through the executor the model class gives (``_ray_executor(address)``; LDA's is
+    :mod:`models.lda.ray`): the cluster named by ``RAY_ADDRESS`` if set, else a local one
+    started here, or the one already initialised in this process;
 ``"ray:ADDRESS"`` / ``"ray://HOST:PORT"``
     the Ray cluster at ADDRESS (``auto``, ``HOST:PORT``, or a Ray client address);
 
-or a :class:`models.common.executors.ray.RayExecutor` (to choose the number of workers).
+or a :class:`models.lda.ray.RayExecutor` (to choose the number of workers).
 """
 
 LOCAL = "local"
@@ -116,10 +117,10 @@ def make_runner(model):
         kind, address = parse_executor(spec)
         if kind == LOCAL:
             return LocalRunner()
-        from .ray import RayExecutor
-
-        executor = RayExecutor(address=address)
+        executor = None
     if model.kind not in RAY_KINDS:
         raise ValueError(f"executor={spec!r}: the Ray executor runs {', '.join(RAY_KINDS)} models, "
                          f"not {model.kind!r}; train {model.kind} with executor='local'")
+    if executor is None:
+        executor = model._ray_executor(address)
     return executor.runner(model)

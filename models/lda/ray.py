@@ -26,9 +26,9 @@ import numpy as np
 import ray
 from ray.exceptions import ObjectLostError, OwnerDiedError, RayActorError, WorkerCrashedError
 
-from ...lda import doc_kernels as lda_doc
-from . import WorkerLostError  # noqa: F401  (raised here; defined without Ray for the CLI)
-from .signals import init_ray, shutdown_ray
+from ..common.executors import WorkerLostError  # noqa: F401  (raised here; defined without Ray for the CLI)
+from ..common.executors.signals import init_ray, shutdown_ray
+from . import doc_kernels as lda_doc
 
 log = logging.getLogger(__name__)
 
