@@ -41,12 +41,13 @@ def fit_tcm():
                sample_every=5, n_shards=1, seed=3).fit(as_corpus(TRAIN))
 
 
-FITS = {"pam": fit_pam, "tree-lda": fit_tree, "tcm": fit_tcm}
+# each kind is trained once for the module: the per-kind fixtures below and ``trained`` share it
+FITS = {"pam": "pam", "tree-lda": "tree", "tcm": "tcm"}
 
 
 @pytest.fixture(scope="module", params=sorted(FITS))
 def trained(request):
-    return FITS[request.param]()
+    return request.getfixturevalue(FITS[request.param])
 
 
 @pytest.fixture(scope="module")

@@ -227,12 +227,15 @@ def test_cli_train_run_console_report(small_index, tmp_path, capsys, monkeypatch
     from retrieval.core.trec import read_run
     from retrieval.ui.cli import main
 
+    # --sampler: the option end to end, with the sampler every index-trained tree-LDA model of the
+    # suite compiles (each sampler's sweep on an index's read-only arrays is a kernel of its own,
+    # some 40 s to compile in a fresh checkout); FAST's sweeps: test_tree_lda_kernels, test_tree_shards
     wn = write_wordnet(tmp_path / "wn", [["car", "automobile"], ["doctor", "physician"],
                                          ["river", "stream"]])
     model = tmp_path / "tree.npz"
     assert main(["-q", "train", "tree-lda", "--index", str(small_index.path), "--out", str(model),
                  "--topics", "2", "--chains", "1", "--iterations", "4", "--burn-in", "2",
-                 "--sample-every", "1", "--wordnet", str(wn), "--sampler", "fast"]) == 0
+                 "--sample-every", "1", "--wordnet", str(wn), "--sampler", "fast-rb-sdw"]) == 0
     m = registry.load(model, fingerprint=small_index.fingerprint)
     assert m.kind == "tree-lda" and len(m.tree_.synsets) == 3 and m.wordnet == str(wn)
     topics = tmp_path / "topics.trec"
