@@ -27,7 +27,7 @@ import ray
 from ray.exceptions import ObjectLostError, OwnerDiedError, RayActorError, WorkerCrashedError
 
 from ...lda import doc_kernels as lda_doc
-from . import WorkerLostError  # noqa: F401  (raised here; defined without Ray for the CLI)
+from .errors import WorkerLostError
 from .signals import init_ray, shutdown_ray
 
 log = logging.getLogger(__name__)
