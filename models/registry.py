@@ -42,13 +42,15 @@ def kind_of_header(header):
     return kind if kind in _KINDS else None
 
 
-def load(path, fingerprint=None, doc_len=None):
+def load(path, fingerprint=None, doc_len=None, header=None):
     """Load any registered model file, refused (ValueError naming the file) when its kind is
     unknown, it was trained on another ``fingerprint`` or its documents disagree with
-    ``doc_len`` (the token counts of the index's documents it describes)."""
-    from .common.checkpoint import read_header  # numpy: not for `kinds()` at the command's start
+    ``doc_len`` (the token counts of the index's documents it describes). ``header``: the
+    file's header, when the caller has read it already."""
+    if header is None:
+        from .common.checkpoint import read_header  # numpy: not for `kinds()` at the command's start
 
-    header = read_header(path)
+        header = read_header(path)
     kind = kind_of_header(header)
     if kind is None:
         raise ValueError(f"{path}: unknown model type {header.get('model')!r}; known kinds: "

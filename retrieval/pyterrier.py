@@ -15,8 +15,8 @@ a result frame (another system's, or documents given as ``text``) with the same 
     pipeline = bm25 % 100 >> TopicIRReranker("indexes/cranfield", model=..., lam=0.7)
 
 ``TopicIRRetriever`` calls the same ranking function as ``topicir run``
-(:func:`retrieval.core.ranking.run_topics`; with ``feedback=FeedbackSettings(...)``,
-:func:`retrieval.core.feedback.run_feedback`, as ``topicir run --feedback``), so its results, and
+(:func:`retrieval.core.runs.rank_settings`, with ``feedback=FeedbackSettings(...)`` as ``topicir
+run --feedback``), so its results, and
 the MAP ``pt.Experiment`` computes from them, are those of ``topicir run`` + ``topicir eval``.
 Terrier's JVM is never started: only Anserini's, and only by ``LuceneRetriever``.
 """
@@ -30,9 +30,10 @@ import pyterrier as pt
 
 from .core.baselines import BASELINES, run_baseline
 from .core.extension import FOLD_PARAMS
-from .core.feedback import Settings as FeedbackSettings, run_feedback
+from .core.feedback import Settings as FeedbackSettings
 from .core.index import Index
-from .core.ranking import DEPTH, prepare, run_topics
+from .core.ranking import DEPTH, prepare
+from .core.runs import rank_settings
 from .core.scoring import LAM, MU, Scorer
 from .core.trec import ScoredDoc, Topic
 
@@ -105,12 +106,10 @@ class TopicIRRetriever(pt.Transformer):
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.query_frame(inp, extra_columns=["query"], context=self)
-        if self.feedback is None:
-            run = run_topics(self.index, _topics(inp), mu=self.mu, lam=self.lam, model=self.model,
-                             depth=self.depth, progress=False)
-        else:
-            run, self.expansions_ = run_feedback(self.index, _topics(inp), self.feedback, model=self.model,
-                                                 mu=self.mu, lam=self.lam, depth=self.depth, progress=False)
+        setting = (self.mu, self.lam)
+        run, expansions = rank_settings(self.index, _topics(inp), [setting], model=self.model, feedback=self.feedback,
+                                        depth=self.depth, progress=False)[setting]
+        self.expansions_ = expansions or {}
         return _results(inp, run)
 
     def schematic(self, *, input_columns=None) -> dict:

@@ -169,7 +169,7 @@ def test_library_constants_are_read_without_an_import():
     from retrieval.ui import source_values
 
     for module, name in [("retrieval.core.scoring", "MU"), ("retrieval.core.scoring", "LAM"),
-                         ("retrieval.core.ranking", "DEPTH"), ("retrieval.core.ranking", "RUNS_DIR"),
+                         ("retrieval.core.ranking", "DEPTH"), ("retrieval.core.runs", "RUNS_DIR"),
                          ("retrieval.experiments.compare", "METHODS"), ("retrieval.core.feedback", "FB_TOPICS"),
                          ("retrieval.core.feedback", "ORIGINAL_WEIGHT"), ("retrieval.ui.report", "OUT_DIR"),
                          ("models.tree_lda.kernels", "SAMPLERS"), ("retrieval.experiments.effectiveness", "COLLECTIONS"),

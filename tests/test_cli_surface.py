@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.core.ranking import changed_settings, read_settings
+from retrieval.core.runs import changed_settings, read_settings
 from retrieval.ui.cli import main
 from retrieval.ui.cli_parser import build_parser
 

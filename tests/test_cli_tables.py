@@ -150,7 +150,8 @@ def test_bench_pam_ends_with_tables(capsys, monkeypatch):
 
 def test_cli_reference_is_current(tmp_path, monkeypatch):
     """docs/cli.md is the parsers' help; regenerate it with `topicir cli-reference --write docs/cli.md`."""
-    from retrieval.ui.cli_reference import COMMAND, write_reference
+    from retrieval.ui.cli_parser import write_reference
+    from retrieval.ui.cli_reference import COMMAND
 
     monkeypatch.delenv("TOPICIR_QUICK", raising=False)
     fresh = write_reference(tmp_path / "cli.md").read_text()

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from models import registry
-from retrieval.core.feedback import Settings, expansions_path, read_expansions, run_feedback
-from retrieval.core.ranking import read_settings
+from retrieval.core.feedback import Settings, run_feedback
+from retrieval.core.runs import expansions_path, read_expansions, read_settings
 from retrieval.core.sources import load_topics
 from retrieval.core.trec import read_run
 from retrieval.ui.cli import main

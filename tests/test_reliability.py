@@ -406,7 +406,7 @@ def test_11_warnings_are_one_line_without_source(tmp_path):
 # -- 12. runs carry their settings ---------------------------------------------------------------
 
 def test_12_a_run_records_its_settings_and_a_changed_rerun_is_logged(mini, tmp_path, caplog):
-    from retrieval.core.ranking import read_settings
+    from retrieval.core.runs import read_settings
 
     index, model = mini
     out = tmp_path / "run.txt"

@@ -26,7 +26,7 @@ import numpy as np
 import ray
 from ray.exceptions import ObjectLostError, OwnerDiedError, RayActorError, WorkerCrashedError
 
-from ..common.executors import WorkerLostError  # noqa: F401  (raised here; defined without Ray for the CLI)
+from ..common.executors.errors import WorkerLostError
 from ..common.executors.signals import init_ray, shutdown_ray
 from . import doc_kernels as lda_doc
 

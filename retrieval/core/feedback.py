@@ -30,18 +30,15 @@ Models are reached only through the protocol of :mod:`models.common.base` (``p_w
 from __future__ import annotations
 
 import copy
-import json
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
 from .expansion_terms import allowed as allowed_terms
-from .extension import document_model
 from .index import Index
-from .ranking import DEPTH, PreparedQuery, batch_tables, collecting_runs, prepare, ranked
+from .ranking import DEPTH, PreparedQuery, collecting_runs, prepare, prepare_topics, ranked
 from .scoring import LAM, MU, Query, top_k
-from .trec import ScoredDoc, Topic, topic_query
+from .trec import ScoredDoc, Topic
 
 METHODS = ("rm3", "topics")
 FB_DOCS, FB_TERMS, ORIGINAL_WEIGHT, FB_TOPICS, FB_MAX_DF, FB_LENGTH = 20, 30, 0.5, 3, 0.1, 8
@@ -103,7 +100,7 @@ class Settings:
         return f"docs{self.fb_docs} terms{self.fb_terms}{extra} w{self.original_weight:g}{length}{mu}{df}"
 
     def params(self) -> dict:
-        """The setting as run-name parameters (:func:`retrieval.core.ranking.run_name`), every
+        """The setting as run-name parameters (:func:`retrieval.core.runs.run_name`), every
         field that changes the ranking: ``prf-rm3_fbdocs20_fbterms30_fbw0.5``."""
         out = {"prf-": self.method, "fbdocs": self.fb_docs, "fbterms": self.fb_terms}
         if self.method == "topics":
@@ -280,15 +277,16 @@ class FeedbackQuery:
     model : topic model or None (exact QL)
     mu, lam : the ranking's Dirichlet prior and QL weight (lam is 1 without a model)
     qid : str, for warnings and the expansions
-    prepared : PreparedQuery of ``text`` with ``model``, if the caller has it already (the console)
+    prepared : PreparedQuery of ``text`` with ``model``, if the caller has it already (the console,
+        a batch)
     """
 
     def __init__(self, index: Index, text: str, model=None, *, mu: float = MU, lam: float = LAM,
                  qid: str = "", prepared: PreparedQuery | None = None):
-        # a model of an index this one grew from is read with fold-in, as the ranking reads it
-        self.index, self.model, self.mu, self.qid = index, document_model(model, index), float(mu), qid
-        self.lam = float(lam) if model is not None else 1.0
         self.prepared: PreparedQuery = prepared if prepared is not None else prepare(index, text, model, qid=qid)
+        # the prepared query's model: on an index grown since it was trained, read with fold-in
+        self.index, self.model, self.mu, self.qid = index, self.prepared.model, float(mu), qid
+        self.lam = float(lam) if model is not None else 1.0
         self.first = self.prepared.scores(self.mu, self.lam)
         self._top = np.zeros(0, dtype=np.int64)
         self._rm: dict = {}
@@ -370,14 +368,11 @@ def sweep_feedback(index: Index, topics: list[Topic], settings: list[Settings], 
     from tqdm.auto import tqdm
 
     out = {s: ([], {}) for s in settings}
-    model = document_model(model, index)
-    texts = [topic_query(topic, field) for topic in topics]
-    tables = batch_tables(index, texts, model if lam < 1 else None)
+    prepared_topics = prepare_topics(index, topics, model, field=field, tables=lam < 1)
     with collecting_runs():
-        for topic, text, (p_w, extra) in tqdm(zip(topics, texts, tables), total=len(topics), desc="feedback",
-                                              unit=" topics", disable=not progress, mininterval=1):
-            prepared = prepare(index, text, model, qid=topic.qid, p_w=p_w, extra=extra)
-            fq = FeedbackQuery(index, text, model, mu=mu, lam=lam, qid=topic.qid, prepared=prepared)
+        for topic, prepared in tqdm(prepared_topics, total=len(topics), desc="feedback", unit=" topics",
+                                    disable=not progress, mininterval=1):
+            fq = FeedbackQuery(index, prepared.text, model, mu=mu, lam=lam, qid=topic.qid, prepared=prepared)
             for s in settings:
                 scores, expansion = fq.scores(s)
                 out[s][0].extend(ranked(index, topic.qid, scores, depth))
@@ -393,41 +388,3 @@ def run_feedback(index: Index, topics: list[Topic], settings: Settings = Setting
     ``{qid: Expansion}``."""
     return sweep_feedback(index, topics, [settings], model=model, mu=mu, lam=lam, field=field,
                           depth=depth, progress=progress)[settings]
-
-
-# -- the expansions file beside a run ------------------------------------------------------------
-
-
-def expansions_path(run_path) -> Path:
-    """The expansions file beside a run: ``<run>.expansions.jsonl``."""
-    run_path = Path(run_path)
-    return run_path.with_name(run_path.name + ".expansions.jsonl")
-
-
-def write_expansions(path, expansions) -> Path:
-    """Every query's :meth:`Expansion.as_dict`, one JSON object a line, written atomically."""
-    from models.common.atomic import atomic_open
-
-    with atomic_open(path, "w", encoding="utf-8") as out:
-        for e in expansions:
-            out.write(json.dumps(e.as_dict()) + "\n")
-    return Path(path)
-
-
-def read_expansions(path) -> list[dict]:
-    """The records :func:`write_expansions` wrote; a line that is not a JSON object is an error
-    naming the file and line."""
-    out = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError:
-                record = None
-            if not isinstance(record, dict) or "qid" not in record or "terms" not in record:
-                raise ValueError(f"{path}:{n}: expected an expansion record (JSON with qid and terms), "
-                                 f"got {line.strip()[:60]!r}")
-            out.append(record)
-    return out

@@ -181,14 +181,15 @@ def load_model(path, index: Index, kind: str | None = None):
     :class:`~retrieval.core.extension.ExtendedModel`: the added documents are folded in."""
     from .extension import document_model, parent_state
 
-    parent = parent_state(index, read_header(path).get("fingerprint"))
+    header = read_header(path)
+    parent = parent_state(index, header.get("fingerprint"))
     if parent is not None:
         model = document_model(registry.load(path, fingerprint=parent["fingerprint"],
-                                             doc_len=doc_lengths(index, parent["n_docs"])), index)
+                                             doc_len=doc_lengths(index, parent["n_docs"]), header=header), index)
         log.info("%s was trained on the first %d of the %d documents of %s; the other %d are folded in",
                  path, parent["n_docs"], index.stats.n_docs, index.path, index.stats.n_docs - parent["n_docs"])
     else:
-        model = registry.load(path, fingerprint=index.fingerprint, doc_len=doc_lengths(index))
+        model = registry.load(path, fingerprint=index.fingerprint, doc_len=doc_lengths(index), header=header)
     if kind is not None and model.kind != kind:
         raise ValueError(f"{path}: holds a {model.kind} model; this command needs a {kind} model")
     return model

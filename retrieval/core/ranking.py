@@ -12,15 +12,11 @@ the added documents), still by this one path.
 from __future__ import annotations
 
 import gc
-import json
 import logging
-import re
-import time
 import warnings
 from contextlib import contextmanager
 from functools import partial
 from itertools import repeat
-from pathlib import Path
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -30,12 +26,11 @@ from .extension import document_model
 from .plugins import hook
 from .index import Index
 from .scoring import LAM, MU, Query, Scorer, top_k
-from .trec import ScoredDoc, Topic, topic_query, write_run
+from .trec import ScoredDoc, Topic, topic_query
 
 log = logging.getLogger(__name__)
 
 DEPTH = 1000
-RUNS_DIR = Path("topics_runs")
 # Memory of the P_TM tables computed in one call for a group of queries (:func:`batch_tables`).
 TABLE_BYTES = 1 << 29
 
@@ -55,11 +50,14 @@ class QueryExtra(NamedTuple):
 class PreparedQuery:
     """A query analysed against an index, with the model's P_TM tables computed once.
 
+    Made by :func:`prepare` (one query) or :func:`prepare_topics` (a batch).
+
     Parameters
     ----------
     index : Index
     text : str, the query
-    model : topic model (:class:`models.common.base.TopicModel`) or None for exact QL
+    model : document model of ``index`` (:func:`retrieval.core.extension.document_model` of a
+        :class:`models.common.base.TopicModel`) or None for exact QL
     per_sample : bool
         Keep every kept sample's tables (``(n_chains, n_samples, n_docs, n_terms)``) so that
         :meth:`scores` can rank with one sample or one iteration's chains (``topicir iterations``).
@@ -70,13 +68,14 @@ class PreparedQuery:
     extra : (QueryExtra or None, ndarray or None), optional
         The model's extra parts of the query and their P_TM table when already computed
         (:func:`batch_tables`); ``(None, None)``: the model adds none.
+    query : Query, optional
+        ``text`` analysed by the index, when already done.
     """
 
     def __init__(self, index: Index, text: str, model=None, *, per_sample: bool = False,
-                 p_w: np.ndarray | None = None, extra: tuple | None = None):
-        model = document_model(model, index)  # a model of an index this one grew from: fold-in
+                 p_w: np.ndarray | None = None, extra: tuple | None = None, query: Query | None = None):
         self.index, self.text, self.model, self.per_sample = index, text, model, per_sample
-        self.query: Query = Scorer(index.stats).query(text, index.analyze(text))
+        self.query: Query = query if query is not None else Scorer(index.stats).query(text, index.analyze(text))
         self.p_w = self.extra = self.p_extra = None
         if model is None or len(self.query.term_ids) == 0:
             return
@@ -110,18 +109,43 @@ class PreparedQuery:
 
 def prepare(index: Index, text: str, model=None, *, per_sample: bool = False, qid: str = "",
             warn: bool = True, p_w: np.ndarray | None = None, extra: tuple | None = None) -> PreparedQuery:
-    """:class:`PreparedQuery` for ``text``; warns (with the topic id) when no query term is
-    indexed: every document then scores 0 and DOCNO order decides, so a run never silently
-    lacks a topic."""
-    prepared = PreparedQuery(index, text, model, per_sample=per_sample, p_w=p_w, extra=extra)
-    query = prepared.query
+    """:class:`PreparedQuery` for ``text``, with ``model`` read as a document model of ``index``
+    (fold-in on an index grown since it was trained); warns (with the topic id) when no query
+    term is indexed: every document then scores 0 and DOCNO order decides, so a run never
+    silently lacks a topic."""
+    prepared = PreparedQuery(index, text, document_model(model, index), per_sample=per_sample, p_w=p_w, extra=extra)
+    _check_terms(prepared, qid, warn)
+    return prepared
+
+
+def prepare_topics(index: Index, topics: list[Topic], model=None, *, field: str = "title",
+                   tables: bool = True, per_sample: bool = False):
+    """``(topic, PreparedQuery)`` of every topic's ``field`` query, in order, as :func:`prepare`
+    makes them: the model is read as a document model of ``index`` once, each query is analysed
+    once, and with ``tables`` the model's P_TM tables are computed for many queries at a time
+    (:func:`batch_tables`; not ``per_sample``, whose tables are each query's own)."""
+    model = document_model(model, index)
+    texts = [topic_query(topic, field) for topic in topics]
+    tables = tables and not per_sample
+    queries = None
+    if model is not None and tables:  # the groups of batch_tables need every query's terms first
+        scorer = Scorer(index.stats)
+        queries = [scorer.query(text, index.analyze(text)) for text in texts]
+    for i, (p_w, extra) in enumerate(batch_tables(index, texts, model if tables else None, queries=queries)):
+        prepared = PreparedQuery(index, texts[i], model, per_sample=per_sample, p_w=p_w, extra=extra,
+                                 query=queries[i] if queries is not None else None)
+        _check_terms(prepared, topics[i].qid, True)
+        yield topics[i], prepared
+
+
+def _check_terms(prepared: PreparedQuery, qid: str, warn: bool) -> None:
+    query, text = prepared.query, prepared.text
     if query.unknown:
         log.debug("topic %s: terms not in the index: %s", qid, " ".join(query.unknown))
     if warn and len(query.term_ids) == 0:
         why = "only stopwords" if not query.terms else f"no indexed term ({' '.join(query.terms)})"
         warnings.warn(f"topic {qid}: query {text!r} has {why}; every document scores 0 and "
-                      f"DOCNO order decides the ranking", stacklevel=3)
-    return prepared
+                      f"DOCNO order decides the ranking", stacklevel=4)
 
 
 _scored_doc = partial(tuple.__new__, ScoredDoc)
@@ -174,12 +198,13 @@ def find_extras(index: Index, texts: list[str], model, queries: list[Query] | No
 
 
 def batch_tables(index: Index, texts: list[str], model, extras: list | None = None,
-                 table_bytes: int | None = None):
+                 table_bytes: int | None = None, queries: list[Query] | None = None):
     """What :func:`prepare` takes for every query, yielded in order: ``(p_w, (extra, p_extra))``,
     P_TM(w|d) of the query's distinct terms ((n_docs, n_terms); None for a query without
     indexed terms) and the parts the model's kind adds with their table (``(None, None)`` where
-    it adds none; ``extras``: :func:`find_extras` of ``texts``, found here when not given).
-    Without a model, ``(None, None)`` for every query.
+    it adds none; ``extras``: :func:`find_extras` of ``texts``, found here when not given;
+    ``queries``: the texts analysed, when the caller has them). Without a model, ``(None, None)``
+    for every query.
 
     The model is called once per group of consecutive queries whose distinct terms and parts
     together fit ``table_bytes`` (default :data:`TABLE_BYTES`) of tables: a document model reads
@@ -191,7 +216,8 @@ def batch_tables(index: Index, texts: list[str], model, extras: list | None = No
         return
     scorer, n_docs = Scorer(index.stats), index.stats.n_docs
     max_cols = max(1, (TABLE_BYTES if table_bytes is None else table_bytes) // (8 * max(n_docs, 1)))
-    queries = [scorer.query(text, index.analyze(text)) for text in texts]
+    if queries is None:
+        queries = [scorer.query(text, index.analyze(text)) for text in texts]
     ids = [q.term_ids for q in queries]
     extras = find_extras(index, texts, model, queries) if extras is None else extras
     parts = [len(e.postings) if e is not None else 0 for e in extras]
@@ -224,13 +250,10 @@ def sweep_topics(index: Index, topics: list[Topic], settings: list[tuple[float, 
     """One run per (mu, lam) setting; the model's tables are computed once per query, for many
     queries at a time (:func:`batch_tables`)."""
     runs = {setting: [] for setting in settings}
-    model = document_model(model, index)
-    texts = [topic_query(topic, field) for topic in topics]
-    tables = batch_tables(index, texts, model if any(lam < 1 for _, lam in settings) else None)
+    prepared_topics = prepare_topics(index, topics, model, field=field, tables=any(lam < 1 for _, lam in settings))
     with collecting_runs():
-        for topic, text, (p_w, extra) in tqdm(zip(topics, texts, tables), total=len(topics), desc="ranking topics",
-                                              unit=" topics", disable=not progress, mininterval=1):
-            prepared = prepare(index, text, model, qid=topic.qid, p_w=p_w, extra=extra)
+        for topic, prepared in tqdm(prepared_topics, total=len(topics), desc="ranking topics", unit=" topics",
+                                    disable=not progress, mininterval=1):
             for mu, lam in settings:
                 runs[(mu, lam)].extend(ranked(index, topic.qid, prepared.scores(mu, lam), depth))
     return runs
@@ -241,87 +264,3 @@ def run_topics(index: Index, topics: list[Topic], *, field: str = "title", mu: f
     """Rank every topic's ``field`` query over the whole collection with (topic-smoothed) QL."""
     return sweep_topics(index, topics, [(mu, lam)], field=field, model=model, depth=depth,
                         progress=progress)[(mu, lam)]
-
-
-def run_name(topics_name: str, model_name: str, **params) -> str:
-    """``run.<topics>.<model>.<params>.txt`` as Anserini's regression pages name runs."""
-    def clean(s) -> str:
-        return re.sub(r"[^\w.+-]+", "-", str(s)).strip("-")
-    settings = "_".join(f"{k}{clean(v)}" for k, v in params.items())
-    return ".".join(p for p in ("run", clean(topics_name), clean(model_name), settings, "txt") if p)
-
-
-def run_tag(model_name: str, **params) -> str:
-    """The tag column of a run :func:`run_name` names: ``topicir-<model>.<params>``, so that the
-    runs of a sweep (one model, several lam) keep apart once merged into one file."""
-    return "topicir-" + run_name("", model_name, **params)[len("run."):-len(".txt")]
-
-
-def settings_path(run_path) -> Path:
-    """The settings file beside a run: ``<run>.json``."""
-    run_path = Path(run_path)
-    return run_path.with_name(run_path.name + ".json")
-
-
-def read_settings(run_path) -> dict | None:
-    """The settings :func:`save_run` recorded beside a run, or None (none, or unreadable)."""
-    try:
-        return json.loads(settings_path(run_path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
-def topics_key(source) -> str:
-    """The name a topic source goes by in run names, whatever its spelling: ``irds:cranfield``,
-    ``cranfield`` and ``topics/cranfield.trec`` are all ``cranfield``."""
-    text = str(source)
-    if text.startswith("irds:"):
-        return text.removeprefix("irds:").replace("/", "-")
-    return Path(text).name.split(".")[0]
-
-
-def changed_settings(old: dict, new: dict) -> list[str]:
-    """The settings that differ between two runs' records and change the ranking: not the
-    version, the date or the tag (it names the settings), not the spelling of the topic source,
-    not the index's path when its fingerprint is the same, not mu for a method that has none (BM25)."""
-    from .baselines import MU_FREE
-
-    ignore = {"written", "topicir", "tag"}
-    if old.get("fingerprint") and old.get("fingerprint") == new.get("fingerprint"):
-        ignore.add("index")
-    if new.get("method") in MU_FREE and old.get("method") == new.get("method"):
-        ignore.add("mu")
-    norm = lambda k, v: topics_key(v) if k == "topics" and v is not None else v
-    return sorted(k for k in (set(old) | set(new)) - ignore if norm(k, old.get(k)) != norm(k, new.get(k)))
-
-
-def save_run(run: list[ScoredDoc], path, tag: str, depth: int = DEPTH, params: dict | None = None,
-             expansions=None) -> Path:
-    """Write a TREC run and, with ``params``, the settings that made it to ``<run>.json`` (TREC
-    run files have no room for them). Replacing a run made with other settings is logged.
-    ``expansions`` (pseudo-relevance feedback's :class:`retrieval.core.feedback.Expansion` of
-    every query) go to ``<run>.expansions.jsonl``; without them an earlier run's file there is
-    removed, so that it never describes another run."""
-    from models.common.atomic import atomic_open
-    from models._version import __version__
-
-    from .feedback import expansions_path, write_expansions
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if params is not None:
-        settings = {"topicir": __version__, "tag": tag, "depth": depth, **params}
-        old = read_settings(path) if path.exists() else None
-        changed = [] if old is None else changed_settings(old, settings)
-        if changed:
-            log.warning("%s: replacing a run made with other settings (%s)", path,
-                        ", ".join(f"{k}: {old.get(k)!r} -> {settings.get(k)!r}" for k in changed))
-    write_run(path, run, tag=tag, depth=depth)
-    if expansions is not None:
-        write_expansions(expansions_path(path), expansions)
-    else:
-        expansions_path(path).unlink(missing_ok=True)
-    if params is not None:
-        with atomic_open(settings_path(path), "w", encoding="utf-8") as out:
-            json.dump(settings | {"written": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, out, indent=1)
-    return path

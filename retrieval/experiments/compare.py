@@ -5,7 +5,8 @@ import logging
 from pathlib import Path
 
 from ..core.baselines import BASELINES, run_baseline
-from ..core.ranking import DEPTH, RUNS_DIR, run_name, run_tag, run_topics, save_run
+from ..core.ranking import DEPTH, run_topics
+from ..core.runs import RUNS_DIR, Batch, Method
 from ..core.evaluate import DEFAULT_MEASURES, aggregate, check_topics
 from ..core.index import Index
 from ..core.scoring import MU
@@ -44,16 +45,13 @@ def compare(index: Index, topics: list[Topic], qrels: list[Qrel], *, methods=MET
     (None: none saved), and return one row of measures per method; the means are over the judged
     topics (see :mod:`retrieval.core.evaluate`)."""
     check_topics(qrels, [t.qid for t in topics], topics_name)
+    batch = None if runs_dir is None else Batch(index, topics_name, field=field, depth=depth,
+                                                topics_name=topics_name, out_dir=runs_dir)
     rows = []
     for method in methods:
         run = produce_run(index, topics, method, field=field, mu=mu, depth=depth)
-        if runs_dir is not None:
-            params = {"mu": f"{mu:g}"} if method in ("ql", "qld") else {}
-            path = save_run(run, Path(runs_dir) / run_name(f"{index.name}.{topics_name}.{field}", method, **params),
-                            tag=run_tag(method, **params), depth=depth,
-                            params={"method": method, "index": str(Path(index.path).resolve()),
-                                    "fingerprint": index.fingerprint, "topics": topics_name,
-                                    "field": field, "mu": mu if method in ("ql", "qld") else None})
+        if batch is not None:
+            path = batch.write(Method(method, mu=mu if method in ("ql", "qld") else None), run)
             log.info("%s: wrote %s", method, path)
         rows.append({"method": LABELS[method], **aggregate(run, qrels, measures)})
     return rows

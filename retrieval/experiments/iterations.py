@@ -10,9 +10,9 @@ from tqdm.auto import tqdm
 
 from ..core.evaluate import aggregate, judged_topics
 from ..core.index import Index
-from ..core.ranking import DEPTH, collecting_runs, prepare, ranked
+from ..core.ranking import DEPTH, collecting_runs, prepare_topics, ranked
 from ..core.scoring import LAM, MU
-from ..core.trec import Qrel, Topic, topic_query
+from ..core.trec import Qrel, Topic
 
 
 def iteration_table(index: Index, model, topics: list[Topic], qrels: list[Qrel], *, field: str = "title",
@@ -24,8 +24,8 @@ def iteration_table(index: Index, model, topics: list[Topic], qrels: list[Qrel],
     runs_single = [[[] for _ in range(n_samples)] for _ in range(n_chains)]
     runs_avg = [[] for _ in range(n_samples)]
     with collecting_runs():
-        for topic in tqdm(topics, desc="ranking per sample", unit=" topics", mininterval=1):
-            prepared = prepare(index, topic_query(topic, field), model, per_sample=True, qid=topic.qid)
+        for topic, prepared in tqdm(prepare_topics(index, topics, model, field=field, per_sample=True),
+                                    total=len(topics), desc="ranking per sample", unit=" topics", mininterval=1):
             for s in range(n_samples):
                 for c in range(n_chains):
                     scores = prepared.scores(mu, lam, select=lambda a, c=c, s=s: a[c, s])

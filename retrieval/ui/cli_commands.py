@@ -11,12 +11,6 @@ from .guard import cli_flags as _flags
 log = logging.getLogger("topicir")
 
 
-def _topics_name(source: str) -> str:
-    from ..core.ranking import topics_key
-
-    return topics_key(source)
-
-
 def cmd_index(args) -> int:
     from ..core.index import add_documents, build_index
 
@@ -37,69 +31,29 @@ def cmd_index(args) -> int:
     return 0
 
 
-def _run_settings(args, index, *, method, mu, lam=None, model=None) -> dict:
-    """What made a run, for the settings file beside it."""
-    return {"method": method, "index": str(Path(index.path).resolve()), "fingerprint": index.fingerprint,
-            "topics": str(args.topics), "field": args.field, "mu": mu, "lam": lam,
-            "model": str(Path(model).resolve()) if model else None}
-
-
 def cmd_run(args) -> int:
-    from models.common.atomic import check_writable
-
-    from ..core.baselines import MU_FREE, run_baseline
     from ..core.index import Index
-    from ..core.ranking import DEPTH, run_name, run_tag, save_run, sweep_topics
-    from ..core.scoring import LAM
+    from ..core.runs import Batch, run_batch
     from ..core.sources import load_topics
+
+    _check_lam(args)
+    feedback = _feedback_settings(args)
+    batch = Batch(Index(args.index), args.topics, field=args.field, depth=args.depth, topics_name=args.topics_name,
+                  out_dir=args.out_dir, out=args.out, tag=args.tag)
+    for path in run_batch(batch, load_topics(args.topics), mu=args.mu, lam=args.lam, model=args.model,
+                          baseline=args.baseline, feedback=feedback):
+        print(path)
+    return 0
+
+
+def _check_lam(args) -> None:
+    """``--lam`` other than the default is refused without a topic model to weigh."""
+    from ..core.scoring import LAM
 
     if args.lam is not None and args.lam != [LAM] and (args.baseline or not args.model):
         raise ValueError(f"--lam {','.join(f'{x:g}' for x in args.lam)} weighs a topic model against QL: give "
                          f"--model MODEL{' instead of --baseline' if args.baseline else ''} (without one the run "
                          f"is plain QL)")
-    fb = _feedback_settings(args)
-    index = Index(args.index)
-    topics = load_topics(args.topics)
-    tname = args.topics_name or _topics_name(args.topics)
-    out_dir = Path(args.out_dir)
-    check_writable(Path(args.out).parent if args.out else out_dir)
-    if args.baseline:
-        run = run_baseline(index, topics, args.baseline, field=args.field, depth=args.depth, mu=args.mu[0])
-        params = {"mu": f"{args.mu[0]:g}"} if args.baseline == "qld" else {}  # as `topicir compare` names it
-        path = Path(args.out or out_dir / run_name(f"{index.name}.{tname}.{args.field}", args.baseline, **params))
-        print(save_run(run, path, tag=args.tag or run_tag(args.baseline, **params), depth=args.depth,
-                       params=_run_settings(args, index, method=args.baseline,
-                                                   mu=args.mu[0] if args.baseline not in MU_FREE else None)))
-        return 0
-    model, model_name, lams = None, "ql", [1.0]
-    if args.model:
-        from ..core.modelfiles import load_model
-
-        model = load_model(args.model, index)
-        model_name, lams = Path(args.model).stem, args.lam or [LAM]
-    settings = [(mu, lam) for mu in args.mu for lam in lams]
-    if args.out and len(settings) > 1:
-        raise ValueError("--out names one file; a sweep writes one run per setting into --out-dir")
-    if fb is None:
-        runs = {s: (run, None) for s, run in sweep_topics(index, topics, settings, field=args.field, model=model,
-                                                          depth=args.depth).items()}
-    else:
-        from ..core.feedback import run_feedback
-
-        runs = {(mu, lam): run_feedback(index, topics, fb, model=model, mu=mu, lam=lam, field=args.field,
-                                        depth=args.depth) for mu, lam in settings}
-    for (mu, lam), (run, expansions) in runs.items():
-        params = {"mu": f"{mu:g}"} | ({"lam": f"{lam:g}"} if model is not None else {})
-        params |= fb.params() if fb is not None else {}
-        params |= {"depth": args.depth} if args.depth != DEPTH else {}
-        tag = args.tag or run_tag(model_name, **params)
-        params |= {"tag": args.tag} if args.tag else {}
-        path = Path(args.out) if args.out else out_dir / run_name(f"{index.name}.{tname}.{args.field}", model_name, **params)
-        record = _run_settings(args, index, method=model_name, mu=mu, lam=lam if model is not None else None,
-                               model=args.model) | ({"feedback": fb.as_dict()} if fb is not None else {})
-        print(save_run(run, path, tag=tag, depth=args.depth, params=record,
-                       expansions=list(expansions.values()) if expansions is not None else None))
-    return 0
 
 
 def _feedback_settings(args):
@@ -130,20 +84,12 @@ def _feedback_settings(args):
 
 
 def cmd_train(args) -> int:
-    from .cli_parser import train_parser
-
-    targs = train_parser(args.kind).parse_args(args.rest)  # `--help` exits here, before the imports below
-
     from models.registry import model_class
 
     from ..core.index import Index
     from ..core.modelfiles import train_model
 
-    if targs.quiet and not args.quiet:  # `topicir train KIND -q ...`
-        from .logs import setup_logging
-
-        args.quiet = True
-        setup_logging(True)
+    targs = args.train  # the kind's options (parsed by retrieval.ui.cli_parser.parse_args)
     params = {name: getattr(targs, name) for name in model_class(args.kind)._param_names()
               if hasattr(targs, name)}
     if getattr(targs, "ray", None) is not None:
@@ -218,6 +164,7 @@ def cmd_compare(args) -> int:
     from ..core.evaluate import judged_topics
     from ..core.index import Index
     from ..core.sources import load_qrels, load_topics
+    from ..core.runs import topics_key
     from ..experiments.compare import compare, format_table, recall_note
 
     check_writable(Path(args.out_dir))
@@ -225,7 +172,7 @@ def cmd_compare(args) -> int:
     qrels = load_qrels(args.qrels)
     rows = compare(index, load_topics(args.topics), qrels, methods=args.methods,
                    field=args.field, mu=args.mu, depth=args.depth, measures=args.measures,
-                   topics_name=_topics_name(args.topics), runs_dir=args.out_dir)
+                   topics_name=topics_key(args.topics), runs_dir=args.out_dir)
     print(format_table(rows, title=f"{index.name}: {args.topics} ({args.field}); means over the "
                                    f"{len(judged_topics(qrels))} judged topics"))
     print(recall_note(args.measures), end="")

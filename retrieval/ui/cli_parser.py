@@ -13,7 +13,7 @@ from ..core.plugins import ADAPTERS, hook
 from . import cli_commands as cmd
 from .cli_bench import BENCH
 from .cli_more import COHERENCE
-from .cli_reference import CLI_REFERENCE
+from .cli_reference import reference, write_page
 from .cli_reproduce import REPRODUCE
 from .cli_tables import Command
 from .file_checks import FILE_CHECKS
@@ -99,7 +99,7 @@ def _fill_index(s) -> None:
 
 
 def _fill_run(s) -> None:
-    runs_dir = str(constant("retrieval.core.ranking", "RUNS_DIR"))
+    runs_dir = str(constant("retrieval.core.runs", "RUNS_DIR"))
     fb_value = lambda name: constant("retrieval.core.feedback", name)  # noqa: E731
     _add_query_args(s)
     s.add_argument("--mu", type=_floats, default=[constant(SCORING, "MU")], help="Dirichlet prior; comma list for a sweep")
@@ -170,7 +170,7 @@ def _fill_compare(s) -> None:
     s.add_argument("--mu", type=_finite, default=constant(SCORING, "MU"), help="Dirichlet prior (QL and Lucene QLD)")
     s.add_argument("--methods", nargs="+", default=list(methods), choices=methods)
     _add_measures(s)
-    s.add_argument("--out-dir", default=str(constant("retrieval.core.ranking", "RUNS_DIR")),
+    s.add_argument("--out-dir", default=str(constant("retrieval.core.runs", "RUNS_DIR")),
                    help="folder of the run files")
     s.set_defaults(func=cmd.cmd_compare)
 
@@ -233,6 +233,15 @@ COMMANDS = [
     Command("report", "HTML and Markdown evaluation report: measures, significance, plots", _fill_report),
     COHERENCE,
 ]
+
+
+def _fill_cli_reference(s) -> None:
+    s.add_argument("--write", metavar="PATH", required=True, help="the Markdown file, e.g. docs/cli.md")
+    s.set_defaults(func=lambda args: print(write_reference(args.write)) or 0)
+
+
+CLI_REFERENCE = Command("cli-reference", "write this command-line reference (docs/cli.md) from the parsers",
+                        _fill_cli_reference)
 LAST = [REPRODUCE, BENCH, CLI_REFERENCE, FILE_CHECKS]  # after the commands of the kinds' adapters
 
 
@@ -295,6 +304,14 @@ def train_parser(kind: str) -> argparse.ArgumentParser:
     return p
 
 
+def write_reference(path):
+    """docs/cli.md (:func:`retrieval.ui.cli_reference.reference`) of every parser, written to ``path``."""
+    parser = build_parser()
+    _quiet_everywhere(parser)
+    show_defaults(parser)
+    return write_page(path, reference(parser, train_parser, kinds()))
+
+
 def _subparsers(parser: argparse.ArgumentParser):
     return [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
 
@@ -347,6 +364,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     show_defaults(parser)
     args = parser.parse_args(argv)
     args.argv = argv
+    if args.command == "train":  # the kind's own options; `--help` exits here
+        args.train = train_parser(args.kind).parse_args(args.rest)
+        args.quiet = args.quiet or args.train.quiet  # `topicir train KIND -q ...`
     if getattr(args, "runs", None) == [] and args.command in ("eval", "report"):
         _subparsers(parser)[0].choices[args.command].error("the following arguments are required: RUN")
     return args

@@ -16,7 +16,8 @@ from scipy import stats
 from ..core.evaluate import aggregate, judged_topics, per_topic
 from ..core.index import Index, build_index
 from ..core.modelfiles import train_model
-from ..core.ranking import DEPTH, RUNS_DIR, run_name, run_topics, save_run
+from ..core.ranking import DEPTH, run_topics
+from ..core.runs import RUNS_DIR, Batch, Method
 from ..core.scoring import MU
 from ..core.sources import load_qrels, load_topics
 from ..experiments.compare import LABELS, R_NOTE, compare, format_table
@@ -58,27 +59,22 @@ def run_demo(indexes: Path = Path("indexes"), dataset: str = DATASET, *, runs_di
     index = _ensure_index(dataset, Path(indexes) / name)
     topics, qrels = load_topics(dataset), load_qrels(dataset)
     judged = judged_topics(qrels)
-    runs_dir = Path(runs_dir)
-    prefix = f"{index.name}.{name}.title"
+    batch = Batch(index, dataset, topics_name=name, out_dir=runs_dir)
     rows = compare(index, topics, qrels, methods=("ql", "bm25", "bm25+rm3"), topics_name=name,
                    measures=MEASURES, runs_dir=runs_dir)
-    ql_path = runs_dir / run_name(prefix, "ql", mu=f"{MU:g}")
+    ql_path = batch.path(Method("ql"))
     base = per_topic(_read(ql_path), qrels, ["AP"])["AP"]
 
     t0 = time.perf_counter()
     model, model_path = train_model(index, "lda", None, checkpoint=False, **train)
     train_s = time.perf_counter() - t0
     lda_run = run_topics(index, topics, lam=lam, model=model, progress=False)
-    lda_path = save_run(lda_run, runs_dir / run_name(prefix, model_path.stem, mu=f"{MU:g}", lam=f"{lam:g}"),
-                        tag=f"topicir-{model_path.stem}", depth=DEPTH,
-                        params={"method": model_path.stem, "index": str(Path(index.path).resolve()),
-                                "fingerprint": index.fingerprint, "topics": dataset, "field": "title",
-                                "mu": MU, "lam": lam, "model": str(model_path.resolve())})
+    lda_path = batch.write(Method(model_path.stem, lam=lam, model=model_path), lda_run)
     p = model.get_params()
     rows.append({"method": f"LDA smoothing (K={p['n_topics']}, lam={lam:g})", **aggregate(lda_run, qrels, MEASURES)})
 
-    paths = {LABELS["bm25"]: runs_dir / run_name(prefix, "bm25"),
-             LABELS["bm25+rm3"]: runs_dir / run_name(prefix, "bm25+rm3"), rows[-1]["method"]: lda_path}
+    paths = {LABELS[m]: batch.path(Method(m, mu=None)) for m in ("bm25", "bm25+rm3")}
+    paths[rows[-1]["method"]] = lda_path
     for row in rows:
         path = paths.get(row["method"])
         row["p vs QL (t-test)"] = "baseline" if path is None else f"{_p_value(per_topic(_read(path), qrels, ['AP'])['AP'], base):.2g}"

@@ -4,7 +4,7 @@ Each run is evaluated with :func:`retrieval.core.evaluate.aggregate` and :func:`
 the functions behind ``topicir eval``, so the numbers are the same. The report compares every run
 with a baseline run (paired t-test and Wilcoxon signed-rank test over the judged topics, per-topic
 wins, ties and losses), draws per-topic differences and 11-point precision-recall curves, finds
-parameter sweeps in run file names (``...mu1000_lam0.7.txt``, as :func:`retrieval.core.ranking.run_name`
+parameter sweeps in run file names (``...mu1000_lam0.7.txt``, as :func:`retrieval.core.runs.run_name`
 writes them) and plots MAP against each parameter, and renders a table of MAP against Gibbs
 iteration (``--iterations``) and the top words of each topic model's topics (``--model``, once per model).
 
@@ -185,7 +185,7 @@ def model_runs(given: ReportModel, evals: Sequence[RunEval]) -> tuple[list[RunEv
     settings (``<run>.json``) name it or, without settings, whose file name holds its name as
     ``topicir run`` writes it (lam < 1); a model object's, the runs that mix in a topic model (lam < 1
     in the name). With none, every run, and the reason says so."""
-    from ..core.ranking import read_settings
+    from ..core.runs import read_settings
 
     if given.path is None:
         found = [ev for ev in evals if ev.params.get("lam", 1.0) < 1.0]
@@ -222,7 +222,7 @@ def _section_model(given: ReportModel, stats, evals, anchor: str) -> Section:
 def _section_expansions(evals, terms: int = 10) -> Section | None:
     """Per run with an expansions file beside it (``topicir run --feedback``), each topic's expanded
     query (its heaviest ``terms`` terms) and, for topic feedback, the topics that expanded it."""
-    from ..core.feedback import expansions_path, read_expansions
+    from ..core.runs import expansions_path, read_expansions
 
     blocks = []
     for ev in evals:
