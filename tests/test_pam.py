@@ -5,6 +5,7 @@ import pytest
 
 from models import corpus_from_docs, synthetic_corpus
 from models.pam.counts import build_doc_lists, ml_alpha, moment_match, z_from_doc_order
+from models.pam.kernels import DocPairs, PamPrior, PamState
 from models.pam.score_kernels import token_conditional
 from models.pam.model import PAM, pam_log_lik
 from tests.helpers import assert_same_fit, resume_after_kill, save_and_load
@@ -144,9 +145,10 @@ def test_conditionals_match_reference():
     for _ in range(40):
         d = int(rng.integers(corpus.n_docs))
         w = int(rng.integers(corpus.n_terms))
-        fast = token_conditional(w, d, m.n_wj_[0], m.n_j_[0], m.n_ds_[0], m._lay["cap_ptr"],
-                                 m.dp_key_[0], m.dp_count_[0], m.dp_nnz_[0], 0.2, alpha,
-                                 alpha.sum(1), 0.03)
+        fast = token_conditional(
+            w, d, PamState(m.z_ord_[0], m.n_wj_[0], m.n_j_[0], m.n_ds_[0]),
+            DocPairs(m._lay["cap_ptr"], m.dp_key_[0], m.dp_count_[0], m.dp_nnz_[0]),
+            PamPrior(0.2, alpha, np.ascontiguousarray(alpha.T), alpha.sum(1), 0.03))
         slow = ref.conditional(w, d, n_dij, n_wj, n_j, 0.2, alpha, 0.03)
         np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=0)
 

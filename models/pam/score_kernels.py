@@ -226,16 +226,17 @@ def score_p_w_d_per_sample(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, al
 
 
 @njit(cache=True)
-def token_conditional(w, d, n_wj, n_j, n_ds, cap_ptr, dp_key, dp_count, dp_nnz, alpha_r, alpha,
-                      alpha_sum, beta):
+def token_conditional(w, d, state, docs, prior):
     """Normalised p(i, j | rest), shape (n_super, n_sub), for a token of term w in doc d,
     through the doc bucket and the prior bucket (G from E plus the term's sparse part, then a_ij
     c_j / G_i within super-topic i) exactly as ``_sweep_block`` draws it. The token must already
-    be removed from the counts."""
+    be removed from the counts. ``state``, ``docs``, ``prior``: a chain's PamState, DocPairs
+    and PamPrior (:mod:`models.pam.kernels`)."""
+    n_wj, n_j, n_ds = state.n_wj, state.n_j, state.n_ds
+    alpha_r, alpha, alpha_T, alpha_sum, beta = prior
     n_super, n_sub = alpha.shape
     V = n_wj.shape[0]
     vbeta = V * beta
-    alpha_T = np.ascontiguousarray(alpha.T)
     inv = np.empty(n_sub)
     E = np.empty(n_super)
     block_E(n_j, alpha_T, beta, vbeta, inv, E)
@@ -248,13 +249,14 @@ def token_conditional(w, d, n_wj, n_j, n_ds, cap_ptr, dp_key, dp_count, dp_nnz, 
             for i in range(n_super):
                 G[i] += alpha_T[j, i] * t
     p = np.zeros((n_super, n_sub))
-    base = cap_ptr[d]
-    pbuf = np.empty(max(dp_nnz[d], 1))
-    dsum = doc_bucket(d, base, dp_nnz[d], n_sub, dp_key, dp_count, n_ds, alpha_r, alpha_sum, c,
+    base = docs.cap_ptr[d]
+    nnz = docs.nnz[d]
+    pbuf = np.empty(max(nnz, 1))
+    dsum = doc_bucket(d, base, nnz, n_sub, docs.key, docs.count, n_ds, alpha_r, alpha_sum, c,
                       pbuf)
     prev = 0.0
-    for q in range(dp_nnz[d]):
-        key = dp_key[base + q]
+    for q in range(nnz):
+        key = docs.key[base + q]
         p[key // n_sub, key % n_sub] += pbuf[q] - prev
         prev = pbuf[q]
     qbuf = np.empty(n_super)

@@ -15,6 +15,8 @@ import numpy as np
 
 from ..pam import foldin as pam_foldin
 from . import foldin_kernels as F_
+from .split import split_flags
+from ..common.corpus import make_corpus
 from ..common.foldin import SampledFoldInMixin, SampledTopicFoldIn, fold_batches
 
 
@@ -61,11 +63,8 @@ class TCMFoldInMixin(SampledFoldInMixin):
     ``fold_in`` returns :class:`TCMFoldIn`."""
 
     def _fold_inputs(self, doc_ptr, split=None) -> dict:
-        """``split`` checked as :func:`models.tcm.model.split_flags` checks training splits, over the
+        """``split`` checked as :func:`models.tcm.split.split_flags` checks training splits, over the
         new documents' tokens concatenated."""
-        from ..common.corpus import make_corpus
-        from .model import split_flags
-
         n = int(doc_ptr[-1])
         shape = make_corpus(doc_ptr, np.zeros(n, dtype=np.int64), n_terms=1, fingerprint="new documents")
         return {"split": split_flags(shape, split)}

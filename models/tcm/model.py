@@ -22,6 +22,7 @@ from .score_kernels import compact_doc_lists, compact_tables, entry_hist, log_li
 from ..common.gibbs import GibbsModel, shard_docs, stack_ptrs
 from .foldin import TCMFoldInMixin
 from .infer import TCMDocumentModel
+from .split import split_flags
 
 SAMPLERS = ("sparse", "exact")
 INITS = ("random", "unigram")
@@ -44,35 +45,6 @@ def p0_table(p_stop, n_terms, max_len):
     out = np.zeros(max_len + 1)
     for m in range(1, max_len + 1):
         out[m] = p_stop * (1.0 - p_stop) ** (m - 1) * float(n_terms) ** (-m) / z
-    return out
-
-
-def split_flags(corpus, split=None):
-    """Validated split flags: ``out[i] = 1`` if no collocation may continue from token i to
-    token i + 1. The last token of every document is always a split.
-
-    Parameters
-    ----------
-    corpus : Corpus
-    split : array-like of shape (n_tokens,), bool or int, or None (no splits inside documents)
-
-    Returns
-    -------
-    ndarray of shape (n_tokens,), uint8
-    """
-    N = corpus.n_tokens
-    if split is None:
-        out = np.zeros(N, dtype=np.uint8)
-    else:
-        split = np.asarray(split)
-        if split.shape != (N,):
-            raise ValueError(f"split must have shape (n_tokens,) = ({N},), got {split.shape!r}")
-        if split.size and not np.isin(split, (0, 1)).all():
-            bad = int(np.flatnonzero(~np.isin(split, (0, 1)))[0])
-            raise ValueError(f"split must hold 0/1 flags, got split[{bad}] = {split[bad]!r}")
-        out = split.astype(np.uint8, copy=True)
-    ends = corpus.doc_ptr[1:][np.diff(corpus.doc_ptr) > 0] - 1
-    out[ends] = 1
     return out
 
 
