@@ -8,6 +8,7 @@ from models.tree_lda import lists as TL
 from models.tree_lda import sparse_kernels as TS
 from models.tree_lda import tables as TT
 from models.tree_lda.borrow import borrowed
+from models.tree_lda.state import Chain, Runs, TreeArrays
 from models.common.kernels.rng import make_rng_states
 from models.tree_lda.tree import build_tree
 from tests.reference import tree_lda_reference as ref
@@ -41,39 +42,55 @@ def args(tree):
     return (tree.word_path_ptr, tree.path_edges, tree.path_len, tree.parent)
 
 
+def arrays(tree):
+    """The tree as the kernels take it, with its own root row."""
+    return TreeArrays(*args(tree), TS.root_of(tree.parent), tree.beta, tree.beta_sum)
+
+
+def chain_of(n_e, n_i, n_dk, inv, alpha):
+    """The chain as the kernels take it, for kernels that read no assignment: those and the
+    arrays given as None are empty ones of their types."""
+    counts = np.zeros((0, len(alpha)), np.int32)
+    return Chain(np.zeros(0, np.int32), np.zeros(0, np.int64), n_e,
+                 counts if n_i is None else n_i, counts if n_dk is None else n_dk,
+                 np.zeros((0, len(alpha))) if inv is None else inv, alpha)
+
+
 class Sparse:
     """The sampler's tables, lists and caches for doc d, built by the kernels' own builders (the
     document's list unsorted whatever SD: the kernel sorts it only when a draw lands in r)."""
 
     def __init__(self, tree, n_e, n_dk, inv, alpha, d, sw, bound=None):
         self.root = TS.root_of(tree.parent)
+        self.tree = arrays(tree)
         bound = T.path_bound(tree, alpha) if bound is None else bound
         self.work = T.sweep_work(*args(tree), tree.beta, tree.beta_sum, tree.path_prior(), bound, K)
         self.wint, self.pint, self.pairs = self.work
         self.wtab, self.ptab = self.wint.view(np.float64), self.pint.view(np.float64)
         self.etop, self.ecnt = self.pairs[:, 1:, 0], self.pairs[:, 1:, 1]
         self.enz, self.touched = self.pairs[:, 0, 0], self.pairs[:, 0, 1]
-        TT.begin_lists(n_e, tree.parent, self.root, sw, self.etop, self.ecnt, self.enz, self.touched)
+        self.tables = TT.Tables(self.wint, self.wtab, self.pint, self.ptab, self.etop, self.ecnt,
+                                self.enz, self.touched)
+        TT.begin_lists(self.tables, self.tree, n_e, sw)
         self.dl = np.empty((3, K), np.int32)  # the document list: topics, counts, positions
         self.dtop, self.dcnt, self.dpos = self.dl[0:1], self.dl[1:2], self.dl[2:3]
         self.dnz = TL.topic_list(n_dk, d, False, self.dtop, self.dcnt, self.dpos, 0)
         self.coef, self.acc = np.empty(K), np.zeros(2)
-        TS.doc_sums(d, n_dk, inv, self.root, alpha, self.dl, self.dnz, self.coef, self.acc)
+        self.doc = TT.DocCache(self.dl, self.coef, self.acc)
+        TS.doc_sums(d, self.tree, chain_of(n_e, None, n_dk, inv, alpha), self.doc, self.dnz)
         P = np.diff(tree.word_path_ptr).max()
         self.inv0, self.tot = np.zeros((2, K)), np.zeros((3, P))
         self.stp, self.rtp, self.qtp = self.tot
         self.qe, self.qv = np.zeros((2, P), np.int64), np.zeros(P * K)
+        self.scratch = TT.Scratch(self.inv0, self.tot, self.qv, self.qe)
 
     def buckets(self, tree, w, exact, n_e, inv, alpha):
-        return TS.buckets(w, exact, self.wint, self.pint, self.ptab, tree.path_edges, tree.parent,
-                          tree.beta, n_e, inv, self.root, alpha, self.etop, self.ecnt, self.enz,
-                          self.dl, self.dnz, self.coef, self.acc, self.inv0, self.tot, self.qv, self.qe)
+        return TS.buckets(w, exact, self.tables, self.tree, chain_of(n_e, None, None, inv, alpha),
+                          self.doc, self.dnz, self.scratch)
 
     def draw(self, tree, rb, sd, sw, w, n_e, inv, alpha, rng):
-        return TS.draw(rb, sd, sw, w, self.wint, self.wtab, self.pint, self.ptab, tree.path_edges,
-                       tree.parent, tree.beta, n_e, inv, self.root, alpha, self.etop, self.ecnt,
-                       self.enz, self.dl, self.dnz, self.coef, self.acc, self.inv0, self.tot, self.qv,
-                       self.qe, rng)
+        return TS.draw(rb, sd, sw, w, self.tables, self.tree, chain_of(n_e, None, None, inv, alpha),
+                       self.doc, self.dnz, self.scratch, rng)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -104,7 +121,7 @@ def test_buckets_equal_eq5_and_naive_to_1e12(seed):
             np.testing.assert_allclose(fast / fast.sum(), want, rtol=1e-12, atol=0)
             assert st + rt + qt == pytest.approx(fast.sum(), rel=1e-12)
             naive = np.zeros((K, P))
-            T.naive_masses(w, d, *args(tree), tree.beta, tree.beta_sum, n_e, n_i, n_dk, alpha, naive)
+            T.naive_masses(w, d, arrays(tree), chain_of(n_e, n_i, n_dk, None, alpha), naive)
             np.testing.assert_allclose(naive / naive.sum(), want, rtol=1e-12, atol=0)
             # the refined bucket's bounds hold: per path, and eq. 6's s'_w
             sp.buckets(tree, w, False, n_e, inv, alpha)
@@ -127,7 +144,7 @@ def test_every_sampler_draws_from_the_conditional(variant, w, d):
     ptr = tree.word_path_ptr
     if variant == T.NAIVE:
         m = np.zeros((K, P))
-        T.naive_masses(w, d, *args(tree), tree.beta, tree.beta_sum, n_e, n_i, n_dk, alpha, m)
+        T.naive_masses(w, d, arrays(tree), chain_of(n_e, n_i, n_dk, None, alpha), m)
         u = np.array([T.uniform(rng) for _ in range(n)]) * m.sum()
         for x in u:
             hits.flat[T._pick(m, x)] += 1
@@ -294,19 +311,18 @@ def test_resample_keeps_lists_and_caches_equal_to_fresh_ones(rb, sd, sw):
     rng = make_rng_states(4)
     bound = T.path_bound(tree, alpha)
     z0 = z.copy()
+    chain = Chain(z, zp, n_e, n_i, n_dk, inv, alpha)
     for d in range(len(doc_ptr) - 1):
         sp = Sparse(tree, n_e, n_dk, inv, alpha, d, sw, bound=bound)
         dnz = sp.dnz
         for t in list(range(doc_ptr[d], doc_ptr[d + 1])) * 3:
-            dnz = TS.resample(t, t + 1, d, term_ids, z, zp, rb, sd, sw, sp.wint, sp.wtab, sp.pint,
-                              sp.ptab, tree.path_edges, tree.parent, tree.beta, tree.beta_sum, n_e,
-                              n_i, n_dk, inv, sp.root, alpha, sp.pairs, sp.dl, dnz, sp.coef, sp.acc,
-                              sp.inv0, sp.tot, sp.qv, sp.qe, rng)
+            runs = Runs(np.array([t, t + 1]), np.array([d]), term_ids)
+            dnz = TS.resample(0, runs, rb, sd, sw, sp.tables, sp.tree, chain, sp.doc, dnz,
+                              sp.scratch, rng)
             # the root edges' counts (and their nodes') changed in their lists only: n_e's, n_i's
             # and inv's rows come from them
             assert sp.touched[tree.path_edges[zp[t], 0]]
-            TT.end_lists(sp.etop, sp.ecnt, sp.enz, sp.touched, tree.parent, sp.root, tree.beta_sum,
-                         n_e, n_i, inv)
+            TT.end_lists(sp.tables, sp.tree, chain)
             live = tree.beta_sum > 0
             np.testing.assert_array_equal(inv[live], inv_of(tree, n_i)[live])
             fresh = Sparse(tree, n_e, n_dk, inv, alpha, d, sw, bound=bound)

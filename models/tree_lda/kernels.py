@@ -1,7 +1,7 @@
 """Kernels of tree-based LDA (Hu & Boyd-Graber 2012): the joint (topic, path) conditional of
 eq. 1 by enumeration (NAIVE) and by the s / r / q buckets of eq. 5 over sparse topic lists (FAST),
 the refined bucket (FAST-RB) and the sorted lists (-SD, -SW, -SDW), in a sequential sweep over one
-chain. The sparse machinery lives in :mod:`tree_lda_sparse`.
+chain. The sparse machinery lives in :mod:`models.tree_lda.sparse_kernels`.
 
 Counts of one chain: ``n_e[j, k]`` tokens of topic k through the edge into node j, ``n_i[i, k]``
 tokens of topic k leaving internal node i, ``n_dk``. The normaliser N_{k,p} is cached as
@@ -13,7 +13,11 @@ r + q range, which makes the front of that range too likely; here such a draw is
 the exact s + r + q instead, which keeps the sampler exact (tested against NAIVE). Beyond
 Algorithm 1, the refined samplers bound a synset path's r the same way (r's cached root sum times
 the path's prod 1/beta_sum), which spares a pass over the document's topics for every token of a
-word in a synset: 3 to 5% of a sweep at 100 correlations, 11% at 500 (20 Newsgroups).
+word in a synset.
+
+The kernels take their arrays grouped: the tree as :class:`models.tree_lda.state.TreeArrays`,
+the chain as :class:`models.tree_lda.state.Chain`, the sweep order as
+:class:`models.tree_lda.state.Runs`; :func:`sweep_runs` groups them.
 """
 from typing import NamedTuple
 
@@ -23,6 +27,7 @@ from numba.core import types
 
 from ..common.kernels.rng import uniform
 from .sparse_kernels import root_of, sparse_sweep
+from .state import Chain, Runs, TreeArrays
 from .tables import fill_path_table, fill_word_table
 
 NAIVE, FAST, FAST_RB, FAST_RB_SD, FAST_RB_SW, FAST_RB_SDW = range(6)
@@ -30,9 +35,11 @@ SAMPLERS = ("naive", "fast", "fast-rb", "fast-rb-sd", "fast-rb-sw", "fast-rb-sdw
 
 
 @njit(cache=True)
-def naive_masses(w, d, ptr, path_edges, path_len, parent, beta, beta_sum, n_e, n_i, n_dk,
-                 alpha, out):
+def naive_masses(w, d, tree, chain, out):
     """out[k, p - ptr[w]] = (alpha_k + n_dk) prod_e (beta_e + n_ek) / (beta_sum + n_ik)."""
+    ptr, path_edges, path_len, parent = tree.ptr, tree.path_edges, tree.path_len, tree.parent
+    beta, beta_sum = tree.beta, tree.beta_sum
+    n_e, n_i, n_dk, alpha = chain.n_e, chain.n_i, chain.n_dk, chain.alpha
     K = n_dk.shape[1]
     for k in range(K):
         for p in range(ptr[w], ptr[w + 1]):
@@ -45,10 +52,14 @@ def naive_masses(w, d, ptr, path_edges, path_len, parent, beta, beta_sum, n_e, n
 
 
 @njit(cache=True, inline="always")
-def move_token(d, k, p, sign, path_edges, path_len, parent, beta_sum, n_e, n_i, n_dk, inv):
+def move_token(d, k, p, sign, tree, chain):
     """Add (sign 1) or remove (-1) a token of doc d on topic k and path p, refreshing the
     reciprocals of the path's nodes (the cousin set). NAIVE's; the sparse sweep has its own
-    (:func:`tree_lda_sparse.move_below`), where the root edge's count lives in its list."""
+    (:func:`models.tree_lda.sparse_kernels.move_below`), where the root edge's count lives in
+    its list."""
+    path_edges, path_len, parent = tree.path_edges, tree.path_len, tree.parent
+    beta_sum = tree.beta_sum
+    n_e, n_i, n_dk, inv = chain.n_e, chain.n_i, chain.n_dk, chain.inv
     n_dk[d, k] += sign
     for l in range(path_len[p]):
         j = path_edges[p, l]
@@ -75,11 +86,12 @@ def _pick(buf, u):
 
 
 @njit(cache=True, nogil=True)
-def naive_sweep(run_ptr, run_doc, term_ids, z, zp, ptr, path_edges, path_len, parent, beta,
-                beta_sum, n_e, n_i, n_dk, inv, alpha, rng):
-    """NAIVE: every (topic, path) of the word enumerated, eq. 1 as written. Tokens
-    ``run_ptr[r]:run_ptr[r + 1]`` belong to document ``run_doc[r]``."""
-    K = n_dk.shape[1]
+def naive_sweep(runs, tree, chain, rng):
+    """NAIVE: every (topic, path) of the word enumerated, eq. 1 as written, over ``runs``
+    (:class:`models.tree_lda.state.Runs`)."""
+    run_ptr, run_doc, term_ids = runs.run_ptr, runs.run_doc, runs.term_ids
+    z, zp, ptr = chain.z, chain.zp, tree.ptr
+    K = chain.n_dk.shape[1]
     maxp = 1
     for w in range(len(ptr) - 1):
         maxp = max(maxp, ptr[w + 1] - ptr[w])
@@ -88,17 +100,14 @@ def naive_sweep(run_ptr, run_doc, term_ids, z, zp, ptr, path_edges, path_len, pa
         d = run_doc[r]
         for t in range(run_ptr[r], run_ptr[r + 1]):
             w = term_ids[t]
-            move_token(d, z[t], zp[t], -1, path_edges, path_len, parent, beta_sum, n_e, n_i,
-                       n_dk, inv)
+            move_token(d, z[t], zp[t], -1, tree, chain)
             np_w = ptr[w + 1] - ptr[w]
             m = buf[:K * np_w].reshape(K, np_w)
-            naive_masses(w, d, ptr, path_edges, path_len, parent, beta, beta_sum, n_e, n_i, n_dk,
-                         alpha, m)
+            naive_masses(w, d, tree, chain, m)
             x = _pick(m, uniform(rng) * m.sum())
             z[t] = x // np_w
             zp[t] = ptr[w] + x % np_w
-            move_token(d, z[t], zp[t], 1, path_edges, path_len, parent, beta_sum, n_e, n_i,
-                       n_dk, inv)
+            move_token(d, z[t], zp[t], 1, tree, chain)
 
 
 # The sparse samplers' flags (refined bucket, sorted doc list, sorted word lists) per variant.
@@ -120,10 +129,10 @@ def sweep(variant, doc_ptr, term_ids, z, zp, ptr, path_edges, path_len, parent, 
 
 class SweepWork(NamedTuple):
     """What the sparse sweeps of one chain keep between calls: the word and path tables
-    (:func:`tree_lda_tables.fill_word_table` with the chain's s_bound, ``fill_path_table``,
-    which depends on the tree only) and the root edges' lists (``pairs``, see
-    :func:`tree_lda_tables.list_views`), which carry a sweep cut into pieces from one piece to
-    the next."""
+    (:func:`models.tree_lda.tables.fill_word_table` with the chain's s_bound,
+    ``fill_path_table``, which depends on the tree only) and the root edges' lists (``pairs``,
+    see :func:`models.tree_lda.tables.list_views`), which carry a sweep cut into pieces from one
+    piece to the next."""
 
     wint: np.ndarray
     pint: np.ndarray
@@ -167,18 +176,18 @@ def sweep_runs(variant, run_ptr, run_doc, root, term_ids, z, zp, ptr, path_edges
     A Python dispatcher: the sparse kernel is specialised on its flags (``literally``), which
     numba resolves when called from Python and fails to type when called from jitted code.
     Both kernels release the GIL, so chains and shards can sweep on threads."""
+    runs = Runs(run_ptr, run_doc, term_ids)
+    tree = TreeArrays(ptr, path_edges, path_len, parent, root, beta, beta_sum)
+    chain = Chain(z, zp, n_e, n_i, n_dk, inv, alpha)
     if variant == NAIVE:
-        naive_sweep(run_ptr, run_doc, term_ids, z, zp, ptr, path_edges, path_len, parent, beta,
-                    beta_sum, n_e, n_i, n_dk, inv, alpha, rng)
+        naive_sweep(runs, tree, chain, rng)
     elif variant in _FLAGS:
         if work is None:
             # the tables from the tree's own parents (a shard's parent array points its root
             # edges elsewhere; the tables read only the nodes below them)
             work = sweep_work(ptr, path_edges, path_len, parent, beta, beta_sum, path_prior,
                               s_bound, n_dk.shape[1])
-        _sparse(*_FLAGS[variant], root, run_ptr, run_doc, term_ids, z, zp, work.wint, work.pint,
-                path_edges, parent, beta, beta_sum, n_e, n_i, n_dk, inv, alpha, work.pairs,
-                bool(begin), bool(end), rng)
+        _sparse(*_FLAGS[variant], runs, tree, chain, work, bool(begin), bool(end), rng)
     else:
         raise ValueError(f"unknown sampler variant {variant!r}")
 
@@ -186,8 +195,7 @@ def sweep_runs(variant, run_ptr, run_doc, root, term_ids, z, zp, ptr, path_edges
 def _sparse(rb, sd, sw, *args):
     """:func:`sparse_sweep` specialised on its flags, called through its compiled overload once
     there is one. The dispatcher cannot match a plain call to a literal-typed signature, so each
-    plain call reruns type inference to find it (about 50 ms, a sweep's 5% at 2 M tokens and
-    most of it in a sharded sweep's S * S calls)."""
+    plain call would rerun type inference to find it, S * S times a sweep in a sharded sweep."""
     if not hasattr(sparse_sweep, "overloads"):  # NUMBA_DISABLE_JIT: a plain function
         return sparse_sweep(rb, sd, sw, *args)
     key = tuple(types.literal(f) for f in (rb, sd, sw)) + tuple(typeof(a) for a in args)

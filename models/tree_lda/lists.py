@@ -8,7 +8,7 @@ keeps ``pos[row, k]``, k's index (-1 when absent); an edge's list does not: a co
 its topic by scanning the row that the draw reads anyway, where a position index cost a cache
 miss per lookup. In sorted mode (SW's edge lists) counts are non-increasing along the list; a
 +-1 change moves a topic only across its block of equal counts, found by bisection: one swap.
-The edges' lists are stored, built and written back by :mod:`tree_lda_tables`.
+The edges' lists are stored, built and written back by :mod:`models.tree_lda.tables`.
 """
 import numpy as np
 from numba import njit

@@ -6,9 +6,8 @@ Why each piece:
   is never below a descendant edge's, so the path's first edge (out of the root) decides it: one
   list of nonzero topics per root edge (``etop``), kept by decreasing count for SW.
 - r is nonzero only for the document's topics (the document list ``dl``). Its total is cached
-  for one-edge paths, so the list's order serves only a draw that lands in r (0.2% of the
-  draws on 20 Newsgroups): SD sorts it by decreasing n_dk then, instead of keeping it sorted
-  through every count change, which cost more than the shorter walks saved.
+  for one-edge paths, so the list's order serves only a draw that lands in r, a rare one: SD
+  sorts it by decreasing n_dk then, not on every count change.
 - The root normaliser is shared by all paths: for a path of one edge s and r are S_p times the
   cached sums ``s_root = sum_k alpha_k / N_root,k`` and ``r_root = sum_k n_dk / N_root,k``, kept
   up to date on every count change (two topics per token) and recomputed at each document start
@@ -24,12 +23,19 @@ array it touches. So during a sweep the counts of the root's edges live only in 
 so do their nodes' (every token through the edge into a synset node j0 leaves j0: n_i[j0] is the
 edge's count), so 1 / N_{j0,k} is computed from the list where a draw reads it; the rows of
 ``n_e``, ``n_i`` and ``inv`` a sweep changed are rebuilt at its end. What a token reads of its
-word and paths sits in one row each of the tables of :mod:`tree_lda_tables`, prefetched a few
+word and paths sits in one row each of the tables of :mod:`models.tree_lda.tables`, prefetched a few
 tokens ahead; a draw in q returns the topic's place in the list, so adding the token back scans
-nothing. ``resample`` gets borrowed views (:mod:`borrow`) of every array, because its inlined
-helpers rebind each array argument and every rebinding of a counted array is a locked
-reference-count update. None of this changes a value or the order of an operation: the draws
-are the plain kernel's, bit for bit (same assignments after six sweeps on 1.35 M tokens).
+nothing. ``resample`` works on borrowed views (:mod:`models.tree_lda.borrow`) of every array,
+because its inlined helpers rebind each array argument and every rebinding of a counted array is
+a locked reference-count update. None of this changes a value or the order of an operation: the
+draws are the plain kernel's, bit for bit (tests/test_tree_lda_kernels.py checks the samplers
+against each other and against eq. 1).
+
+Arguments travel in groups: the tree (:class:`models.tree_lda.state.TreeArrays`), the chain
+(:class:`models.tree_lda.state.Chain`), the sweep order (:class:`models.tree_lda.state.Runs`),
+the chain's tables and lists (:class:`models.tree_lda.tables.Tables`), the document's caches
+(:class:`models.tree_lda.tables.DocCache`, with its list's length ``dnz`` beside it, since the
+kernels change it) and a draw's buffers (:class:`models.tree_lda.tables.Scratch`).
 """
 import numpy as np
 from numba import config, literally, njit
@@ -37,7 +43,8 @@ from numba import config, literally, njit
 from .borrow import borrowed
 from ..common.kernels.rng import uniform
 from .lists import find, list_dec, list_inc, sort_doc_list, topic_list
-from .tables import P_B0, P_B1, P_BS0, P_DOWN, P_E1, P_J0, P_LEN, P_S, W_BOUND, W_HI, W_LO, begin_lists, end_lists, list_views, prefetch_ahead
+from .tables import (P_B0, P_B1, P_BS0, P_DOWN, P_E1, P_J0, P_LEN, P_S, W_BOUND, W_HI, W_LO,
+                     DocCache, Scratch, begin_lists, end_lists, prefetch_ahead, sweep_tables)
 
 if config.DISABLE_JIT:
     def _borrow(arr):
@@ -48,8 +55,10 @@ else:
 
 
 @njit(cache=True)
-def doc_sums(d, n_dk, inv, root, alpha, dl, dnz, coef, acc):
-    """Per-document caches from scratch: ``coef`` and acc = [s_root, r_root]."""
+def doc_sums(d, tree, chain, doc, dnz):
+    """Per-document caches from scratch: ``doc.coef`` and doc.acc = [s_root, r_root]."""
+    n_dk, inv, alpha, root = chain.n_dk, chain.inv, chain.alpha, tree.root
+    dl, coef, acc = doc.dl, doc.coef, doc.acc
     K = n_dk.shape[1]
     s = 0.0
     for k in range(K):
@@ -64,29 +73,32 @@ def doc_sums(d, n_dk, inv, root, alpha, dl, dnz, coef, acc):
 
 
 @njit(cache=True, inline="always")
-def first_inv(p, pint, ptab, etop, ecnt, enz, inv0):
+def first_inv(p, tables, inv0):
     """inv0[k] = 1 / N_{j0, k} for the node j0 of path p's root edge, from j0's list: during a
     sweep j0's count lives there (every token through the edge into j0 leaves j0, so n_i[j0] is
     the edge's count), and ``inv``'s row of j0 is refreshed only at the sweep's end. Computed as
     ``inv`` always is, 1.0 / (beta_sum + n), so the values are the same."""
-    j0 = pint[p, P_J0]
-    bs = ptab[p, P_BS0]
+    etop, ecnt = tables.etop, tables.ecnt
+    j0 = tables.pint[p, P_J0]
+    bs = tables.ptab[p, P_BS0]
     base = 1.0 / bs
     for k in range(len(inv0)):
         inv0[k] = base
-    for a in range(enz[j0]):
+    for a in range(tables.enz[j0]):
         inv0[etop[j0, a]] = 1.0 / (bs + ecnt[j0, a])
 
 
 @njit(cache=True, inline="always")
-def s_exact(p, pint, ptab, path_edges, parent, inv, root, alpha, acc, etop, ecnt, enz, inv0,
-            filled=False):
+def s_exact(p, tables, tree, chain, doc, inv0, filled=False):
     """Bucket s of one path: S_p sum_k alpha_k / N_{k,p} (``filled``: ``inv0`` holds the
     path's :func:`first_inv` already)."""
+    pint, ptab = tables.pint, tables.ptab
     if pint[p, P_LEN] == 1:
-        return ptab[p, P_S] * acc[0]
+        return ptab[p, P_S] * doc.acc[0]
     if not filled:
-        first_inv(p, pint, ptab, etop, ecnt, enz, inv0)
+        first_inv(p, tables, inv0)
+    path_edges, parent, root = tree.path_edges, tree.parent, tree.root
+    inv, alpha = chain.inv, chain.alpha
     # prod over the path's edges below the root edge of 1 / N_{parent, k}: the first from inv0,
     # the deeper ones from inv. Written out, not an inlined helper: a helper called per topic
     # rebinds its array arguments, and the reference counts that go with it stay in the loop.
@@ -101,11 +113,13 @@ def s_exact(p, pint, ptab, path_edges, parent, inv, root, alpha, acc, etop, ecnt
 
 
 @njit(cache=True, inline="always")
-def r_exact(p, pint, ptab, path_edges, parent, inv, root, dl, dnz, etop, ecnt, enz, inv0):
+def r_exact(p, tables, tree, chain, doc, dnz, inv0):
     """Bucket r of one path over S_p: sum over the document's topics of n_dk / N_{k,p}."""
-    L = pint[p, P_LEN]
+    path_edges, parent, root = tree.path_edges, tree.parent, tree.root
+    inv, dl = chain.inv, doc.dl
+    L = tables.pint[p, P_LEN]
     if L > 1:
-        first_inv(p, pint, ptab, etop, ecnt, enz, inv0)
+        first_inv(p, tables, inv0)
     r = 0.0
     for a in range(dnz):
         k = dl[0, a]
@@ -117,13 +131,18 @@ def r_exact(p, pint, ptab, path_edges, parent, inv, root, dl, dnz, etop, ecnt, e
 
 
 @njit(cache=True, inline="always")
-def buckets(w, exact, wint, pint, ptab, path_edges, parent, beta, n_e, inv, root, alpha, etop,
-            ecnt, enz, dl, dnz, coef, acc, inv0, tot, qv, qe):
+def buckets(w, exact, tables, tree, chain, doc, dnz, scratch):
     """Per path c of word w: s and r (exact, or for a path below a synset node their upper
     bounds S_p s_root and S_p r_root times prod 1/beta_sum below the root when not ``exact``)
-    in ``tot[0, c]`` and ``tot[1, c]``, and the q cells (values ``qv`` in the order of the
-    path's root-edge list, path c's cells ending at ``qe[0, c]``, their sum in ``tot[2, c]``).
-    Returns (s total, r total, q total)."""
+    in ``scratch.tot[0, c]`` and ``tot[1, c]``, and the q cells (values ``scratch.qv`` in the
+    order of the path's root-edge list, path c's cells ending at ``scratch.qe[0, c]``, their sum
+    in ``tot[2, c]``). Returns (s total, r total, q total)."""
+    wint, pint, ptab = tables.wint, tables.pint, tables.ptab
+    etop, ecnt, enz = tables.etop, tables.ecnt, tables.enz
+    path_edges, parent, beta = tree.path_edges, tree.parent, tree.beta
+    n_e, inv = chain.n_e, chain.inv
+    coef, acc = doc.coef, doc.acc
+    inv0, tot, qv, qe = scratch.inv0, scratch.tot, scratch.qv, scratch.qe
     m = 0
     st = 0.0
     rt = 0.0
@@ -163,10 +182,9 @@ def buckets(w, exact, wint, pint, ptab, path_edges, parent, beta, n_e, inv, root
                 qt += x
                 m += 1
             if exact:
-                tot[1, c] = S * r_exact(p, pint, ptab, path_edges, parent, inv, root, dl, dnz,
-                                        etop, ecnt, enz, inv0[0])
-                tot[0, c] = s_exact(p, pint, ptab, path_edges, parent, inv, root, alpha, acc,
-                                    etop, ecnt, enz, inv0[0], True)  # r_exact filled inv0
+                tot[1, c] = S * r_exact(p, tables, tree, chain, doc, dnz, inv0[0])
+                # r_exact filled inv0
+                tot[0, c] = s_exact(p, tables, tree, chain, doc, inv0[0], True)
             else:
                 down = ptab[p, P_DOWN]
                 tot[1, c] = S * acc[1] * down
@@ -192,54 +210,53 @@ def _pick_path(tot, row, n, u):
 
 
 @njit(cache=True, inline="always")
-def _picked_path(tot, row, n, u, lo, pint, ptab, etop, ecnt, enz, inv0):
+def _picked_path(row, n, u, lo, tables, scratch):
     """The path that u picks from bucket ``row`` of the word's paths (numbered from ``lo``), u
     rescaled by its S_p, and the reciprocals of its first edge (``first_inv``, into inv0[0])."""
-    c, u = _pick_path(tot, row, n, u)
+    c, u = _pick_path(scratch.tot, row, n, u)
     p = lo + c
-    i0 = inv0[0]
-    if pint[p, P_LEN] > 1:
-        first_inv(p, pint, ptab, etop, ecnt, enz, i0)
-    return p, u / ptab[p, P_S], i0
+    i0 = scratch.inv0[0]
+    if tables.pint[p, P_LEN] > 1:
+        first_inv(p, tables, i0)
+    return p, u / tables.ptab[p, P_S], i0
 
 
 @njit(cache=True, inline="always")
-def draw(rb, sd, sw, w, wint, wtab, pint, ptab, path_edges, parent, beta, n_e, inv, root, alpha,
-         etop, ecnt, enz, dl, dnz, coef, acc, inv0, tot, qv, qe, rng):
-    """One draw of (topic, path) from eq. 5 for word w in the document of list ``dl`` (token
+def draw(rb, sd, sw, w, tables, tree, chain, doc, dnz, scratch, rng):
+    """One draw of (topic, path) from eq. 5 for word w in the document of list ``doc.dl`` (token
     removed). With ``rb`` (refined bucket) s and the synset paths' r are first replaced by upper
     bounds (for s the smaller of eq. 6's s'_w and the per-path bound) and computed only when the
     draw lands in one; a draw in a bound's slack is redrawn from the exact totals, which keeps
     the draw exact. Returns (k, path id, k's index in the path's root-edge list when the draw
-    landed in q, else -2).
-    At most 30 arguments: CPython passes more as *args, which numba cannot inline."""
+    landed in q, else -2)."""
+    wint, pint = tables.wint, tables.pint
+    etop = tables.etop
+    path_edges, parent, root = tree.path_edges, tree.parent, tree.root
+    inv, alpha = chain.inv, chain.alpha
+    dl = doc.dl
+    tot, qv, qe = scratch.tot, scratch.qv, scratch.qe
     lo = wint[w, W_LO]
     npw = wint[w, W_HI] - lo
-    st, rt, qt = buckets(w, not rb, wint, pint, ptab, path_edges, parent, beta, n_e, inv, root,
-                         alpha, etop, ecnt, enz, dl, dnz, coef, acc, inv0, tot, qv, qe)
+    st, rt, qt = buckets(w, not rb, tables, tree, chain, doc, dnz, scratch)
     if rb:
-        st = min(st, wtab[w, W_BOUND])
+        st = min(st, tables.wtab[w, W_BOUND])
     u = uniform(rng) * (st + rt + qt)
     if rb and u < st + rt:  # in a bound: compute the bucket it bounds
         in_s = u < st
         if in_s:
-            st = _s_paths(w, wint, pint, ptab, path_edges, parent, inv, root, alpha, acc, etop,
-                          ecnt, enz, inv0, tot)
+            st = _s_paths(w, tables, tree, chain, doc, scratch)
             slack = u >= st
         else:
-            rt = _r_paths(w, wint, pint, ptab, path_edges, parent, inv, root, dl, dnz, etop,
-                          ecnt, enz, inv0, tot)
+            rt = _r_paths(w, tables, tree, chain, doc, dnz, scratch)
             slack = u - st >= rt
         if slack:  # in the slack of a bound: redraw from the exact totals
             if in_s:
-                rt = _r_paths(w, wint, pint, ptab, path_edges, parent, inv, root, dl, dnz, etop,
-                              ecnt, enz, inv0, tot)
+                rt = _r_paths(w, tables, tree, chain, doc, dnz, scratch)
             else:
-                st = _s_paths(w, wint, pint, ptab, path_edges, parent, inv, root, alpha, acc,
-                              etop, ecnt, enz, inv0, tot)
+                st = _s_paths(w, tables, tree, chain, doc, scratch)
             u = uniform(rng) * (st + rt + qt)
     if u < st:
-        p, u, i0 = _picked_path(tot, 0, npw, u, lo, pint, ptab, etop, ecnt, enz, inv0)
+        p, u, i0 = _picked_path(0, npw, u, lo, tables, scratch)
         last = 0
         L = pint[p, P_LEN]
         for k in range(len(alpha)):
@@ -255,7 +272,7 @@ def draw(rb, sd, sw, w, wint, wtab, pint, ptab, path_edges, parent, beta, n_e, i
         return last, p, -2
     u -= st
     if u < rt:
-        p, u, i0 = _picked_path(tot, 1, npw, u, lo, pint, ptab, etop, ecnt, enz, inv0)
+        p, u, i0 = _picked_path(1, npw, u, lo, tables, scratch)
         if sd:  # walk the document's topics by decreasing n_dk
             sort_doc_list(dl, dnz)
         last = dl[0, 0]
@@ -292,26 +309,29 @@ def draw(rb, sd, sw, w, wint, wtab, pint, ptab, path_edges, parent, beta, n_e, i
 
 
 @njit(cache=True, inline="always")
-def _s_paths(w, wint, pint, ptab, path_edges, parent, inv, root, alpha, acc, etop, ecnt, enz,
-             inv0, tot):
-    """Exact bucket s of every path of w into ``tot[0]``; returns their total."""
+def _s_paths(w, tables, tree, chain, doc, scratch):
+    """Exact bucket s of every path of w into ``scratch.tot[0]``; returns their total."""
+    wint, tot, inv0 = tables.wint, scratch.tot, scratch.inv0
     st = 0.0
     lo = wint[w, W_LO]
     for c in range(wint[w, W_HI] - lo):
-        tot[0, c] = s_exact(lo + c, pint, ptab, path_edges, parent, inv, root, alpha, acc, etop,
-                            ecnt, enz, inv0[0])
+        tot[0, c] = s_exact(lo + c, tables, tree, chain, doc, inv0[0])
         st += tot[0, c]
     return st
 
 
 @njit(cache=True, inline="always")
-def _r_paths(w, wint, pint, ptab, path_edges, parent, inv, root, dl, dnz, etop, ecnt, enz, inv0,
-             tot):
-    """Exact bucket r of every path of w into ``tot[1]`` (a one-edge path's is exact already);
-    returns their total. ``inv0`` (2, K) is scratch. A path of two edges (below a synset node)
-    sums, in the document list's order as :func:`r_exact` does, n_dk / N_root,k (the same for
-    every path, computed once) times 1 / N_{j0, k}, that of the document's topics only (1 /
-    beta_sum where j0's list has no k): the same products, added in the same order."""
+def _r_paths(w, tables, tree, chain, doc, dnz, scratch):
+    """Exact bucket r of every path of w into ``scratch.tot[1]`` (a one-edge path's is exact
+    already); returns their total. ``scratch.inv0`` (2, K) is scratch here. A path of two edges
+    (below a synset node) sums, in the document list's order as :func:`r_exact` does, n_dk /
+    N_root,k (the same for every path, computed once) times 1 / N_{j0, k}, that of the
+    document's topics only (1 / beta_sum where j0's list has no k): the same products, added in
+    the same order."""
+    wint, pint, ptab = tables.wint, tables.pint, tables.ptab
+    etop, ecnt, enz = tables.etop, tables.ecnt, tables.enz
+    inv, root, dl = chain.inv, tree.root, doc.dl
+    tot, inv0 = scratch.tot, scratch.inv0
     rt = 0.0
     lo = wint[w, W_LO]
     y = inv0[1]
@@ -339,8 +359,7 @@ def _r_paths(w, wint, pint, ptab, path_edges, parent, inv, root, dl, dnz, etop, 
                 r += y[a] * v[a]
             tot[1, c] = ptab[p, P_S] * r
         elif L > 2:
-            tot[1, c] = ptab[p, P_S] * r_exact(p, pint, ptab, path_edges, parent, inv, root, dl,
-                                               dnz, etop, ecnt, enz, inv0[0])
+            tot[1, c] = ptab[p, P_S] * r_exact(p, tables, tree, chain, doc, dnz, inv0[0])
         rt += tot[1, c]
     return rt
 
@@ -360,39 +379,44 @@ def _path_order(tot, n, order):
 
 
 @njit(cache=True, error_model="numpy")
-def resample(t0, t1, d, term_ids, z, zp, rb, sd, sw, wint, wtab, pint, ptab, path_edges, parent, beta,
-             beta_sum, n_e, n_i, n_dk, inv, root, alpha, pairs, dl, dnz, coef, acc, inv0, tot, qv,
-             qe, rng):
-    """Tokens t0..t1-1 of doc d in turn: remove the token from the counts, draw its (topic,
+def resample(r, runs, rb, sd, sw, tables, tree, chain, doc, dnz, scratch, rng):
+    """Tokens of run r (``runs``) in turn: remove the token from the counts, draw its (topic,
     path) with :func:`draw`, add it back. Every count change also updates the reciprocal
     normalisers of the path's nodes (its cousin set) below the root edge's node, both lists,
-    ``coef`` and the root sums; the root edge's count, and so its node's, changes in its list
-    only (its touched flag marks the edge). ``pairs``: the lists (:func:`list_views`).
+    ``doc.coef`` and the root sums; the root edge's count, and so its node's, changes in its
+    list only (its touched flag marks the edge).
     One loop body for both changes (removal and addition), so the code is compiled once. A call
-    per document, not per token: a call passes some 25 arrays, each with a reference count to
-    update. numpy's error model: no zero-division checks, since every divisor is a positive prior
-    sum or path prior.
+    per run, not per token: every array of a call is a reference count to update. numpy's error
+    model: no zero-division checks, since every divisor is a positive prior sum or path prior.
     Returns the document list's new length."""
+    # borrowed here, not by the caller: the views' null memory-info pointers are then constants
+    # of this function, so the reference-count calls of the helpers' bindings can be optimised out
+    B = _borrow
+    runs, tables, tree, chain, doc, scratch, rng = (B(runs), B(tables), B(tree), B(chain), B(doc),
+                                                    B(scratch), B(rng))
+    term_ids = runs.term_ids
+    z, zp, n_dk, inv, alpha = chain.z, chain.zp, chain.n_dk, chain.inv, chain.alpha
+    root = tree.root
+    wint, pint, n_e = tables.wint, tables.pint, chain.n_e
+    etop, ecnt, enz, touched = tables.etop, tables.ecnt, tables.enz, tables.touched
+    dl, coef, acc = doc.dl, doc.coef, doc.acc
     dtop, dcnt, dpos = dl[0:1], dl[1:2], dl[2:3]
-    etop, ecnt, enz, touched = list_views(pairs)
+    d = runs.run_doc[r]
     K = len(alpha)
-    for t in range(t0, t1):
-        prefetch_ahead(t, term_ids, wint, pint, pairs, n_e, K)
+    for t in range(runs.run_ptr[r], runs.run_ptr[r + 1]):
+        prefetch_ahead(t, term_ids, wint, pint, enz, n_e, K)
         w = term_ids[t]
         k = z[t]
         p = zp[t]
         i = -2
         for sign in (-1, 1):
             if sign > 0:
-                k, p, i = draw(rb, sd, sw, w, wint, wtab, pint, ptab, path_edges, parent, beta,
-                               n_e, inv, root, alpha, etop, ecnt, enz, dl, dnz, coef, acc, inv0,
-                               tot, qv, qe, rng)
+                k, p, i = draw(rb, sd, sw, w, tables, tree, chain, doc, dnz, scratch, rng)
                 z[t] = k
                 zp[t] = p
             acc[0] -= alpha[k] * inv[root, k]
             acc[1] -= n_dk[d, k] * inv[root, k]
-            move_below(d, k, p, sign, pint, path_edges, parent, beta_sum, n_e, n_i, n_dk, inv,
-                       root)
+            move_below(d, k, p, sign, tables, tree, chain)
             j = pint[p, P_J0]
             touched[j] = 1
             if sign < 0 or i == -2:  # a draw in q knows k's place in the list
@@ -410,10 +434,14 @@ def resample(t0, t1, d, term_ids, z, zp, rb, sd, sw, wint, wtab, pint, ptab, pat
 
 
 @njit(cache=True, inline="always")
-def move_below(d, k, p, sign, pint, path_edges, parent, beta_sum, n_e, n_i, n_dk, inv, root):
-    """:func:`tree_lda.move_token` in a sparse sweep: the root edge's count lives in its list, and so
-    does its node's (n_i and inv of the root edge's node are rebuilt from the list at the end
-    of the sweep, :func:`end_lists`); the root's own row and every deeper node change here."""
+def move_below(d, k, p, sign, tables, tree, chain):
+    """:func:`models.tree_lda.kernels.move_token` in a sparse sweep: the root edge's count lives
+    in its list, and so does its node's (n_i and inv of the root edge's node are rebuilt from the
+    list at the end of the sweep, :func:`end_lists`); the root's own row and every deeper node
+    change here."""
+    pint, path_edges, parent = tables.pint, tree.path_edges, tree.parent
+    beta_sum, root = tree.beta_sum, tree.root
+    n_e, n_i, n_dk, inv = chain.n_e, chain.n_i, chain.n_dk, chain.inv
     n_dk[d, k] += sign
     n_i[root, k] += sign
     inv[root, k] = 1.0 / (beta_sum[root] + n_i[root, k])
@@ -437,43 +465,35 @@ def root_of(parent):
 
 
 @njit(cache=True, nogil=True)
-def sparse_sweep(rb, sd, sw, root, run_ptr, run_doc, term_ids, z, zp, wint, pint, path_edges,
-                 parent, beta, beta_sum, n_e, n_i, n_dk, inv, alpha, pairs, begin, end, rng):
-    """One sequential sweep over runs (tokens ``run_ptr[r]:run_ptr[r + 1]`` of document
-    ``run_doc[r]``) with the FAST buckets; ``root`` is the row the root's edges count in.
-    ``wint`` / ``pint``: the word and path tables (:mod:`tree_lda_tables`). The root edges' lists
-    live in ``pairs`` (n_nodes, 1 + width, 2), width >= K (:func:`list_views`): with ``begin`` they are built from the counts, with ``end`` the rows of the edges a sweep
-    changed are rebuilt from them (:func:`end_lists`); a sweep cut in two calls at a document
-    boundary (the first without ``end``, the second without ``begin``) is the same sweep.
-    The flags rb, sd, sw are compile-time constants: one specialised kernel per sampler (with
-    run-time flags the kernel ran about twice as slow)."""
+def sparse_sweep(rb, sd, sw, runs, tree, chain, work, begin, end, rng):
+    """One sequential sweep over ``runs`` with the FAST buckets; ``tree.root`` is the row the
+    root's edges count in. ``work`` (:class:`models.tree_lda.kernels.SweepWork`): the word and
+    path tables (:mod:`models.tree_lda.tables`) and the root edges' lists, ``pairs`` (n_nodes,
+    1 + width, 2), width >= K (:func:`list_views`): with ``begin`` they are built from the
+    counts, with ``end`` the rows of the edges a sweep changed are rebuilt from them
+    (:func:`end_lists`); a sweep cut in two calls at a document boundary (the first without
+    ``end``, the second without ``begin``) is the same sweep.
+    The flags rb, sd, sw are compile-time constants: one specialised kernel per sampler, with
+    no test of a flag left in its token loop."""
     literally(rb)
     literally(sd)
     literally(sw)
-    K = n_dk.shape[1]
+    K = chain.n_dk.shape[1]
+    wint = work.wint
     maxp = 1
     for w in range(len(wint)):
         maxp = max(maxp, wint[w, W_HI] - wint[w, W_LO])
-    etop, ecnt, enz, touched = list_views(pairs)
+    tables = sweep_tables(wint, work.pint, work.pairs)
     if begin:
-        begin_lists(n_e, parent, root, sw, etop, ecnt, enz, touched)
-    wtab = wint.view(np.float64)
-    ptab = pint.view(np.float64)
+        begin_lists(tables, tree, chain.n_e, sw)
     dl = np.empty((3, K), np.int32)
-    coef = np.empty(K)
-    acc = np.zeros(2)
-    inv0 = np.empty((2, K))
-    tot = np.empty((3, maxp))
-    qe = np.empty((2, maxp), np.int64)
-    qv = np.empty(maxp * K)
-    B = _borrow  # resample's inlined helpers rebind every array: no reference counting there
-    for r in range(len(run_doc)):
-        d = run_doc[r]
-        dnz = topic_list(n_dk, d, False, dl[0:1], dl[1:2], dl[2:3], 0)
-        doc_sums(d, n_dk, inv, root, alpha, dl, dnz, coef, acc)
-        dnz = resample(run_ptr[r], run_ptr[r + 1], d, B(term_ids), B(z), B(zp), rb, sd, sw,
-                       B(wint), B(wtab), B(pint), B(ptab), B(path_edges), B(parent), B(beta), B(beta_sum),
-                       B(n_e), B(n_i), B(n_dk), B(inv), root, B(alpha), B(pairs), B(dl), dnz,
-                       B(coef), B(acc), B(inv0), B(tot), B(qv), B(qe), B(rng))
+    doc = DocCache(dl, np.empty(K), np.zeros(2))
+    scratch = Scratch(np.empty((2, K)), np.empty((3, maxp)), np.empty(maxp * K),
+                      np.empty((2, maxp), np.int64))
+    for r in range(len(runs.run_doc)):
+        d = runs.run_doc[r]
+        dnz = topic_list(chain.n_dk, d, False, dl[0:1], dl[1:2], dl[2:3], 0)
+        doc_sums(d, tree, chain, doc, dnz)
+        dnz = resample(r, runs, rb, sd, sw, tables, tree, chain, doc, dnz, scratch, rng)
     if end:
-        end_lists(etop, ecnt, enz, touched, parent, root, beta_sum, n_e, n_i, inv)
+        end_lists(tables, tree, chain)

@@ -1,13 +1,52 @@
 """Chain state of tree-based LDA around the samplers of :mod:`models.tree_lda.kernels`:
 random initialisation, counts from assignments, and the joint
 log-likelihood log p(w, z, paths) with theta and every node's child distribution integrated out.
+The sweeps take the tree, a chain and their order as :class:`TreeArrays`, :class:`Chain` and
+:class:`Runs`.
 """
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
 from ..common.kernels.rng import randint
+
+
+class TreeArrays(NamedTuple):
+    """The prior tree as a sweep reads it (see :class:`models.tree_lda.tree.Tree`). In a sharded
+    sweep ``parent`` and ``beta_sum`` are the shard's (:mod:`models.tree_lda.shards`): its root
+    edges count in the private row ``root``."""
+
+    ptr: np.ndarray  # (n_terms + 1,) int64: word w's paths are ptr[w]:ptr[w + 1]
+    path_edges: np.ndarray  # (n_paths, depth) int64: a path's edges (child nodes) from the root
+    path_len: np.ndarray  # (n_paths,) int64
+    parent: np.ndarray  # (n_nodes,) int64
+    root: int  # the row of n_i and inv that the edges with parent[j] == root count in
+    beta: np.ndarray  # (n_nodes,) float64: the prior of the edge into each node
+    beta_sum: np.ndarray  # (rows of n_i,) float64: the sum of a node's child edges' priors
+
+
+class Chain(NamedTuple):
+    """One chain as a sweep changes it: assignments (in sweep order), counts, reciprocals and
+    its document-topic prior."""
+
+    z: np.ndarray  # (n_tokens,) int32: topics
+    zp: np.ndarray  # (n_tokens,) int64: paths
+    n_e: np.ndarray  # (n_nodes, K) int32: tokens of topic k through the edge into node j
+    n_i: np.ndarray  # (rows, K) int32: tokens of topic k leaving internal node i
+    n_dk: np.ndarray  # (n_docs, K) int32
+    inv: np.ndarray  # (rows, K) float64: 1 / (beta_sum_i + n_i[i, k]) of internal nodes
+    alpha: np.ndarray  # (K,) float64
+
+
+class Runs(NamedTuple):
+    """Tokens in sweep order: run r is tokens ``run_ptr[r]:run_ptr[r + 1]`` of document
+    ``run_doc[r]``; ``term_ids`` their words."""
+
+    run_ptr: np.ndarray  # (n_runs + 1,) int64
+    run_doc: np.ndarray  # (n_runs,) int64
+    term_ids: np.ndarray  # (n_tokens,) int32
 
 
 @njit(cache=True)

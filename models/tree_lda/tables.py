@@ -1,6 +1,6 @@
-"""Per-chain tables of tree-LDA's sparse sweep (:mod:`tree_lda_sparse`), laid out for memory:
-a token's word picks random rows of every table it reads, so a sweep waits on memory, not on
-arithmetic.
+"""Per-chain tables of tree-LDA's sparse sweep (:mod:`models.tree_lda.sparse_kernels`), laid out
+for memory: a token's word picks random rows of every table it reads, so a sweep waits on
+memory, not on arithmetic.
 
 - The word table (``wint``, V x 4 int64, one 32-byte row per word) holds a word's path range and
   eq. 6's bound s'_w; the path table (``pint``, one 64-byte cache line per path) holds what a draw
@@ -17,11 +17,16 @@ arithmetic.
   record, path records, list heads and second edges' count rows), so that no step waits.
 
 Every value is copied, or computed as the samplers compute it, so the tables change no draw.
+
+A sweep hands them to its kernels as :class:`Tables`, beside its buffers :class:`DocCache` (the
+document's list and cached sums) and :class:`Scratch` (what one draw writes and rereads).
 """
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
-from ..common.kernels.prefetch import prefetch2
+from ..common.kernels.prefetch import prefetch, prefetch2
 from .lists import topic_list
 
 # Columns of the word table ``wint`` (n_terms, 4) int64 and of its float64 view ``wtab``.
@@ -33,6 +38,36 @@ P_J0, P_E1, P_LEN, P_DOWN, P_S, P_B0, P_BS0, P_B1 = range(8)
 # Tokens between the prefetch of a word's rows (path records, root-edge lists, second edges'
 # counts) and its draw.
 PREFETCH_AHEAD = 4
+
+
+class Tables(NamedTuple):
+    """A chain's tables as a sparse sweep reads them (:func:`sweep_tables`)."""
+
+    wint: np.ndarray  # (n_terms, 4) int64: the word table, W_* columns
+    wtab: np.ndarray  # its float64 view
+    pint: np.ndarray  # (n_paths, 8) int64: the path table, P_* columns
+    ptab: np.ndarray  # its float64 view
+    etop: np.ndarray  # (n_nodes, width) int32: each root edge's list of topics (list_views)
+    ecnt: np.ndarray  # (n_nodes, width) int32: their counts
+    enz: np.ndarray  # (n_nodes,) int32: the lists' lengths
+    touched: np.ndarray  # (n_nodes,) int32: 1 where this sweep changed the list
+
+
+class DocCache(NamedTuple):
+    """The current document's nonzero topics and the sums cached for it (``doc_sums``)."""
+
+    dl: np.ndarray  # (3, K) int32: its topics, their counts, each topic's place (lists.py)
+    coef: np.ndarray  # (K,) float64: (alpha_k + n_dk) / N_root,k
+    acc: np.ndarray  # (2,) float64: sum_k alpha_k / N_root,k and sum_k n_dk / N_root,k
+
+
+class Scratch(NamedTuple):
+    """What one draw writes and reads back (``buckets``), sized for the word with most paths."""
+
+    inv0: np.ndarray  # (2, K) float64: 1 / N_{j0, k} of a path's root-edge node (first_inv)
+    tot: np.ndarray  # (3, max paths) float64: per path, its s, r and q totals
+    qv: np.ndarray  # (max paths * K,) float64: the q cells, path after path
+    qe: np.ndarray  # (2, max paths) int64: where each path's q cells end; the paths' q order
 
 
 @njit(cache=True)
@@ -71,7 +106,7 @@ def fill_path_table(path_edges, path_len, parent, beta, beta_sum, path_prior, pi
 
 
 @njit(cache=True, inline="always")
-def prefetch_ahead(t, term_ids, wint, pint, pairs, n_e, K):
+def prefetch_ahead(t, term_ids, wint, pint, enz, n_e, K):
     """Ask for what the draws of the coming tokens read first, in three steps so that no step
     waits for memory: the word record of token t + 3D, the path records of token t + 2D's word
     (read from its record, asked for D tokens ago), and for token t + D every path's root-edge
@@ -88,7 +123,7 @@ def prefetch_ahead(t, term_ids, wint, pint, pairs, n_e, K):
     if t + D < n_tok:
         w = term_ids[t + D]
         for p in range(wint[w, W_LO], wint[w, W_HI]):
-            prefetch2(pairs[:, :, 0], pint[p, P_J0], 0)
+            prefetch(enz, pint[p, P_J0])  # the list's header: its length, flag and head
             e1 = pint[p, P_E1]
             if e1 >= 0:
                 k = 0
@@ -106,11 +141,21 @@ def list_views(pairs):
     return pairs[:, 1:, 0], pairs[:, 1:, 1], pairs[:, 0, 0], pairs[:, 0, 1]
 
 
+@njit(cache=True, inline="always")
+def sweep_tables(wint, pint, pairs):
+    """The :class:`Tables` of a chain's word table, path table and lists."""
+    etop, ecnt, enz, touched = list_views(pairs)
+    return Tables(wint, wint.view(np.float64), pint, pint.view(np.float64), etop, ecnt, enz,
+                  touched)
+
+
 @njit(cache=True)
-def begin_lists(n_e, parent, root, sort, etop, ecnt, enz, touched):
-    """The nonzero-topic list of every edge out of ``root`` (the first edges of the paths this
-    sweep visits), none touched yet. Other rows are left alone: in a sharded sweep they belong
-    to tasks running beside this one."""
+def begin_lists(tables, tree, n_e, sort):
+    """The nonzero-topic list of every edge out of ``tree.root`` (the first edges of the paths
+    this sweep visits), none touched yet. Other rows are left alone: in a sharded sweep they
+    belong to tasks running beside this one."""
+    etop, ecnt, enz, touched = tables.etop, tables.ecnt, tables.enz, tables.touched
+    parent, root = tree.parent, tree.root
     nopos = np.empty((1, 1), np.int32)
     for j in range(len(parent)):
         if parent[j] == root:
@@ -119,9 +164,13 @@ def begin_lists(n_e, parent, root, sort, etop, ecnt, enz, touched):
 
 
 @njit(cache=True)
-def end_lists(etop, ecnt, enz, touched, parent, root, beta_sum, n_e, n_i, inv):
-    """Counts of the touched edges out of ``root`` from their lists: ``n_e``'s row and, for an
-    edge into an internal node, that node's ``n_i`` (the same counts) and ``inv`` rows."""
+def end_lists(tables, tree, chain):
+    """Counts of the touched edges out of ``tree.root`` from their lists (``tables``): ``n_e``'s
+    row and, for an edge into an internal node, that node's ``n_i`` (the same counts) and
+    ``inv`` rows of ``chain``."""
+    etop, ecnt, enz, touched = tables.etop, tables.ecnt, tables.enz, tables.touched
+    parent, root, beta_sum = tree.parent, tree.root, tree.beta_sum
+    n_e, n_i, inv = chain.n_e, chain.n_i, chain.inv
     K = n_e.shape[1]
     for j in range(len(parent)):
         if parent[j] == root and touched[j]:
