@@ -40,9 +40,8 @@ class LdaSample(NamedTuple):
     tw_topic: np.ndarray
     tw_count: np.ndarray
     alpha: np.ndarray     # (K,)
-    inv: np.ndarray       # (K,) 1 / (n_k + V b)
-    rb: np.ndarray        # (K,) b inv_k
-    s_cum: np.ndarray     # (K,) the s bucket, cumulative
+    tab: np.ndarray       # (3, K) rows inv_k = 1 / (n_k + V b), rb_k = b inv_k and the s bucket,
+                          # cumulative (:func:`sample_tables`)
 
 
 class DocState(NamedTuple):
@@ -71,68 +70,69 @@ def sample_tables(n_k, alpha, beta, V, inv, rb, s_cum):
 
 @njit(cache=True)
 def _tables(css, n_k, alpha, beta, V):
-    """(inv, rb, s_cum), each (len(css), K): :func:`sample_tables` of the samples css[j]."""
-    J, K = len(css), n_k.shape[1]
-    inv = np.empty((J, K))
-    rb = np.empty((J, K))
-    s_cum = np.empty((J, K))
-    for j in range(J):
-        sample_tables(n_k[css[j]], alpha[css[j]], beta, V, inv[j], rb[j], s_cum[j])
-    return inv, rb, s_cum
+    """The tables (len(css), 3, K) of the samples css[j] (:class:`LdaSample`)."""
+    tab = np.empty((len(css), 3, n_k.shape[1]))
+    for j in range(len(css)):
+        sample_tables(n_k[css[j]], alpha[css[j]], beta, V, tab[j, 0], tab[j, 1], tab[j, 2])
+    return tab
 
 
 @njit(cache=True)
-def draw(w, smp, ndk, dlist, dnnz, R, qbuf, u01):
+def draw(w, row, tw_topic, tw_count, alpha, tab, ndk, dlist, dnnz, R, qbuf, u01):
     """The topic of a token of word w given the document's counts ``ndk`` (its topics in
-    ``dlist[:dnnz]``, r bucket ``R``) for the uniform ``u01``."""
-    lo = smp.row[w]
-    hi = smp.row[w + 1]
+    ``dlist[:dnnz]``, r bucket ``R``) for the uniform ``u01``; the sample's arrays as in
+    :class:`LdaSample`."""
+    lo = row[w]
+    hi = row[w + 1]
     Q = 0.0
     for j in range(lo, hi):
-        k = smp.tw_topic[j]
-        Q += (ndk[k] + smp.alpha[k]) * smp.tw_count[j] * smp.inv[k]
+        k = tw_topic[j]
+        Q += (ndk[k] + alpha[k]) * tw_count[j] * tab[0, k]
         qbuf[j - lo] = Q
-    K = len(smp.s_cum)
-    u = u01 * (Q + R + smp.s_cum[K - 1])
+    K = tab.shape[1]
+    u = u01 * (Q + R + tab[2, K - 1])
     if u < Q:
-        return np.int64(smp.tw_topic[lo + upper_bound(qbuf, 0, hi - lo - 1, u)])
+        return np.int64(tw_topic[lo + upper_bound(qbuf, 0, hi - lo - 1, u)])
     u -= Q
     if u < R and dnnz > 0:
         for i in range(dnnz):
             k = dlist[i]
-            u -= ndk[k] * smp.rb[k]
+            u -= ndk[k] * tab[1, k]
             if u < 0.0:
                 return np.int64(k)
         return np.int64(dlist[dnnz - 1])
     u -= R
-    return np.int64(upper_bound(smp.s_cum, 0, K - 1, u))
-
-
-@njit(cache=True, inline="always")
-def _add(smp, st, aux, i, k):
-    """Token i takes topic k."""
-    dnnz, R = aux
-    st.z[i] = k
-    return listed_add(st.ndk, st.dlist, st.dpos, dnnz, k), R + smp.rb[k]
+    return np.int64(upper_bound(tab[2], 0, K - 1, u))
 
 
 @njit(cache=True)
-def _start(doc, aux, i, state):
-    smp, st = doc
+def _start(doc, aux, state):
+    """The online pass: every token drawn given those before it."""
+    (row, tw_topic, tw_count, alpha, tab), (terms, z, ndk, dlist, dpos, _, _, qbuf) = doc
     dnnz, R = aux
-    k = draw(st.terms[i], smp, st.ndk, st.dlist, dnnz, R, st.qbuf, uniform(state))
-    return _add(smp, st, aux, i, k)
+    for i in range(len(terms)):
+        k = draw(terms[i], row, tw_topic, tw_count, alpha, tab, ndk, dlist, dnnz, R, qbuf,
+                 uniform(state))
+        z[i] = k
+        dnnz = listed_add(ndk, dlist, dpos, dnnz, k)
+        R += tab[1, k]
+    return dnnz, R
 
 
 @njit(cache=True)
-def _step(doc, aux, i, state):
-    smp, st = doc
+def _sweep(doc, aux, state):
+    (row, tw_topic, tw_count, alpha, tab), (terms, z, ndk, dlist, dpos, _, _, qbuf) = doc
     dnnz, R = aux
-    k = st.z[i]
-    R -= smp.rb[k]
-    dnnz = listed_remove(st.ndk, st.dlist, st.dpos, dnnz, k)
-    k = draw(st.terms[i], smp, st.ndk, st.dlist, dnnz, R, st.qbuf, uniform(state))
-    return _add(smp, st, (dnnz, R), i, k)
+    for i in range(len(terms)):
+        k = z[i]
+        R -= tab[1, k]
+        dnnz = listed_remove(ndk, dlist, dpos, dnnz, k)
+        k = draw(terms[i], row, tw_topic, tw_count, alpha, tab, ndk, dlist, dnnz, R, qbuf,
+                 uniform(state))
+        z[i] = k
+        dnnz = listed_add(ndk, dlist, dpos, dnnz, k)
+        R += tab[1, k]
+    return dnnz, R
 
 
 @njit(cache=True)
@@ -141,7 +141,7 @@ def _keep(doc, aux, anz):
     return keep_listed(st.ndk, st.dlist, aux[0], st.acc, st.alist, anz)
 
 
-_fold = fold_loop(_start, _step, _keep)
+_fold = fold_loop(_start, _sweep, _keep)
 
 
 @njit(cache=True)
@@ -149,7 +149,7 @@ def fold_doc(smp, st, n_iter, n_keep, state):
     """Fold in one document (:func:`models.common.kernels.foldin.fold_loop`): n_dk of the last
     ``n_keep`` sweeps is summed into ``st.acc`` (its topics in ``st.alist``). Leaves ``st.ndk``
     zero; returns the number of topics in ``st.alist``."""
-    aux, anz = _fold((smp, st), (np.int64(0), 0.0), len(st.terms), n_iter, n_keep, state)
+    aux, anz = _fold((smp, st), (np.int64(0), 0.0), n_iter, n_keep, state)
     for i in range(aux[0]):
         st.ndk[st.dlist[i]] = 0
     return anz
@@ -165,14 +165,14 @@ def fold_in(doc_ptr, term_ids, doc0, css, tw_ptr, tw_topic, tw_count, n_k, alpha
     D = len(doc_ptr) - 1
     J = len(css)
     K = n_k.shape[1]
-    inv, rb, s_cum = _tables(css, n_k, alpha, beta, tw_ptr.shape[1] - 1)
+    tab = _tables(css, n_k, alpha, beta, tw_ptr.shape[1] - 1)
     for item in prange(J * D):
         j = item // D
         d = item % D
         cs = css[j]
         state = doc_stream(seed, cs, doc0 + d)
         n = doc_ptr[d + 1] - doc_ptr[d]
-        smp = LdaSample(tw_ptr[cs], tw_topic, tw_count, alpha[cs], inv[j], rb[j], s_cum[j])
+        smp = LdaSample(tw_ptr[cs], tw_topic, tw_count, alpha[cs], tab[j])
         st = DocState(term_ids[doc_ptr[d]:doc_ptr[d + 1]], np.empty(n, dtype=np.int64),
                       np.zeros(K, dtype=np.int64), np.empty(K, dtype=np.int64),
                       np.empty(K, dtype=np.int64), np.zeros(K, dtype=np.int64),
@@ -196,7 +196,8 @@ def p_pairs(pair_ptr, pair_term, doc_len, css, f_ptr, f_topic, f_count, n_keep, 
     D = len(pair_ptr) - 1
     J = len(css)
     K = n_k.shape[1]
-    inv, rb, s_cum = _tables(css, n_k, alpha, beta, tw_ptr.shape[1] - 1)
+    tab = _tables(css, n_k, alpha, beta, tw_ptr.shape[1] - 1)
+    inv, rb, s_cum = tab[:, 0], tab[:, 1], tab[:, 2]
     A = np.empty(J)
     for j in range(J):
         A[j] = alpha[css[j]].sum()
@@ -235,16 +236,17 @@ def p_pairs(pair_ptr, pair_term, doc_len, css, f_ptr, f_topic, f_count, n_keep, 
 def token_conditional(w, smp, ndk, dlist, dnnz):
     """The normalised conditional over all K topics that :func:`draw` samples from, assembled
     from its three buckets (for the tests against the reference)."""
-    K = len(smp.s_cum)
+    inv, rb, s_cum = smp.tab[0], smp.tab[1], smp.tab[2]
+    K = len(s_cum)
     p = np.zeros(K)
     prev = 0.0
     for k in range(K):
-        p[k] = smp.s_cum[k] - prev
-        prev = smp.s_cum[k]
+        p[k] = s_cum[k] - prev
+        prev = s_cum[k]
     for i in range(dnnz):
         k = dlist[i]
-        p[k] += ndk[k] * smp.rb[k]
+        p[k] += ndk[k] * rb[k]
     for j in range(smp.row[w], smp.row[w + 1]):
         k = smp.tw_topic[j]
-        p[k] += (ndk[k] + smp.alpha[k]) * smp.tw_count[j] * smp.inv[k]
+        p[k] += (ndk[k] + smp.alpha[k]) * smp.tw_count[j] * inv[k]
     return p / p.sum()

@@ -153,17 +153,27 @@ def _remove(st, key, n_sub, pn):
 
 
 @njit(cache=True)
-def _start(doc, pn, i, state):
+def _start(doc, pn, state):
+    """The online pass: every token drawn given those before it."""
     terms, uid, smp, st = doc
-    k = draw(terms[i], st.G[uid[i]], smp, st, pn, uniform(state))
-    st.z[i] = k
-    return _add(st, k, len(smp.inv), pn)
+    n_sub = len(smp.inv)
+    for i in range(len(terms)):
+        k = draw(terms[i], st.G[uid[i]], smp, st, pn, uniform(state))
+        st.z[i] = k
+        pn = _add(st, k, n_sub, pn)
+    return pn
 
 
 @njit(cache=True)
-def _step(doc, pn, i, state):
-    st = doc[3]
-    return _start(doc, _remove(st, st.z[i], len(doc[2].inv), pn), i, state)
+def _sweep(doc, pn, state):
+    terms, uid, smp, st = doc
+    n_sub = len(smp.inv)
+    for i in range(len(terms)):
+        pn = _remove(st, st.z[i], n_sub, pn)
+        k = draw(terms[i], st.G[uid[i]], smp, st, pn, uniform(state))
+        st.z[i] = k
+        pn = _add(st, k, n_sub, pn)
+    return pn
 
 
 @njit(cache=True)
@@ -172,7 +182,7 @@ def _keep(doc, pn, anz):
     return keep_listed(st.n_pair, st.plist, pn, st.acc, st.alist, anz)
 
 
-_fold = fold_loop(_start, _step, _keep)
+_fold = fold_loop(_start, _sweep, _keep)
 
 
 @njit(cache=True)
@@ -181,7 +191,7 @@ def fold_doc(terms, uid, smp, st, n_iter, n_keep, state):
     :func:`models.common.kernels.foldin.fold_loop`; n_ij^d of the last ``n_keep`` sweeps is
     summed into ``st.acc`` (its keys in ``st.alist``). Returns the number of keys in
     ``st.alist``."""
-    return _fold((terms, uid, smp, st), np.int64(0), len(terms), n_iter, n_keep, state)[1]
+    return _fold((terms, uid, smp, st), np.int64(0), n_iter, n_keep, state)[1]
 
 
 @njit(cache=True)

@@ -181,58 +181,62 @@ def _end_of(b, j):
 
 
 @njit(cache=True)
-def _start(doc, aux, i, state):
-    """The online pass at token i: the collocation open since ``s`` continues (as P0 draws
-    lengths) or ends there with a topic given the collocations before."""
+def _start(doc, N, state):
+    """The online pass: a collocation continues past a token as P0 draws lengths, or ends
+    there with a topic given the collocations before."""
     ndk, _, spans, smp, b, pl, w = doc
-    N, s = aux
     n = len(b)
     K = len(ndk)
     L = len(smp.p0_len) - 1
-    if i < n - 1 and i - s + 1 < L and spans[s, i - s + 1] != CROSSES and uniform(state) >= smp.p_stop:
-        b[i] = -1
-        return N, s
-    p_col_all(smp, spans[s, i - s], i - s + 1, pl)
-    for k in range(K):
-        w[k] = (ndk[k] + smp.alpha) * pl[k]
-    k = _pick(w, K, uniform(state))
-    b[i] = k
-    ndk[k] += 1
-    return N + 1, i + 1
+    s = 0
+    for i in range(n):
+        if i < n - 1 and i - s + 1 < L and spans[s, i - s + 1] != CROSSES and uniform(state) >= smp.p_stop:
+            b[i] = -1
+            continue
+        p_col_all(smp, spans[s, i - s], i - s + 1, pl)
+        for k in range(K):
+            w[k] = (ndk[k] + smp.alpha) * pl[k]
+        k = _pick(w, K, uniform(state))
+        b[i] = k
+        ndk[k] += 1
+        N += 1
+        s = i + 1
+    return N
 
 
 @njit(cache=True)
-def _step(doc, aux, j, state):
-    """Position j resampled: L and R (or LR) removed, b_j drawn, the new collocations added."""
+def _sweep(doc, N, state):
+    """Every position j resampled: L and R (or LR) removed, b_j drawn, the new collocations
+    added."""
     ndk, _, spans, smp, b, pl, w = doc
-    N, s = aux
     n = len(b)
     K = len(ndk)
-    if j == n - 1:
-        ndk[b[j]] -= 1
-        N -= 1
-    else:
-        kr = b[_end_of(b, j)]
-        ndk[kr] -= 1
-        N -= 1
-        if b[j] >= 0:
+    for j in range(n):
+        if j == n - 1:
             ndk[b[j]] -= 1
             N -= 1
-    nw = position_weights(j, spans, smp, b, ndk, N, pl, w)
-    k = _pick(w, nw, uniform(state))
-    if j < n - 1:
-        ndk[b[_end_of(b, j)]] += 1
-        N += 1
-    if k == K:
-        b[j] = -1
-    else:
-        b[j] = k
-        ndk[k] += 1
-        N += 1
-    return N, s
+        else:
+            kr = b[_end_of(b, j)]
+            ndk[kr] -= 1
+            N -= 1
+            if b[j] >= 0:
+                ndk[b[j]] -= 1
+                N -= 1
+        nw = position_weights(j, spans, smp, b, ndk, N, pl, w)
+        k = _pick(w, nw, uniform(state))
+        if j < n - 1:
+            ndk[b[_end_of(b, j)]] += 1
+            N += 1
+        if k == K:
+            b[j] = -1
+        else:
+            b[j] = k
+            ndk[k] += 1
+            N += 1
+    return N
 
 
-_fold = fold_loop(_start, _step, keep_dense)
+_fold = fold_loop(_start, _sweep, keep_dense)
 
 
 @njit(cache=True)
@@ -240,8 +244,7 @@ def fold_doc(spans, smp, n_iter, n_keep, state, b, ndk, acc, pl, w):
     """Fold in one document (span types ``spans``) by
     :func:`models.common.kernels.foldin.fold_loop` over its positions; n_dk of the last
     ``n_keep`` sweeps is summed into ``acc``. Leaves ``ndk`` zero."""
-    _fold((ndk, acc, spans, smp, b, pl, w), (np.int64(0), np.int64(0)), len(b), n_iter, n_keep,
-          state)
+    _fold((ndk, acc, spans, smp, b, pl, w), np.int64(0), n_iter, n_keep, state)
     for k in range(len(ndk)):
         ndk[k] = 0
 

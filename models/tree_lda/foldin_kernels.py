@@ -36,22 +36,28 @@ def draw(u, phi, alpha, ndk, cum, u01):
 
 
 @njit(cache=True)
-def _start(doc, aux, i, state):
+def _start(doc, aux, state):
+    """The online pass: every token drawn given those before it."""
     ndk, _, terms, phi, alpha, z, cum = doc
-    k = draw(terms[i], phi, alpha, ndk, cum, uniform(state))
-    z[i] = k
-    ndk[k] += 1
+    for i in range(len(terms)):
+        k = draw(terms[i], phi, alpha, ndk, cum, uniform(state))
+        z[i] = k
+        ndk[k] += 1
     return aux
 
 
 @njit(cache=True)
-def _step(doc, aux, i, state):
-    ndk, z = doc[0], doc[5]
-    ndk[z[i]] -= 1
-    return _start(doc, aux, i, state)
+def _sweep(doc, aux, state):
+    ndk, _, terms, phi, alpha, z, cum = doc
+    for i in range(len(terms)):
+        ndk[z[i]] -= 1
+        k = draw(terms[i], phi, alpha, ndk, cum, uniform(state))
+        z[i] = k
+        ndk[k] += 1
+    return aux
 
 
-_fold = fold_loop(_start, _step, keep_dense)
+_fold = fold_loop(_start, _sweep, keep_dense)
 
 
 @njit(cache=True)
@@ -59,7 +65,7 @@ def fold_doc(terms, phi, alpha, n_iter, n_keep, state, z, ndk, acc, cum):
     """Fold in one document (word rows ``terms``) by
     :func:`models.common.kernels.foldin.fold_loop`; n_dk of the last ``n_keep`` sweeps is summed
     into ``acc``. Leaves ``ndk`` zero."""
-    _fold((ndk, acc, terms, phi, alpha, z, cum), np.int64(0), len(terms), n_iter, n_keep, state)
+    _fold((ndk, acc, terms, phi, alpha, z, cum), np.int64(0), n_iter, n_keep, state)
     for i in range(len(terms)):
         ndk[z[i]] = 0
 

@@ -4,14 +4,16 @@ A new document is folded in under one kept sample, whose counts stay fixed: an o
 token, or position, drawn given those before it), then ``n_iter`` sweeps, the kind's counts of the
 last ``n_keep`` summed. A kind builds its loop with :func:`fold_loop` from three kernels over its
 document tuple ``doc`` (any tuple: the document, the sample, the buffers) and a small tuple
-``aux`` of scalars the steps carry (e.g. LDA's (topics listed, r bucket)):
+``aux`` of scalars they carry (e.g. LDA's (topics listed, r bucket)):
 
-    start(doc, aux, i, state) -> aux     the online draw of token i
-    step(doc, aux, i, state) -> aux      token i resampled in a sweep
+    start(doc, aux, state) -> aux        the online pass over the document
+    sweep(doc, aux, state) -> aux        one sweep over it
     keep(doc, aux, n_kept) -> n_kept     the counts added to the kept sums
 
-The kernels are bound when the loop is built, not passed to it: a kernel passed as an argument
-is a run-time value, and numba does not cache a function that holds one.
+A kernel takes a whole pass, not one token: it unpacks the tuples once, and its token loop
+runs on plain arrays (taking an array out of a tuple costs an atomic reference count, too much
+to pay per token). The kernels are bound when the loop is built, not passed to it: a kernel
+passed as an argument is a run-time value, and numba does not cache a function that holds one.
 
 Each (sample cs, document doc) pair has its own random stream, :func:`doc_stream`: results do not
 depend on the number of threads nor on how documents are split into batches.
@@ -22,19 +24,17 @@ from numba import njit
 from .rng import seed_stream
 
 
-def fold_loop(start, step, keep):
+def fold_loop(start, sweep, keep):
     """The fold-in loop over a kind's kernels (see the module docstring): an njit function
-    ``loop(doc, aux, n, n_iter, n_keep, state)`` that folds in one document of ``n`` tokens (or
-    positions) and returns (aux, the count ``keep`` returned last, 0 if none)."""
+    ``loop(doc, aux, n_iter, n_keep, state)`` that folds in one document and returns (aux, the
+    count ``keep`` returned last, 0 if none)."""
 
     @njit(cache=True)
-    def loop(doc, aux, n, n_iter, n_keep, state):
-        for i in range(n):
-            aux = start(doc, aux, i, state)
+    def loop(doc, aux, n_iter, n_keep, state):
+        aux = start(doc, aux, state)
         n_kept = 0
         for it in range(n_iter):
-            for i in range(n):
-                aux = step(doc, aux, i, state)
+            aux = sweep(doc, aux, state)
             if it >= n_iter - n_keep:
                 n_kept = keep(doc, aux, n_kept)
         return aux, n_kept
