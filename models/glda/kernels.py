@@ -87,43 +87,27 @@ class SparseState(NamedTuple):
     lc: tuple
 
 
-class TokenWeights(NamedTuple):
-    """What eq. 2's weights read: the doc's groups per topic and their topic bitset, the words'
-    bitsets and counts, 1 / (V beta + n_k), the doc's topics (increasing), beta, and the word
-    part's scratch (topics, parts)."""
-
-    n_grp_k: np.ndarray
-    gbits: np.ndarray
-    wbits: np.ndarray
-    n_kw: np.ndarray
-    inv1: np.ndarray
-    topics: np.ndarray
-    beta: float
-    tk: np.ndarray
-    tw: np.ndarray
-
 
 @njit(cache=True)
-def draw_token_topic(u01, y, tok, n_present, s_d):
+def draw_token_topic(u01, y, n_grp_k, gbits, wbits, n_kw, inv1, present, beta, s_d, tk, tw):
     """Eq. 2 summed over the groups of each topic, drawn with u01 uniform in [0, 1): the weight
     of a doc topic k is n_groups(k) (beta + n_kw[y, k]) inv1[k], inv1[k] = 1 / (V beta + n_k),
     the token removed from the counts. It is drawn from its word part n_groups(k) n_kw[y, k]
     inv1[k] over the doc's topics where y has a count (``gbits & wbits[y]``, increasing), else
     from its smoothing part beta n_groups(k) inv1[k] (total beta ``s_d``) over the doc's topics
-    ``topics[:n_present]`` (increasing). ``tok``: :class:`TokenWeights`."""
-    n_grp_k, gbits, wbits, n_kw, inv1, topics, beta, tk, tw = tok
+    ``present`` (increasing)."""
     cnt, wsum = word_part(y, n_grp_k, gbits, wbits, n_kw, inv1, tk, tw)
     u = u01 * (wsum + beta * s_d)
     if u < wsum:
         return pick_listed(u, tk, tw, cnt)
     u -= wsum
     acc = 0.0
-    for j in range(n_present):
-        k = topics[j]
+    for j in range(len(present)):
+        k = present[j]
         acc += beta * (n_grp_k[k] * inv1[k])
         if u < acc:
             return k
-    return topics[n_present - 1]
+    return present[len(present) - 1]
 
 
 @njit(cache=True)
@@ -263,7 +247,6 @@ def sweep_doc(d, lay, chain, beta, unit, resample_groups, rng, scratch, sp):
     n_grp_k, m_dk, topics, kbuf, gptr, members, words, offs, seen = scratch
     (wbits, dbits, gbits, S, D, inv_r, inv1, n_max, nk_before, dw, dc, tk, tw, gsort, gstart,
      rg_grp, rg_cnt, rg_nd, lc) = sp
-    tok = TokenWeights(n_grp_k, gbits, wbits, n_kw, inv1, topics, beta, tk, tw)
     gw = GroupWeights(m_dk, dbits, wbits, n_kw, inv_r, alpha, unit, beta)
     V = n_kw.shape[0]
     vbeta = V * beta
@@ -323,7 +306,8 @@ def sweep_doc(d, lay, chain, beta, unit, resample_groups, rng, scratch, sp):
             inv = 1.0 / (vbeta + n_k[k_old])
             s_d += n_grp_k[k_old] * (inv - inv1[k_old])
             inv1[k_old] = inv
-            k0 = draw_token_topic(uniform(rng), y, tok, n_present, s_d)
+            k0 = draw_token_topic(uniform(rng), y, n_grp_k, gbits, wbits, n_kw, inv1,
+                                  topics[:n_present], beta, s_d, tk, tw)
             # eq. 2 is uniform over the groups of topic k0: the r-th of them in index order
             h_drawn = gsort[gstart[k0] + randint(rng, n_grp_k[k0])]
             r = tok_run[i]

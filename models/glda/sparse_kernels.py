@@ -163,12 +163,12 @@ def doc_sums(dbits, m_dk, alpha, unit, inv_r, n_max, D):
 
 
 @njit(cache=True, inline="always")
-def _put_word_weight(k, p, A, n, gw, tk, tw, cnt):
+def _put_word_weight(k, p, A, n, alpha, m_dk, unit, inv_r, tk, tw, cnt):
     """Topic k's word part (a_k + b_k)(P_k - A) / R_k, P_k = ``p``, as entry ``cnt`` of ``tk``
     and ``tw``; returns it."""
-    a, bk = _doc_coef(gw.alpha[k], gw.m_dk[k], gw.unit, n)
+    a, bk = _doc_coef(alpha[k], m_dk[k], unit, n)
     tk[cnt] = k
-    tw[cnt] = (a + bk) * (p - A) * gw.inv_r[k, n]
+    tw[cnt] = (a + bk) * (p - A) * inv_r[k, n]
     return tw[cnt]
 
 
@@ -177,7 +177,7 @@ def _word_weights_few(dw, n_dw, n, gw, tk, tw, A):
     """:func:`word_group_weights` for 1 to 4 distinct words, each once: their rows and bitsets
     held in locals (unused ones repeat the first word's, whose bits are already in the OR), the
     same products in the same order."""
-    dbits, wbits, n_kw, beta = gw.dbits, gw.wbits, gw.n_kw, gw.beta
+    m_dk, dbits, wbits, n_kw, inv_r, alpha, unit, beta = gw
     y0 = dw[0]
     y1 = dw[1] if n_dw > 1 else y0
     y2 = dw[2] if n_dw > 2 else y0
@@ -199,7 +199,7 @@ def _word_weights_few(dw, n_dw, n, gw, tk, tw, A):
                     p *= beta + r2[k]
                     if n_dw > 3:
                         p *= beta + r3[k]
-            total += _put_word_weight(k, p, A, n, gw, tk, tw, cnt)
+            total += _put_word_weight(k, p, A, n, alpha, m_dk, unit, inv_r, tk, tw, cnt)
             cnt += 1
     return cnt, total, A
 
@@ -210,7 +210,7 @@ def word_group_weights(dw, dc, n_dw, n, gw, tk, tw):
     ``dw[:n_dw]`` with counts ``dc``): (a_k + b_k)(P_k - A) / R_k over the topics where a word of
     the group has a count, in ``tk`` (increasing), the parts in ``tw``. Returns (number of
     topics, their total, A)."""
-    dbits, wbits, n_kw, beta = gw.dbits, gw.wbits, gw.n_kw, gw.beta
+    m_dk, dbits, wbits, n_kw, inv_r, alpha, unit, beta = gw
     A = 1.0
     small = n_dw <= 4
     for j in range(n_dw):
@@ -234,7 +234,7 @@ def word_group_weights(dw, dc, n_dw, n, gw, tk, tw):
             for j in range(n_dw):
                 x = beta + n_kw[dw[j], k]
                 p *= x if dc[j] == 1 else _rising(x, dc[j])
-            total += _put_word_weight(k, p, A, n, gw, tk, tw, cnt)
+            total += _put_word_weight(k, p, A, n, alpha, m_dk, unit, inv_r, tk, tw, cnt)
             cnt += 1
     return cnt, total, A
 

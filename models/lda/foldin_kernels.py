@@ -149,9 +149,10 @@ def fold_doc(smp, st, n_iter, n_keep, state):
     """Fold in one document (:func:`models.common.kernels.foldin.fold_loop`): n_dk of the last
     ``n_keep`` sweeps is summed into ``st.acc`` (its topics in ``st.alist``). Leaves ``st.ndk``
     zero; returns the number of topics in ``st.alist``."""
-    aux, anz = _fold((smp, st), (np.int64(0), 0.0), n_iter, n_keep, state)
-    for i in range(aux[0]):
-        st.ndk[st.dlist[i]] = 0
+    (dnnz, _), anz = _fold((smp, st), (np.int64(0), 0.0), n_iter, n_keep, state)
+    ndk, dlist = st.ndk, st.dlist
+    for i in range(dnnz):
+        ndk[dlist[i]] = 0
     return anz
 
 
