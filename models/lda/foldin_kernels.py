@@ -77,7 +77,7 @@ def _tables(css, n_k, alpha, beta, V):
     return tab
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def draw(w, row, tw_topic, tw_count, alpha, tab, ndk, dlist, dnnz, R, qbuf, u01):
     """The topic of a token of word w given the document's counts ``ndk`` (its topics in
     ``dlist[:dnnz]``, r bucket ``R``) for the uniform ``u01``; the sample's arrays as in
