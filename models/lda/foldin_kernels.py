@@ -106,27 +106,16 @@ def draw(w, row, tw_topic, tw_count, alpha, tab, ndk, dlist, dnnz, R, qbuf, u01)
 
 
 @njit(cache=True)
-def _start(doc, aux, state):
-    """The online pass: every token drawn given those before it."""
+def _pass(doc, aux, state, resample):
+    """The online pass (every token drawn given those before it) or, with ``resample``, a
+    sweep (every token taken out of the counts, then drawn)."""
     (row, tw_topic, tw_count, alpha, tab), (terms, z, ndk, dlist, dpos, _, _, qbuf) = doc
     dnnz, R = aux
     for i in range(len(terms)):
-        k = draw(terms[i], row, tw_topic, tw_count, alpha, tab, ndk, dlist, dnnz, R, qbuf,
-                 uniform(state))
-        z[i] = k
-        dnnz = listed_add(ndk, dlist, dpos, dnnz, k)
-        R += tab[1, k]
-    return dnnz, R
-
-
-@njit(cache=True)
-def _sweep(doc, aux, state):
-    (row, tw_topic, tw_count, alpha, tab), (terms, z, ndk, dlist, dpos, _, _, qbuf) = doc
-    dnnz, R = aux
-    for i in range(len(terms)):
-        k = z[i]
-        R -= tab[1, k]
-        dnnz = listed_remove(ndk, dlist, dpos, dnnz, k)
+        if resample:
+            k = z[i]
+            R -= tab[1, k]
+            dnnz = listed_remove(ndk, dlist, dpos, dnnz, k)
         k = draw(terms[i], row, tw_topic, tw_count, alpha, tab, ndk, dlist, dnnz, R, qbuf,
                  uniform(state))
         z[i] = k
@@ -141,7 +130,7 @@ def _keep(doc, aux, anz):
     return keep_listed(st.ndk, st.dlist, aux[0], st.acc, st.alist, anz)
 
 
-_fold = fold_loop(_start, _sweep, _keep)
+_fold = fold_loop(_pass, _keep)
 
 
 @njit(cache=True)

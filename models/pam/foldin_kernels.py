@@ -153,23 +153,14 @@ def _remove(st, key, n_sub, pn):
 
 
 @njit(cache=True)
-def _start(doc, pn, state):
-    """The online pass: every token drawn given those before it."""
+def _pass(doc, pn, state, resample):
+    """The online pass (every token drawn given those before it) or, with ``resample``, a
+    sweep (every token taken out of the counts, then drawn)."""
     terms, uid, smp, st = doc
     n_sub = len(smp.inv)
     for i in range(len(terms)):
-        k = draw(terms[i], st.G[uid[i]], smp, st, pn, uniform(state))
-        st.z[i] = k
-        pn = _add(st, k, n_sub, pn)
-    return pn
-
-
-@njit(cache=True)
-def _sweep(doc, pn, state):
-    terms, uid, smp, st = doc
-    n_sub = len(smp.inv)
-    for i in range(len(terms)):
-        pn = _remove(st, st.z[i], n_sub, pn)
+        if resample:
+            pn = _remove(st, st.z[i], n_sub, pn)
         k = draw(terms[i], st.G[uid[i]], smp, st, pn, uniform(state))
         st.z[i] = k
         pn = _add(st, k, n_sub, pn)
@@ -182,7 +173,7 @@ def _keep(doc, pn, anz):
     return keep_listed(st.n_pair, st.plist, pn, st.acc, st.alist, anz)
 
 
-_fold = fold_loop(_start, _sweep, _keep)
+_fold = fold_loop(_pass, _keep)
 
 
 @njit(cache=True)

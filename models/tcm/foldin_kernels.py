@@ -236,7 +236,12 @@ def _sweep(doc, N, state):
     return N
 
 
-_fold = fold_loop(_start, _sweep, keep_dense)
+@njit(cache=True)
+def _pass(doc, N, state, resample):
+    return _sweep(doc, N, state) if resample else _start(doc, N, state)
+
+
+_fold = fold_loop(_pass, keep_dense)
 
 
 @njit(cache=True)

@@ -36,28 +36,20 @@ def draw(u, phi, alpha, ndk, cum, u01):
 
 
 @njit(cache=True)
-def _start(doc, aux, state):
-    """The online pass: every token drawn given those before it."""
+def _pass(doc, aux, state, resample):
+    """The online pass (every token drawn given those before it) or, with ``resample``, a
+    sweep (every token taken out of the counts, then drawn)."""
     ndk, _, terms, phi, alpha, z, cum = doc
     for i in range(len(terms)):
+        if resample:
+            ndk[z[i]] -= 1
         k = draw(terms[i], phi, alpha, ndk, cum, uniform(state))
         z[i] = k
         ndk[k] += 1
     return aux
 
 
-@njit(cache=True)
-def _sweep(doc, aux, state):
-    ndk, _, terms, phi, alpha, z, cum = doc
-    for i in range(len(terms)):
-        ndk[z[i]] -= 1
-        k = draw(terms[i], phi, alpha, ndk, cum, uniform(state))
-        z[i] = k
-        ndk[k] += 1
-    return aux
-
-
-_fold = fold_loop(_start, _sweep, keep_dense)
+_fold = fold_loop(_pass, keep_dense)
 
 
 @njit(cache=True)

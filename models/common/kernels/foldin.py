@@ -2,13 +2,13 @@
 
 A new document is folded in under one kept sample, whose counts stay fixed: an online pass (every
 token, or position, drawn given those before it), then ``n_iter`` sweeps, the kind's counts of the
-last ``n_keep`` summed. A kind builds its loop with :func:`fold_loop` from three kernels over its
-document tuple ``doc`` (any tuple: the document, the sample, the buffers) and a small tuple
-``aux`` of scalars they carry (e.g. LDA's (topics listed, r bucket)):
+last ``n_keep`` summed. A kind builds its loop with :func:`fold_loop` from two kernels over its
+document tuple ``doc`` (any tuple: the document, the sample, the buffers) and ``aux``, the
+scalars they carry (e.g. LDA's (topics listed, r bucket)):
 
-    start(doc, aux, state) -> aux        the online pass over the document
-    sweep(doc, aux, state) -> aux        one sweep over it
-    keep(doc, aux, n_kept) -> n_kept     the counts added to the kept sums
+    pass_(doc, aux, state, resample) -> aux   a pass over the document: the online one
+                                              (resample False) or a sweep (True)
+    keep(doc, aux, n_kept) -> n_kept          the counts added to the kept sums
 
 A kernel takes a whole pass, not one token: it unpacks the tuples once, and its token loop
 runs on plain arrays (taking an array out of a tuple costs an atomic reference count, too much
@@ -24,17 +24,17 @@ from numba import njit
 from .rng import seed_stream
 
 
-def fold_loop(start, sweep, keep):
+def fold_loop(pass_, keep):
     """The fold-in loop over a kind's kernels (see the module docstring): an njit function
     ``loop(doc, aux, n_iter, n_keep, state)`` that folds in one document and returns (aux, the
     count ``keep`` returned last, 0 if none)."""
 
     @njit(cache=True)
     def loop(doc, aux, n_iter, n_keep, state):
-        aux = start(doc, aux, state)
+        aux = pass_(doc, aux, state, False)
         n_kept = 0
         for it in range(n_iter):
-            aux = sweep(doc, aux, state)
+            aux = pass_(doc, aux, state, True)
             if it >= n_iter - n_keep:
                 n_kept = keep(doc, aux, n_kept)
         return aux, n_kept
