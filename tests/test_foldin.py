@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 
 from models import LDA, make_corpus
-from models.lda import foldin as lda_foldin
+from models.common import foldin as common_foldin
 from models.lda import foldin_kernels as F_
 from models.glda.model import GroupedLDA
+from models.common.kernels.rng import seed_stream
 from models.common.heldout import document_completion, split_alternate, training_completion, training_sample
 from tests.helpers import block_topics
 from tests.reference import lda_foldin_reference as ref
@@ -71,12 +72,13 @@ def test_fold_doc_matches_reference_draw_for_draw(trained, new_docs):
         K = m.n_topics
         for d, terms in enumerate(new_docs[:3]):
             s_fast = np.empty(4, dtype=np.uint64)
-            F_.seed_stream(5, 100 * cs + d, s_fast)
+            seed_stream(5, 100 * cs + d, s_fast)
             s_ref = s_fast.copy()
             z = np.empty(len(terms), dtype=np.int64)
             ndk, dlist, dpos, acc, alist = (np.zeros(K, np.int64) for _ in range(5))
-            anz = F_.fold_doc(terms, m.tw_ptr_[cs], m.tw_topic_, m.tw_count_, inv, alpha, rb, s_cum,
-                              6, 3, s_fast, z, ndk, dlist, dpos, acc, alist, np.empty(K))
+            smp = F_.LdaSample(m.tw_ptr_[cs], m.tw_topic_, m.tw_count_, alpha, np.stack([inv, rb, s_cum]))
+            st = F_.DocState(terms, z, ndk, dlist, dpos, acc, alist, np.empty(K))
+            anz = F_.fold_doc(smp, st, 6, 3, s_fast)
             z_ref, acc_ref = ref.fold_doc(terms, n_kw, n_k, alpha, float(m.beta), 6, 3, s_ref)
             np.testing.assert_array_equal(z, z_ref)
             np.testing.assert_array_equal(acc, acc_ref)
@@ -93,10 +95,9 @@ def test_conditionals_match_reference(trained):
     for _ in range(30):
         ndk = rng.integers(0, 4, size=m.n_topics) * (rng.random(m.n_topics) < 0.6)
         dlist = np.flatnonzero(ndk)
-        R = float(np.sum(ndk * rb))
         w = int(rng.integers(m.n_terms_))
-        fast = F_.token_conditional(w, m.tw_ptr_[cs], m.tw_topic_, m.tw_count_, inv, alpha,
-                                    ndk, dlist, len(dlist), R, rb, s_cum)
+        smp = F_.LdaSample(m.tw_ptr_[cs], m.tw_topic_, m.tw_count_, alpha, np.stack([inv, rb, s_cum]))
+        fast = F_.token_conditional(w, smp, ndk, dlist, len(dlist))
         slow = ref.conditional(w, ndk, n_kw, n_k, alpha, float(m.beta))
         np.testing.assert_allclose(fast, slow, rtol=1e-10, atol=0)
 
@@ -132,7 +133,7 @@ def test_same_seed_same_result_whatever_threads_and_batches(trained, new_docs, m
     m.n_jobs = 1
     try:
         b = m.fold_in(new_docs, seed=7)
-        monkeypatch.setattr(lda_foldin, "_BATCH_ENTRIES", 60)  # several batches
+        monkeypatch.setattr(common_foldin, "_BATCH_ENTRIES", 60)  # several batches
         c = m.fold_in(new_docs, seed=7)
     finally:
         m.n_jobs = None

@@ -5,7 +5,8 @@ training document gives back its document model)."""
 import numpy as np
 import pytest
 
-from models.pam import foldin as pam_foldin
+from models.common import foldin as common_foldin
+from models.common.kernels.rng import seed_stream
 from models.pam import foldin_kernels as PF
 from models.tcm import foldin_kernels as CF
 from models.tree_lda import foldin_kernels as TF
@@ -75,7 +76,7 @@ def test_same_seed_same_result_whatever_threads_and_batches(trained, monkeypatch
     m.n_jobs = 1
     try:
         b = m.fold_in(docs, seed=7, samples=None)
-        monkeypatch.setattr(pam_foldin, "_BATCH_ENTRIES", 30)  # several batches
+        monkeypatch.setattr(common_foldin, "_BATCH_ENTRIES", 30)  # several batches
         c = m.fold_in(docs, seed=7, samples=None)
     finally:
         m.n_jobs = None
@@ -158,7 +159,7 @@ def test_pam_fold_doc_matches_reference_draw_for_draw(pam):
         smp = pam_sample(m, cs)
         for d, terms in enumerate(planted_docs(3, 25, seed=13)):
             s_fast = np.empty(4, dtype=np.uint64)
-            PF.seed_stream(5, 100 * cs + d, s_fast)
+            seed_stream(5, 100 * cs + d, s_fast)
             s_ref = s_fast.copy()
             st, words, uid = PF.new_doc_state(terms, m.n_super, m.n_sub, 3)
             for u, w in enumerate(words):
@@ -251,7 +252,7 @@ def test_tree_fold_doc_matches_reference_draw_for_draw(tree):
         phi_ref = tree_ref.word_probs(m.tree_, m.edge_counts(cs), words)
         np.testing.assert_allclose(phi, phi_ref, rtol=1e-12)
         s_fast = np.empty(4, dtype=np.uint64)
-        TF.seed_stream(5, d, s_fast)
+        seed_stream(5, d, s_fast)
         s_ref = s_fast.copy()
         K = m.n_topics
         z, ndk, acc = np.empty(len(terms), np.int64), np.zeros(K, np.int64), np.zeros(K, np.int64)

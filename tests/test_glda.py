@@ -133,8 +133,9 @@ def _eq3_kernel(m, corpus, c, d, h):
     w = np.zeros(m.n_topics)
     wbits = np.zeros((corpus.n_terms, (m.n_topics + 63) // 64), np.uint64)
     GS.build_word_bits(n_kw, wbits)
-    total = GS.group_topic_weights(words, offs, len(words), m_dk, m.alpha_[c], m._unit(), n_kw,
-                                   wbits, n_k, m.beta, m.beta * corpus.n_terms, w,
+    gw = GS.GroupWeights(m_dk, np.zeros((m.n_topics + 63) // 64, np.uint64), wbits, n_kw,
+                         np.zeros((m.n_topics, G_.LINEAR_MAX + 1)), m.alpha_[c], m._unit(), m.beta)
+    total = GS.group_topic_weights(words, offs, len(words), gw, n_k, m.beta * corpus.n_terms, w,
                                    np.zeros((2, m.n_topics)), long_cache(m.alpha_[c]))
     return w / total, len(words)
 
@@ -197,8 +198,8 @@ def _eq3_sparse_kernel(m, corpus, c, d, h):
     S, D, inv_r = np.zeros(G_.LINEAR_MAX + 1), np.zeros(G_.LINEAR_MAX + 1), np.zeros((K, G_.LINEAR_MAX + 1))
     GS.smooth_sums(alpha, m._unit(), n_k, vbeta, n, S, inv_r)
     GS.doc_sums(dbits, m_dk, alpha, m._unit(), inv_r, n, D)
-    cnt, total, A = GS.word_group_weights(dw, dc, len(dw), n, m_dk, dbits, wbits, alpha,
-                                          m._unit(), n_kw, inv_r, m.beta, tk, tw)
+    gw = GS.GroupWeights(m_dk, dbits, wbits, n_kw, inv_r, alpha, m._unit(), m.beta)
+    cnt, total, A = GS.word_group_weights(dw, dc, len(dw), n, gw, tk, tw)
     word = np.zeros(K)
     word[tk[:cnt]] = tw[:cnt]
     assert np.all(np.diff(tk[:cnt]) > 0) and total == pytest.approx(word.sum(), rel=1e-14)

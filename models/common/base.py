@@ -92,6 +92,18 @@ class TopicModel(abc.ABC):
     def get_params(self):
         return {name: getattr(self, name) for name in self._param_names()}
 
+    def _open_checkpoint(self, path, corpus, free):
+        """The checkpoint at ``path``, checked to be one of this kind, of ``corpus`` and of
+        this model's parameters but those in ``free``."""
+        f = ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT)
+        h = f.header
+        if h.get("model") != type(self).__name__:
+            raise ValueError(f"{os.fspath(path)}: is a {h.get('model')!r} checkpoint, not "
+                             f"{type(self).__name__}; delete it or use another checkpoint path")
+        ckpt.check_fingerprint(path, h, corpus.fingerprint, self.corpus_hash_)
+        self._check_resume_params(path, h["params"], free)
+        return f
+
     def _check_resume_params(self, path, saved, free):
         """Refuse a checkpoint whose parameters ``saved`` differ from this model's, except those
         in ``free``. A parameter added after the checkpoint was written reads as its default:

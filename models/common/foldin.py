@@ -113,8 +113,8 @@ class FoldedDocs(abc.ABC):
 
 class SampledTopicFoldIn(FoldedDocs):
     """New documents folded in under kept samples ``css_`` of a Gibbs kind with topic counts
-    per document (LDA, TCM, tree-LDA; see :class:`FoldedDocs`). A kind implements
-    :meth:`_mixture` and ``_p_pairs``.
+    per document (LDA, TCM, tree-LDA; see :class:`FoldedDocs`). A kind implements ``_p_pairs``
+    and :meth:`_theta` (or its own :meth:`_mixture`).
 
     Attributes besides FoldedDocs'
     ------------------------------
@@ -139,11 +139,25 @@ class SampledTopicFoldIn(FoldedDocs):
         """Indices j of ``css_`` whose samples belong to chain ``chain``."""
         return [j for j, cs in enumerate(self.css_) if cs // self.model.n_samples_ == chain]
 
-    @abc.abstractmethod
     def _mixture(self, chain):
-        """``doc_topics_``: the documents' topic mixtures averaged over chain ``chain``'s samples."""
+        """``doc_topics_``: the documents' topic mixtures (:meth:`_theta`) averaged over chain
+        ``chain``'s samples."""
+        rows = self._chain_rows(chain)
+        out = np.zeros((self.n_docs, self.model.n_topics))
+        theta = np.empty(self.model.n_topics)
+        for j in rows:
+            for d in range(self.n_docs):
+                self._theta(j, d, theta)
+                out[d] += theta
+        return out / len(rows)
 
-# Entries of the folded-in count buffers per batch of documents (bounds the memory of a batch).
+    def _theta(self, j, d, out):
+        """Document d's topic mixture under sample ``css_[j]`` into ``out`` (n_topics,)."""
+        raise NotImplementedError
+
+
+# Entries of the folded-in count buffers per batch of documents (bounds the memory of a batch);
+# every kind's fold-in uses this budget.
 _BATCH_ENTRIES = 1 << 23
 
 

@@ -274,13 +274,8 @@ class GibbsModel(TopicModel):
             raise _damaged(path, e, "checkpoint") from e
 
     def _resume_from(self, corpus, path):
-        f = ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT)
+        f = self._open_checkpoint(path, corpus, _RESUME_FREE)
         h, a = f.header, f.arrays
-        if h.get("model") != type(self).__name__:
-            raise ValueError(f"{os.fspath(path)}: is a {h.get('model')!r} checkpoint, not "
-                             f"{type(self).__name__}; delete it or use another checkpoint path")
-        ckpt.check_fingerprint(path, h, corpus.fingerprint, self.corpus_hash_)
-        self._check_resume_params(path, h["params"], _RESUME_FREE)
         validate_files.gibbs_checkpoint(self, path, f, corpus)
         assign, prior = self._STATE
         self.rng_ = np.ascontiguousarray(a["rng"], dtype=np.uint64)

@@ -302,13 +302,8 @@ class VariationalModel(TopicModel):
     def _resume(self, path, corpus, net, opt, order_gen, gen):
         import torch
 
-        f = ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT)
+        f = self._open_checkpoint(path, corpus, _RESUME_FREE)
         h, a = f.header, f.arrays
-        if h.get("model") != type(self).__name__:
-            raise ValueError(f"{os.fspath(path)}: is a {h.get('model')!r} checkpoint, not "
-                             f"{type(self).__name__}; delete it or use another checkpoint path")
-        ckpt.check_fingerprint(path, h, corpus.fingerprint, self.corpus_hash_)
-        self._check_resume_params(path, h["params"], _RESUME_FREE)
         self._upgrade_net_arrays(a, [name for name, _ in net.named_parameters()])
         validate_files.variational_checkpoint(self, path, f, net, opt, {"order_rng": order_gen, "rng": gen})
         self._load_net_state(net, a)

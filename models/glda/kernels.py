@@ -15,11 +15,12 @@ The group-topic step (sparse for groups of at most LINEAR_MAX tokens, dense beyo
 :mod:`models.glda.sparse_kernels`.
 """
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit, prange
 
-from .sparse_kernels import LINEAR_MAX, ONE, bit_set, build_word_bits, doc_sums, draw_group_topic, group_topic_weights, long_cache, pick_listed, smooth_move, smooth_sums, topic_move, trailing_zeros
+from .sparse_kernels import LINEAR_MAX, ONE, GroupWeights, bit_set, build_word_bits, doc_sums, draw_group_topic, group_topic_weights, long_cache, pick_listed, smooth_move, smooth_sums, topic_move, trailing_zeros
 from ..common.kernels.prefetch import prefetch
 from ..common.kernels.rng import randint, uniform
 
@@ -27,27 +28,86 @@ from ..common.kernels.rng import randint, uniform
 PREFETCH_AHEAD = 4
 
 
+class GroupLayout(NamedTuple):
+    """The documents, their groups and (doc, word) runs (module docstring), shared by all chains."""
+
+    doc_ptr: np.ndarray
+    term_ids: np.ndarray
+    grp_ptr: np.ndarray
+    run_ptr: np.ndarray
+    tok_run: np.ndarray
+
+
+class ChainState(NamedTuple):
+    """One chain's state (module docstring) and alpha."""
+
+    g: np.ndarray
+    zg: np.ndarray
+    n_kw: np.ndarray
+    n_k: np.ndarray
+    alpha: np.ndarray
+
+
+class DocScratch(NamedTuple):
+    """One chain's per-document buffers, zero between documents where :func:`sweep_doc` says."""
+
+    n_grp_k: np.ndarray  # (K,) the doc's groups per topic
+    m_dk: np.ndarray     # (K,) eq. 3's doc counts (groups or tokens)
+    topics: np.ndarray   # (K,) the doc's topics, increasing
+    kbuf: np.ndarray     # (3, K) a long group's weights and their scratch
+    gptr: np.ndarray     # (max_groups + 1,) members of every group, counting sort
+    members: np.ndarray  # (max_len,)
+    words: np.ndarray    # (max_len,) a group's terms
+    offs: np.ndarray     # (max_len,) earlier tokens of the same term in the group
+    seen: np.ndarray     # (V,) tokens per term in the group, zero between groups
+
+
+class SparseState(NamedTuple):
+    """The sparse steps' state of one chain: topic bitsets (words, doc, groups), the sums S and
+    D and rows 1 / R_k of eq. 3, 1 / (V beta + n_k) of eq. 2, and scratch."""
+
+    wbits: np.ndarray
+    dbits: np.ndarray
+    gbits: np.ndarray
+    S: np.ndarray
+    D: np.ndarray
+    inv_r: np.ndarray
+    inv1: np.ndarray
+    n_max: int
+    nk_before: np.ndarray
+    dw: np.ndarray
+    dc: np.ndarray
+    tk: np.ndarray
+    tw: np.ndarray
+    gsort: np.ndarray
+    gstart: np.ndarray
+    rg_grp: np.ndarray
+    rg_cnt: np.ndarray
+    rg_nd: np.ndarray
+    lc: tuple
+
+
+
 @njit(cache=True)
-def draw_token_topic(u01, y, n_grp_k, gbits, wbits, n_kw, inv1, topics, n_present, beta, s_d,
-                     tk, tw):
+def draw_token_topic(u01, y, n_grp_k, gbits, wbits, n_kw, inv1, present, beta, s_d, tk, tw):
     """Eq. 2 summed over the groups of each topic, drawn with u01 uniform in [0, 1): the weight
     of a doc topic k is n_groups(k) (beta + n_kw[y, k]) inv1[k], inv1[k] = 1 / (V beta + n_k),
     the token removed from the counts. It is drawn from its word part n_groups(k) n_kw[y, k]
     inv1[k] over the doc's topics where y has a count (``gbits & wbits[y]``, increasing), else
     from its smoothing part beta n_groups(k) inv1[k] (total beta ``s_d``) over the doc's topics
-    ``topics[:n_present]`` (increasing)."""
+    ``present`` (increasing)."""
     cnt, wsum = word_part(y, n_grp_k, gbits, wbits, n_kw, inv1, tk, tw)
     u = u01 * (wsum + beta * s_d)
     if u < wsum:
         return pick_listed(u, tk, tw, cnt)
     u -= wsum
     acc = 0.0
-    for j in range(n_present):
-        k = topics[j]
+    for j in range(len(present)):
+        k = present[j]
         acc += beta * (n_grp_k[k] * inv1[k])
         if u < acc:
             return k
-    return topics[n_present - 1]
+    return present[len(present) - 1]
 
 
 @njit(cache=True)
@@ -177,14 +237,17 @@ def _inc(n_kw, wbits, y, k):
 
 
 @njit(cache=True)
-def sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, tok_run, g, zg, n_kw, n_k, alpha,
-              beta, unit, resample_groups, rng, n_grp_k, m_dk, topics, kbuf, gptr,
-              members, words, offs, seen, sp):
+def sweep_doc(d, lay, chain, beta, unit, resample_groups, rng, scratch, sp):
     """One Gibbs pass over doc d: every token's group (eq. 2 + refinement) in position order,
-    then every group's topic jointly with its tokens (eq. 3) in group order. ``sp`` holds the
-    sparse step's state (word and doc topic bitsets, smoothing sums S, scratch)."""
+    then every group's topic jointly with its tokens (eq. 3) in group order. Changes in place
+    the chain's state (:class:`ChainState`), ``sp`` (:class:`SparseState`), ``rng`` and the
+    scratch (:class:`DocScratch`; n_grp_k, m_dk and seen are left zero)."""
+    doc_ptr, term_ids, grp_ptr, run_ptr, tok_run = lay
+    g, zg, n_kw, n_k, alpha = chain
+    n_grp_k, m_dk, topics, kbuf, gptr, members, words, offs, seen = scratch
     (wbits, dbits, gbits, S, D, inv_r, inv1, n_max, nk_before, dw, dc, tk, tw, gsort, gstart,
      rg_grp, rg_cnt, rg_nd, lc) = sp
+    gw = GroupWeights(m_dk, dbits, wbits, n_kw, inv_r, alpha, unit, beta)
     V = n_kw.shape[0]
     vbeta = V * beta
     lo, hi = doc_ptr[d], doc_ptr[d + 1]
@@ -243,8 +306,8 @@ def sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, tok_run, g, zg, n_kw, n_k,
             inv = 1.0 / (vbeta + n_k[k_old])
             s_d += n_grp_k[k_old] * (inv - inv1[k_old])
             inv1[k_old] = inv
-            k0 = draw_token_topic(uniform(rng), y, n_grp_k, gbits, wbits, n_kw, inv1, topics,
-                                  n_present, beta, s_d, tk, tw)
+            k0 = draw_token_topic(uniform(rng), y, n_grp_k, gbits, wbits, n_kw, inv1,
+                                  topics[:n_present], beta, s_d, tk, tw)
             # eq. 2 is uniform over the groups of topic k0: the r-th of them in index order
             h_drawn = gsort[gstart[k0] + randint(rng, n_grp_k[k0])]
             r = tok_run[i]
@@ -316,11 +379,9 @@ def sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, tok_run, g, zg, n_kw, n_k,
                        m_dk[k_old] + (n if unit else 1), m_dk[k_old])
             bit_set(dbits, k_old, m_dk[k_old] > 0)
         if n <= LINEAR_MAX:
-            k_new = draw_group_topic(uniform(rng), dw, dc, n_dw, n, m_dk, dbits, wbits, alpha,
-                                     unit, n_kw, inv_r, beta, S, D, tk, tw)
+            k_new = draw_group_topic(uniform(rng), dw, dc, n_dw, n, gw, S, D, tk, tw)
         else:
-            total = group_topic_weights(words, offs, n, m_dk, alpha, unit, n_kw, wbits, n_k, beta,
-                                        vbeta, kbuf[0], kbuf[1:], lc)
+            total = group_topic_weights(words, offs, n, gw, n_k, vbeta, kbuf[0], kbuf[1:], lc)
             k_new = _pick(kbuf[0], len(n_k), uniform(rng) * total)
         zg[g0 + h] = k_new
         for j in range(n):
@@ -351,6 +412,7 @@ def word_bits(n_kw):
     return wbits
 
 
+# prange entry point: flat arrays (see models/common/kernels/__init__.py)
 @njit(cache=True, parallel=True)
 def sweep_chains(doc_ptr, term_ids, grp_ptr, run_ptr, tok_run, g, zg, n_kw, n_k, alpha,
                  beta, unit, resample_groups, rng, max_groups, max_len, n_threads, wbits):
@@ -386,14 +448,15 @@ def sweep_chains(doc_ptr, term_ids, grp_ptr, run_ptr, tok_run, g, zg, n_kw, n_k,
             if p == 0:
                 smooth_sums(alpha[c], unit, n_k[c], vbeta, n_max, sums[c, 0], inv_r[c])
             lc = long_cache(fk[c, 5], ik[c, 6], bits[c, 2], p == 0)
-            sp = (wbits[c], bits[c, 0], bits[c, 1], sums[c, 0], sums[c, 1], inv_r[c], fk[c, 3],
-                  n_max, ik[c, 3], il[c, 3], il[c, 4], ik[c, 4], fk[c, 4], ig[c, 1], ik[c, 5],
-                  il[c, 5], il[c, 6], il[c, 7], lc)
+            sp = SparseState(wbits[c], bits[c, 0], bits[c, 1], sums[c, 0], sums[c, 1], inv_r[c],
+                             fk[c, 3], n_max, ik[c, 3], il[c, 3], il[c, 4], ik[c, 4], fk[c, 4],
+                             ig[c, 1], ik[c, 5], il[c, 5], il[c, 6], il[c, 7], lc)
+            lay = GroupLayout(doc_ptr, term_ids, grp_ptr, run_ptr, tok_run)
+            chain = ChainState(g[c], zg[c], n_kw[c], n_k[c], alpha[c])
+            scratch = DocScratch(ik[c, 0], ik[c, 1], ik[c, 2], fk[c, :3], ig[c, 0], il[c, 0],
+                                 il[c, 1], il[c, 2], seen[c])
             for d in range(bounds[p], bounds[p + 1]):
-                sweep_doc(d, doc_ptr, term_ids, grp_ptr, run_ptr, tok_run, g[c], zg[c],
-                          n_kw[c], n_k[c], alpha[c], beta, unit, resample_groups, rng[c],
-                          ik[c, 0], ik[c, 1], ik[c, 2], fk[c, :3], ig[c, 0], il[c, 0], il[c, 1],
-                          il[c, 2], seen[c], sp)
+                sweep_doc(d, lay, chain, beta, unit, resample_groups, rng[c], scratch, sp)
 
 
 @njit(cache=True)

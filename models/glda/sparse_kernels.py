@@ -23,6 +23,8 @@ Longer groups are weighed over all topics (:func:`group_topic_weights`), LINEAR_
 a time, the products that are equal for many topics (a word without a count, the first
 LINEAR_MAX factors of a denominator) computed once.
 """
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 from numba.cpython.unsafe.numbers import trailing_zeros  # LLVM cttz: index of the lowest set bit
@@ -30,6 +32,20 @@ from numba.cpython.unsafe.numbers import trailing_zeros  # LLVM cttz: index of t
 # Products of at most this many factors stay in floating range for any int32 count (2^31)^16.
 LINEAR_MAX = 16
 ONE = np.uint64(1)
+
+
+class GroupWeights(NamedTuple):
+    """What eq. 3's weights read besides the group: the doc's counts m_dk and its topic bitset,
+    the words' topic bitsets and counts, the rows 1 / R_k, alpha, the doc factor's unit, beta."""
+
+    m_dk: np.ndarray
+    dbits: np.ndarray
+    wbits: np.ndarray
+    n_kw: np.ndarray
+    inv_r: np.ndarray
+    alpha: np.ndarray
+    unit: int
+    beta: float
 
 
 @njit(cache=True, inline="always")
@@ -147,11 +163,21 @@ def doc_sums(dbits, m_dk, alpha, unit, inv_r, n_max, D):
 
 
 @njit(cache=True, inline="always")
-def _word_weights_few(dw, n_dw, n, m_dk, dbits, wbits, alpha, unit, n_kw, inv_r, beta, tk, tw,
-                      A):
+def _put_word_weight(k, p, A, n, alpha, m_dk, unit, inv_r, tk, tw, cnt):
+    """Topic k's word part (a_k + b_k)(P_k - A) / R_k, P_k = ``p``, as entry ``cnt`` of ``tk``
+    and ``tw``; returns it."""
+    a, bk = _doc_coef(alpha[k], m_dk[k], unit, n)
+    tk[cnt] = k
+    tw[cnt] = (a + bk) * (p - A) * inv_r[k, n]
+    return tw[cnt]
+
+
+@njit(cache=True, inline="always")
+def _word_weights_few(dw, n_dw, n, gw, tk, tw, A):
     """:func:`word_group_weights` for 1 to 4 distinct words, each once: their rows and bitsets
     held in locals (unused ones repeat the first word's, whose bits are already in the OR), the
     same products in the same order."""
+    m_dk, dbits, wbits, n_kw, inv_r, alpha, unit, beta = gw
     y0 = dw[0]
     y1 = dw[1] if n_dw > 1 else y0
     y2 = dw[2] if n_dw > 2 else y0
@@ -166,7 +192,6 @@ def _word_weights_few(dw, n_dw, n, m_dk, dbits, wbits, alpha, unit, n_kw, inv_r,
             t = trailing_zeros(wx)
             wx &= wx - ONE
             k = (blk << 6) + t
-            a, bk = _doc_coef(alpha[k], m_dk[k], unit, n)
             p = beta + r0[k]
             if n_dw > 1:
                 p *= beta + r1[k]
@@ -174,28 +199,25 @@ def _word_weights_few(dw, n_dw, n, m_dk, dbits, wbits, alpha, unit, n_kw, inv_r,
                     p *= beta + r2[k]
                     if n_dw > 3:
                         p *= beta + r3[k]
-            tk[cnt] = k
-            tw[cnt] = (a + bk) * (p - A) * inv_r[k, n]
-            total += tw[cnt]
+            total += _put_word_weight(k, p, A, n, alpha, m_dk, unit, inv_r, tk, tw, cnt)
             cnt += 1
     return cnt, total, A
 
 
 @njit(cache=True)
-def word_group_weights(dw, dc, n_dw, n, m_dk, dbits, wbits, alpha, unit, n_kw, inv_r, beta,
-                       tk, tw):
+def word_group_weights(dw, dc, n_dw, n, gw, tk, tw):
     """The word part of eq. 3 for a group of n <= LINEAR_MAX tokens (distinct words
     ``dw[:n_dw]`` with counts ``dc``): (a_k + b_k)(P_k - A) / R_k over the topics where a word of
     the group has a count, in ``tk`` (increasing), the parts in ``tw``. Returns (number of
     topics, their total, A)."""
+    m_dk, dbits, wbits, n_kw, inv_r, alpha, unit, beta = gw
     A = 1.0
     small = n_dw <= 4
     for j in range(n_dw):
         A *= _rising(beta, dc[j])
         small &= dc[j] == 1
     if small and n_dw > 0:
-        return _word_weights_few(dw, n_dw, n, m_dk, dbits, wbits, alpha, unit, n_kw, inv_r,
-                                 beta, tk, tw, A)
+        return _word_weights_few(dw, n_dw, n, gw, tk, tw, A)
     cnt = 0
     total = 0.0
     for blk in range(len(dbits)):
@@ -206,16 +228,13 @@ def word_group_weights(dw, dc, n_dw, n, m_dk, dbits, wbits, alpha, unit, n_kw, i
             t = trailing_zeros(wx)
             wx &= wx - ONE
             k = (blk << 6) + t
-            a, bk = _doc_coef(alpha[k], m_dk[k], unit, n)
             # no bit test: where a word's bit is clear its count is 0 and beta + 0 is beta, the
             # same factor (an unpredictable branch costs more than the load); rising(x, 1) is x
             p = 1.0
             for j in range(n_dw):
                 x = beta + n_kw[dw[j], k]
                 p *= x if dc[j] == 1 else _rising(x, dc[j])
-            tk[cnt] = k
-            tw[cnt] = (a + bk) * (p - A) * inv_r[k, n]
-            total += tw[cnt]
+            total += _put_word_weight(k, p, A, n, alpha, m_dk, unit, inv_r, tk, tw, cnt)
             cnt += 1
     return cnt, total, A
 
@@ -240,13 +259,12 @@ def pick_listed(u, tk, tw, cnt):
 
 
 @njit(cache=True)
-def draw_group_topic(u01, dw, dc, n_dw, n, m_dk, dbits, wbits, alpha, unit, n_kw, inv_r, beta,
-                     S, D, tk, tw):
+def draw_group_topic(u01, dw, dc, n_dw, n, gw, S, D, tk, tw):
     """Eq. 3 drawn with u01 uniform in [0, 1): from the word part (increasing topic order), else
     the doc part b_k A / R_k (total A D[n]; the doc's topics in increasing order), else the
     smoothing part (total A S[n]; all topics in increasing order)."""
-    cnt, wsum, A = word_group_weights(dw, dc, n_dw, n, m_dk, dbits, wbits, alpha, unit, n_kw,
-                                      inv_r, beta, tk, tw)
+    m_dk, dbits, _, _, inv_r, alpha, unit, _ = gw
+    cnt, wsum, A = word_group_weights(dw, dc, n_dw, n, gw, tk, tw)
     u = u01 * (wsum + A * D[n] + A * S[n])
     if u < wsum:
         return pick_listed(u, tk, tw, cnt)
@@ -286,15 +304,16 @@ def long_cache(inv_r1, r1_nk, ubits, fresh):
 
 
 @njit(cache=True)
-def group_topic_weights(words, offs, n, m_dk, alpha, unit, n_kw, wbits, n_k, beta, vbeta, out,
-                        scratch, lc):
+def group_topic_weights(words, offs, n, gw, n_k, vbeta, out, scratch, lc):
     """Eq. 3 for one group of ``n`` tokens (term ``words[j]``, ``offs[j]`` earlier tokens of the
     same term in the group), removed from the counts: unnormalised p(z_g = k) in ``out``, scaled
     by a constant for groups of more than LINEAR_MAX tokens. Returns the total. ``scratch``:
-    (2, K) float64; ``lc``: :func:`long_cache`; ``wbits``: the words' topic bitsets.
+    (2, K) float64; ``lc``: :func:`long_cache`; of ``gw``, the doc's bitset and 1 / R_k are not
+    read.
 
     gLDA (unit 0, 2): (alpha_k + m_dk) * prod_j (beta + n_kw[w_j, k] + off_j) / rising(V beta + n_k, n);
     restricted LDA (unit 1): the doc factor is rising(alpha_k + m_dk, n) over token counts."""
+    m_dk, _, wbits, n_kw, _, alpha, unit, beta = gw
     K = len(n_k)
     if n <= LINEAR_MAX:
         for k in range(K):

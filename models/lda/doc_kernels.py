@@ -19,13 +19,11 @@ tree nodes are recomputed from their children, so the tree is a pure function of
 and none of these shortcuts changes a draw. Both buckets are exact, so the sampler draws from
 the exact conditional.
 
-Why this order: on 20 Newsgroups at K = 100 a term's row holds about 11 topics (token-weighted)
-where a document holds about 40, so this sparse bucket is 4x shorter than the document bucket
-of the word-by-word order of F+LDA (which topicir used before). Only the term lists are updated
-per token; the dense n_kw is rebuilt from them when it is read (``LDA.n_kw_``), since updating
-it too would cost two random memory accesses per token. On 20 Newsgroups (50 sweeps, 2
-threads) training took 1.6x, 1.4x and 1.25x less time than with the word-by-word sweep at
-K = 200, 400 and 800.
+Why this order: a term's row holds far fewer topics than a document (its tokens concentrate on
+the few topics of its senses, while a document mixes many), so the sparse bucket of this order
+is shorter than the document bucket of the word-by-word order of F+LDA. Only the term lists are
+updated per token; the dense n_kw is rebuilt from them when it is read (``LDA.n_kw_``), since
+updating it too would cost two random memory accesses per token.
 
 Parallelism: the partition scheme of Yan et al. (2009) (tomotopy's PARTITION) over FIXED shards.
 Documents are split into S shards and terms into S groups; a sweep takes S sub-steps, and in
@@ -44,17 +42,61 @@ wcap_ptr : (V+1,) int64          term w's list lives in wl[wcap_ptr[w]:wcap_ptr[
 wl, wl_nnz, wshift               term w's nonzero topics, ascending, packed like dt (int32, or
                                 int64 when a term's frequency does not fit the int32 count bits)
 """
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit, prange
 
 from ..common.kernels.ftree import tree_build, tree_root_with, tree_sample, tree_set
 from ..common.kernels.prefetch import prefetch
 from ..common.kernels.rng import uniform
+from ..common.kernels.shards import merge_shard_counts
 from ..common.kernels.sparse import lower_bound
 
 
 # Tokens between the prefetch of a term list and its use.
 PREFETCH_AHEAD = 4
+
+
+class Visits(NamedTuple):
+    """The sweep order (module docstring): visit v's tokens visit_ptr[v]:visit_ptr[v + 1] all
+    belong to doc visit_doc[v]; ord_word is the term of every token."""
+
+    visit_ptr: np.ndarray
+    visit_doc: np.ndarray
+    ord_word: np.ndarray
+
+
+class WordLists(NamedTuple):
+    """Every term's packed topic list: wl[wcap_ptr[w]:wcap_ptr[w] + wl_nnz[w]]."""
+
+    wcap_ptr: np.ndarray
+    wl: np.ndarray
+    wshift: int
+    wl_nnz: np.ndarray
+
+
+class DocLists(NamedTuple):
+    """Every doc's packed topic list, dt[cap_ptr[d]:cap_ptr[d] + dt_nnz[d]] (:mod:`.kernels`),
+    and which docs are sampled (active[d] != 0)."""
+
+    cap_ptr: np.ndarray
+    dt: np.ndarray
+    cshift: int
+    dt_nnz: np.ndarray
+    active: np.ndarray
+
+
+class Scratch(NamedTuple):
+    """One shard's buffers: the F+ tree (2 P,) and inv, pbuf (K,) float64; ndk, topics (K,)
+    int32 and listed (K,) uint8, ndk and listed all zero between documents."""
+
+    tree: np.ndarray
+    inv: np.ndarray
+    ndk: np.ndarray
+    listed: np.ndarray
+    topics: np.ndarray
+    pbuf: np.ndarray
 
 # ---------------------------------------------------------------------------------------------
 # One block of one sweep
@@ -88,15 +130,16 @@ def _set_leaves(tree, P, topics, n, ndk, alpha, inv, max_patch):
 
 # error_model="numpy": no zero test before each division (n_k + V beta is never 0)
 @njit(cache=True, error_model="numpy")
-def sweep_block(v0, v1, visit_ptr, visit_doc, ord_word, z_ord, n_k, wcap_ptr, wl, wshift,
-                 wl_nnz, cap_ptr, dt, cshift, dt_nnz, active, alpha, beta, vbeta, tree, inv, ndk,
-                 listed, topics, pbuf, rng):
+def sweep_block(v0, v1, visits, z_ord, n_k, words, docs, alpha, beta, vbeta, scratch, rng):
     """Resample every token of visits v0:v1 once, against n_k (this shard's copy).
 
-    Changes in place: z_ord, n_k, wl, wl_nnz (terms of this block only), dt, dt_nnz (docs
-    of this block only), and the scratch tree, inv (K,) float64, ndk (K,) int32 and listed (K,)
-    uint8 (both all zero between documents), topics (K,) int32, pbuf (K,) float64, and rng.
+    Changes in place: z_ord, n_k, words.wl, words.wl_nnz (terms of this block only), docs.dt,
+    docs.dt_nnz (docs of this block only), the scratch and rng.
     """
+    visit_ptr, visit_doc, ord_word = visits
+    wcap_ptr, wl, wshift, wl_nnz = words
+    cap_ptr, dt, cshift, dt_nnz, active = docs
+    tree, inv, ndk, listed, topics, pbuf = scratch
     K = n_k.shape[0]
     P = tree.shape[0] // 2
     cmask = (1 << cshift) - 1
@@ -249,6 +292,7 @@ def sweep_block(v0, v1, visit_ptr, visit_doc, ord_word, z_ord, n_k, wcap_ptr, wl
         n_stale = n_top
 
 
+# prange entry point: flat arrays (see models/common/kernels/__init__.py)
 @njit(cache=True, parallel=True)
 def sweep(block_visit_ptr, visit_ptr, visit_doc, ord_word, z_ord, n_k, wcap_ptr, wl, wshift,
           wl_nnz, cap_ptr, dt, cshift, dt_nnz, active, alpha, beta, local_n_k, trees, invs, ndks,
@@ -270,23 +314,20 @@ def sweep(block_visit_ptr, visit_ptr, visit_doc, ord_word, z_ord, n_k, wcap_ptr,
     """
     S = block_visit_ptr.shape[0]
     vbeta = wl_nnz.shape[0] * beta
-    K = n_k.shape[0]
     for j in range(S):
         for s in prange(S):
             g = (s + j) % S
             local_n_k[s, :] = n_k
-            sweep_block(block_visit_ptr[s, g], block_visit_ptr[s, g + 1], visit_ptr, visit_doc,
-                        ord_word, z_ord, local_n_k[s], wcap_ptr, wl, wshift, wl_nnz, cap_ptr, dt,
-                        cshift, dt_nnz, active, alpha, beta, vbeta, trees[s], invs[s], ndks[s],
-                        listeds[s], topics[s], pbufs[s], rng[s])
-        for k in range(K):
-            g0 = n_k[k]
-            acc = g0
-            for s in range(S):
-                acc += local_n_k[s, k] - g0
-            n_k[k] = acc
+            sweep_block(block_visit_ptr[s, g], block_visit_ptr[s, g + 1],
+                        Visits(visit_ptr, visit_doc, ord_word), z_ord, local_n_k[s],
+                        WordLists(wcap_ptr, wl, wshift, wl_nnz),
+                        DocLists(cap_ptr, dt, cshift, dt_nnz, active), alpha, beta, vbeta,
+                        Scratch(trees[s], invs[s], ndks[s], listeds[s], topics[s], pbufs[s]),
+                        rng[s])
+        merge_shard_counts(n_k, local_n_k)
 
 
+# prange entry point: flat arrays (see models/common/kernels/__init__.py)
 @njit(cache=True, parallel=True)
 def online_pass(doc_ptr, docs, term_ids, z, n_k, wcap_ptr, wl, wshift, wl_nnz, cap_ptr, dt, cshift,
                 dt_nnz, active, alpha, beta, vbeta, trees, invs, ndks, listeds, topics, pbufs, rng):
@@ -297,9 +338,10 @@ def online_pass(doc_ptr, docs, term_ids, z, n_k, wcap_ptr, wl, wshift, wl_nnz, c
     and lists must start empty. Changes in place: z, n_k, wl, wl_nnz, dt, dt_nnz, the scratch
     arrays and rng."""
     for c in prange(z.shape[0]):
-        sweep_block(0, len(docs), doc_ptr, docs, term_ids, z[c], n_k[c], wcap_ptr, wl[c], wshift,
-                    wl_nnz[c], cap_ptr, dt[c], cshift, dt_nnz[c], active[c], alpha[c], beta,
-                    vbeta, trees[c], invs[c], ndks[c], listeds[c], topics[c], pbufs[c], rng[c, 0])
+        sweep_block(0, len(docs), Visits(doc_ptr, docs, term_ids), z[c], n_k[c],
+                    WordLists(wcap_ptr, wl[c], wshift, wl_nnz[c]),
+                    DocLists(cap_ptr, dt[c], cshift, dt_nnz[c], active[c]), alpha[c], beta, vbeta,
+                    Scratch(trees[c], invs[c], ndks[c], listeds[c], topics[c], pbufs[c]), rng[c, 0])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -324,8 +366,8 @@ def build_word_lists(n_kw, wcap_ptr, wshift, wl, wl_nnz):
 @njit(cache=True, parallel=True)
 def word_lists_to_dense(wcap_ptr, wl, wshift, wl_nnz, n_kw):
     """n_kw from the term lists. The sweep keeps only the lists: updating the dense rows too
-    would cost two random memory accesses per token (about 1/5 of the sweep at K = 100), and
-    rewriting all V x K of them after every sweep a few percent of it at K = 800."""
+    would cost two random memory accesses per token, and rewriting all V x K of them after
+    every sweep is wasted unless n_kw is read."""
     V, K = n_kw.shape
     wmask = (1 << wshift) - 1
     for w in prange(V):

@@ -11,10 +11,6 @@ import numpy as np
 from . import foldin_kernels as F_
 from ..common.foldin import SampledFoldInMixin, SampledTopicFoldIn, fold_batches
 
-# Entries of the folded-in count buffers per batch of documents (bounds the memory of a batch).
-_BATCH_ENTRIES = 1 << 23
-
-
 class LDAFoldIn(SampledTopicFoldIn):
     """New documents folded in under kept LDA samples (see :class:`SampledTopicFoldIn`)."""
 
@@ -61,6 +57,5 @@ class LDAFoldInMixin(SampledFoldInMixin):
 
         cap = np.minimum(doc_len * n_keep, K)
         f_ptr, f_topic, f_count = self._with_threads(
-            fold_batches, doc_len, len(css), cap, run, np.uint16 if K <= 65535 else np.int32,
-            _BATCH_ENTRIES)
+            fold_batches, doc_len, len(css), cap, run, np.uint16 if K <= 65535 else np.int32)
         return LDAFoldIn(self, doc_len, css, f_ptr, f_topic, f_count, n_keep, chain, params)

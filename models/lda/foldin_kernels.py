@@ -15,35 +15,46 @@ with inv_k = 1 / (n_k + V b). A document is independent of every other one given
 documents (and kept samples) run in parallel, each on its own random stream derived from
 (seed, sample, document): results never depend on the number of threads.
 
+The online pass and the sweeps are :func:`models.common.kernels.foldin.fold_loop`'s; this module
+gives it LDA's steps over a document (:class:`DocState`) under a sample (:class:`LdaSample`).
+
 Layout: a kept sample cs's term-major counts are ``tw_topic[tw_ptr[cs, w]:tw_ptr[cs, w + 1]]``
 (ascending topics) with ``tw_count`` (see :func:`models.common.gibbs.rows_csr`); the folded-in counts
 of document d under sample cs are written sorted by topic into ``out_topic/out_count`` from
 ``cap_ptr[cs * D + d]``, ``out_nnz[cs, d]`` of them: n_dk summed over the kept fold-in sweeps.
 """
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit, prange
 
+from ..common.kernels.foldin import doc_stream, fold_loop, keep_listed, listed_add, listed_remove, write_listed
 from ..common.kernels.rng import uniform
-from ..common.kernels.sparse import lower_bound
+from ..common.kernels.sparse import lower_bound, upper_bound
 
 
-@njit(cache=True)
-def _splitmix64(x):
-    x = x + np.uint64(0x9E3779B97F4A7C15)
-    z = x
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return x, z ^ (z >> np.uint64(31))
+class LdaSample(NamedTuple):
+    """One kept sample, fixed during fold-in."""
+
+    row: np.ndarray       # (V + 1,) the sample's tw_ptr row
+    tw_topic: np.ndarray
+    tw_count: np.ndarray
+    alpha: np.ndarray     # (K,)
+    tab: np.ndarray       # (3, K) rows inv_k = 1 / (n_k + V b), rb_k = b inv_k and the s bucket,
+                          # cumulative (:func:`sample_tables`)
 
 
-@njit(cache=True)
-def seed_stream(seed, stream, state):
-    """xoshiro256** state (uint64[4]) of stream ``stream`` under ``seed``, as
-    :func:`models.common.kernels.rng.make_rng_states` derives stream ``stream`` (flat index)."""
-    x = np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + (np.uint64(stream) + np.uint64(1)) * np.uint64(0xD1B54A32D192ED03)
-    for j in range(4):
-        x, v = _splitmix64(x)
-        state[j] = v
+class DocState(NamedTuple):
+    """One document while it is folded in: its tokens and counts, and scratch."""
+
+    terms: np.ndarray   # (n,) term of every token
+    z: np.ndarray       # (n,) topic of every token
+    ndk: np.ndarray     # (K,) n_dk, zero between documents
+    dlist: np.ndarray   # (K,) topics with n_dk > 0, in listing order
+    dpos: np.ndarray    # (K,) position of a listed topic in dlist
+    acc: np.ndarray     # (K,) n_dk summed over the kept sweeps
+    alist: np.ndarray   # (K,) topics with acc > 0
+    qbuf: np.ndarray    # (K,) q-bucket cumulative masses
 
 
 @njit(cache=True)
@@ -58,99 +69,83 @@ def sample_tables(n_k, alpha, beta, V, inv, rb, s_cum):
 
 
 @njit(cache=True)
-def draw(w, row, tw_topic, tw_count, inv, alpha, ndk, dlist, dnnz, R, rb, s_cum, qbuf, u01):
+def _tables(css, n_k, alpha, beta, V):
+    """The tables (len(css), 3, K) of the samples css[j] (:class:`LdaSample`)."""
+    tab = np.empty((len(css), 3, n_k.shape[1]))
+    for j in range(len(css)):
+        sample_tables(n_k[css[j]], alpha[css[j]], beta, V, tab[j, 0], tab[j, 1], tab[j, 2])
+    return tab
+
+
+@njit(cache=True, inline="always")
+def draw(w, row, tw_topic, tw_count, alpha, tab, ndk, dlist, dnnz, R, qbuf, u01):
     """The topic of a token of word w given the document's counts ``ndk`` (its topics in
-    ``dlist[:dnnz]``, r bucket ``R``) for the uniform ``u01``; ``row`` is the sample's tw_ptr row."""
+    ``dlist[:dnnz]``, r bucket ``R``) for the uniform ``u01``; the sample's arrays as in
+    :class:`LdaSample`."""
     lo = row[w]
     hi = row[w + 1]
     Q = 0.0
     for j in range(lo, hi):
         k = tw_topic[j]
-        Q += (ndk[k] + alpha[k]) * tw_count[j] * inv[k]
+        Q += (ndk[k] + alpha[k]) * tw_count[j] * tab[0, k]
         qbuf[j - lo] = Q
-    K = len(s_cum)
-    u = u01 * (Q + R + s_cum[K - 1])
+    K = tab.shape[1]
+    u = u01 * (Q + R + tab[2, K - 1])
     if u < Q:
-        a = 0
-        b = hi - lo - 1
-        while a < b:
-            m = (a + b) >> 1
-            if qbuf[m] > u:
-                b = m
-            else:
-                a = m + 1
-        return np.int64(tw_topic[lo + a])
+        return np.int64(tw_topic[lo + upper_bound(qbuf, 0, hi - lo - 1, u)])
     u -= Q
     if u < R and dnnz > 0:
         for i in range(dnnz):
             k = dlist[i]
-            u -= ndk[k] * rb[k]
+            u -= ndk[k] * tab[1, k]
             if u < 0.0:
                 return np.int64(k)
         return np.int64(dlist[dnnz - 1])
     u -= R
-    a = 0
-    b = K - 1
-    while a < b:
-        m = (a + b) >> 1
-        if s_cum[m] > u:
-            b = m
-        else:
-            a = m + 1
-    return np.int64(a)
+    return np.int64(upper_bound(tab[2], 0, K - 1, u))
 
 
 @njit(cache=True)
-def fold_doc(terms, row, tw_topic, tw_count, inv, alpha, rb, s_cum, n_iter, n_keep, state,
-             z, ndk, dlist, dpos, acc, alist, qbuf):
-    """Fold in one document (tokens ``terms``): an online pass (every token drawn given those
-    before it), then ``n_iter`` sweeps; n_dk of the last ``n_keep`` is summed into ``acc``
-    (its topics in ``alist``). Leaves ``ndk`` zero; returns the number of topics in ``alist``."""
-    n = len(terms)
-    dnnz = 0
-    R = 0.0
-    for i in range(n):  # online initialisation
-        k = draw(terms[i], row, tw_topic, tw_count, inv, alpha, ndk, dlist, dnnz, R, rb, s_cum,
-                 qbuf, uniform(state))
-        z[i] = k
-        if ndk[k] == 0:
-            dlist[dnnz] = k
-            dpos[k] = dnnz
-            dnnz += 1
-        ndk[k] += 1
-        R += rb[k]
-    anz = 0
-    for it in range(n_iter):
-        for i in range(n):
+def _pass(doc, aux, state, resample):
+    """The online pass (every token drawn given those before it) or, with ``resample``, a
+    sweep (every token taken out of the counts, then drawn)."""
+    (row, tw_topic, tw_count, alpha, tab), (terms, z, ndk, dlist, dpos, _, _, qbuf) = doc
+    dnnz, R = aux
+    for i in range(len(terms)):
+        if resample:
             k = z[i]
-            ndk[k] -= 1
-            R -= rb[k]
-            if ndk[k] == 0:
-                last = dlist[dnnz - 1]
-                dlist[dpos[k]] = last
-                dpos[last] = dpos[k]
-                dnnz -= 1
-            k = draw(terms[i], row, tw_topic, tw_count, inv, alpha, ndk, dlist, dnnz, R, rb,
-                     s_cum, qbuf, uniform(state))
-            z[i] = k
-            if ndk[k] == 0:
-                dlist[dnnz] = k
-                dpos[k] = dnnz
-                dnnz += 1
-            ndk[k] += 1
-            R += rb[k]
-        if it >= n_iter - n_keep:
-            for i in range(dnnz):
-                k = dlist[i]
-                if acc[k] == 0:
-                    alist[anz] = k
-                    anz += 1
-                acc[k] += ndk[k]
+            R -= tab[1, k]
+            dnnz = listed_remove(ndk, dlist, dpos, dnnz, k)
+        k = draw(terms[i], row, tw_topic, tw_count, alpha, tab, ndk, dlist, dnnz, R, qbuf,
+                 uniform(state))
+        z[i] = k
+        dnnz = listed_add(ndk, dlist, dpos, dnnz, k)
+        R += tab[1, k]
+    return dnnz, R
+
+
+@njit(cache=True)
+def _keep(doc, aux, anz):
+    st = doc[1]
+    return keep_listed(st.ndk, st.dlist, aux[0], st.acc, st.alist, anz)
+
+
+_fold = fold_loop(_pass, _keep)
+
+
+@njit(cache=True)
+def fold_doc(smp, st, n_iter, n_keep, state):
+    """Fold in one document (:func:`models.common.kernels.foldin.fold_loop`): n_dk of the last
+    ``n_keep`` sweeps is summed into ``st.acc`` (its topics in ``st.alist``). Leaves ``st.ndk``
+    zero; returns the number of topics in ``st.alist``."""
+    (dnnz, _), anz = _fold((smp, st), (np.int64(0), 0.0), n_iter, n_keep, state)
+    ndk, dlist = st.ndk, st.dlist
     for i in range(dnnz):
         ndk[dlist[i]] = 0
     return anz
 
 
+# prange entry point: flat arrays (see models/common/kernels/__init__.py)
 @njit(cache=True, parallel=True)
 def fold_in(doc_ptr, term_ids, doc0, css, tw_ptr, tw_topic, tw_count, n_k, alpha, beta, seed,
             n_iter, n_keep, cap_ptr, out_topic, out_count, out_nnz):
@@ -160,40 +155,24 @@ def fold_in(doc_ptr, term_ids, doc0, css, tw_ptr, tw_topic, tw_count, n_k, alpha
     D = len(doc_ptr) - 1
     J = len(css)
     K = n_k.shape[1]
-    V = tw_ptr.shape[1] - 1
-    inv = np.empty((J, K))
-    rb = np.empty((J, K))
-    s_cum = np.empty((J, K))
-    for j in range(J):
-        sample_tables(n_k[css[j]], alpha[css[j]], beta, V, inv[j], rb[j], s_cum[j])
-    max_len = 0
-    for d in range(D):
-        max_len = max(max_len, doc_ptr[d + 1] - doc_ptr[d])
+    tab = _tables(css, n_k, alpha, beta, tw_ptr.shape[1] - 1)
     for item in prange(J * D):
         j = item // D
         d = item % D
         cs = css[j]
-        state = np.empty(4, dtype=np.uint64)
-        seed_stream(seed, np.int64(cs) * np.int64(1 << 40) + doc0 + d, state)
+        state = doc_stream(seed, cs, doc0 + d)
         n = doc_ptr[d + 1] - doc_ptr[d]
-        z = np.empty(n, dtype=np.int64)
-        ndk = np.zeros(K, dtype=np.int64)
-        dlist = np.empty(K, dtype=np.int64)
-        dpos = np.empty(K, dtype=np.int64)
-        acc = np.zeros(K, dtype=np.int64)
-        alist = np.empty(K, dtype=np.int64)
-        qbuf = np.empty(K, dtype=np.float64)
-        anz = fold_doc(term_ids[doc_ptr[d]:doc_ptr[d + 1]], tw_ptr[cs], tw_topic, tw_count,
-                       inv[j], alpha[cs], rb[j], s_cum[j], n_iter, n_keep, state, z, ndk, dlist,
-                       dpos, acc, alist, qbuf)
-        topics = np.sort(alist[:anz])
-        o = cap_ptr[item]
-        for i in range(anz):
-            out_topic[o + i] = topics[i]
-            out_count[o + i] = acc[topics[i]]
+        smp = LdaSample(tw_ptr[cs], tw_topic, tw_count, alpha[cs], tab[j])
+        st = DocState(term_ids[doc_ptr[d]:doc_ptr[d + 1]], np.empty(n, dtype=np.int64),
+                      np.zeros(K, dtype=np.int64), np.empty(K, dtype=np.int64),
+                      np.empty(K, dtype=np.int64), np.zeros(K, dtype=np.int64),
+                      np.empty(K, dtype=np.int64), np.empty(K, dtype=np.float64))
+        anz = fold_doc(smp, st, n_iter, n_keep, state)
+        write_listed(st.alist, anz, st.acc, out_topic, out_count, cap_ptr[item])
         out_nnz[j, d] = anz
 
 
+# prange entry point: flat arrays (see models/common/kernels/__init__.py)
 @njit(cache=True, parallel=True)
 def p_pairs(pair_ptr, pair_term, doc_len, css, f_ptr, f_topic, f_count, n_keep, tw_ptr, tw_topic,
             tw_count, n_k, alpha, beta, out):
@@ -207,13 +186,10 @@ def p_pairs(pair_ptr, pair_term, doc_len, css, f_ptr, f_topic, f_count, n_keep, 
     D = len(pair_ptr) - 1
     J = len(css)
     K = n_k.shape[1]
-    V = tw_ptr.shape[1] - 1
-    inv = np.empty((J, K))
-    rb = np.empty((J, K))
-    s_cum = np.empty((J, K))
+    tab = _tables(css, n_k, alpha, beta, tw_ptr.shape[1] - 1)
+    inv, rb, s_cum = tab[:, 0], tab[:, 1], tab[:, 2]
     A = np.empty(J)
     for j in range(J):
-        sample_tables(n_k[css[j]], alpha[css[j]], beta, V, inv[j], rb[j], s_cum[j])
         A[j] = alpha[css[j]].sum()
     for d in prange(D):
         for i in range(pair_ptr[d], pair_ptr[d + 1]):
@@ -247,9 +223,10 @@ def p_pairs(pair_ptr, pair_term, doc_len, css, f_ptr, f_topic, f_count, n_keep, 
 
 
 @njit(cache=True)
-def token_conditional(w, row, tw_topic, tw_count, inv, alpha, ndk, dlist, dnnz, R, rb, s_cum):
+def token_conditional(w, smp, ndk, dlist, dnnz):
     """The normalised conditional over all K topics that :func:`draw` samples from, assembled
     from its three buckets (for the tests against the reference)."""
+    inv, rb, s_cum = smp.tab[0], smp.tab[1], smp.tab[2]
     K = len(s_cum)
     p = np.zeros(K)
     prev = 0.0
@@ -259,7 +236,7 @@ def token_conditional(w, row, tw_topic, tw_count, inv, alpha, ndk, dlist, dnnz, 
     for i in range(dnnz):
         k = dlist[i]
         p[k] += ndk[k] * rb[k]
-    for j in range(row[w], row[w + 1]):
-        k = tw_topic[j]
-        p[k] += (ndk[k] + alpha[k]) * tw_count[j] * inv[k]
+    for j in range(smp.row[w], smp.row[w + 1]):
+        k = smp.tw_topic[j]
+        p[k] += (ndk[k] + smp.alpha[k]) * smp.tw_count[j] * inv[k]
     return p / p.sum()

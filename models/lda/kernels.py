@@ -15,13 +15,12 @@ dt : int32, dt_nnz               doc d's topics packed with their counts as (top
                                 per entry halves the traffic of these random accesses
 cshift                          31 - bit_length(K - 1); every doc count is < 2**cshift
 """
-import math
-
 import numpy as np
 from numba import njit, prange
 
+from ..common.kernels.dirichlet import doc_log_lik
 from ..common.kernels.rng import randint
-from ..common.kernels.sparse import lower_bound
+from ..common.kernels.sparse import label_counts, lower_bound
 
 
 # ---------------------------------------------------------------------------------------------
@@ -84,18 +83,11 @@ def _build_doc_lists(doc_ptr, z_doc, cap_ptr, cshift, dt, dt_nnz):
     n_docs = len(doc_ptr) - 1
     for d in prange(n_docs):
         zs = np.sort(z_doc[doc_ptr[d]:doc_ptr[d + 1]])
-        base = cap_ptr[d]
-        nnz = 0
-        prev = -1
-        for t in zs:
-            if t < 0:
-                continue
-            if t == prev:
-                dt[base + nnz - 1] += 1
-            else:
-                dt[base + nnz] = (t << cshift) + 1
-                nnz += 1
-                prev = t
+        topics = np.empty(len(zs), dtype=np.int64)
+        counts = np.empty(len(zs), dtype=np.int64)
+        nnz = label_counts(zs, topics, counts, 0)
+        for j in range(nnz):
+            dt[cap_ptr[d] + j] = (topics[j] << cshift) + counts[j]
         dt_nnz[d] = nnz
 
 
@@ -103,32 +95,14 @@ def _build_doc_lists(doc_ptr, z_doc, cap_ptr, cshift, dt, dt_nnz):
 # Log-likelihood (collapsed joint log p(w, z), Griffiths & Steyvers 2004 eq. 2-3)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def _log_lik_docs(cap_ptr, dt, cshift, dt_nnz, active, alpha):
-    """log p(z) = sum_d [lgamma(A) - lgamma(n_d + A) + sum_k (lgamma(n_dk + a_k) - lgamma(a_k))]."""
-    n_docs = len(dt_nnz)
+    """log p(z) = sum_d [lgamma(A) - lgamma(n_d + A) + sum_k (lgamma(n_dk + a_k) - lgamma(a_k))]
+    over the active docs' packed lists (:func:`models.common.kernels.dirichlet.doc_log_lik`)."""
     A = 0.0
     for k in range(len(alpha)):
         A += alpha[k]
-    lgA = math.lgamma(A)
-    part = np.zeros(n_docs)
-    for d in prange(n_docs):
-        if active[d] == 0:
-            continue
-        # in topic order, so the sum does not depend on the order of the list
-        entries = np.sort(dt[cap_ptr[d]:cap_ptr[d] + dt_nnz[d]])
-        n_d = 0
-        acc = 0.0
-        for e in entries:
-            k = e >> cshift
-            v = e & ((1 << cshift) - 1)
-            n_d += v
-            acc += math.lgamma(v + alpha[k]) - math.lgamma(alpha[k])
-        part[d] = acc + lgA - math.lgamma(n_d + A)
-    total = 0.0
-    for d in range(n_docs):
-        total += part[d]
-    return total
+    return doc_log_lik(cap_ptr, dt, dt, dt_nnz, cshift, (1 << cshift) - 1, active, alpha, A)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -71,9 +71,9 @@ class LDA(LDAFoldInMixin, LDADocumentModel, SweepOrderModel):
         "online": one sequential pass in document order draws every token from the conditional
         given the tokens drawn before it (the document-order kernel on one thread; in the
         parallel blocks, shards would give unrelated documents the same topics, and each block
-        sees only part of a document). On 20 Newsgroups (K = 100, 50 sweeps) it ends 0.1 nats/token above
-        "random" and samples faster, as topics concentrate sooner. "random": every token gets a
-        uniform topic. "sparse": the initialisation of the PAM paper
+        sees only part of a document). Its topics are concentrated from the start, so the chains
+        start nearer the posterior than from "random", and the first sweeps are shorter. "random":
+        every token gets a uniform topic. "sparse": the initialisation of the PAM paper
         (Li & McCallum 2006): start with a ``sparse_init_frac`` share of the documents (a seeded
         random subset per chain, initialised at random) and double the active set every
         ``sparse_init_every`` sweeps; a newly added document's tokens are first drawn from the
@@ -130,7 +130,8 @@ class LDA(LDAFoldInMixin, LDADocumentModel, SweepOrderModel):
 
     # Retired when the sampler went to document order: "parallel" chose between the partition
     # scheme and AD-LDA (which would need a private copy of every term list per shard),
-    # "sampler" between visiting orders (word by word lost at every K on 20 Newsgroups).
+    # "sampler" between visiting orders (word by word has the longer sparse bucket, see
+    # models.lda.doc_kernels).
     _RETIRED_PARAMS = ("parallel", "sampler")
 
     def __init__(self, *, n_topics=800, alpha=None, beta=0.01, n_chains=3, n_iter=100, burn_in=None,

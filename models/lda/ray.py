@@ -107,12 +107,14 @@ class ShardWorker:
             wl_nnz = np.empty(len(terms), np.int32)
             scatter_lists(payload, gcap, terms, self.buf, wl_nnz)
             local = self.n_k[c].copy()
-            lda_doc.sweep_block(lay["bvp"][i, g], lay["bvp"][i, g + 1], lay["visit_ptr"],
-                                lay["visit_doc"], lay["word"], st["z"], local, gcap, self.buf,
-                                lay["wshift"], wl_nnz, lay["cap_ptr"], st["dt"], lay["cshift"],
-                                st["dt_nnz"], st["active"], st["alpha"], self.beta, self.vbeta,
-                                self.tree, self.inv, self.ndk, self.listed, self.topics,
-                                self.pbuf, st["rng"][i])
+            lda_doc.sweep_block(
+                lay["bvp"][i, g], lay["bvp"][i, g + 1],
+                lda_doc.Visits(lay["visit_ptr"], lay["visit_doc"], lay["word"]), st["z"], local,
+                lda_doc.WordLists(gcap, self.buf, lay["wshift"], wl_nnz),
+                lda_doc.DocLists(lay["cap_ptr"], st["dt"], lay["cshift"], st["dt_nnz"], st["active"]),
+                st["alpha"], self.beta, self.vbeta,
+                lda_doc.Scratch(self.tree, self.inv, self.ndk, self.listed, self.topics, self.pbuf),
+                st["rng"][i])
             delta += local - self.n_k[c]
             out.append(compact_lists(gcap, self.buf, wl_nnz, terms))
             sizes.append(_nbytes(out[-1]))

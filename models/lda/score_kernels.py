@@ -104,6 +104,7 @@ def range_postings(bounds, kd_doc, kd_count, n_docs, off, cnt):
                     cnt[i] = kd_count[i]
 
 
+# prange entry point: flat arrays (see models/common/kernels/__init__.py)
 @njit(cache=True, parallel=True)
 def p_w_d_mean(bounds, off, cnt, tw_ptr, tw_topic, tw_count, n_k, beta, inv_len, base,
                len_slot, by_len, term_ids, shared_len, out):
@@ -153,6 +154,7 @@ def p_w_d_mean(bounds, off, cnt, tw_ptr, tw_topic, tw_count, n_k, beta, inv_len,
                     row[r] = base[d] + by_len[t, len_slot[d]] + row[r] * inv_len[0, d]
 
 
+# prange entry point: flat arrays (see models/common/kernels/__init__.py)
 @njit(cache=True, parallel=True)
 def p_w_d_per_sample(kd_ptr, kd_doc, kd_count, tw_ptr, tw_topic, tw_count, n_k, beta, inv_len,
                      smooth, ap, term_ids, n_blocks, out):

@@ -4,24 +4,7 @@ term-free part E of the prior bucket, and the table of the super-topic factors A
 """
 from numba import njit
 
-
-@njit(cache=True, inline="always")
-def pick(cum, n, u):
-    """First q < n with cum[q] > u, by bisection (cum is non-decreasing: the same q as a scan);
-    the last q with a positive increment if round-off puts u at or past cum[n - 1]."""
-    q = 0
-    b = n
-    while q < b:
-        m = (q + b) >> 1
-        if cum[m] > u:
-            b = m
-        else:
-            q = m + 1
-    if q == n:
-        q = n - 1
-        while q > 0 and cum[q] == cum[q - 1]:
-            q -= 1
-    return q
+from ..common.kernels.sparse import pick  # noqa: F401  (the sweep imports it from here)
 
 
 @njit(cache=True)

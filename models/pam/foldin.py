@@ -13,11 +13,6 @@ import numpy as np
 from . import foldin_kernels as F_
 from ..common.foldin import FoldedDocs, SampledFoldInMixin, fold_batches
 
-# Entries of the folded-in count buffers per batch of documents (bounds the memory of a batch);
-# TCM's and tree-LDA's fold-in use this budget too.
-_BATCH_ENTRIES = 1 << 23
-
-
 class PAMFoldIn(FoldedDocs):
     """New documents folded in under kept PAM samples ``css_`` (see :class:`FoldedDocs`);
     ``doc_topics_`` are sub-topic mixtures.
@@ -71,6 +66,5 @@ class PAMFoldInMixin(SampledFoldInMixin):
                        self.alpha_samples_, self._alpha_r(), float(self.beta), seed, n_iter,
                        n_keep, cap_ptr, out_key, out_count, out_nnz)
 
-        f_ptr, f_key, f_count = self._with_threads(fold_batches, doc_len, len(css), cap, run,
-                                                   np.int32, _BATCH_ENTRIES)
+        f_ptr, f_key, f_count = self._with_threads(fold_batches, doc_len, len(css), cap, run)
         return PAMFoldIn(self, doc_len, css, f_ptr, f_key, f_count, n_keep, chain, params)

@@ -26,9 +26,9 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from ..lda.foldin_kernels import seed_stream
+from ..common.kernels.foldin import doc_stream, fold_loop, keep_listed, listed_add, listed_remove, write_listed
 from ..common.kernels.rng import uniform
-from ..common.kernels.sparse import lower_bound
+from ..common.kernels.sparse import lower_bound, upper_bound
 
 
 class PamSample(NamedTuple):
@@ -120,25 +120,9 @@ def draw(w, Gw, smp, st, pn, u01):
         st.qbuf[i] = P
     u = u01 * (Dm + P)
     if u < Dm:
-        a = 0
-        b = pn - 1
-        while a < b:
-            m = (a + b) >> 1
-            if st.pbuf[m] > u:
-                b = m
-            else:
-                a = m + 1
-        return np.int64(st.plist[a])
+        return np.int64(st.plist[upper_bound(st.pbuf, 0, pn - 1, u)])
     u -= Dm
-    a = 0
-    b = n_super - 1
-    while a < b:
-        m = (a + b) >> 1
-        if st.qbuf[m] > u:
-            b = m
-        else:
-            a = m + 1
-    i = a
+    i = upper_bound(st.qbuf, 0, n_super - 1, u)
     prev = st.qbuf[i - 1] if i > 0 else 0.0
     rem = (u - prev) / ((st.n_i[i] + a_r) / (st.n_i[i] + smp.alpha_sum[i]))
     # scan j, meeting the word's row (ascending sub-topics) on the way
@@ -156,57 +140,49 @@ def draw(w, Gw, smp, st, pn, u01):
     return np.int64(i * n_sub + n_sub - 1)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _add(st, key, n_sub, pn):
-    if st.n_pair[key] == 0:
-        st.plist[pn] = key
-        st.ppos[key] = pn
-        pn += 1
-    st.n_pair[key] += 1
     st.n_i[key // n_sub] += 1
+    return listed_add(st.n_pair, st.plist, st.ppos, pn, key)
+
+
+@njit(cache=True, inline="always")
+def _remove(st, key, n_sub, pn):
+    st.n_i[key // n_sub] -= 1
+    return listed_remove(st.n_pair, st.plist, st.ppos, pn, key)
+
+
+@njit(cache=True)
+def _pass(doc, pn, state, resample):
+    """The online pass (every token drawn given those before it) or, with ``resample``, a
+    sweep (every token taken out of the counts, then drawn)."""
+    terms, uid, smp, st = doc
+    n_sub = len(smp.inv)
+    for i in range(len(terms)):
+        if resample:
+            pn = _remove(st, st.z[i], n_sub, pn)
+        k = draw(terms[i], st.G[uid[i]], smp, st, pn, uniform(state))
+        st.z[i] = k
+        pn = _add(st, k, n_sub, pn)
     return pn
 
 
 @njit(cache=True)
-def _remove(st, key, n_sub, pn):
-    st.n_pair[key] -= 1
-    st.n_i[key // n_sub] -= 1
-    if st.n_pair[key] == 0:  # the last listed pair takes the removed one's place
-        last = st.plist[pn - 1]
-        st.plist[st.ppos[key]] = last
-        st.ppos[last] = st.ppos[key]
-        pn -= 1
-    return pn
+def _keep(doc, pn, anz):
+    st = doc[3]
+    return keep_listed(st.n_pair, st.plist, pn, st.acc, st.alist, anz)
+
+
+_fold = fold_loop(_pass, _keep)
 
 
 @njit(cache=True)
 def fold_doc(terms, uid, smp, st, n_iter, n_keep, state):
-    """Fold in one document (tokens ``terms``, ``uid``: the row of ``st.G`` of every token): an
-    online pass (every token drawn given those before it), then ``n_iter`` sweeps; n_ij^d of the
-    last ``n_keep`` is summed into ``st.acc`` (its keys in ``st.alist``). Returns the number of
-    keys in ``st.alist``."""
-    n = len(terms)
-    n_sub = len(smp.inv)
-    pn = 0
-    for i in range(n):
-        k = draw(terms[i], st.G[uid[i]], smp, st, pn, uniform(state))
-        st.z[i] = k
-        pn = _add(st, k, n_sub, pn)
-    anz = 0
-    for it in range(n_iter):
-        for i in range(n):
-            pn = _remove(st, st.z[i], n_sub, pn)
-            k = draw(terms[i], st.G[uid[i]], smp, st, pn, uniform(state))
-            st.z[i] = k
-            pn = _add(st, k, n_sub, pn)
-        if it >= n_iter - n_keep:
-            for q in range(pn):
-                key = st.plist[q]
-                if st.acc[key] == 0:
-                    st.alist[anz] = key
-                    anz += 1
-                st.acc[key] += st.n_pair[key]
-    return anz
+    """Fold in one document (tokens ``terms``, ``uid``: the row of ``st.G`` of every token) by
+    :func:`models.common.kernels.foldin.fold_loop`; n_ij^d of the last ``n_keep`` sweeps is
+    summed into ``st.acc`` (its keys in ``st.alist``). Returns the number of keys in
+    ``st.alist``."""
+    return _fold((terms, uid, smp, st), np.int64(0), n_iter, n_keep, state)[1]
 
 
 @njit(cache=True)
@@ -237,6 +213,7 @@ def make_sample(cs, tw_ptr, tw_sub, tw_count, n_j, alpha, alpha_r, beta):
                      np.ascontiguousarray(alpha[cs].T), alpha_sum, E, alpha_r, beta)
 
 
+# prange entry point: flat arrays (see models/common/kernels/__init__.py)
 @njit(cache=True, parallel=True)
 def fold_in(doc_ptr, term_ids, doc0, css, tw_ptr, tw_sub, tw_count, n_j, alpha, alpha_r, beta,
             seed, n_iter, n_keep, cap_ptr, out_key, out_count, out_nnz):
@@ -252,18 +229,13 @@ def fold_in(doc_ptr, term_ids, doc0, css, tw_ptr, tw_sub, tw_count, n_j, alpha, 
         d = item % D
         cs = css[j]
         smp = make_sample(cs, tw_ptr, tw_sub, tw_count, n_j, alpha, alpha_r, beta)
-        state = np.empty(4, dtype=np.uint64)
-        seed_stream(seed, np.int64(cs) * np.int64(1 << 40) + doc0 + d, state)
+        state = doc_stream(seed, cs, doc0 + d)
         terms = term_ids[doc_ptr[d]:doc_ptr[d + 1]]
         st, words, uid = new_doc_state(terms, n_super, n_sub, n_keep)
         for u in range(len(words)):
             word_G(words[u], smp, st.G[u])
         anz = fold_doc(terms, uid, smp, st, n_iter, n_keep, state)
-        keys = np.sort(st.alist[:anz])
-        o = cap_ptr[item]
-        for q in range(anz):
-            out_key[o + q] = keys[q]
-            out_count[o + q] = st.acc[keys[q]]
+        write_listed(st.alist, anz, st.acc, out_key, out_count, cap_ptr[item])
         out_nnz[j, d] = anz
 
 
@@ -309,6 +281,7 @@ def _mix_tables(css, n_j, alpha, beta, V, inv, alpha_sum, base):
                 base[j, s] += alpha[cs, i, s] / alpha_sum[j, i]
 
 
+# prange entry point: flat arrays (see models/common/kernels/__init__.py)
 @njit(cache=True, parallel=True)
 def mixtures(doc_len, css, rows, f_ptr, f_key, f_count, n_keep, n_j, alpha, alpha_r, beta, V, out):
     """out[d] = the sub-topic mixture of document d averaged over the samples ``css[rows]``."""
@@ -327,6 +300,7 @@ def mixtures(doc_len, css, rows, f_ptr, f_key, f_count, n_keep, n_j, alpha, alph
             out[d, :] += buf / len(rows)
 
 
+# prange entry point: flat arrays (see models/common/kernels/__init__.py)
 @njit(cache=True, parallel=True)
 def p_pairs(pair_ptr, pair_term, doc_len, css, f_ptr, f_key, f_count, n_keep, tw_ptr, tw_sub,
             tw_count, n_j, alpha, alpha_r, beta, out):

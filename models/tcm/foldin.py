@@ -13,7 +13,6 @@ a stopword or punctuation separated two tokens of a new document: no collocation
 """
 import numpy as np
 
-from ..pam import foldin as pam_foldin
 from . import foldin_kernels as F_
 from .split import split_flags
 from ..common.corpus import make_corpus
@@ -24,16 +23,9 @@ class TCMFoldIn(SampledTopicFoldIn):
     """New documents folded in under kept TCM samples (see :class:`SampledTopicFoldIn`);
     ``doc_topics_`` is theta over the documents' collocations."""
 
-    def _mixture(self, chain):
-        m, rows = self.model, self._chain_rows(chain)
-        out = np.zeros((self.n_docs, m.n_topics))
-        theta = np.empty(m.n_topics)
-        for j in rows:
-            for d in range(self.n_docs):
-                F_.doc_theta(self.f_topic_, self.f_count_, self.f_ptr_[j, d], self.f_ptr_[j, d + 1],
-                             float(self.n_keep), float(m.alpha_), theta)
-                out[d] += theta
-        return out / len(rows)
+    def _theta(self, j, d, out):
+        F_.doc_theta(self.f_topic_, self.f_count_, self.f_ptr_[j, d], self.f_ptr_[j, d + 1],
+                     float(self.n_keep), float(self.model.alpha_), out)
 
     def _score(self, pair_ptr, pair_col, phi):
         out = np.empty(len(pair_col))
@@ -83,6 +75,5 @@ class TCMFoldInMixin(SampledFoldInMixin):
                        out_nnz)
 
         cap = np.minimum(doc_len * n_keep, self.n_topics)
-        f_ptr, f_topic, f_count = self._with_threads(fold_batches, doc_len, len(css), cap, run,
-                                                     np.int32, pam_foldin._BATCH_ENTRIES)
+        f_ptr, f_topic, f_count = self._with_threads(fold_batches, doc_len, len(css), cap, run)
         return TCMFoldIn(self, doc_len, css, f_ptr, f_topic, f_count, n_keep, chain, params)

@@ -31,7 +31,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from ..lda.foldin_kernels import seed_stream
+from ..common.kernels.foldin import doc_stream, fold_loop, keep_dense, write_dense
 from ..common.kernels.rng import uniform
 from ..common.kernels.sparse import lower_bound
 
@@ -181,15 +181,15 @@ def _end_of(b, j):
 
 
 @njit(cache=True)
-def fold_doc(spans, smp, n_iter, n_keep, state, b, ndk, acc, pl, w):
-    """Fold in one document (span types ``spans``): the online pass, then ``n_iter`` sweeps over
-    its positions; n_dk of the last ``n_keep`` is summed into ``acc``. Leaves ``ndk`` zero."""
+def _start(doc, N, state):
+    """The online pass: a collocation continues past a token as P0 draws lengths, or ends
+    there with a topic given the collocations before."""
+    ndk, _, spans, smp, b, pl, w = doc
     n = len(b)
     K = len(ndk)
     L = len(smp.p0_len) - 1
-    N = 0
     s = 0
-    for i in range(n):  # online pass
+    for i in range(n):
         if i < n - 1 and i - s + 1 < L and spans[s, i - s + 1] != CROSSES and uniform(state) >= smp.p_stop:
             b[i] = -1
             continue
@@ -201,33 +201,56 @@ def fold_doc(spans, smp, n_iter, n_keep, state, b, ndk, acc, pl, w):
         ndk[k] += 1
         N += 1
         s = i + 1
-    for it in range(n_iter):
-        for j in range(n):
-            if j == n - 1:
+    return N
+
+
+@njit(cache=True)
+def _sweep(doc, N, state):
+    """Every position j resampled: L and R (or LR) removed, b_j drawn, the new collocations
+    added."""
+    ndk, _, spans, smp, b, pl, w = doc
+    n = len(b)
+    K = len(ndk)
+    for j in range(n):
+        if j == n - 1:
+            ndk[b[j]] -= 1
+            N -= 1
+        else:
+            kr = b[_end_of(b, j)]
+            ndk[kr] -= 1
+            N -= 1
+            if b[j] >= 0:
                 ndk[b[j]] -= 1
                 N -= 1
-            else:
-                kr = b[_end_of(b, j)]
-                ndk[kr] -= 1
-                N -= 1
-                if b[j] >= 0:
-                    ndk[b[j]] -= 1
-                    N -= 1
-            nw = position_weights(j, spans, smp, b, ndk, N, pl, w)
-            k = _pick(w, nw, uniform(state))
-            if j < n - 1:
-                ndk[b[_end_of(b, j)]] += 1
-                N += 1
-            if k == K:
-                b[j] = -1
-            else:
-                b[j] = k
-                ndk[k] += 1
-                N += 1
-        if it >= n_iter - n_keep:
-            for k in range(K):
-                acc[k] += ndk[k]
-    for k in range(K):
+        nw = position_weights(j, spans, smp, b, ndk, N, pl, w)
+        k = _pick(w, nw, uniform(state))
+        if j < n - 1:
+            ndk[b[_end_of(b, j)]] += 1
+            N += 1
+        if k == K:
+            b[j] = -1
+        else:
+            b[j] = k
+            ndk[k] += 1
+            N += 1
+    return N
+
+
+@njit(cache=True)
+def _pass(doc, N, state, resample):
+    return _sweep(doc, N, state) if resample else _start(doc, N, state)
+
+
+_fold = fold_loop(_pass, keep_dense)
+
+
+@njit(cache=True)
+def fold_doc(spans, smp, n_iter, n_keep, state, b, ndk, acc, pl, w):
+    """Fold in one document (span types ``spans``) by
+    :func:`models.common.kernels.foldin.fold_loop` over its positions; n_dk of the last
+    ``n_keep`` sweeps is summed into ``acc``. Leaves ``ndk`` zero."""
+    _fold((ndk, acc, spans, smp, b, pl, w), np.int64(0), n_iter, n_keep, state)
+    for k in range(len(ndk)):
         ndk[k] = 0
 
 
@@ -237,6 +260,7 @@ def make_sample(cs, ct_ptr, ct_type, ct_topic, ct_count, n_k, alpha0, p0_len, al
                      p0_len, alpha, p_stop)
 
 
+# prange entry point: flat arrays (see models/common/kernels/__init__.py)
 @njit(cache=True, parallel=True)
 def fold_in(doc_ptr, span_type, doc0, css, ct_ptr, ct_type, ct_topic, ct_count, n_k, alpha0,
             p0_len, alpha, p_stop, seed, n_iter, n_keep, cap_ptr, out_key, out_count, out_nnz):
@@ -252,21 +276,13 @@ def fold_in(doc_ptr, span_type, doc0, css, ct_ptr, ct_type, ct_topic, ct_count, 
         d = item % D
         smp = make_sample(css[j], ct_ptr, ct_type, ct_topic, ct_count, n_k, alpha0, p0_len, alpha,
                           p_stop)
-        state = np.empty(4, dtype=np.uint64)
-        seed_stream(seed, np.int64(css[j]) * np.int64(1 << 40) + doc0 + d, state)
+        state = doc_stream(seed, css[j], doc0 + d)
         n = doc_ptr[d + 1] - doc_ptr[d]
         acc = np.zeros(K, dtype=np.int64)
         fold_doc(span_type[doc_ptr[d]:doc_ptr[d + 1]], smp, n_iter, n_keep, state,
                  np.empty(n, dtype=np.int64), np.zeros(K, dtype=np.int64), acc, np.empty(K),
                  np.empty(K + 1))
-        o = cap_ptr[item]
-        nz = 0
-        for k in range(K):
-            if acc[k] > 0:
-                out_key[o + nz] = k
-                out_count[o + nz] = acc[k]
-                nz += 1
-        out_nnz[j, d] = nz
+        out_nnz[j, d] = write_dense(acc, out_key, out_count, cap_ptr[item])
 
 
 @njit(cache=True)

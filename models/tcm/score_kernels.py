@@ -6,6 +6,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from ..common.kernels.dirichlet import log_lik_docs  # noqa: F401  (the model imports it from here)
 from ..common.kernels.rng import uniform
 from ..common.kernels.sparse import add_prior_rows32, doc_chunk, lower_bound, n_doc_chunks, store_chunk
 
@@ -67,31 +68,6 @@ def log_lik_restaurants(h_len, h_n, h_mult, n_k, p0_len, alpha0):
         a = alpha0 * p0_len[h_len[i]]
         ll += h_mult[i] * (math.lgamma(h_n[i] + a) - math.lgamma(a))
     return ll
-
-
-@njit(cache=True, parallel=True)
-def log_lik_docs(cap_ptr, dt_topic, dt_count, dt_nnz, alpha, n_topics):
-    """log p(topics of the collocations) = sum_d [lgamma(K a) - lgamma(N_d + K a)
-    + sum_k (lgamma(n_dk + a) - lgamma(a))]."""
-    n_docs = len(dt_nnz)
-    A = n_topics * alpha
-    lgA = math.lgamma(A)
-    lga = math.lgamma(alpha)
-    part = np.zeros(n_docs)
-    for d in prange(n_docs):
-        base = cap_ptr[d]
-        n_d = 0
-        acc = 0.0
-        for j in range(dt_nnz[d]):
-            v = dt_count[base + j]
-            n_d += v
-            acc += math.lgamma(v + alpha) - lga
-        if n_d > 0:
-            part[d] = acc + lgA - math.lgamma(n_d + A)
-    total = 0.0
-    for d in range(n_docs):
-        total += part[d]
-    return total
 
 
 @njit(cache=True)

@@ -11,7 +11,6 @@ training documents.
 """
 import numpy as np
 
-from ..pam import foldin as pam_foldin
 from . import foldin_kernels as F_
 from ..common.foldin import SampledFoldInMixin, SampledTopicFoldIn, fold_batches
 
@@ -19,17 +18,10 @@ from ..common.foldin import SampledFoldInMixin, SampledTopicFoldIn, fold_batches
 class TreeFoldIn(SampledTopicFoldIn):
     """New documents folded in under kept tree-LDA samples (see :class:`SampledTopicFoldIn`)."""
 
-    def _mixture(self, chain):
-        m, rows = self.model, self._chain_rows(chain)
-        out = np.zeros((self.n_docs, m.n_topics))
-        theta = np.empty(m.n_topics)
-        for j in rows:
-            for d in range(self.n_docs):
-                F_.doc_theta(self.f_topic_, self.f_count_, self.f_ptr_[j, d], self.f_ptr_[j, d + 1],
-                             self.doc_len_[d], float(self.n_keep), m.alpha_samples_[self.css_[j]],
-                             theta)
-                out[d] += theta
-        return out / len(rows)
+    def _theta(self, j, d, out):
+        F_.doc_theta(self.f_topic_, self.f_count_, self.f_ptr_[j, d], self.f_ptr_[j, d + 1],
+                     self.doc_len_[d], float(self.n_keep),
+                     self.model.alpha_samples_[self.css_[j]], out)
 
     def _p_pairs(self, pair_ptr, pair_term):
         m = self.model
@@ -60,6 +52,5 @@ class TreeFoldInMixin(SampledFoldInMixin):
                        phi, alpha, seed, n_iter, n_keep, cap_ptr, out_topic, out_count, out_nnz)
 
         cap = np.minimum(doc_len * n_keep, self.n_topics)
-        f_ptr, f_topic, f_count = self._with_threads(fold_batches, doc_len, len(css), cap, run,
-                                                     np.int32, pam_foldin._BATCH_ENTRIES)
+        f_ptr, f_topic, f_count = self._with_threads(fold_batches, doc_len, len(css), cap, run)
         return TreeFoldIn(self, doc_len, css, f_ptr, f_topic, f_count, n_keep, chain, params)

@@ -19,8 +19,9 @@ parallel on their own random streams (seed, sample, document).
 import numpy as np
 from numba import njit, prange
 
-from ..lda.foldin_kernels import seed_stream
+from ..common.kernels.foldin import doc_stream, fold_loop, keep_dense, write_dense
 from ..common.kernels.rng import uniform
+from ..common.kernels.sparse import upper_bound
 
 
 @njit(cache=True)
@@ -31,41 +32,37 @@ def draw(u, phi, alpha, ndk, cum, u01):
     for k in range(K):
         acc += (ndk[k] + alpha[k]) * phi[u, k]
         cum[k] = acc
-    x = u01 * acc
-    a = 0
-    b = K - 1
-    while a < b:
-        m = (a + b) >> 1
-        if cum[m] > x:
-            b = m
-        else:
-            a = m + 1
-    return a
+    return upper_bound(cum, 0, K - 1, u01 * acc)
+
+
+@njit(cache=True)
+def _pass(doc, aux, state, resample):
+    """The online pass (every token drawn given those before it) or, with ``resample``, a
+    sweep (every token taken out of the counts, then drawn)."""
+    ndk, _, terms, phi, alpha, z, cum = doc
+    for i in range(len(terms)):
+        if resample:
+            ndk[z[i]] -= 1
+        k = draw(terms[i], phi, alpha, ndk, cum, uniform(state))
+        z[i] = k
+        ndk[k] += 1
+    return aux
+
+
+_fold = fold_loop(_pass, keep_dense)
 
 
 @njit(cache=True)
 def fold_doc(terms, phi, alpha, n_iter, n_keep, state, z, ndk, acc, cum):
-    """Fold in one document (word rows ``terms``): an online pass (every token drawn given those
-    before it), then ``n_iter`` sweeps; n_dk of the last ``n_keep`` is summed into ``acc``.
-    Leaves ``ndk`` zero."""
-    n = len(terms)
-    for i in range(n):
-        k = draw(terms[i], phi, alpha, ndk, cum, uniform(state))
-        z[i] = k
-        ndk[k] += 1
-    for it in range(n_iter):
-        for i in range(n):
-            ndk[z[i]] -= 1
-            k = draw(terms[i], phi, alpha, ndk, cum, uniform(state))
-            z[i] = k
-            ndk[k] += 1
-        if it >= n_iter - n_keep:
-            for k in range(len(ndk)):
-                acc[k] += ndk[k]
-    for i in range(n):
+    """Fold in one document (word rows ``terms``) by
+    :func:`models.common.kernels.foldin.fold_loop`; n_dk of the last ``n_keep`` sweeps is summed
+    into ``acc``. Leaves ``ndk`` zero."""
+    _fold((ndk, acc, terms, phi, alpha, z, cum), np.int64(0), n_iter, n_keep, state)
+    for i in range(len(terms)):
         ndk[z[i]] = 0
 
 
+# prange entry point: flat arrays (see models/common/kernels/__init__.py)
 @njit(cache=True, parallel=True)
 def fold_in(doc_ptr, terms, doc0, css, phi, alpha, seed, n_iter, n_keep, cap_ptr, out_key,
             out_count, out_nnz):
@@ -79,20 +76,12 @@ def fold_in(doc_ptr, terms, doc0, css, phi, alpha, seed, n_iter, n_keep, cap_ptr
     for item in prange(J * D):
         j = item // D
         d = item % D
-        state = np.empty(4, dtype=np.uint64)
-        seed_stream(seed, np.int64(css[j]) * np.int64(1 << 40) + doc0 + d, state)
+        state = doc_stream(seed, css[j], doc0 + d)
         n = doc_ptr[d + 1] - doc_ptr[d]
         acc = np.zeros(K, dtype=np.int64)
         fold_doc(terms[doc_ptr[d]:doc_ptr[d + 1]], phi[j], alpha[j], n_iter, n_keep, state,
                  np.empty(n, dtype=np.int64), np.zeros(K, dtype=np.int64), acc, np.empty(K))
-        o = cap_ptr[item]
-        nz = 0
-        for k in range(K):
-            if acc[k] > 0:
-                out_key[o + nz] = k
-                out_count[o + nz] = acc[k]
-                nz += 1
-        out_nnz[j, d] = nz
+        out_nnz[j, d] = write_dense(acc, out_key, out_count, cap_ptr[item])
 
 
 @njit(cache=True)

@@ -1,6 +1,6 @@
-"""The topic-word part of the collapsed log-likelihood, shared by LDA (topics) and PAM
-(sub-topics): log p(w | z) with symmetric Dirichlet(beta) topics integrated out
-(Griffiths & Steyvers 2004, eq. 2)."""
+"""Dirichlet-multinomial log-likelihoods of the collapsed samplers (Griffiths & Steyvers 2004,
+eq. 2-3): the topic-word part log p(w | z) shared by LDA (topics) and PAM (sub-topics), and the
+document-topic part log p(z) over sparse per-document topic lists shared by LDA, gLDA and TCM."""
 import math
 
 import numpy as np
@@ -27,3 +27,48 @@ def topic_word_log_lik(n_kw, n_k, beta):
     for k in range(K):
         total += math.lgamma(vb) - math.lgamma(n_k[k] + vb)
     return total
+
+
+# prange entry point: flat arrays (see models/common/kernels/__init__.py)
+@njit(cache=True, parallel=True)
+def doc_log_lik(cap_ptr, key, count, nnz, kshift, cmask, active, alpha, A):
+    """log p(z) = sum over the docs d with active[d] != 0 of
+    lgamma(A) - lgamma(n_d + A) + sum_k (lgamma(n_dk + a_k) - lgamma(a_k)), A = sum_k a_k (given:
+    each kind sums its prior its own way).
+
+    Doc d's entries are e in [cap_ptr[d], cap_ptr[d] + nnz[d]): topic key[e] >> kshift, count
+    count[e] & cmask (packed lists pass one array twice; plain ones kshift 0, cmask -1). They
+    are summed in ascending key order, so the total does not depend on the order of a list."""
+    K = len(alpha)
+    lga = np.empty(K)
+    for k in range(K):
+        lga[k] = math.lgamma(alpha[k])
+    lgA = math.lgamma(A)
+    n_docs = len(nnz)
+    part = np.zeros(n_docs)
+    for d in prange(n_docs):
+        if active[d] == 0:
+            continue
+        lo = cap_ptr[d]
+        order = np.argsort(key[lo:lo + nnz[d]])
+        n_d = 0
+        acc = 0.0
+        for q in order:
+            k = key[lo + q] >> kshift
+            v = count[lo + q] & cmask
+            n_d += v
+            acc += math.lgamma(v + alpha[k]) - lga[k]
+        part[d] = acc + lgA - math.lgamma(n_d + A)
+    total = 0.0
+    for d in range(n_docs):
+        total += part[d]
+    return total
+
+
+@njit(cache=True)
+def log_lik_docs(cap_ptr, dt_topic, dt_count, dt_nnz, alpha, n_topics):
+    """:func:`doc_log_lik` of every doc under a symmetric alpha, A = K alpha; doc d's topics
+    ``dt_topic[cap_ptr[d]:cap_ptr[d] + dt_nnz[d]]`` with their counts ``dt_count``."""
+    return doc_log_lik(cap_ptr, dt_topic, dt_count, dt_nnz, 0, -1,
+                       np.ones(len(dt_nnz), dtype=np.uint8), np.full(n_topics, alpha),
+                       n_topics * alpha)

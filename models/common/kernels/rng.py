@@ -46,6 +46,26 @@ def make_rng_states(seed, *shape):
     return out.reshape(*shape, 4) if shape else out[0]
 
 
+@njit(cache=True)
+def _splitmix64(x):
+    """:func:`_splitmix64_py` in uint64 arithmetic."""
+    x = x + np.uint64(0x9E3779B97F4A7C15)
+    z = x
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x, z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True)
+def seed_stream(seed, stream, state):
+    """The xoshiro256** state (uint64[4], overwritten) of stream ``stream`` (a flat index) under
+    ``seed``, as :func:`make_rng_states` derives it, inside a kernel."""
+    x = np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + (np.uint64(stream) + np.uint64(1)) * np.uint64(0xD1B54A32D192ED03)
+    for j in range(4):
+        x, v = _splitmix64(x)
+        state[j] = v
+
+
 @njit(cache=True, inline="always")
 def _rotl(x, k):
     return (x << np.uint64(k)) | (x >> np.uint64(64 - k))

@@ -1,5 +1,6 @@
-"""Small sparse-array kernels the topic models share: binary search in sorted lists, labels to
-(label, count) lists, weighted sums of a few rows of a dense table and dense count rows to CSR."""
+"""Small sparse-array kernels the topic models share: binary search in sorted lists and
+cumulative tables, labels to (label, count) lists, weighted sums of a few rows of a dense table
+and dense count rows to CSR."""
 import numpy as np
 from numba import njit, prange
 
@@ -40,6 +41,31 @@ def lower_bound(a, lo, hi, x):
         else:
             hi = mid
     return lo
+
+
+@njit(cache=True, inline="always")
+def upper_bound(a, lo, hi, x):
+    """First i in [lo, hi] with a[i] > x (a[lo:hi] ascending); hi if none: with a cumulative
+    table, the entry a uniform x falls in."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] > x:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+@njit(cache=True, inline="always")
+def pick(cum, n, u):
+    """First q < n with cum[q] > u, by bisection (cum is non-decreasing: the same q as a scan);
+    the last q with a positive increment if round-off puts u at or past cum[n - 1]."""
+    q = upper_bound(cum, 0, n, u)
+    if q == n:
+        q = n - 1
+        while q > 0 and cum[q] == cum[q - 1]:
+            q -= 1
+    return q
 
 
 @njit(cache=True, inline="always")
