@@ -7,7 +7,7 @@ from models.tree_lda import kernels as T
 from models.tree_lda import lists as TL
 from models.tree_lda import sparse_kernels as TS
 from models.tree_lda import tables as TT
-from models.tree_lda.borrow import borrowed
+from models.common.kernels.borrow import borrowed
 from models.tree_lda.state import Chain, Runs, TreeArrays
 from models.common.kernels.rng import make_rng_states
 from models.tree_lda.tree import build_tree

@@ -40,13 +40,18 @@ def block_E(n_j, alpha_T, beta, vbeta, inv, E):
 
 
 @njit(cache=True, inline="always")
-def doc_bucket(d, base, nnz, n_sub, dp_key, dp_count, n_ds, alpha_r, alpha_sum, c, pbuf):
-    """Cumulative doc-bucket masses A_i n_ij c_j of doc d's pairs into pbuf; returns the total."""
+def doc_bucket(d, docs, n_ds, prior, c, pbuf):
+    """Cumulative doc-bucket masses A_i n_ij c_j of doc d's pairs (``docs``: DocPairs) into
+    pbuf; returns the total."""
+    n_sub = prior.alpha.shape[1]
+    alpha_r, alpha_sum = prior.alpha_r, prior.alpha_sum
+    dp_key, dp_count = docs.key, docs.count
+    base = docs.cap_ptr[d]
     dsum = 0.0
     lo = 0  # keys of the current super-topic i are in [lo, lo + n_sub)
     hi = 0
     A = 0.0
-    for q in range(nnz):
+    for q in range(docs.nnz[d]):
         key = dp_key[base + q]
         if key >= hi:
             # keys are sorted, so the (slow) integer division runs once per super-topic
@@ -61,19 +66,22 @@ def doc_bucket(d, base, nnz, n_sub, dp_key, dp_count, n_ds, alpha_r, alpha_sum, 
 
 
 @njit(cache=True, inline="always")
-def doc_bucket_prior_total(d, base, nnz, n_sub, dp_key, dp_count, n_ds, A_tab, alpha_r,
-                           alpha_sum, c, pbuf, A0, G, alpha_T, j0, dc0, q0):
+def doc_bucket_prior_total(d, docs, n_ds, prior, A_tab, c, pbuf, A0, G, j0, dc0, q0):
     """:func:`doc_bucket` with A_i from :func:`a_factor`, the prior bucket's total from ``q0`` =
     sum_i A0_i G_i (G with the removal's a_i,j0 * dc0 folded in) plus (A_i - A0_i) G_i over
     d's super-topics (A_i = A0_i for the others), and how many super-topics that took
     (statistics)."""
+    n_sub = prior.alpha.shape[1]
+    alpha_r, alpha_sum, alpha_T = prior.alpha_r, prior.alpha_sum, prior.alpha_T
+    dp_key, dp_count = docs.key, docs.count
+    base = docs.cap_ptr[d]
     dsum = 0.0
     qsum = q0
     lo = 0
     hi = 0
     A = 0.0
     n_pres = 0
-    for q in range(nnz):
+    for q in range(docs.nnz[d]):
         key = dp_key[base + q]
         if key >= hi:
             i = key // n_sub

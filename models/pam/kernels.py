@@ -42,7 +42,8 @@ Parallelism: the partition scheme (Yan et al. 2009) over FIXED shards. Documents
 S shards and terms into S groups; in sub-step t, shard s samples its tokens of group
 (s + t) mod S, so blocks of a sub-step share no document and no term: n_wj rows are exact and
 written through, n_j is a per-shard copy merged (integer sums) after every sub-step. Every
-(chain, shard) owns an rng stream, so results never depend on the thread count.
+(chain, shard) owns an rng stream, so results never depend on the thread count. The steps of a
+block: :mod:`models.pam.block`; the bucket sums: :mod:`models.pam.buckets`.
 
 Layout shared by the kernels
 ----------------------------
@@ -63,10 +64,12 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from .buckets import a_factor, a_table, block_E, doc_bucket, doc_bucket_prior_total, pick, prior_bucket
+from ..common.kernels.borrow import borrow
+from .block import (block_start, draw_in_prior, join_sub, move_pair, prior_masses, remove_token,
+                    run_start, undo_removal)
+from .buckets import a_table, doc_bucket, doc_bucket_prior_total, pick, prior_bucket
 from ..common.kernels.prefetch import prefetch, prefetch2
 from ..common.kernels.rng import uniform
-from ..common.kernels.sparse import lower_bound
 
 N_STATS = 5
 # Tokens between the prefetch of a token's document state and its draw (twice as far for the
@@ -136,6 +139,19 @@ class Scratch(NamedTuple):
     A_tab: np.ndarray
 
 
+class BlockWork(NamedTuple):
+    """One shard's row of the Scratch buffers and of the counters."""
+
+    E: np.ndarray
+    G: np.ndarray
+    c: np.ndarray
+    inv: np.ndarray
+    pbuf: np.ndarray
+    qbuf: np.ndarray
+    sbuf: np.ndarray
+    stats: np.ndarray
+
+
 def sweep(order, state, docs, active, pruned, prior, edges, scratch, rng):
     """One Gibbs sweep of one chain (see ``_sweep_pam``), its arrays grouped in NamedTuples.
 
@@ -165,62 +181,32 @@ def _prefetch_doc(d, cap_ptr, dp_key, dp_count, dp_nnz, n_ds):
 
 
 @njit(cache=True)
-def _sweep_block(r0, r1, run_word, run_ptr, ord_doc, z_ord, n_wj, n_j, n_ds, cap_ptr, dp_key,
-                 dp_count, dp_nnz, active, pruned, alpha_r, alpha, alpha_T, alpha_sum, beta,
-                 edge_ptr, edge_sub, edge_alpha, sub_ptr, sub_super, sub_alpha, E, G, c, inv,
-                 pbuf, qbuf, sbuf, stats, A_tab, rng):
+def _sweep_block(r0, r1, order, state, docs, active, pruned, prior, edges, A_tab, work, rng):
     """Resample every active token of runs r0:r1 once (exact, or pruned if ``pruned``).
 
-    ``n_j`` is this shard's copy; n_wj rows of the block's terms are changed in place (no other
-    shard touches them in this sub-step). c_j = beta inv_j for every sub-topic the current term
-    has no token of, so a run only sets and resets the term's own entries. Removing a
+    ``state.n_j`` is this shard's copy; n_wj rows of the block's terms are changed in place (no
+    other shard touches them in this sub-step). c_j = beta inv_j for every sub-topic the current
+    term has no token of, so a run only sets and resets the term's own entries. Removing a
     token changes c_j0 only; G and E are moved only when the token's sub-topic changes (when it
     comes back to j0, c_j0 is restored bitwise, and so are the G entries a pruned sweep moved).
 
-    Changes in place: z_ord, n_wj (rows of this block's terms), n_j, n_ds, dp_key, dp_count,
-    dp_nnz (this shard's docs only), E, G, c, inv, pbuf, qbuf, sbuf (scratch), stats, rng.
+    Changes in place: state, docs (this shard's docs only), work (scratch and stats), rng.
     """
-    n_super, n_sub = alpha.shape
-    vbeta = n_wj.shape[0] * beta
-    block_E(n_j, alpha_T, beta, vbeta, inv, E)
-    for j in range(n_sub):
-        c[j] = beta * inv[j]
-    if pruned:
-        # E'_i = beta * sum over the kept edges of i of a_ij / (n_j + V beta)
-        for i in range(n_super):
-            acc = 0.0
-            for e in range(edge_ptr[i], edge_ptr[i + 1]):
-                acc += edge_alpha[e] * inv[edge_sub[e]]
-            E[i] = beta * acc
-    A0 = np.empty(n_super)
-    for i in range(n_super):
-        A0[i] = alpha_r / alpha_sum[i]
-    # W_j = sum_i A0_i a_ij: how sum_i A0_i G_i moves when c_j does
-    W = np.zeros(n_sub)
-    for j in range(n_sub):
-        for i in range(n_super):
-            W[j] += A0[i] * alpha_T[j, i]
+    # borrowed here, not by the caller, so the helpers' bindings cost no reference counting
+    B = borrow
+    order, state, docs, active, prior, edges, A_tab, work, rng = (
+        B(order), B(state), B(docs), B(active), B(prior), B(edges), B(A_tab), B(work), B(rng))
+    run_word, run_ptr, ord_doc = order.run_word, order.run_ptr, order.ord_doc
+    z_ord, n_wj, n_j, n_ds = state
+    cap_ptr, dp_key, dp_count, dp_nnz = docs
+    pbuf, stats = work.pbuf, work.stats
+    n_super, n_sub = prior.alpha.shape
+    A0, W = block_start(state, pruned, prior, edges, work)
     gsave = np.empty(n_super)
     tok_end = run_ptr[r1]
     for r in range(r0, r1):
-        w = run_word[r]
-        row = n_wj[w]
-        for i in range(n_super):
-            G[i] = E[i]
-        for j in range(n_sub):
-            if row[j] > 0:
-                c[j] = (row[j] + beta) * inv[j]
-                t = row[j] * inv[j]
-                if pruned:
-                    # G'_i = E'_i + the term's part over the kept edges (inverse lists)
-                    for e in range(sub_ptr[j], sub_ptr[j + 1]):
-                        G[sub_super[e]] += sub_alpha[e] * t
-                else:
-                    for i in range(n_super):
-                        G[i] += alpha_T[j, i] * t
-        q0 = 0.0  # sum_i A0_i G_i, moved with G (exact sweeps)
-        for i in range(n_super):
-            q0 += A0[i] * G[i]
+        row = n_wj[run_word[r]]
+        q0 = run_start(row, pruned, prior, edges, A0, work)  # moved with G (exact sweeps)
         # A token of the same doc as the previous one, whose pair that one kept, finds the
         # state bit for bit as that one did once removed: its buckets are reused.
         prev_d = -1
@@ -242,47 +228,22 @@ def _sweep_block(r0, r1, run_word, run_ptr, ord_doc, z_ord, n_wj, n_j, n_ds, cap
             key_old = z_ord[tok]
             base = cap_ptr[d]
             nnz = dp_nnz[d]
-            pos_old = -1
-            j0 = -1
-            dc0 = 0.0
-            dE0 = 0.0
-            c_old = 0.0
-            inv_old = 0.0
-            if key_old >= 0:
-                i0 = key_old // n_sub
-                j0 = key_old - i0 * n_sub
-                n_ds[d, i0] -= 1
-                pos_old = lower_bound(dp_key, base, base + nnz, key_old) - base
-                # A pair whose count drops to 0 stays in the list until after sampling; it adds
-                # exactly 0.0 to the doc bucket and can never be selected.
-                dp_count[base + pos_old] -= 1
-                row[j0] -= 1
-                n_j[j0] -= 1
-                c_old = c[j0]
-                inv_old = inv[j0]
-                inv[j0] = 1.0 / (n_j[j0] + vbeta)
-                c[j0] = (row[j0] + beta) * inv[j0]
-                dc0 = c[j0] - c_old
-                dE0 = beta * (inv[j0] - inv_old)
-                if pruned:
-                    for e in range(sub_ptr[j0], sub_ptr[j0 + 1]):
-                        i = sub_super[e]
-                        gsave[i] = G[i]
-                        G[i] += sub_alpha[e] * dc0
+            rm = remove_token(d, key_old, row, state, docs, pruned, prior, edges, work, gsave)
+            j0, dc0 = rm.j0, rm.dc0
             scanned = pruned or j0 < 0
             if scanned:
-                dsum = doc_bucket(d, base, nnz, n_sub, dp_key, dp_count, n_ds, alpha_r,
-                                  alpha_sum, c, pbuf)
-                qsum = prior_bucket(d, n_ds, alpha_r, alpha_sum, A0, G, qbuf)
+                dsum = doc_bucket(d, docs, n_ds, prior, work.c, pbuf)
+                qsum = prior_bucket(d, n_ds, prior.alpha_r, prior.alpha_sum, A0, work.G,
+                                    work.qbuf)
                 q_ok = False
                 stats[1] += nnz
                 stats[2] += n_super
             elif d != prev_d or key_old != kept_key:
                 # the removal's change of G (a_i,j0 * dc0) is folded in here, not stored;
                 # the prior bucket's cumulative masses are only needed when it is drawn
-                dsum, qsum, n_pres = doc_bucket_prior_total(
-                    d, base, nnz, n_sub, dp_key, dp_count, n_ds, A_tab, alpha_r, alpha_sum, c,
-                    pbuf, A0, G, alpha_T, j0, dc0, q0 + W[j0] * dc0)
+                dsum, qsum, n_pres = doc_bucket_prior_total(d, docs, n_ds, prior, A_tab, work.c,
+                                                            pbuf, A0, work.G, j0, dc0,
+                                                            q0 + W[j0] * dc0)
                 q_ok = False
                 stats[1] += nnz
                 stats[2] += n_pres
@@ -294,80 +255,14 @@ def _sweep_block(r0, r1, run_word, run_ptr, ord_doc, z_ord, n_wj, n_j, n_ds, cap
             else:
                 v = u - dsum
                 if not scanned and not q_ok:
-                    qscan = 0.0
-                    for i in range(n_super):
-                        # from the table, not a branch on n == 0: A_tab[0, i] is A0[i]
-                        A = a_factor(n_ds[d, i], i, A_tab, alpha_r, alpha_sum)
-                        qscan += A * (G[i] + alpha_T[j0, i] * dc0)
-                        qbuf[i] = qscan
+                    qscan = prior_masses(d, n_ds, j0, dc0, prior, A_tab, work)
                     q_ok = True
-                    stats[2] += n_super
                 if not scanned:
                     # the total above and this sum differ by rounding only
                     v *= qscan / qsum
-                i1 = pick(qbuf, n_super, v)
-                lo = qbuf[i1 - 1] if i1 > 0 else 0.0
-                frac = (v - lo) / (qbuf[i1] - lo)
-                if frac >= 1.0:
-                    frac = 1.0 - 1e-16
-                stats[4] += 1
-                if pruned:
-                    e0 = edge_ptr[i1]
-                    m = edge_ptr[i1 + 1] - e0
-                    acc = 0.0
-                    for e in range(m):
-                        acc += edge_alpha[e0 + e] * c[edge_sub[e0 + e]]
-                        sbuf[e] = acc
-                    e = pick(sbuf, m, frac * acc)
-                    j1 = edge_sub[e0 + e]
-                    stats[3] += m
-                else:
-                    acc = 0.0
-                    for j in range(n_sub):
-                        acc += alpha[i1, j] * c[j]
-                        sbuf[j] = acc
-                    j1 = pick(sbuf, n_sub, frac * acc)
-                    stats[3] += n_sub
-                key_new = i1 * n_sub + j1
+                key_new = draw_in_prior(v, pruned, prior, edges, work)
                 pos_new = -1
-            # doc list update
-            if key_new == key_old:
-                dp_count[base + pos_old] += 1
-            else:
-                dead = pos_old >= 0 and dp_count[base + pos_old] == 0
-                q = pos_new
-                if pos_new < 0:
-                    q = lower_bound(dp_key, base, base + nnz, key_new) - base
-                    if q < nnz and dp_key[base + q] == key_new:
-                        pos_new = q
-                if pos_new >= 0:
-                    dp_count[base + pos_new] += 1
-                if dead and pos_new < 0:
-                    # the new pair takes the freed slot's place: one shift between the two
-                    if q <= pos_old:
-                        for qq in range(pos_old, q, -1):
-                            dp_key[base + qq] = dp_key[base + qq - 1]
-                            dp_count[base + qq] = dp_count[base + qq - 1]
-                    else:
-                        q -= 1
-                        for qq in range(pos_old, q):
-                            dp_key[base + qq] = dp_key[base + qq + 1]
-                            dp_count[base + qq] = dp_count[base + qq + 1]
-                    dp_key[base + q] = key_new
-                    dp_count[base + q] = 1
-                elif dead:
-                    for qq in range(pos_old, nnz - 1):
-                        dp_key[base + qq] = dp_key[base + qq + 1]
-                        dp_count[base + qq] = dp_count[base + qq + 1]
-                    nnz -= 1
-                elif pos_new < 0:
-                    for qq in range(nnz, q, -1):
-                        dp_key[base + qq] = dp_key[base + qq - 1]
-                        dp_count[base + qq] = dp_count[base + qq - 1]
-                    dp_key[base + q] = key_new
-                    dp_count[base + q] = 1
-                    nnz += 1
-                dp_nnz[d] = nnz
+            move_pair(d, key_old, rm.pos_old, key_new, pos_new, docs)
             i1 = key_new // n_sub
             j1 = key_new - i1 * n_sub
             n_ds[d, i1] += 1
@@ -377,41 +272,11 @@ def _sweep_block(r0, r1, run_word, run_ptr, ord_doc, z_ord, n_wj, n_j, n_ds, cap
             prev_d = d
             kept_key = key_new if key_new == key_old else -1
             if j1 == j0:
-                # back to the same sub-topic: every count of j0 is as before the removal
-                c[j0] = c_old
-                inv[j0] = inv_old
-                if pruned:
-                    for e in range(sub_ptr[j0], sub_ptr[j0 + 1]):
-                        G[sub_super[e]] = gsave[sub_super[e]]
-                continue
-            c1_old = c[j1]
-            inv1_old = inv[j1]
-            inv[j1] = 1.0 / (n_j[j1] + vbeta)
-            c[j1] = (row[j1] + beta) * inv[j1]
-            dc1 = c[j1] - c1_old
-            dE1 = beta * (inv[j1] - inv1_old)
-            if pruned:
-                for e in range(sub_ptr[j1], sub_ptr[j1 + 1]):
-                    G[sub_super[e]] += sub_alpha[e] * dc1
-                    E[sub_super[e]] += sub_alpha[e] * dE1
-                if j0 >= 0:
-                    for e in range(sub_ptr[j0], sub_ptr[j0 + 1]):
-                        E[sub_super[e]] += sub_alpha[e] * dE0
-            elif j0 >= 0:
-                for i in range(n_super):
-                    a0 = alpha_T[j0, i]
-                    a1 = alpha_T[j1, i]
-                    G[i] += a0 * dc0 + a1 * dc1
-                    E[i] += a0 * dE0 + a1 * dE1
-                q0 += W[j0] * dc0 + W[j1] * dc1
+                undo_removal(rm, pruned, edges, work, gsave)
             else:
-                for i in range(n_super):
-                    a1 = alpha_T[j1, i]
-                    G[i] += a1 * dc1
-                    E[i] += a1 * dE1
-                q0 += W[j1] * dc1
+                q0 = join_sub(j1, rm, row, state, q0, W, pruned, prior, edges, work)
         for j in range(n_sub):
-            c[j] = beta * inv[j]
+            work.c[j] = prior.beta * work.inv[j]
 
 
 @njit(cache=True, parallel=True)
@@ -420,6 +285,9 @@ def _sweep_pam(block_run_ptr, run_word, run_ptr, ord_doc, z_ord, n_wj, n_j, n_ds
                edge_ptr, edge_sub, edge_alpha, sub_ptr, sub_super, sub_alpha, local_n_j, Es, Gs,
                cs, invs, pbufs, qbufs, sbufs, stats, A_tab, rng):
     """One Gibbs sweep of one chain in S sub-steps over the (doc shard x term group) grid.
+
+    Flat arguments: a parallel kernel cannot take tuples (models/common/kernels/__init__.py);
+    the tuples are built inside the prange body.
 
     Parameters
     ----------
@@ -443,12 +311,14 @@ def _sweep_pam(block_run_ptr, run_word, run_ptr, ord_doc, z_ord, n_wj, n_j, n_ds
         for s in prange(S):
             g = (s + t) % S
             local_n_j[s, :] = n_j
-            _sweep_block(block_run_ptr[s, g], block_run_ptr[s, g + 1], run_word, run_ptr,
-                         ord_doc, z_ord, n_wj, local_n_j[s], n_ds, cap_ptr, dp_key, dp_count,
-                         dp_nnz, active, pruned, alpha_r, alpha, alpha_T, alpha_sum, beta,
-                         edge_ptr, edge_sub, edge_alpha, sub_ptr, sub_super, sub_alpha, Es[s],
-                         Gs[s], cs[s], invs[s], pbufs[s], qbufs[s], sbufs[s], stats[s], A_tab,
-                         rng[s])
+            _sweep_block(block_run_ptr[s, g], block_run_ptr[s, g + 1],
+                         SweepOrder(block_run_ptr, run_word, run_ptr, ord_doc),
+                         PamState(z_ord, n_wj, local_n_j[s], n_ds),
+                         DocPairs(cap_ptr, dp_key, dp_count, dp_nnz), active, pruned,
+                         PamPrior(alpha_r, alpha, alpha_T, alpha_sum, beta),
+                         Edges(edge_ptr, edge_sub, edge_alpha, sub_ptr, sub_super, sub_alpha),
+                         A_tab, BlockWork(Es[s], Gs[s], cs[s], invs[s], pbufs[s], qbufs[s],
+                                          sbufs[s], stats[s]), rng[s])
         for j in range(n_sub):
             g0 = n_j[j]
             acc = g0

@@ -1,6 +1,8 @@
 """PAM document model P_PAM(w | d) for retrieval, and the sampler's conditional for tests (see
 :mod:`models.pam.kernels`).
 """
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit, prange
 
@@ -9,6 +11,21 @@ from ..common.kernels.sparse import add_weighted_rows, doc_chunk, n_doc_chunks, 
 
 # ---------------------------------------------------------------------------------------------
 # Document model P_PAM(w | d) for retrieval
+
+
+class SampleTables(NamedTuple):
+    """What :func:`_add_doc_sample` reads of every kept sample (see :func:`score_p_w_d`)."""
+
+    dp_ptr: np.ndarray
+    dp_key: np.ndarray
+    dp_count: np.ndarray
+    n_sub: int
+    alpha_r: float
+    alpha_sum: np.ndarray
+    phi_b: np.ndarray
+    row_of: np.ndarray
+    rows32: np.ndarray
+    G: np.ndarray
 
 
 @njit(cache=True)
@@ -101,8 +118,7 @@ def count_rows32(sp_ptr, sp_term, sp_val, T):
 
 
 @njit(cache=True, inline="always")
-def _add_doc_sample(cs, d, dp_ptr, dp_key, dp_count, den, n_sub, alpha_r, alpha_sum, phi_b, row_of,
-                    rows32, G, out, scratch):
+def _add_doc_sample(cs, d, den, tab, out, scratch):
     """out[t] += P_PAM(term t | d) under sample cs less its part ``r0 * base[cs, t]`` and less
     the part every term shares, which is returned (``den`` = 1 / (n_d + s a_r), r0 = a_r den).
 
@@ -112,8 +128,10 @@ def _add_doc_sample(cs, d, dp_ptr, dp_key, dp_count, den, n_sub, alpha_r, alpha_
     their sum may be a small difference). phi_jt is phi_b[cs, j], the part every term shares,
     plus the count part, whose rows (:func:`count_rows32`, non-negative) are summed in float32.
     ``scratch``: (sup int64 (n_super,), coef (n_super,), rows int64 and weights (max pairs of a
-    document,), s float32 (T,)).
+    document,), s float32 (T,)); ``tab``: :class:`SampleTables`.
     """
+    dp_ptr, dp_key, dp_count, n_sub = tab.dp_ptr, tab.dp_key, tab.dp_count, tab.n_sub
+    alpha_r, alpha_sum, phi_b, row_of = tab.alpha_r, tab.alpha_sum, tab.phi_b, tab.row_of
     sup, coef, rows, wts, s = scratch
     r0 = alpha_r * den
     shared = 0.0
@@ -144,8 +162,8 @@ def _add_doc_sample(cs, d, dp_ptr, dp_key, dp_count, den, n_sub, alpha_r, alpha_
                 wts[n_rows] = c
                 n_rows += 1
         q = e
-    add_weighted_rows(out, G[cs], sup, coef, 0, n_present, 1.0)
-    sum_rows32(s, rows32[cs], rows, wts, 0, n_rows)
+    add_weighted_rows(out, tab.G[cs], sup, coef, 0, n_present, 1.0)
+    sum_rows32(s, tab.rows32[cs], rows, wts, 0, n_rows)
     for t in range(len(s)):
         out[t] += s[t]
     return shared
@@ -173,6 +191,7 @@ def score_p_w_d(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, ph
     G, base : :func:`prior_tables`. r0 = a_r / (n_d + s a_r) is the same
     under every sample, so the absent super-topics' term is r0 times the samples' summed base,
     once per document, and the shared parts are summed before they are added.
+    Flat arguments: a parallel kernel cannot take tuples (models/common/kernels/__init__.py).
     """
     n_cs, n_super, T = G.shape
     n_docs = out.shape[1]
@@ -183,6 +202,8 @@ def score_p_w_d(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, ph
     for ch in prange(n_doc_chunks(n_docs)):
         d0, d1 = doc_chunk(ch, n_docs)
         scratch = _scratch(dp_ptr, d0, d1, n_super, T)
+        tab = SampleTables(dp_ptr, dp_key, dp_count, n_sub, alpha_r, alpha_sum, phi_b, row_of,
+                           rows32, G)
         acc = np.empty((d1 - d0, T))
         shared = np.zeros(d1 - d0)
         den = np.empty(d1 - d0)
@@ -193,9 +214,7 @@ def score_p_w_d(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, ph
                 acc[d - d0, t] = r0 * base_sum[t]
         for cs in range(n_cs):
             for d in range(d0, d1):
-                shared[d - d0] += _add_doc_sample(cs, d, dp_ptr, dp_key, dp_count, den[d - d0],
-                                                  n_sub, alpha_r, alpha_sum, phi_b, row_of,
-                                                  rows32, G, acc[d - d0], scratch)
+                shared[d - d0] += _add_doc_sample(cs, d, den[d - d0], tab, acc[d - d0], scratch)
         for d in range(d0, d1):
             for t in range(T):
                 acc[d - d0, t] += shared[d - d0]
@@ -205,18 +224,20 @@ def score_p_w_d(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, ph
 @njit(cache=True, parallel=True)
 def score_p_w_d_per_sample(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum,
                            phi_b, row_of, rows32, G, base, out):
-    """out[cs, d, t] = P_PAM(term t | d) under sample cs (overwrites out)."""
+    """out[cs, d, t] = P_PAM(term t | d) under sample cs (overwrites out). Flat arguments: a
+    parallel kernel cannot take tuples (models/common/kernels/__init__.py)."""
     n_cs, n_super, T = G.shape
     n_docs = out.shape[1]
     for d in prange(n_docs):
         scratch = _scratch(dp_ptr, d, d + 1, n_super, T)
+        tab = SampleTables(dp_ptr, dp_key, dp_count, n_sub, alpha_r, alpha_sum, phi_b, row_of,
+                           rows32, G)
         den = 1.0 / (doc_len[d] + n_super * alpha_r)
         for cs in range(n_cs):
             row = out[cs, d]
             for t in range(T):
                 row[t] = alpha_r * den * base[cs, t]
-            shared = _add_doc_sample(cs, d, dp_ptr, dp_key, dp_count, den, n_sub, alpha_r,
-                                     alpha_sum, phi_b, row_of, rows32, G, row, scratch)
+            shared = _add_doc_sample(cs, d, den, tab, row, scratch)
             for t in range(T):
                 row[t] += shared
 
@@ -252,8 +273,7 @@ def token_conditional(w, d, state, docs, prior):
     base = docs.cap_ptr[d]
     nnz = docs.nnz[d]
     pbuf = np.empty(max(nnz, 1))
-    dsum = doc_bucket(d, base, nnz, n_sub, docs.key, docs.count, n_ds, alpha_r, alpha_sum, c,
-                      pbuf)
+    dsum = doc_bucket(d, docs, n_ds, prior, c, pbuf)
     prev = 0.0
     for q in range(nnz):
         key = docs.key[base + q]

@@ -25,7 +25,7 @@ edge's count), so 1 / N_{j0,k} is computed from the list where a draw reads it; 
 ``n_e``, ``n_i`` and ``inv`` a sweep changed are rebuilt at its end. What a token reads of its
 word and paths sits in one row each of the tables of :mod:`models.tree_lda.tables`, prefetched a few
 tokens ahead; a draw in q returns the topic's place in the list, so adding the token back scans
-nothing. ``resample`` works on borrowed views (:mod:`models.tree_lda.borrow`) of every array,
+nothing. ``resample`` works on borrowed views (:mod:`models.common.kernels.borrow`) of every array,
 because its inlined helpers rebind each array argument and every rebinding of a counted array is
 a locked reference-count update. None of this changes a value or the order of an operation: the
 draws are the plain kernel's, bit for bit (tests/test_tree_lda_kernels.py checks the samplers
@@ -40,7 +40,7 @@ kernels change it) and a draw's buffers (:class:`models.tree_lda.tables.Scratch`
 import numpy as np
 from numba import config, literally, njit
 
-from .borrow import borrowed
+from ..common.kernels.borrow import borrowed
 from ..common.kernels.rng import uniform
 from .lists import find, list_dec, list_inc, sort_doc_list, topic_list
 from .tables import (P_B0, P_B1, P_BS0, P_DOWN, P_E1, P_J0, P_LEN, P_S, W_BOUND, W_HI, W_LO,

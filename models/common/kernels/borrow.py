@@ -7,6 +7,7 @@ memory-info pointer makes those calls return at once. The view does not keep its
 so it may only be used while the array is held elsewhere: inside the call that made it, never
 returned or stored.
 """
+from numba import config
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
@@ -43,3 +44,11 @@ def borrowed(typingctx, arr):
 
         return arr(arr), codegen
     return None
+
+
+if config.DISABLE_JIT:
+    def borrow(arr):
+        """The argument itself without the JIT (``borrowed`` is an intrinsic)."""
+        return arr
+else:
+    borrow = borrowed
