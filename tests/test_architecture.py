@@ -65,3 +65,19 @@ def test_no_module_over_500_lines():
     long = {str(p.relative_to(ROOT)): n for p in modules("retrieval") + modules("models")
             if (n := len(p.read_text().splitlines())) > MAX_LINES}
     assert not long, long
+
+
+def test_serial_kernels_take_at_most_12_positional_parameters():
+    """State travels grouped (typing.NamedTuple); only kernels compiled with parallel=True, whose
+    prange bodies cannot take tuples, may stay flat."""
+    long = []
+    for path in modules("models"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            decorators = " ".join(ast.unparse(d) for d in node.decorator_list)
+            if "jit" in decorators and "parallel=True" not in decorators:
+                n = len(node.args.posonlyargs) + len(node.args.args)
+                if n > 12:
+                    long.append(f"{path.relative_to(ROOT)}:{node.name} ({n})")
+    assert not long, long
