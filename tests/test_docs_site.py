@@ -30,7 +30,7 @@ def test_mkdocs_build_strict(tmp_path):
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     for heading in re.findall(r"^## (.+)$", readme, re.M):
         assert f">{heading}<" in home, f"README's section {heading!r} is not on the home page"
-    assert 'href="user-guide/"' in home and 'href="models/lda/model/"' in home
+    assert 'href="user-guide/"' in home and 'href="models/lda/"' in home
     assert 'href="docs/' not in home
 
 
