@@ -66,3 +66,27 @@ def test_the_public_api_is_imported_on_first_use():
         import retrieval
 
         retrieval.nothing
+
+
+def test_an_interrupt_wrapped_by_an_import_is_an_interruption(monkeypatch, capsys):
+    """A signal inside a dataclass's __set_name__ while the parsers import arrives as a
+    RuntimeError caused by KeyboardInterrupt: still one line and exit 130."""
+    import builtins
+
+    from retrieval.ui import cli
+
+    real_import = builtins.__import__
+
+    def importing(name, *args, **kwargs):
+        if name == "cli_parser" or name.endswith(".cli_parser"):
+            try:
+                raise KeyboardInterrupt
+            except KeyboardInterrupt as exc:
+                raise RuntimeError("Error calling __set_name__") from exc
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", importing)
+    assert cli.main(["--version"]) == 130
+    assert capsys.readouterr().err == "topicir: interrupted\n"
+    monkeypatch.setattr(builtins, "__import__", real_import)
+    assert not cli._caused_by_interrupt(RuntimeError("Error calling __set_name__"))  # other failures stay failures

@@ -38,6 +38,21 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print(f"{command}: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        if not _caused_by_interrupt(exc):
+            raise
+        print(f"{command}: interrupted", file=sys.stderr)
+        return 130
+
+
+def _caused_by_interrupt(exc) -> bool:
+    """Whether ``exc`` wraps a KeyboardInterrupt: a signal during a class body's __set_name__
+    (a dataclass being imported) reaches us as the RuntimeError that wraps it."""
+    while exc is not None:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 if __name__ == "__main__":
