@@ -1,5 +1,6 @@
 """The query console on the 4-document fixture: Session commands without a terminal, then the
 prompt_toolkit loop fed through a pipe."""
+import json
 from pathlib import Path
 
 import numpy as np
@@ -186,6 +187,10 @@ def test_write_run(index, tmp_path):
     assert [(r.qid, r.docno) for r in run if r.qid == "q1"][0] == ("q1", "AP880212-0001")
     assert {r.qid for r in run} == {"q1", "2"} and len(run) == 8
     assert read_topics(tmp_path / "r.txt.queries.tsv")[1].title == "Rail Strikes"
+    settings = json.loads((tmp_path / "r.txt.json").read_text())
+    assert settings["source"] == "console" and settings["depth"] == 1000
+    assert settings["queries"] == {"q1": {"mu": 1000, "lam": 1.0, "model": None},
+                                   "2": {"mu": 10, "lam": 1.0, "model": None}}
     assert "no such directory" in text(s.execute(f":write {tmp_path / 'nodir' / 'r.txt'}"))
 
 

@@ -13,10 +13,13 @@ import shutil
 import time
 from pathlib import Path
 
+from models.common.atomic import atomic_open
+
 from ..core.ranking import DEPTH, prepare
 from ..core.scoring import LAM, MU, top_k
 from ..core.stats import CollectionStats
-from ..core.trec import TOPIC_FIELDS, Qrel, Topic, topic_query, write_run
+from ..core.runs import save_run
+from ..core.trec import TOPIC_FIELDS, Qrel, Topic, topic_query
 from .console_text import (ConsoleError, Fragments, Result, check_lam, check_mu, match_words, settings_label,
                            snippet, wrap)
 from .console_feedback import FeedbackViews
@@ -366,10 +369,13 @@ class Session(ModelViews, FeedbackViews):
         if path.parent != Path() and not path.parent.is_dir():
             raise ConsoleError(f"{path.parent}: no such directory")
         run = [hit for r in latest.values() for hit in r.run(self.stats.docnos)]
-        write_run(path, run, tag=RUN_TAG, depth=self.depth)
+        # A session mixes settings: <run>.json records each query's, as `topicir run` records a batch's.
+        per_query = {r.qid: {"mu": r.mu, "lam": r.lam, "model": r.model_name} for r in latest.values()}
+        save_run(run, path, tag=RUN_TAG, depth=self.depth, params={"source": "console", "queries": per_query})
         queries = Path(f"{path}.queries.tsv")
         # TSV topics (qid<TAB>query), as trec.read_topics reads them.
-        queries.write_text("".join(f"{r.qid}\t{' '.join(r.text.split())}\n" for r in latest.values()), encoding="utf-8")
+        with atomic_open(queries, "w", encoding="utf-8") as out:
+            out.write("".join(f"{r.qid}\t{' '.join(r.text.split())}\n" for r in latest.values()))
         settings = sorted({settings_label(r.mu, r.lam, r.model_name) for r in latest.values()})
         dropped = len(self.results) - len(latest)
         note = f"; {dropped} earlier result(s) of re-run queries left out" if dropped else ""
