@@ -16,9 +16,10 @@ demo: install
 	IR_DATASETS_HOME=$(IR_DATASETS_HOME) $(PYTHON) -m retrieval demo
 
 # Two workers, a test file each at a time: a file's tests share its fixtures and run in order.
+# The 25 slowest tests are listed at the end: the suite is kept short.
 # (pytest-benchmark, where some other package installed it, is not used here: off, with its warning.)
 test: install browser wordnet
-	$(PYTHON) -m pytest -q -n 2 --dist loadfile -p no:benchmark
+	$(PYTHON) -m pytest -q -n 2 --dist loadfile -p no:benchmark --durations=25
 
 # Headless Chromium for the report screenshot test (Debian's package; skipped where apt is not ours).
 browser:
