@@ -266,6 +266,14 @@ def test_an_interrupted_training_resumes_and_its_parts_add_up(tmp_path):
     assert not first.get("done") and len(first["parts"]) == 1 and "running" not in state
     assert first["parts"][0]["interrupted"] == "ctrl-c" and first["parts"][0]["checkpoints"] >= 1
     assert ckpt.exists()
+    # --stop-after 0: nothing runs, the table says what is measured so far
+    so_far = tmp_path / "so-far.md"
+    stop = subprocess.run(argv[:-2] + ["--stop-after", "0", "--write", str(so_far)], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert stop.returncode == 0, stop.stdout[-3000:] + stop.stderr[-3000:]
+    rows = {line.split(" | ")[0][2:]: line for line in so_far.read_text().splitlines() if line.startswith("| ")}
+    assert "| in progress: 1 part(s), " in rows["train-lda"] and "| projected |" in rows["run-lda"]
+    assert "| measured |" in rows["index"] and json.loads(state_path.read_text()) == state
 
     again = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=1800)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
@@ -280,3 +288,17 @@ def test_an_interrupted_training_resumes_and_its_parts_add_up(tmp_path):
     wall = sum(p["wall_s"] for p in parts)
     assert "measured in 2 parts (resumed)" in row and duration(wall) in row
     assert "NOT the default schedule" in text and "no ratios" in text
+
+
+def test_a_deadline_never_stops_a_training_at_its_last_checkpoint(tmp_path):
+    """Stopped after its last sweep, a training would be stopped saving its model (or after, with
+    its checkpoint gone): only a checkpoint with sweeps left is a place to stop."""
+    from models.common.corpus import synthetic_corpus
+    from models.registry import model_class
+
+    path, seen = tmp_path / "lda.npz.ckpt", []
+    model = model_class("lda")(n_topics=4, n_chains=1, n_iter=4, checkpoint_every=2, seed=1)
+    model.fit(synthetic_corpus(30, 50, 20.0), checkpoint=path,
+              callback=lambda m, it, n: seen.append((it, full.more_to_train(path) if path.exists() else None)))
+    assert seen == [(1, None), (2, True), (3, True), (4, False)]
+    assert not full.more_to_train(tmp_path / "gone.ckpt")

@@ -255,6 +255,21 @@ def run(*, kinds=KINDS, docs: int = 250_000, terms: int = 200_000, seed: int = 0
     return tables(state, steps, list(kinds), Path(projection), dict(info, **settings))
 
 
+def more_to_train(checkpoint: Path) -> bool:
+    """Whether the training that wrote ``checkpoint`` has sweeps (epochs) left: stopped after its
+    last one, it would be stopped while saving the model, and a stop after the model is saved
+    (and the checkpoint removed) would make a rerun train it again."""
+    from models.common.checkpoint import read_header
+
+    try:
+        header = read_header(checkpoint)
+    except (OSError, ValueError):  # replaced or removed meanwhile: the next one decides
+        return False
+    params = header.get("params", {})
+    total = params.get("n_iter", params.get("epochs"))
+    return total is None or int(header.get("iteration", 0)) < int(total)
+
+
 def _child_env(threads: int) -> dict:
     """The children's environment: this one, with ``NUMBA_NUM_THREADS`` and this topicir first
     on the path (the commands measured are those of the code that measures them)."""
@@ -282,7 +297,7 @@ def _run_step(step: Step, state: dict, state_path: Path, work: Path, env: dict, 
     try:
         part = run_measured([sys.executable, "-m", "retrieval", *args], work / "logs" / f"{step.name}.log", env=env,
                             checkpoint=step.checkpoint, deadline=deadline if step.what == "train" else None,
-                            on_start=started)
+                            stop_ok=more_to_train, on_start=started)
     except Interrupted as e:
         record["parts"].append(e.part)
         state.pop("running", None)

@@ -103,7 +103,7 @@ class _Watch:
 
 
 def run_measured(cmd: list[str], log_path: Path, *, env: dict | None = None, checkpoint: Path | None = None,
-                 deadline: float | None = None, on_start=None) -> dict:
+                 deadline: float | None = None, stop_ok=None, on_start=None) -> dict:
     """Run ``cmd`` (its output appended to ``log_path``) and return its measured part: ``exit``
     (the exit status; 130 when interrupted), ``wall_s``, ``user_s``, ``sys_s``, ``peak_gib``,
     ``written_bytes``, ``wchar_bytes`` (None without /proc), ``started`` (UTC, ISO),
@@ -112,7 +112,7 @@ def run_measured(cmd: list[str], log_path: Path, *, env: dict | None = None, che
     (writes seen) and ``checkpoint_max_bytes``. ``on_start(pid)`` runs once the child exists.
 
     With ``deadline`` (a ``time.time()``), the child is sent SIGINT after the first checkpoint
-    written past it. A KeyboardInterrupt here stops the child (:func:`_stop`), records the part
+    written past it for which ``stop_ok(checkpoint)`` holds (None: any). A KeyboardInterrupt here stops the child (:func:`_stop`), records the part
     and is raised again as :class:`Interrupted` carrying it.
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -130,7 +130,7 @@ def run_measured(cmd: list[str], log_path: Path, *, env: dict | None = None, che
             on_start(proc.pid)
         while not _exited(proc.pid):
             if watch is not None and watch.poll() and deadline is not None and time.time() >= deadline \
-                    and interrupted is None:
+                    and interrupted is None and (stop_ok is None or stop_ok(checkpoint)):
                 interrupted = "deadline"
                 os.kill(proc.pid, signal.SIGINT)
             time.sleep(POLL_S)
