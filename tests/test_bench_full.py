@@ -271,7 +271,8 @@ def test_an_interrupted_training_resumes_and_its_parts_add_up(tmp_path):
     stop = subprocess.run(argv[:-2] + ["--stop-after", "0", "--write", str(so_far)], env=env, capture_output=True,
                           text=True, timeout=600)
     assert stop.returncode == 0, stop.stdout[-3000:] + stop.stderr[-3000:]
-    rows = {line.split(" | ")[0][2:]: line for line in so_far.read_text().splitlines() if line.startswith("| ")}
+    main_table = so_far.read_text().split("## Every part")[0]
+    rows = {line.split(" | ")[0][2:]: line for line in main_table.splitlines() if line.startswith("| ")}
     assert "| in progress: 1 part(s), " in rows["train-lda"] and "| projected |" in rows["run-lda"]
     assert "| measured |" in rows["index"] and json.loads(state_path.read_text()) == state
 
@@ -302,3 +303,11 @@ def test_a_deadline_never_stops_a_training_at_its_last_checkpoint(tmp_path):
               callback=lambda m, it, n: seen.append((it, full.more_to_train(path) if path.exists() else None)))
     assert seen == [(1, None), (2, True), (3, True), (4, False)]
     assert not full.more_to_train(tmp_path / "gone.ckpt")
+
+
+def test_a_second_benchmark_of_the_same_work_folder_is_refused(tmp_path):
+    from models.common.atomic import LockedError, target_lock
+
+    with target_lock(tmp_path / full.STATE, what="bench full state"):
+        with pytest.raises(LockedError):
+            full.run(kinds=["lda"], docs=1000, terms=3000, work=str(tmp_path), stop_after=0)

@@ -40,7 +40,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from models.common.atomic import atomic_open
+from models.common.atomic import atomic_open, target_lock
 
 from ..core.tables import Table
 from .full_child import Interrupted, run_measured
@@ -208,7 +208,6 @@ def run(*, kinds=KINDS, docs: int = 250_000, terms: int = 200_000, seed: int = 0
     """Run (or go on with) the user's path for ``kinds`` on ``docs`` synthetic AP documents and
     return its table beside the projection (module docstring)."""
     from models.registry import kinds as registered
-    from tqdm.auto import tqdm
 
     unknown = [k for k in kinds if k not in registered()]
     if unknown:
@@ -221,14 +220,21 @@ def run(*, kinds=KINDS, docs: int = 250_000, terms: int = 200_000, seed: int = 0
     deadline = None if stop_after is None else time.time() + 60 * stop_after
     work = Path(work)
     work.mkdir(parents=True, exist_ok=True)
-    state_path = work / STATE
     settings = dict(docs=docs, terms=terms, seed=seed, threads=threads, iterations=iterations)
+    with target_lock(work / STATE, what="bench full state"):  # a second benchmark of --work is refused
+        return _run_locked(work, list(kinds), settings, deadline, Path(projection), wordnet)
+
+
+def _run_locked(work: Path, kinds: list[str], settings: dict, deadline, projection: Path, wordnet) -> list[Table]:
+    from tqdm.auto import tqdm
+
+    state_path = work / STATE
     state = load_state(state_path, settings)
     _recover(state, state_path)
     save_state(state_path, state)
-    info = _prepare(work, docs, terms, seed, wordnet)
-    steps = plan(work, list(kinds), threads, iterations)
-    env = _child_env(threads)
+    info = _prepare(work, settings["docs"], settings["terms"], settings["seed"], wordnet)
+    steps = plan(work, kinds, settings["threads"], settings["iterations"])
+    env = _child_env(settings["threads"])
     done = lambda name: state["steps"].get(name, {}).get("done", False)  # noqa: E731
     todo = [s for s in steps if not done(s.name)]
     bar = tqdm(total=len(steps), initial=len(steps) - len(todo), desc="bench full", unit=" steps")
@@ -252,7 +258,7 @@ def run(*, kinds=KINDS, docs: int = 250_000, terms: int = 200_000, seed: int = 0
         left = [s.name for s in steps if not done(s.name)]
         log.info("stopped before %s is measured (%d step(s) left: %s); rerun the same command to go on",
                  stopped, len(left), " ".join(left))
-    return tables(state, steps, list(kinds), Path(projection), dict(info, **settings))
+    return tables(state, steps, kinds, projection, dict(info, **settings))
 
 
 def more_to_train(checkpoint: Path) -> bool:
