@@ -22,7 +22,7 @@ def test_names_are_the_contracts():
                                                "glda-table", "glda-map", "tree-lda-table1", "tree-lda-map", "growing",
                                                "avipam-tables"]
     assert bench_areas() == sorted(["ql", "lda", "pam", "tcm", "glda", "tree-lda", "avipam", "ray", "scale",
-                                    "foldin", "files"])
+                                    "full", "foldin", "files"])
 
 
 def test_no_module_entry_points_or_argparse_outside_the_cli():
@@ -189,6 +189,7 @@ QUICK_COMMANDS = [
     ["bench", "avipam", "map", "--data", "{data}", "--indexes", "{indexes}"],
     ["bench", "ray", "--data", "{data}/20news/20news-bydate.tar.gz"],
     ["bench", "scale", "--work", "{tmp}/scale"],
+    ["bench", "full", "--work", "{tmp}/full"],
     ["bench", "foldin"],
 ]
 

@@ -174,6 +174,26 @@ def add_scale(p):
     p.add_argument("--wordnet", default=None, help="WordNet 3.0 dict directory (default /usr/share/wordnet)")
 
 
+def add_full(p):
+    KINDS = constant("retrieval.bench.scale", "KINDS")
+
+    p.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS, help="model kinds to train and rank with")
+    p.add_argument("--docs", type=int, default=250_000, help="documents of the synthetic AP collection")
+    p.add_argument("--terms", type=int, default=200_000, help="vocabulary of the generator")
+    p.add_argument("--threads", type=int, default=2, help="--threads of every command (and NUMBA_NUM_THREADS)")
+    p.add_argument("--iterations", type=int, default=None,
+                   help="train this many sweeps (epochs) instead of each kind's default schedule; the table says so")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--work", default="build/bench-full",
+                   help="folder of the collection, index, models, runs, logs and the state file (rerun to go on)")
+    p.add_argument("--stop-after", type=float, default=None, metavar="MIN",
+                   help="start no step after MIN minutes and stop a training at its first checkpoint after them; "
+                        "0 writes the table of what is measured")
+    p.add_argument("--projection", default="docs/results/bench-scale.md",
+                   help="the file 'topicir bench scale --write' wrote, whose figures the measured ones are set beside")
+    p.add_argument("--wordnet", default=None, help="WordNet 3.0 dict directory (default /usr/share/wordnet)")
+
+
 def add_foldin(p):
     p.add_argument("--train-docs", type=int, default=20_000, help="synthetic documents the model trains on")
     p.add_argument("--new-docs", type=int, default=1000, help="new documents folded in")
@@ -275,6 +295,10 @@ BENCHES = [
     TableCommand("scale", "every model kind at AP scale: indexing, training, memory and ranking against the targets",
                  add_scale, _call("scale"), dict(kinds=["lda"], docs=300, fraction=1.0, sweeps=2, terms=3000,
                                                  work="build/bench-scale-quick")),
+    TableCommand("full", "the user's path on the synthetic AP collection (index, default trainings, 100-query runs), "
+                 "each command measured (wall, CPU, peak memory, disk writes) beside the scale projection; "
+                 "rerun to resume",
+                 add_full, _call("full"), dict(kinds=["lda"], docs=1000, terms=3000, work="build/bench-full-quick")),
     TableCommand("foldin", "fold-in of new documents under a K = 800 LDA model (seconds, held-out likelihood)",
                  add_foldin, _call("foldin"), dict(train_docs=500, new_docs=50, terms=2000, mean_len=50.0, k=8,
                                                    iters=4)),
@@ -310,4 +334,4 @@ def _fill(s) -> None:
 
 
 BENCH = Command("bench", "benchmarks: ranking speed (ql), each model kind's training speed, AP scale (scale), "
-                "fold-in", _fill)
+                "the user's path measured at that scale (full), fold-in", _fill)

@@ -1,0 +1,322 @@
+"""Benchmark: the user's path end to end on the synthetic AP collection, every step measured.
+
+    topicir bench full --kinds lda --write docs/results/bench-full.md
+    topicir bench full --kinds pam --stop-after 90    # stop at the first checkpoint after 90 min
+
+The collection of :mod:`retrieval.datasets.ap_synth` (``--docs`` documents, gzip'd TREC SGML)
+and its 100 generated title queries (a ``qid<TAB>query`` topics file) are written into
+``--work``; then each step runs the command a user types, in its own child process, measured
+by :mod:`retrieval.bench.full_child` (wall, CPU, peak memory, bytes written to disk):
+
+1. ``topicir index WORK/ap --out WORK/index --threads T``;
+2. ``topicir run`` of the 100 queries with exact QL, writing ``WORK/runs/ql.txt``;
+3. per kind: ``topicir train KIND --index WORK/index --out WORK/models/KIND.npz --threads T``
+   at the kind's defaults (``--iterations N``, or ``--epochs N`` for a kind trained in epochs,
+   only when asked, and then said in the table), then ``topicir run`` of the queries with that
+   model, writing ``WORK/runs/KIND.txt``.
+
+Every run file is read back (a TREC run of the 100 topics, ready for ``topicir eval`` with
+qrels). The synthetic collection has no relevance judgments.
+
+What each step measured is kept in ``WORK/bench-full.json`` (written atomically after every
+step and every part of one), so rerunning the command skips the steps already measured and
+goes on: an interrupted training resumes from its checkpoint (``topicir train`` does when rerun
+with the same ``--out``), and its figures add the parts before and after the interruption,
+each kept. ``--stop-after MIN`` starts no step after MIN minutes and stops a training at its
+first checkpoint written after them (no sweep is lost), so a kind's training can span sittings;
+``--stop-after 0`` runs nothing and writes the table of what is measured.
+
+The table (:mod:`retrieval.bench.full_table`) puts every figure beside the projection of
+``topicir bench scale`` (``--projection``, its generated file) with the ratio measured /
+projected, and marks the steps not yet measured as projected.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from models.common.atomic import atomic_open, target_lock
+
+from ..core.tables import Table
+from .full_child import Interrupted, run_measured
+from .full_table import tables
+from .scale import KINDS, N_QUERIES
+
+log = logging.getLogger(__name__)
+
+STATE = "bench-full.json"
+FORMAT = 1
+SETTINGS = ("docs", "terms", "seed", "threads", "iterations")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One command of the user's path: ``name`` (``index``, ``ql``, ``train-KIND``,
+    ``run-KIND``), ``args`` after ``topicir``, the step it ``needs`` done first, the
+    ``checkpoint`` a training writes, the file or folder it ``makes``."""
+
+    name: str
+    what: str
+    args: tuple
+    makes: Path
+    kind: str | None = None
+    needs: str | None = None
+    checkpoint: Path | None = None
+
+    def shown(self) -> str:
+        import shlex
+
+        return shlex.join(["topicir", *self.args])
+
+
+def _schedule_option(kind: str, iterations: int | None) -> list[str]:
+    """``--iterations N`` (``--epochs N`` for a kind trained in epochs); nothing by default."""
+    if iterations is None:
+        return []
+    from models.registry import model_class
+
+    return ["--epochs" if "epochs" in model_class(kind)().get_params() else "--iterations", str(iterations)]
+
+
+def plan(work: Path, kinds, threads: int, iterations: int | None) -> list[Step]:
+    """The steps, in order."""
+    index, topics = work / "index", work / "queries.tsv"
+    query = ("--index", str(index), "--topics", str(topics))
+    steps = [Step("index", "index", ("index", str(work / "ap"), "--out", str(index), "--threads", str(threads)), index),
+             Step("ql", "run", ("run", *query, "--out", str(work / "runs" / "ql.txt")), work / "runs" / "ql.txt",
+                  needs="index")]
+    for kind in kinds:
+        model = work / "models" / f"{kind}.npz"
+        steps.append(Step(f"train-{kind}", "train",
+                          ("train", kind, "--index", str(index), "--out", str(model), "--threads", str(threads),
+                           *_schedule_option(kind, iterations)), model, kind, needs="index",
+                          checkpoint=model.with_name(model.name + ".ckpt")))
+        steps.append(Step(f"run-{kind}", "run", ("run", *query, "--model", str(model), "--out",
+                                                 str(work / "runs" / f"{kind}.txt")),
+                          work / "runs" / f"{kind}.txt", kind, needs=f"train-{kind}"))
+    return steps
+
+
+# -- the state file ----------------------------------------------------------------------------
+
+def load_state(path: Path, settings: dict) -> dict:
+    """The measured steps recorded in ``path`` (a new state when there is none); a state of
+    other settings is refused, naming them."""
+    if not path.exists():
+        return dict(format=FORMAT, settings=settings, steps={})
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as e:
+        raise ValueError(f"{path}: not a bench full state file ({e}); move it away to start again") from None
+    if state.get("format") != FORMAT or not isinstance(state.get("steps"), dict):
+        raise ValueError(f"{path}: not a bench full state file of format {FORMAT}; move it away to start again")
+    old = state.get("settings", {})
+    diff = [f"--{k.replace('_', '-')} {old.get(k)!r} there, {v!r} now" for k, v in settings.items() if old.get(k) != v]
+    if diff:
+        raise ValueError(f"{path} holds the measurements of other settings ({'; '.join(diff)}): give another "
+                         f"--work, or the same settings to go on")
+    return state
+
+
+def save_state(path: Path, state: dict) -> None:
+    with atomic_open(path, "w", encoding="utf-8") as f:
+        json.dump(state, f, indent=1)
+        f.write("\n")
+
+
+def process_start(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks after boot, ``/proc/<pid>/stat``), which tells
+    it from a later process given the same pid; None when there is no such process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def _recover(state: dict, state_path: Path) -> None:
+    """A step recorded as running when no benchmark runs it: the benchmark was killed with its
+    child (a part that could not be measured, recorded as lost), or its child still runs."""
+    running = state.get("running")
+    if not running:
+        return
+    if running.get("pid_start") is not None and process_start(running["pid"]) == running["pid_start"]:
+        raise RuntimeError(f"{state_path}: the {running['step']} step of an earlier run is still running "
+                           f"(pid {running['pid']}); wait for it to end, or end it, then rerun")
+    log.warning("%s: the %s step started %s was not measured to its end (the benchmark was killed); its "
+                "figures will say so", state_path, running["step"], running["started"])
+    step = state["steps"].setdefault(running["step"], dict(parts=[]))
+    step["parts"].append(dict(started=running["started"], exit=None, interrupted="lost"))
+    state.pop("running")
+
+
+# -- outputs -----------------------------------------------------------------------------------
+
+def _tree_bytes(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def _output(step: Step) -> dict:
+    """What the step made, read back: the index's size, the model file's, the run's topics."""
+    out = dict(bytes=_tree_bytes(step.makes))
+    if step.what == "index":
+        m = json.loads((step.makes / "topicir.json").read_text(encoding="utf-8"))
+        out.update(n_docs=m["n_docs"], n_terms=m["n_terms"], n_tokens=m["n_tokens"])
+    elif step.what == "run":
+        from ..core.trec import read_run
+
+        run = read_run(step.makes)
+        out.update(topics=len({r.qid for r in run}), lines=len(run))
+        if out["topics"] != N_QUERIES:
+            raise RuntimeError(f"{step.makes}: a run of {out['topics']} topics, not the {N_QUERIES} queries; "
+                               f"see the log of the {step.name} step")
+    return out
+
+
+# -- the benchmark -----------------------------------------------------------------------------
+
+def _prepare(work: Path, docs: int, terms: int, seed: int, wordnet) -> dict:
+    """Generate the collection (reused where already written) and the topics file."""
+    from ..datasets.ap_synth import Generator, file_names, generate
+
+    start = time.perf_counter()
+    generate(work / "ap", docs, n_terms=terms, seed=seed, wordnet=wordnet)
+    names = {name for name, _ in file_names(docs)}
+    extra = sorted(p.name for p in (work / "ap").glob("AP*.gz") if p.name not in names)
+    if extra:
+        raise ValueError(f"{work / 'ap'} holds files of a larger collection ({', '.join(extra[:3])}, ...): "
+                         f"give another --work")
+    topics = work / "queries.tsv"
+    gen = Generator(terms, seed, wordnet=wordnet)
+    text = "".join(f"{i}\t{q}\n" for i, q in enumerate(gen.queries(N_QUERIES, seed=seed), 1))
+    if not topics.exists() or topics.read_text(encoding="utf-8") != text:
+        with atomic_open(topics, "w", encoding="utf-8") as f:
+            f.write(text)
+    return dict(gen_s=time.perf_counter() - start, vocab=gen.vocab)
+
+
+def run(*, kinds=KINDS, docs: int = 250_000, terms: int = 200_000, seed: int = 0, threads: int = 2,
+        iterations: int | None = None, work: str = "build/bench-full", stop_after: float | None = None,
+        projection: str = "docs/results/bench-scale.md", wordnet: str | None = None) -> list[Table]:
+    """Run (or go on with) the user's path for ``kinds`` on ``docs`` synthetic AP documents and
+    return its table beside the projection (module docstring)."""
+    from models.registry import kinds as registered
+
+    unknown = [k for k in kinds if k not in registered()]
+    if unknown:
+        raise ValueError(f"unknown model kind(s) {', '.join(map(repr, unknown))}; choose from {', '.join(registered())}")
+    for name, value in (("docs", docs), ("threads", threads), ("iterations", iterations)):
+        if value is not None and value < 1:
+            raise ValueError(f"--{name} must be >= 1, got {value!r}")
+    if stop_after is not None and stop_after < 0:
+        raise ValueError(f"--stop-after must be >= 0 minutes, got {stop_after!r}")
+    deadline = None if stop_after is None else time.time() + 60 * stop_after
+    work = Path(work)
+    work.mkdir(parents=True, exist_ok=True)
+    settings = dict(docs=docs, terms=terms, seed=seed, threads=threads, iterations=iterations)
+    with target_lock(work / STATE, what="bench full state"):  # a second benchmark of --work is refused
+        return _run_locked(work, list(kinds), settings, deadline, Path(projection), wordnet)
+
+
+def _run_locked(work: Path, kinds: list[str], settings: dict, deadline, projection: Path, wordnet) -> list[Table]:
+    from tqdm.auto import tqdm
+
+    state_path = work / STATE
+    state = load_state(state_path, settings)
+    _recover(state, state_path)
+    save_state(state_path, state)
+    info = _prepare(work, settings["docs"], settings["terms"], settings["seed"], wordnet)
+    steps = plan(work, kinds, settings["threads"], settings["iterations"])
+    env = _child_env(settings["threads"])
+    done = lambda name: state["steps"].get(name, {}).get("done", False)  # noqa: E731
+    todo = [s for s in steps if not done(s.name)]
+    bar = tqdm(total=len(steps), initial=len(steps) - len(todo), desc="bench full", unit=" steps")
+    stopped = None
+    try:
+        for step in todo:
+            if deadline is not None and time.time() >= deadline:
+                stopped = step.name
+                break
+            if step.needs and not done(step.needs):
+                stopped = step.name
+                break
+            _run_step(step, state, state_path, work, env, deadline)
+            bar.update(int(done(step.name)))
+            if not done(step.name):  # stopped at a checkpoint past the deadline
+                stopped = step.name
+                break
+    finally:
+        bar.close()
+    if stopped:
+        left = [s.name for s in steps if not done(s.name)]
+        log.info("stopped before %s is measured (%d step(s) left: %s); rerun the same command to go on",
+                 stopped, len(left), " ".join(left))
+    return tables(state, steps, kinds, projection, dict(info, **settings))
+
+
+def more_to_train(checkpoint: Path) -> bool:
+    """Whether the training that wrote ``checkpoint`` has sweeps (epochs) left: stopped after its
+    last one, it would be stopped while saving the model, and a stop after the model is saved
+    (and the checkpoint removed) would make a rerun train it again."""
+    from models.common.checkpoint import read_header
+
+    try:
+        header = read_header(checkpoint)
+    except (OSError, ValueError):  # replaced or removed meanwhile: the next one decides
+        return False
+    params = header.get("params", {})
+    total = params.get("n_iter", params.get("epochs"))
+    return total is None or int(header.get("iteration", 0)) < int(total)
+
+
+def _child_env(threads: int) -> dict:
+    """The children's environment: this one, with ``NUMBA_NUM_THREADS`` and this topicir first
+    on the path (the commands measured are those of the code that measures them)."""
+    root = str(Path(__file__).resolve().parents[2])
+    path = [root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != root]
+    return dict(os.environ, NUMBA_NUM_THREADS=str(threads), PYTHONPATH=os.pathsep.join(path))
+
+
+def _run_step(step: Step, state: dict, state_path: Path, work: Path, env: dict, deadline) -> None:
+    """Run one step, record its part (and, when it succeeded, its output), save the state."""
+    record = state["steps"].setdefault(step.name, dict(parts=[]))
+    record["command"] = step.shown()
+    args = list(step.args)
+    if step.what == "index" and step.makes.exists():  # built, but its measurement was lost
+        args.append("--force")
+    log.info("%s: %s (log: %s)", step.name, step.shown(), work / "logs" / f"{step.name}.log")
+    if step.what == "train" and step.checkpoint.exists():
+        log.info("%s: resuming from %s", step.name, step.checkpoint)
+
+    def started(pid):
+        state["running"] = dict(step=step.name, pid=pid, pid_start=process_start(pid),
+                                started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        save_state(state_path, state)
+
+    try:
+        part = run_measured([sys.executable, "-m", "retrieval", *args], work / "logs" / f"{step.name}.log", env=env,
+                            checkpoint=step.checkpoint, deadline=deadline if step.what == "train" else None,
+                            stop_ok=more_to_train, on_start=started)
+    except Interrupted as e:
+        record["parts"].append(e.part)
+        state.pop("running", None)
+        save_state(state_path, state)
+        log.info("%s interrupted; its part is recorded in %s: rerun the same command to go on", step.name, state_path)
+        raise
+    record["parts"].append(part)
+    state.pop("running", None)
+    if part["exit"] == 0:
+        record["output"] = _output(step)
+        record["done"] = True
+    save_state(state_path, state)
+    if part["exit"] not in (0, 130):
+        tail = (work / "logs" / f"{step.name}.log").read_text(errors="replace").strip().splitlines()[-15:]
+        raise RuntimeError(f"bench full: {step.shown()} exited {part['exit']}; the end of its log "
+                           f"{work / 'logs' / (step.name + '.log')}:\n" + "\n".join(tail))

@@ -1,0 +1,199 @@
+"""The tables of ``topicir bench full``: every step's measured figures beside the projection of
+``topicir bench scale`` (read from its generated file), with the ratio measured / projected,
+and every part of a step measured in parts."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ..core.quick import is_quick
+from ..core.tables import Table
+from .scale import N_QUERIES
+
+_FIGURE = re.compile(r"([\d.,]+) (min|s|GiB)")
+_UNIT_S = {"s": 1.0, "min": 60.0}
+ENDED = {"deadline": "stopped at a checkpoint (--stop-after)", "ctrl-c": "interrupted (Ctrl-C or SIGTERM)",
+         "lost": "not measured (the benchmark was killed)"}
+
+
+def read_projection(path: Path) -> dict | None:
+    """``bench scale``'s generated file: its command, the collection size it projects to, and
+    the figures of its first table by measure (``{"lda: peak memory": (11.3, "GiB"), ...}``,
+    the marks ``*`` dropped); None when there is no such file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    command = re.search(r"^Command: `(.*)`", text, re.M)
+    target = re.search(r"Target collection: ([\d,]+) documents", text)
+    figures = {}
+    for line in text.split("\n## ", 2)[1].splitlines() if "\n## " in text else []:
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        m = _FIGURE.fullmatch(cells[1]) if len(cells) > 1 else None
+        if line.startswith("|") and m:
+            figures[cells[0].rstrip("*")] = (float(m.group(1).replace(",", "")), m.group(2))
+    if not figures:
+        raise ValueError(f"{path}: no figures in its first table; is it written by topicir bench scale --write?")
+    return dict(command=command.group(1) if command else "?", path=str(path), figures=figures,
+                docs=int(target.group(1).replace(",", "")) if target else None)
+
+
+def _find(proj: dict | None, prefix: str, suffix: str = "") -> tuple[str, float, str] | None:
+    """(measure, value, unit) of the first figure whose measure starts with ``prefix``."""
+    for measure, (value, unit) in (proj or {}).get("figures", {}).items():
+        if measure.startswith(prefix) and measure.endswith(suffix):
+            return measure, value, unit
+    return None
+
+
+def projected(proj: dict | None, step) -> tuple[float | None, float | None]:
+    """(wall seconds, peak GiB) of ``step`` in ``proj``; None where it projects none."""
+    if step.what == "index":
+        wall, peak = _find(proj, "indexing ", "(wall)"), _find(proj, "indexing: peak memory")
+    elif step.name == "ql":
+        wall, peak = _find(proj, f"{N_QUERIES}-query batch, exact QL"), None
+    elif step.what == "train":
+        wall, peak = _find(proj, f"{step.kind}: default training"), _find(proj, f"{step.kind}: peak memory")
+    else:
+        wall, peak = _find(proj, f"{step.kind}: {N_QUERIES}-query batch with the model"), None
+    seconds = wall[1] * _UNIT_S[wall[2]] if wall else None
+    return seconds, peak[1] if peak else None
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    if seconds < 120:
+        return f"{seconds:.2f} s" if seconds < 10 else f"{seconds:.1f} s"
+    return f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:.2f} h"
+
+
+def size(n: float | None) -> str:
+    if n is None:
+        return ""
+    return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
+
+
+def _ratio(measured, proj, comparable: bool) -> str:
+    return f"{measured / proj:.2f}" if comparable and measured is not None and proj else ""
+
+
+def totals(record: dict | None) -> dict:
+    """A step's figures over its parts: wall, CPU and bytes written add up, peak memory is the
+    largest part's; ``lost``: a part that could not be measured."""
+    parts = (record or {}).get("parts", [])
+    measured = [p for p in parts if p.get("wall_s") is not None]
+    if not measured:
+        return dict(parts=len(parts), lost=len(parts))
+    return dict(parts=len(parts), lost=len(parts) - len(measured), wall_s=sum(p["wall_s"] for p in measured),
+                cpu_s=sum(p["user_s"] + p["sys_s"] for p in measured), peak_gib=max(p["peak_gib"] for p in measured),
+                written_bytes=sum(p["written_bytes"] for p in measured),
+                checkpoints=sum(p.get("checkpoints", 0) for p in measured))
+
+
+def status(record: dict | None, t: dict) -> str:
+    if not t["parts"]:
+        return "projected"
+    lost = f"; {t['lost']} part not measured: a lower bound" if t["lost"] else ""
+    if record.get("done"):
+        return ("measured" if t["parts"] == 1 else f"measured in {t['parts']} parts (resumed)") + lost
+    last = record["parts"][-1]
+    if last.get("exit") not in (0, 130, None):
+        return f"failed (exit {last['exit']}), not measured"
+    return f"in progress: {t['parts']} part(s), {duration(t.get('wall_s'))} so far{lost}; projected"
+
+
+def _made(step, record: dict | None) -> str:
+    out = (record or {}).get("output")
+    if not out:
+        return ""
+    if step.what == "index":
+        return f"{out['n_docs']:,} docs, {out['n_tokens'] / 1e6:.1f} M tokens, {size(out['bytes'])}"
+    if step.what == "run":
+        return f"{out['topics']} topics, {out['lines']:,} lines"
+    return size(out["bytes"])
+
+
+def tables(state: dict, steps: list, kinds: list[str], projection: Path, info: dict) -> list[Table]:
+    """The main table (a row per step) and the parts table."""
+    proj = read_projection(projection)
+    default = info["iterations"] is None
+    comparable = bool(proj) and proj["docs"] == info["docs"] and default and not is_quick()
+    rows, parts = [], []
+    for step in steps:
+        record = state["steps"].get(step.name)
+        t = totals(record)
+        done = bool(record and record.get("done"))
+        wall_p, peak_p = projected(proj, step)
+        shown = lambda key: t.get(key) if done else None  # noqa: E731
+        rows.append({"step": step.name, "command": f"`{step.shown()}`", "status": status(record, t),
+                     "wall": duration(shown("wall_s")), "projected wall": duration(wall_p),
+                     "wall: measured / projected": _ratio(shown("wall_s"), wall_p, comparable),
+                     "CPU (user + sys)": duration(shown("cpu_s")),
+                     "peak memory": f"{t['peak_gib']:.2f} GiB" if done else "",
+                     "projected peak": f"{peak_p:.2f} GiB" if peak_p is not None else "",
+                     "peak: measured / projected": _ratio(shown("peak_gib"), peak_p, comparable),
+                     "written to disk": size(shown("written_bytes")),
+                     "checkpoints written": str(t["checkpoints"]) if done and step.what == "train" else "",
+                     "made": _made(step, record)})
+        for n, p in enumerate((record or {}).get("parts", []), 1):
+            ended = ENDED.get(p.get("interrupted")) or ("finished" if p.get("exit") == 0 else f"exit {p.get('exit')}")
+            measured = p.get("wall_s") is not None
+            parts.append({"step": step.name, "part": n, "started (UTC)": p["started"], "ended": ended,
+                          "wall": duration(p.get("wall_s")),
+                          "CPU (user + sys)": duration(p["user_s"] + p["sys_s"]) if measured else "",
+                          "peak memory": f"{p['peak_gib']:.2f} GiB" if measured else "",
+                          "written to disk": size(p.get("written_bytes")),
+                          "write calls": size(p.get("wchar_bytes")),
+                          "checkpoints written": p.get("checkpoints", ""),
+                          "load at start, end": (f"{p['load'][0]:.1f}, {p['load'][1]:.1f}" if p.get("load") else ""),
+                          "largest checkpoint": size(p.get("checkpoint_max_bytes") or None)})
+    return [Table(_title(comparable), rows, notes=_notes(state, steps, proj, comparable, info)),
+            Table("Every part of every step", parts, notes=[
+                "A step interrupted (Ctrl-C, SIGTERM, or --stop-after at a checkpoint) and run again is measured in "
+                "parts; its figures above add the parts' wall, CPU and disk writes, and take the largest part's peak "
+                "memory. 'write calls': the bytes the process handed to write calls (its log included); 'written to "
+                "disk': what reached the storage layer. 'load': the machine's 1-minute load average when the part "
+                "started and ended (more than the threads asked for means other work shared the cores and "
+                "stretched the wall time, not the CPU time)."])]
+
+
+def _title(comparable: bool) -> str:
+    return ("The user's path measured, beside the projection" if comparable else
+            "The user's path measured (not at the projection's size or schedule: no ratios)")
+
+
+def _notes(state, steps, proj, comparable, info) -> list[str]:
+    index = state["steps"].get("index", {}).get("output")
+    vocab = info["vocab"]
+    collection = (f"{index['n_docs']:,} documents, {index['n_tokens'] / 1e6:.1f} M tokens, {index['n_terms']:,} terms "
+                  f"after analysis" if index else f"{info['docs']:,} documents")
+    notes = [
+        f"Collection: {collection}, synthetic AP-layout TREC SGML (retrieval.datasets.ap_synth, seed {info['seed']}, "
+        f"{info['terms']:,}-word generator: {vocab.n_wordnet:,} WordNet lemmas, {len(vocab.words) - vocab.n_wordnet:,} "
+        f"other words; written, or found already written, in {duration(info['gen_s'])} before the steps, in this "
+        f"process); {N_QUERIES} generated title queries of 2-4 words, a qid<TAB>query topics file. The runs are "
+        f"TREC run files of every query, read back; the synthetic collection has no relevance judgments.",
+        f"Each command ran as printed (as python -m retrieval), in its own process, with --threads {info['threads']} "
+        f"and NUMBA_NUM_THREADS={info['threads']}: wall from its start to its exit; CPU, user + system time of the "
+        f"process (all its threads, the JVM's included); peak memory, its ru_maxrss; written to disk, write_bytes "
+        f"less cancelled_write_bytes of /proc/PID/io read at its exit (a training's checkpoints and model file, an "
+        f"index's files); checkpoints written, the times its checkpoint file was replaced. A training's wall is the "
+        f"whole command too: the corpus read from the index, the sweeps and checkpoints, the model saved and the "
+        f"document completion it ends on. A run's wall is the whole command (start, the index and model loaded, the "
+        f"{N_QUERIES} queries, the run file written), the projection is of the batch alone, timed warm: their ratio "
+        f"bounds the batch projection's error from above.",
+        ("Trainings at each kind's defaults." if info["iterations"] is None else
+         f"Trainings with --iterations {info['iterations']} (epochs for a kind trained in epochs): NOT the default "
+         f"schedule."),
+    ]
+    if proj is None:
+        notes.append("No projection to compare with: the projection file was not found (topicir bench scale --write "
+                     "writes it).")
+    else:
+        notes.append(f"Projected: `{proj['command']}` ({proj['path']}), for {proj['docs'] or 0:,} documents at the "
+                     f"default schedule on the machine it ran on. A row marked projected has no measurement yet: run "
+                     f"the command again (it goes on where it stopped)."
+                     + ("" if comparable else " This run is not of that size or schedule (or ran under "
+                                              "TOPICIR_QUICK=1), so no ratio is given."))
+    return notes

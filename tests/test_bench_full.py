@@ -1,0 +1,313 @@
+"""``topicir bench full``: the user's commands run in child processes and measured
+(retrieval.bench.full_child), the state that lets a rerun go on (retrieval.bench.full), and the
+table beside the projection of ``bench scale`` (retrieval.bench.full_table)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from retrieval.bench import full, full_child
+from retrieval.bench.full_child import Interrupted, run_measured
+from retrieval.bench.full_table import duration, read_projection, tables
+from retrieval.datasets.ap_synth import Vocabulary
+
+PROJECTION = ROOT / "docs" / "results" / "bench-scale.md"
+MiB = 2**20
+
+
+def _script(tmp_path: Path, body: str) -> list[str]:
+    path = tmp_path / "child.py"
+    path.write_text(textwrap.dedent(body))
+    return [sys.executable, str(path)]
+
+
+# -- one measured child --------------------------------------------------------------------------
+
+def test_a_child_is_measured_whole_cpu_memory_and_disk_writes(tmp_path):
+    cmd = _script(tmp_path, f"""
+        import os, sys, time
+        block = bytearray(300 * {MiB})       # touched: resident
+        for i in range(0, len(block), 4096):
+            block[i] = 1
+        end = time.process_time() + 0.4
+        while time.process_time() < end:
+            pass
+        with open({str(tmp_path / 'out.bin')!r}, 'wb') as f:
+            f.write(os.urandom(8 * {MiB}))
+            f.flush()
+            os.fsync(f.fileno())
+        print('done')
+        sys.exit(3)
+    """)
+    part = run_measured(cmd, tmp_path / "logs" / "child.log")
+    assert part["exit"] == 3 and part["interrupted"] is None
+    assert part["user_s"] + part["sys_s"] >= 0.4
+    assert part["wall_s"] >= 0.4
+    assert 0.29 <= part["peak_gib"] < 1.0
+    assert part["written_bytes"] >= 8 * MiB
+    assert part["wchar_bytes"] >= 8 * MiB
+    assert len(part["load"]) == 2 and min(part["load"]) >= 0
+    log = (tmp_path / "logs" / "child.log").read_text()
+    assert log.splitlines()[1].startswith("$ ") and "child.py" in log and log.rstrip().endswith("done")
+
+
+def test_a_deadline_stops_a_training_right_after_its_next_checkpoint(tmp_path):
+    ckpt = tmp_path / "model.npz.ckpt"
+    cmd = _script(tmp_path, f"""
+        import os, sys, time
+        done = 0
+        try:
+            for n in range(1, 400):
+                time.sleep(0.05)
+                with open({str(tmp_path / '.model.npz.ckpt.tmp')!r}, 'wb') as f:
+                    f.write(b'x' * 1000 * n)
+                os.replace({str(tmp_path / '.model.npz.ckpt.tmp')!r}, {str(ckpt)!r})
+                done = n
+        except KeyboardInterrupt:
+            print('checkpoints written', done)
+            sys.exit(130)
+    """)
+    part = run_measured(cmd, tmp_path / "train.log", checkpoint=ckpt, deadline=time.time() + 0.5)
+    assert part["exit"] == 130 and part["interrupted"] == "deadline"
+    written = int((tmp_path / "train.log").read_text().split()[-1])
+    assert part["wall_s"] < 10 and written < 100
+    # replacements of the checkpoint are seen (polled every 0.1 s, written every 0.05 s: not all; the
+    # last one may land between its replace and the count the child prints)
+    assert 1 <= part["checkpoints"] <= written + 1
+    assert part["checkpoint_max_bytes"] in (1000 * written, 1000 * (written + 1))
+
+
+def test_ctrl_c_stops_the_child_and_keeps_the_part_it_ran(tmp_path, monkeypatch):
+    monkeypatch.setattr(full_child, "GRACE_S", 0.3)
+    cmd = _script(tmp_path, """
+        import sys, time
+        try:
+            time.sleep(60)
+        except KeyboardInterrupt:
+            sys.exit(130)
+    """)
+
+    def ctrl_c(pid):
+        time.sleep(0.5)
+        raise KeyboardInterrupt
+
+    with pytest.raises(Interrupted) as e:
+        run_measured(cmd, tmp_path / "c.log", on_start=ctrl_c)
+    part = e.value.part
+    assert part["exit"] == 130 and part["interrupted"] == "ctrl-c"
+    assert 0.5 <= part["wall_s"] < 10
+
+
+# -- the state -----------------------------------------------------------------------------------
+
+SETTINGS = dict(docs=250_000, terms=200_000, seed=0, threads=2, iterations=None)
+
+
+def test_a_state_of_other_settings_is_refused(tmp_path):
+    path = tmp_path / full.STATE
+    full.save_state(path, full.load_state(path, SETTINGS))
+    assert full.load_state(path, SETTINGS)["settings"] == SETTINGS
+    with pytest.raises(ValueError, match=r"--docs 250000 there, 2000 now.*another --work"):
+        full.load_state(path, dict(SETTINGS, docs=2000))
+    path.write_text("{")
+    with pytest.raises(ValueError, match="not a bench full state file"):
+        full.load_state(path, SETTINGS)
+
+
+def test_a_step_left_running_by_a_killed_benchmark_is_a_lost_part(tmp_path):
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    state = dict(format=full.FORMAT, settings=SETTINGS, steps={},
+                 running=dict(step="train-lda", pid=int(dead.stdout), pid_start=1, started="2026-01-01T00:00:00Z"))
+    assert full.process_start(int(dead.stdout)) is None and full.process_start(os.getpid()) > 0
+    full._recover(state, tmp_path / full.STATE)
+    assert "running" not in state
+    assert state["steps"]["train-lda"]["parts"] == [dict(started="2026-01-01T00:00:00Z", exit=None, interrupted="lost")]
+    # its child still runs: refused; a later process given the same pid is not it
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        state["running"] = dict(step="train-lda", pid=live.pid, pid_start=full.process_start(live.pid) + 1,
+                                started="2026-01-01T01:00:00Z")
+        full._recover(state, tmp_path / full.STATE)
+        assert [p["started"] for p in state["steps"]["train-lda"]["parts"]] == ["2026-01-01T00:00:00Z",
+                                                                                "2026-01-01T01:00:00Z"]
+        state["running"] = dict(step="train-lda", pid=live.pid, pid_start=full.process_start(live.pid),
+                                started="2026-01-01T02:00:00Z")
+        with pytest.raises(RuntimeError, match=rf"train-lda step of an earlier run is still running \(pid {live.pid}\)"):
+            full._recover(state, tmp_path / full.STATE)
+    finally:
+        live.kill()
+        live.wait()
+
+
+# -- the table -----------------------------------------------------------------------------------
+
+def _part(wall, cpu, peak, written, **extra):
+    return dict(started="2026-01-01T00:00:00Z", exit=0, interrupted=None, wall_s=wall, user_s=cpu * 0.75,
+                sys_s=cpu * 0.25, peak_gib=peak, written_bytes=written, wchar_bytes=written, **extra)
+
+
+def _info(**settings):
+    return dict(SETTINGS, **settings, vocab=Vocabulary(["a", "b", "c"], 2, "test"), gen_s=0.0)
+
+
+def test_the_projection_is_read_from_bench_scales_generated_file():
+    proj = read_projection(PROJECTION)
+    assert proj["docs"] == 250_000 and "bench scale" in proj["command"]
+    figures = proj["figures"]
+    assert figures["lda: default training (3 chains x 100 sweeps)"] == (20.6, "min")
+    assert figures["indexing 250,000 documents (wall)"] == (1.5, "min")
+    assert figures["lda: 100-query batch with the model"] == (1.19, "s")
+    assert figures["avipam: peak memory"] == (4.72, "GiB")
+    assert read_projection(PROJECTION.with_name("no-such.md")) is None
+
+
+def test_measured_figures_sit_beside_the_projection_with_their_ratios():
+    steps = full.plan(Path("w"), ["lda"], 2, None)
+    G = 2**30
+    state = dict(format=full.FORMAT, settings=SETTINGS, steps={
+        "index": dict(done=True, parts=[_part(120.0, 200.0, 2.5, 3 * G)],
+                      output=dict(bytes=G, n_docs=250_000, n_terms=200_000, n_tokens=70_500_000)),
+        "ql": dict(done=True, parts=[_part(14.0, 12.0, 3.0, 20 * MiB)], output=dict(bytes=MiB, topics=100, lines=100_000)),
+        # interrupted at a checkpoint and resumed: the parts add up, the peak is the larger one
+        "train-lda": dict(done=True, output=dict(bytes=2 * G), parts=[
+            dict(_part(600.0, 1100.0, 10.0, 3 * G, checkpoints=3), exit=130, interrupted="deadline"),
+            _part(900.0, 1700.0, 11.0, 2 * G, checkpoints=7)]),
+    })
+    main, parts = tables(state, steps, ["lda"], PROJECTION, _info())
+    assert main.title == "The user's path measured, beside the projection"
+    rows = {r["step"]: r for r in main.rows}
+    assert rows["index"]["command"] == "`topicir index w/ap --out w/index --threads 2`"
+    assert (rows["index"]["wall"], rows["index"]["projected wall"], rows["index"]["wall: measured / projected"]) == \
+        ("2.0 min", "90.0 s", "1.33")
+    assert (rows["index"]["peak memory"], rows["index"]["projected peak"], rows["index"]["peak: measured / projected"]) \
+        == ("2.50 GiB", "2.19 GiB", "1.14")
+    assert rows["ql"]["wall: measured / projected"] == "100.00" and rows["ql"]["made"] == "100 topics, 100,000 lines"
+    t = rows["train-lda"]
+    assert t["status"] == "measured in 2 parts (resumed)"
+    assert (t["wall"], t["projected wall"], t["wall: measured / projected"]) == ("25.0 min", "20.6 min", "1.21")
+    assert (t["CPU (user + sys)"], t["peak memory"], t["peak: measured / projected"]) == ("46.7 min", "11.00 GiB", "0.97")
+    assert (t["written to disk"], t["checkpoints written"], t["made"]) == ("5.00 GiB", "10", "2.00 GiB")
+    r = rows["run-lda"]
+    assert (r["status"], r["wall"], r["projected wall"], r["wall: measured / projected"]) == ("projected", "", "1.19 s", "")
+    assert [(p["step"], p["part"], p["ended"], p["wall"]) for p in parts.rows] == [
+        ("index", 1, "finished", "2.0 min"), ("ql", 1, "finished", "14.0 s"),
+        ("train-lda", 1, "stopped at a checkpoint (--stop-after)", "10.0 min"), ("train-lda", 2, "finished", "15.0 min")]
+    assert any("Trainings at each kind's defaults." == n for n in main.notes)
+
+
+def test_a_run_not_at_the_projections_size_or_schedule_gets_no_ratio():
+    steps = full.plan(Path("w"), ["lda"], 2, 3)
+    assert steps[2].args[-2:] == ("--iterations", "3")
+    state = dict(steps={"train-lda": dict(parts=[dict(_part(60.0, 100.0, 1.0, MiB), exit=130, interrupted="ctrl-c"),
+                                                 dict(started="x", exit=None, interrupted="lost")])})
+    main, _ = tables(state, steps, ["lda"], PROJECTION, _info(docs=2000, iterations=3))
+    assert "no ratios" in main.title
+    rows = {r["step"]: r for r in main.rows}
+    assert rows["train-lda"]["status"] == \
+        "in progress: 2 part(s), 60.0 s so far; 1 part not measured: a lower bound; projected"
+    assert all(r["wall: measured / projected"] == "" and r["wall"] == "" for r in main.rows)
+    assert any("--iterations 3" in n and "NOT the default schedule" in n for n in main.notes)
+    none, _ = tables(state, steps, ["lda"], Path("no-such.md"), _info(iterations=3))
+    assert none.rows[0]["projected wall"] == "" and any("No projection" in n for n in none.notes)
+
+
+# -- the command ---------------------------------------------------------------------------------
+
+def test_stop_after_zero_writes_the_table_of_what_is_measured(tmp_path, capsys):
+    from retrieval.ui.cli import main
+
+    work, out = tmp_path / "w", tmp_path / "full.md"
+    argv = ["-q", "bench", "full", "--kinds", "lda", "--docs", "1000", "--terms", "3000", "--work", str(work),
+            "--stop-after", "0", "--projection", str(PROJECTION), "--write", str(out)]
+    assert main(argv) == 0
+    text = out.read_text()
+    assert "Command: `topicir -q bench full --kinds lda" in text
+    assert text.count("| projected |") == 4
+    lines = (work / "queries.tsv").read_text().splitlines()
+    assert len(lines) == 100 and lines[0].startswith("1\t") and len(lines[0].split("\t")[1].split()) >= 2
+    state = json.loads((work / full.STATE).read_text())
+    assert state["settings"]["docs"] == 1000 and state["steps"] == {}
+    assert [p.name for p in (work / "ap").glob("AP*.gz")] == ["AP880101.gz"]
+
+
+@pytest.mark.slow
+def test_an_interrupted_training_resumes_and_its_parts_add_up(tmp_path):
+    """The whole path on 1,000 documents: Ctrl-C once the training has written a checkpoint,
+    then the same command again: the training resumes, the table adds both parts."""
+    work, out = tmp_path / "w", tmp_path / "full.md"
+    argv = [sys.executable, "-m", "retrieval", "-q", "bench", "full", "--kinds", "lda", "--docs", "1000",
+            "--terms", "3000", "--iterations", "30", "--work", str(work), "--projection", str(PROJECTION),
+            "--write", str(out)]
+    env = {k: v for k, v in os.environ.items() if k != "TOPICIR_QUICK"}
+    env["PYTHONPATH"] = str(ROOT)
+    bench = subprocess.Popen(argv, env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    state_path, ckpt = work / full.STATE, work / "models" / "lda.npz.ckpt"
+    deadline = time.time() + 900
+    while time.time() < deadline and bench.poll() is None:
+        state = json.loads(state_path.read_text()) if state_path.exists() else {}
+        if state.get("running", {}).get("step") == "train-lda" and ckpt.exists():
+            break
+        time.sleep(0.2)
+    assert bench.poll() is None, bench.stdout.read().decode()[-3000:]
+    os.killpg(bench.pid, signal.SIGINT)  # Ctrl-C in a terminal: the benchmark and its child
+    assert bench.wait(timeout=120) == 130
+    state = json.loads(state_path.read_text())
+    assert state["steps"]["index"]["done"] and state["steps"]["ql"]["done"]
+    first = state["steps"]["train-lda"]
+    assert not first.get("done") and len(first["parts"]) == 1 and "running" not in state
+    assert first["parts"][0]["interrupted"] == "ctrl-c" and first["parts"][0]["checkpoints"] >= 1
+    assert ckpt.exists()
+    # --stop-after 0: nothing runs, the table says what is measured so far
+    so_far = tmp_path / "so-far.md"
+    stop = subprocess.run(argv[:-2] + ["--stop-after", "0", "--write", str(so_far)], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert stop.returncode == 0, stop.stdout[-3000:] + stop.stderr[-3000:]
+    main_table = so_far.read_text().split("## Every part")[0]
+    rows = {line.split(" | ")[0][2:]: line for line in main_table.splitlines() if line.startswith("| ")}
+    assert "| in progress: 1 part(s), " in rows["train-lda"] and "| projected |" in rows["run-lda"]
+    assert "| measured |" in rows["index"] and json.loads(state_path.read_text()) == state
+
+    again = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=1800)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    state = json.loads(state_path.read_text())
+    parts = state["steps"]["train-lda"]["parts"]
+    assert len(parts) == 2 and parts[1]["exit"] == 0 and state["steps"]["train-lda"]["done"]
+    assert len(state["steps"]["index"]["parts"]) == 1  # measured once, not run again
+    assert "resuming from checkpoint" in (work / "logs" / "train-lda.log").read_text()
+    assert state["steps"]["run-lda"]["output"]["topics"] == 100 and not ckpt.exists()
+    text = out.read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| train-lda |"))
+    wall = sum(p["wall_s"] for p in parts)
+    assert "measured in 2 parts (resumed)" in row and duration(wall) in row
+    assert "NOT the default schedule" in text and "no ratios" in text
+
+
+def test_a_deadline_never_stops_a_training_at_its_last_checkpoint(tmp_path):
+    """Stopped after its last sweep, a training would be stopped saving its model (or after, with
+    its checkpoint gone): only a checkpoint with sweeps left is a place to stop."""
+    from models.common.corpus import synthetic_corpus
+    from models.registry import model_class
+
+    path, seen = tmp_path / "lda.npz.ckpt", []
+    model = model_class("lda")(n_topics=4, n_chains=1, n_iter=4, checkpoint_every=2, seed=1)
+    model.fit(synthetic_corpus(30, 50, 20.0), checkpoint=path,
+              callback=lambda m, it, n: seen.append((it, full.more_to_train(path) if path.exists() else None)))
+    assert seen == [(1, None), (2, True), (3, True), (4, False)]
+    assert not full.more_to_train(tmp_path / "gone.ckpt")
+
+
+def test_a_second_benchmark_of_the_same_work_folder_is_refused(tmp_path):
+    from models.common.atomic import LockedError, target_lock
+
+    with target_lock(tmp_path / full.STATE, what="bench full state"):
+        with pytest.raises(LockedError):
+            full.run(kinds=["lda"], docs=1000, terms=3000, work=str(tmp_path), stop_after=0)
