@@ -12,6 +12,7 @@ calls per kind check the command line end to end.
 """
 import json
 import math
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,7 @@ import numpy as np
 import pytest
 
 from models.common import checkpoint as ck
+from models.common import kept
 from models import registry
 from tests.helpers import Killed
 from tests.test_conformance import THEMES, wordnet_for_tree_lda  # noqa: F401 (autouse fixture)
@@ -137,6 +139,7 @@ def header_mutations(header, keys):
 
 
 def write_mutants(src, out_dir, kind, header_keys):
+    """Damaged copies of ``src``; a checkpoint's with a copy of its kept samples' files each."""
     f = ck.read_model_file(src, kind=kind)
     header = {k: v for k, v in f.header.items() if k not in _FORMAT_KEYS}
     out = []
@@ -148,6 +151,9 @@ def write_mutants(src, out_dir, kind, header_keys):
         p = out_dir / f"h{i}.npz"
         ck.write_model_file(p, h, f.arrays, kind=kind)
         out.append((label, p))
+    if kept.kept_dir(src).is_dir():
+        for _, p in out:
+            shutil.copytree(kept.kept_dir(src), kept.kept_dir(p))
     return out
 
 
@@ -243,7 +249,7 @@ def test_damaged_files_are_refused_in_one_line_or_work(kind, collection, trained
     mutants = write_mutants(path, tmp_path / "m", ck.MODEL_FORMAT,
                             ("n_terms", "n_samples", "n_iter", "sample_iter", "log_lik", "alpha_used"))
     ck_mutants = write_mutants(ckpt, tmp_path / "c", ck.CHECKPOINT_FORMAT,
-                               ("iteration", "sample_chain", "sample_iter", "log_lik"))
+                               ("iteration", "sample_chain", "sample_iter", "sample_sha256", "log_lik"))
     assert len(mutants) > 20 and len(ck_mutants) > 10
 
     # model files: loaded in-process, then through the console's :model
