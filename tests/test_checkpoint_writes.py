@@ -14,11 +14,12 @@ from models.common import checkpoint as ck
 from models.common import kept
 from models.common import validate as V
 from models.common import validate_files
+from models.common.gibbs import GibbsModel
 from tests.helpers import Killed
 
 DATA = Path(__file__).parent / "data"
 _FORMAT_KEYS = ("format", "format_version", "topicir_version", "arrays")
-KINDS = [k for k in registry.kinds() if registry.model_class(k)._STATE]  # the Gibbs kinds
+KINDS = [k for k in registry.kinds() if issubclass(registry.model_class(k), GibbsModel)]
 SYN = [[0, 1, 2], [1, 3], [4, 5], [2, 6, 7], [8, 8]]
 # 12 sweeps, samples after sweeps 6, 8, 10 and 12, checkpoints after 3, 6, 9 and 12
 SCHEDULE = dict(n_chains=2, n_iter=12, burn_in=4, sample_every=2, seed=3, checkpoint_every=3,
@@ -284,3 +285,15 @@ def test_train_logs_its_checkpoint_writes_and_leaves_only_the_model(tmp_path, ca
     assert line == [f"checkpoints wrote {model.checkpoint_bytes_ / 2**20:.1f} MiB to disk: 4 checkpoints, "
                     f"the last {w[-1, 1] / 2**20:.1f} MiB"]
     assert sorted(p.name for p in out.parent.iterdir()) == ["lda.npz"]
+
+
+def test_a_variational_training_reports_its_checkpoint_writes(tmp_path):
+    cls = registry.model_class("avipam")
+    corpus = synthetic_corpus(40, 30, 14, seed=2, n_latent=3)
+    path = tmp_path / "a.ckpt"
+    sizes = []
+    m = cls(**dict(cls.quick_params, checkpoint_every=1, callback_every=1)).fit(
+        corpus, checkpoint=path, callback=lambda model, it, n: sizes.append([it, path.stat().st_size]))
+    assert len(sizes) == cls.quick_params["epochs"]
+    np.testing.assert_array_equal(m.checkpoint_writes_, sizes)
+    assert m.checkpoint_bytes_ == sum(s for _, s in sizes)
