@@ -12,6 +12,7 @@ calls per kind check the command line end to end.
 """
 import json
 import math
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,7 @@ import numpy as np
 import pytest
 
 from models.common import checkpoint as ck
+from models.common import kept
 from models import registry
 from tests.helpers import Killed
 from tests.test_conformance import THEMES, wordnet_for_tree_lda  # noqa: F401 (autouse fixture)
@@ -137,6 +139,7 @@ def header_mutations(header, keys):
 
 
 def write_mutants(src, out_dir, kind, header_keys):
+    """Damaged copies of ``src``; a checkpoint's with a copy of its kept samples' files each."""
     f = ck.read_model_file(src, kind=kind)
     header = {k: v for k, v in f.header.items() if k not in _FORMAT_KEYS}
     out = []
@@ -148,6 +151,9 @@ def write_mutants(src, out_dir, kind, header_keys):
         p = out_dir / f"h{i}.npz"
         ck.write_model_file(p, h, f.arrays, kind=kind)
         out.append((label, p))
+    if kept.kept_dir(src).is_dir():
+        for _, p in out:
+            shutil.copytree(kept.kept_dir(src), kept.kept_dir(p))
     return out
 
 
@@ -243,7 +249,7 @@ def test_damaged_files_are_refused_in_one_line_or_work(kind, collection, trained
     mutants = write_mutants(path, tmp_path / "m", ck.MODEL_FORMAT,
                             ("n_terms", "n_samples", "n_iter", "sample_iter", "log_lik", "alpha_used"))
     ck_mutants = write_mutants(ckpt, tmp_path / "c", ck.CHECKPOINT_FORMAT,
-                               ("iteration", "sample_chain", "sample_iter", "log_lik"))
+                               ("iteration", "sample_chain", "sample_iter", "sample_sha256", "log_lik"))
     assert len(mutants) > 20 and len(ck_mutants) > 10
 
     # model files: loaded in-process, then through the console's :model
@@ -318,9 +324,10 @@ def _refused_by(check, exc, path):
     assert one_line_refusal(exc, path) and check.array in str(exc), (check.text, str(exc))
 
 
-def _checkpoint_context(kind, index, ckpt):
+def _checkpoint_context(kind, index, ckpt, check="gibbs_checkpoint"):
     """The context a resume of ``ckpt`` validates (the estimator with its layout for the corpus),
-    caught at validation, before any kernel reads the checkpoint."""
+    caught at validation, before any kernel reads the checkpoint; with ``check`` =
+    "gibbs_kept_sample", that of its first kept sample's file."""
     from models.common import validate as V
     from models.common import validate_files
     from retrieval.core.modelfiles import index_corpus, training_inputs
@@ -328,18 +335,35 @@ def _checkpoint_context(kind, index, ckpt):
     cls = registry.model_class(kind)
     est = cls(**dict(cls.quick_params, checkpoint_every=2))
     corpus, seen = index_corpus(index), {}
-    real = validate_files.gibbs_checkpoint
+    real = getattr(validate_files, check)
 
     def spy(model, path, f, corpus):
         seen["ctx"] = V.context(path, f.header, f.arrays, model, real(model, path, f, corpus), corpus)
         raise Killed
-    validate_files.gibbs_checkpoint = spy
+    setattr(validate_files, check, spy)
     try:
         with pytest.raises(Killed):
             est.fit(corpus, checkpoint=ckpt, **training_inputs(index, est, False))
     finally:
-        validate_files.gibbs_checkpoint = real
+        setattr(validate_files, check, real)
     return seen["ctx"], corpus
+
+
+def _damaged_kept_sample(ctx, check, ckpt, out):
+    """A copy ``out`` of ``ckpt`` and its kept samples whose first kept sample (the file of
+    ``ctx``) has ``check``'s damage, its hash listed anew: a consistent but bad pair. Returns the
+    damaged file."""
+    out.parent.mkdir()
+    shutil.copytree(kept.kept_dir(ckpt), kept.kept_dir(out))
+    arrays = dict(ctx.arrays, **check.damage(ctx))
+    side = kept.kept_dir(out) / Path(ctx.path).name
+    ck.write_model_file(side, {k: v for k, v in ctx.header.items() if k not in _FORMAT_KEYS}, arrays,
+                        kind=ck.CHECKPOINT_FORMAT)
+    f = ck.read_model_file(ckpt, kind=ck.CHECKPOINT_FORMAT)
+    header = {k: v for k, v in f.header.items() if k not in _FORMAT_KEYS}
+    header["sample_sha256"] = [kept.digest(arrays)] + header["sample_sha256"][1:]
+    ck.write_model_file(out, header, f.arrays, kind=ck.CHECKPOINT_FORMAT)
+    return side
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -405,11 +429,24 @@ def test_every_declared_relation_is_refused_alone(kind, collection, trained, tmp
             validate_files.gibbs_checkpoint(ctx.model, bad, ck.read_model_file(bad, ck.CHECKPOINT_FORMAT), corpus)
         _refused_by(check, info.value, bad)
         jobs.append(("resume", str(bad)))
-    assert len(jobs) >= 4, (kind, jobs)
+    # the checks of kept chain state, on the file of a kept sample the checkpoint lists
+    kctx, _ = _checkpoint_context(kind, index, ckpt, "gibbs_kept_sample")
+    named = {}
+    for i, check in enumerate(spec.checkpoint):
+        if not check.array.startswith("sample_") or check.damage is None or not V.applies(check, kctx):
+            continue
+        bad = tmp_path / f"k{i}" / "m.ckpt"
+        side = _damaged_kept_sample(kctx, check, ckpt, bad)
+        with pytest.raises(ValueError) as info:
+            validate_files.gibbs_kept_sample(kctx.model, side, ck.read_model_file(side, ck.CHECKPOINT_FORMAT), corpus)
+        _refused_by(check, info.value, side)
+        jobs.append(("resume", str(bad)))
+        named[str(bad)] = side
+    assert len(jobs) >= 5 and named, (kind, jobs)
     # and a resume refuses every one of them before its first sweep (in a subprocess: no kernel
     # may run on them)
     for p, res in run_worker(kind, index, jobs).items():
-        assert res.startswith(f"error: {p}: ") and "\n" not in res, (kind, p, res)
+        assert res.startswith(f"error: {named.get(p, p)}: ") and "\n" not in res, (kind, p, res)
 
 
 @pytest.mark.parametrize("kind", ["lda", "pam", "tcm", "avipam"])

@@ -87,19 +87,21 @@ def test_gather_concatenates_in_sample_order_and_drops_each_sample():
     assert all(set(s) == set() for s in samples)
 
 
-def test_checkpoint_holds_every_kept_samples_assignments(tmp_path):
+def test_checkpoint_lists_every_kept_samples_assignments(tmp_path):
     from models.common import checkpoint as ckpt
+    from models.common import kept
 
     corpus = synthetic_corpus(30, 30, 15, seed=6, n_latent=3)
     path = tmp_path / "pam.ckpt"
     m = PAM(n_super=2, n_sub=3, n_chains=2, n_iter=8, burn_in=4, sample_every=2, n_shards=2,
             seed=4, checkpoint_every=3).fit(corpus, checkpoint=path)
     f = ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT)
-    assert f.header["sample_chain"] == [0, 1, 0, 1]
-    np.testing.assert_array_equal(f.arrays["sample_z"], np.stack([s["z"] for s in m._samples]))
-    # every kept sample's assignments are those its counts were taken from
-    by_cs = sorted(zip(f.header["sample_chain"], f.header["sample_iter"], f.arrays["sample_z"]),
-                   key=lambda t: t[:2])
-    for cs, (_, _, z) in enumerate(by_cs):
-        np.testing.assert_array_equal(np.bincount(z % m.n_sub, minlength=m.n_sub),
+    assert f.header["sample_chain"] == [0, 1, 0, 1] and "sample_z" not in f.arrays
+    assert all("z" not in s for s in m._samples)  # on disk, not kept in memory
+    # every kept sample's assignments, in its own file, are those its counts were taken from
+    by_cs = sorted(zip(f.header["sample_chain"], f.header["sample_iter"]))
+    for cs, (c, it) in enumerate(by_cs):
+        z = ckpt.read_model_file(kept.kept_path(path, c, it), kind=ckpt.CHECKPOINT_FORMAT).arrays["sample_z"]
+        assert z.shape == (1, corpus.n_tokens) and z.dtype == np.int32
+        np.testing.assert_array_equal(np.bincount(z[0] % m.n_sub, minlength=m.n_sub),
                                       m.n_j_samples_[cs])

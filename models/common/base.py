@@ -66,7 +66,8 @@ class TopicModel(abc.ABC):
     Fitted attributes every model has: ``fingerprint_`` (of the training corpus), ``n_terms_``,
     ``n_chains`` (1 for a model without chains), ``sample_iter_`` (the iteration of every kept
     sample), ``log_lik_`` and ``log_lik_iter_`` (the training trace: log-likelihood per token,
-    or the ELBO per token, of every chain at the recorded iterations).
+    or the ELBO per token, of every chain at the recorded iterations), and after a ``fit`` with
+    a checkpoint, ``checkpoint_writes_`` and ``checkpoint_bytes_`` (what it wrote to disk).
     """
 
     kind: ClassVar[str] = ""
@@ -291,6 +292,28 @@ class TopicModel(abc.ABC):
         empirical likelihood. Kinds without such a draw say so with NotImplementedError."""
         raise NotImplementedError(f"{self.kind} models do not draw documents (the empirical "
                                   f"likelihood needs it)")
+
+    def _wrote(self, n_bytes, iteration=None):
+        """Count ``n_bytes`` written to disk for checkpoints; with ``iteration``, the checkpoint
+        after that sweep is complete, and with the files written since the one before (kept
+        samples) makes one row of ``checkpoint_writes_``."""
+        self._ckpt_pending += int(n_bytes)
+        if iteration is not None:
+            self._ckpt_writes.append((int(iteration), self._ckpt_pending))
+            self._ckpt_pending = 0
+
+    @property
+    def checkpoint_writes_(self):
+        """Every checkpoint the last ``fit`` wrote: ndarray of shape (n_checkpoints, 2), int64,
+        the sweep (or epoch) after which it was written, and the bytes written to disk for it
+        (the checkpoint file and the kept samples' files written since the checkpoint before)."""
+        return np.array(getattr(self, "_ckpt_writes", []), dtype=np.int64).reshape(-1, 2)
+
+    @property
+    def checkpoint_bytes_(self):
+        """The bytes the last ``fit`` wrote to disk for checkpoints, all told (0 without one):
+        ``checkpoint_writes_``'s and those of kept samples taken after its last checkpoint."""
+        return int(self.checkpoint_writes_[:, 1].sum()) + int(getattr(self, "_ckpt_pending", 0))
 
     @property
     def log_lik_(self):

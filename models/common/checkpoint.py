@@ -38,7 +38,8 @@ class ModelFile(NamedTuple):
 
 
 def write_model_file(path, header, arrays, kind=MODEL_FORMAT):
-    """Write ``header`` (JSON-serialisable dict) and ``arrays`` (name -> ndarray) atomically.
+    """Write ``header`` (JSON-serialisable dict) and ``arrays`` (name -> ndarray) atomically;
+    returns the number of bytes written.
 
     ``format``, ``format_version`` and ``topicir_version`` are added to the header.
     """
@@ -55,6 +56,8 @@ def write_model_file(path, header, arrays, kind=MODEL_FORMAT):
     with atomic_open(path, "wb") as f:
         # A file object keeps numpy from appending ".npz" to the name.
         np.savez(f, __header__=blob, **{k: np.ascontiguousarray(v) for k, v in arrays.items()})
+        size = f.seek(0, os.SEEK_END)
+    return size
 
 
 def read_header(path):

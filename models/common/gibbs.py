@@ -8,6 +8,7 @@ import os
 import numpy as np
 
 from . import checkpoint as ckpt
+from . import kept
 from . import validate_files
 from .kernels.sparse import row_nnz, rows_to_csr
 from .base import TopicModel
@@ -165,7 +166,11 @@ class GibbsModel(TopicModel):
         checkpoint : str or PathLike or None
             Checkpoint file. If it exists, training resumes from it (it must come from the same
             corpus and parameters) and ends with the same model as an uninterrupted run. It is
-            rewritten every ``checkpoint_every`` sweeps and after the last one.
+            rewritten every ``checkpoint_every`` sweeps and after the last one, and holds the
+            chains' live state; every kept sample is written once, when taken, to a file of its
+            own beside it (:mod:`models.common.kept`). Without the file, training starts afresh
+            and removes the kept samples of an earlier checkpoint of that name.
+            ``checkpoint_writes_`` then gives the bytes every checkpoint wrote.
 
         Returns
         -------
@@ -196,12 +201,16 @@ class GibbsModel(TopicModel):
         self._build_layout(corpus)
         self._alloc_chain_state(corpus)
         self._samples = []  # per kept (chain, sample), in order of iteration then chain
-        # A resumed run rebuilds the kept samples from their assignments in the checkpoint.
+        # Under a checkpoint, kept samples keep their assignments until written to their files,
+        # from which a resumed run rebuilds them.
         self._keep_sample_state = checkpoint is not None
         sample_iters = set(self._sample_iters().tolist())
+        self._ckpt_writes, self._ckpt_pending = [], 0
         if checkpoint is not None and os.path.exists(checkpoint):
             start = self._resume(corpus, checkpoint)
         else:
+            if checkpoint is not None:
+                kept.remove(checkpoint)
             self._log_lik_rows, self._log_lik_iters = [], []
             for attr in self._TRACES.values():
                 setattr(self, attr, [])
@@ -224,7 +233,10 @@ class GibbsModel(TopicModel):
                 self._log_lik_iters.append(done)
             if done in sample_iters:
                 for c in range(C):
-                    self._samples.append(self._take_sample(c, done))
+                    sample = self._take_sample(c, done)
+                    if checkpoint is not None:
+                        self._wrote(kept.write(self, checkpoint, sample))
+                    self._samples.append(sample)
             if ckpt_due:
                 self._write_checkpoint(checkpoint)
                 runner.checkpointed(done)
@@ -256,16 +268,21 @@ class GibbsModel(TopicModel):
         return header
 
     def _write_checkpoint(self, path):
+        """The chains' live state, and the list of the kept samples written so far."""
         header = dict(self._header(), iteration=self.n_iter_,
                       sample_chain=[s["chain"] for s in self._samples],
-                      sample_iter=[s["iter"] for s in self._samples])
+                      sample_iter=[s["iter"] for s in self._samples],
+                      sample_sha256=[s["sha256"] for s in self._samples])
         assign, prior = self._STATE
-        arrays = {assign: getattr(self, assign + "_"), "rng": self.rng_,
+        arrays = {assign: self._checkpoint_assignments(), "rng": self.rng_,
                   prior: getattr(self, prior + "_")}
-        if self._samples:
-            for name in self._STATE:
-                arrays["sample_" + name] = np.stack([s[name] for s in self._samples])
-        ckpt.write_model_file(path, header, arrays, kind=ckpt.CHECKPOINT_FORMAT)
+        self._wrote(ckpt.write_model_file(path, header, arrays, kind=ckpt.CHECKPOINT_FORMAT),
+                    self.n_iter_)
+
+    def _checkpoint_assignments(self):
+        """The chains' assignments as a checkpoint holds them (a kind may narrow their dtype
+        where its file spec allows)."""
+        return getattr(self, self._STATE[0] + "_")
 
     def _resume(self, corpus, path):
         try:
@@ -285,13 +302,20 @@ class GibbsModel(TopicModel):
         self._log_lik_iters = list(h["log_lik_iter"])
         for key, attr in self._TRACES.items():
             setattr(self, attr, [list(r) for r in h[key]])
-        # Every kept sample is rebuilt through its chain's state, then the current state.
-        for j, (c, sit) in enumerate(zip(h["sample_chain"], h["sample_iter"])):
-            self._set_chain_state(corpus, c, a["sample_" + assign][j])
+        # Every kept sample is rebuilt through its chain's state, then the current state; the
+        # samples of a checkpoint of the earlier layout (arrays, no files) get their files now.
+        for c, sit, sha256, state, sample_prior in kept.states(self, path, f, corpus):
+            self._set_chain_state(corpus, c, state)
             saved = priors[c].copy()
-            priors[c] = a["sample_" + prior][j]
-            self._samples.append(self._take_sample(c, int(sit)))
+            priors[c] = sample_prior
+            sample = self._take_sample(c, int(sit))
             priors[c] = saved
+            if sha256 is None:
+                self._wrote(kept.write(self, path, sample))
+            else:
+                sample.pop(assign, None)
+                sample["sha256"] = sha256
+            self._samples.append(sample)
         for c in range(self.n_chains):
             self._set_chain_state(corpus, c, a[assign][c])
         self.n_iter_ = int(h["iteration"])

@@ -94,18 +94,48 @@ def gibbs_checkpoint(model, path, f, corpus):
         raise ValueError(f"{p}: header sample_chain names a chain outside [0, {model.n_chains})")
     if any(isinstance(i, bool) or not isinstance(i, int) or not 0 < i <= model.n_iter for i in iters):
         raise ValueError(f"{p}: header sample_iter names a sweep outside [1, {model.n_iter}]")
+    done = h["iteration"]
+    want = [(c, int(i)) for i in model._sample_iters() if i <= done for c in range(model.n_chains)]
+    if list(zip(chains, iters)) != want:
+        raise ValueError(f"{p}: header sample_chain and sample_iter list other kept samples than the "
+                         f"schedule gives up to sweep {done}; delete it to start afresh")
+    hashes = h.get("sample_sha256")
+    if hashes is not None and not (isinstance(hashes, list) and len(hashes) == len(chains) and all(
+            isinstance(x, str) and len(x) == 64 and set(x) <= set("0123456789abcdef") for x in hashes)):
+        raise ValueError(f"{p}: header sample_sha256 is not a SHA-256 of every kept sample")
     _log_lik_header(path, h)
     for key in type(model)._TRACES:
         if not isinstance(h.get(key), list):
             raise ValueError(f"{p}: header {key} is not a list")
-    dims = dict(chains=model.n_chains, kept=len(chains), tokens=corpus.n_tokens,
-                documents=corpus.n_docs, terms=corpus.n_terms, topics=int(model.n_topics),
-                shards=int(getattr(model, "n_shards", 1)))
-    dims.update(type(model)._FILE_SPEC.dims(model, h, corpus))
-    if chains and any("sample_" + n not in f.arrays for n in model._STATE):
+    inline = [n for n in model._STATE if "sample_" + n in f.arrays]
+    if hashes is not None and inline:
+        raise ValueError(f"{p}: holds kept samples both as files and as arrays; delete it to start afresh")
+    if hashes is None and chains and len(inline) < len(model._STATE):
         raise ValueError(f"{p}: damaged or incomplete file (the header lists {len(chains)} kept "
                          f"samples, the arrays none); delete it to start afresh")
+    dims = _checkpoint_dims(model, h, corpus, len(chains))
     return run_checks(type(model)._FILE_SPEC.checkpoint, context(path, h, f.arrays, model, dims, corpus))
+
+
+def _checkpoint_dims(model, header, corpus, kept):
+    dims = dict(chains=model.n_chains, kept=kept, tokens=corpus.n_tokens,
+                documents=corpus.n_docs, terms=corpus.n_terms, topics=int(model.n_topics),
+                shards=int(getattr(model, "n_shards", 1)))
+    dims.update(type(model)._FILE_SPEC.dims(model, header, corpus))
+    return dims
+
+
+def gibbs_kept_sample(model, path, f, corpus):
+    """Validate the file of one kept sample of a Gibbs checkpoint (:mod:`models.common.kept`):
+    its chain state, ``sample_<assignments>`` and ``sample_<prior>`` of one row, by the kind's
+    checks of kept chain state."""
+    for name in model._STATE:
+        if "sample_" + name not in f.arrays:
+            raise ValueError(f"{os.fspath(path)}: damaged or incomplete file (missing array "
+                             f"{'sample_' + name!r}); delete the checkpoint to start afresh")
+    checks = tuple(c for c in type(model)._FILE_SPEC.checkpoint if c.array.startswith("sample_"))
+    dims = _checkpoint_dims(model, f.header, corpus, 1)
+    return run_checks(checks, context(path, f.header, f.arrays, model, dims, corpus))
 
 
 # -- the files of torch-trained models (models.common.variational) -------------------------------------

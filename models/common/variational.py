@@ -189,6 +189,7 @@ class VariationalModel(TopicModel):
         gen = torch.Generator(device=dev).manual_seed(self.seed + 1)
         self._log_lik_rows, self._log_lik_iters = [], []
         self._dc_rows, self._dc_iters = [], []
+        self._ckpt_writes, self._ckpt_pending = [], 0
         start = 0
         if checkpoint is not None and os.path.exists(checkpoint):
             start = self._resume(checkpoint, corpus, net, opt, order_gen, gen)
@@ -297,7 +298,7 @@ class VariationalModel(TopicModel):
         arrays.update(self._opt_arrays(opt))
         arrays["order_rng"] = order_gen.get_state().numpy()
         arrays["rng"] = gen.get_state().cpu().numpy()
-        ckpt.write_model_file(path, header, arrays, kind=ckpt.CHECKPOINT_FORMAT)
+        self._wrote(ckpt.write_model_file(path, header, arrays, kind=ckpt.CHECKPOINT_FORMAT), self.n_iter_)
 
     def _resume(self, path, corpus, net, opt, order_gen, gen):
         import torch

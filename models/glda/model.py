@@ -17,7 +17,7 @@ from ..common.kernels.dirichlet import topic_word_log_lik
 from ..common.kernels.rng import make_rng_states
 from . import files
 from ..common.base import TopicModel
-from ..common.gibbs import key_runs, rows_csr
+from ..common.gibbs import GibbsModel, key_runs, rows_csr
 from ..lda.model import LDA, count_shift
 
 INITS = ("online", "random")  # how a chain starts (see GroupedLDA's init)
@@ -104,6 +104,8 @@ class GroupedLDA(LDA):
     _STATE = ("gz", "alpha")
     _FILE_SPEC = files.SPEC
     _RETIRED_PARAMS = ()
+    # groups and their topics, int32 as the file spec says (not LDA's narrowed z)
+    _checkpoint_assignments = GibbsModel._checkpoint_assignments
 
     def __init__(self, *, n_topics=800, alpha=None, beta=0.01, group_size=4.0, doc_counts="groups",
                  restricted=False, init="online",

@@ -328,6 +328,12 @@ class LDA(LDAFoldInMixin, LDADocumentModel, SweepOrderModel):
                                self.dt_nnz_[c], active, self.alpha_[c])
         return ll / max(n, 1)
 
+    def _checkpoint_assignments(self):
+        """z as uint16 (every topic id fits) once no token waits for its first topic (-1 under
+        the sparse initialisation): half the bytes of the live state a checkpoint rewrites."""
+        z = self.z_
+        return z.astype(np.uint16) if z.size and z.min() >= 0 else z
+
     def _take_sample(self, c, it):
         """Sparse copies of chain c's counts: topic-major doc postings and term-major n_kw."""
         lay = self._lay

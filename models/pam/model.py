@@ -24,7 +24,6 @@ import numpy as np
 from ..common.kernels.dirichlet import topic_word_log_lik
 from .kernels import A_TABLE_ROWS, N_STATS, DocPairs, Edges, PamPrior, PamState, Scratch, SweepOrder, sweep
 from .counts import build_doc_lists, build_n_wj, compact_doc_lists, init_random, log_lik_docs, ml_alpha, moment_match
-from ..common import checkpoint as ckpt
 from ..common.kernels.rng import make_rng_states
 from ..common.gibbs import SweepOrderModel, block_run_ptrs, key_runs, token_shards
 from .foldin import PAMFoldInMixin
@@ -258,7 +257,6 @@ class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):
         self._active = np.ones((C, D), dtype=np.uint8)
         self._doc_perm = [np.random.default_rng([self.seed, c, 7]).permutation(D) for c in range(C)]
         self._edges = [None] * C
-        self._sample_z = None  # kept samples' assignments under a checkpoint (_sample_z_row)
 
     def _rebuild_counts(self, corpus, c):
         """n_wj, n_j, n_ds and doc lists of chain c from z (Mallet's buildInitialTypeTopicCounts)."""
@@ -392,37 +390,8 @@ class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):
                  tw_sub=tw_sub, tw_count=tw_count, n_j=self.n_j_[c].copy(),
                  alpha=self.alpha_[c].copy())
         if self._keep_sample_state:
-            s["z"] = self._sample_z_row(c)
+            s["z"] = self._z_doc(c)
         return s
-
-    def _sample_z_row(self, c):
-        """Chain c's assignments (document order) in the next row of one table that holds every
-        kept sample's, in the order they are taken: a checkpoint writes those rows as they are
-        rather than stacking a copy of them all."""
-        k, N = (0 if self._sample_z is None else self._n_sample_z), self.z_ord_.shape[1]
-        if self._sample_z is None or k == len(self._sample_z):
-            # the schedule's samples; more only after a checkpoint that lists others
-            n = max(self.n_chains * len(self._sample_iters()), 2 * k)
-            table = anon_empty(n * N, np.int32).reshape(n, N)
-            if k:
-                table[:k] = self._sample_z
-            self._sample_z, self._n_sample_z = table, k
-        row = self._sample_z[self._n_sample_z]
-        self._n_sample_z += 1
-        row[self._lay["ord_pos"]] = self.z_ord_[c]
-        return row
-
-    def _write_checkpoint(self, path):
-        """GibbsModel's checkpoint, with the kept samples' assignments as rows of one table."""
-        k = len(self._samples)
-        header = dict(self._header(), iteration=self.n_iter_,
-                      sample_chain=[s["chain"] for s in self._samples],
-                      sample_iter=[s["iter"] for s in self._samples])
-        arrays = {"z": self.z_, "rng": self.rng_, "alpha": self.alpha_}
-        if k:
-            arrays["sample_z"] = self._sample_z[:k]
-            arrays["sample_alpha"] = np.stack([s["alpha"] for s in self._samples])
-        ckpt.write_model_file(path, header, arrays, kind=ckpt.CHECKPOINT_FORMAT)
 
     def _finalize(self, corpus):
         samples = self._sorted_samples()

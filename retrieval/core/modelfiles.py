@@ -18,6 +18,7 @@ import numpy as np
 
 from models import registry
 from models.common.atomic import check_writable, remove_stale, stale_temporaries, target_lock
+from models.common import kept
 from models.common.checkpoint import read_header
 from models.common.corpus import Corpus, make_corpus
 from models.common.heldout import training_completion
@@ -101,6 +102,7 @@ def train_model(index: Index, kind: str, out=None, *, checkpoint=True, progress:
         _check_replace(out, kind, model.get_params(), overwrite)
         # Under the lock no live writer of these names exists: their temporaries are leftovers.
         stale = stale_temporaries(out.parent, out.name) + stale_temporaries(out.parent, out.name + ".ckpt")
+        stale += stale_temporaries(kept.kept_dir(out.with_name(out.name + ".ckpt")))
         for p in remove_stale(stale):
             log.warning("removed %s, left by a killed training", p)
         return _train_locked(index, kind, model, out, checkpoint, progress)
@@ -117,12 +119,21 @@ def _train_locked(index, kind, model, out, checkpoint, progress):
     _warn_size(model, corpus)
     callback = TqdmCallback(desc=f"{kind.upper()} {index.name}", mininterval=2) if progress else None
     model.fit(corpus, callback=callback, checkpoint=ckpt, **training_inputs(index, model, progress))
+    if ckpt is not None:
+        _log_checkpoint_writes(model)
     model.save(out)
     if ckpt is not None:
-        ckpt.unlink(missing_ok=True)
+        kept.remove_checkpoint(ckpt)
     log.info("saved %s", out)
     _log_completion(model, corpus)
     return model, out
+
+
+def _log_checkpoint_writes(model) -> None:
+    """What this run's checkpoints wrote to disk (kept samples once each)."""
+    w = model.checkpoint_writes_
+    log.info("checkpoints wrote %.1f MiB to disk: %d checkpoints, the last %.1f MiB",
+             model.checkpoint_bytes_ / 2**20, len(w), (w[-1, 1] if len(w) else 0) / 2**20)
 
 
 def _warn_size(model, corpus) -> None:
