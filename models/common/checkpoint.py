@@ -15,12 +15,14 @@ naming it and what is wrong.
 A model file's integer members of at least :data:`MAP_BYTES` (the count tables, pointers and
 indices that make up nearly all of a Gibbs model) are memory-mapped, not read: loading costs
 what is touched, and a document model reads a query's rows of a topic-word table, not the
-table. Such arrays are views of one private (copy-on-write) mapping of the file: writable, as
-read ones are, without writing the file. Their zip CRC is not checked (that would read every
-byte); what guards the kernels is the kind's declared checks, under which a damaged count,
-index or pointer breaks a bound, an order or a total across arrays. Floating-point members,
-which no total cross-checks, and small members are read whole, their CRC checked. A file
-replaced while mapped (``os.replace``, as writers here do) leaves the mapping on the old one.
+table. Such arrays are views of one private (copy-on-write) mapping of the file, writable like
+read ones (numba runs the kernels compiled for those; read-only arrays would be compiled
+apart), yet a loaded model's arrays are not written: passes over them drop the pages they have
+read (:func:`release`). Their zip CRC is not checked (that would read every byte); what guards
+the kernels is the kind's declared checks, under which a damaged count, index or pointer breaks
+a bound, an order or a total across arrays. Floating-point members, which no total
+cross-checks, and small members are read whole, their CRC checked. A file replaced while
+mapped (``os.replace``, as writers here do) leaves the mapping on the old one.
 """
 import json
 import mmap
@@ -185,9 +187,8 @@ def is_mapped(a):
 def release(a, lo, hi):
     """Drop the pages of ``a[lo:hi]`` (1-d, contiguous) from the process when ``a`` is mapped
     (:func:`is_mapped`): they are read again from the file, through the page cache, when next
-    touched. For loaders' passes over the arrays of a file they have just mapped, which nothing
-    has written (a written page of a private mapping would return to the file's bytes); other
-    arrays are left as they are."""
+    touched. For passes over a loaded model's arrays, which nothing writes (a written page of
+    a private mapping would return to the file's bytes); other arrays are left as they are."""
     base = a
     while isinstance(base, np.ndarray) and isinstance(base.base, np.ndarray):
         base = base.base

@@ -7,8 +7,8 @@ import numpy as np
 
 from . import kernels as K_
 from . import score_kernels as S_
-from ..common.generate import log_dirichlet, over_kept_samples
 from ..common.checkpoint import release, row_chunks
+from ..common.generate import log_dirichlet, over_kept_samples
 from ..common.gibbs import concat_ranges
 
 
