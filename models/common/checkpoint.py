@@ -22,7 +22,8 @@ read (:func:`release`). Their zip CRC is not checked (that would read every byte
 the kernels is the kind's declared checks, under which a damaged count, index or pointer breaks
 a bound, an order or a total across arrays. Floating-point members, which no total
 cross-checks, and small members are read whole, their CRC checked. A file replaced while
-mapped (``os.replace``, as writers here do) leaves the mapping on the old one.
+mapped (``os.replace``, as writers here do) leaves the mapping on the old one; one rewritten in
+place while mapped would reach the kernels unchecked, so model files are never written so.
 """
 import json
 import mmap
