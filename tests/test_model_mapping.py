@@ -36,6 +36,7 @@ def test_integer_members_are_mapped_floats_read(saved, monkeypatch):
     terms = np.arange(corpus.n_terms)
     np.testing.assert_array_equal(loaded.p_w_d(terms), m.p_w_d(terms))
     np.testing.assert_array_equal(loaded.p_w_d_per_sample(terms[:5]), m.p_w_d_per_sample(terms[:5]))
+    np.testing.assert_array_equal(loaded.p_w_d_rows(terms[:6], [0, 5, 7]), m.p_w_d_rows(terms[:6], [0, 5, 7]))
     # a private mapping: writing an array leaves the file as it was
     loaded.kd_count_[0] += 1
     assert LDA.load(path).kd_count_[0] == m.kd_count_[0]

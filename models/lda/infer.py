@@ -160,7 +160,8 @@ class LDADocumentModel:
     def p_w_d_rows(self, term_ids, docs):
         """:meth:`p_w_d` of the documents ``docs`` only, (len(docs), len(term_ids)): per kept
         sample theta of those documents times the terms' phi columns, so the cost is theirs, not
-        the collection's (equal to ``p_w_d(term_ids)[docs]`` up to rounding)."""
+        the collection's (equal to ``p_w_d(term_ids)[docs]`` up to rounding); it reads every
+        sample's document postings, one sample at a time."""
         self._check_fitted()
         term_ids = self._check_term_ids(term_ids)
         uniq, back = np.unique(self._check_docs(docs, len(self.doc_len_)), return_inverse=True)
@@ -188,6 +189,10 @@ class LDADocumentModel:
             cols = np.repeat(np.arange(T), n)
             for i in range(len(uniq)):
                 out[i] += np.bincount(cols, weights=theta[i, k] * self.tw_count_[at] * norm[k], minlength=T)
+            # a sample at a time: a mapped file's pages of this one are not needed again
+            for arr, ptr in ((self.kd_doc_, self.kd_ptr_), (self.kd_count_, self.kd_ptr_),
+                             (self.tw_topic_, self.tw_ptr_), (self.tw_count_, self.tw_ptr_)):
+                release(arr, ptr[cs, 0], ptr[cs, -1])
         return (out / n_cs)[back]
 
     def p_w_d_per_sample(self, term_ids):
