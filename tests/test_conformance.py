@@ -126,6 +126,25 @@ def test_save_load_and_fingerprint(kind, trained, collection):
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_mapped_file_gives_the_same_document_model(kind, trained, collection, monkeypatch):
+    """Every integer member mapped (models/common/checkpoint.py), as a large file's are: the
+    same document model as the fitted one, bit for bit."""
+    from models.common import checkpoint as ck
+
+    model, path = trained(kind)
+    monkeypatch.setattr(ck, "MAP_BYTES", 1)
+    back = registry.load(path, fingerprint=collection.fingerprint)
+    ints = [n for n in back._INFERENCE_ARRAYS if getattr(back, n + "_").dtype.kind in "iu"]
+    assert all(ck.is_mapped(getattr(back, n + "_")) for n in ints)
+    assert ints or kind == "avipam"  # aviPAM's arrays are floating-point: read whole
+    terms = np.arange(collection.stats.n_terms)
+    np.testing.assert_array_equal(back.p_w_d(terms), model.p_w_d(terms))
+    np.testing.assert_array_equal(back.p_w_d_per_sample(terms[:4]), model.p_w_d_per_sample(terms[:4]))
+    for got, want in zip(back.doc_topics(1, top=4), model.doc_topics(1, top=4)):
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_resumed_equals_uninterrupted(kind, trained, collection, tmp_path):
     from retrieval.core.modelfiles import index_corpus, training_inputs
 

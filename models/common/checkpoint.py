@@ -11,8 +11,22 @@ their own next to ``path`` and moved into place with ``os.replace`` (:mod:`model
 killed writer never leaves a half-written file and two writers never share a temporary. A file
 that is truncated or corrupt anyway (copied partly, damaged disk) is refused with a ValueError
 naming it and what is wrong.
+
+A model file's integer members of at least :data:`MAP_BYTES` (the count tables, pointers and
+indices that make up nearly all of a Gibbs model) are memory-mapped, not read: loading costs
+what is touched, and a document model reads a query's rows of a topic-word table, not the
+table. Such arrays are views of one private (copy-on-write) mapping of the file, writable like
+read ones (numba runs the kernels compiled for those; read-only arrays would be compiled
+apart), yet a loaded model's arrays are not written: passes over them drop the pages they have
+read (:func:`release`). Their zip CRC is not checked (that would read every byte); what guards
+the kernels is the kind's declared checks, under which a damaged count, index or pointer breaks
+a bound, an order or a total across arrays. Floating-point members, which no total
+cross-checks, and small members are read whole, their CRC checked. A file replaced while
+mapped (``os.replace``, as writers here do) leaves the mapping on the old one; one rewritten in
+place while mapped would reach the kernels unchecked, so model files are never written so.
 """
 import json
+import mmap
 import os
 import zipfile
 import zlib
@@ -30,6 +44,11 @@ FORMAT_VERSION = 1
 TOPICIR_VERSION = __version__
 MODEL_FORMAT = "topicir-model"
 CHECKPOINT_FORMAT = "topicir-checkpoint"
+
+
+# Integer members of model files at least this big are memory-mapped (module docstring).
+MAP_BYTES = 1 << 20
+_LOCAL_HEADER = 30  # bytes of a zip local file header before the member's name and extra field
 
 
 class ModelFile(NamedTuple):
@@ -102,9 +121,11 @@ def read_model_file(path, kind=MODEL_FORMAT):
                     raise ValueError(f"{path}: no '__header__' entry; not a topicir model file")
                 header = json.loads(bytes(npz[name]).decode("utf-8"))
                 arrays = {}
+                mapped = _Mapping(fh) if kind == MODEL_FORMAT else None
                 for name in npz.files:  # read lazily: a truncated file fails on its first damaged entry
                     if name != "__header__":
-                        arrays[name] = npz[name]
+                        a = mapped.member(npz.zip.getinfo(name + ".npy")) if mapped else None
+                        arrays[name] = npz[name] if a is None else a
         except _CORRUPT as e:
             if str(e).startswith(f"{path}: "):
                 raise
@@ -121,6 +142,87 @@ def read_model_file(path, kind=MODEL_FORMAT):
         )
     _check_manifest(path, header, arrays)
     return ModelFile(header, arrays)
+
+
+class _Mapping:
+    """The private mapping of a model file (made on its first mapped member) and the members
+    it holds: :meth:`member` is an uncompressed integer member of at least MAP_BYTES as a view
+    of it, or None for one read whole."""
+
+    def __init__(self, fh):
+        self.fh, self.size, self.bytes = fh, os.fstat(fh.fileno()).st_size, None
+
+    def member(self, info):
+        if info.compress_type != zipfile.ZIP_STORED or info.file_size < MAP_BYTES:
+            return None
+        fh = self.fh
+        fh.seek(info.header_offset)
+        local = fh.read(_LOCAL_HEADER)
+        if len(local) < _LOCAL_HEADER or local[:4] != b"PK\x03\x04":
+            raise ValueError("no zip entry where the archive's directory points")
+        start = info.header_offset + _LOCAL_HEADER + int.from_bytes(local[26:28], "little") \
+            + int.from_bytes(local[28:30], "little")
+        fh.seek(start)
+        version = np.lib.format.read_magic(fh)
+        if version not in ((1, 0), (2, 0)):
+            return None
+        read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, fortran, dtype = read(fh)
+        if dtype.kind not in "iu":
+            return None
+        offset = fh.tell()
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        if offset - start + nbytes != info.file_size or offset + nbytes > self.size:
+            raise ValueError(f"the entry's array ({nbytes} bytes at {offset}) does not fit its "
+                             f"{info.file_size} bytes or the file's {self.size}")
+        if self.bytes is None:
+            self.bytes = np.frombuffer(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY), dtype=np.uint8)
+        flat = self.bytes[offset:offset + nbytes].view(dtype)
+        return flat.reshape(shape, order="F" if fortran else "C")
+
+
+def is_mapped(a):
+    """Whether ``a`` is (a view of) a memory-mapped member of a model file."""
+    while isinstance(a, np.ndarray):
+        a = a.base
+    return isinstance(a, memoryview) and isinstance(a.obj, mmap.mmap)
+
+
+def release(a, lo, hi):
+    """Drop the pages of ``a[lo:hi]`` (1-d, contiguous) from the process when ``a`` is mapped
+    (:func:`is_mapped`): they are read again from the file, through the page cache, when next
+    touched. For passes over a loaded model's arrays, which nothing writes (a written page of
+    a private mapping would return to the file's bytes); other arrays are left as they are."""
+    base = a
+    while isinstance(base, np.ndarray) and isinstance(base.base, np.ndarray):
+        base = base.base
+    if not is_mapped(a) or hi <= lo:
+        return
+    start = a.__array_interface__["data"][0] + lo * a.itemsize - base.__array_interface__["data"][0]
+    stop = start + (hi - lo) * a.itemsize
+    start = -(-start // mmap.PAGESIZE) * mmap.PAGESIZE  # whole pages inside the range only
+    stop -= stop % mmap.PAGESIZE
+    if stop > start:
+        base.base.obj.madvise(mmap.MADV_DONTNEED, start, stop - start)
+
+
+# The entries one pass over a mapped table holds at a time (:func:`row_chunks`).
+PASS_BYTES = 1 << 26
+
+
+def row_chunks(starts, stops, entry_bytes, min_rows=1):
+    """Consecutive row ranges ``(r0, r1)`` of a table whose row r holds the entries
+    ``starts[r]:stops[r]`` (each row starting where the last ends), each about PASS_BYTES of
+    entries of ``entry_bytes`` bytes and at least ``min_rows`` rows (a parallel pass's
+    threads): the chunks of a pass that releases each chunk's pages after it (:func:`release`)."""
+    starts, stops = np.asarray(starts, dtype=np.int64), np.asarray(stops, dtype=np.int64)
+    out, r0 = [], 0
+    while r0 < len(starts):
+        r1 = int(np.searchsorted(stops, starts[r0] + max(1, PASS_BYTES // entry_bytes), side="right"))
+        r1 = min(len(starts), max(r1, r0 + min_rows))
+        out.append((r0, r1))
+        r0 = r1
+    return out
 
 
 def _check_manifest(path, header, arrays):

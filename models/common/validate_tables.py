@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numba
 import numpy as np
 
+from .checkpoint import release, row_chunks
 from .kernels.validate import BAD_COUNT, BAD_INDEX, BAD_ORDER, scan_table
 from .validate import Check, check_range, dim_size, fail, num_text, set_value
 
@@ -66,7 +68,13 @@ def _scan(ctx, ptr, idx, cnt, cols, strict, sums):
         seg = np.empty((p.shape[0], p.shape[1] - 1), dtype=np.int64)
         col = np.zeros((p.shape[0], n_cols if sums else 0), dtype=np.int64)
         first = np.full((p.shape[0], 3), -1, dtype=np.int64)
-        scan_table(p, a[idx], a[cnt], n_cols, strict, seg, col, first)
+        ix, ct = a[idx], a[cnt]
+        # chunk by chunk, each one's pages released after it: a mapped table's pass holds a
+        # chunk of it at a time, not the table
+        for r0, r1 in row_chunks(p[:, 0], p[:, -1], ix.itemsize + ct.itemsize, numba.get_num_threads()):
+            scan_table(p[r0:r1], ix, ct, n_cols, strict, seg[r0:r1], col[r0:r1], first[r0:r1])
+            for x in (ix, ct):
+                release(x, p[r0, 0], p[r1 - 1, -1])
         bad = tuple(int(f[f >= 0].min()) if (f >= 0).any() else -1 for f in first.T)
         ctx.memo[key] = Scan(idx, seg, col if sums else None, bad)
     return ctx.memo[key]

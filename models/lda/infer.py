@@ -7,6 +7,7 @@ import numpy as np
 
 from . import kernels as K_
 from . import score_kernels as S_
+from ..common.checkpoint import release, row_chunks
 from ..common.generate import log_dirichlet, over_kept_samples
 from ..common.gibbs import concat_ranges
 
@@ -25,17 +26,7 @@ class LDADocumentModel:
         product, each document's row among the distinct document lengths, and whether every
         sample has the same inv_len (alpha not optimised: equal sums)."""
         if getattr(self, "_doc_consts", None) is None:
-            n_cs, D = self.kd_ptr_.shape[0], len(self.doc_len_)
-            inv_len, smooth = np.empty((n_cs, D)), np.empty((n_cs, D))
-            S_.doc_constants(self.kd_ptr_, self.kd_doc_, self.kd_count_, self.n_k_samples_,
-                              self.alpha_samples_, float(self.beta), self.n_terms_, self.doc_len_,
-                              inv_len, smooth)
-            base = np.empty(D)
-            S_.mean_constants(inv_len, smooth, base)
-            lengths, len_slot = np.unique(self.doc_len_, return_inverse=True)
-            shared = bool((inv_len == inv_len[:1]).all())
-            self._doc_consts = (inv_len, smooth, base, lengths, len_slot.astype(np.int64), shared,
-                                {})
+            self._sample_pass(None)
         return self._doc_consts
 
     def _n_blocks(self):
@@ -50,19 +41,82 @@ class LDADocumentModel:
         threads, D = numba.get_num_threads(), len(self.doc_len_)
         per_thread = -(-8 * D // (threads * min(self.ROW_BYTES, 8 << 16)))
         n_blocks = max(1, min(D, threads * per_thread))
-        cache = self._constants()[-1]
-        if n_blocks not in cache:
-            bounds = S_.posting_bounds(self.kd_ptr_, self.kd_doc_, D, n_blocks)
-            fits = len(self.kd_count_) == 0 or int(self.kd_count_.max()) <= np.iinfo(np.uint16).max
-            off = np.empty(len(self.kd_doc_), dtype=np.uint16)
-            cnt = np.empty(len(self.kd_count_), dtype=np.uint16 if fits else np.int32)
-            S_.range_postings(bounds, self.kd_doc_, self.kd_count_, D, off, cnt)
-            cache[n_blocks] = (bounds, off, cnt)
-        return cache[n_blocks]
+        if getattr(self, "_doc_consts", None) is None or n_blocks not in self._doc_consts[-1]:
+            self._sample_pass(n_blocks)
+        return self._doc_consts[-1][n_blocks]
 
-    def _alpha_phi(self, term_ids):
-        return S_.alpha_phi(self.tw_ptr_, self.tw_topic_, self.tw_count_, self.n_k_samples_,
-                            self.alpha_samples_, float(self.beta), term_ids)
+    def _kd_chunks(self):
+        """The kept samples a pass over the document postings takes at a time (:func:`row_chunks`)."""
+        entry = self.kd_doc_.itemsize + self.kd_count_.itemsize
+        return row_chunks(self.kd_ptr_[:, 0], self.kd_ptr_[:, -1], entry, numba.get_num_threads())
+
+    def _sample_pass(self, n_blocks):
+        """One pass over the document postings of the kept samples, a few samples at a time,
+        computing what :meth:`_constants` holds (when not yet computed) and, unless
+        ``n_blocks`` is None, :meth:`_mean_postings`'s arrays for ``n_blocks`` (counts uint16, or
+        int32 from the first chunk with a count past uint16); a memory-mapped
+        file's pages of each chunk are released after it
+        (:func:`~models.common.checkpoint.release`), so the pass holds a chunk, not the table."""
+        n_cs, D = self.kd_ptr_.shape[0], len(self.doc_len_)
+        K = self.kd_ptr_.shape[1] - 1
+        consts = getattr(self, "_doc_consts", None) is None
+        if consts:
+            inv_len, smooth = np.empty((n_cs, D)), np.empty((n_cs, D))
+        if n_blocks is not None:
+            bounds = np.empty((n_cs, K, n_blocks + 1), dtype=np.int64)
+            off = np.empty(len(self.kd_doc_), dtype=np.uint16)
+            cnt = np.empty(len(self.kd_count_), dtype=np.uint16)
+        for c0, c1 in self._kd_chunks():
+            ptr = self.kd_ptr_[c0:c1]
+            if consts:
+                S_.doc_constants(ptr, self.kd_doc_, self.kd_count_, self.n_k_samples_[c0:c1],
+                                 self.alpha_samples_[c0:c1], float(self.beta), self.n_terms_,
+                                 self.doc_len_, inv_len[c0:c1], smooth[c0:c1])
+            if n_blocks is not None:
+                lo, hi = ptr[0, 0], ptr[-1, -1]
+                if cnt.dtype == np.uint16 and hi > lo and self.kd_count_[lo:hi].max() > np.iinfo(np.uint16).max:
+                    cnt = cnt.astype(np.int32)  # the counts so far fit either
+                bounds[c0:c1] = S_.posting_bounds(ptr, self.kd_doc_, D, n_blocks)
+                S_.range_postings(bounds[c0:c1], self.kd_doc_, self.kd_count_, D, off, cnt)
+            for a in (self.kd_doc_, self.kd_count_):
+                release(a, ptr[0, 0], ptr[-1, -1])
+        if consts:
+            base = np.empty(D)
+            S_.mean_constants(inv_len, smooth, base)
+            lengths, len_slot = np.unique(self.doc_len_, return_inverse=True)
+            shared = bool((inv_len == inv_len[:1]).all())
+            self._doc_consts = (inv_len, smooth, base, lengths, len_slot.astype(np.int64), shared,
+                                {})
+        if n_blocks is not None:
+            self._doc_consts[-1][n_blocks] = (bounds, off, cnt)
+
+    def _alpha_phi(self, term_ids, rows=None):
+        """:func:`~models.lda.score_kernels.alpha_phi` of ``term_ids``, from the whole table or
+        from :meth:`_term_rows` of them (``rows``)."""
+        ptr, topic, count = rows or (self.tw_ptr_, self.tw_topic_, self.tw_count_)
+        return S_.alpha_phi(ptr, topic, count, self.n_k_samples_, self.alpha_samples_, float(self.beta),
+                            self.n_terms_, np.arange(len(term_ids)) if rows else term_ids)
+
+    def _term_rows(self, term_ids):
+        """The topic-word rows of ``term_ids`` in every kept sample as a table of their own:
+        ptr (n_samples, n_query_terms + 1) int64 into topics and counts, copied a sample at a
+        time, the pages of each sample's rows of a memory-mapped file released after it
+        (:func:`~models.common.checkpoint.release`): touching a row maps the pages around it
+        too, so a batch holds its terms' rows, not the table."""
+        n_cs, T = self.tw_ptr_.shape[0], len(term_ids)
+        starts = self.tw_ptr_[:, term_ids]
+        lens = self.tw_ptr_[:, term_ids + 1] - starts
+        ends = np.concatenate([[0], np.cumsum(lens.ravel())])
+        ptr = ends[np.arange(n_cs)[:, None] * T + np.arange(T + 1)]
+        topic = np.empty(ends[-1], dtype=self.tw_topic_.dtype)
+        count = np.empty(ends[-1], dtype=self.tw_count_.dtype)
+        for cs in range(n_cs):
+            at = concat_ranges(starts[cs], lens[cs])
+            topic[ptr[cs, 0]:ptr[cs, T]] = self.tw_topic_[at]
+            count[ptr[cs, 0]:ptr[cs, T]] = self.tw_count_[at]
+            for a in (self.tw_topic_, self.tw_count_):
+                release(a, self.tw_ptr_[cs, 0], self.tw_ptr_[cs, -1])
+        return ptr, topic, count
 
     def _per_sample(self, term_ids):
         self._check_fitted()
@@ -92,20 +146,22 @@ class LDADocumentModel:
         """
         self._check_fitted()
         term_ids = self._check_term_ids(term_ids)
+        postings = self._mean_postings()  # first: one pass computes the constants too
         inv_len, _, base, lengths, len_slot, shared, _ = self._constants()
-        ap = self._alpha_phi(term_ids)
+        rows = self._term_rows(term_ids)
+        ap = self._alpha_phi(term_ids, rows)
         # mean over samples of ap / (n_d + A): a function of the document's length alone
         by_len = ap.T @ (1.0 / (self.alpha_samples_.sum(axis=1)[:, None] + lengths[None, :])) / len(ap)
         out = np.empty((len(term_ids), len(self.doc_len_)))
-        S_.p_w_d_mean(*self._mean_postings(), self.tw_ptr_, self.tw_topic_, self.tw_count_,
-                      self.n_k_samples_, float(self.beta), inv_len, base, len_slot, by_len,
-                      term_ids, shared, out)
+        S_.p_w_d_mean(*postings, *rows, self.n_k_samples_, float(self.beta), self.n_terms_, inv_len,
+                      base, len_slot, by_len, np.arange(len(term_ids)), shared, out)
         return out.T
 
     def p_w_d_rows(self, term_ids, docs):
         """:meth:`p_w_d` of the documents ``docs`` only, (len(docs), len(term_ids)): per kept
         sample theta of those documents times the terms' phi columns, so the cost is theirs, not
-        the collection's (equal to ``p_w_d(term_ids)[docs]`` up to rounding)."""
+        the collection's (equal to ``p_w_d(term_ids)[docs]`` up to rounding); it reads every
+        sample's document postings, one sample at a time."""
         self._check_fitted()
         term_ids = self._check_term_ids(term_ids)
         uniq, back = np.unique(self._check_docs(docs, len(self.doc_len_)), return_inverse=True)
@@ -133,6 +189,10 @@ class LDADocumentModel:
             cols = np.repeat(np.arange(T), n)
             for i in range(len(uniq)):
                 out[i] += np.bincount(cols, weights=theta[i, k] * self.tw_count_[at] * norm[k], minlength=T)
+            # a sample at a time: a mapped file's pages of this one are not needed again
+            for arr, ptr in ((self.kd_doc_, self.kd_ptr_), (self.kd_count_, self.kd_ptr_),
+                             (self.tw_topic_, self.tw_ptr_), (self.tw_count_, self.tw_ptr_)):
+                release(arr, ptr[cs, 0], ptr[cs, -1])
         return (out / n_cs)[back]
 
     def p_w_d_per_sample(self, term_ids):

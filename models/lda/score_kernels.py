@@ -49,12 +49,12 @@ def mean_constants(inv_len, smooth, out):
 
 
 @njit(cache=True)
-def alpha_phi(tw_ptr, tw_topic, tw_count, n_k, alpha, beta, term_ids):
+def alpha_phi(tw_ptr, tw_topic, tw_count, n_k, alpha, beta, n_terms, term_ids):
     """ap[cs, t] = sum_k alpha_k phi_kw of each sample and query term (dense over K, sparse
-    over the term's topics)."""
+    over the term's topics); ``tw_ptr`` may hold only some terms' rows (``term_ids`` index
+    its columns), ``n_terms`` is the vocabulary's size V."""
     n_cs, K = alpha.shape
-    V = tw_ptr.shape[1] - 1
-    vbeta = V * beta
+    vbeta = n_terms * beta
     ap = np.zeros((n_cs, len(term_ids)))
     for cs in range(n_cs):
         dense = 0.0
@@ -106,11 +106,13 @@ def range_postings(bounds, kd_doc, kd_count, n_docs, off, cnt):
 
 # prange entry point: flat arrays (see models/common/kernels/__init__.py)
 @njit(cache=True, parallel=True)
-def p_w_d_mean(bounds, off, cnt, tw_ptr, tw_topic, tw_count, n_k, beta, inv_len, base,
-               len_slot, by_len, term_ids, shared_len, out):
+def p_w_d_mean(bounds, off, cnt, tw_ptr, tw_topic, tw_count, n_k, beta, n_terms, inv_len,
+               base, len_slot, by_len, term_ids, shared_len, out):
     """out[t, d] = P_LDA(w_t | d) averaged over the samples (module docstring), term-major so
     that the postings of a topic, docs ascending, add to ascending addresses.
 
+    tw_ptr, tw_topic, tw_count : topic-word rows, of the query terms only where ``term_ids``
+    index the columns of such a ``tw_ptr``; n_terms : the vocabulary's size V.
     bounds : :func:`posting_bounds`, whose document ranges are processed in parallel, each term
     after term, so that a term's row of the range stays in cache while every sample's postings
     add to it; off, cnt : the postings relative to their range (:func:`range_postings`).
@@ -124,8 +126,7 @@ def p_w_d_mean(bounds, off, cnt, tw_ptr, tw_topic, tw_count, n_k, beta, inv_len,
     n_cs = bounds.shape[0]
     n_blocks = bounds.shape[2] - 1
     T, n_docs = out.shape
-    V = tw_ptr.shape[1] - 1
-    vbeta = V * beta
+    vbeta = n_terms * beta
     scale = 1.0 / n_cs
     for blk in prange(n_blocks):
         d0 = blk * n_docs // n_blocks
