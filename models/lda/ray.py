@@ -18,23 +18,15 @@ The driver keeps the model object: initialisation (the online pass is sequential
 log-likelihood, kept samples, alpha's optimisation and checkpoints run there on state it pulls
 back when the fit loop needs it (see :class:`models.common.executors.LocalRunner` for the protocol).
 """
-import logging
 import os
 import time
 
 import numpy as np
 import ray
-from ray.exceptions import ObjectLostError, OwnerDiedError, RayActorError, WorkerCrashedError
 
-from ..common.executors.errors import WorkerLostError
-from ..common.executors.signals import init_ray, shutdown_ray
+from ..common.executors.errors import WorkerLostError  # noqa: F401  (importable from here)
+from ..common.executors.ray import RayExecutor, RayRunner, _nbytes, merge_deltas, worker_env  # noqa: F401
 from . import doc_kernels as lda_doc
-
-log = logging.getLogger(__name__)
-
-_DIED = (RayActorError, WorkerCrashedError, ObjectLostError, OwnerDiedError)
-# Workers import this package from where the driver imported it (same code on both sides).
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def compact_lists(wcap_ptr, wl, wl_nnz, terms):
@@ -51,10 +43,6 @@ def scatter_lists(payload, wcap_ptr, terms, wl, wl_nnz):
     off = np.concatenate([[0], np.cumsum(nnz, dtype=np.int64)])
     wl[np.repeat(wcap_ptr[terms] - off[:-1], nnz) + np.arange(off[-1])] = entries
     wl_nnz[terms] = nnz
-
-
-def _nbytes(obj):
-    return sum(a.nbytes for a in obj) if isinstance(obj, tuple) else obj.nbytes
 
 
 class ShardWorker:
@@ -130,68 +118,12 @@ class ShardWorker:
         return out
 
 
-def merge_deltas(*parts):
-    """The n_k change of a round: the sum of every worker's (integer, so order-free)."""
-    return np.sum([delta for delta, _ in parts], axis=0)
-
-
-class RayExecutor:
-    """Run a Gibbs trainer's sweeps on Ray (``LDA(executor=RayExecutor(...))``).
-
-    Parameters
-    ----------
-    address : str or None
-        Ray cluster (``ray.init(address=...)``): None uses the cluster already initialised in
-        this process, else ``RAY_ADDRESS``, else starts a local one (shut down after training).
-    n_workers : int or None
-        Ray actors (one CPU each), each owning a contiguous range of the ``n_shards`` shards;
-        None: as many as the cluster has CPUs, at most ``n_shards``.
-    """
-
-    def __init__(self, address=None, n_workers=None):
-        if n_workers is not None and (not isinstance(n_workers, int) or n_workers < 1):
-            raise ValueError(f"n_workers must be an int >= 1 or None, got {n_workers!r}")
-        self.address = address
-        self.n_workers = n_workers
-        self.last_runner = None
-
-    def __repr__(self):
-        return f"RayExecutor(address={self.address!r}, n_workers={self.n_workers!r})"
-
-    def runner(self, model):
-        self.last_runner = _RayRunner(self, model)
-        return self.last_runner
-
-    def worker_pids(self):
-        """Process ids of the workers of the current (or last) training run."""
-        return self.last_runner.worker_pids()
-
-
-class _RayRunner:
-    def __init__(self, executor, model):
-        self.ex = executor
-        self.workers = []
-        self._owns_ray = False
-        self.stats = dict(rounds=0, sweeps=0, sync_bytes=0)
-
+class _RayRunner(RayRunner):
     # -- setup --------------------------------------------------------------------------------
 
     def start(self, model, corpus, checkpoint):
-        _ray_reports_to_log()
-        if not ray.is_initialized():
-            # Ray's log records (its start-up banner) go to this process's log, not Ray's handler
-            init_ray(address=self.ex.address, log_to_driver=False, configure_logging=False)
-            self._owns_ray = True
-        S, C, lay = model.n_shards, model.n_chains, model._lay
-        cpus = int(ray.cluster_resources().get("CPU", 1))
-        W = self.ex.n_workers or max(1, min(S, cpus))
-        if W > S:
-            raise ValueError(f"{W} Ray workers for {S} shards: every worker needs a shard; "
-                             f"raise n_shards or use fewer workers")
-        self.checkpoint, self.last_ckpt = checkpoint, getattr(model, "n_iter_", 0)
-        self.S, self.C, self.W = S, C, W
-        self.owner = np.repeat(np.arange(W), [len(a) for a in np.array_split(np.arange(S), W)])
-        self.shard0 = np.concatenate([[0], np.cumsum(np.bincount(self.owner, minlength=W))])
+        self._start_ray(model, checkpoint)
+        S, C, W, lay = self.S, self.C, self.W, model._lay
         cap_ptr, wcap_ptr = lay["cap_ptr"], lay["wcap_ptr"]
         self.terms = [np.flatnonzero(lay["group"] == g) for g in range(S)]
         local_id = np.empty(len(lay["group"]), np.int32)
@@ -199,11 +131,9 @@ class _RayRunner:
         for t in self.terms:
             local_id[t] = np.arange(len(t), dtype=np.int32)
             gcap.append(np.concatenate([[0], np.cumsum(np.diff(wcap_ptr)[t])]).astype(np.int64))
-        self.ranges = []
-        env = {"PYTHONPATH": os.pathsep.join(p for p in (_ROOT, os.environ.get("PYTHONPATH")) if p)}
-        actor = ray.remote(num_cpus=1, max_restarts=0)(ShardWorker)
+        self.ranges, args = [], []
         self.merge = ray.remote(num_cpus=0, max_retries=0)(merge_deltas).options(
-            runtime_env={"env_vars": env})
+            runtime_env=worker_env())
         for a in range(W):
             s0, s1 = int(self.shard0[a]), int(self.shard0[a + 1])
             t0, t1 = lay["shard_tok_ptr"][s0], lay["shard_tok_ptr"][s1]
@@ -216,9 +146,8 @@ class _RayRunner:
                         visit_doc=(lay["visit_doc"][v0:v1] - d0).astype(np.int32),
                         word=local_id[lay["ord_word"][t0:t1]],
                         cap_ptr=cap_ptr[d0:d1 + 1] - cap_ptr[d0])
-            self.workers.append(actor.options(runtime_env={"env_vars": env}).remote(
-                wlay, C, model.n_topics, float(model.beta), corpus.n_terms * float(model.beta)))
-        self._pids = self._get([w.pid.remote() for w in self.workers], "starting")
+            args.append((wlay, C, model.n_topics, float(model.beta), corpus.n_terms * float(model.beta)))
+        self._spawn(ShardWorker, args)
         self.slices = [[None] * S for _ in range(C)]
         self.pending = [[] for _ in range(C)]
         for c in range(C):
@@ -236,9 +165,6 @@ class _RayRunner:
         for g, t in enumerate(self.terms):
             self.slices[c][g] = ray.put(compact_lists(wcap, model.wl_[c], model.wl_nnz_[c], t))
         self.pending[c] = []
-
-    def worker_pids(self):
-        return list(self._pids)
 
     # -- sweeps -------------------------------------------------------------------------------
 
@@ -322,63 +248,3 @@ class _RayRunner:
             lda_doc.word_lists_to_dense(lay["wcap_ptr"], model.wl_[c], lay["wshift"],
                                         model.wl_nnz_[c], model.n_kw_[c])
         model.executor_stats_ = dict(self.stats)
-
-    def checkpointed(self, iteration):
-        self.last_ckpt = iteration
-
-    def _get(self, refs, what):
-        try:
-            return ray.get(refs)
-        except _DIED as e:
-            dead = [a for a, w in enumerate(self.workers) if not _alive(w)]
-            who = ", ".join(f"Ray worker {a} (shards {self.ranges[a][0]}-{self.ranges[a][1] - 1})"
-                            for a in dead) or "a Ray worker"
-            log.debug("Ray's report of the lost worker: %s", e)
-            ckpt = None if self.checkpoint is None else os.fspath(self.checkpoint)
-            raise WorkerLostError(who, what, ckpt, self.last_ckpt, type(e).__name__) from None
-
-    def close(self):
-        for w in self.workers:
-            ray.kill(w)
-        self.workers = []
-        if self._owns_ray:
-            shutdown_ray()
-
-
-def _ray_reports_to_log():
-    """Ray's driver prints its raylet's error reports (a lost worker: a screenful) on stdout and
-    logs an "Unhandled error" for every result a dead worker left unread; they go to this
-    module's log at DEBUG instead, since :class:`WorkerLostError` says what happened. Ray's
-    session logs keep them too."""
-    try:
-        import ray._private.worker as driver
-
-        original = driver.print_to_stdstream
-    except (ImportError, AttributeError):  # another Ray: its reports stay as they are
-        return
-    if getattr(original, "raylet_to_log", False):
-        return
-
-    def print_to_stdstream(data, *args, **kwargs):
-        if data.get("pid") != "raylet":
-            return original(data, *args, **kwargs)
-        for line in data.get("lines", ()):
-            log.debug("Ray: %s", line)
-
-    def unhandled_to_log(record):
-        if not record.getMessage().startswith("Unhandled error"):
-            return True
-        log.debug("Ray: %s", record.getMessage())
-        return False
-
-    print_to_stdstream.raylet_to_log = True
-    driver.print_to_stdstream = print_to_stdstream
-    logging.getLogger(driver.__name__).addFilter(unhandled_to_log)
-
-
-def _alive(worker):
-    try:
-        ray.get(worker.pid.remote(), timeout=10)
-        return True
-    except Exception:  # any failure to answer counts as dead here
-        return False
