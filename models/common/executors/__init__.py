@@ -34,7 +34,7 @@ from .errors import WorkerLostError  # noqa: F401  (here without Ray, for the CL
 
 LOCAL = "local"
 # Model kinds whose sweeps the Ray executor can run.
-RAY_KINDS = ("lda", "pam", "tcm", "glda")
+RAY_KINDS = ("lda", "pam", "tcm", "glda", "tree-lda")
 
 
 class LocalRunner:

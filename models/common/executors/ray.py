@@ -210,12 +210,16 @@ class PartitionWorker(RayWorker):
         super().load(c, state)
         self.totals[c] = totals
 
+    def merged(self, c):
+        """What follows from chain c's totals once a round's delta is in them."""
+
     def round(self, c, j, n_deltas, *args):
         """Sub-step j of chain c: add the previous round's merged delta (``args[0]`` when
         ``n_deltas``), then sample every owned shard s on term group (s + j) mod S (its slice
         in ``args``). Returns the updated slices and (this worker's delta, slice sizes, counters)."""
         if n_deltas:
             self.totals[c] += args[0]
+            self.merged(c)
         S, s0 = self.lay["S"], self.lay["s0"]
         out, sizes, delta, counts = [], [], np.zeros(self.totals.shape[1], np.int64), 0
         for i, payload in enumerate(args[n_deltas:]):
