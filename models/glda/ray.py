@@ -1,4 +1,4 @@
-"""gLDA sweeps on Ray workers: whole chains on :class:`models.common.executors.ray.SweepRunner`.
+"""gLDA sweeps on Ray workers: whole chains on :class:`models.common.executors.sweeps.SweepRunner`.
 
 gLDA samples every chain sequentially in document order (one shard a chain), so a worker owns a
 range of chains: their groups, group topics, counts, word bitsets and rng streams, swept with
@@ -8,7 +8,8 @@ workers during training; the driver pulls the chains' state when the fit loop re
 """
 import numpy as np
 
-from ..common.executors.ray import RayWorker, SweepRunner
+from ..common.executors.ray import RayWorker
+from ..common.executors.sweeps import SweepRunner
 from . import kernels as G_
 
 

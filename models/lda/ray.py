@@ -24,8 +24,8 @@ import time
 import numpy as np
 import ray
 
-from ..common.executors.errors import WorkerLostError  # noqa: F401  (importable from here)
-from ..common.executors.ray import RayExecutor, RayRunner, _nbytes, merge_deltas, worker_env  # noqa: F401
+from ..common.executors.ray import RayRunner, _nbytes, worker_env
+from ..common.executors.rounds import merge_deltas
 from . import doc_kernels as lda_doc
 
 

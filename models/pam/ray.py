@@ -1,5 +1,5 @@
-"""PAM sweeps on Ray workers: the partition rounds of :class:`models.common.executors.ray.PartitionRunner`
-with PAM's blocks.
+"""PAM sweeps on Ray workers: the partition rounds of
+:class:`models.common.executors.rounds.PartitionRunner` with PAM's blocks.
 
 A worker owns shards [s0, s1): their tokens' pair keys, their documents' super-topic counts and
 pair lists, and their rng streams. A term group's slice is the dense n_wj rows of its terms; a
@@ -10,9 +10,10 @@ every sweep by default); the sampler's counters come back with the deltas.
 """
 import numpy as np
 
-from ..common.executors.ray import PartitionRunner, PartitionWorker, own
+from ..common.executors.ray import own
+from ..common.executors.rounds import PartitionRunner, PartitionWorker
 from .buckets import a_table
-from .kernels import A_TABLE_ROWS, N_STATS, BlockWork, DocPairs, PamState, SweepOrder, _sweep_block
+from .kernels import N_STATS, BlockWork, DocPairs, PamState, SweepOrder, _sweep_block
 
 
 def runner(executor, model):

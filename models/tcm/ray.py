@@ -1,4 +1,4 @@
-"""TCM sweeps on Ray workers: the AD-LDA sweeps of :class:`models.common.executors.ray.SweepRunner`.
+"""TCM sweeps on Ray workers: the AD-LDA sweeps of :class:`models.common.executors.sweeps.SweepRunner`.
 
 A worker owns shards [s0, s1) of every chain: their boundaries, their documents' topic lists
 and their rng streams. Before a sweep it takes the chain's restaurants and alpha0; it samples
@@ -11,7 +11,8 @@ own range.
 """
 import numpy as np
 
-from ..common.executors.ray import RayWorker, SweepRunner, own
+from ..common.executors.ray import RayWorker, own
+from ..common.executors.sweeps import SweepRunner
 from .kernels import Prior, Text, _sweep_shard
 from .restaurants import DocTopics
 

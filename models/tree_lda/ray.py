@@ -1,5 +1,5 @@
 """tree-LDA sweeps on Ray workers: the partition rounds of
-:class:`models.common.executors.ray.PartitionRunner` with tree-LDA's blocks
+:class:`models.common.executors.rounds.PartitionRunner` with tree-LDA's blocks
 (:mod:`models.tree_lda.shards`).
 
 A worker owns shards [s0, s1): their tokens' topics and paths (sweep order), their documents'
@@ -12,7 +12,7 @@ the row's ``inv`` is recomputed from the merged totals as the local merge does.
 """
 import numpy as np
 
-from ..common.executors.ray import PartitionRunner, PartitionWorker
+from ..common.executors.rounds import PartitionRunner, PartitionWorker
 from ..common.gibbs import shard_docs
 from . import kernels as T
 from .kernels import NAIVE, sweep_runs, sweep_work
