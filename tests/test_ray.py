@@ -150,7 +150,7 @@ def test_lost_worker_is_one_line_of_the_command_naming_the_checkpoint(ray_cluste
     import logging
     import time
 
-    from models.lda.ray import _RayRunner
+    from models.common.executors.rounds import PartitionRunner
     from retrieval.core.index import build_index
     from retrieval.ui.cli import main
 
@@ -161,14 +161,14 @@ def test_lost_worker_is_one_line_of_the_command_naming_the_checkpoint(ray_cluste
                            for i in range(120)))
     index = build_index([src], tmp_path / "idx")
     capsys.readouterr()
-    step = _RayRunner.step
+    step = PartitionRunner.step
 
     def step_then_kill(self, model, corpus, it):
         if it == 7:
             os.kill(self.worker_pids()[1], signal.SIGKILL)
         return step(self, model, corpus, it)
 
-    monkeypatch.setattr(_RayRunner, "step", step_then_kill)
+    monkeypatch.setattr(PartitionRunner, "step", step_then_kill)
     caplog.set_level(logging.DEBUG, logger="models.common.executors.ray")
     out = tmp_path / "m.npz"
     code = main(["-q", "train", "lda", "--index", str(index.path), "--out", str(out), "--topics", "4",

@@ -373,9 +373,9 @@ class LDA(LDAFoldInMixin, LDADocumentModel, SweepOrderModel):
 
     def _ray_runner(self, executor):
         """The runner of a :class:`models.common.executors.ray.RayExecutor` (imports Ray)."""
-        from .ray import _RayRunner
+        from .ray import runner
 
-        return _RayRunner(executor, self)
+        return runner(executor, self)
 
 
 def joint_log_lik(corpus, z, n_topics, alpha, beta):

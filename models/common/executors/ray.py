@@ -6,8 +6,7 @@ Ray started or joined, one actor per contiguous range of the shards (or chains),
 lost-worker error; :class:`RayWorker` is what every actor shares. The runners:
 
 - :class:`models.common.executors.rounds.PartitionRunner`: the partition rounds of the kinds
-  whose shards sample term groups in turn (PAM, tree-LDA; LDA's own runner in
-  :mod:`models.lda.ray` does the same with sparse term lists);
+  whose shards sample term groups in turn (LDA, PAM, tree-LDA);
 - :class:`models.common.executors.sweeps.SweepRunner`: sweeps whose units share nothing while
   they run, merged on the driver (TCM's shards, gLDA's chains).
 
@@ -133,10 +132,6 @@ class RayRunner:
             shutdown_ray()
 
 
-def _nbytes(obj):
-    return sum(a.nbytes for a in obj) if isinstance(obj, tuple) else obj.nbytes
-
-
 def own(value):
     """A writable copy of what Ray hands over: arrays from its object store are read only, and
     numba compiles read-only arrays as another type (NamedTuples of arrays are copied field by
@@ -150,13 +145,14 @@ def own(value):
     return value
 
 
-def _deep_nbytes(obj):
+def nbytes(obj):
+    """Bytes of the arrays in ``obj`` (an array, or tuples, lists and dicts of them)."""
     if isinstance(obj, np.ndarray):
         return obj.nbytes
     if isinstance(obj, (tuple, list)):
-        return sum(map(_deep_nbytes, obj))
+        return sum(map(nbytes, obj))
     if isinstance(obj, dict):
-        return sum(map(_deep_nbytes, obj.values()))
+        return sum(map(nbytes, obj.values()))
     return 0
 
 

@@ -16,7 +16,7 @@ import time
 import numpy as np
 import ray
 
-from .ray import RayRunner, RayWorker, _nbytes, worker_env
+from .ray import RayRunner, RayWorker, nbytes, worker_env
 
 
 def merge_deltas(*parts):
@@ -57,7 +57,7 @@ class PartitionWorker(RayWorker):
             delta += local - self.totals[c]
             counts = counts + n
             out.append(payload)
-            sizes.append(_nbytes(payload))
+            sizes.append(nbytes(payload))
         return (*out, (delta, sizes, counts))
 
 
@@ -160,7 +160,7 @@ class PartitionRunner(RayRunner):
             cross_worker_bytes_per_sweep=cross,
             # the totals (n_k, n_j) per round: W deltas into the merge task, the sum out to W
             # workers and the driver
-            n_k_bytes_per_sweep=C * S * (2 * self.W + 1) * totals[0].nbytes)
+            n_k_bytes_per_sweep=C * S * (2 * self.W + 1) * 8 * totals.shape[1])
         model.executor_stats_ = dict(self.stats)
         hook.after_sweeps(model, it, counters, self)
 
@@ -180,12 +180,12 @@ class PartitionRunner(RayRunner):
         keys = (hook.DOC_KEYS if docs else ()) + (hook.ASSIGNMENT_KEYS if assignments else ())
         if keys:
             parts = self._get([w.pull.remote(c, keys) for w in self.workers], "sync")
-            self.stats["sync_bytes"] += sum(a.nbytes for p in parts for a in p.values())
+            self.stats["sync_bytes"] += nbytes(parts)
             for p, r in zip(parts, self.ranges):
                 hook.put_state(model, c, r, p)
         if lists:
             for t, payload in zip(self.terms, self._get(self.slices[c], "sync")):
-                self.stats["sync_bytes"] += _nbytes(payload)
+                self.stats["sync_bytes"] += nbytes(payload)
                 hook.put_slice(model, c, t, payload)
             hook.after_lists(model, c)
         model.executor_stats_ = dict(self.stats)

@@ -3,7 +3,7 @@ import time
 
 import ray
 
-from .ray import RayRunner, _deep_nbytes
+from .ray import RayRunner, nbytes
 
 
 class SweepRunner(RayRunner):
@@ -54,14 +54,14 @@ class SweepRunner(RayRunner):
         refs, sent = [], 0
         for c in range(C):
             params = hook.sweep_params(model, c)
-            sent += _deep_nbytes(params) * len(self._owners(c))
+            sent += nbytes(params) * len(self._owners(c))
             ref = ray.put(params)
             refs.append([(r, w.sweep.remote(c, ref)) for w, r in self._owners(c)])
         got = iter(self._get([ref for rs in refs for _, ref in rs], f"sweep {it + 1}"))
         moved = 0
         for c in range(C):
             parts = [(r, next(got)) for r, _ in refs[c]]
-            moved += _deep_nbytes([p for _, p in parts])
+            moved += nbytes([p for _, p in parts])
             hook.merge(model, c, parts)
         dt = time.perf_counter() - t
         self.stats.update(rounds=self.stats["rounds"] + C, sweeps=self.stats["sweeps"] + 1,
@@ -84,7 +84,7 @@ class SweepRunner(RayRunner):
         for c in range(self.C):
             owners = self._owners(c)
             parts = self._get([w.pull.remote(c, keys) for w, _ in owners], "sync")
-            self.stats["sync_bytes"] += _deep_nbytes(parts)
+            self.stats["sync_bytes"] += nbytes(parts)
             for (_, r), p in zip(owners, parts):
                 self.hook.put_state(model, c, r, p)
         model.executor_stats_ = dict(self.stats)
