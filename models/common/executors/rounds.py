@@ -71,12 +71,13 @@ class PartitionRunner(RayRunner):
     ``worker_layout(model, s0, s1)`` and ``worker_args(model, corpus)``
         what a worker's constructor takes besides (layout, chains, totals' length);
     ``totals(model)``
-        the (chains, n) integer totals that the driver keeps current from the deltas (PAM's
-        n_j, tree-LDA's root row of n_i);
+        the (chains, n) integer totals that the driver keeps current from the deltas (LDA's
+        n_k, PAM's n_j, tree-LDA's root row of n_i);
     ``groups(model)``
         the term group of every term (tree-LDA: of every node below the root, -1 elsewhere);
     ``get_slice(model, c, terms)`` / ``put_slice(model, c, terms, payload)``
-        a term group's slice of chain c's topic-word counts out of and into the model;
+        a term group's slice of chain c's topic-word counts out of and into the model (LDA's
+        sparse term lists, PAM's dense n_wj rows, tree-LDA's node rows);
     ``chain_state(model, c, r)`` / ``put_state(model, c, r, part)``
         a worker's chain state (``r``: its (s0, s1, t0, t1, d0, d1)) out of and into the
         model; ``DOC_KEYS`` and ``ASSIGNMENT_KEYS`` name the parts the fit loop reads;

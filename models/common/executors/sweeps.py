@@ -64,6 +64,8 @@ class SweepRunner(RayRunner):
             moved += nbytes([p for _, p in parts])
             hook.merge(model, c, parts)
         dt = time.perf_counter() - t
+        # the keys of the partition rounds' stats: what comes back from the workers, and the
+        # shared state they take (TCM's restaurants) in place of the totals
         self.stats.update(rounds=self.stats["rounds"] + C, sweeps=self.stats["sweeps"] + 1,
                           workers=self.W, sweep_seconds=dt, tokens_per_s=C * corpus.n_tokens / dt,
                           slice_bytes_per_sweep=moved, n_k_bytes_per_sweep=sent)
