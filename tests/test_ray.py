@@ -64,7 +64,7 @@ def test_default_executor_never_imports_ray(tmp_path):
     (1, dict(init="online", n_shards=4, n_topics=12, optimize_alpha=False)),
 ])
 def test_ray_model_equals_local_model_array_for_array(ray_cluster, tmp_path, n_workers, kw):
-    from models.lda.ray import RayExecutor
+    from models.common.executors.ray import RayExecutor
 
     data, kw = corpus(), dict(KW, **kw)
     local = LDA(**kw).fit(data)  # all numba threads
@@ -89,7 +89,8 @@ def test_ray_model_equals_local_model_array_for_array(ray_cluster, tmp_path, n_w
 
 
 def test_killed_worker_fails_clearly_and_resume_gives_the_same_model(ray_cluster, tmp_path):
-    from models.lda.ray import RayExecutor, WorkerLostError
+    from models.common.executors.ray import RayExecutor
+    from models.common.executors import WorkerLostError
 
     data, path = corpus(), tmp_path / "run.ckpt.npz"
     full = LDA(**KW).fit(data)
@@ -149,7 +150,7 @@ def test_lost_worker_is_one_line_of_the_command_naming_the_checkpoint(ray_cluste
     import logging
     import time
 
-    from models.lda.ray import _RayRunner
+    from models.common.executors.rounds import PartitionRunner
     from retrieval.core.index import build_index
     from retrieval.ui.cli import main
 
@@ -160,15 +161,15 @@ def test_lost_worker_is_one_line_of_the_command_naming_the_checkpoint(ray_cluste
                            for i in range(120)))
     index = build_index([src], tmp_path / "idx")
     capsys.readouterr()
-    step = _RayRunner.step
+    step = PartitionRunner.step
 
     def step_then_kill(self, model, corpus, it):
         if it == 7:
             os.kill(self.worker_pids()[1], signal.SIGKILL)
         return step(self, model, corpus, it)
 
-    monkeypatch.setattr(_RayRunner, "step", step_then_kill)
-    caplog.set_level(logging.DEBUG, logger="models.lda.ray")
+    monkeypatch.setattr(PartitionRunner, "step", step_then_kill)
+    caplog.set_level(logging.DEBUG, logger="models.common.executors.ray")
     out = tmp_path / "m.npz"
     code = main(["-q", "train", "lda", "--index", str(index.path), "--out", str(out), "--topics", "4",
                  "--chains", "1", "--iterations", "40", "--shards", "2", "--checkpoint-every", "3",

@@ -86,6 +86,12 @@ class GroupedLDA(LDA):
         Record log p(W, Z) per token of the token-level assignments every this many sweeps.
     callback_every : int, default=1
     checkpoint_every : int, default=10
+    executor : str, default="local"
+        Where the sweeps run: "local" (this process, ``n_jobs`` threads), "ray" (Ray workers
+        that own whole chains; ``RAY_ADDRESS`` or a local Ray cluster), "ray:ADDRESS" or
+        "ray://HOST:PORT" (that Ray cluster). Same seed: the same model whatever the executor
+        and the number of threads or workers. Not written to model files; a checkpoint resumes
+        under any executor. Needs ``pip install topicir[ray]``.
 
     Attributes
     ----------
@@ -110,7 +116,7 @@ class GroupedLDA(LDA):
     def __init__(self, *, n_topics=800, alpha=None, beta=0.01, group_size=4.0, doc_counts="groups",
                  restricted=False, init="online",
                  n_chains=3, n_iter=100, burn_in=None, sample_every=None, seed=0, n_jobs=None,
-                 log_lik_every=10, callback_every=1, checkpoint_every=10):
+                 log_lik_every=10, callback_every=1, checkpoint_every=10, executor="local"):
         self.n_topics = n_topics
         self.alpha = alpha
         self.beta = beta
@@ -127,6 +133,7 @@ class GroupedLDA(LDA):
         self.log_lik_every = log_lik_every
         self.callback_every = callback_every
         self.checkpoint_every = checkpoint_every
+        self.executor = executor
 
     # -- parameters ---------------------------------------------------------------------------
 
@@ -241,6 +248,12 @@ class GroupedLDA(LDA):
 
     def _step(self, corpus, it):
         self._sweep_chains(corpus, resample_groups=not self.restricted)
+
+    def _ray_runner(self, executor):
+        """The runner of a :class:`models.common.executors.ray.RayExecutor` (imports Ray)."""
+        from .ray import runner
+
+        return runner(executor, self)
 
     def _sweep_chains(self, corpus, resample_groups):
         lay = self._lay

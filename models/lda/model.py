@@ -377,12 +377,11 @@ class LDA(LDAFoldInMixin, LDADocumentModel, SweepOrderModel):
                          "n_k_samples", "alpha_samples", "doc_len")
     _FILE_SPEC = files.SPEC  # what a model file and a checkpoint must hold
 
-    @staticmethod
-    def _ray_executor(address):
-        """The executor of ``executor="ray"`` or ``"ray:ADDRESS"`` (imports Ray)."""
-        from .ray import RayExecutor
+    def _ray_runner(self, executor):
+        """The runner of a :class:`models.common.executors.ray.RayExecutor` (imports Ray)."""
+        from .ray import runner
 
-        return RayExecutor(address=address)
+        return runner(executor, self)
 
 
 def joint_log_lik(corpus, z, n_topics, alpha, beta):

@@ -1,40 +1,22 @@
-"""LDA sweeps on Ray workers, giving exactly the model of the local trainer.
+"""LDA sweeps on Ray workers: the partition rounds of
+:class:`models.common.executors.rounds.PartitionRunner` with LDA's blocks
+(:func:`models.lda.doc_kernels.sweep_block`).
 
-Layout: worker a owns a contiguous range of document shards [s0, s1), hence a contiguous range
-of tokens (sweep order is shard first), of documents and of doc lists. Its tokens, assignments,
-doc-topic lists and the rng streams of its shards stay on it. The topic-word counts live as S
-term-group slices (the sparse term lists of the terms of group g, as (nnz per term, packed
-entries)), which flow between workers through Ray's object store.
-
-Round (chain c, sub-step j) is the local sub-step: every shard s samples its tokens of term
-group (s + j) mod S against its copy of n_k, on its own rng stream, with the same kernel
-(:func:`models.lda.doc_kernels.sweep_block`). A worker returns the slices it updated and the
-n_k deltas of its shards; the next round of the chain takes those deltas from every worker
-(integer sums, so the merge is the local one exactly), and each slice goes to the shard that
-samples its group next. The driver only submits rounds and passes object references: a whole
-sweep of every chain is submitted at once and the driver waits once per sweep, for the deltas.
-
-The driver keeps the model object: initialisation (the online pass is sequential), the
-log-likelihood, kept samples, alpha's optimisation and checkpoints run there on state it pulls
-back when the fit loop needs it (see :class:`models.common.executors.LocalRunner` for the protocol).
+A worker owns shards [s0, s1): their tokens' topics (sweep order), their documents' topic lists
+and their rng streams. A term group's slice is the sparse term lists of its terms, as (nnz per
+term, packed entries); a worker unpacks it into a buffer laid out for the group before a block.
+The totals are n_k. Per sweep the workers take the active documents (the sparse
+initialisation's growing set) and alpha (optimised on the driver, on the documents' lists it
+pulls back).
 """
-import logging
-import os
-import time
-
 import numpy as np
-import ray
-from ray.exceptions import ObjectLostError, OwnerDiedError, RayActorError, WorkerCrashedError
 
-from ..common.executors.errors import WorkerLostError
-from ..common.executors.signals import init_ray, shutdown_ray
+from ..common.executors.rounds import PartitionRunner, PartitionWorker
 from . import doc_kernels as lda_doc
 
-log = logging.getLogger(__name__)
 
-_DIED = (RayActorError, WorkerCrashedError, ObjectLostError, OwnerDiedError)
-# Workers import this package from where the driver imported it (same code on both sides).
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+def runner(executor, model):
+    return PartitionRunner(executor, model, LdaHook())
 
 
 def compact_lists(wcap_ptr, wl, wl_nnz, terms):
@@ -53,15 +35,8 @@ def scatter_lists(payload, wcap_ptr, terms, wl, wl_nnz):
     wl_nnz[terms] = nnz
 
 
-def _nbytes(obj):
-    return sum(a.nbytes for a in obj) if isinstance(obj, tuple) else obj.nbytes
-
-
-class ShardWorker:
-    """A Ray actor: the shards [s0, s1) of every chain, sampled one block at a time."""
-
-    def __init__(self, lay, n_chains, n_topics, beta, vbeta):
-        self.lay = lay
+class LdaWorker(PartitionWorker):
+    def setup(self, n_topics, beta, vbeta):
         self.beta, self.vbeta = beta, vbeta
         K = n_topics
         P = 1
@@ -70,315 +45,110 @@ class ShardWorker:
         self.tree, self.inv, self.pbuf = np.zeros(2 * P), np.zeros(K), np.zeros(K)
         self.ndk, self.topics = np.zeros(K, np.int32), np.zeros(K, np.int32)
         self.listed = np.zeros(K, np.uint8)
-        self.n_k = np.zeros((n_chains, K), np.int64)
-        self.chain = [None] * n_chains
-        gcap = lay["gcap"]
-        self.buf = np.zeros(max(int(g[-1]) for g in gcap), lay["wdtype"])
+        gcap = self.lay["gcap"]
+        self.buf = np.zeros(max(int(g[-1]) for g in gcap), self.lay["wdtype"])
 
-    def pid(self):
-        return os.getpid()
-
-    def load(self, c, z, dt, dt_nnz, rng, alpha, active, n_k):
-        self.chain[c] = dict(z=np.array(z), dt=np.array(dt), dt_nnz=np.array(dt_nnz),
-                             rng=np.array(rng), alpha=np.array(alpha), active=np.array(active))
-        self.n_k[c] = n_k
-
-    def set_alpha(self, c, alpha):
-        self.chain[c]["alpha"] = np.array(alpha)
-
-    def set_active(self, c, active):
-        self.chain[c]["active"] = np.array(active)
-
-    def round(self, c, j, n_deltas, *args):
-        """Sub-step j of chain c: add the previous round's merged n_k delta (``args[0]`` when
-        ``n_deltas``), then sample every owned shard s on term group (s + j) mod S (its
-        slice in ``args``). Returns the updated slices and (this worker's n_k delta, slice sizes)."""
+    def sweep_block(self, c, i, g, payload, totals):
         lay, st = self.lay, self.chain[c]
-        if n_deltas:
-            self.n_k[c] += args[0]
-        slices = args[n_deltas:]
-        S = len(lay["gcap"])
-        out, delta, sizes = [], np.zeros(self.n_k.shape[1], np.int64), []
-        for i, payload in enumerate(slices):
-            s = lay["s0"] + i
-            g = (s + j) % S
-            gcap = lay["gcap"][g]
-            terms = np.arange(len(gcap) - 1)
-            wl_nnz = np.empty(len(terms), np.int32)
-            scatter_lists(payload, gcap, terms, self.buf, wl_nnz)
-            local = self.n_k[c].copy()
-            lda_doc.sweep_block(
-                lay["bvp"][i, g], lay["bvp"][i, g + 1],
-                lda_doc.Visits(lay["visit_ptr"], lay["visit_doc"], lay["word"]), st["z"], local,
-                lda_doc.WordLists(gcap, self.buf, lay["wshift"], wl_nnz),
-                lda_doc.DocLists(lay["cap_ptr"], st["dt"], lay["cshift"], st["dt_nnz"], st["active"]),
-                st["alpha"], self.beta, self.vbeta,
-                lda_doc.Scratch(self.tree, self.inv, self.ndk, self.listed, self.topics, self.pbuf),
-                st["rng"][i])
-            delta += local - self.n_k[c]
-            out.append(compact_lists(gcap, self.buf, wl_nnz, terms))
-            sizes.append(_nbytes(out[-1]))
-        return (*out, (delta, sizes))
-
-    def pull(self, c, docs, assignments):
-        st = self.chain[c]
-        out = {}
-        if docs:
-            out.update(dt=st["dt"], dt_nnz=st["dt_nnz"])
-        if assignments:
-            out.update(z=st["z"], rng=st["rng"])
-        return out
+        gcap = lay["gcap"][g]
+        terms = np.arange(len(gcap) - 1)
+        wl_nnz = np.empty(len(terms), np.int32)
+        scatter_lists(payload, gcap, terms, self.buf, wl_nnz)
+        lda_doc.sweep_block(
+            lay["bvp"][i, g], lay["bvp"][i, g + 1],
+            lda_doc.Visits(lay["visit_ptr"], lay["visit_doc"], lay["word"]), st["z"], totals,
+            lda_doc.WordLists(gcap, self.buf, lay["wshift"], wl_nnz),
+            lda_doc.DocLists(lay["cap_ptr"], st["dt"], lay["cshift"], st["dt_nnz"], st["active"]),
+            st["alpha"], self.beta, self.vbeta,
+            lda_doc.Scratch(self.tree, self.inv, self.ndk, self.listed, self.topics, self.pbuf),
+            st["rng"][i])
+        return compact_lists(gcap, self.buf, wl_nnz, terms), np.zeros(0, np.int64)
 
 
-def merge_deltas(*parts):
-    """The n_k change of a round: the sum of every worker's (integer, so order-free)."""
-    return np.sum([delta for delta, _ in parts], axis=0)
+class LdaHook:
+    """LDA's part of the partition rounds (see :class:`PartitionRunner` for the protocol)."""
 
+    worker = LdaWorker
+    DOC_KEYS = ("dt", "dt_nnz")
+    ASSIGNMENT_KEYS = ("z", "rng")
 
-class RayExecutor:
-    """Run a Gibbs trainer's sweeps on Ray (``LDA(executor=RayExecutor(...))``).
+    @staticmethod
+    def groups(model):
+        return model._lay["group"]
 
-    Parameters
-    ----------
-    address : str or None
-        Ray cluster (``ray.init(address=...)``): None uses the cluster already initialised in
-        this process, else ``RAY_ADDRESS``, else starts a local one (shut down after training).
-    n_workers : int or None
-        Ray actors (one CPU each), each owning a contiguous range of the ``n_shards`` shards;
-        None: as many as the cluster has CPUs, at most ``n_shards``.
-    """
+    @staticmethod
+    def ranges(model, s0, s1):
+        lay = model._lay
+        return (lay["shard_tok_ptr"][s0], lay["shard_tok_ptr"][s1], lay["shard_doc"][s0],
+                lay["shard_doc"][s1])
 
-    def __init__(self, address=None, n_workers=None):
-        if n_workers is not None and (not isinstance(n_workers, int) or n_workers < 1):
-            raise ValueError(f"n_workers must be an int >= 1 or None, got {n_workers!r}")
-        self.address = address
-        self.n_workers = n_workers
-        self.last_runner = None
-
-    def __repr__(self):
-        return f"RayExecutor(address={self.address!r}, n_workers={self.n_workers!r})"
-
-    def runner(self, model):
-        self.last_runner = _RayRunner(self, model)
-        return self.last_runner
-
-    def worker_pids(self):
-        """Process ids of the workers of the current (or last) training run."""
-        return self.last_runner.worker_pids()
-
-
-class _RayRunner:
-    def __init__(self, executor, model):
-        self.ex = executor
-        self.workers = []
-        self._owns_ray = False
-        self.stats = dict(rounds=0, sweeps=0, sync_bytes=0)
-
-    # -- setup --------------------------------------------------------------------------------
-
-    def start(self, model, corpus, checkpoint):
-        _ray_reports_to_log()
-        if not ray.is_initialized():
-            # Ray's log records (its start-up banner) go to this process's log, not Ray's handler
-            init_ray(address=self.ex.address, log_to_driver=False, configure_logging=False)
-            self._owns_ray = True
-        S, C, lay = model.n_shards, model.n_chains, model._lay
-        cpus = int(ray.cluster_resources().get("CPU", 1))
-        W = self.ex.n_workers or max(1, min(S, cpus))
-        if W > S:
-            raise ValueError(f"{W} Ray workers for {S} shards: every worker needs a shard; "
-                             f"raise n_shards or use fewer workers")
-        self.checkpoint, self.last_ckpt = checkpoint, getattr(model, "n_iter_", 0)
-        self.S, self.C, self.W = S, C, W
-        self.owner = np.repeat(np.arange(W), [len(a) for a in np.array_split(np.arange(S), W)])
-        self.shard0 = np.concatenate([[0], np.cumsum(np.bincount(self.owner, minlength=W))])
-        cap_ptr, wcap_ptr = lay["cap_ptr"], lay["wcap_ptr"]
-        self.terms = [np.flatnonzero(lay["group"] == g) for g in range(S)]
+    def worker_layout(self, model, s0, s1):
+        lay, S = model._lay, model.n_shards
+        wcap_ptr, cap_ptr = lay["wcap_ptr"], lay["cap_ptr"]
         local_id = np.empty(len(lay["group"]), np.int32)
         gcap = []
-        for t in self.terms:
+        for g in range(S):
+            t = np.flatnonzero(lay["group"] == g)
             local_id[t] = np.arange(len(t), dtype=np.int32)
             gcap.append(np.concatenate([[0], np.cumsum(np.diff(wcap_ptr)[t])]).astype(np.int64))
-        self.ranges = []
-        env = {"PYTHONPATH": os.pathsep.join(p for p in (_ROOT, os.environ.get("PYTHONPATH")) if p)}
-        actor = ray.remote(num_cpus=1, max_restarts=0)(ShardWorker)
-        self.merge = ray.remote(num_cpus=0, max_retries=0)(merge_deltas).options(
-            runtime_env={"env_vars": env})
-        for a in range(W):
-            s0, s1 = int(self.shard0[a]), int(self.shard0[a + 1])
-            t0, t1 = lay["shard_tok_ptr"][s0], lay["shard_tok_ptr"][s1]
-            d0, d1 = lay["shard_doc"][s0], lay["shard_doc"][s1]
-            v0, v1 = lay["block_visit_ptr"][s0, 0], lay["block_visit_ptr"][s1 - 1, S]
-            self.ranges.append((s0, s1, t0, t1, d0, d1))
-            wlay = dict(s0=s0, gcap=gcap, wshift=lay["wshift"], wdtype=lay["wdtype"],
-                        cshift=lay["cshift"], bvp=lay["block_visit_ptr"][s0:s1] - v0,
-                        visit_ptr=lay["visit_ptr"][v0:v1 + 1] - t0,
-                        visit_doc=(lay["visit_doc"][v0:v1] - d0).astype(np.int32),
-                        word=local_id[lay["ord_word"][t0:t1]],
-                        cap_ptr=cap_ptr[d0:d1 + 1] - cap_ptr[d0])
-            self.workers.append(actor.options(runtime_env={"env_vars": env}).remote(
-                wlay, C, model.n_topics, float(model.beta), corpus.n_terms * float(model.beta)))
-        self._pids = self._get([w.pid.remote() for w in self.workers], "starting")
-        self.slices = [[None] * S for _ in range(C)]
-        self.pending = [[] for _ in range(C)]
-        for c in range(C):
-            self._push_chain(model, c)
-        self.n_active = None
+        t0, t1, d0, d1 = self.ranges(model, s0, s1)
+        v0, v1 = lay["block_visit_ptr"][s0, 0], lay["block_visit_ptr"][s1 - 1, S]
+        return dict(gcap=gcap, wshift=lay["wshift"], wdtype=lay["wdtype"], cshift=lay["cshift"],
+                    bvp=lay["block_visit_ptr"][s0:s1] - v0,
+                    visit_ptr=lay["visit_ptr"][v0:v1 + 1] - t0,
+                    visit_doc=(lay["visit_doc"][v0:v1] - d0).astype(np.int32),
+                    word=local_id[lay["ord_word"][t0:t1]], cap_ptr=cap_ptr[d0:d1 + 1] - cap_ptr[d0])
 
-    def _push_chain(self, model, c):
-        """Ship chain c's state from the model's arrays to the workers."""
-        cap_ptr = model._lay["cap_ptr"]
-        for w, (s0, s1, t0, t1, d0, d1) in zip(self.workers, self.ranges):
-            w.load.remote(c, model.z_ord_[c, t0:t1], model.dt_[c, cap_ptr[d0]:cap_ptr[d1]],
-                          model.dt_nnz_[c, d0:d1], model.rng_[c, s0:s1], model.alpha_[c],
-                          model._active[c, d0:d1], model.n_k_[c])
-        wcap = model._lay["wcap_ptr"]
-        for g, t in enumerate(self.terms):
-            self.slices[c][g] = ray.put(compact_lists(wcap, model.wl_[c], model.wl_nnz_[c], t))
-        self.pending[c] = []
+    @staticmethod
+    def worker_args(model, corpus):
+        return model.n_topics, float(model.beta), corpus.n_terms * float(model.beta)
 
-    def worker_pids(self):
-        return list(self._pids)
+    @staticmethod
+    def totals(model):
+        return model.n_k_
 
-    # -- sweeps -------------------------------------------------------------------------------
+    @staticmethod
+    def get_slice(model, c, terms):
+        return compact_lists(model._lay["wcap_ptr"], model.wl_[c], model.wl_nnz_[c], terms)
 
-    def step(self, model, corpus, it):
-        D, S, C = corpus.n_docs, self.S, self.C
-        model._set_active(it, D)
-        n_active = model._sparse_n_active(it, D)
-        if n_active != self.n_active:  # sparse initialisation: the active set grew
-            for c in range(C):
-                for w, (*_, d0, d1) in zip(self.workers, self.ranges):
-                    w.set_active.remote(c, model._active[c, d0:d1])
-            self.n_active = n_active
-        t = time.perf_counter()
-        sweep_deltas = [[] for _ in range(C)]
-        for j in range(S):
-            for c in range(C):  # chains interleaved so that no worker waits on one chain
-                prev, cur = self.pending[c], []
-                for a, w in enumerate(self.workers):
-                    shards = range(*self.ranges[a][:2])
-                    groups = [(s + j) % S for s in shards]
-                    refs = w.round.options(num_returns=len(groups) + 1).remote(
-                        c, j, len(prev), *prev, *[self.slices[c][g] for g in groups])
-                    for g, r in zip(groups, refs[:-1]):
-                        self.slices[c][g] = r
-                    cur.append(refs[-1])
-                # one small task sums the workers' deltas; every worker gets the sum next round
-                self.pending[c] = [self.merge.remote(*cur)]
-                sweep_deltas[c].append(cur)
-                self.stats["rounds"] += 1
-        flat = [r for c in range(C) for rs in sweep_deltas[c] for r in rs]
-        got = iter(self._get(flat, f"sweep {it + 1}"))
-        moved = cross = 0
-        for c in range(C):
-            for j in range(S):
-                for a in range(self.W):
-                    delta, sizes = next(got)
-                    model.n_k_[c] += delta
-                    for s, size in zip(range(*self.ranges[a][:2]), sizes):
-                        moved += size  # the slice goes to the shard sampling it next round
-                        cross += size * (self.owner[(s - 1) % S] != a)
-        dt = time.perf_counter() - t
-        K = model.n_topics
-        active_tokens = int(np.diff(corpus.doc_ptr)[model._active[0] == 1].sum())
-        self.stats.update(
-            sweeps=self.stats["sweeps"] + 1, workers=self.W, sweep_seconds=dt,
-            tokens_per_s=C * active_tokens / dt, slice_bytes_per_sweep=moved,
-            cross_worker_bytes_per_sweep=cross,
-            # per round: W deltas into the merge task, the sum out to W workers and the driver
-            n_k_bytes_per_sweep=C * S * (2 * self.W + 1) * 8 * K)
-        model.executor_stats_ = dict(self.stats)
+    @staticmethod
+    def put_slice(model, c, terms, payload):
+        scatter_lists(payload, model._lay["wcap_ptr"], terms, model.wl_[c], model.wl_nnz_[c])
+
+    @staticmethod
+    def after_lists(model, c):
+        lay = model._lay
+        lda_doc.word_lists_to_dense(lay["wcap_ptr"], model.wl_[c], lay["wshift"],
+                                    model.wl_nnz_[c], model.n_kw_[c])
+
+    @staticmethod
+    def chain_state(model, c, r):
+        s0, s1, t0, t1, d0, d1 = r
+        e0, e1 = model._lay["cap_ptr"][d0], model._lay["cap_ptr"][d1]
+        return dict(z=model.z_ord_[c, t0:t1], dt=model.dt_[c, e0:e1],
+                    dt_nnz=model.dt_nnz_[c, d0:d1], rng=model.rng_[c, s0:s1])
+
+    @staticmethod
+    def put_state(model, c, r, part):
+        s0, s1, t0, t1, d0, d1 = r
+        e0, e1 = model._lay["cap_ptr"][d0], model._lay["cap_ptr"][d1]
+        where = dict(z=(model.z_ord_, t0, t1), dt=(model.dt_, e0, e1),
+                     dt_nnz=(model.dt_nnz_, d0, d1), rng=(model.rng_, s0, s1))
+        for key, value in part.items():
+            table, a, b = where[key]
+            table[c, a:b] = value
+
+    @staticmethod
+    def before_sweeps(model, it):
+        model._set_active(it, model._active.shape[1])
+
+    @staticmethod
+    def sweep_params(model, c, r):
+        *_, d0, d1 = r
+        return dict(active=model._active[c, d0:d1], alpha=model.alpha_[c])
+
+    @staticmethod
+    def after_sweeps(model, it, counters, runner):
         if model._alpha_due(it):
-            for c in range(C):
-                self._pull(model, c, docs=True, lists=False, assignments=False)
-            model._after_sweeps(it)
-            for c in range(C):
-                for w in self.workers:
-                    w.set_alpha.remote(c, model.alpha_[c])
-
-    # -- state back to the driver -------------------------------------------------------------
-
-    def sync(self, model, counts, assignments):
-        if counts or assignments:
-            for c in range(self.C):
-                self._pull(model, c, docs=counts, lists=counts, assignments=assignments)
-
-    def _pull(self, model, c, docs, lists, assignments):
-        cap_ptr, lay = model._lay["cap_ptr"], model._lay
-        parts = self._get([w.pull.remote(c, docs, assignments) for w in self.workers], "sync")
-        self.stats["sync_bytes"] += sum(a.nbytes for p in parts for a in p.values())
-        for p, (s0, s1, t0, t1, d0, d1) in zip(parts, self.ranges):
-            if docs:
-                model.dt_[c, cap_ptr[d0]:cap_ptr[d1]] = p["dt"]
-                model.dt_nnz_[c, d0:d1] = p["dt_nnz"]
-            if assignments:
-                model.z_ord_[c, t0:t1] = p["z"]
-                model.rng_[c, s0:s1] = p["rng"]
-        if lists:
-            for t, payload in zip(self.terms, self._get(self.slices[c], "sync")):
-                self.stats["sync_bytes"] += _nbytes(payload)
-                scatter_lists(payload, lay["wcap_ptr"], t, model.wl_[c], model.wl_nnz_[c])
-            lda_doc.word_lists_to_dense(lay["wcap_ptr"], model.wl_[c], lay["wshift"],
-                                        model.wl_nnz_[c], model.n_kw_[c])
-        model.executor_stats_ = dict(self.stats)
-
-    def checkpointed(self, iteration):
-        self.last_ckpt = iteration
-
-    def _get(self, refs, what):
-        try:
-            return ray.get(refs)
-        except _DIED as e:
-            dead = [a for a, w in enumerate(self.workers) if not _alive(w)]
-            who = ", ".join(f"Ray worker {a} (shards {self.ranges[a][0]}-{self.ranges[a][1] - 1})"
-                            for a in dead) or "a Ray worker"
-            log.debug("Ray's report of the lost worker: %s", e)
-            ckpt = None if self.checkpoint is None else os.fspath(self.checkpoint)
-            raise WorkerLostError(who, what, ckpt, self.last_ckpt, type(e).__name__) from None
-
-    def close(self):
-        for w in self.workers:
-            ray.kill(w)
-        self.workers = []
-        if self._owns_ray:
-            shutdown_ray()
-
-
-def _ray_reports_to_log():
-    """Ray's driver prints its raylet's error reports (a lost worker: a screenful) on stdout and
-    logs an "Unhandled error" for every result a dead worker left unread; they go to this
-    module's log at DEBUG instead, since :class:`WorkerLostError` says what happened. Ray's
-    session logs keep them too."""
-    try:
-        import ray._private.worker as driver
-
-        original = driver.print_to_stdstream
-    except (ImportError, AttributeError):  # another Ray: its reports stay as they are
-        return
-    if getattr(original, "raylet_to_log", False):
-        return
-
-    def print_to_stdstream(data, *args, **kwargs):
-        if data.get("pid") != "raylet":
-            return original(data, *args, **kwargs)
-        for line in data.get("lines", ()):
-            log.debug("Ray: %s", line)
-
-    def unhandled_to_log(record):
-        if not record.getMessage().startswith("Unhandled error"):
-            return True
-        log.debug("Ray: %s", record.getMessage())
-        return False
-
-    print_to_stdstream.raylet_to_log = True
-    driver.print_to_stdstream = print_to_stdstream
-    logging.getLogger(driver.__name__).addFilter(unhandled_to_log)
-
-
-def _alive(worker):
-    try:
-        ray.get(worker.pid.remote(), timeout=10)
-        return True
-    except Exception:  # any failure to answer counts as dead here
-        return False
+            runner.pull_docs(model)
+        model._after_sweeps(it)

@@ -107,6 +107,12 @@ class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):
     log_lik_every : int, default=10
     callback_every : int, default=1
     checkpoint_every : int, default=10
+    executor : str, default="local"
+        Where the sweeps run: "local" (this process, ``n_jobs`` threads), "ray" (Ray workers
+        that own the shards; ``RAY_ADDRESS`` or a local Ray cluster), "ray:ADDRESS" or
+        "ray://HOST:PORT" (that Ray cluster). Same seed and ``n_shards``: the same model
+        whatever the executor and the number of threads or workers. Not written to model
+        files; a checkpoint resumes under any executor. Needs ``pip install topicir[ray]``.
 
     Attributes
     ----------
@@ -139,7 +145,7 @@ class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):
                  sparse_init_frac=1 / 16, sparse_init_every=2,
                  sampler="exact", prune_start=10, prune_mass=0.9, prune_max_edges=64,
                  n_shards=4, seed=0, n_jobs=None, log_lik_every=10, callback_every=1,
-                 checkpoint_every=10):
+                 checkpoint_every=10, executor="local"):
         self.n_super = n_super
         self.n_sub = n_sub
         self.alpha_root = alpha_root
@@ -165,6 +171,7 @@ class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):
         self.log_lik_every = log_lik_every
         self.callback_every = callback_every
         self.checkpoint_every = checkpoint_every
+        self.executor = executor
 
     # -- parameters ---------------------------------------------------------------------------
 
@@ -224,7 +231,7 @@ class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):
         self._lay = dict(ord_pos=ord_pos.astype(pos_t), ord_doc=tok_doc[ord_pos],
                          run_ptr=run_ptr, run_word=run_word, block_run_ptr=block_run_ptr,
                          shard_tok_ptr=shard_tok_ptr, cap_ptr=cap_ptr, doc_len=doc_len,
-                         shard_doc=shard_doc)
+                         shard_doc=shard_doc, group=group)
 
     def _alloc_chain_state(self, corpus):
         C, s, s2 = self.n_chains, self.n_super, self.n_sub
@@ -311,16 +318,22 @@ class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):
 
     def _step(self, corpus, it):
         """Sweep ``it`` (0-based) of every chain, its statistics, then alpha's update when due."""
-        C = self.n_chains
         self._set_active(it, corpus.n_docs)
         pruned = self._is_pruned(it)
         self._stats[:] = 0
-        for c in range(C):
+        for c in range(self.n_chains):
             self._sweep(c, pruned)
-        done = it + 1
-        self._stat_rows.append([done, int(pruned)] + self._stats.sum(0).tolist())
-        if self.learn_alpha and done % self.optimize_every == 0:
-            for c in range(C):
+        self._after_sweeps(it, self._stats.sum(0))
+
+    def _alpha_due(self, it):
+        return self.learn_alpha and (it + 1) % self.optimize_every == 0
+
+    def _after_sweeps(self, it, stats):
+        """What follows sweep ``it`` of every chain (``stats``: its counters summed over the
+        shards): the statistics row, then alpha's update when due."""
+        self._stat_rows.append([it + 1, int(self._is_pruned(it))] + stats.tolist())
+        if self._alpha_due(it):
+            for c in range(self.n_chains):
                 self._update_alpha(c)
 
     # Minka's fixed point per update, warm-started from the last alpha (Mallet's prior)
@@ -336,9 +349,8 @@ class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):
             moment_match(*args)
         self._edges[c] = None
 
-    def _sweep(self, c, pruned=False):
-        """One sweep of chain c (all shards); exact or pruned."""
-        lay = self._lay
+    def _sweep_prior(self, c, pruned):
+        """Chain c's PamPrior and Edges for a sweep (exact: empty edges)."""
         alpha = self.alpha_[c]
         if pruned:
             if self._edges[c] is None:
@@ -347,13 +359,24 @@ class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):
         else:
             z64, z32, zf = np.zeros(1, np.int64), np.zeros(1, np.int32), np.zeros(1)
             edges = Edges(z64, z32, zf, z64, z32, zf)
+        prior = PamPrior(self._alpha_r(), alpha, np.ascontiguousarray(alpha.T), alpha.sum(1),
+                         float(self.beta))
+        return prior, edges
+
+    def _sweep(self, c, pruned=False):
+        """One sweep of chain c (all shards); exact or pruned."""
+        lay = self._lay
+        prior, edges = self._sweep_prior(c, pruned)
         sweep(SweepOrder(lay["block_run_ptr"], lay["run_word"], lay["run_ptr"], lay["ord_doc"]),
               PamState(self.z_ord_[c], self.n_wj_[c], self.n_j_[c], self.n_ds_[c]),
               DocPairs(lay["cap_ptr"], self.dp_key_[c], self.dp_count_[c], self.dp_nnz_[c]),
-              self._active[c], bool(pruned),
-              PamPrior(self._alpha_r(), alpha, np.ascontiguousarray(alpha.T), alpha.sum(1),
-                       float(self.beta)),
-              edges, self._scratch, self.rng_[c])
+              self._active[c], bool(pruned), prior, edges, self._scratch, self.rng_[c])
+
+    def _ray_runner(self, executor):
+        """The runner of a :class:`models.common.executors.ray.RayExecutor` (imports Ray)."""
+        from .ray import runner
+
+        return runner(executor, self)
 
     def _log_lik(self, c):
         n = int(self.n_j_[c].sum())

@@ -105,6 +105,12 @@ class TCM(TCMFoldInMixin, TCMDocumentModel, GibbsModel):
         Record the collapsed log p(w, b) per word token of every chain every this many sweeps.
     callback_every : int, default=1
     checkpoint_every : int, default=10
+    executor : str, default="local"
+        Where the sweeps run: "local" (this process, ``n_jobs`` threads), "ray" (Ray workers
+        that own the shards; ``RAY_ADDRESS`` or a local Ray cluster), "ray:ADDRESS" or
+        "ray://HOST:PORT" (that Ray cluster). Same seed and ``n_shards``: the same model
+        whatever the executor and the number of threads or workers. Not written to model
+        files; a checkpoint resumes under any executor. Needs ``pip install topicir[ray]``.
 
     Attributes
     ----------
@@ -141,7 +147,7 @@ class TCM(TCMFoldInMixin, TCMDocumentModel, GibbsModel):
     def __init__(self, *, n_topics=100, alpha=None, alpha0=None, p_stop=0.5, max_len=8,
                  resample_alpha0=False, n_chains=3, n_iter=100, burn_in=None, sample_every=None,
                  init="random", sampler="sparse", n_shards=4, seed=0, n_jobs=None, log_lik_every=10,
-                 callback_every=1, checkpoint_every=10):
+                 callback_every=1, checkpoint_every=10, executor="local"):
         self.n_topics = n_topics
         self.alpha = alpha
         self.alpha0 = alpha0
@@ -160,6 +166,7 @@ class TCM(TCMFoldInMixin, TCMDocumentModel, GibbsModel):
         self.log_lik_every = log_lik_every
         self.callback_every = callback_every
         self.checkpoint_every = checkpoint_every
+        self.executor = executor
 
     # -- parameters ---------------------------------------------------------------------------
 
@@ -257,6 +264,10 @@ class TCM(TCMFoldInMixin, TCMDocumentModel, GibbsModel):
         (the chains share nothing, so this order gives what chain after chain would)."""
         for c in range(self.n_chains):
             self._sweep(c, merge=False)
+        self._after_sweeps(it)
+
+    def _after_sweeps(self, it):
+        """The merges of every chain's sweep, then alpha0's resampling."""
         self._merge(range(self.n_chains))
         if self.resample_alpha0:
             for c in range(self.n_chains):
@@ -289,6 +300,12 @@ class TCM(TCMFoldInMixin, TCMDocumentModel, GibbsModel):
               self.sampler == "sparse", self.rng_[c, :S], record)
         if merge:
             self._merge([c])
+
+    def _ray_runner(self, executor):
+        """The runner of a :class:`models.common.executors.ray.RayExecutor` (imports Ray)."""
+        from .ray import runner
+
+        return runner(executor, self)
 
     def _merge(self, chains):
         """The restaurants of ``chains`` rebuilt from b, side by side on the numba threads (a

@@ -81,6 +81,12 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
         ``callback(model, iteration, n_iter)`` runs after every this many sweeps.
     checkpoint_every : int, default=10
         With ``fit(..., checkpoint=path)``, write the checkpoint every this many sweeps.
+    executor : str, default="local"
+        Where the sweeps run: "local" (this process, ``n_jobs`` threads), "ray" (Ray workers
+        that own the shards; ``RAY_ADDRESS`` or a local Ray cluster), "ray:ADDRESS" or
+        "ray://HOST:PORT" (that Ray cluster). Same seed and ``n_shards``: the same model
+        whatever the executor and the number of threads or workers. Not written to model
+        files; a checkpoint resumes under any executor. Needs ``pip install topicir[ray]``.
 
     Attributes
     ----------
@@ -105,7 +111,7 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
     def __init__(self, *, n_topics=100, alpha=None, beta_root=0.01, beta_synset=100.0, merge=False,
                  sampler="fast-rb-sdw", wordnet=None, n_chains=3, n_shards=1, n_iter=100,
                  burn_in=None, sample_every=None, seed=0, n_jobs=None, log_lik_every=10,
-                 callback_every=1, checkpoint_every=10):
+                 callback_every=1, checkpoint_every=10, executor="local"):
         self.n_topics = n_topics
         self.alpha = alpha
         self.beta_root = beta_root
@@ -123,6 +129,7 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
         self.log_lik_every = log_lik_every
         self.callback_every = callback_every
         self.checkpoint_every = checkpoint_every
+        self.executor = executor
 
     # -- parameters ---------------------------------------------------------------------------
 
@@ -213,11 +220,16 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
             # the arrays are fresh zeros: leaves' rows of n_i and inv are never touched
             self._rebuild_counts(corpus, c, zeroed=True)
 
+    def _bounds(self):
+        """Every chain's s_bound (eq. 6) of every word, (C, V), computed once for a fit."""
+        if getattr(self, "_s_bound", None) is None:
+            self._s_bound = np.stack([T.path_bound(self.tree_, a) for a in self.alpha_])
+            self._work = None
+        return self._s_bound
+
     def _step(self, corpus, it):
         t = self.tree_
-        if getattr(self, "_s_bound", None) is None:
-            self._s_bound = np.stack([T.path_bound(t, a) for a in self.alpha_])
-            self._work = None
+        self._bounds()
         if getattr(self, "_work", None) is None and self.sampler != "naive":
             # the sparse sweeps' tables and lists, kept from sweep to sweep
             self._work = chain_work(t.word_path_ptr, t.path_edges, t.path_len, t.parent, t.beta,
@@ -227,6 +239,12 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
                      self._path_prior, self._s_bound, self.n_e_, self.n_i_, self.n_dk_, self.inv_,
                      self.alpha_, self.rng_.reshape(self.n_chains, self.n_shards, 4),
                      work=self._work)
+
+    def _ray_runner(self, executor):
+        """The runner of a :class:`models.common.executors.ray.RayExecutor` (imports Ray)."""
+        from .ray import runner
+
+        return runner(executor, self)
 
     def _log_lik(self, c):
         t = self.tree_

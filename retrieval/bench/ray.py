@@ -61,7 +61,7 @@ def _fit(corpus, k, args, executor):
 
 
 def bench(corpus, name, args):
-    from models.lda.ray import RayExecutor
+    from models.common.executors.ray import RayExecutor
     from models.common.executors.signals import shutdown_ray
 
     rows = []

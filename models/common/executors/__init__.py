@@ -21,20 +21,20 @@ The local runner sweeps in this process with numba threads and is the default: w
 ``"local"``
     this process (threads: ``n_jobs``);
 ``"ray"``
-    Ray, through the executor the model class gives (``_ray_executor(address)``; LDA's is
-    :mod:`models.lda.ray`): the cluster named by ``RAY_ADDRESS`` if set, else a local one
+    Ray (:mod:`models.common.executors.ray`, through the runner the model class gives:
+    ``_ray_runner(executor)``): the cluster named by ``RAY_ADDRESS`` if set, else a local one
     started here, or the one already initialised in this process;
 ``"ray:ADDRESS"`` / ``"ray://HOST:PORT"``
     the Ray cluster at ADDRESS (``auto``, ``HOST:PORT``, or a Ray client address);
 
-or a :class:`models.lda.ray.RayExecutor` (to choose the number of workers).
+or a :class:`models.common.executors.ray.RayExecutor` (to choose the number of workers).
 """
 
 from .errors import WorkerLostError  # noqa: F401  (here without Ray, for the CLI)
 
 LOCAL = "local"
-# Model kinds whose sweeps the Ray executor can run (PAM and TCM: see README, "Ray").
-RAY_KINDS = ("lda",)
+# Model kinds whose sweeps the Ray executor can run.
+RAY_KINDS = ("lda", "pam", "tcm", "glda", "tree-lda")
 
 
 class LocalRunner:
@@ -97,5 +97,7 @@ def make_runner(model):
         raise ValueError(f"executor={spec!r}: the Ray executor runs {', '.join(RAY_KINDS)} models, "
                          f"not {model.kind!r}; train {model.kind} with executor='local'")
     if executor is None:
-        executor = model._ray_executor(address)
+        from .ray import RayExecutor  # imports Ray
+
+        executor = RayExecutor(address=address)
     return executor.runner(model)
