@@ -69,7 +69,9 @@ def test_every_gibbs_kind_has_a_ray_executor():
     assert set(KINDS) | {"lda"} == set(RAY_KINDS)
 
 
-@pytest.mark.parametrize("kind, n_workers", [(k, w) for k in KINDS for w in (2, 1)])
+# The default suite runs two workers; one worker owning every unit is a --runslow check.
+@pytest.mark.parametrize("kind, n_workers", [(k, 2) for k in KINDS] + [
+    pytest.param(k, 1, marks=pytest.mark.slow) for k in KINDS])
 def test_ray_model_equals_local_model_array_for_array(ray_cluster, tmp_path, kind, n_workers):
     from models.common.executors.ray import RayExecutor
 
@@ -93,7 +95,9 @@ def test_ray_model_equals_local_model_array_for_array(ray_cluster, tmp_path, kin
     assert st["workers"] == n_workers and st["sweeps"] == kw["n_iter"]
 
 
-@pytest.mark.parametrize("kind", KINDS)
+# One kind per runner in the default suite (partition rounds: PAM; whole chains: gLDA).
+@pytest.mark.parametrize("kind", [k if k in ("pam", "glda") else pytest.param(k, marks=pytest.mark.slow)
+                                  for k in KINDS])
 def test_killed_worker_fails_clearly_and_resume_gives_the_same_model(ray_cluster, tmp_path, kind):
     from models.common.executors.ray import RayExecutor
 
