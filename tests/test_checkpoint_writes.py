@@ -2,6 +2,7 @@
 samples taken since the one before, each kept sample once to a file of its own; resuming from
 them is bit-identical, a kept sample's file is untrusted input like the checkpoint, and a
 training reports the bytes its checkpoints wrote."""
+import json
 import logging
 import shutil
 from pathlib import Path
@@ -297,3 +298,25 @@ def test_a_variational_training_reports_its_checkpoint_writes(tmp_path):
     assert len(sizes) == cls.quick_params["epochs"]
     np.testing.assert_array_equal(m.checkpoint_writes_, sizes)
     assert m.checkpoint_bytes_ == sum(s for _, s in sizes)
+
+
+@pytest.mark.parametrize("kind, version, ok", [
+    (ck.CHECKPOINT_FORMAT, 1, True), (ck.CHECKPOINT_FORMAT, 2, True), (ck.CHECKPOINT_FORMAT, 3, False),
+    (ck.MODEL_FORMAT, 1, True), (ck.MODEL_FORMAT, 2, False)])
+def test_a_newer_format_asks_for_an_upgrade(tmp_path, kind, version, ok):
+    """Checkpoints that list their samples' files are format 2, which an older topicir refuses as
+    newer rather than as damaged; model files stay format 1."""
+    path = tmp_path / "f.npz"
+    ck.write_model_file(path, {"model": "LDA"}, {"a": np.arange(3)}, kind=kind)
+    f = ck.read_model_file(path, kind=kind)
+    assert f.header["format_version"] == ck.FORMAT_VERSIONS[kind] == {ck.MODEL_FORMAT: 1}.get(kind, 2)
+    header = dict(f.header, format_version=version)
+    blob = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
+    with open(path, "wb") as out:
+        np.savez(out, __header__=blob, a=np.arange(3))
+    if ok:
+        assert ck.read_model_file(path, kind=kind).header["format_version"] == version
+    else:
+        with pytest.raises(ValueError, match=rf"f\.npz: format version {version} is newer than this "
+                                             rf"topicir .*upgrade topicir to read it"):
+            ck.read_model_file(path, kind=kind)

@@ -2,7 +2,7 @@
 
 A file is an uncompressed ``.npz`` archive whose entry ``__header__`` holds a UTF-8 JSON header::
 
-    {"format": "topicir-model" | "topicir-checkpoint", "format_version": 1,
+    {"format": "topicir-model" | "topicir-checkpoint", "format_version": 1 | 2,
      "topicir_version": "0.1.0", "model": "LDA", "params": {...constructor parameters...},
      "fingerprint": "...", "corpus_hash": "...", ...}
 
@@ -40,10 +40,12 @@ from .atomic import atomic_open
 # What numpy raises for a truncated or damaged .npz (besides OSError and ValueError).
 _CORRUPT = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error, UnicodeDecodeError)
 
-FORMAT_VERSION = 1
 TOPICIR_VERSION = __version__
 MODEL_FORMAT = "topicir-model"
 CHECKPOINT_FORMAT = "topicir-checkpoint"
+# Checkpoints are format 2 since they list their kept samples' files instead of holding them;
+# format 1 checkpoints (samples inline) still resume.
+FORMAT_VERSIONS = {MODEL_FORMAT: 1, CHECKPOINT_FORMAT: 2}
 
 
 # Integer members of model files at least this big are memory-mapped (module docstring).
@@ -63,7 +65,7 @@ def write_model_file(path, header, arrays, kind=MODEL_FORMAT):
     ``format``, ``format_version`` and ``topicir_version`` are added to the header.
     """
     path = os.fspath(path)
-    header = dict(header, format=kind, format_version=FORMAT_VERSION, topicir_version=TOPICIR_VERSION,
+    header = dict(header, format=kind, format_version=FORMAT_VERSIONS[kind], topicir_version=TOPICIR_VERSION,
                   arrays={k: [list(np.shape(np.ascontiguousarray(v))), np.asarray(v).dtype.str]
                           for k, v in arrays.items()})  # as stored: ascontiguousarray makes 0-d 1-d
     blob = np.frombuffer(json.dumps(header, sort_keys=True).encode("utf-8"), dtype=np.uint8)
@@ -135,10 +137,10 @@ def read_model_file(path, kind=MODEL_FORMAT):
                              f"({type(e).__name__}: {e}); {fix}") from e
     if header.get("format") != kind:
         raise ValueError(f"{path}: expected a {kind!r} file, got format {header.get('format')!r}")
-    if header.get("format_version", 0) > FORMAT_VERSION:
+    if header.get("format_version", 0) > FORMAT_VERSIONS[kind]:
         raise ValueError(
             f"{path}: format version {header['format_version']} is newer than this topicir "
-            f"({TOPICIR_VERSION}, format {FORMAT_VERSION}); upgrade topicir to read it"
+            f"({TOPICIR_VERSION}, format {FORMAT_VERSIONS[kind]}); upgrade topicir to read it"
         )
     _check_manifest(path, header, arrays)
     return ModelFile(header, arrays)
