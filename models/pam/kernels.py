@@ -70,6 +70,7 @@ from .block import (block_start, draw_in_prior, join_sub, move_pair, prior_masse
 from .buckets import a_table, doc_bucket, doc_bucket_prior_total, pick, prior_bucket
 from ..common.kernels.prefetch import prefetch, prefetch2
 from ..common.kernels.rng import uniform
+from ..common.kernels.shards import merge_shard_counts
 
 N_STATS = 5
 # Tokens between the prefetch of a token's document state and its draw (twice as far for the
@@ -306,7 +307,6 @@ def _sweep_pam(block_run_ptr, run_word, run_ptr, ord_doc, z_ord, n_wj, n_j, n_ds
     Changes in place: z_ord, n_wj, n_j, n_ds, dp_*, the scratch arrays, stats and rng.
     """
     S = block_run_ptr.shape[0]
-    n_sub = n_j.shape[0]
     for t in range(S):
         for s in prange(S):
             g = (s + t) % S
@@ -319,9 +319,4 @@ def _sweep_pam(block_run_ptr, run_word, run_ptr, ord_doc, z_ord, n_wj, n_j, n_ds
                          Edges(edge_ptr, edge_sub, edge_alpha, sub_ptr, sub_super, sub_alpha),
                          A_tab, BlockWork(Es[s], Gs[s], cs[s], invs[s], pbufs[s], qbufs[s],
                                           sbufs[s], stats[s]), rng[s])
-        for j in range(n_sub):
-            g0 = n_j[j]
-            acc = g0
-            for s in range(S):
-                acc += local_n_j[s, j] - g0
-            n_j[j] = acc
+        merge_shard_counts(n_j, local_n_j)
