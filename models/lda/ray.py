@@ -11,7 +11,7 @@ pulls back).
 """
 import numpy as np
 
-from ..common.executors.rounds import PartitionRunner, PartitionWorker
+from ..common.executors.rounds import DocumentShards, PartitionRunner, PartitionWorker
 from . import doc_kernels as lda_doc
 
 
@@ -65,22 +65,12 @@ class LdaWorker(PartitionWorker):
         return compact_lists(gcap, self.buf, wl_nnz, terms), np.zeros(0, np.int64)
 
 
-class LdaHook:
+class LdaHook(DocumentShards):
     """LDA's part of the partition rounds (see :class:`PartitionRunner` for the protocol)."""
 
     worker = LdaWorker
     DOC_KEYS = ("dt", "dt_nnz")
     ASSIGNMENT_KEYS = ("z", "rng")
-
-    @staticmethod
-    def groups(model):
-        return model._lay["group"]
-
-    @staticmethod
-    def ranges(model, s0, s1):
-        lay = model._lay
-        return (lay["shard_tok_ptr"][s0], lay["shard_tok_ptr"][s1], lay["shard_doc"][s0],
-                lay["shard_doc"][s1])
 
     def worker_layout(self, model, s0, s1):
         lay, S = model._lay, model.n_shards

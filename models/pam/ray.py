@@ -11,7 +11,7 @@ every sweep by default); the sampler's counters come back with the deltas.
 import numpy as np
 
 from ..common.executors.ray import own
-from ..common.executors.rounds import PartitionRunner, PartitionWorker
+from ..common.executors.rounds import DocumentShards, PartitionRunner, PartitionWorker
 from .buckets import a_table
 from .kernels import N_STATS, BlockWork, DocPairs, PamState, SweepOrder, _sweep_block
 
@@ -51,22 +51,12 @@ class PamWorker(PartitionWorker):
         return self.n_wj[terms], work.stats.copy()
 
 
-class PamHook:
+class PamHook(DocumentShards):
     """PAM's part of the partition rounds (see :class:`PartitionRunner` for the protocol)."""
 
     worker = PamWorker
     DOC_KEYS = ("n_ds", "dp_key", "dp_count", "dp_nnz")
     ASSIGNMENT_KEYS = ("z", "rng")
-
-    @staticmethod
-    def groups(model):
-        return model._lay["group"]
-
-    @staticmethod
-    def ranges(model, s0, s1):
-        lay = model._lay
-        return (lay["shard_tok_ptr"][s0], lay["shard_tok_ptr"][s1], lay["shard_doc"][s0],
-                lay["shard_doc"][s1])
 
     def worker_layout(self, model, s0, s1):
         lay, S = model._lay, model.n_shards

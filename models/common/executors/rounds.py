@@ -61,6 +61,21 @@ class PartitionWorker(RayWorker):
         return (*out, (delta, sizes, counts))
 
 
+class DocumentShards:
+    """The ``groups`` and ``ranges`` of a hook whose layout (``model._lay``) shards the documents
+    and groups the terms as LDA's does (LDA, PAM)."""
+
+    @staticmethod
+    def groups(model):
+        return model._lay["group"]
+
+    @staticmethod
+    def ranges(model, s0, s1):
+        lay = model._lay
+        return (lay["shard_tok_ptr"][s0], lay["shard_tok_ptr"][s1], lay["shard_doc"][s0],
+                lay["shard_doc"][s1])
+
+
 class PartitionRunner(RayRunner):
     """Partition rounds (module docstring) of a kind described by ``hook``, which gives:
 
