@@ -28,8 +28,10 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
     document d: the encoder's posterior refined on that document's ELBO (semi-amortized VI) and
     averaged over posterior draws; with several chains, averaged over the chains' networks.
 
-    In retrieval: no architecture tried, these defaults included, beats exact QL on every shared
-    collection; at lam 0.7 it adds nothing to QL on npl or scifact (docs/results/smoothing-avipam.md).
+    In retrieval: with these defaults it is significantly below exact QL on no shared collection
+    and above it on average (docs/results/effectiveness.md), but no architecture tried, these
+    defaults included, beats exact QL on every shared collection; at lam 0.7 it adds nothing to
+    QL on npl or scifact (docs/results/smoothing-avipam.md).
 
     Parameters
     ----------
