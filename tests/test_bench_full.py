@@ -48,7 +48,12 @@ def test_a_child_is_measured_whole_cpu_memory_and_disk_writes(tmp_path):
         print('done')
         sys.exit(3)
     """)
+    # A parent larger than the child: Linux raises the child's ru_maxrss to the parent's at fork.
+    ballast = bytearray(1200 * MiB)
+    for i in range(0, len(ballast), 4096):
+        ballast[i] = 1
     part = run_measured(cmd, tmp_path / "logs" / "child.log")
+    del ballast
     assert part["exit"] == 3 and part["interrupted"] is None
     assert part["user_s"] + part["sys_s"] >= 0.4
     assert part["wall_s"] >= 0.4

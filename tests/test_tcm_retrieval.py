@@ -229,7 +229,8 @@ def test_smoothing_retrains_a_cached_model_of_other_defaults(tmp_path):
     train_model(index, "tcm", path, progress=False, n_topics=3, alpha0=100.0, resample_alpha0=True,
                 **train)
     model = _model(index, "tcm", 3, train)
-    assert model.get_params()["alpha0"] is None and read_header(path)["params"] == model.get_params()
+    params = {k: v for k, v in model.get_params().items() if k != "executor"}  # not written to files
+    assert params["alpha0"] is None and read_header(path)["params"] == params
     stamp = path.stat().st_mtime_ns
     assert _model(index, "tcm", 3, train).get_params() == model.get_params()
     assert path.stat().st_mtime_ns == stamp

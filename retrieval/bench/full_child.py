@@ -9,7 +9,9 @@ exit, with no sampling:
 - wall seconds, from the start of the child to its exit (polled every ``POLL_S``);
 - CPU seconds, user + system (``ru_utime + ru_stime``, every thread of the child, the JVM's
   included, and of any children it waited for);
-- peak memory, ``ru_maxrss`` (the child's resident set at its largest);
+- peak memory, the largest ``VmHWM`` of ``/proc/<pid>/status`` seen while the child runs (its
+  resident set at its largest, every thread included); without ``/proc``, ``ru_maxrss``, which
+  Linux also raises to the parent's resident set at the moment the child was forked;
 - bytes written to disk: ``write_bytes - cancelled_write_bytes`` of ``/proc/<pid>/io`` (the
   storage layer's count; pages overwritten or deleted before they reached the disk are
   cancelled), where ``/proc`` exists, otherwise ``ru_oublock`` blocks of 512 bytes; and
@@ -63,6 +65,18 @@ def _stop(pid: int) -> None:
                 return
         except KeyboardInterrupt:  # asked again: go on to the next signal at once
             continue
+
+
+def _vm_hwm(pid: int) -> int | None:
+    """``VmHWM`` of ``/proc/<pid>/status`` in bytes (None without /proc, or once it has exited)."""
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return None
 
 
 def _proc_io(pid: int) -> dict:
@@ -125,10 +139,12 @@ def run_measured(cmd: list[str], log_path: Path, *, env: dict | None = None, che
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
     interrupted = None
+    hwm = 0
     try:
         if on_start is not None:
             on_start(proc.pid)
         while not _exited(proc.pid):
+            hwm = max(hwm, _vm_hwm(proc.pid) or 0)
             if watch is not None and watch.poll() and deadline is not None and time.time() >= deadline \
                     and interrupted is None and (stop_ok is None or stop_ok(checkpoint)):
                 interrupted = "deadline"
@@ -145,7 +161,7 @@ def run_measured(cmd: list[str], log_path: Path, *, env: dict | None = None, che
     proc.returncode = os.waitstatus_to_exitcode(status)
     written = (io["write_bytes"] - io.get("cancelled_write_bytes", 0)) if "write_bytes" in io else ru.ru_oublock * 512
     part = dict(started=started, exit=proc.returncode, interrupted=interrupted, wall_s=wall, user_s=ru.ru_utime,
-                sys_s=ru.ru_stime, peak_gib=ru.ru_maxrss / 2**20, written_bytes=max(0, written),
+                sys_s=ru.ru_stime, peak_gib=hwm / 2**30 if hwm else ru.ru_maxrss / 2**20, written_bytes=max(0, written),
                 wchar_bytes=io.get("wchar"), load=[load, os.getloadavg()[0]])
     if watch is not None:
         part.update(checkpoints=watch.writes, checkpoint_max_bytes=watch.max_bytes)
