@@ -112,21 +112,11 @@ class LdaHook(DocumentShards):
                                     model.wl_nnz_[c], model.n_kw_[c])
 
     @staticmethod
-    def chain_state(model, c, r):
+    def state_slices(model, r):
         s0, s1, t0, t1, d0, d1 = r
         e0, e1 = model._lay["cap_ptr"][d0], model._lay["cap_ptr"][d1]
-        return dict(z=model.z_ord_[c, t0:t1], dt=model.dt_[c, e0:e1],
-                    dt_nnz=model.dt_nnz_[c, d0:d1], rng=model.rng_[c, s0:s1])
-
-    @staticmethod
-    def put_state(model, c, r, part):
-        s0, s1, t0, t1, d0, d1 = r
-        e0, e1 = model._lay["cap_ptr"][d0], model._lay["cap_ptr"][d1]
-        where = dict(z=(model.z_ord_, t0, t1), dt=(model.dt_, e0, e1),
-                     dt_nnz=(model.dt_nnz_, d0, d1), rng=(model.rng_, s0, s1))
-        for key, value in part.items():
-            table, a, b = where[key]
-            table[c, a:b] = value
+        return dict(z=(model.z_ord_, t0, t1), dt=(model.dt_, e0, e1),
+                    dt_nnz=(model.dt_nnz_, d0, d1), rng=(model.rng_, s0, s1))
 
     @staticmethod
     def before_sweeps(model, it):

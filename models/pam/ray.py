@@ -91,23 +91,12 @@ class PamHook(DocumentShards):
         pass
 
     @staticmethod
-    def chain_state(model, c, r):
+    def state_slices(model, r):
         s0, s1, t0, t1, d0, d1 = r
         e0, e1 = model._lay["cap_ptr"][d0], model._lay["cap_ptr"][d1]
-        return dict(z=model.z_ord_[c, t0:t1], n_ds=model.n_ds_[c, d0:d1],
-                    dp_key=model.dp_key_[c, e0:e1], dp_count=model.dp_count_[c, e0:e1],
-                    dp_nnz=model.dp_nnz_[c, d0:d1], rng=model.rng_[c, s0:s1])
-
-    @staticmethod
-    def put_state(model, c, r, part):
-        s0, s1, t0, t1, d0, d1 = r
-        e0, e1 = model._lay["cap_ptr"][d0], model._lay["cap_ptr"][d1]
-        where = dict(z=(model.z_ord_, t0, t1), n_ds=(model.n_ds_, d0, d1),
-                     dp_key=(model.dp_key_, e0, e1), dp_count=(model.dp_count_, e0, e1),
-                     dp_nnz=(model.dp_nnz_, d0, d1), rng=(model.rng_, s0, s1))
-        for key, value in part.items():
-            table, a, b = where[key]
-            table[c, a:b] = value
+        return dict(z=(model.z_ord_, t0, t1), n_ds=(model.n_ds_, d0, d1),
+                    dp_key=(model.dp_key_, e0, e1), dp_count=(model.dp_count_, e0, e1),
+                    dp_nnz=(model.dp_nnz_, d0, d1), rng=(model.rng_, s0, s1))
 
     def before_sweeps(self, model, it):
         model._set_active(it, model._active.shape[1])

@@ -62,8 +62,19 @@ class PartitionWorker(RayWorker):
 
 
 class DocumentShards:
-    """The ``groups`` and ``ranges`` of a hook whose layout (``model._lay``) shards the documents
-    and groups the terms as LDA's does (LDA, PAM)."""
+    """The ``groups``, ``ranges`` and chain state of a hook whose layout (``model._lay``) shards
+    the documents and groups the terms as LDA's does (LDA, PAM). The hook gives
+    ``state_slices(model, r)``: every chain-state array with the range of it that the worker
+    ``r`` (its (s0, s1, t0, t1, d0, d1)) owns, as ``{key: (array, start, stop)}``."""
+
+    def chain_state(self, model, c, r):
+        return {key: table[c, a:b] for key, (table, a, b) in self.state_slices(model, r).items()}
+
+    def put_state(self, model, c, r, part):
+        where = self.state_slices(model, r)
+        for key, value in part.items():
+            table, a, b = where[key]
+            table[c, a:b] = value
 
     @staticmethod
     def groups(model):
