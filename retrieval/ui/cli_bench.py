@@ -62,6 +62,23 @@ def add_lda(p):
                    help="samples kept per chain (the last ones), as Wei & Croft's 5 per chain")
 
 
+def add_peers(p):
+    p.add_argument("--index", default="build/bench-full/index",
+                   help="index whose corpus both samplers train on ('topicir bench full' builds this one)")
+    p.add_argument("--kinds", nargs="+", default=["lda", "pam"], choices=("lda", "pam"))
+    p.add_argument("--k", type=int, nargs="+", default=[100, 800], help="LDA topic counts")
+    p.add_argument("--iters", type=int, default=10, help="topicir LDA sweeps per run")
+    p.add_argument("--tomotopy-iters", type=int, default=10, help="tomotopy LDA sweeps per run")
+    p.add_argument("--pam-sizes", type=_pairs, nargs="+", default=[(50, 100), (100, 800)], help="PAM s,s' pairs")
+    p.add_argument("--pam-every", type=int, nargs="+", default=[1, 25],
+                   help="for each PAM size, keep every k-th document only (both samplers)")
+    p.add_argument("--pam-iters", type=int, default=5, help="topicir PAM sweeps per run")
+    p.add_argument("--pam-tomotopy-iters", type=int, default=1, help="tomotopy PAM sweeps per run")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--shards", type=int, default=4, help="topicir document shards")
+    p.add_argument("--seed", type=int, default=0)
+
+
 def add_pam(p):
     _newsgroups(p)
     p.add_argument("--sizes", type=_pairs, nargs="+", default=[(50, 100), (100, 800)], help="s,s' pairs")
@@ -299,6 +316,10 @@ BENCHES = [
                  "each command measured (wall, CPU, peak memory, disk writes) beside the scale projection; "
                  "rerun to resume",
                  add_full, _call("full"), dict(kinds=["lda"], docs=1000, terms=3000, work="build/bench-full-quick")),
+    TableCommand("peers", "LDA and PAM against tomotopy on an AP-size index (the one 'bench full' builds), as ratios",
+                 add_peers, _call("peers"), dict(index="build/bench-full-quick/index", k=[8], iters=2, tomotopy_iters=2,
+                                                 pam_sizes=[(4, 8)], pam_every=[1], pam_iters=2,
+                                                 pam_tomotopy_iters=1)),
     TableCommand("foldin", "fold-in of new documents under a K = 800 LDA model (seconds, held-out likelihood)",
                  add_foldin, _call("foldin"), dict(train_docs=500, new_docs=50, terms=2000, mean_len=50.0, k=8,
                                                    iters=4)),
