@@ -72,6 +72,26 @@ def test_executor_and_workers_are_checked():
         AVIPAM(**dict(KW, executor="ray", n_workers=0)).fit(data)
 
 
+def test_a_worker_error_reads_as_the_local_one():
+    """Ray Train's failure (every rank's exception) becomes the worker's own one-line error; a
+    ValueError wins over the collective errors it causes on the other ranks."""
+    from models.avipam.distributed import _worker_error
+
+    class Failed(Exception):
+        def __init__(self, failures):
+            super().__init__("Training failed due to worker errors:\nrank 0: ...")
+            self.worker_failures = failures
+
+    model = AVIPAM(**KW)
+    err = _worker_error(model, Failed({0: RuntimeError("gloo: connection closed"),
+                                       1: ValueError("bad input\nTraceback ...")}))
+    assert type(err) is ValueError and str(err) == "avipam training on Ray worker 1: bad input"
+    err = _worker_error(model, Failed({1: RuntimeError("the ELBO became [nan]"), 0: RuntimeError("the ELBO became [nan]")}))
+    assert type(err) is RuntimeError and str(err) == "avipam training on Ray worker 0: the ELBO became [nan]"
+    err = _worker_error(model, KeyError("controller"))
+    assert type(err) is RuntimeError and str(err) == "avipam training on Ray: 'controller'"
+
+
 def test_two_workers_follow_the_local_trajectory(ray_cluster, tmp_path):
     data = corpus()
     want = AVIPAM(**KW).fit(data)

@@ -275,7 +275,22 @@ def _drive(trainer, outbox, model, callback, checkpoint):
         if callback is not None and (done % model.callback_every == 0 or done == model.epochs):
             callback(model, done, model.epochs)
     thread.join()
-    if failed or final is None:
-        cause = failed[0] if failed else "no network came back from rank 0"
-        raise RuntimeError(f"{model.kind} training on Ray failed: {cause}") from None
+    if failed:
+        raise _worker_error(model, failed[0]) from None
+    if final is None:
+        raise RuntimeError(f"{model.kind} training on Ray ended without rank 0's network")
     return final
+
+
+def _worker_error(model, error):
+    """A worker's error as the local trainer would raise it: its type when a ValueError or
+    RuntimeError, its first line, the rank (a ValueError first, since the other workers then
+    fail on the broken collective; else the lowest rank's); else Ray's first line."""
+    failures = getattr(error, "worker_failures", None) or {}
+    where, exc = "Ray", error
+    if failures:
+        rank = min(failures, key=lambda r: (type(failures[r]) is not ValueError, r))
+        where, exc = f"Ray worker {rank}", failures[rank]
+    kind = type(exc) if type(exc) in (ValueError, RuntimeError) else RuntimeError
+    lines = str(exc).strip().splitlines() or [type(exc).__name__]
+    return kind(f"{model.kind} training on {where}: {lines[0]}")
