@@ -12,6 +12,7 @@ import numpy as np
 
 from . import files
 from .arch import parse_arch
+from .executor import check_executor, on_ray
 from .foldin import _ONE_PASS, AVIFoldInMixin, chain_block
 from .nets.net_files import term_major
 from ..common.variational import VariationalModel
@@ -122,6 +123,16 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         ``callback(model, epoch, epochs)`` after every this many epochs.
     checkpoint_every : int, default=10
         With ``fit(..., checkpoint=path)``, write the checkpoint every this many epochs.
+    executor : str, default="local"
+        Where training runs: "local" (this process), "ray" (data-parallel on Ray Train workers:
+        ``RAY_ADDRESS`` or a local Ray cluster), "ray:ADDRESS" or "ray://HOST:PORT" (that Ray
+        cluster). On Ray every worker takes its share of each mini-batch's documents (gloo on
+        CPUs, NCCL with ``device="cuda"``, a GPU per worker) and the ELBO trace matches the local
+        one to float rounding (:mod:`models.avipam.distributed`). Not written to model files; a
+        checkpoint resumes under either executor. Needs ``pip install topicir[ray]``.
+    n_workers : int or None, default=None
+        Ray workers of ``executor="ray"`` (None: one per CPU of the cluster, or per GPU with
+        ``device="cuda"``, at most the documents of the smallest mini-batch).
 
     Attributes
     ----------
@@ -153,7 +164,8 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
                  theta_dropout=0.0, decoder="mixture", topic_update="auto", eta=0.01,
                  epochs=100, batch_size=200, lr=1e-3,
                  kl_warmup=0, beta1=0.99, n_chains=3, refine_steps=30, doc_samples=16, seed=0, device="cpu",
-                 n_jobs=None, log_lik_every=10, callback_every=1, checkpoint_every=10):
+                 n_jobs=None, log_lik_every=10, callback_every=1, checkpoint_every=10, executor="local",
+                 n_workers=None):
         self.arch = arch
         self.alpha = alpha
         self.alpha_root = alpha_root
@@ -178,6 +190,8 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         self.log_lik_every = log_lik_every
         self.callback_every = callback_every
         self.checkpoint_every = checkpoint_every
+        self.executor = executor
+        self.n_workers = n_workers
 
     # -- parameters ---------------------------------------------------------------------------
 
@@ -204,6 +218,7 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         self._pos_int("refine_steps", 0)
         self._pos_int("doc_samples", 0)
         self._check_shared_params()
+        check_executor(self)
         if corpus is not None and self.norm == "batch" and corpus.n_docs < 2:
             raise ValueError("norm='batch' needs at least 2 documents")
 
@@ -292,12 +307,16 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
 
         return Docs.from_csr(rows, device, by_term=True)
 
-    def _fit(self, corpus, callback, checkpoint, step_threads):
+    def _fit(self, corpus, callback, checkpoint, step_threads, share=None):
+        if share is None and on_ray(self):
+            from .distributed import fit_on_ray  # imports Ray
+
+            return fit_on_ray(self, corpus, callback, checkpoint, step_threads)
         n = np.bincount(corpus.term_ids, minlength=corpus.n_terms).astype(np.float64)
         eta = float(self.eta)
         self._log_freq = np.log((n + eta) / (n.sum() + eta * corpus.n_terms)).astype(np.float32)
         try:
-            super()._fit(corpus, callback, checkpoint, step_threads)
+            return super()._fit(corpus, callback, checkpoint, step_threads, share)
         finally:
             del self._log_freq
 

@@ -21,10 +21,12 @@ from .base import TopicModel
 from .corpus import content_hash
 from .heldout import document_completion, training_sample
 
+# Parameters that say where training runs, not what it computes: never written to model files.
+_RUNTIME_PARAMS = ("executor", "n_workers")
 # Parameters a checkpoint may differ in: they do not change training (refine_steps and
 # doc_samples only how documents are inferred afterwards).
 _RESUME_FREE = ("n_jobs", "callback_every", "checkpoint_every", "log_lik_every", "device",
-                "refine_steps", "doc_samples")
+                "refine_steps", "doc_samples") + _RUNTIME_PARAMS
 
 
 def count_matrix(corpus):
@@ -172,44 +174,71 @@ class VariationalModel(TopicModel):
             net = self._build_net(n_terms)
         return net.to(torch.device(self.device))
 
-    def _fit(self, corpus, callback, checkpoint, step_threads):
-        import torch
-
-        dev = torch.device(self.device)
+    def _start_fit(self, corpus):
+        """The corpus's fields of the fitted model, empty traces; returns its count matrix."""
         self.fingerprint_ = corpus.fingerprint
         self.corpus_hash_ = content_hash(corpus.doc_ptr, corpus.term_ids, corpus.n_terms)
         self.n_terms_ = corpus.n_terms
         self.n_docs_ = corpus.n_docs
-        X = count_matrix(corpus)
-        net = self._make_net(corpus.n_terms)
+        self._log_lik_rows, self._log_lik_iters = [], []
+        self._dc_rows, self._dc_iters = [], []
+        self._ckpt_writes, self._ckpt_pending = [], 0
+        return count_matrix(corpus)
+
+    def _training_state(self, n_terms):
+        """The network at its initial weights, its optimizer and the two random streams."""
+        import torch
+
+        net = self._make_net(n_terms)
         # fused: one pass over every parameter per step (the encoders' first layers are V x hidden)
         opt = torch.optim.Adam(net.parameters(), lr=float(self.lr), betas=(self.beta1, 0.999), fused=True)
         # Batch order on the CPU, noise and dropout on the device: both streams are checkpointed.
         order_gen = torch.Generator().manual_seed(self.seed)
-        gen = torch.Generator(device=dev).manual_seed(self.seed + 1)
-        self._log_lik_rows, self._log_lik_iters = [], []
-        self._dc_rows, self._dc_iters = [], []
-        self._ckpt_writes, self._ckpt_pending = [], 0
+        gen = torch.Generator(device=torch.device(self.device)).manual_seed(self.seed + 1)
+        return net, opt, order_gen, gen
+
+    def _fit(self, corpus, callback, checkpoint, step_threads, share=None):
+        """Train; ``share``: this process's part of data-parallel training
+        (:class:`models.avipam.distributed.Share`: its documents of every mini-batch, the sums it
+        shares, the training state it starts from), which returns the network and leaves the
+        fitted arrays to the driver."""
+        import torch
+
+        dev = torch.device(self.device)
+        X = self._start_fit(corpus)
+        net, opt, order_gen, gen = self._training_state(corpus.n_terms)
         start = 0
         if checkpoint is not None and os.path.exists(checkpoint):
             start = self._resume(checkpoint, corpus, net, opt, order_gen, gen)
+        elif share is not None and share.resume is not None:
+            start = self._restore(*share.resume, net, opt, order_gen, gen)
+        if share is not None:
+            share.attach(net)
         # Independent networks (chains) step side by side on the CPU, one torch thread each.
         pool = None
-        if dev.type == "cpu" and step_threads > 1 and hasattr(net, "loss_backward"):
+        if share is None and dev.type == "cpu" and step_threads > 1 and hasattr(net, "loss_backward"):
             pool = ThreadPoolExecutor(min(step_threads, len(net.chains)))
-        self._dc_docs = training_sample(corpus, self.seed)
+        self._dc_docs = training_sample(corpus, self.seed) if share is None or share.rank == 0 else []
         try:
-            self._epochs(net, opt, X, start, order_gen, gen, pool, corpus, callback, checkpoint, step_threads)
+            self._epochs(net, opt, X, start, order_gen, gen, pool, corpus, callback, checkpoint,
+                         step_threads, share)
         finally:
             del self._dc_docs
             if pool is not None:
                 pool.shutdown()
+        if share is not None:
+            return net
+        self._end_fit(net, X, step_threads, callback)
+
+    def _end_fit(self, net, X, threads, callback):
+        """The fitted arrays of the trained network ``net``."""
         self.net_ = net
         self.n_samples_ = 1
         self.sample_iter_ = np.array([self.epochs], dtype=np.int64)
-        self._finalize(net, X, step_threads, getattr(callback, "stage", None))
+        self._finalize(net, X, threads, getattr(callback, "stage", None))
 
-    def _epochs(self, net, opt, X, start, order_gen, gen, pool, corpus, callback, checkpoint, step_threads):
+    def _epochs(self, net, opt, X, start, order_gen, gen, pool, corpus, callback, checkpoint, step_threads,
+                share=None):
         import torch
 
         dev = gen.device
@@ -225,17 +254,25 @@ class VariationalModel(TopicModel):
             # Near-equal batches (sizes differ by at most one): batch normalisation never sees
             # a batch of one document.
             for idx in np.array_split(perm, n_batches):
-                x = self._batch_input(X[np.sort(idx)], dev)
+                idx, draws, weight = np.sort(idx), gen, None
+                if share is not None:  # this process's documents of the batch, their draws
+                    idx, draws, weight = share.rows(idx, gen)
+                x = self._batch_input(X[idx], dev)
                 opt.zero_grad()
                 if pool is not None:
                     neg_elbo, kl = net.loss_backward(x, gen, kl_weight, pool)
                 else:
-                    neg_elbo, kl = net.loss(x, gen)
-                    training_loss(neg_elbo, kl, kl_weight).backward()
+                    neg_elbo, kl = net.loss(x, draws)
+                    loss = training_loss(neg_elbo, kl, kl_weight)
+                    (loss if weight is None else loss * weight).backward()
                     if hasattr(net, "dense_grads"):
                         net.dense_grads()
+                if share is not None:
+                    share.sum_grads(net)
                 self._adam_step(opt, step_threads)
                 total = total + neg_elbo.detach().sum(-1).double().cpu().numpy()
+            if share is not None:
+                total = share.sum_epoch(net, total)
             if hasattr(net, "end_epoch"):
                 with torch.no_grad():
                     net.end_epoch()
@@ -252,6 +289,8 @@ class VariationalModel(TopicModel):
                 self._write_checkpoint(checkpoint, net, opt, order_gen, gen)
             if callback is not None and (done % self.callback_every == 0 or done == self.epochs):
                 callback(self, done, self.epochs)
+            if share is not None:
+                share.epoch_done(self, net, opt, order_gen, gen)
 
     def _record_completion(self, net, done):
         """Append the completion trace's figure after epoch ``done``: the training sample's
@@ -291,22 +330,44 @@ class VariationalModel(TopicModel):
                 out[f"opt.{i}.{k}"] = v.detach().cpu().numpy()
         return out
 
-    def _write_checkpoint(self, path, net, opt, order_gen, gen):
-        header = dict(self._file_header(), iteration=self.n_iter_, log_lik=self._log_lik_rows,
-                      log_lik_iter=self._log_lik_iters, **self._dc_header())
+    def _file_header(self):
+        header = super()._file_header()
+        header["params"] = {k: v for k, v in header["params"].items() if k not in _RUNTIME_PARAMS}
+        return header
+
+    def _checkpoint_header(self):
+        return dict(self._file_header(), iteration=self.n_iter_, log_lik=self._log_lik_rows,
+                    log_lik_iter=self._log_lik_iters, **self._dc_header())
+
+    def _checkpoint_arrays(self, net, opt, order_gen, gen):
+        """The training state a checkpoint holds: network, optimizer, random streams."""
         arrays = {"net." + k: v.detach().cpu().numpy() for k, v in net.state_dict().items()}
         arrays.update(self._opt_arrays(opt))
         arrays["order_rng"] = order_gen.get_state().numpy()
         arrays["rng"] = gen.get_state().cpu().numpy()
-        self._wrote(ckpt.write_model_file(path, header, arrays, kind=ckpt.CHECKPOINT_FORMAT), self.n_iter_)
+        return arrays
+
+    def _write_checkpoint(self, path, net, opt, order_gen, gen):
+        self._write_checkpoint_arrays(path, self._checkpoint_arrays(net, opt, order_gen, gen))
+
+    def _write_checkpoint_arrays(self, path, arrays):
+        """Write the checkpoint of the training state ``arrays`` after epoch ``n_iter_``."""
+        self._wrote(ckpt.write_model_file(path, self._checkpoint_header(), arrays,
+                                          kind=ckpt.CHECKPOINT_FORMAT), self.n_iter_)
 
     def _resume(self, path, corpus, net, opt, order_gen, gen):
-        import torch
-
         f = self._open_checkpoint(path, corpus, _RESUME_FREE)
-        h, a = f.header, f.arrays
+        a = f.arrays
         self._upgrade_net_arrays(a, [name for name, _ in net.named_parameters()])
         validate_files.variational_checkpoint(self, path, f, net, opt, {"order_rng": order_gen, "rng": gen})
+        dc, dc_iter = completion_trace(path, f.header)
+        return self._restore(dict(f.header, dc_log_lik=dc, dc_log_lik_iter=dc_iter), a, net, opt, order_gen, gen)
+
+    def _restore(self, h, a, net, opt, order_gen, gen):
+        """Load a checkpoint's validated header ``h`` and arrays ``a`` into the training state;
+        returns the epochs done."""
+        import torch
+
         self._load_net_state(net, a)
         sd = opt.state_dict()
         state = {}
@@ -319,7 +380,7 @@ class VariationalModel(TopicModel):
         gen.set_state(torch.from_numpy(np.array(a["rng"])))
         self._log_lik_rows = [list(r) for r in h["log_lik"]]
         self._log_lik_iters = list(h["log_lik_iter"])
-        self._dc_rows, self._dc_iters = completion_trace(path, h)
+        self._dc_rows, self._dc_iters = list(h["dc_log_lik"]), list(h["dc_log_lik_iter"])
         self.n_iter_ = int(h["iteration"])
         return self.n_iter_
 

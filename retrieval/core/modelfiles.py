@@ -37,7 +37,7 @@ def index_corpus(index: Index) -> Corpus:
 
 
 # Parameters that change how fast a model trains, never what it is.
-RUNTIME_PARAMS = ("n_jobs", "callback_every", "checkpoint_every", "log_lik_every", "executor")
+RUNTIME_PARAMS = ("n_jobs", "callback_every", "checkpoint_every", "log_lik_every", "executor", "n_workers")
 
 
 def settings_hash(kind: str, params: dict) -> str:

@@ -13,7 +13,7 @@ import re
 
 # One vocabulary: the constructor parameter -> the option every command uses for it.
 FLAG_NAMES = {"n_topics": "topics", "n_iter": "iterations", "n_jobs": "threads", "n_chains": "chains",
-              "n_shards": "shards", "n_super": "super", "n_sub": "sub"}
+              "n_shards": "shards", "n_super": "super", "n_sub": "sub", "n_workers": "workers"}
 # Parameters that make no sense on a command line (Python objects).
 SKIP = {"callback"}
 

@@ -17,7 +17,8 @@ stays over the whole vocabulary, so the gradient is the dense one). A dense (B, 
 is accepted everywhere too: the slow, obvious twin that the tests compare with.
 
 Randomness (the reparameterisation noise, dropout) comes only from the ``torch.Generator``
-passed in, so that a checkpoint holding its state resumes the same stream.
+passed in (or a :class:`models.avipam.nets.draws.RowShare` of it), so that a checkpoint holding
+its state resumes the same stream.
 """
 import math
 
@@ -26,6 +27,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from .docs import Docs, as_docs, batch_size, doc_sums
+from .draws import normal, uniform
 from .pair_decoder import pair_log_lik
 from .term_layer import TermLayer
 
@@ -69,10 +71,11 @@ def column_standardise(beta, eps=1e-5):
 
 
 def dropout(h, rate, gen):
-    """Inverted dropout drawing its mask from ``gen`` (torch's own uses the global stream)."""
+    """Inverted dropout drawing its mask from ``gen`` (torch's own uses the global stream; a
+    :class:`models.avipam.nets.draws.RowShare` too)."""
     if rate <= 0:
         return h
-    keep = (torch.rand(h.shape, generator=gen, device=h.device) >= rate).to(h.dtype)
+    keep = (uniform(h.shape, gen, h.device) >= rate).to(h.dtype)
     return h * keep / (1.0 - rate)
 
 
@@ -264,7 +267,7 @@ class PAMNet(nn.Module):
         mu, logvar, L = self.encoders[0](x, self.rate, gen)
         z = mu
         if sample:
-            eps = torch.randn(mu.shape, generator=gen, device=mu.device, dtype=mu.dtype)
+            eps = normal(mu.shape, gen, mu.device, mu.dtype)
             z = mu + torch.bmm(L, eps.unsqueeze(-1)).squeeze(-1)
         kl = kl_full_cov(mu, logvar, L, self.prior_mu, self.prior_chol(), self.prior_log_diag)
         return torch.softmax(z, dim=-1).unsqueeze(1), kl
@@ -278,7 +281,7 @@ class PAMNet(nn.Module):
             mu, logvar = enc(x, self.rate, gen)
             z = mu
             if sample:
-                eps = torch.randn(mu.shape, generator=gen, device=mu.device, dtype=mu.dtype)
+                eps = normal(mu.shape, gen, mu.device, mu.dtype)
                 z = mu + torch.exp(0.5 * logvar) * eps
             theta, kl_l = self._level_step(l, z, mu, logvar)
             mix = torch.bmm(mix, theta)

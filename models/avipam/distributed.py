@@ -1,0 +1,296 @@
+"""aviPAM data-parallel on Ray Train (``executor="ray"``): the local trainer's mini-batches, each
+split among the workers.
+
+Every worker (a ``TorchTrainer`` worker: torch.distributed over gloo on CPUs, NCCL on GPUs)
+holds the corpus and runs the local epoch loop of :meth:`models.common.variational.
+VariationalModel._fit` with a :class:`Share`: it shuffles the documents with the same stream as
+one process, takes its contiguous part of every mini-batch (sorted, as one process reads it),
+and draws the noise and dropout masks of the whole batch from the same stream, keeping its rows
+(:class:`models.avipam.nets.draws.RowShare`). What crosses documents is summed over the workers:
+
+- the loss is the sum of the worker's negative ELBOs over the global batch size, and the
+  gradients are summed (one all-reduce per step), so every worker takes the one-process step;
+- batch normalisation uses the batch's statistics over all workers (:class:`SharedBatchNorm`,
+  gradients through the all-reduce included);
+- the M-step topics' expected counts, and the epoch's ELBO, are summed before they are read.
+
+So the ELBO trajectory is the local one up to the float rounding of sums taken in another order
+(per worker, then across workers): tests/test_avipam_ray.py holds the two traces to a relative
+1e-5 over a few epochs. Rank 0 alone records the completion trace and sends its progress and
+checkpoint state to the driver, which reports it and writes checkpoints with the local code;
+the driver resumes a checkpoint (validated there) by handing its state to every worker, and
+builds the fitted model from the network rank 0 sends at the end.
+"""
+import logging
+import os
+import shutil
+import tempfile
+import threading
+import uuid
+
+import numpy as np
+import torch
+from torch import nn
+
+from .executor import ray_target
+from .nets.draws import RowShare
+
+log = logging.getLogger(__name__)
+
+
+class _AllSum(torch.autograd.Function):
+    """The sum over the workers of a tensor; its gradient is the sum of the workers' gradients."""
+
+    @staticmethod
+    def forward(ctx, x):
+        import torch.distributed as dist
+
+        out = x.clone()
+        dist.all_reduce(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        import torch.distributed as dist
+
+        out = grad.contiguous().clone()
+        dist.all_reduce(out)
+        return out
+
+
+class SharedBatchNorm(nn.BatchNorm1d):
+    """Batch normalisation over the documents of the global batch, whichever worker holds them:
+    the mean and the variance (about the mean, in a second pass, as one process takes it) are
+    sums over all workers; running statistics and evaluation as :class:`torch.nn.BatchNorm1d`."""
+
+    def forward(self, x):
+        if not self.training:
+            return super().forward(x)
+        s = _AllSum.apply(torch.cat([x.sum(0), x.new_full((1,), x.shape[0])]))
+        n = s[-1].detach()
+        mean = s[:-1] / n
+        var = _AllSum.apply(((x - mean) ** 2).sum(0)) / n
+        with torch.no_grad():
+            m = self.momentum
+            self.running_mean.mul_(1 - m).add_(m * mean)
+            self.running_var.mul_(1 - m).add_(m * var * n / (n - 1))
+            self.num_batches_tracked.add_(1)
+        return (x - mean) / torch.sqrt(var + self.eps)
+
+
+class Share:
+    """One worker's part of data-parallel training (see the module docstring), as
+    :meth:`models.common.variational.VariationalModel._fit` asks of it.
+
+    Parameters
+    ----------
+    rank, world : int
+    resume : (header, arrays) or None
+        The training state to start from (a checkpoint's, validated by the driver).
+    outbox : ray.util.queue.Queue or None
+        Rank 0's channel to the driver: after every epoch the traces, and the checkpoint state
+        when ``checkpointing`` and one is due.
+    """
+
+    def __init__(self, rank, world, resume=None, outbox=None, checkpointing=False):
+        self.rank, self.world = rank, world
+        self.resume = resume
+        self.outbox = outbox
+        self.checkpointing = checkpointing
+
+    def attach(self, net):
+        for m in net.modules():
+            if type(m) is nn.BatchNorm1d:
+                m.__class__ = SharedBatchNorm
+
+    def rows(self, idx, gen):
+        """This worker's documents of the sorted batch ``idx``, its draws and the weight of its
+        loss (its documents over the batch's: the loss is a batch mean)."""
+        parts = np.array_split(idx, self.world)
+        lo = sum(len(p) for p in parts[:self.rank])
+        mine = parts[self.rank]
+        return mine, RowShare(gen, len(idx), lo), len(mine) / len(idx)
+
+    def _sum(self, tensors):
+        """Sum ``tensors`` over the workers: one all-reduce, the results as new tensors."""
+        import torch.distributed as dist
+
+        flat = torch.cat([t.reshape(-1) for t in tensors])
+        dist.all_reduce(flat)
+        return [v.view_as(t) for v, t in zip(flat.split([t.numel() for t in tensors]), tensors)]
+
+    def sum_grads(self, net):
+        # new tensors: a layer's own gradient buffer (TermLayer's) keeps this worker's rows
+        params = [p for p in net.parameters() if p.grad is not None]
+        for p, g in zip(params, self._sum([p.grad for p in params])):
+            p.grad = g
+
+    def sum_epoch(self, net, total):
+        """The epoch's negative ELBO (summed over its documents) over all workers; the M-step's
+        expected counts summed in place."""
+        counts = [m.em_counts for m in net.modules() if getattr(m, "topic_em", 0) > 0]
+        if counts:
+            for buf, s in zip(counts, self._sum(counts)):
+                buf.copy_(s)
+        dev = counts[0].device if counts else next(net.parameters()).device
+        t = torch.as_tensor(np.atleast_1d(total), dtype=torch.float64, device=dev)
+        return self._sum([t])[0].cpu().numpy()
+
+    def epoch_done(self, model, net, opt, order_gen, gen):
+        if self.outbox is None:
+            return
+        done = model.n_iter_
+        msg = dict(done=done, log_lik=model._log_lik_rows, log_lik_iter=model._log_lik_iters,
+                   dc=model._dc_rows, dc_iter=model._dc_iters)
+        if self.checkpointing and (done % model.checkpoint_every == 0 or done == model.epochs):
+            msg["arrays"] = model._checkpoint_arrays(net, opt, order_gen, gen)
+        self.outbox.put(msg)
+
+
+def _net_arrays(net):
+    return {"net." + k: v.detach().cpu().numpy() for k, v in net.state_dict().items()}
+
+
+def _train_loop(config):
+    """A Ray Train worker: the local epoch loop on its share of every mini-batch."""
+    import ray
+    import ray.train
+    import ray.train.torch
+
+    ctx = ray.train.get_context()
+    rank = ctx.get_world_rank()
+    model = config["model"]
+    corpus = ray.get(config["corpus"])
+    if model.device != "cpu":
+        model.device = str(ray.train.torch.get_device())
+    outbox = config["outbox"] if rank == 0 else None
+    share = Share(rank, ctx.get_world_size(), config["resume"], outbox, config["checkpointing"])
+    torch.set_num_threads(1)  # as one process on the CPU: the sums split by thread count
+    net = model._fit(corpus, None, None, 1, share)
+    if outbox is not None:
+        outbox.put({"final": _net_arrays(net)})
+
+
+def workers(n_workers, gpu, smallest):
+    """The number of workers: ``n_workers``, or one per CPU (GPU) of the cluster, at most
+    ``smallest`` (the documents of the smallest mini-batch: every worker needs one)."""
+    import ray
+
+    what = "GPU" if gpu else "CPU"
+    if n_workers is None:
+        n_workers = max(1, min(int(ray.cluster_resources().get(what, 1)), smallest))
+    if n_workers > smallest:
+        raise ValueError(f"{n_workers} Ray workers for mini-batches of {smallest} documents: every "
+                         f"worker needs a document of every mini-batch; raise batch_size or use "
+                         f"fewer workers")
+    return n_workers
+
+
+def fit_on_ray(model, corpus, callback, checkpoint, step_threads):
+    """``model._fit`` on Ray Train workers (see the module docstring)."""
+    import ray
+    from ray.util.queue import Queue
+
+    from ..common.executors.signals import init_ray, shutdown_ray
+
+    address, n_workers = ray_target(model)
+    X = model._start_fit(corpus)
+    resume = None
+    if checkpoint is not None and os.path.exists(checkpoint):
+        state = model._training_state(corpus.n_terms)
+        model._resume(checkpoint, corpus, *state)
+        resume = (model._checkpoint_header(), model._checkpoint_arrays(*state))
+    gpu = torch.device(model.device).type == "cuda"
+    D = corpus.n_docs
+    smallest = D // max(1, -(-D // model.batch_size))
+    owns = not ray.is_initialized()
+    if owns:
+        init_ray(address=address, log_to_driver=False, configure_logging=False)
+    storage = tempfile.mkdtemp(prefix="topicir-ray-train-")
+    try:
+        W = workers(n_workers, gpu, smallest)
+        outbox = Queue(actor_options={"num_cpus": 0})
+        try:
+            worker_model = type(model)(**dict(model.get_params(), executor="local", n_workers=None))
+            config = dict(model=worker_model, corpus=ray.put(corpus), resume=resume, outbox=outbox,
+                          checkpointing=checkpoint is not None)
+            log.info("training %s on %d Ray Train workers (%s)", model.kind, W, "NCCL" if gpu else "gloo")
+            final = _drive(_trainer(config, W, gpu, storage), outbox, model, callback, checkpoint)
+        finally:
+            outbox.shutdown()
+    finally:
+        shutil.rmtree(storage, ignore_errors=True)
+        if owns:
+            shutdown_ray()
+    net = model._make_net(corpus.n_terms)
+    model._load_net_state(net, final)
+    model._end_fit(net, X, step_threads, callback)
+
+
+def _trainer(config, n_workers, gpu, storage):
+    from ray.train import FailureConfig, RunConfig, ScalingConfig
+    from ray.train.torch import TorchConfig, TorchTrainer
+
+    from ..common.executors.ray import worker_env
+
+    return TorchTrainer(
+        _train_loop, train_loop_config=config,
+        torch_config=TorchConfig(backend="nccl" if gpu else "gloo"),
+        scaling_config=ScalingConfig(num_workers=n_workers, use_gpu=gpu),
+        run_config=RunConfig(name=f"topicir-{uuid.uuid4().hex[:12]}", storage_path=storage,
+                             worker_runtime_env=worker_env(), failure_config=FailureConfig(max_failures=0)))
+
+
+def _drive(trainer, outbox, model, callback, checkpoint):
+    """Run ``trainer`` while taking rank 0's messages: the traces into ``model``, checkpoints
+    written, ``callback`` called, as the local loop does; returns the final network's arrays."""
+    from ray.util.queue import Empty
+
+    failed = []
+
+    def run():
+        try:
+            trainer.fit()
+        except Exception as e:  # reported below, on the driver's thread
+            failed.append(e)
+
+    thread = threading.Thread(target=run, name="ray-train", daemon=True)
+    thread.start()
+    final = None
+    while True:
+        try:
+            msg = outbox.get(timeout=0.5)
+        except Empty:
+            if thread.is_alive() or not outbox.empty():
+                continue
+            break
+        if "final" in msg:
+            final = msg["final"]
+            continue
+        model._log_lik_rows, model._log_lik_iters = msg["log_lik"], msg["log_lik_iter"]
+        model._dc_rows, model._dc_iters = msg["dc"], msg["dc_iter"]
+        done = model.n_iter_ = msg["done"]
+        if "arrays" in msg:
+            model._write_checkpoint_arrays(checkpoint, msg["arrays"])
+        if callback is not None and (done % model.callback_every == 0 or done == model.epochs):
+            callback(model, done, model.epochs)
+    thread.join()
+    if failed:
+        raise _worker_error(model, failed[0]) from None
+    if final is None:
+        raise RuntimeError(f"{model.kind} training on Ray ended without rank 0's network")
+    return final
+
+
+def _worker_error(model, error):
+    """A worker's error as the local trainer would raise it: its type when a ValueError or
+    RuntimeError, its first line, the rank (a ValueError first, since the other workers then
+    fail on the broken collective; else the lowest rank's); else Ray's first line."""
+    failures = getattr(error, "worker_failures", None) or {}
+    where, exc = "Ray", error
+    if failures:
+        rank = min(failures, key=lambda r: (type(failures[r]) is not ValueError, r))
+        where, exc = f"Ray worker {rank}", failures[rank]
+    kind = type(exc) if type(exc) in (ValueError, RuntimeError) else RuntimeError
+    lines = str(exc).strip().splitlines() or [type(exc).__name__]
+    return kind(f"{model.kind} training on {where}: {lines[0]}")

@@ -1,0 +1,141 @@
+"""aviPAM data-parallel on Ray Train (models/avipam/distributed.py): two workers, each holding
+half of every mini-batch, follow the ELBO trajectory of one process training on the same global
+batches, to the float rounding of sums taken in another order (per worker, then across them);
+the driver reports progress, writes the checkpoints and returns an ordinary model. A local Ray
+cluster (2 CPUs) is started once for the module."""
+import numpy as np
+import pytest
+import torch
+
+from models.avipam.model import AVIPAM
+from models.avipam.nets.draws import RowShare, normal, uniform
+from models.common import checkpoint as ckpt
+from models.common.corpus import synthetic_corpus
+from tests.helpers import Killed
+
+# Two chains with the M-step topics (the default) and theta dropout: every draw and every sum
+# across documents (batch normalisation, gradients, expected counts) is exercised.
+KW = dict(arch="4pam:3,8", hidden=16, epochs=3, batch_size=20, n_chains=2, theta_dropout=0.3, seed=3,
+          refine_steps=0, doc_samples=0, log_lik_every=2, checkpoint_every=2)
+# The stated agreement: the ELBO per token of every epoch and chain, relative.
+ELBO_RTOL = 1e-5
+# The biases feeding a batch normalisation without scale and shift have a gradient of zero
+# whatever the data; Adam (m / sqrt(v)) moves them by the rounding noise of that zero in both
+# runs, and the running means follow them. Nothing the model computes in training depends on them.
+SHIFT_FREE = (".mu.bias", ".logvar.bias", ".running_mean")
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    ray = pytest.importorskip("ray")
+    pytest.importorskip("ray.train.torch")
+    from models.common.executors.signals import init_ray, shutdown_ray
+
+    init_ray(num_cpus=2, log_to_driver=False, include_dashboard=False)
+    yield ray
+    shutdown_ray()
+
+
+def corpus():
+    return synthetic_corpus(80, 60, 30, seed=1)
+
+
+def assert_same_training(got, want):
+    np.testing.assert_allclose(got.log_lik_, want.log_lik_, rtol=ELBO_RTOL, atol=0)
+    np.testing.assert_array_equal(got.dc_log_lik_iter_, want.dc_log_lik_iter_)
+    np.testing.assert_allclose(got.dc_log_lik_, want.dc_log_lik_, rtol=1e-4)
+    np.testing.assert_allclose(got.topic_word_, want.topic_word_, rtol=1e-4, atol=1e-9)
+    mine, theirs = got.net_.state_dict(), want.net_.state_dict()
+    assert mine.keys() == theirs.keys()
+    for name, value in theirs.items():
+        if value.is_floating_point() and not name.endswith(SHIFT_FREE):
+            np.testing.assert_allclose(mine[name].numpy(), value.numpy(), rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+def test_row_share_draws_the_batch_rows():
+    """A worker holding rows [lo, lo + B) of a batch draws exactly those rows of the batch's draws."""
+    full = torch.Generator().manual_seed(5)
+    part = torch.Generator().manual_seed(5)
+    want_u, want_n = uniform((7, 4), full, "cpu"), normal((7, 2, 3), full, "cpu", torch.float32)
+    got_u = uniform((3, 4), RowShare(part, 7, 2), "cpu")
+    got_n = normal((3, 2, 3), RowShare(part, 7, 2), "cpu", torch.float32)
+    np.testing.assert_array_equal(got_u.numpy(), want_u[2:5].numpy())
+    np.testing.assert_array_equal(got_n.numpy(), want_n[2:5].numpy())
+    assert torch.equal(full.get_state(), part.get_state())  # the stream moves as one process's
+
+
+def test_executor_and_workers_are_checked():
+    data = corpus()
+    with pytest.raises(ValueError, match="executor must be"):
+        AVIPAM(**dict(KW, executor="spark")).fit(data)
+    with pytest.raises(ValueError, match="n_workers must be"):
+        AVIPAM(**dict(KW, executor="ray", n_workers=0)).fit(data)
+
+
+def test_a_worker_error_reads_as_the_local_one():
+    """Ray Train's failure (every rank's exception) becomes the worker's own one-line error; a
+    ValueError wins over the collective errors it causes on the other ranks."""
+    from models.avipam.distributed import _worker_error
+
+    class Failed(Exception):
+        def __init__(self, failures):
+            super().__init__("Training failed due to worker errors:\nrank 0: ...")
+            self.worker_failures = failures
+
+    model = AVIPAM(**KW)
+    err = _worker_error(model, Failed({0: RuntimeError("gloo: connection closed"),
+                                       1: ValueError("bad input\nTraceback ...")}))
+    assert type(err) is ValueError and str(err) == "avipam training on Ray worker 1: bad input"
+    err = _worker_error(model, Failed({1: RuntimeError("the ELBO became [nan]"), 0: RuntimeError("the ELBO became [nan]")}))
+    assert type(err) is RuntimeError and str(err) == "avipam training on Ray worker 0: the ELBO became [nan]"
+    err = _worker_error(model, KeyError("controller"))
+    assert type(err) is RuntimeError and str(err) == "avipam training on Ray: 'controller'"
+
+
+def test_two_workers_follow_the_local_trajectory(ray_cluster, tmp_path):
+    data = corpus()
+    want = AVIPAM(**KW).fit(data)
+    seen = []
+    path = tmp_path / "avi.ckpt"
+    got = AVIPAM(**dict(KW, executor="ray", n_workers=2)).fit(
+        data, callback=lambda m, e, n: seen.append((e, n, m.log_lik_.shape[0])), checkpoint=path)
+    assert seen == [(1, 3, 1), (2, 3, 2), (3, 3, 3)]  # progress on the driver, every epoch
+    assert_same_training(got, want)
+    assert got.doc_mix_.shape == want.doc_mix_.shape
+    # the driver wrote the checkpoints (epochs 2 and 3), atomically
+    assert got.checkpoint_writes_[:, 0].tolist() == [2, 3]
+    assert ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT).header["iteration"] == 3
+    assert not path.with_name(path.name + ".tmp").exists()
+    # an ordinary model file, without where it was trained
+    got.save(tmp_path / "avi.npz")
+    back = AVIPAM.load(tmp_path / "avi.npz")
+    assert "executor" not in ckpt.read_model_file(tmp_path / "avi.npz").header["params"]
+    assert back.executor == "local" and back.n_workers is None
+    np.testing.assert_array_equal(back.doc_mix_, got.doc_mix_)
+    np.testing.assert_array_equal(back.log_lik_, got.log_lik_)
+
+
+def test_too_many_workers_for_a_mini_batch(ray_cluster):
+    with pytest.raises(ValueError, match="3 Ray workers for mini-batches of 2 documents"):
+        AVIPAM(**dict(KW, batch_size=2, executor="ray", n_workers=3)).fit(corpus())
+
+
+@pytest.mark.slow
+def test_ray_resumes_a_local_checkpoint(ray_cluster, tmp_path):
+    """A run killed after epoch 2 resumes on Ray (the driver validates the checkpoint and hands
+    its state to the workers) and ends as the uninterrupted local run, within the tolerance."""
+    data = corpus()
+    kw = dict(KW, epochs=4, checkpoint_every=1)
+    want = AVIPAM(**kw).fit(data)
+    path = tmp_path / "avi.ckpt"
+
+    def kill(model, epoch, epochs):
+        if epoch == 2:
+            raise Killed
+
+    with pytest.raises(Killed):
+        AVIPAM(**kw).fit(data, callback=kill, checkpoint=path)
+    got = AVIPAM(**dict(kw, executor="ray", n_workers=2)).fit(data, checkpoint=path)
+    np.testing.assert_array_equal(got.log_lik_[:2], want.log_lik_[:2])
+    assert_same_training(got, want)
+    assert got.checkpoint_writes_[:, 0].tolist() == [3, 4]
