@@ -176,7 +176,7 @@ def _notes(state, steps, proj, comparable, info) -> list[str]:
         f"TREC run files of every query, read back; the synthetic collection has no relevance judgments.",
         f"Each command ran as printed (as python -m retrieval), in its own process, with --threads {info['threads']} "
         f"and NUMBA_NUM_THREADS={info['threads']}: wall from its start to its exit; CPU, user + system time of the "
-        f"process (all its threads, the JVM's included); peak memory, its ru_maxrss; written to disk, write_bytes "
+        f"process (all its threads, the JVM's included); peak memory, its VmHWM (/proc/PID/status, polled while it runs); written to disk, write_bytes "
         f"less cancelled_write_bytes of /proc/PID/io read at its exit (a training's checkpoints and model file, an "
         f"index's files); checkpoints written, the times its checkpoint file was replaced. A training's wall is the "
         f"whole command too: the corpus read from the index, the sweeps and checkpoints, the model saved and the "
