@@ -20,6 +20,9 @@ from retrieval.core.shards import ShardedIndex, build_shards, combine, open_shar
 from retrieval.core.sources import load_topics
 from retrieval.ui.cli import main
 
+# topic 5 is only stopwords: both rankings warn of it (one test checks that the sharded one does)
+pytestmark = pytest.mark.filterwarnings("ignore:topic 5:UserWarning")
+
 WORDS = ("wing flow shock boundary layer heat transfer pressure plate cone supersonic jet nozzle "
          "turbulent laminar wake vortex blade engine stress panel buckling cylinder shell").split()
 TOPICS = {"1": "boundary layer heat", "2": "shock wave cone", "3": "turbulent jet nozzle noise",
@@ -200,6 +203,10 @@ def test_what_a_sharded_index_refuses(built, tmp_path):
     for argv, message in cases:
         rc, _, err = _cli(*argv)
         assert rc == 2 and len(err.strip().splitlines()) == 1 and message in err, (argv, err)
+    with pytest.raises(ValueError, match="executor must be"):
+        run_sharded(built["sharded"], load_topics(topics), executor="spark", progress=False)
+    with pytest.raises(ValueError, match="n_workers sets the Ray workers"):
+        run_sharded(built["sharded"], load_topics(topics), n_workers=2, progress=False)
     # a model of other documents: its file and both fingerprints
     small = build_shards([Path(__file__).parent / "data" / "docs.trec"], tmp_path / "small", 2)
     with pytest.raises(ValueError, match=f"lda.npz: trained on the index with fingerprint {built['whole'].fingerprint}"):

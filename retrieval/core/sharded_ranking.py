@@ -1,7 +1,7 @@
 """Ranking over a sharded index (:mod:`retrieval.core.shards`): the run a single index gives.
 
-Each shard is scored by a :class:`ShardScorer`, in this process or on a Ray worker (a worker
-owns a contiguous range of the shards). The driver
+Each shard is scored by a :class:`ShardScorer`, in this process or on a Ray worker, which owns a
+contiguous range of the shards (a :class:`ShardGroup`). The driver
 
 1. analyses the queries (the shards share one analyzer) and gathers every shard's vocabulary
    and term counts, which it combines exactly (:func:`~retrieval.core.shards.combine`: integer
@@ -10,8 +10,8 @@ owns a contiguous range of the shards). The driver
 2. sends the queries, as term ids of the whole collection with their weights; with a model, the
    model file's path, which each worker opens memory-mapped (checked against the whole
    collection's fingerprint and document lengths) and reads as the single index would: one
-   ``p_w_d`` per group of queries (:func:`~retrieval.core.ranking.batch_tables`, the same groups),
-   of which it keeps its documents' rows;
+   ``p_w_d`` per group of queries (:func:`~retrieval.core.ranking.batch_tables`, the same groups)
+   for all its shards, each of which keeps its documents' rows;
 3. merges the shards' top ``depth`` documents by score, ties to the lower row of the whole
    collection, as :func:`~retrieval.core.scoring.top_k` breaks them on one index.
 
@@ -39,6 +39,7 @@ from tqdm.auto import tqdm
 from models import registry
 from models.common.atomic import check_writable
 from models.common.checkpoint import read_header
+from models.common.executors import parse_executor
 
 from .plugins import hook
 from .ranking import DEPTH, batch_tables, collecting_runs
@@ -51,13 +52,13 @@ log = logging.getLogger(__name__)
 
 
 class ShardScorer:
-    """One shard's side of a sharded batch: its statistics, the whole collection's P(w|C) and
-    the model's rows of its documents."""
+    """One shard's side of a sharded batch: its statistics and its term ids among the whole
+    collection's."""
 
     def __init__(self, shard: Shard):
         self.shard = shard
         self.stats = open_shard(shard).stats
-        self.collection = self.local = self.model = None
+        self.local = None
 
     def terms(self):
         return shard_terms(self.stats)
@@ -65,15 +66,10 @@ class ShardScorer:
     def doc_len(self) -> np.ndarray:
         return np.asarray(self.stats.doc_len, dtype=np.int64)
 
-    def connect(self, cf: np.ndarray, n_docs: int, n_tokens: int, ids: np.ndarray, model: tuple | None) -> None:
-        """The whole collection's counts ``cf`` and size, this shard's term ids ``ids`` among
-        them, and ``model``: None or (model file, its fingerprint, every document's length)."""
-        self.collection = CollectionModel(None, np.array(cf), n_docs, n_tokens)
-        self.local = np.full(len(cf), -1, dtype=np.int64)
+    def connect(self, ids: np.ndarray, n_terms: int) -> None:
+        """This shard's terms' ids ``ids`` among the ``n_terms`` of the whole collection."""
+        self.local = np.full(n_terms, -1, dtype=np.int64)
         self.local[ids] = np.arange(len(ids))
-        if model is not None:
-            path, fingerprint, doc_len = model
-            self.model = registry.load(path, fingerprint=fingerprint, doc_len=np.array(doc_len))
 
     def _postings(self, query: Query) -> tuple[np.ndarray, np.ndarray]:
         """This shard's postings range of each query term (empty for a term it lacks)."""
@@ -84,34 +80,35 @@ class ShardScorer:
         hi = np.where(present, ptr[np.maximum(local, 0) + 1], 0)
         return lo.astype(np.int64), hi.astype(np.int64)
 
-    def rank(self, queries: list[Query], settings: list[tuple[float, float]], depth: int) -> dict:
-        """Per (mu, lam) setting, per query: (rows in the whole collection int64, scores float64,
-        docnos) of this shard's top ``depth``, best first."""
-        queries = [q._replace(term_ids=np.array(q.term_ids), weights=np.array(q.weights)) for q in queries]
-        s, lo = self.stats, self.shard.first_doc
-        hi = lo + s.n_docs
-        doc_len = self.doc_len()
-        model = self.model if any(lam < 1 for _, lam in settings) else None
-        whole = SimpleNamespace(stats=self.collection)  # what batch_tables reads of an index
-        tables = batch_tables(whole, [q.text for q in queries], model, queries=queries)
-        out = {setting: [] for setting in settings}
-        for query, (p_w, _) in zip(queries, tables):
-            p_tm = p_w[lo:hi] if p_w is not None else None
-            post_lo, post_hi = self._postings(query)
-            for mu, lam in settings:
-                scorer = Scorer(self.collection, mu=mu, lam=lam, model=self.model)
-                scores = scorer.score_docs(query, doc_len, s.post_doc, s.post_tf, post_lo, post_hi,
-                                           p_tm if scorer.lam != 1.0 else None)
-                top = top_k(scores, depth)
-                out[(mu, lam)].append((top + lo, scores[top], [s.docnos[i] for i in top.tolist()]))
+    def rank(self, query: Query, p_w: np.ndarray | None, scorers: list[Scorer], depth: int) -> list:
+        """Per scorer (a (mu, lam) setting): (rows in the whole collection int64, scores float64,
+        docnos) of this shard's top ``depth`` for ``query``, best first. ``p_w``: P_TM(w|d) of
+        the query's terms in every document of the collection, or None."""
+        s, first = self.stats, self.shard.first_doc
+        p_tm = p_w[first:first + s.n_docs] if p_w is not None else None
+        post_lo, post_hi = self._postings(query)
+        out = []
+        for scorer in scorers:
+            scores = scorer.score_docs(query, self.doc_len(), s.post_doc, s.post_tf, post_lo, post_hi,
+                                       p_tm if scorer.lam != 1.0 else None)
+            top = top_k(scores, depth)
+            out.append((top + first, scores[top], [s.docnos[i] for i in top.tolist()]))
         return out
 
 
 class ShardGroup:
-    """The shards one worker owns (a Ray actor, or the driver itself), in row order."""
+    """The shards one worker owns (a Ray actor, or the driver itself), in row order, with the
+    whole collection's P(w|C) and the model they share: the model's tables of a group of
+    queries are computed once for all of them."""
 
     def __init__(self, shards: list[Shard]):
-        self.scorers = [ShardScorer(shard) for shard in shards]
+        self.shards, self.scorers = shards, []
+        self.collection = self.model = None
+
+    def open(self) -> None:
+        """Open the shards (not in ``__init__``: a Ray actor's own error there is not handed
+        back, only that it died)."""
+        self.scorers = [ShardScorer(shard) for shard in self.shards]
 
     def pid(self) -> int:
         return os.getpid()
@@ -122,30 +119,48 @@ class ShardGroup:
     def doc_len(self) -> list:
         return [s.doc_len() for s in self.scorers]
 
-    def connect(self, args: list[tuple]) -> None:
-        for scorer, a in zip(self.scorers, args):
-            scorer.connect(*a)
+    def connect(self, cf: np.ndarray, n_docs: int, n_tokens: int, ids: list[np.ndarray], model: tuple | None) -> None:
+        """The whole collection's counts ``cf`` and size, each shard's term ids ``ids`` among
+        them, and ``model``: None or (model file, its fingerprint, every document's length)."""
+        self.collection = CollectionModel(None, np.array(cf), n_docs, n_tokens)
+        for scorer, shard_ids in zip(self.scorers, ids):
+            scorer.connect(shard_ids, len(cf))
+        if model is not None:
+            path, fingerprint, doc_len = model
+            self.model = registry.load(path, fingerprint=fingerprint, doc_len=np.array(doc_len))
 
-    def rank(self, queries, settings, depth) -> list:
-        return [s.rank(queries, settings, depth) for s in self.scorers]
+    def rank(self, queries: list[Query], settings: list[tuple[float, float]], depth: int,
+             progress: bool = False) -> list[dict]:
+        """Per shard, per (mu, lam) setting, per query: :meth:`ShardScorer.rank`'s top ``depth``."""
+        queries = [q._replace(term_ids=np.array(q.term_ids), weights=np.array(q.weights)) for q in queries]
+        model = self.model if any(lam < 1 for _, lam in settings) else None
+        whole = SimpleNamespace(stats=self.collection)  # what batch_tables reads of an index
+        tables = batch_tables(whole, [q.text for q in queries], model, queries=queries)
+        scorers = [Scorer(self.collection, mu=mu, lam=lam, model=self.model) for mu, lam in settings]
+        out = [{setting: [] for setting in settings} for _ in self.scorers]
+        for query, (p_w, _) in tqdm(zip(queries, tables), total=len(queries), desc="ranking topics",
+                                    unit=" topics", disable=not progress, mininterval=1):
+            for shard, runs in zip(self.scorers, out):
+                for setting, top in zip(settings, shard.rank(query, p_w, scorers, depth)):
+                    runs[setting].append(top)
+        return out
 
 
 class _LocalPool:
-    """Every shard in this process, one after another."""
+    """Every shard in this process, in one group."""
 
     def __init__(self, shards: list[Shard]):
-        self.groups = [ShardGroup([shard]) for shard in shards]
+        self.groups = [ShardGroup(shards)]
+        self.groups[0].open()
 
     def call(self, method: str, *args) -> list:
-        return [r for g in self.groups for r in getattr(g, method)(*args)]
+        return getattr(self.groups[0], method)(*args)
 
-    def connect(self, per_shard: list[tuple]) -> None:
-        for g, a in zip(self.groups, per_shard):
-            g.connect([a])
+    def connect(self, cf, n_docs, n_tokens, ids, model) -> None:
+        self.groups[0].connect(cf, n_docs, n_tokens, ids, model)
 
     def rank(self, progress: bool, *args) -> list:
-        return [g.rank(*args)[0] for g in tqdm(self.groups, desc="ranking shards", unit=" shards",
-                                               disable=not progress)]
+        return self.groups[0].rank(*args, progress=progress)
 
     def close(self) -> None:
         pass
@@ -172,6 +187,11 @@ class _RayPool:
         self.ranges = [r.tolist() for r in np.array_split(np.arange(len(shards)), n)]
         actor = ray.remote(num_cpus=1, max_restarts=0)(ShardGroup)
         self.workers = [actor.options(runtime_env=worker_env()).remote([shards[i] for i in r]) for r in self.ranges]
+        try:
+            self._get([w.open.remote() for w in self.workers])
+        except BaseException:
+            self.close()
+            raise
         log.info("ranking %d shards on %d Ray workers", len(shards), n)
 
     def _get(self, refs, progress: bool = False) -> list:
@@ -197,8 +217,10 @@ class _RayPool:
     def call(self, method: str, *args) -> list:
         return [r for rs in self._get([getattr(w, method).remote(*args) for w in self.workers]) for r in rs]
 
-    def connect(self, per_shard: list[tuple]) -> None:
-        self._get([w.connect.remote([per_shard[i] for i in r]) for w, r in zip(self.workers, self.ranges)])
+    def connect(self, cf, n_docs, n_tokens, ids, model) -> None:
+        cf, model = self.ray.put(cf), self.ray.put(model)  # once in the object store, not once per worker
+        self._get([w.connect.remote(cf, n_docs, n_tokens, [ids[i] for i in r], model)
+                   for w, r in zip(self.workers, self.ranges)])
 
     def rank(self, progress: bool, *args) -> list:
         refs = [w.rank.remote(*args) for w in self.workers]
@@ -223,22 +245,9 @@ def _alive(ray, worker) -> bool:
         return False
 
 
-def _executor(executor: str) -> tuple[str, str | None]:
-    """("local" | "ray", address) of ``executor``: "local", "ray", "ray:ADDRESS" or "ray://HOST:PORT"."""
-    if executor == "local":
-        return "local", None
-    if executor == "ray":
-        return "ray", None
-    if isinstance(executor, str) and executor.startswith("ray://"):
-        return "ray", executor
-    if isinstance(executor, str) and executor.startswith("ray:") and len(executor) > 4:
-        return "ray", executor[4:]
-    raise ValueError(f"executor must be 'local', 'ray', 'ray:ADDRESS' or 'ray://HOST:PORT', got {executor!r}")
-
-
 @contextmanager
 def _pool(sharded: ShardedIndex, executor: str, n_workers: int | None):
-    kind, address = _executor(executor)
+    kind, address = parse_executor(executor)
     if n_workers is not None and (isinstance(n_workers, bool) or not isinstance(n_workers, int) or n_workers < 1):
         raise ValueError(f"n_workers must be an int >= 1 or None, got {n_workers!r}")
     if kind == "local" and n_workers is not None:
@@ -284,8 +293,7 @@ def sweep_sharded(sharded, topics: list[Topic], settings: list[tuple[float, floa
         with_model = None
         if model_file is not None:
             with_model = (*model_file, np.concatenate(pool.call("doc_len")))
-        pool.connect([(collection.cf, collection.n_docs, collection.n_tokens, ids[s], with_model)
-                      for s in range(len(ids))])
+        pool.connect(collection.cf, collection.n_docs, collection.n_tokens, ids, with_model)
         scorer = Scorer(collection)
         queries = [scorer.query(text, terms) for text, terms in zip(texts, analysed)]
         for topic, query in zip(topics, queries):
