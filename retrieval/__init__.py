@@ -21,6 +21,8 @@ _EXPORTS = {
     "PreparedQuery": ".core.ranking", "prepare": ".core.ranking", "rank": ".core.ranking",
     "run_name": ".core.runs", "run_topics": ".core.ranking", "save_run": ".core.runs",
     "sweep_topics": ".core.ranking",
+    "run_sharded": ".core.sharded_ranking", "sweep_sharded": ".core.sharded_ranking",
+    "ShardedIndex": ".core.shards", "build_shards": ".core.shards",
     "LAM": ".core.scoring", "MU": ".core.scoring",
     "load_qrels": ".core.sources", "load_topics": ".core.sources",
     "Qrel": ".core.trec", "ScoredDoc": ".core.trec", "Topic": ".core.trec", "read_run": ".core.trec",

@@ -46,6 +46,7 @@ from .stats import STATS_DIR, CollectionStats, DocTokens
 log = logging.getLogger(__name__)
 
 MANIFEST = "topicir.json"
+SHARDS_MANIFEST = "topicir-shards.json"  # a sharded index's (retrieval.core.shards)
 MODELS_DIR = "models"  # models trained on an index (topicir train's default place)
 ANALYZER = {"name": "DefaultEnglishAnalyzer", "stemmer": "porter", "stopwords": "lucene-english"}
 _SHARD_DOCS = 5_000  # Anserini gives each thread whole files: small ones keep every thread busy to the end
@@ -66,8 +67,10 @@ class _Origins:
         return f"{list(self.sources)[self.source_of[row]]}:{self.line_of[row]}"
 
 
-def _write_jsonl_shards(sources, staging: Path, existing: Index | None = None):
-    """Validate the documents and write them as Anserini JsonCollection shards.
+def _write_jsonl_shards(sources, staging: Path, existing: Index | None = None, docs: range | None = None):
+    """Validate the documents and write them as Anserini JsonCollection shards (with ``docs``,
+    only the documents at those positions of the sources' stream, counted from 0; the others
+    are read and checked all the same).
 
     Returns the docnos in input order, their :class:`_Origins`, the number of documents left
     out for having no text (Anserini would skip them silently) and a few of their docnos. A
@@ -78,7 +81,9 @@ def _write_jsonl_shards(sources, staging: Path, existing: Index | None = None):
     docnos, empty, origins = [], [], _Origins()
     out, n_in_shard = None, 0
     try:
-        for doc in tqdm(iter_docs(sources), desc="reading documents", unit=" docs", mininterval=2):
+        for at, doc in enumerate(tqdm(iter_docs(sources), desc="reading documents", unit=" docs", mininterval=2)):
+            if docs is not None and at not in docs:
+                continue
             if doc.docno in known:
                 raise ValueError(f"{doc.source}:{doc.line}: DOCNO {doc.docno!r} is already in the index "
                                  f"{existing.path}; an added document needs a new DOCNO")
@@ -133,8 +138,10 @@ def dead_builds(parent: Path, held: Path | None = None) -> list[Path]:
     return out
 
 
-def build_index(sources, out, *, threads: int = 2, force: bool = False) -> "Index":
-    """Index ``sources`` (TREC SGML files/dirs, JSON lines, ``irds:`` ids) into directory ``out``.
+def build_index(sources, out, *, threads: int = 2, force: bool = False, docs: range | None = None) -> "Index":
+    """Index ``sources`` (TREC SGML files/dirs, JSON lines, ``irds:`` ids) into directory ``out``
+    (with ``docs``, only the documents at those positions of the sources, counted from 0: a
+    shard, :mod:`retrieval.core.shards`).
 
     The build happens in a hidden temporary sibling of ``out`` and is renamed into place only
     when Lucene, the statistics and the manifest are all written.
@@ -155,15 +162,16 @@ def build_index(sources, out, *, threads: int = 2, force: bool = False) -> "Inde
         if removed:
             log.warning("removed %d leftovers of killed index builds: %s", len(removed),
                         ", ".join(str(p) for p in removed))
-        return _build_locked(sources, out, threads)
+        return _build_locked(sources, out, threads, docs=docs)
 
 
-def _build_locked(sources: list[str], out: Path, threads: int, existing: Index | None = None) -> "Index":
+def _build_locked(sources: list[str], out: Path, threads: int, existing: Index | None = None,
+                  docs: range | None = None) -> "Index":
     """The build (or, with ``existing``, the append), with an OS error in its work directories
     (a full disk, a read-only parent) naming ``out``, the index asked for, not a temporary that
     is removed."""
     try:
-        return _build_in_work_dirs(sources, out, threads, existing)
+        return _build_in_work_dirs(sources, out, threads, existing, docs)
     except OSError as e:
         work = os.fspath(out.parent / f".{out.name}.")
         if e.errno is None or not (e.filename is None or os.fspath(e.filename).startswith(work)):
@@ -256,14 +264,15 @@ def _merged_stats(old: CollectionStats, added: DocTokens, docnos: list[str]) -> 
     return CollectionStats.from_arrays(old.docnos + docnos, vocab, lens, term_ids, positions)
 
 
-def _build_in_work_dirs(sources: list[str], out: Path, threads: int, existing: Index | None) -> "Index":
+def _build_in_work_dirs(sources: list[str], out: Path, threads: int, existing: Index | None,
+                        docs: range | None = None) -> "Index":
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=out.parent))
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.jsonl-", dir=out.parent))
     added = None
     start = time.perf_counter()
     kept, old_fingerprint = [], None
     try:
-        docnos, origins, n_empty, empty = _write_jsonl_shards(sources, staging, existing)
+        docnos, origins, n_empty, empty = _write_jsonl_shards(sources, staging, existing, docs)
         log.info("indexing %d documents with Anserini %s", len(docnos), ANSERINI_VERSION)
         if existing is None:
             _index_shards(staging, tmp, out, threads)
@@ -398,6 +407,9 @@ class Index:
     def __init__(self, path):
         self.path = Path(path)
         manifest = self.path / MANIFEST
+        if not manifest.is_file() and (self.path / SHARDS_MANIFEST).is_file():
+            raise ValueError(f"{self.path}: a sharded index (topicir index --shards): `topicir run` ranks it "
+                             f"(--ray on a Ray cluster); other commands need an index built without --shards")
         if not manifest.is_file():
             hint = " (an interrupted build?)" if self.path.name.startswith(".") else ""
             raise FileNotFoundError(f"{self.path}: not a topicir index{hint}: {MANIFEST} is missing; "

@@ -30,6 +30,16 @@ def _unpack_strings(buf: np.ndarray) -> list[str]:
     return bytes(buf).decode("utf-8").split("\n") if len(buf) else []
 
 
+def fingerprint(n_docs: int, terms, cf) -> str:
+    """An index's fingerprint: SHA-256 of its document count and its term dictionary (sorted
+    terms and their collection frequencies ``cf``), whichever files hold them."""
+    h = hashlib.sha256()
+    h.update(f"{n_docs}\n".encode())
+    h.update(_pack_strings(terms).tobytes())
+    h.update(np.ascontiguousarray(cf, dtype="<i8").tobytes())
+    return h.hexdigest()[:16]
+
+
 def parse_term_positions(text: str) -> list[tuple[str, list[int]]]:
     """Parse Java's ``Map<String, List<Integer>>.toString()``: ``{term=[0, 5], 3,000=[2]}``.
 
@@ -172,11 +182,7 @@ class CollectionStats:
     @cached_property
     def fingerprint(self) -> str:
         """SHA-256 of the term dictionary (terms and their collection frequencies) and the doc count."""
-        h = hashlib.sha256()
-        h.update(f"{self.n_docs}\n".encode())
-        h.update(_pack_strings(self.terms).tobytes())
-        h.update(np.ascontiguousarray(self.cf, dtype="<i8").tobytes())
-        return h.hexdigest()[:16]
+        return fingerprint(self.n_docs, self.terms, self.cf)
 
     def postings(self, term: int) -> tuple[np.ndarray, np.ndarray]:
         lo, hi = self.post_ptr[term], self.post_ptr[term + 1]

@@ -14,6 +14,8 @@ log = logging.getLogger("topicir")
 def cmd_index(args) -> int:
     from ..core.index import add_documents, build_index
 
+    if args.shards is not None:
+        return _index_shards(args)
     if args.add:
         if not args.index or args.out or args.force:
             raise ValueError("--add appends to an existing index: give it as --index DIR (not --out, "
@@ -31,17 +33,57 @@ def cmd_index(args) -> int:
     return 0
 
 
+def _index_shards(args) -> int:
+    from ..core.shards import build_shards
+
+    if args.add or args.index or not args.out:
+        raise ValueError("--shards builds a new sharded index: give it as --out DIR (--add appends to a single "
+                         "index only)")
+    sharded = build_shards(args.sources, args.out, args.shards, threads=args.threads, force=args.force)
+    m = sharded.manifest
+    print(f"{sharded.path}: {m['n_shards']} shards, {m['n_docs']} documents, {m['n_terms']} terms, "
+          f"{m['n_tokens']} tokens, fingerprint {m['fingerprint']} ({m['build_seconds']} s)")
+    return 0
+
+
 def cmd_run(args) -> int:
     from ..core.index import Index
     from ..core.runs import Batch, run_batch
+    from ..core.shards import is_sharded
     from ..core.sources import load_topics
 
     _check_lam(args)
     feedback = _feedback_settings(args)
+    if is_sharded(args.index):
+        return _run_sharded(args, feedback)
+    if args.ray is not None or args.workers is not None:
+        raise ValueError(f"--ray and --workers rank a sharded index (topicir index --shards N); {args.index} is "
+                         f"one index: rank it without them")
     batch = Batch(Index(args.index), args.topics, field=args.field, depth=args.depth, topics_name=args.topics_name,
                   out_dir=args.out_dir, out=args.out, tag=args.tag)
     for path in run_batch(batch, load_topics(args.topics), mu=args.mu, lam=args.lam, model=args.model,
                           baseline=args.baseline, feedback=feedback):
+        print(path)
+    return 0
+
+
+def _run_sharded(args, feedback) -> int:
+    from models.common.executors import executor_from_flag
+
+    from ..core.sharded_ranking import run_sharded_batch
+    from ..core.runs import Batch
+    from ..core.shards import ShardedIndex
+    from ..core.sources import load_topics
+
+    if args.baseline or feedback is not None:
+        raise ValueError(f"{'--baseline' if args.baseline else '--feedback'} needs one index; {args.index} is a "
+                         f"sharded index (rank it with QL or --model, or build it without --shards)")
+    if args.workers is not None and args.ray is None:
+        raise ValueError("--workers sets the Ray workers: give --ray too")
+    batch = Batch(ShardedIndex(args.index), args.topics, field=args.field, depth=args.depth,
+                  topics_name=args.topics_name, out_dir=args.out_dir, out=args.out, tag=args.tag)
+    for path in run_sharded_batch(batch, load_topics(args.topics), mu=args.mu, lam=args.lam, model=args.model,
+                                  executor=executor_from_flag(args.ray), n_workers=args.workers):
         print(path)
     return 0
 

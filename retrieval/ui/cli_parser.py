@@ -94,6 +94,8 @@ def _fill_index(s) -> None:
                    "(after its documents, same analyzer; models of it rank the result with fold-in)")
     s.add_argument("--index", help="with --add: the index to append to")
     s.add_argument("--threads", type=_pos_int, default=2, help="indexing threads")
+    s.add_argument("--shards", type=_pos_int, help="build a sharded index: this many indexes of contiguous "
+                   "slices of the documents under --out, ranked by `topicir run` (--ray: on Ray workers)")
     s.add_argument("--force", action="store_true", help="replace an existing index (atomically)")
     s.set_defaults(func=cmd.cmd_index)
 
@@ -112,6 +114,12 @@ def _fill_run(s) -> None:
     s.add_argument("--out-dir", default=runs_dir, help="folder of the run files")
     s.add_argument("--topics-name", help="name used in run file names (default: from --topics)")
     s.add_argument("--tag", help="run tag (last column; default: topicir-<model>.<params>, as in the file name)")
+    sh = s.add_argument_group("sharded indexes", "an --index built with `topicir index --shards` is ranked shard "
+                              "by shard, the run the same as a single index's")
+    sh.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
+                    help="rank the shards on Ray workers: a local cluster, or the one at ADDRESS")
+    sh.add_argument("--workers", type=_pos_int, help="Ray workers (default: one per CPU of the cluster, at most "
+                    "one per shard)")
     fb = s.add_argument_group("pseudo-relevance feedback", "rank again with the query expanded from its top "
                               "documents; each query's expansion is written beside the run "
                               "(<run>.expansions.jsonl)")
