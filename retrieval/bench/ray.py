@@ -325,8 +325,17 @@ def _inputs(kind, vocab):
     return dict(synsets=wordnet.synsets_as_terms(wordnet.read_synsets(), ids.get))
 
 
-def run(*, data: str = DEFAULT_20NEWS, docs: int | None = 3000, kinds=KINDS, sizes: str = "default",
-        iters: int = 5, chains: int = 2, shards: int = 4, threads: int = 2, workers=(1, 2),
+def _own_vocabulary(corpus, vocab):
+    """The corpus renumbered to the terms it uses (count tables sized by its own vocabulary)."""
+    from models.common.corpus import make_corpus
+
+    used, term_ids = np.unique(corpus.term_ids, return_inverse=True)
+    return (make_corpus(corpus.doc_ptr, term_ids.astype(np.int32), n_terms=len(used),
+                        fingerprint=f"{corpus.fingerprint}:own-vocabulary"), [vocab[t] for t in used])
+
+
+def run(*, data: str = DEFAULT_20NEWS, docs: int | None = 1500, kinds=KINDS, sizes: str = "default",
+        iters: int = 4, chains: int = 2, shards: int = 4, threads: int = 2, workers=(1, 2),
         address: str | None = None, seed: int = 0, gbps: float = 10.0, heaps_beta: float = 0.5,
         zipf: float = 1.0) -> list[Table]:
     """Every kind of ``kinds`` trained locally and on Ray with each worker count of ``workers``
@@ -342,7 +351,7 @@ def run(*, data: str = DEFAULT_20NEWS, docs: int | None = 3000, kinds=KINDS, siz
     from ..datasets.newsgroups import newsgroups_corpus
 
     corpus, vocab, _ = newsgroups_corpus(data)
-    corpus = first_docs(corpus, docs)
+    corpus, vocab = _own_vocabulary(first_docs(corpus, docs), vocab)
     if address is None:
         init_ray(num_cpus=max(workers), log_to_driver=False, include_dashboard=False)
     else:

@@ -133,11 +133,11 @@ def add_ray(p):
     KINDS = constant("retrieval.bench.ray", "KINDS")
 
     _newsgroups(p)
-    p.add_argument("--docs", type=int, default=3000, help="only the first DOCS posts")
+    p.add_argument("--docs", type=int, default=1500, help="only the first DOCS posts")
     p.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS, help="Gibbs kinds to measure")
     p.add_argument("--sizes", default="default", choices=("default", "quick"),
                    help="topic counts: each kind's defaults, or its quick settings")
-    p.add_argument("--iters", type=int, default=5, help="sweeps per run (>= 3)")
+    p.add_argument("--iters", type=int, default=4, help="sweeps per run (>= 3)")
     p.add_argument("--chains", type=int, default=2, help="chains (gLDA's workers own whole chains)")
     p.add_argument("--shards", type=int, default=4)
     p.add_argument("--threads", type=int, default=2, help="threads of the local trainer")
