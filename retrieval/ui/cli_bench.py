@@ -147,27 +147,24 @@ def add_tree_lda(p, values=(100,)):
 
 
 def add_ray(p):
+    KINDS = constant("retrieval.bench.ray", "KINDS")
+
     _newsgroups(p)
-    p.add_argument("--docs", type=int, default=None, help="only the first DOCS posts")
-    p.add_argument("--synthetic", action="store_true", help="the AP-scale synthetic corpus instead")
-    p.add_argument("--syn-docs", type=int, default=250_000)
-    p.add_argument("--syn-terms", type=int, default=200_000)
-    p.add_argument("--syn-len", type=float, default=240.0)
-    p.add_argument("--k", type=int, nargs="+", default=None, help="topic counts (20news: 100 800; synthetic: 800)")
-    p.add_argument("--iters", type=int, default=8, help="sweeps per run (>= 3)")
-    p.add_argument("--chains", type=int, default=1)
+    p.add_argument("--docs", type=int, default=1500, help="only the first DOCS posts")
+    p.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS, help="Gibbs kinds to measure")
+    p.add_argument("--sizes", default="default", choices=("default", "quick"),
+                   help="topic counts: each kind's defaults, or its quick settings")
+    p.add_argument("--iters", type=int, default=4, help="sweeps per run (>= 3)")
+    p.add_argument("--chains", type=int, default=2, help="chains (gLDA's workers own whole chains)")
     p.add_argument("--shards", type=int, default=4)
     p.add_argument("--threads", type=int, default=2, help="threads of the local trainer")
     p.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="Ray worker counts")
     p.add_argument("--address", default=None, help="Ray cluster (default: start a local one)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--cost-model", action="store_true",
-                   help="the modelled sweep times from the inputs below, train nothing")
-    p.add_argument("--rate", type=float, default=2.0e6, help="tokens/s of one worker")
-    p.add_argument("--slice-bytes-per-token", type=float, default=1.0,
-                   help="bytes of the sparse n_kw slices (slices MB / n_shards) per token")
-    p.add_argument("--round-latency", type=float, default=0.005, help="seconds per round")
-    p.add_argument("--gbps", type=float, default=10.0, help="network bandwidth, Gb/s")
+    p.add_argument("--gbps", type=float, default=10.0, help="network bandwidth of the projection, Gb/s")
+    p.add_argument("--heaps-beta", type=float, default=0.5,
+                   help="Heaps' law exponent growing the vocabulary of the larger collection")
+    p.add_argument("--zipf", type=float, default=1.0, help="Zipf exponent of the projected term frequencies")
 
 
 def add_scale(p):
@@ -325,8 +322,9 @@ BENCHES = [
                                                    iters=4)),
     TableCommand("files", "what checking a model file costs: the checks' share of loading it",
                  add_files, _call("files"), dict(repeats=1)),
-    TableCommand("ray", "LDA trained on Ray workers against the local trainer (same model), or the modelled costs",
-                 add_ray, _call("ray"), dict(docs=300, k=[8], iters=3, workers=[1])),
+    TableCommand("ray", "every Gibbs kind trained on Ray workers against the local trainer (same model), and "
+                 "the cluster's cost model projected from the measured parts",
+                 add_ray, _call("ray"), dict(docs=200, sizes="quick", iters=3, shards=2, workers=[1, 2])),
 ]
 
 AVIPAM = [

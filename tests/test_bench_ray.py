@@ -1,0 +1,103 @@
+"""``topicir bench ray``: the cost model's formulas give known numbers for known inputs, and the
+quick command trains every Gibbs kind on Ray and writes its tables (slow: a Ray cluster)."""
+import math
+import re
+
+import numpy as np
+import pytest
+
+from retrieval.bench import ray_cost as cost
+
+PARTS = cost.Parts(rate=2e6, latency=0.005, setup_s_per_token=1e-6, start_s=3.0, driver_s_per_token=1e-8,
+                   event_s_per_token=2e-8, state_bytes_per_token=10.0, layout_bytes_per_token=20.0,
+                   worker_bytes_per_token=0.0, driver_bytes_per_token=0.0, sync_bytes_per_token=12.0,
+                   restaurant_bytes_per_token=40.0, nodes_per_term=1.5)
+SIZES = cost.Sizes(k=800, n_totals=800, chains=3, sweeps=100, events=10)
+COLL = cost.Collection("c", 1000, 1e8, 1e5)
+
+
+def test_grown_collection_follows_heaps_law():
+    ten = cost.grown(cost.AP, 10, 0.5)
+    assert ten.name == "10xAP" and ten.tokens == pytest.approx(705e6) and ten.docs == 2_500_000
+    assert ten.terms == pytest.approx(200_000 * math.sqrt(10))
+
+
+def test_zipf_frequencies_sum_to_the_tokens_and_fall_as_one_over_rank():
+    cf = cost.zipf_frequencies(1000.0, 4)
+    assert cf.sum() == pytest.approx(1000.0)
+    np.testing.assert_allclose(cf, 1000.0 / (1 + 1 / 2 + 1 / 3 + 1 / 4) * np.array([1, 1 / 2, 1 / 3, 1 / 4]))
+
+
+def test_lda_list_bytes_counts_min_of_frequency_and_topics():
+    # 3 terms: 4 bytes each for the lengths, then min(cf, K) = 5 + 2 + 0 int32 entries
+    assert cost.lda_list_bytes([10, 2, 0], 5) == 3 * 4 + 4 * 7
+    # a frequency beyond the int32 count bits left by K = 800 (10 topic bits): int64 entries
+    assert cost.lda_list_bytes([2 ** 21 + 1, 1], 800) == 2 * 4 + 8 * 801
+
+
+def test_state_bytes_of_every_kind():
+    assert cost.state_bytes("pam", COLL, SIZES, PARTS) == 4 * 1e5 * 800
+    assert cost.state_bytes("tree-lda", COLL, SIZES, PARTS) == 16 * 800 * 1.5e5
+    assert cost.state_bytes("tcm", COLL, SIZES, PARTS) == 40 * 1e8
+    assert cost.state_bytes("glda", COLL, SIZES, PARTS) == 0
+    lda = cost.state_bytes("lda", COLL, SIZES, PARTS)
+    assert lda == cost.lda_list_bytes(cost.zipf_frequencies(1e8, 1e5), 800) and 4e5 < lda < 4 * 1e5 * 800 + 4e5
+
+
+def test_sweep_bytes_of_the_partition_rounds_tcm_and_glda():
+    L = 1e9
+    # one worker: nothing leaves it
+    assert cost.sweep_bytes("lda", 1, COLL, SIZES, L) == 0
+    # W = 4: every worker's link carries L once per chain; the totals: 4 deltas in, 5 sums out, 4 rounds
+    assert cost.sweep_bytes("lda", 4, COLL, SIZES, L) == 3 * L + 3 * 4 * 9 * 8 * 800
+    # TCM: the driver sends W copies of the restaurants and takes the boundaries back, every chain
+    assert cost.sweep_bytes("tcm", 4, COLL, SIZES, L) == 3 * (4 * L + 4 * 1e8)
+    assert cost.sweep_bytes("glda", 32, COLL, SIZES, L) == 0
+
+
+def test_projection_parts_and_total():
+    pr = cost.project("pam", COLL, 8, SIZES, PARTS, gbps=8.0)  # 1e9 bytes/s
+    L = 4 * 1e5 * 800
+    assert pr["compute"] == pytest.approx(100 * 3 * 1e8 / (8 * 2e6))
+    assert pr["transfer"] == pytest.approx(100 * (3 * L + 3 * 8 * 17 * 8 * 800) / 1e9)
+    assert pr["latency"] == pytest.approx(100 * 3 * 8 * 0.005)
+    assert pr["driver"] == pytest.approx(100 * 1e8 * 1e-8)
+    assert pr["setup"] == pytest.approx(1e8 * 1e-6 + 3.0 + 1e8 * (3 * 10 + 20) / 1e9)
+    assert pr["syncs"] == pytest.approx(10 * 3 * 1e8 * (2e-8 + 12 / 1e9))
+    assert pr["total"] == pytest.approx(sum(pr[k] for k in ("compute", "transfer", "latency", "driver", "setup",
+                                                            "syncs")))
+
+
+def test_glda_uses_at_most_one_worker_per_chain():
+    few, many = (cost.project("glda", COLL, w, SIZES, PARTS, 10.0) for w in (2, 32))
+    assert few["workers_used"] == 2 and many["workers_used"] == 3
+    assert few["compute"] == pytest.approx(100 * 2 * 1e8 / 2e6)  # two chains on one worker
+    assert many["compute"] == pytest.approx(100 * 1e8 / 2e6)
+    assert many["transfer"] == 0 and many["latency"] == pytest.approx(100 * 0.005)
+
+
+def test_more_workers_cut_compute_but_not_the_driver():
+    a, b = (cost.project("lda", COLL, w, SIZES, PARTS, 10.0) for w in (8, 32))
+    assert b["compute"] == pytest.approx(a["compute"] / 4)
+    assert b["driver"] == a["driver"] and b["latency"] == pytest.approx(4 * a["latency"])
+
+
+@pytest.mark.slow
+def test_quick_command_writes_every_kind(shared_data, tmp_path, monkeypatch, capsys):
+    pytest.importorskip("ray")
+    from retrieval.bench.ray import KINDS
+    from retrieval.ui.cli import main
+
+    monkeypatch.setenv("TOPICIR_QUICK", "1")
+    out = tmp_path / "bench-ray.md"
+    assert main(["-q", "bench", "ray", "--data", str(shared_data / "20news" / "20news-bydate.tar.gz"),
+                 "--write", str(out)]) == 0
+    text = out.read_text()
+    for title in ("Gibbs kinds on Ray against the local trainer", "What each kind moves per sweep",
+                  "Measured parts of the cost model", "Projected training on a Ray cluster", "Scale-out target"):
+        assert f"## {title}" in text
+    measured = text.split("## What each kind")[0]
+    for kind in KINDS:
+        assert re.search(rf"^\| {kind} \| [\d,]+ \| ray 2 \|", measured, re.M), kind
+    assert "| False |" not in measured and measured.count("| True |") == 2 * len(KINDS)
+    assert "10xAP lda training on 32 workers" in text and ("| met |" in text or "| missed |" in text)
