@@ -22,7 +22,7 @@ def test_names_are_the_contracts():
                                                "glda-table", "glda-map", "tree-lda-table1", "tree-lda-map", "growing",
                                                "avipam-tables"]
     assert bench_areas() == sorted(["ql", "lda", "pam", "tcm", "glda", "tree-lda", "avipam", "ray", "scale",
-                                    "full", "foldin", "files"])
+                                    "full", "peers", "foldin", "files"])
 
 
 def test_no_module_entry_points_or_argparse_outside_the_cli():
