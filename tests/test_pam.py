@@ -322,6 +322,22 @@ def test_same_seed_same_z_whatever_the_thread_count():
     assert (z3[0] != z2[0]).mean() > 0.3
 
 
+def test_sweep_order_is_shard_group_term_then_position():
+    """The counting sorts give the stable order of (shard, term group, term) keys."""
+    corpus = small_corpus()
+    model = PAM(n_super=2, n_sub=3, n_shards=3)
+    model._build_layout(corpus)
+    lay = model._lay
+    tok_shard = np.searchsorted(lay["shard_doc"], lay["ord_doc"], side="right") - 1
+    terms = corpus.term_ids[lay["ord_pos"]]
+    key = (tok_shard * 3 + lay["group"][terms]) * corpus.n_terms + terms
+    np.testing.assert_array_equal(np.sort(lay["ord_pos"]), np.arange(corpus.n_tokens))
+    key_doc = np.empty_like(key)
+    key_doc[lay["ord_pos"]] = key
+    np.testing.assert_array_equal(lay["ord_pos"], np.argsort(key_doc, kind="stable"))
+    np.testing.assert_array_equal(np.repeat(lay["run_word"], np.diff(lay["run_ptr"])), terms)
+
+
 def test_default_root_prior_is_fifty_over_the_super_topics():
     corpus = small_corpus()
     kw = dict(n_super=4, n_sub=6, n_chains=1, n_iter=4, burn_in=2, sample_every=1, seed=2)

@@ -49,6 +49,28 @@ def build_n_wj(term_ids, z_doc, n_sub, n_wj, n_j):
 
 
 @njit(cache=True, parallel=True)
+def build_n_wj_runs(block_run_ptr, run_word, run_ptr, z_ord, n_sub, n_wj, n_j_parts):
+    """n_wj from the sweep-order pair keys z_ord (-1 ignored), term group g's rows by thread g
+    (no two groups share a term), each term's tokens one run after another; n_j_parts[g] gets
+    group g's part of n_j. Overwrites n_wj and n_j_parts, shape (S, n_sub). The counts of
+    :func:`build_n_wj`, with a row's tokens together rather than spread over the corpus."""
+    S = block_run_ptr.shape[0]
+    for w in prange(n_wj.shape[0]):
+        n_wj[w, :] = 0
+    for g in prange(S):
+        n_j_parts[g, :] = 0
+        for s in range(S):
+            for r in range(block_run_ptr[s, g], block_run_ptr[s, g + 1]):
+                row = n_wj[run_word[r]]
+                for t in range(run_ptr[r], run_ptr[r + 1]):
+                    k = z_ord[t]
+                    if k >= 0:
+                        j = k % n_sub
+                        row[j] += 1
+                        n_j_parts[g, j] += 1
+
+
+@njit(cache=True, parallel=True)
 def build_doc_lists(doc_ptr, z_doc, n_sub, cap_ptr, dp_key, dp_count, dp_nnz, n_ds):
     """Sorted (pair key, count) list and super-topic counts of every doc. Overwrites dp_*, n_ds."""
     n_docs = len(doc_ptr) - 1

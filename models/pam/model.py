@@ -23,7 +23,9 @@ import numpy as np
 
 from ..common.kernels.dirichlet import topic_word_log_lik
 from .kernels import A_TABLE_ROWS, N_STATS, DocPairs, Edges, PamPrior, PamState, Scratch, SweepOrder, sweep
-from .counts import build_doc_lists, build_n_wj, compact_doc_lists, init_random, log_lik_docs, ml_alpha, moment_match
+from .counts import (build_doc_lists, build_n_wj, build_n_wj_runs, compact_doc_lists, init_random,
+                     log_lik_docs, ml_alpha, moment_match)
+from ..lda import kernels as LK
 from ..common.kernels.rng import make_rng_states
 from ..common.gibbs import SweepOrderModel, block_run_ptrs, key_runs, token_shards
 from .foldin import PAMFoldInMixin
@@ -213,14 +215,16 @@ class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):
         cf = np.bincount(corpus.term_ids, minlength=V)
         group = np.zeros(V, dtype=np.int64)
         if S > 1:
-            load = np.zeros(S, dtype=np.int64)
-            for w in np.argsort(-cf, kind="stable"):
-                g = int(np.argmin(load))
-                group[w] = g
-                load[g] += cf[w]
-        # sweep order: shard, term group, term, then position (stable sort keeps doc order)
-        key = (tok_shard.astype(np.int64) * S + group[corpus.term_ids]) * V + corpus.term_ids
-        ord_pos = np.argsort(key, kind="stable")
+            LK._greedy_groups(np.argsort(-cf, kind="stable"), cf, S, group)
+        # sweep order: shard, term group, term, then position: two stable counting sorts, by
+        # term and then by block, in O(N + V)
+        block = tok_shard.astype(np.int64) * S + group[corpus.term_ids]
+        by_term = np.empty(N, dtype=np.int64)
+        LK._counting_sort(corpus.term_ids, V, by_term)
+        ord_pos = np.empty(N, dtype=np.int64)
+        LK._counting_sort(block[by_term], S * S, ord_pos)
+        ord_pos = by_term[ord_pos]
+        key = block * V + corpus.term_ids
         run_ptr, run_key = key_runs(key[ord_pos])
         run_word = (run_key % V).astype(np.int32)
         block_run_ptr = block_run_ptrs(run_key // V, S)
@@ -267,8 +271,12 @@ class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):
 
     def _rebuild_counts(self, corpus, c):
         """n_wj, n_j, n_ds and doc lists of chain c from z (Mallet's buildInitialTypeTopicCounts)."""
+        lay = self._lay
+        n_j = np.zeros((self.n_shards, self.n_sub), dtype=np.int64)
+        build_n_wj_runs(lay["block_run_ptr"], lay["run_word"], lay["run_ptr"], self.z_ord_[c],
+                        self.n_sub, self.n_wj_[c], n_j)
+        self.n_j_[c] = n_j.sum(0)
         z_doc = self._z_doc(c)
-        build_n_wj(corpus.term_ids, z_doc, self.n_sub, self.n_wj_[c], self.n_j_[c])
         build_doc_lists(corpus.doc_ptr, z_doc, self.n_sub, self._lay["cap_ptr"],
                         self.dp_key_[c], self.dp_count_[c], self.dp_nnz_[c], self.n_ds_[c])
 
