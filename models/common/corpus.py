@@ -39,9 +39,19 @@ def content_hash(doc_ptr, term_ids, n_terms):
     """sha1 over the exact arrays: a corpus with other tokens gets another hash."""
     h = hashlib.sha1()
     h.update(np.int64(n_terms).tobytes())
-    h.update(np.ascontiguousarray(doc_ptr, dtype=np.int64).tobytes())
-    h.update(np.ascontiguousarray(term_ids, dtype=np.int32).tobytes())
+    for a, dtype in ((doc_ptr, np.int64), (term_ids, np.int32)):
+        step = 1 << 22
+        for lo in range(0, len(a), step):
+            h.update(np.ascontiguousarray(read_piece(a, lo, min(len(a), lo + step)), dtype=dtype).data)
     return h.hexdigest()
+
+
+def read_piece(a, lo, hi):
+    """``a[lo:hi]``; of a memory-mapped array (``np.load(..., mmap_mode="r")``), read from its
+    file, so that a pass over a large corpus leaves none of its pages in this process."""
+    if isinstance(a, np.memmap) and a.filename and a.base is getattr(a, "_mmap", None) and a.ndim == 1:
+        return np.fromfile(a.filename, dtype=a.dtype, count=hi - lo, offset=int(a.offset) + lo * a.itemsize)
+    return a[lo:hi]
 
 
 def make_corpus(doc_ptr, term_ids, n_terms=None, fingerprint=None):

@@ -27,6 +27,10 @@ from .signals import init_ray, shutdown_ray
 
 log = logging.getLogger(__name__)
 
+STATES = ("driver", "workers")
+# Kinds whose chain state can stay on the workers for the whole fit.
+WORKER_STATE_KINDS = ("lda",)
+
 _DIED = (RayActorError, WorkerCrashedError, ObjectLostError, OwnerDiedError)
 # Workers import the models package from where the driver imported it (same code on both sides).
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -49,19 +53,31 @@ class RayExecutor:
     n_workers : int or None
         Ray actors (one CPU each), each owning a contiguous range of the ``n_shards`` shards;
         None: as many as the cluster has CPUs, at most ``n_shards``.
+    state : {"driver", "workers"}
+        "driver": the driver keeps the model and pulls the chain state back for the
+        log-likelihood, kept samples and checkpoints. "workers" (LDA): the token-sized state
+        never leaves the workers, which read their documents themselves and write their parts
+        of kept samples and checkpoints (:mod:`models.common.executors.sharded`); the parts
+        directory must be one every worker reaches at the same path.
     """
 
-    def __init__(self, address=None, n_workers=None):
+    def __init__(self, address=None, n_workers=None, state="driver"):
         if n_workers is not None and (not isinstance(n_workers, int) or n_workers < 1):
             raise ValueError(f"n_workers must be an int >= 1 or None, got {n_workers!r}")
+        if state not in STATES:
+            raise ValueError(f"state must be one of {STATES}, got {state!r}")
         self.address = address
         self.n_workers = n_workers
+        self.state = state
         self.last_runner = None
 
     def __repr__(self):
-        return f"RayExecutor(address={self.address!r}, n_workers={self.n_workers!r})"
+        return f"RayExecutor(address={self.address!r}, n_workers={self.n_workers!r}, state={self.state!r})"
 
     def runner(self, model):
+        if self.state == "workers" and model.kind not in WORKER_STATE_KINDS:
+            raise ValueError(f"RayExecutor(state='workers') trains {', '.join(WORKER_STATE_KINDS)} "
+                             f"models, not {model.kind!r}; use state='driver'")
         self.last_runner = model._ray_runner(self)
         return self.last_runner
 
