@@ -235,7 +235,7 @@ class ShardedRunner(PartitionRunner):
     def _take_sample(self, model, c, sweep):
         words = self.hook.sample_words(model, c)
         name = f"chain{c}.sweep{sweep}.words.npz"
-        ckpt.write_model_file(self.dir / name, dict(self.base, part="sample-words", chain=c, sweep=sweep),
+        ckpt.write_model_file(self.dir / name, dict(self.base, part="sample-words", shard=-1, chain=c, sweep=sweep),
                               words, kind=ckpt.CHECKPOINT_FORMAT)
         shards = [p for ps in self._get([w.write_sample.remote(os.fspath(self.dir), self.base, c, sweep)
                                          for w in self.workers], f"kept sample of sweep {sweep}") for p in ps]
