@@ -86,3 +86,22 @@ def test_checkpoint_parts_resume_bit_identically_and_damage_is_refused(ray_clust
     kept.write_bytes(kept_bytes)
     resumed, _ = fit(KW, data, checkpoint=path)
     same_model(resumed, full, tmp_path)
+
+
+def test_workers_read_an_index_corpus_from_its_files(tmp_path):
+    from models.common.corpus import make_corpus, mapped_file, read_piece
+    from models.common.executors.sharded import read_source, source
+
+    data = corpus()
+    np.save(tmp_path / "p.npy", data.doc_ptr)
+    np.save(tmp_path / "t.npy", data.term_ids)
+    mapped = make_corpus(np.load(tmp_path / "p.npy", mmap_mode="r"), np.load(tmp_path / "t.npy", mmap_mode="r"),
+                         n_terms=data.n_terms, fingerprint="f")  # as an index's corpus: views of memmaps
+    assert mapped_file(mapped.term_ids)[0] == str(tmp_path / "t.npy")
+    spec = source(mapped.term_ids, 100, 250)
+    assert spec[0] == "file"
+    np.testing.assert_array_equal(read_source(spec), data.term_ids[100:250])
+    np.testing.assert_array_equal(read_piece(mapped.doc_ptr, 3, 9), data.doc_ptr[3:9])
+    assert mapped_file(data.term_ids) is None and mapped_file(mapped.term_ids[::2]) is None
+    with pytest.raises(ValueError, match=r"term_ids\[7\] = 2 is out of range for n_terms = 2"):
+        make_corpus([0, 10], np.array([0, 1, 1, 0, 0, 1, 1, 2, 0, 0]), n_terms=2)

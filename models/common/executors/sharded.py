@@ -34,6 +34,7 @@ import ray
 from ray.exceptions import RayTaskError
 
 from .. import checkpoint as ckpt
+from ..corpus import mapped_file
 from ..gibbs import shard_docs
 from ..kept import digest
 from .ray import worker_env
@@ -47,10 +48,11 @@ def parts_dir(checkpoint):
 
 
 def source(a, lo, hi):
-    """How a worker gets ``a[lo:hi]``: from the file when ``a`` is a memory-mapped array,
-    else through one object-store copy."""
-    if isinstance(a, np.memmap) and a.filename and a.base is getattr(a, "_mmap", None):
-        return ("file", a.filename, int(a.offset) + lo * a.itemsize, a.dtype.str, hi - lo)
+    """How a worker gets ``a[lo:hi]``: from the file when ``a`` is memory mapped (an index's
+    corpus), else through one object-store copy."""
+    where = mapped_file(a)
+    if where is not None:
+        return ("file", where[0], where[1] + lo * a.itemsize, a.dtype.str, hi - lo)
     return ("ref", ray.put(np.ascontiguousarray(a[lo:hi])))
 
 
