@@ -300,6 +300,12 @@ def train_parser(kind: str) -> argparse.ArgumentParser:
     if "executor" in names:
         p.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
                        help="train on Ray: a local cluster, or the one at ADDRESS (same model as locally)")
+        p.add_argument("--ray-state", choices=("driver", "workers"), default="driver",
+                       help="with --ray, where the chains' per-token state lives: 'driver' pulls it back to "
+                            "this process for the log-likelihood, kept samples and checkpoints; 'workers' "
+                            "(lda) keeps it on the workers, which read the index's tokens themselves and "
+                            "write their parts of checkpoints (every worker must reach the index and the "
+                            "model's folder at the same paths)")
     show_defaults(p)
     return p
 
