@@ -95,7 +95,7 @@ def cmd_train(args) -> int:
     if getattr(targs, "ray", None) is not None:
         from models.common.executors import executor_from_flag
 
-        params["executor"] = executor_from_flag(targs.ray, targs.ray_state)
+        params["executor"] = executor_from_flag(targs.ray, getattr(targs, "ray_state", "driver"))
     elif getattr(targs, "ray_state", "driver") != "driver":
         raise ValueError("--ray-state workers trains on Ray: add --ray")
     try:
