@@ -1,7 +1,9 @@
 """Benchmark: the Ray driver off the data path, in memory. LDA trains with its chain state on
 the workers (``RayExecutor(state="workers")``) on a memory-mapped synthetic collection at 1x,
 2x and 4x its size, every worker capped; the driver's and each worker's peak resident memory
-are set beside the local trainer's on the same collection.
+are set beside the local trainer's on the same collection. The command starts one local Ray
+cluster, which the driver of each size joins (each driver's workers are processes of their
+own).
 
     topicir bench ray-memory                      # 4 workers, sizes 1x 2x 4x
     topicir bench ray-memory --scales 1 4 --cap-mib 1024
@@ -72,7 +74,7 @@ def _ray(a):
     from models.lda.model import LDA
 
     corpus = _load_corpus(Path(a["folder"]))
-    init_ray(num_cpus=a["workers"], log_to_driver=False, include_dashboard=False)
+    init_ray(address=a["address"], log_to_driver=False)
     start = peak_memory()
     ex = RayExecutor(n_workers=a["workers"], state="workers", worker_memory=a["cap_mib"] * MIB)
     out = dict(driver_start=start, tokens=corpus.n_tokens, docs=corpus.n_docs)
@@ -152,11 +154,35 @@ def run(*, docs: int = 25_000, terms: int = 20_000, mean_len: float = 100.0, sca
     trainer (``threads`` threads) on the same collection."""
     if iters < 1 or workers < 1 or cap_mib < 1 or not scales:
         raise ValueError("--iters, --workers and --cap-mib must be >= 1, and --scales not empty")
+    import ray
+
+    from models.common.executors.signals import init_ray, shutdown_ray
+
+    # one local cluster for every size, which each driver joins: its workers are its own processes
+    for _ in range(3):
+        try:
+            init_ray(num_cpus=workers, log_to_driver=False, include_dashboard=False)
+            break
+        except Exception as e:  # Ray's start-up timeout on a busy machine: start it again
+            log.warning("bench ray-memory: Ray did not start (%s); trying again", e)
+            shutdown_ray()
+    else:
+        raise ConnectionError("bench ray-memory: Ray did not start in 3 attempts (a busy machine: run it again)")
+    try:
+        return _run(dict(docs=docs, terms=terms, mean_len=mean_len, seed=seed, k=k, iters=iters, workers=workers,
+                         threads=threads, cap_mib=cap_mib, address=ray.get_runtime_context().gcs_address),
+                    scales, Path(work))
+    finally:
+        shutdown_ray()
+
+
+def _run(base: dict, scales, work: Path) -> list[Table]:
+    docs, terms, mean_len, seed, k, iters, workers, threads, cap_mib = (
+        base[n] for n in ("docs", "terms", "mean_len", "seed", "k", "iters", "workers", "threads", "cap_mib"))
     rows = []
     for scale in scales:
-        folder = Path(work) / f"x{scale}"
-        a = dict(folder=str(folder), docs=docs * scale, terms=terms, mean_len=mean_len, seed=seed, k=k,
-                 iters=iters, workers=workers, threads=threads, cap_mib=cap_mib)
+        folder = work / f"x{scale}"
+        a = dict(base, folder=str(folder), docs=docs * scale)
         log.info("bench ray-memory: %dx (%d docs)", scale, docs * scale)
         _in_child("make", a)
         r = _in_child("ray", dict(a, model=str(folder / "ray.npz")))
