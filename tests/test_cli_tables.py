@@ -21,8 +21,8 @@ def test_names_are_the_contracts():
     assert [r.name for r in REPRODUCTIONS] == ["regressions", "effectiveness", "smoothing", "comp5", "heldout",
                                                "glda-table", "glda-map", "tree-lda-table1", "tree-lda-map", "growing",
                                                "avipam-tables"]
-    assert bench_areas() == sorted(["ql", "lda", "pam", "tcm", "glda", "tree-lda", "avipam", "ray", "scale",
-                                    "full", "peers", "foldin", "files"])
+    assert bench_areas() == sorted(["ql", "lda", "pam", "tcm", "glda", "tree-lda", "avipam", "ray", "ray-memory",
+                                    "scale", "full", "peers", "foldin", "files"])
 
 
 def test_no_module_entry_points_or_argparse_outside_the_cli():
@@ -188,6 +188,7 @@ QUICK_COMMANDS = [
     ["bench", "avipam", "collapse", "--newsgroups", "{data}/20news/20news-bydate.tar.gz"],
     ["bench", "avipam", "map", "--data", "{data}", "--indexes", "{indexes}"],
     ["bench", "ray", "--data", "{data}/20news/20news-bydate.tar.gz"],
+    ["bench", "ray-memory", "--work", "{tmp}/ray-memory"],
     ["bench", "scale", "--work", "{tmp}/scale"],
     ["bench", "full", "--work", "{tmp}/full"],
     ["bench", "foldin"],

@@ -28,6 +28,7 @@ place while mapped would reach the kernels unchecked, so model files are never w
 import json
 import mmap
 import os
+import shutil
 import zipfile
 import zlib
 from typing import NamedTuple
@@ -79,6 +80,68 @@ def write_model_file(path, header, arrays, kind=MODEL_FORMAT):
         np.savez(f, __header__=blob, **{k: np.ascontiguousarray(v) for k, v in arrays.items()})
         size = f.seek(0, os.SEEK_END)
     return size
+
+
+def write_model_file_streamed(path, header, members, kind=MODEL_FORMAT):
+    """:func:`write_model_file` of arrays given piece by piece: ``members`` lists (name, shape,
+    dtype, pieces), ``pieces`` an iterable of arrays whose bytes, in turn, are the member's (C
+    order). The file holds no more than one piece in memory at a time; it is read back as one
+    written whole. Returns the number of bytes written."""
+    path = os.fspath(path)
+    header = dict(header, format=kind, format_version=FORMAT_VERSIONS[kind], topicir_version=TOPICIR_VERSION,
+                  arrays={name: [list(shape), np.dtype(dtype).str] for name, shape, dtype, _ in members})
+    blob = np.frombuffer(json.dumps(header, sort_keys=True).encode("utf-8"), dtype=np.uint8)
+    d = os.path.dirname(path)
+    if d:
+        os.makedirs(d, exist_ok=True)
+    with atomic_open(path, "wb") as f:
+        with zipfile.ZipFile(f, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
+            for name, shape, dtype, pieces in [("__header__", blob.shape, blob.dtype, [blob])] + list(members):
+                dtype = np.dtype(dtype)
+                want = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+                with zf.open(name + ".npy", "w", force_zip64=True) as out:
+                    np.lib.format.write_array_header_2_0(
+                        out, dict(descr=np.lib.format.dtype_to_descr(dtype), fortran_order=False,
+                                  shape=tuple(int(n) for n in shape)))
+                    got = 0
+                    for piece in pieces:
+                        piece = np.ascontiguousarray(piece, dtype=dtype)
+                        out.write(memoryview(piece).cast("B"))
+                        got += piece.nbytes
+                if got != want:
+                    raise ValueError(f"{path}: array {name!r} got {got} bytes, {want} expected")
+        size = f.seek(0, os.SEEK_END)
+    return size
+
+
+def copy_model_file(source, path):
+    """Copy a model file, atomically, without reading it into memory."""
+    path = os.fspath(path)
+    d = os.path.dirname(path)
+    if d:
+        os.makedirs(d, exist_ok=True)
+    with open(source, "rb") as src, atomic_open(path, "wb") as f:
+        shutil.copyfileobj(src, f, 1 << 22)
+
+
+def read_member_range(fh, layout, name, lo, hi):
+    """Elements lo:hi of the (flat) array ``name`` of an archive open as ``fh``, whose
+    :func:`member_layouts` are ``layout``: read from the file, not mapped."""
+    offset, dtype = layout[name]
+    fh.seek(offset + lo * dtype.itemsize)
+    return np.fromfile(fh, dtype=dtype, count=hi - lo)
+
+
+def member_layouts(fh):
+    """``{name: (offset, dtype)}`` of the uncompressed members of the archive open as ``fh``."""
+    size = os.fstat(fh.fileno()).st_size
+    out = {}
+    with zipfile.ZipFile(fh) as zf:
+        for info in zf.infolist():
+            where = member_data(fh, info, size) if info.compress_type == zipfile.ZIP_STORED else None
+            if where is not None:
+                out[info.filename[:-len(".npy")]] = (where[0], where[3])
+    return out
 
 
 def read_header(path):
@@ -157,30 +220,38 @@ class _Mapping:
     def member(self, info):
         if info.compress_type != zipfile.ZIP_STORED or info.file_size < MAP_BYTES:
             return None
-        fh = self.fh
-        fh.seek(info.header_offset)
-        local = fh.read(_LOCAL_HEADER)
-        if len(local) < _LOCAL_HEADER or local[:4] != b"PK\x03\x04":
-            raise ValueError("no zip entry where the archive's directory points")
-        start = info.header_offset + _LOCAL_HEADER + int.from_bytes(local[26:28], "little") \
-            + int.from_bytes(local[28:30], "little")
-        fh.seek(start)
-        version = np.lib.format.read_magic(fh)
-        if version not in ((1, 0), (2, 0)):
+        where = member_data(self.fh, info, self.size)
+        if where is None or where[3].kind not in "iu":
             return None
-        read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-        shape, fortran, dtype = read(fh)
-        if dtype.kind not in "iu":
-            return None
-        offset = fh.tell()
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-        if offset - start + nbytes != info.file_size or offset + nbytes > self.size:
-            raise ValueError(f"the entry's array ({nbytes} bytes at {offset}) does not fit its "
-                             f"{info.file_size} bytes or the file's {self.size}")
+        offset, shape, fortran, dtype = where
         if self.bytes is None:
-            self.bytes = np.frombuffer(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY), dtype=np.uint8)
-        flat = self.bytes[offset:offset + nbytes].view(dtype)
+            self.bytes = np.frombuffer(mmap.mmap(self.fh.fileno(), 0, access=mmap.ACCESS_COPY), dtype=np.uint8)
+        flat = self.bytes[offset:offset + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize].view(dtype)
         return flat.reshape(shape, order="F" if fortran else "C")
+
+
+def member_data(fh, info, size):
+    """(offset, shape, fortran, dtype) of the array an uncompressed member ``info`` of the
+    open archive ``fh`` (of ``size`` bytes) holds, or None for a .npy version numpy may
+    write but this does not map; ValueError where the member's bytes do not fit."""
+    fh.seek(info.header_offset)
+    local = fh.read(_LOCAL_HEADER)
+    if len(local) < _LOCAL_HEADER or local[:4] != b"PK\x03\x04":
+        raise ValueError("no zip entry where the archive's directory points")
+    start = info.header_offset + _LOCAL_HEADER + int.from_bytes(local[26:28], "little") \
+        + int.from_bytes(local[28:30], "little")
+    fh.seek(start)
+    version = np.lib.format.read_magic(fh)
+    if version not in ((1, 0), (2, 0)):
+        return None
+    read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    shape, fortran, dtype = read(fh)
+    offset = fh.tell()
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if offset - start + nbytes != info.file_size or offset + nbytes > size:
+        raise ValueError(f"the entry's array ({nbytes} bytes at {offset}) does not fit its "
+                         f"{info.file_size} bytes or the file's {size}")
+    return offset, shape, fortran, dtype
 
 
 def is_mapped(a):

@@ -1,5 +1,7 @@
 """The corpus every topic model trains on: flat term ids plus document offsets."""
 import hashlib
+import mmap
+import os
 from typing import NamedTuple
 
 import numpy as np
@@ -39,9 +41,47 @@ def content_hash(doc_ptr, term_ids, n_terms):
     """sha1 over the exact arrays: a corpus with other tokens gets another hash."""
     h = hashlib.sha1()
     h.update(np.int64(n_terms).tobytes())
-    h.update(np.ascontiguousarray(doc_ptr, dtype=np.int64).tobytes())
-    h.update(np.ascontiguousarray(term_ids, dtype=np.int32).tobytes())
+    for a, dtype in ((doc_ptr, np.int64), (term_ids, np.int32)):
+        step = 1 << 22
+        for lo in range(0, len(a), step):
+            h.update(np.ascontiguousarray(read_piece(a, lo, min(len(a), lo + step)), dtype=dtype).data)
     return h.hexdigest()
+
+
+def mapped_file(a):
+    """(file name, byte offset) of a 1-d contiguous array that is a memory-mapped file's array
+    (``np.load(..., mmap_mode="r")``) or a view into one, as an index's corpus is; else None."""
+    if not isinstance(a, np.ndarray) or a.ndim != 1 or not a.flags.c_contiguous:
+        return None
+    root = a
+    while isinstance(root, np.ndarray):
+        if isinstance(root, np.memmap) and root.filename and isinstance(root.base, mmap.mmap):
+            start = a.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+            return os.fspath(root.filename), int(root.offset) + start
+        root = root.base
+    return None
+
+
+def read_piece(a, lo, hi):
+    """``a[lo:hi]``; of a memory-mapped array (:func:`mapped_file`), read from its file, so
+    that a pass over a large corpus leaves none of its pages in this process."""
+    where = mapped_file(a)
+    if where is not None:
+        return np.fromfile(where[0], dtype=a.dtype, count=hi - lo, offset=where[1] + lo * a.itemsize)
+    return a[lo:hi]
+
+
+def _term_range(term_ids):
+    """(min, argmin, max, argmax) of term_ids, read piece by piece (:func:`read_piece`)."""
+    out, step = [0, 0, -1, 0], 1 << 22
+    for lo in range(0, len(term_ids), step):
+        piece = read_piece(term_ids, lo, min(len(term_ids), lo + step))
+        i, j = int(np.argmin(piece)), int(np.argmax(piece))
+        if lo == 0 or piece[i] < out[0]:
+            out[:2] = int(piece[i]), lo + i
+        if piece[j] > out[2]:
+            out[2:] = int(piece[j]), lo + j
+    return out
 
 
 def make_corpus(doc_ptr, term_ids, n_terms=None, fingerprint=None):
@@ -73,16 +113,15 @@ def make_corpus(doc_ptr, term_ids, n_terms=None, fingerprint=None):
     if bad.size:
         d = int(bad[0])
         raise ValueError(f"doc_ptr must be non-decreasing, but doc_ptr[{d}] = {int(doc_ptr[d])} > doc_ptr[{d + 1}] = {int(doc_ptr[d + 1])}")
-    if term_ids.size and term_ids.min() < 0:
-        i = int(np.argmin(term_ids))
-        raise ValueError(f"term_ids must be >= 0, got term_ids[{i}] = {int(term_ids[i])!r}")
-    top = int(term_ids.max()) + 1 if term_ids.size else 0
+    low, i, high, j = _term_range(term_ids)
+    if low < 0:
+        raise ValueError(f"term_ids must be >= 0, got term_ids[{i}] = {low!r}")
+    top = high + 1
     if n_terms is None:
         n_terms = top
     n_terms = int(n_terms)
     if top > n_terms:
-        i = int(np.argmax(term_ids))
-        raise ValueError(f"term_ids[{i}] = {int(term_ids[i])} is out of range for n_terms = {n_terms}; pass n_terms >= {top}")
+        raise ValueError(f"term_ids[{j}] = {high} is out of range for n_terms = {n_terms}; pass n_terms >= {top}")
     if n_terms < 1:
         raise ValueError(f"n_terms must be >= 1, got {n_terms!r}")
     if fingerprint is None:

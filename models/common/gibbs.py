@@ -46,12 +46,14 @@ def key_runs(key_sorted):
     return np.concatenate([starts, [len(key_sorted)]]).astype(np.int64), key_sorted[starts]
 
 
-def block_run_ptrs(run_block, n_shards):
+def block_run_ptrs(run_block, n_shards, n_rows=None):
     """Partition scheme: the runs of block (shard s, term group g), in sweep order, start at
-    ``out[s, g]`` for the sorted block ids ``run_block = s * n_shards + g``; shape (S, S + 1)."""
+    ``out[s, g]`` for the sorted block ids ``run_block = s * n_shards + g``; shape (S, S + 1),
+    or (n_rows, S + 1) for the first n_rows shards (a Ray worker's own)."""
     S = n_shards
+    rows = S if n_rows is None else n_rows
     return np.searchsorted(
-        run_block, np.arange(S)[:, None] * S + np.arange(S + 1)[None, :], side="left"
+        run_block, np.arange(rows)[:, None] * S + np.arange(S + 1)[None, :], side="left"
     ).astype(np.int64)
 
 
@@ -184,8 +186,12 @@ class GibbsModel(TopicModel):
         from .executors import make_runner
 
         runner = make_runner(self)
+        self.__dict__.pop("_model_file", None)
         try:
-            self._with_threads(self._fit, corpus, callback, checkpoint, runner)
+            if hasattr(runner, "fit"):  # it keeps the chains' state on its workers: its own loop
+                self._with_threads(runner.fit, self, corpus, callback, checkpoint)
+            else:
+                self._with_threads(self._fit, corpus, callback, checkpoint, runner)
         finally:
             runner.close()
         return self
@@ -293,6 +299,10 @@ class GibbsModel(TopicModel):
     def _resume_from(self, corpus, path):
         f = self._open_checkpoint(path, corpus, _RESUME_FREE)
         h, a = f.header, f.arrays
+        if "state_parts" in h:
+            raise ValueError(f"{os.fspath(path)}: a checkpoint whose chain state stayed on Ray workers "
+                             f"(parts in {os.path.basename(path)}.parts); resume it with "
+                             f"executor=RayExecutor(state='workers')")
         validate_files.gibbs_checkpoint(self, path, f, corpus)
         assign, prior = self._STATE
         self.rng_ = np.ascontiguousarray(a["rng"], dtype=np.uint64)
@@ -342,12 +352,19 @@ class GibbsModel(TopicModel):
         the chains' current state (assignments, prior) and rng state.
         """
         self._check_fitted()
-        header = dict(self._header(), n_iter=int(self.n_iter_), n_samples=int(self.n_samples_),
-                      sample_iter=self.sample_iter_.tolist())
+        source = getattr(self, "_model_file", None)
+        if source is not None and not full:  # written by a Ray fit whose state stayed on workers
+            ckpt.copy_model_file(source, path)
+            return
         arrays = {name: getattr(self, name + "_") for name in self._INFERENCE_ARRAYS}
+        header = self._model_header()
         if full:
             arrays.update({name: getattr(self, name + "_") for name in self._STATE + ("rng",)})
         ckpt.write_model_file(path, header, arrays)
+
+    def _model_header(self):
+        return dict(self._header(), n_iter=int(self.n_iter_), n_samples=int(self.n_samples_),
+                    sample_iter=self.sample_iter_.tolist())
 
     @classmethod
     def load(cls, path, fingerprint=None, doc_len=None):

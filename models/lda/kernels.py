@@ -18,7 +18,7 @@ cshift                          31 - bit_length(K - 1); every doc count is < 2**
 import numpy as np
 from numba import njit, prange
 
-from ..common.kernels.dirichlet import doc_log_lik
+from ..common.kernels.dirichlet import doc_log_lik_parts, sum_from
 from ..common.kernels.rng import randint
 from ..common.kernels.sparse import label_counts, lower_bound
 
@@ -99,10 +99,16 @@ def _build_doc_lists(doc_ptr, z_doc, cap_ptr, cshift, dt, dt_nnz):
 def _log_lik_docs(cap_ptr, dt, cshift, dt_nnz, active, alpha):
     """log p(z) = sum_d [lgamma(A) - lgamma(n_d + A) + sum_k (lgamma(n_dk + a_k) - lgamma(a_k))]
     over the active docs' packed lists (:func:`models.common.kernels.dirichlet.doc_log_lik`)."""
+    return sum_from(0.0, _log_lik_doc_parts(cap_ptr, dt, cshift, dt_nnz, active, alpha))
+
+
+@njit(cache=True)
+def _log_lik_doc_parts(cap_ptr, dt, cshift, dt_nnz, active, alpha):
+    """Every doc's term of :func:`_log_lik_docs` (Ray workers sum their range's in turn)."""
     A = 0.0
     for k in range(len(alpha)):
         A += alpha[k]
-    return doc_log_lik(cap_ptr, dt, dt, dt_nnz, cshift, (1 << cshift) - 1, active, alpha, A)
+    return doc_log_lik_parts(cap_ptr, dt, dt, dt_nnz, cshift, (1 << cshift) - 1, active, alpha, A)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -118,6 +124,15 @@ def _optimize_alpha(alpha, cap_ptr, dt, cshift, dt_nnz, active, max_len, n_iter,
     hist = np.zeros((K, max_len + 1), dtype=np.int64)
     len_hist = np.zeros(max_len + 1, dtype=np.int64)
     limit = np.zeros(K, dtype=np.int64)
+    _alpha_hists(cap_ptr, dt, cshift, dt_nnz, active, hist, len_hist, limit)
+    _alpha_fixed_point(alpha, hist, len_hist, limit, n_iter, shape, scale)
+
+
+@njit(cache=True)
+def _alpha_hists(cap_ptr, dt, cshift, dt_nnz, active, hist, len_hist, limit):
+    """Add the active docs' count histograms to hist (K, max_len + 1) and len_hist, and raise
+    limit (K,) to every topic's largest count: integer sums, so ranges of documents may be
+    counted apart and added."""
     for d in range(len(dt_nnz)):
         if active[d] == 0:
             continue
@@ -131,6 +146,13 @@ def _optimize_alpha(alpha, cap_ptr, dt, cshift, dt_nnz, active, max_len, n_iter,
                 limit[k] = v
             n_d += v
         len_hist[n_d] += 1
+
+
+@njit(cache=True)
+def _alpha_fixed_point(alpha, hist, len_hist, limit, n_iter, shape, scale):
+    """Minka's iterations on the histograms of :func:`_alpha_hists`; alpha changes in place."""
+    K = len(alpha)
+    max_len = len(len_hist) - 1
     max_n = 0
     for n in range(max_len + 1):
         if len_hist[n] > 0:

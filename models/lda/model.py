@@ -12,7 +12,7 @@ from . import doc_kernels as lda_doc
 from ..common.kernels.dirichlet import topic_word_log_lik
 from ..common.kernels.rng import make_rng_states
 from . import files
-from ..common.gibbs import SweepOrderModel, block_run_ptrs, key_runs, rows_csr, stack_ptrs, token_shards
+from ..common.gibbs import SweepOrderModel, block_run_ptrs, key_runs, rows_csr, shard_docs, stack_ptrs
 from .foldin import LDAFoldInMixin
 from .infer import LDADocumentModel
 
@@ -35,6 +35,48 @@ def word_list_packing(n_topics, max_cf):
     if max_cf < 1 << (31 - bits):
         return 31 - bits, np.int32
     return 63 - bits, np.int64
+
+
+def term_groups(cf, n_groups):
+    """S term groups of about equal token counts (greedy, most frequent term first, ties to
+    the lowest group), so the blocks of a sub-step are about equally long."""
+    group = np.zeros(len(cf), dtype=np.int64)
+    if n_groups > 1:
+        K_._greedy_groups(np.argsort(-cf, kind="stable"), cf, n_groups, group)
+    return group
+
+
+def cap_ptrs(lengths, n_topics):
+    """Where every document's (or term's) topic list starts: room for min(length, K) entries."""
+    return np.concatenate([[0], np.cumsum(np.minimum(lengths, n_topics))]).astype(np.int64)
+
+
+def term_packing(n_topics, cf, max_doc_len):
+    """The layout's parts that follow from the term frequencies and the longest document."""
+    wshift, wdtype = word_list_packing(n_topics, cf.max(initial=0))
+    return dict(wcap_ptr=cap_ptrs(cf, n_topics), wshift=wshift, wdtype=wdtype,
+                cshift=count_shift(n_topics, max_doc_len))
+
+
+def sweep_order(doc_ptr, term_ids, group, shard_doc, n_shards):
+    """The sweep order (shard, term group, document, position) of the tokens of the documents
+    ``doc_ptr`` cut into the shards ``shard_doc`` (all S of them, or a Ray worker's first
+    ones, its documents counted from 0): the visits (runs of a document's tokens in a block)
+    and the blocks' first visits ``block_visit_ptr`` (shards x S + 1)."""
+    D, N, S = len(doc_ptr) - 1, len(term_ids), n_shards
+    rows = len(shard_doc) - 1
+    tok_doc = np.repeat(np.arange(D, dtype=np.int32), np.diff(doc_ptr))
+    tok_shard = np.searchsorted(shard_doc, tok_doc, side="right") - 1
+    block = tok_shard.astype(np.int64) * S + group[term_ids]
+    ord_pos = np.empty(N, dtype=np.int64)
+    K_._counting_sort(block, rows * S, ord_pos)  # stable: doc order within every block
+    visit_ptr, visit_key = key_runs(block[ord_pos] * max(D, 1) + tok_doc[ord_pos])
+    return dict(
+        ord_pos=ord_pos.astype(np.int32 if N < 2**31 else np.int64), ord_doc=tok_doc[ord_pos],
+        ord_word=term_ids[ord_pos],
+        shard_tok_ptr=np.searchsorted(tok_shard[ord_pos], np.arange(rows + 1)).astype(np.int64),
+        visit_ptr=visit_ptr, visit_doc=(visit_key % max(D, 1)).astype(np.int32),
+        block_visit_ptr=block_run_ptrs(visit_key // max(D, 1), S, rows))
 
 
 def _next_pow2(k):
@@ -175,30 +217,15 @@ class LDA(LDAFoldInMixin, LDADocumentModel, SweepOrderModel):
     def _build_layout(self, corpus):
         """Shards (contiguous doc ranges balanced by tokens), term groups, and the sweep order:
         shard, term group, document, position."""
-        N, V, D = corpus.n_tokens, corpus.n_terms, corpus.n_docs
-        S = self.n_shards
-        shard_doc, doc_len, tok_doc, tok_shard = token_shards(corpus, S)
-        # S term groups of about equal token counts (greedy, most frequent term first, ties to
-        # the lowest group), so the blocks of a sub-step are about equally long.
+        V, S = corpus.n_terms, self.n_shards
+        shard_doc = shard_docs(corpus, S)
+        doc_len = np.diff(corpus.doc_ptr)
         cf = np.bincount(corpus.term_ids, minlength=V)
-        group = np.zeros(V, dtype=np.int64)
-        if S > 1:
-            K_._greedy_groups(np.argsort(-cf, kind="stable"), cf, S, group)
-        block = tok_shard.astype(np.int64) * S + group[corpus.term_ids]
-        ord_pos = np.empty(N, dtype=np.int64)
-        K_._counting_sort(block, S * S, ord_pos)  # stable: doc order within every block
-        visit_ptr, visit_key = key_runs(block[ord_pos] * D + tok_doc[ord_pos])
-        wshift, wdtype = word_list_packing(self.n_topics, cf.max(initial=0))
+        group = term_groups(cf, S)
         self._lay = dict(
-            ord_pos=ord_pos.astype(np.int32 if N < 2**31 else np.int64), ord_doc=tok_doc[ord_pos],
-            ord_word=corpus.term_ids[ord_pos],
-            shard_tok_ptr=np.searchsorted(tok_shard[ord_pos], np.arange(S + 1)).astype(np.int64),
-            visit_ptr=visit_ptr, visit_doc=(visit_key % D).astype(np.int32),
-            block_visit_ptr=block_run_ptrs(visit_key // D, S), doc_len=doc_len,
-            shard_doc=shard_doc, cshift=count_shift(self.n_topics, doc_len.max()),
-            cap_ptr=np.concatenate([[0], np.cumsum(np.minimum(doc_len, self.n_topics))]).astype(np.int64),
-            wcap_ptr=np.concatenate([[0], np.cumsum(np.minimum(cf, self.n_topics))]).astype(np.int64),
-            wshift=wshift, wdtype=wdtype, group=group)
+            sweep_order(corpus.doc_ptr, corpus.term_ids, group, shard_doc, S), doc_len=doc_len,
+            shard_doc=shard_doc, cap_ptr=cap_ptrs(doc_len, self.n_topics),
+            **term_packing(self.n_topics, cf, doc_len.max()), group=group)
 
     def _alloc_chain_state(self, corpus):
         C, Kt, V, N, D = self.n_chains, self.n_topics, corpus.n_terms, corpus.n_tokens, corpus.n_docs
@@ -379,9 +406,9 @@ class LDA(LDAFoldInMixin, LDADocumentModel, SweepOrderModel):
 
     def _ray_runner(self, executor):
         """The runner of a :class:`models.common.executors.ray.RayExecutor` (imports Ray)."""
-        from .ray import runner
+        from .ray import runner, sharded_runner
 
-        return runner(executor, self)
+        return (sharded_runner if getattr(executor, "state", "driver") == "workers" else runner)(executor, self)
 
 
 def joint_log_lik(corpus, z, n_topics, alpha, beta):

@@ -167,6 +167,20 @@ def add_ray(p):
     p.add_argument("--zipf", type=float, default=1.0, help="Zipf exponent of the projected term frequencies")
 
 
+def add_ray_memory(p):
+    p.add_argument("--docs", type=int, default=25_000, help="documents of the synthetic collection at size 1x")
+    p.add_argument("--terms", type=int, default=20_000, help="its vocabulary")
+    p.add_argument("--mean-len", type=float, default=100.0, help="its mean document length")
+    p.add_argument("--scales", type=int, nargs="+", default=[1, 2, 4], help="sizes trained, as multiples of --docs")
+    p.add_argument("--workers", type=int, default=4, help="Ray workers (a shard each)")
+    p.add_argument("--cap-mib", type=int, default=700, help="every worker's cap on its peak resident memory, MiB")
+    p.add_argument("--k", type=int, default=50, help="topics")
+    p.add_argument("--iters", type=int, default=3, help="sweeps")
+    p.add_argument("--threads", type=int, default=2, help="threads of the local trainer")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--work", default="build/bench-ray-memory", help="folder of the collections and models (kept)")
+
+
 def add_scale(p):
     KINDS = constant("retrieval.bench.scale", "KINDS")
 
@@ -325,6 +339,10 @@ BENCHES = [
     TableCommand("ray", "every Gibbs kind trained on Ray workers against the local trainer (same model), and "
                  "the cluster's cost model projected from the measured parts",
                  add_ray, _call("ray"), dict(docs=200, sizes="quick", iters=3, shards=2, workers=[1, 2])),
+    TableCommand("ray-memory", "peak memory of the Ray driver and of capped workers as the collection grows 4x, "
+                 "LDA's state on the workers, beside the local trainer (same model)",
+                 add_ray_memory, _call("ray_memory"), dict(docs=300, terms=500, mean_len=30.0, scales=[1, 2], workers=2,
+                                                           k=8, iters=2, work="build/bench-ray-memory-quick")),
 ]
 
 AVIPAM = [

@@ -137,7 +137,9 @@ def cmd_train(args) -> int:
     if getattr(targs, "ray", None) is not None:
         from models.common.executors import executor_from_flag
 
-        params["executor"] = executor_from_flag(targs.ray)
+        params["executor"] = executor_from_flag(targs.ray, getattr(targs, "ray_state", "driver"))
+    elif getattr(targs, "ray_state", "driver") != "driver":
+        raise ValueError("--ray-state workers trains on Ray: add --ray")
     try:
         model, path = train_model(Index(targs.index), args.kind, targs.out, checkpoint=not targs.no_checkpoint,
                                   progress=not args.quiet, **params)

@@ -13,6 +13,7 @@ from ..core.plugins import ADAPTERS, hook
 from . import cli_commands as cmd
 from .cli_bench import BENCH
 from .cli_more import COHERENCE
+from .source_values import constant
 from .cli_reference import reference, write_page
 from .cli_reproduce import REPRODUCE
 from .cli_tables import Command
@@ -308,6 +309,13 @@ def train_parser(kind: str) -> argparse.ArgumentParser:
     if "executor" in names:
         p.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
                        help="train on Ray: a local cluster, or the one at ADDRESS (same model as locally)")
+    if "executor" in names and kind in constant("models.common.executors.ray", "WORKER_STATE_KINDS"):
+        p.add_argument("--ray-state", choices=("driver", "workers"), default="driver",
+                       help="with --ray, where the chains' per-token state lives: 'driver' pulls it back to "
+                            "this process for the log-likelihood, kept samples and checkpoints; 'workers' "
+                            "keeps it on the workers, which read the index's tokens themselves and "
+                            "write their parts of checkpoints (every worker must reach the index and the "
+                            "model's folder at the same paths)")
     show_defaults(p)
     return p
 

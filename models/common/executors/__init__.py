@@ -73,14 +73,27 @@ def parse_executor(spec):
                      f"'ray:10.0.0.1:6379') or 'ray://HOST:PORT', got {spec!r}")
 
 
-def executor_from_flag(ray):
+def peak_memory(pid="self"):
+    """Peak resident memory of a process in bytes (``VmHWM`` of /proc/PID/status)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) << 10
+    raise OSError(f"/proc/{pid}/status: no VmHWM")
+
+
+def executor_from_flag(ray, state="driver"):
     """The ``executor`` of the CLI flag ``--ray [ADDRESS]``: None (flag absent) -> "local", ""
-    or True (``--ray`` alone) -> "ray", ADDRESS -> "ray:ADDRESS" (a ``ray://`` address as is)."""
+    or True (``--ray`` alone) -> "ray", ADDRESS -> "ray:ADDRESS" (a ``ray://`` address as is);
+    with ``state="workers"`` (``--ray-state workers``), a ``RayExecutor`` of that state."""
     if ray is None or ray is False:
         return LOCAL
-    if ray is True or ray == "":
-        return "ray"
-    return ray if ray.startswith("ray://") else f"ray:{ray}"
+    spec = "ray" if ray is True or ray == "" else ray if ray.startswith("ray://") else f"ray:{ray}"
+    if state == "driver":
+        return spec
+    from .ray import RayExecutor  # imports Ray
+
+    return RayExecutor(address=parse_executor(spec)[1], state=state)
 
 
 def make_runner(model):

@@ -17,15 +17,25 @@ it (see :class:`models.common.executors.LocalRunner` for the protocol).
 """
 import logging
 import os
+import sys
+import threading
+import time
 
 import numpy as np
 import ray
 from ray.exceptions import ObjectLostError, OwnerDiedError, RayActorError, WorkerCrashedError
 
+from . import peak_memory
 from .errors import WorkerLostError
 from .signals import init_ray, shutdown_ray
 
 log = logging.getLogger(__name__)
+
+STATES = ("driver", "workers")
+MEMORY_CAP_ENV = "TOPICIR_RAY_WORKER_MEMORY"
+MEMORY_EXIT = 86  # a worker past its memory cap
+# Kinds whose chain state can stay on the workers for the whole fit.
+WORKER_STATE_KINDS = ("lda",)
 
 _DIED = (RayActorError, WorkerCrashedError, ObjectLostError, OwnerDiedError)
 # Workers import the models package from where the driver imported it (same code on both sides).
@@ -49,25 +59,49 @@ class RayExecutor:
     n_workers : int or None
         Ray actors (one CPU each), each owning a contiguous range of the ``n_shards`` shards;
         None: as many as the cluster has CPUs, at most ``n_shards``.
+    state : {"driver", "workers"}
+        "driver": the driver keeps the model and pulls the chain state back for the
+        log-likelihood, kept samples and checkpoints. "workers" (LDA): the token-sized state
+        never leaves the workers, which read their documents themselves and write their parts
+        of kept samples and checkpoints (:mod:`models.common.executors.sharded`); the parts
+        directory must be one every worker reaches at the same path.
+    worker_memory : int or None
+        A cap in bytes on every worker's peak resident memory (``VmHWM``, shared pages it
+        touched included): a worker checks it between its calls and every 50 ms while Python
+        runs, and exits once past it, which fails the fit as a lost worker. None: no cap.
     """
 
-    def __init__(self, address=None, n_workers=None):
+    def __init__(self, address=None, n_workers=None, state="driver", worker_memory=None):
         if n_workers is not None and (not isinstance(n_workers, int) or n_workers < 1):
             raise ValueError(f"n_workers must be an int >= 1 or None, got {n_workers!r}")
+        if state not in STATES:
+            raise ValueError(f"state must be one of {STATES}, got {state!r}")
+        if worker_memory is not None and (not isinstance(worker_memory, int) or worker_memory < 1):
+            raise ValueError(f"worker_memory must be a number of bytes >= 1 or None, got {worker_memory!r}")
         self.address = address
         self.n_workers = n_workers
+        self.state = state
+        self.worker_memory = worker_memory
         self.last_runner = None
 
     def __repr__(self):
-        return f"RayExecutor(address={self.address!r}, n_workers={self.n_workers!r})"
+        return (f"RayExecutor(address={self.address!r}, n_workers={self.n_workers!r}, state={self.state!r}, "
+                f"worker_memory={self.worker_memory!r})")
 
     def runner(self, model):
+        if self.state == "workers" and model.kind not in WORKER_STATE_KINDS:
+            raise ValueError(f"RayExecutor(state='workers') trains {', '.join(WORKER_STATE_KINDS)} "
+                             f"models, not {model.kind!r}; use state='driver'")
         self.last_runner = model._ray_runner(self)
         return self.last_runner
 
     def worker_pids(self):
         """Process ids of the workers of the current (or last) training run."""
         return self.last_runner.worker_pids()
+
+    def worker_peaks(self):
+        """Every worker's peak resident memory so far, in bytes (``VmHWM``), while they run."""
+        return ray.get([w.peak_memory.remote() for w in self.last_runner.workers])
 
 
 class RayRunner:
@@ -104,7 +138,11 @@ class RayRunner:
     def _spawn(self, cls, args):
         """One actor of ``cls`` per worker, built with ``args[a]``."""
         actor = ray.remote(num_cpus=1, max_restarts=0)(cls)
-        self.workers = [actor.options(runtime_env=worker_env()).remote(*a) for a in args]
+        cap = getattr(self.ex, "worker_memory", None)
+        env = worker_env()
+        if cap is not None:  # read by RayWorker.__init__, so the cap holds from its first byte
+            env["env_vars"][MEMORY_CAP_ENV] = str(cap)
+        self.workers = [actor.options(runtime_env=env).remote(*a) for a in args]
         self._pids = self._get([w.pid.remote() for w in self.workers], "starting")
 
     def worker_pids(self):
@@ -122,7 +160,11 @@ class RayRunner:
                             for a in dead) or "a Ray worker"
             log.debug("Ray's report of the lost worker: %s", e)
             ckpt = None if self.checkpoint is None else os.fspath(self.checkpoint)
-            raise WorkerLostError(who, what, ckpt, self.last_ckpt, type(e).__name__) from None
+            cause = type(e).__name__
+            cap = getattr(self.ex, "worker_memory", None)
+            if cap is not None:
+                cause += f"; a worker exits past worker_memory={cap / 2**20:.0f} MiB"
+            raise WorkerLostError(who, what, ckpt, self.last_ckpt, cause) from None
 
     def close(self):
         for w in self.workers:
@@ -162,6 +204,9 @@ class RayWorker:
     its sweep."""
 
     def __init__(self, lay, n_chains, *args):
+        cap = os.environ.get(MEMORY_CAP_ENV)
+        if cap:
+            threading.Thread(target=_watch_memory, args=(int(cap),), daemon=True).start()
         self.lay = lay
         self.chain = [None] * n_chains
         self.setup(*args)
@@ -172,6 +217,9 @@ class RayWorker:
     def pid(self):
         return os.getpid()
 
+    def peak_memory(self):
+        return peak_memory()
+
     def load(self, c, state):
         self.chain[c] = own(state)
 
@@ -180,6 +228,19 @@ class RayWorker:
 
     def pull(self, c, keys):
         return {k: self.chain[c][k] for k in keys}
+
+
+def _watch_memory(cap):
+    """A worker's cap (RayExecutor's ``worker_memory``): the peak resident memory is checked
+    every 50 ms while Python runs (a kernel holds the interpreter until it returns; the peak is
+    kept, so it is caught then); past the cap the process exits."""
+    while True:
+        peak = peak_memory()
+        if peak > cap:
+            print(f"topicir: Ray worker {os.getpid()} at {peak / 2**20:.0f} MiB resident, past its cap of "
+                  f"{cap / 2**20:.0f} MiB (worker_memory); exiting", file=sys.stderr, flush=True)
+            os._exit(MEMORY_EXIT)
+        time.sleep(0.05)
 
 
 def _ray_reports_to_log():

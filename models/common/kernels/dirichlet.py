@@ -32,7 +32,22 @@ def topic_word_log_lik(n_kw, n_k, beta):
 # prange entry point: flat arrays (see models/common/kernels/__init__.py)
 @njit(cache=True, parallel=True)
 def doc_log_lik(cap_ptr, key, count, nnz, kshift, cmask, active, alpha, A):
-    """log p(z) = sum over the docs d with active[d] != 0 of
+    """The sum, in document order from 0.0, of :func:`doc_log_lik_parts`."""
+    return sum_from(0.0, doc_log_lik_parts(cap_ptr, key, count, nnz, kshift, cmask, active, alpha, A))
+
+
+@njit(cache=True)
+def sum_from(total, part):
+    """``total`` plus every ``part[d]`` in turn: a sum over documents split by range (Ray
+    workers') continues where the previous range's ended, giving the float of one pass."""
+    for d in range(len(part)):
+        total += part[d]
+    return total
+
+
+@njit(cache=True, parallel=True)
+def doc_log_lik_parts(cap_ptr, key, count, nnz, kshift, cmask, active, alpha, A):
+    """Every doc's term of log p(z): for the docs d with active[d] != 0
     lgamma(A) - lgamma(n_d + A) + sum_k (lgamma(n_dk + a_k) - lgamma(a_k)), A = sum_k a_k (given:
     each kind sums its prior its own way).
 
@@ -59,10 +74,7 @@ def doc_log_lik(cap_ptr, key, count, nnz, kshift, cmask, active, alpha, A):
             n_d += v
             acc += math.lgamma(v + alpha[k]) - lga[k]
         part[d] = acc + lgA - math.lgamma(n_d + A)
-    total = 0.0
-    for d in range(n_docs):
-        total += part[d]
-    return total
+    return part
 
 
 @njit(cache=True)

@@ -1,0 +1,299 @@
+"""The Ray driver off the data path: training whose token-sized state never reaches the driver.
+
+``RayExecutor(state="workers")`` runs a kind's fit through :class:`ShardedRunner`. Each worker
+reads its documents' tokens itself (from the corpus files when the corpus arrays are memory
+mapped, else from one object-store copy of its range), builds its sweep order, initialises,
+sweeps, and keeps its documents' assignments, document-topic lists and rng streams until the
+end. The driver holds what does not grow with the tokens: the parameters, the shards' document
+ranges, the topic-word counts of every chain (V x K at most, as term lists, the dense table and
+the object-store slices of the partition rounds), the topic totals, alpha, the rng states
+(chains x shards) and the traces.
+
+- Log-likelihood: the topic-word part on the driver, the documents' terms summed by the
+  workers in turn, each continuing the previous one's float (the local trainer's sum).
+- Kept samples: every worker writes its shards' postings (``chain<c>.sweep<i>.shard<s>.npz``),
+  the driver the sample's topic-word part (``chain<c>.sweep<i>.words.npz``).
+- Checkpoints: every worker writes its shards' state (``state.shard<s>.sweep<i>.npz``: topics
+  in document order, rng streams), then the driver writes the checkpoint, atomically, as the
+  manifest that lists every part with its SHA-256; a resume checks each part against it (on
+  the worker that reads it) and refuses a damaged or foreign one in one line naming the file.
+- The model: the driver streams the parts into a model file (one array piece in memory at a
+  time) and loads it memory-mapped and validated like any model file.
+
+Parts live in ``CHECKPOINT.parts`` (or a temporary directory without a checkpoint), which
+every worker must reach at the same path.
+"""
+import os
+import shutil
+import tempfile
+import weakref
+from pathlib import Path
+
+import numpy as np
+import ray
+from ray.exceptions import RayTaskError
+
+from .. import checkpoint as ckpt
+from ..corpus import mapped_file
+from ..gibbs import shard_docs
+from ..kept import digest
+from .ray import worker_env
+from .rounds import PartitionRunner, merge_deltas
+
+LAYOUT = "ray-shards"
+
+
+def parts_dir(checkpoint):
+    return Path(os.fspath(checkpoint) + ".parts")
+
+
+def source(a, lo, hi):
+    """How a worker gets ``a[lo:hi]``: from the file when ``a`` is memory mapped (an index's
+    corpus), else through one object-store copy."""
+    where = mapped_file(a)
+    if where is not None:
+        return ("file", where[0], where[1] + lo * a.itemsize, a.dtype.str, hi - lo)
+    return ("ref", ray.put(np.ascontiguousarray(a[lo:hi])))
+
+
+def read_source(spec):
+    if spec[0] == "file":
+        _, name, offset, dtype, count = spec
+        return np.fromfile(name, dtype=np.dtype(dtype), count=count, offset=offset)
+    return np.array(ray.get(spec[1]))
+
+
+def _part_header(base, **what):
+    return dict(base, **what)
+
+
+class ShardWorker:
+    """What a worker of :class:`ShardedRunner` adds to its kind's partition worker: the part
+    files. The kind gives ``state_part(s)``, ``sample_part(c, s)`` and ``set_chains``."""
+
+    def load_totals(self, c, totals):
+        self.totals[c] = totals
+
+    def write_state(self, directory, base, sweep):
+        out = []
+        for s in range(self.lay["s0"], self.lay["s0"] + len(self.lay["shard_doc"]) - 1):
+            arrays, name = self.state_part(s), f"state.shard{s}.sweep{sweep}.npz"
+            ckpt.write_model_file(Path(directory) / name, _part_header(base, part="state", shard=s, sweep=sweep),
+                                  arrays, kind=ckpt.CHECKPOINT_FORMAT)
+            out.append([s, name, digest(arrays)])
+        return out
+
+    def write_sample(self, directory, base, c, sweep):
+        out = []
+        for s in range(self.lay["s0"], self.lay["s0"] + len(self.lay["shard_doc"]) - 1):
+            arrays, name = self.sample_part(c, s), f"chain{c}.sweep{sweep}.shard{s}.npz"
+            ckpt.write_model_file(Path(directory) / name,
+                                  _part_header(base, part="sample", shard=s, chain=c, sweep=sweep),
+                                  arrays, kind=ckpt.CHECKPOINT_FORMAT)
+            out.append([s, name, digest(arrays), int(len(arrays["kd_doc"]))])
+        return out
+
+    def check_parts(self, directory, checkpoint, base, listed):
+        """Read and check the parts ``listed`` ([shard, name, sha256, ...]) of this worker's
+        shards; returns their arrays by shard (state parts) after checking every one."""
+        out = {}
+        s0, s1 = self.lay["s0"], self.lay["s0"] + len(self.lay["shard_doc"]) - 1
+        for s, name, sha, *_ in listed:
+            if s0 <= s < s1:
+                out[s] = read_part(Path(directory) / name, checkpoint, base, s, sha)
+        return out
+
+    def resume(self, directory, checkpoint, base, state, samples, alpha, n_active):
+        """Check this worker's kept-sample parts, then set its chains from its state parts."""
+        for listed in samples:
+            self.check_parts(directory, checkpoint, base, listed)
+        parts = self.check_parts(directory, checkpoint, base, state)
+        C, shards = len(self.chain), sorted(parts)
+        for s in shards:
+            self.check_state(Path(directory) / f"state.shard{s}.sweep{base_sweep(state, s)}.npz", s, parts[s])
+        z = [np.concatenate([parts[s]["z"][c] for s in shards]).astype(np.int32) for c in range(C)]
+        rng = np.stack([np.stack([parts[s]["rng"][c] for s in shards]) for c in range(C)])
+        return self.set_chains(z, rng.astype(np.uint64), alpha, n_active)
+
+
+def base_sweep(state, s):
+    """The sweep in the name of shard s's state part."""
+    name = next(n for t, n, *_ in state if t == s)
+    return int(name.rsplit(".sweep", 1)[1].split(".")[0])
+
+
+def read_part(path, checkpoint, base, shard, sha256):
+    """The arrays of a part file, refused in one line naming it unless it is the part the
+    checkpoint lists, of this model and corpus."""
+    fix = f"delete {os.fspath(checkpoint)} to start afresh"
+    if not path.is_file():
+        raise ValueError(f"{os.fspath(checkpoint)}: lists a part {path} that is missing (a checkpoint "
+                         f"moves with its directory {path.parent.name}); {fix}")
+    f = ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT)
+    h = f.header
+    if (h.get("model"), h.get("fingerprint"), h.get("corpus_hash"), h.get("shard")) != (
+            base["model"], base["fingerprint"], base.get("corpus_hash"), shard):
+        raise ValueError(f"{path}: not a part of shard {shard} of this {base['model']} checkpoint "
+                         f"and corpus; {fix}")
+    got = digest(f.arrays)
+    if got != sha256:
+        raise ValueError(f"{path}: not the part checkpoint {os.fspath(checkpoint)} lists (its arrays "
+                         f"hash to {got[:16]}, the checkpoint lists {str(sha256)[:16]}); {fix}")
+    return f.arrays
+
+
+class ShardedRunner(PartitionRunner):
+    """The fit loop of :meth:`models.common.gibbs.GibbsModel._fit` with the chain state on
+    the workers (module docstring). ``hook`` is the kind's :class:`PartitionRunner` hook plus
+    ``layout``, ``alloc``, ``start``, ``counts_from``, ``log_lik``, ``sample_words``."""
+
+    def _get(self, refs, what):
+        try:
+            return super()._get(refs, what)
+        except RayTaskError as e:  # a part refused on a worker: its one line
+            if isinstance(e.cause, ValueError):
+                raise e.cause from None
+            raise
+
+    def fit(self, model, corpus, callback, checkpoint):
+        hook, C = self.hook, model.n_chains
+        model.fingerprint_ = corpus.fingerprint
+        model.corpus_hash_ = model._corpus_hash(corpus)
+        model.n_terms_ = corpus.n_terms
+        model._n_docs = corpus.n_docs
+        self._start_ray(model, checkpoint)
+        if checkpoint is None:
+            self.dir = Path(tempfile.mkdtemp(prefix="topicir-ray-parts-"))
+            weakref.finalize(model, shutil.rmtree, self.dir, True)
+        else:
+            self.dir = parts_dir(checkpoint)
+            self.dir.mkdir(parents=True, exist_ok=True)
+        S = self.S
+        self.shard_doc = shard_doc = shard_docs(corpus, S)
+        self.ranges, args = [], []
+        for a in range(self.W):
+            s0, s1 = int(self.shard0[a]), int(self.shard0[a + 1])
+            d0, d1 = int(shard_doc[s0]), int(shard_doc[s1])
+            t0, t1 = int(corpus.doc_ptr[d0]), int(corpus.doc_ptr[d1])
+            self.ranges.append((s0, s1, t0, t1, d0, d1))
+            lay = dict(s0=s0, S=S, d0=d0, d1=d1, D=corpus.n_docs, V=corpus.n_terms,
+                       shard_doc=shard_doc[s0:s1 + 1] - d0, doc_src=source(corpus.doc_ptr, d0, d1 + 1),
+                       tok_src=source(corpus.term_ids, t0, t1))
+            args.append((lay, C, hook.n_totals(model), *hook.worker_args(model, corpus)))
+        self._spawn(hook.worker, args)
+        stats = self._get([w.corpus_stats.remote() for w in self.workers], "reading the corpus")
+        built = hook.layout(model, corpus, stats)
+        self._get([w.build.remote(*built) for w in self.workers], "building the sweep order")
+        hook.alloc(model, corpus)
+        self.base = {k: v for k, v in model._file_header().items() if k != "params"}
+        model._samples = []
+        sample_iters = set(model._sample_iters().tolist())
+        model._ckpt_writes, model._ckpt_pending = [], 0
+        if checkpoint is not None and os.path.exists(checkpoint):
+            start = self._resume(model, corpus, checkpoint)
+        else:
+            model._log_lik_rows, model._log_lik_iters = [], []
+            for attr in model._TRACES.values():
+                setattr(model, attr, [])
+            hook.start(model, corpus, self)
+            start = 0
+        self._load_chains(model)
+        for it in range(start, model.n_iter):
+            self.step(model, corpus, it)
+            done = it + 1
+            model.n_iter_ = done
+            log_due = done % model.log_lik_every == 0 or done == model.n_iter
+            ckpt_due = checkpoint is not None and (done % model.checkpoint_every == 0 or done == model.n_iter)
+            if log_due or done in sample_iters:
+                for c in range(C):
+                    self._pull(model, c, docs=False, lists=True, assignments=False)
+            if log_due:
+                model._log_lik_rows.append([hook.log_lik(model, c, self) for c in range(C)])
+                model._log_lik_iters.append(done)
+            if done in sample_iters:
+                for c in range(C):
+                    model._samples.append(self._take_sample(model, c, done))
+            if ckpt_due:
+                self._write_checkpoint(model, checkpoint)
+                self.checkpointed(done)
+            if callback is not None and (done % model.callback_every == 0 or done == model.n_iter):
+                callback(model, done, model.n_iter)
+        self._finalize(model, corpus)
+
+    def _load_chains(self, model):
+        """The partition rounds' object-store state: the totals on every worker, the slices."""
+        hook = self.hook
+        self.slices = [[None] * self.S for _ in range(self.C)]
+        self.pending = [[] for _ in range(self.C)]
+        group = hook.groups(model)
+        self.terms = [np.flatnonzero(group == g) for g in range(self.S)]
+        self.merge = ray.remote(num_cpus=0, max_retries=0)(merge_deltas).options(runtime_env=worker_env())
+        for c in range(self.C):
+            for w in self.workers:
+                w.load_totals.remote(c, hook.totals(model)[c])
+            for g, t in enumerate(self.terms):
+                self.slices[c][g] = ray.put(hook.get_slice(model, c, t))
+
+    def _take_sample(self, model, c, sweep):
+        words = self.hook.sample_words(model, c)
+        name = f"chain{c}.sweep{sweep}.words.npz"
+        ckpt.write_model_file(self.dir / name, dict(self.base, part="sample-words", shard=-1, chain=c, sweep=sweep),
+                              words, kind=ckpt.CHECKPOINT_FORMAT)
+        shards = [p for ps in self._get([w.write_sample.remote(os.fspath(self.dir), self.base, c, sweep)
+                                         for w in self.workers], f"kept sample of sweep {sweep}") for p in ps]
+        return dict(chain=c, iter=sweep, words=[-1, name, digest(words)], shards=shards)
+
+    def _write_checkpoint(self, model, path):
+        sweep = model.n_iter_
+        state = [p for ps in self._get([w.write_state.remote(os.fspath(self.dir), self.base, sweep)
+                                        for w in self.workers], f"checkpoint of sweep {sweep}") for p in ps]
+        header = dict(model._header(), iteration=sweep, layout=LAYOUT, state_parts=state,
+                      samples=model._samples)
+        model._wrote(ckpt.write_model_file(path, header, {"alpha": model.alpha_}, kind=ckpt.CHECKPOINT_FORMAT),
+                     sweep)
+        keep = {p[1] for p in state}
+        for old in self.dir.glob("state.shard*.sweep*.npz"):
+            if old.name not in keep:
+                old.unlink(missing_ok=True)
+
+    def _resume(self, model, corpus, path):
+        f = model._open_checkpoint(path, corpus, ("n_jobs", "callback_every", "checkpoint_every",
+                                                  "log_lik_every", "executor"))
+        h = f.header
+        if h.get("layout") != LAYOUT:
+            raise ValueError(f"{os.fspath(path)}: a checkpoint of a trainer that keeps the chains' state "
+                             f"in one process; resume it with executor='local' or the default Ray executor")
+        alpha = np.asarray(f.arrays.get("alpha"), dtype=np.float64)
+        if alpha.shape != (model.n_chains, self.hook.n_totals(model)) or not np.isfinite(alpha).all():
+            raise ValueError(f"{os.fspath(path)}: damaged checkpoint (alpha of shape {alpha.shape}); "
+                             f"delete it to start afresh")
+        model.alpha_ = np.ascontiguousarray(alpha)
+        for s in h["samples"]:
+            words = read_part(self.dir / s["words"][1], path, self.base, -1, s["words"][2])
+            del words
+        model._samples = [dict(s) for s in h["samples"]]
+        model._log_lik_rows = [list(r) for r in h["log_lik"]]
+        model._log_lik_iters = list(h["log_lik_iter"])
+        for key, attr in model._TRACES.items():
+            setattr(model, attr, [list(r) for r in h[key]])
+        start = int(h["iteration"])
+        n = model._sparse_n_active(start, corpus.n_docs)
+        parts = self._get([w.resume.remote(os.fspath(self.dir), os.fspath(path), self.base,
+                                           h["state_parts"], [s["shards"] for s in h["samples"]],
+                                           model.alpha_, n) for w in self.workers], "resuming")
+        self.hook.counts_from(model, np.sum(parts, axis=0))
+        model.n_iter_ = start
+        return start
+
+    def _finalize(self, model, corpus):
+        samples = sorted(model._samples, key=lambda s: (s["chain"], s["iter"]))
+        model.n_samples_ = len(samples) // model.n_chains
+        model.sample_iter_ = np.array([s["iter"] for s in samples[:model.n_samples_]], dtype=np.int64)
+        path = self.dir / "model.npz"
+        self.hook.write_model(model, corpus, samples, self.dir, path)
+        loaded = type(model).load(path, corpus.fingerprint)
+        for name in model._INFERENCE_ARRAYS:
+            setattr(model, name + "_", getattr(loaded, name + "_"))
+        model._doc_consts = None
+        model._model_file = path
+
