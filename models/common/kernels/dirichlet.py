@@ -29,8 +29,7 @@ def topic_word_log_lik(n_kw, n_k, beta):
     return total
 
 
-# prange entry point: flat arrays (see models/common/kernels/__init__.py)
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def doc_log_lik(cap_ptr, key, count, nnz, kshift, cmask, active, alpha, A):
     """The sum, in document order from 0.0, of :func:`doc_log_lik_parts`."""
     return sum_from(0.0, doc_log_lik_parts(cap_ptr, key, count, nnz, kshift, cmask, active, alpha, A))
@@ -45,6 +44,7 @@ def sum_from(total, part):
     return total
 
 
+# prange entry point: flat arrays (see models/common/kernels/__init__.py)
 @njit(cache=True, parallel=True)
 def doc_log_lik_parts(cap_ptr, key, count, nnz, kshift, cmask, active, alpha, A):
     """Every doc's term of log p(z): for the docs d with active[d] != 0
