@@ -115,7 +115,7 @@ def test_full_disk_is_one_line_with_the_path_for_run_and_train(mini, tmp_path, c
 def test_full_disk_while_indexing_names_the_index(tmp_path, capsys, monkeypatch):
     out = tmp_path / "idx"
 
-    def staging_full(sources, staging, existing=None):
+    def staging_full(sources, staging, existing=None, docs=None):
         (staging / "docs-00000.jsonl").write_text("{}\n")
         _full_disk()
 

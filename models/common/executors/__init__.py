@@ -73,15 +73,6 @@ def parse_executor(spec):
                      f"'ray:10.0.0.1:6379') or 'ray://HOST:PORT', got {spec!r}")
 
 
-def peak_memory(pid="self"):
-    """Peak resident memory of a process in bytes (``VmHWM`` of /proc/PID/status)."""
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) << 10
-    raise OSError(f"/proc/{pid}/status: no VmHWM")
-
-
 def executor_from_flag(ray, state="driver"):
     """The ``executor`` of the CLI flag ``--ray [ADDRESS]``: None (flag absent) -> "local", ""
     or True (``--ray`` alone) -> "ray", ADDRESS -> "ray:ADDRESS" (a ``ray://`` address as is);
@@ -114,3 +105,5 @@ def make_runner(model):
 
         executor = RayExecutor(address=address)
     return executor.runner(model)
+
+from .memory import peak_memory  # noqa: E402,F401  (re-exported for callers of the package)

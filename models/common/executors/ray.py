@@ -23,9 +23,10 @@ import time
 
 import numpy as np
 import ray
+from .memory import peak_memory
 from ray.exceptions import ObjectLostError, OwnerDiedError, RayActorError, WorkerCrashedError
 
-from . import peak_memory
+
 from .errors import WorkerLostError
 from .signals import init_ray, shutdown_ray
 
