@@ -18,7 +18,8 @@ from ..common.kernels.rng import make_rng_states
 from . import files
 from ..common.base import TopicModel
 from ..common.gibbs import GibbsModel, key_runs, rows_csr
-from ..lda.model import LDA, count_shift
+from ..lda.layout import count_shift
+from ..lda.model import LDA
 
 INITS = ("online", "random")  # how a chain starts (see GroupedLDA's init)
 

@@ -19,6 +19,7 @@ from ..common.gibbs import rows_csr
 from ..common.kernels.dirichlet import sum_from, topic_word_log_lik
 from . import doc_kernels as lda_doc
 from . import kernels as K_
+from .layout import cap_ptrs, sweep_order, term_groups, term_packing
 
 
 def runner(executor, model):
@@ -164,7 +165,6 @@ class LdaShardWorker(ShardWorker, LdaWorker):
                 int(np.diff(self.doc_ptr).max(initial=0)))
 
     def build(self, group, wcap_ptr, wshift, wdtype, cshift):
-        from .model import cap_ptrs, sweep_order
 
         lay, S = self.lay, self.lay["S"]
         order = sweep_order(self.doc_ptr, self.term_ids, group, lay["shard_doc"], S)
@@ -331,7 +331,6 @@ class LdaShardHook(LdaHook):
         return model.n_topics
 
     def layout(self, model, corpus, stats):
-        from .model import term_groups, term_packing
 
         cf = np.sum([s[0] for s in stats], axis=0)
         max_len = max(s[1] for s in stats)

@@ -62,7 +62,7 @@ def zipf_frequencies(tokens: float, terms: float, exponent: float = 1.0) -> np.n
 def lda_list_bytes(cf, k: int) -> float:
     """Upper bound of the bytes of LDA's sparse term lists given term frequencies ``cf``: 4 a
     term (its length) plus min(cf_w, K) entries, packed as the trainer packs them."""
-    from models.lda.model import word_list_packing
+    from models.lda.layout import word_list_packing
 
     cf = np.asarray(cf, dtype=np.float64)
     _, dtype = word_list_packing(k, int(cf.max(initial=0)))

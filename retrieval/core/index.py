@@ -19,6 +19,7 @@ An append is built and swapped in the same way as a build, under the same lock.
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import logging
@@ -150,6 +151,14 @@ def build_index(sources, out, *, threads: int = 2, force: bool = False, docs: ra
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ValueError(f"threads must be an int >= 1, got {threads!r}")
     out = Path(out)
+    with build_target(out, force):
+        return _build_locked(sources, out, threads, docs=docs)
+
+
+@contextlib.contextmanager
+def build_target(out: Path, force: bool):
+    """Hold ``out``'s advisory lock for a build that replaces it (an index, a sharded index),
+    after checking that it may be replaced and removing the leftovers of killed builds."""
     if out.exists() and not force:
         raise FileExistsError(f"{out} already exists; pass --force to replace it")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -162,7 +171,7 @@ def build_index(sources, out, *, threads: int = 2, force: bool = False, docs: ra
         if removed:
             log.warning("removed %d leftovers of killed index builds: %s", len(removed),
                         ", ".join(str(p) for p in removed))
-        return _build_locked(sources, out, threads, docs=docs)
+        yield
 
 
 def _build_locked(sources: list[str], out: Path, threads: int, existing: Index | None = None,

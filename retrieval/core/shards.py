@@ -28,10 +28,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from models.common.atomic import remove_stale, target_lock
-
 from .. import __version__
-from .index import ANALYZER, MANIFEST, SHARDS_MANIFEST, Index, _umask, build_index, dead_builds
+from .index import ANALYZER, MANIFEST, SHARDS_MANIFEST, Index, _umask, build_index, build_target
 from .jvm import ANSERINI_VERSION
 from .sources import iter_docs
 from .stats import CollectionStats, fingerprint
@@ -251,17 +249,7 @@ def build_shards(sources, out, n_shards: int, *, threads: int = 2, force: bool =
     if isinstance(n_shards, bool) or not isinstance(n_shards, int) or n_shards < 1:
         raise ValueError(f"n_shards must be an int >= 1, got {n_shards!r}")
     out = Path(out)
-    if out.exists() and not force:
-        raise FileExistsError(f"{out} already exists; pass --force to replace it")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with target_lock(out, what="index"):
-        if out.exists() and not force:
-            raise FileExistsError(f"{out} already exists (built meanwhile by another process); pass --force to "
-                                  f"replace it")
-        removed = remove_stale(dead_builds(out.parent, held=out))
-        if removed:
-            log.warning("removed %d leftovers of killed index builds: %s", len(removed),
-                        ", ".join(str(p) for p in removed))
+    with build_target(out, force):
         start = time.perf_counter()
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=out.parent))
         try:
