@@ -82,6 +82,21 @@ def test_more_workers_cut_compute_but_not_the_driver():
     assert b["driver"] == a["driver"] and b["latency"] == pytest.approx(4 * a["latency"])
 
 
+def test_state_on_the_workers_spreads_setup_and_syncs():
+    """The workers initialise and sync side by side: per-token work divided by W, a running sum
+    passing W workers (W latencies) a sync; compute, transfer and the driver are unchanged."""
+    here = PARTS._replace(on_workers=True)
+    for w in (8, 32):
+        a, b = cost.project("lda", COLL, w, SIZES, PARTS, 8.0), cost.project("lda", COLL, w, SIZES, here, 8.0)
+        assert b["setup"] == pytest.approx(1e8 * 1e-6 / w + 3.0 + 1e8 * (3 * 10 + 20) / 1e9)
+        assert b["syncs"] == pytest.approx(10 * 3 * (1e8 * (2e-8 / w + 12 / 1e9) + w * 0.005))
+        for part in ("compute", "transfer", "latency", "driver"):
+            assert b[part] == a[part]
+    # gLDA's whole chains: spread over the workers it uses
+    g = cost.project("glda", COLL, 32, SIZES, here, 8.0)
+    assert g["setup"] == pytest.approx(1e8 * 1e-6 / 3 + 3.0 + 1e8 * (3 * 10 + 20) / 1e9)
+
+
 @pytest.mark.slow
 def test_quick_command_writes_every_kind(shared_data, tmp_path, monkeypatch, capsys):
     pytest.importorskip("ray")
@@ -99,5 +114,11 @@ def test_quick_command_writes_every_kind(shared_data, tmp_path, monkeypatch, cap
     measured = text.split("## What each kind")[0]
     for kind in KINDS:
         assert re.search(rf"^\| {kind} \| [\d,]+ \| ray 2 \|", measured, re.M), kind
-    assert "| False |" not in measured and measured.count("| True |") == 2 * len(KINDS)
-    assert "10xAP lda training on 32 workers" in text and ("| met |" in text or "| missed |" in text)
+    from models.common.executors.ray import WORKER_STATE_KINDS
+
+    for kind in WORKER_STATE_KINDS:
+        assert re.search(rf"^\| {kind} \| [\d,]+ \| ray 2 \(state on workers\) \|", measured, re.M), kind
+        assert f"| {kind} (state on workers) |" in text.split("## Projected")[1]
+    assert "| False |" not in measured
+    assert measured.count("| True |") == 2 * (len(KINDS) + len(WORKER_STATE_KINDS))
+    assert "10xAP lda (state on workers) training on 32 workers" in text and ("| met |" in text or "| missed |" in text)

@@ -19,7 +19,9 @@ term-group slices, every slice once a round; TCM's boundaries), ``cross`` the pa
 changes worker (what a multi-machine cluster sends over the network), ``shared`` the totals'
 deltas and sums of the partition rounds or TCM's restaurants sent to the workers, ``setup`` the
 state shipped to the workers at the start (metered on the kind's hook). The last column checks
-that the Ray model is the local one (assignments, counts and log-likelihood).
+that the Ray model is the local one (assignments, counts and log-likelihood). A kind whose chain
+state can stay on the workers (``--ray-state workers``) runs that way too, on every W, its rows
+marked "state on workers" (the same model: every array of its model file and the log-likelihood).
 
 The measured parts (per-core rate, round latency from a chain of actor calls, the driver's
 per-token work, the bytes per token) feed :mod:`retrieval.bench.ray_cost`, which projects a
@@ -56,7 +58,7 @@ PROJECTED_WORKERS = (8, 32, 128)
 
 # -- one training, timed -----------------------------------------------------------------------
 
-def _executor(address, workers, metered):
+def _executor(address, workers, metered, state="driver"):
     from models.common.executors.ray import RayExecutor, nbytes
 
     class MeteredExecutor(RayExecutor):
@@ -67,7 +69,7 @@ def _executor(address, workers, metered):
             runner.hook = _Metered(runner.hook, metered, nbytes)
             return runner
 
-    return MeteredExecutor(address=address, n_workers=workers)
+    return MeteredExecutor(address=address, n_workers=workers, state=state)
 
 
 class _Metered:
@@ -140,6 +142,20 @@ def _same(kind, a, b):
     return all(np.array_equal(getattr(a, k), getattr(b, k)) for k in STATE[kind] + ("log_lik_",))
 
 
+def _same_model(a, b):
+    """The arrays a model file keeps and the log-likelihood trace (the chain state of a run with
+    the state on the workers stays there)."""
+    return all(np.array_equal(getattr(a, n + "_"), getattr(b, n + "_")) for n in a._INFERENCE_ARRAYS + ("log_lik",))
+
+
+ON_WORKERS = " (state on workers)"
+
+
+def base_kind(key: str) -> str:
+    """The kind of a cost-model entry (``lda`` or ``lda (state on workers)``)."""
+    return key.split(" ")[0]
+
+
 # -- what is measured --------------------------------------------------------------------------
 
 def round_latency(n_rounds: int = 200) -> float:
@@ -176,7 +192,8 @@ def round_latency(n_rounds: int = 200) -> float:
 
 def bench_kind(kind, corpus, inputs, args, rows, checks):
     """Local and Ray runs of one kind (rows of the first table, formula checks of the second);
-    returns its measured parts for the cost model."""
+    returns its measured parts for the cost model: ``{kind: parts}``, and for a kind whose state
+    can stay on the workers ``{kind + ON_WORKERS: parts}`` too."""
     params = _params(kind, args)
     C, N = args.chains, corpus.n_tokens
     from models.registry import model_class
@@ -190,16 +207,21 @@ def bench_kind(kind, corpus, inputs, args, rows, checks):
     rows.append({**base, "run": f"local {args.threads}", "setup s": fixed(local["setup"], 1),
                  "s/sweep": fixed(local["wall"], 3), "driver s": "", "M tok/s": fixed(tps_local / 1e6, 2),
                  "local/run": "1.00", **blank})
-    runs = {}
-    for w in args.workers:
+    from models.common.executors.ray import WORKER_STATE_KINDS
+
+    runs, on_workers = {}, {}
+    states = ("driver", "workers") if kind in WORKER_STATE_KINDS else ("driver",)
+    for state, w in ((state, w) for state in states for w in args.workers):
         metered = {}
-        r = _fit(kind, corpus, inputs, params, _executor(args.address, w, metered), metered)
-        runs[w] = r
+        r = _fit(kind, corpus, inputs, params, _executor(args.address, w, metered, state), metered)
+        (runs if state == "driver" else on_workers)[w] = r
+        same = _same(kind, r["model"], local["model"]) if state == "driver" else _same_model(r["model"], local["model"])
         st = r["stats"]
         per_sweep = st["slice_bytes_per_sweep"] + st["n_k_bytes_per_sweep"]
         rounds = st["rounds"] / st["sweeps"]
         tps = N * C / r["wall"]
-        rows.append({**base, "run": f"ray {w}", "setup s": fixed(r["setup"], 1), "s/sweep": fixed(r["wall"], 3),
+        label = f"ray {w}" + (ON_WORKERS if state == "workers" else "")
+        rows.append({**base, "run": label, "setup s": fixed(r["setup"], 1), "s/sweep": fixed(r["wall"], 3),
                      "driver s": fixed(r["wall"] - r["workers"], 3), "M tok/s": fixed(tps / 1e6, 2),
                      "local/run": fixed(tps_local / tps, 2),
                      "moved MB": fixed(st["slice_bytes_per_sweep"] / 1e6, 2),
@@ -207,8 +229,8 @@ def bench_kind(kind, corpus, inputs, args, rows, checks):
                      "shared MB": fixed(st["n_k_bytes_per_sweep"] / 1e6, 3),
                      "KB/round": fixed(per_sweep / rounds / 1e3, 1), "sync MB": fixed(st["sync_bytes"] / 1e6, 1),
                      "setup MB": fixed(sum(r["shipped"].values()) / 1e6, 1),
-                     "same model": str(_same(kind, r["model"], local["model"]))})
-        log.info("%s ray %d: %.3f s/sweep (local %.3f)", kind, w, r["wall"], local["wall"])
+                     "same model": str(same)})
+        log.info("%s %s: %.3f s/sweep (local %.3f)", kind, label, r["wall"], local["wall"])
     w_min, w_max = min(runs), max(runs)
     one, big = runs[w_min], runs[w_max]
     m = big["model"]
@@ -238,19 +260,28 @@ def bench_kind(kind, corpus, inputs, args, rows, checks):
     checks.append({"kind": kind, "moved per chain and sweep": MOVED[kind], "formula": FORMULA[kind],
                    "formula MB": fixed(model_b / 1e6, 3), "measured MB": fixed(measured / 1e6, 3),
                    "measured/formula": fixed(measured / model_b, 3) if model_b else "-"})
-    shipped = one["shipped"]
-    return cost.Parts(
-        rate=N * C / (w_min * one["workers"]), latency=args.latency,
-        setup_s_per_token=max(local["setup"], 0.0) / N, start_s=max(one["setup"] - local["setup"], 0.0),
-        driver_s_per_token=max(one["wall"] - one["workers"], 0.0) / N,
-        event_s_per_token=max(one["event"], 0.0) / (C * N),
-        state_bytes_per_token=(shipped.get("chain_state", 0) + shipped.get("get_slice", 0)) / (C * N),
-        layout_bytes_per_token=shipped.get("worker_layout", 0) / N,
-        worker_bytes_per_token=shipped.get("worker_args", 0) / (w_min * N),
-        driver_bytes_per_token=max(one["sync_per_sweep"], 0.0) / (C * N),
-        sync_bytes_per_token=max(one["sync_event"], 0.0) / (C * N),
-        restaurant_bytes_per_token=(big["stats"]["n_k_bytes_per_sweep"] / (C * w_max * N) if kind == "tcm" else 0.0),
-        nodes_per_term=nodes / corpus.n_terms)
+    def measured(r, per_worker):
+        """Parts from run ``r`` on w_min workers; ``per_worker``: setup's and a sync's work ran on
+        the workers side by side (per token of one worker's share). The initialising pass is the
+        local one's work either way; the rest of a run's setup is the workers' start."""
+        shipped, share = r["shipped"], w_min if per_worker else 1
+        init = max(local["setup"], 0.0)
+        return cost.Parts(
+            rate=N * C / (w_min * r["workers"]), latency=args.latency, setup_s_per_token=init / N,
+            start_s=max(r["setup"] - init / share, 0.0), driver_s_per_token=max(r["wall"] - r["workers"], 0.0) / N,
+            event_s_per_token=share * max(r["event"], 0.0) / (C * N),
+            state_bytes_per_token=(shipped.get("chain_state", 0) + shipped.get("get_slice", 0)) / (C * N),
+            layout_bytes_per_token=shipped.get("worker_layout", 0) / N,
+            worker_bytes_per_token=shipped.get("worker_args", 0) / (w_min * N),
+            driver_bytes_per_token=max(r["sync_per_sweep"], 0.0) / (C * N),
+            sync_bytes_per_token=max(r["sync_event"], 0.0) / (C * N),
+            restaurant_bytes_per_token=(big["stats"]["n_k_bytes_per_sweep"] / (C * w_max * N) if kind == "tcm" else 0.0),
+            nodes_per_term=nodes / corpus.n_terms, on_workers=per_worker)
+
+    parts = {kind: measured(one, False)}
+    if on_workers:
+        parts[kind + ON_WORKERS] = measured(on_workers[min(on_workers)], True)
+    return parts
 
 
 # -- the projection ----------------------------------------------------------------------------
@@ -271,9 +302,9 @@ def projection_tables(parts: dict, gbps: float, heaps_beta: float, zipf: float) 
     rows, totals = [], {}
     for coll in colls:
         for kind, p in parts.items():
-            sizes = default_sizes(kind)
+            sizes = default_sizes(base_kind(kind))
             for w in PROJECTED_WORKERS:
-                pr = cost.project(kind, coll, w, sizes, p, gbps, zipf)
+                pr = cost.project(base_kind(kind), coll, w, sizes, p, gbps, zipf)
                 totals[(coll.name, kind, w)] = pr["total"]
                 rows.append({"collection": coll.name, "kind": kind, "W": w, "used": pr["workers_used"],
                              "MB/sweep": fixed(pr["sweep_bytes"] / 1e6, 0),
@@ -286,12 +317,16 @@ def projection_tables(parts: dict, gbps: float, heaps_beta: float, zipf: float) 
               f"term frequencies by Zipf's law (exponent {zipf:g}) for LDA's lists; MB/sweep: the busiest link's "
               f"bytes in a sweep of every chain",
               "per-core rates are those of the first sweeps of a small corpus (chains speed up as they settle); "
-              "TCM's restaurants go from the driver to every worker (no relay); rounds are not overlapped"]
+              "TCM's restaurants go from the driver to every worker (no relay); rounds are not overlapped",
+              f"{ON_WORKERS.strip()}: the workers initialise and compute their part of every log-likelihood, "
+              "sample and checkpoint side by side (per-token setup and sync work divided by W, W round latencies "
+              "a sync); the others pull every chain's state to the driver at a sync"]
     coll, kind, w, hours = TARGET
-    got = totals.get((coll, kind, w))
+    best = kind + ON_WORKERS if (coll, kind + ON_WORKERS, w) in totals else kind
+    got = totals.get((coll, best, w))
     target = []
     if got is not None:
-        target.append({"target": f"{coll} {kind} training on {w} workers", "bound h": fixed(hours, 1),
+        target.append({"target": f"{coll} {best} training on {w} workers", "bound h": fixed(hours, 1),
                        "projected h": fixed(got / 3600, 2), "met": "met" if got <= hours * 3600 else "missed"})
     tables = [Table("Projected training on a Ray cluster: minutes by part", rows, notes=notes)]
     if target:
@@ -360,7 +395,7 @@ def run(*, data: str = DEFAULT_20NEWS, docs: int | None = 1500, kinds=KINDS, siz
     try:
         args.latency = round_latency()
         for kind in kinds:
-            parts[kind] = bench_kind(kind, corpus, _inputs(kind, vocab), args, rows, checks)
+            parts.update(bench_kind(kind, corpus, _inputs(kind, vocab), args, rows, checks))
     finally:
         shutdown_ray()
     note = (f"20news (first {corpus.n_docs} posts): {corpus.n_tokens} tokens, {corpus.n_terms} terms; sweeps={iters}, "

@@ -11,6 +11,12 @@ A training on W workers is projected as its parts (seconds):
 - syncs: every sweep whose log-likelihood or sample the driver computes pulls the chains' state
   back and computes there (serial, per token).
 
+With the chain state on the workers (``Parts.on_workers``, ``--ray-state workers``) the workers
+initialise, sum their documents' log-likelihood terms and write their parts of samples and
+checkpoints themselves, in parallel: setup's and a sync's per-token work divide by W, nothing
+token-sized crosses to the driver, and every sync adds W round latencies (the running sum of the
+log-likelihood passes from worker to worker).
+
 What a kind moves per sweep follows from what its runner sends (n_shards = W):
 
 - partition rounds (LDA, PAM, tree-LDA): the topic-word state travels as S term-group slices,
@@ -96,6 +102,7 @@ class Parts(NamedTuple):
     sync_bytes_per_token: float    # pulled at a sync, per chain
     restaurant_bytes_per_token: float = 0.0  # TCM
     nodes_per_term: float = 0.0              # tree-LDA
+    on_workers: bool = False                 # the chain state stays on the workers
 
 
 def state_bytes(kind: str, coll: Collection, sizes: Sizes, parts: Parts, zipf: float = 1.0) -> float:
@@ -146,8 +153,10 @@ def project(kind: str, coll: Collection, workers: int, sizes: Sizes, parts: Part
         driver=N * parts.driver_s_per_token + C * N * parts.driver_bytes_per_token / bw)
     out = {key: sizes.sweeps * v for key, v in per_sweep.items()}
     ship = N * (C * parts.state_bytes_per_token + parts.layout_bytes_per_token + W * parts.worker_bytes_per_token)
-    out["setup"] = N * parts.setup_s_per_token + parts.start_s + ship / bw
-    out["syncs"] = sizes.events * C * N * (parts.event_s_per_token + parts.sync_bytes_per_token / bw)
+    spread = used if parts.on_workers else 1  # per-token work of setup and syncs, side by side
+    out["setup"] = N * parts.setup_s_per_token / spread + parts.start_s + ship / bw
+    out["syncs"] = sizes.events * C * (N * (parts.event_s_per_token / spread + parts.sync_bytes_per_token / bw)
+                                       + (used * parts.latency if parts.on_workers else 0.0))
     out["total"] = sum(out.values())
     out.update(workers_used=used, state_bytes=L, sweep_bytes=sweep_bytes(kind, W, coll, sizes, L))
     return out
