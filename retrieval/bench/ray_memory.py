@@ -145,7 +145,7 @@ def _mib(nbytes) -> str:
     return fixed(nbytes / MIB, 0)
 
 
-def run(*, docs: int = 25_000, terms: int = 20_000, mean_len: float = 100.0, scales=(1, 2, 4), workers: int = 4,
+def run(*, docs: int = 50_000, terms: int = 20_000, mean_len: float = 100.0, scales=(1, 2, 4), workers: int = 4,
         cap_mib: int = 700, k: int = 50, iters: int = 3, threads: int = 2, seed: int = 0,
         work: str = "build/bench-ray-memory") -> list[Table]:
     """LDA on ``workers`` Ray workers capped at ``cap_mib`` MiB each, with the chain state on

@@ -168,7 +168,7 @@ def add_ray(p):
 
 
 def add_ray_memory(p):
-    p.add_argument("--docs", type=int, default=25_000, help="documents of the synthetic collection at size 1x")
+    p.add_argument("--docs", type=int, default=50_000, help="documents of the synthetic collection at size 1x")
     p.add_argument("--terms", type=int, default=20_000, help="its vocabulary")
     p.add_argument("--mean-len", type=float, default=100.0, help="its mean document length")
     p.add_argument("--scales", type=int, nargs="+", default=[1, 2, 4], help="sizes trained, as multiples of --docs")
