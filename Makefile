@@ -1,11 +1,11 @@
 # Quick start:  make demo   (index Cranfield, train a small LDA, print QL, BM25, BM25+RM3 and LDA smoothing)
-#               make test   (the test suite)
+#               make test   (the test suite; make test-long: its end-to-end checks of minutes)
 # Both install topicir and its dependencies into the current Python first (idempotent).
 PYTHON ?= python3
 IR_DATASETS_HOME ?= $(HOME)/.ir_datasets
 SHARED_IRDS := ../shared/data/irds-cache/cranfield/cran.tar.gz
 
-.PHONY: install demo test browser wordnet
+.PHONY: install demo test test-long browser wordnet
 install:
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[test]'
 
@@ -20,6 +20,10 @@ demo: install
 # (pytest-benchmark, where some other package installed it, is not used here: off, with its warning.)
 test: install browser wordnet
 	$(PYTHON) -m pytest -q -n 2 --dist loadfile -p no:benchmark --durations=25
+
+# The end-to-end checks of minutes each (marked long), which the default suite leaves out; CI runs both.
+test-long: install wordnet
+	$(PYTHON) -m pytest -q -n 2 --dist loadfile -p no:benchmark -m long --runlong --durations=25
 
 # Headless Chromium for the report screenshot test (Debian's package; skipped where apt is not ours).
 browser:

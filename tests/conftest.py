@@ -31,13 +31,19 @@ def med_index(shared_data, shared_indexes):
 
 
 def pytest_addoption(parser):
-    parser.addoption("--runslow", action="store_true", help="also run tests marked slow (e.g. README benchmark commands)")
+    parser.addoption("--runslow", action="store_true",
+                     help="also run tests marked slow (README benchmark commands) and long")
+    parser.addoption("--runlong", action="store_true",
+                     help="also run tests marked long (end-to-end checks of minutes; `make test-long`)")
 
 
 def pytest_collection_modifyitems(config, items):
-    if config.getoption("--runslow"):
-        return
-    skip = pytest.mark.skip(reason="slow: run with --runslow")
+    runslow = config.getoption("--runslow")
+    runlong = runslow or config.getoption("--runlong")
+    skip_slow = pytest.mark.skip(reason="slow: run with --runslow")
+    skip_long = pytest.mark.skip(reason="long: run with --runlong (make test-long)")
     for item in items:
-        if "slow" in item.keywords:
-            item.add_marker(skip)
+        if "slow" in item.keywords and not runslow:
+            item.add_marker(skip_slow)
+        elif "long" in item.keywords and not runlong:
+            item.add_marker(skip_long)

@@ -92,6 +92,7 @@ def test_a_worker_error_reads_as_the_local_one():
     assert type(err) is RuntimeError and str(err) == "avipam training on Ray: 'controller'"
 
 
+@pytest.mark.long  # Ray Train's start and two torch workers: a minute or more (make test-long)
 def test_two_workers_follow_the_local_trajectory(ray_cluster, tmp_path):
     data = corpus()
     want = AVIPAM(**KW).fit(data)

@@ -59,14 +59,17 @@ def test_header_says_how_the_figures_were_made(monkeypatch):
 def test_bench_ql_prints_and_writes_its_table(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("TOPICIR_QUICK", raising=False)
     out = tmp_path / "results" / "bench-ql.md"
+    # no shared index, no baselines: indexes/cranfield, there after `make demo`, would time the Lucene
+    # baselines for minutes (tests/test_baselines.py checks that table on a small index)
     argv = ["-q", "bench", "ql", "--docs", "500", "--terms", "800", "--mean-len", "30", "--queries", "5",
-            "--shared", "", "--write", str(out)]
+            "--shared", "", "--baselines", "", "--write", str(out)]
     assert main(argv) == 0
     printed = capsys.readouterr().out
     assert printed.startswith("Ranking 5 three-term queries over every document") and "synthetic 500 docs" in printed
     text = out.read_text()
     assert f"Command: `topicir {' '.join(a if a else repr(a) for a in argv)}`" in text
     assert "| synthetic 500 docs, 0.0 M tokens | topicir exact QL |" in text
+    assert "Lucene baselines" not in text
     assert [p.name for p in out.parent.iterdir()] == ["bench-ql.md"]  # no temporary left
 
 

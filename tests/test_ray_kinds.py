@@ -69,8 +69,10 @@ def test_every_gibbs_kind_has_a_ray_executor():
     assert set(KINDS) | {"lda"} == set(RAY_KINDS)
 
 
-# The default suite runs two workers; one worker owning every unit is a --runslow check.
-@pytest.mark.parametrize("kind, n_workers", [(k, 2) for k in KINDS] + [
+# The default suite runs two workers (PAM's and tree-LDA's, a minute or more each, in make
+# test-long); one worker owning every unit is a --runslow check.
+@pytest.mark.parametrize("kind, n_workers", [
+    pytest.param(k, 2, marks=[pytest.mark.long] if k in ("pam", "tree-lda") else []) for k in KINDS] + [
     pytest.param(k, 1, marks=pytest.mark.slow) for k in KINDS])
 def test_ray_model_equals_local_model_array_for_array(ray_cluster, tmp_path, kind, n_workers):
     from models.common.executors.ray import RayExecutor

@@ -22,6 +22,10 @@ of the README's tour, as it says), with these liberties and no others:
    QUICK_SECONDS (those take seconds in quick mode), and so are ``--ray`` lines (a cluster's
    start; tests/test_ray.py trains on Ray in the default suite). Lines training or running tree-LDA skip
    when WordNet is not installed (``make wordnet``).
+7. The lines run as one tour of minutes (each page's commands use what the ones before them
+   built), so the tour is marked long: ``make test-long`` runs it, as CI does after ``make
+   test``. The default suite checks that every printed line parses and that the pages keep
+   their commands.
 
 A command line no rule knows fails the test: add a rule here when the docs gain one.
 """
@@ -212,6 +216,7 @@ def test_readme_table_commands_are_printed_and_run():
 
 
 @pytest.mark.regression
+@pytest.mark.long
 @pytest.mark.parametrize("command", printed_commands())
 def test_printed_command_runs(command, workspace, monkeypatch, capsys):
     data = SHARED_DATA.resolve()

@@ -136,6 +136,7 @@ def ray_cluster():
     shutdown_ray()
 
 
+@pytest.mark.long  # a Ray cluster's start and a run on its workers: minutes (make test-long)
 def test_ray_workers_write_the_same_run(built, ray_cluster, tmp_path):
     root, topics = built["root"], built["topics"]
     args = ["--topics", topics, "--model", built["model"], "--lam", "0.5,0.8", "--out-dir"]

@@ -243,13 +243,12 @@ def test_topic_lists_stay_the_nonzero_topics_with_their_counts(sort, track):
 
 def sweep_variants(first=T.NAIVE):
     """Samplers whose whole sweep a test runs. Each compiles its own kernel (some 20 s in a fresh
-    checkout), so the default suite sweeps with NAIVE, FAST, FAST-RB (which the list trace
-    compiles anyway) and the default FAST-RB-SDW; FAST-RB-SD's and FAST-RB-SW's sweeps run with
-    --runslow. Every sampler's draws are checked against the conditional in the default suite
-    (test_every_sampler_draws_from_the_conditional)."""
-    middle = (T.FAST_RB_SD, T.FAST_RB_SW)
-    return [pytest.param(v, marks=[pytest.mark.slow] if v in middle else [])
-            for v in range(first, T.FAST_RB_SDW + 1)]
+    checkout), so the default suite sweeps with NAIVE, FAST-RB (which the list trace compiles
+    anyway) and the default FAST-RB-SDW; FAST's sweeps run in make test-long, FAST-RB-SD's and
+    FAST-RB-SW's with --runslow. Every sampler's draws are checked against the conditional in
+    the default suite (test_every_sampler_draws_from_the_conditional)."""
+    marks = {T.FAST: [pytest.mark.long], T.FAST_RB_SD: [pytest.mark.slow], T.FAST_RB_SW: [pytest.mark.slow]}
+    return [pytest.param(v, marks=marks.get(v, [])) for v in range(first, T.FAST_RB_SDW + 1)]
 
 
 @pytest.mark.parametrize("variant", sweep_variants())
