@@ -315,13 +315,14 @@ class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):
     def _alpha_due(self, it):
         return self.learn_alpha and (it + 1) % self.optimize_every == 0
 
-    def _after_sweeps(self, it, stats):
+    def _after_sweeps(self, it, stats, update_alpha=None):
         """What follows sweep ``it`` of every chain (``stats``: its counters summed over the
-        shards): the statistics row, then alpha's update when due."""
+        shards): the statistics row, then alpha's update when due (``update_alpha(c)``, by
+        default :meth:`_update_alpha`; Ray workers that keep the documents give theirs)."""
         self._stat_rows.append([it + 1, int(self._is_pruned(it))] + stats.tolist())
         if self._alpha_due(it):
             for c in range(self.n_chains):
-                self._update_alpha(c)
+                (update_alpha or self._update_alpha)(c)
 
     # Minka's fixed point per update, warm-started from the last alpha (Mallet's prior)
     _FP_ITERS, _FP_SHAPE, _FP_SCALE = 20, 1.001, 1.0
@@ -361,6 +362,10 @@ class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):
 
     def _ray_runner(self, executor):
         """The runner of a :class:`models.common.executors.ray.RayExecutor` (imports Ray)."""
+        if getattr(executor, "state", "driver") == "workers":
+            from .ray_state import sharded_runner
+
+            return sharded_runner(executor, self)
         from .ray import runner
 
         return runner(executor, self)
