@@ -33,6 +33,14 @@ def test_pam_driver_holds_no_token_array_and_model_is_local(ray_cluster, tmp_pat
     ex = executor()
     model = PAM(executor=ex, **KW).fit(data)
     same_model(model, local, tmp_path)
+    # the model file its parts were streamed into gone (as once train_model removes the
+    # checkpoint's parts), saving writes the arrays mapped from it: the same file
+    os.unlink(model._model_file)
+    model.save(tmp_path / "again.npz")
+    again, want = (ckpt.read_model_file(tmp_path / n) for n in ("again.npz", "want.npz"))
+    assert again.header == want.header
+    for name in want.arrays:
+        np.testing.assert_array_equal(again.arrays[name], want.arrays[name], err_msg=name)
     np.testing.assert_array_equal(model.sweep_stats_, local.sweep_stats_)
     terms = np.arange(data.n_terms)
     np.testing.assert_array_equal(model.p_w_d(terms), local.p_w_d(terms))
@@ -79,6 +87,19 @@ def test_pam_lost_worker_then_checkpoint_parts_resume_bit_identically(ray_cluste
     resumed = PAM(executor=executor(), **kw).fit(data, checkpoint=path)
     same_model(resumed, full, tmp_path)
     np.testing.assert_array_equal(resumed.sweep_stats_, full.sweep_stats_)
+
+
+def test_removing_a_checkpoint_removes_its_parts(tmp_path):
+    from models.common import kept
+
+    path = tmp_path / "model.npz.ckpt"
+    path.write_bytes(b"checkpoint")
+    parts = kept.parts_dir(path)
+    parts.mkdir()
+    for name in ("state.shard0.sweep3.npz", "chain0.sweep2.shard0.npz", "model.npz"):
+        (parts / name).write_bytes(b"part")
+    kept.remove_checkpoint(path)
+    assert not path.exists() and not parts.exists()
 
 
 def test_train_pam_command_has_the_ray_state_flag():

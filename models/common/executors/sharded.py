@@ -37,15 +37,11 @@ from ray.exceptions import RayTaskError
 from .. import checkpoint as ckpt
 from ..corpus import mapped_file
 from ..gibbs import shard_docs
-from ..kept import digest
+from ..kept import digest, parts_dir
 from .ray import worker_env
 from .rounds import PartitionRunner, merge_deltas
 
 LAYOUT = "ray-shards"
-
-
-def parts_dir(checkpoint):
-    return Path(os.fspath(checkpoint) + ".parts")
 
 
 def source(a, lo, hi):
