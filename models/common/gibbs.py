@@ -353,7 +353,9 @@ class GibbsModel(TopicModel):
         """
         self._check_fitted()
         source = getattr(self, "_model_file", None)
-        if source is not None and not full:  # written by a Ray fit whose state stayed on workers
+        # written by a Ray fit whose state stayed on workers (once its parts are removed, the
+        # arrays below, mapped from it, are written instead)
+        if source is not None and not full and os.path.exists(source):
             ckpt.copy_model_file(source, path)
             return
         arrays = {name: getattr(self, name + "_") for name in self._INFERENCE_ARRAYS}

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,7 @@ from .atomic import TMP_INFIX
 
 PART = "kept-sample"
 SUFFIX = ".kept"
+PARTS = ".parts"  # the parts a Ray fit whose chain state stayed on its workers writes
 
 
 def kept_dir(checkpoint) -> Path:
@@ -125,7 +127,15 @@ def remove(checkpoint) -> None:
         d.rmdir()
 
 
+def parts_dir(checkpoint) -> Path:
+    """The directory of the parts of ``checkpoint`` (:mod:`models.common.executors.sharded`)."""
+    checkpoint = Path(os.fspath(checkpoint))
+    return checkpoint.with_name(checkpoint.name + PARTS)
+
+
 def remove_checkpoint(checkpoint) -> None:
-    """Remove ``checkpoint`` and its kept samples (once the model it trained is saved)."""
+    """Remove ``checkpoint``, its kept samples and its parts directory (once the model it
+    trained is saved)."""
     Path(os.fspath(checkpoint)).unlink(missing_ok=True)
     remove(checkpoint)
+    shutil.rmtree(parts_dir(checkpoint), ignore_errors=True)

@@ -12,7 +12,7 @@ pulls back).
 import numpy as np
 
 from ..common.executors.rounds import DocumentShards, PartitionRunner, PartitionWorker
-from ..common.executors.sharded import ShardedRunner, ShardWorker, read_source
+from ..common.executors.sharded import ShardedRunner, ShardHook, ShardWorker
 from ..common import checkpoint as ckpt
 from ..common.corpus import read_piece
 from ..common.gibbs import rows_csr
@@ -153,16 +153,12 @@ class LdaShardWorker(ShardWorker, LdaWorker):
     the whole fit: its layout, initialisation, log-likelihood terms, alpha's histograms, and
     the parts of kept samples and checkpoints (:class:`ShardWorker`'s protocol)."""
 
+    SAMPLE_ENTRIES = "kd_doc"
+
     def setup(self, n_topics, beta, vbeta, seed):
         self.K, self.beta, self.vbeta, self.seed = n_topics, beta, vbeta, seed
-        self.doc_ptr = read_source(self.lay.pop("doc_src")).astype(np.int64)
-        self.doc_ptr -= self.doc_ptr[0]
-        self.term_ids = read_source(self.lay.pop("tok_src")).astype(np.int32)
-
-    def corpus_stats(self):
-        lay = self.lay
-        return (np.bincount(self.term_ids, minlength=lay["V"]).astype(np.int64),
-                int(np.diff(self.doc_ptr).max(initial=0)))
+        self.n_labels = n_topics
+        self.read_tokens()
 
     def build(self, group, wcap_ptr, wshift, wdtype, cshift):
 
@@ -182,24 +178,6 @@ class LdaShardWorker(ShardWorker, LdaWorker):
                    cap_ptr=cap_ptrs(np.diff(self.doc_ptr), self.K))
         del self.term_ids  # the sweep order's ord_word holds the same tokens
         LdaWorker.setup(self, self.K, self.beta, self.vbeta)
-        self.rank = [None] * len(self.chain)
-
-    def active(self, c, n_active):
-        """The active documents of chain c among this worker's (GibbsModel._set_active)."""
-        lay = self.lay
-        D, d0, d1 = lay["D"], lay["d0"], lay["d1"]
-        if n_active >= D:
-            return np.ones(d1 - d0, np.uint8)
-        if self.rank[c] is None:  # every document's place in the chain's seeded permutation
-            rank = np.empty(D, np.int64)
-            rank[np.random.default_rng([self.seed, c, 7]).permutation(D)] = np.arange(D)
-            self.rank[c] = rank[d0:d1]
-        return (self.rank[c] < n_active).astype(np.uint8)
-
-    def update(self, c, params):
-        params = dict(params)
-        self.chain[c]["active"] = self.active(c, params.pop("n_active"))
-        super().update(c, params)
 
     def _doc_lists(self, z_doc):
         lay = self.lay
@@ -207,11 +185,6 @@ class LdaShardWorker(ShardWorker, LdaWorker):
         dt_nnz = np.zeros(len(self.doc_ptr) - 1, np.int32)
         K_._build_doc_lists(self.doc_ptr, z_doc, lay["cap_ptr"], lay["cshift"], dt, dt_nnz)
         return dt, dt_nnz
-
-    def z_doc(self, c):
-        z = np.empty(len(self.lay["ord_pos"]), np.int32)
-        z[self.lay["ord_pos"]] = self.chain[c]["z"]
-        return z
 
     def set_chains(self, z_docs, rng, alpha, n_active):
         """Every chain's state from its tokens' topics (document order) and this worker's rng
@@ -291,33 +264,7 @@ class LdaShardWorker(ShardWorker, LdaWorker):
         doc += lay["d0"] + a
         return dict(kd_ptr=ptr, kd_doc=doc, kd_count=count)
 
-    def state_part(self, s):
-        """The state of shard s: its documents' topics (document order) and its rng streams."""
-        lay, i = self.lay, s - self.lay["s0"]
-        lo, hi = self.doc_ptr[lay["shard_doc"][i]], self.doc_ptr[lay["shard_doc"][i + 1]]
-        z = np.stack([self.z_doc(c)[lo:hi] for c in range(len(self.chain))])
-        rng = np.stack([self.chain[c]["rng"][i] for c in range(len(self.chain))])
-        return dict(z=z.astype(np.uint16) if z.size and z.min() >= 0 else z, rng=rng)
-
-    def check_state(self, path, s, arrays):
-        """A state part's shapes and values, before any kernel reads them."""
-        i, C = s - self.lay["s0"], len(self.chain)
-        n = int(self.doc_ptr[self.lay["shard_doc"][i + 1]] - self.doc_ptr[self.lay["shard_doc"][i]])
-        z, rng = arrays.get("z"), arrays.get("rng")
-        if z is None or rng is None or z.shape != (C, n) or rng.shape != (C, 4) or z.dtype.kind not in "iu":
-            raise ValueError(f"{path}: damaged state part (shapes or arrays not those of shard {s}); "
-                             f"delete the checkpoint to start afresh")
-        if z.size and (z.min() < -1 or z.max() >= self.K):
-            raise ValueError(f"{path}: damaged state part (topics outside -1..{self.K - 1}); "
-                             f"delete the checkpoint to start afresh")
-
-    def doc_lens(self, s):
-        lay = self.lay
-        a, b = lay["shard_doc"][s - lay["s0"]], lay["shard_doc"][s - lay["s0"] + 1]
-        return np.diff(self.doc_ptr[a:b + 1]).astype(np.int64)
-
-
-class LdaShardHook(LdaHook):
+class LdaShardHook(ShardHook, LdaHook):
     """LDA's part of :class:`models.common.executors.sharded.ShardedRunner`."""
 
     worker = LdaShardWorker
@@ -381,11 +328,12 @@ class LdaShardHook(LdaHook):
             self.counts_from(model, np.sum(parts, axis=0))
         return n
 
-    def before_sweeps(self, model, it):
-        self.n_active = model._sparse_n_active(it, model._n_docs)
-
     def sweep_params(self, model, c, r):
         return dict(n_active=self.n_active, alpha=model.alpha_[c])
+
+    @staticmethod
+    def loaded(model):
+        model._doc_consts = None
 
     @staticmethod
     def after_sweeps(model, it, counters, runner):

@@ -7,6 +7,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from ..common.kernels.dirichlet import sum_from
 from ..common.kernels.rng import randint
 from ..common.kernels.sparse import label_counts
 
@@ -124,17 +125,29 @@ def moment_match(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, active, alpha):
     mean of the per-component estimates). The pseudo-document keeps every mean positive and
     every m_ij > 0; a sub-topic whose ratios are all equal (var_ij = 0, up to 1e-12 relative)
     carries no information on the precision and is left out of the mean (if all are, S_i is
-    kept). A super-topic used by no document keeps its row.
+    kept). A super-topic used by no document keeps its row. The two passes over the documents
+    are :func:`moment_sums` and :func:`moment_squares` (Ray workers run them on their ranges in
+    turn, each continuing the previous one's sums).
 
     alpha : ndarray of shape (n_super, n_sub), float64, changed in place.
     """
     n_super, n_sub = alpha.shape
-    n_docs = len(dp_nnz)
     n_used = np.zeros(n_super, dtype=np.int64)
     nz = np.zeros((n_super, n_sub), dtype=np.int64)
     mean = np.zeros((n_super, n_sub))
-    p = 1.0 / n_sub
-    for d in range(n_docs):
+    moment_sums(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, active, n_used, nz, mean)
+    moment_means(n_used, mean)
+    ss = np.zeros((n_super, n_sub))
+    moment_squares(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, active, mean, ss)
+    moment_finish(alpha, n_used, nz, mean, ss)
+
+
+@njit(cache=True)
+def moment_sums(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, active, n_used, nz, mean):
+    """The first pass of :func:`moment_match`, added into n_used (documents using each
+    super-topic), nz (documents holding each pair) and mean (the sums of r_dij)."""
+    n_super, n_sub = mean.shape
+    for d in range(len(dp_nnz)):
         if active[d] == 0:
             continue
         for i in range(n_super):
@@ -147,12 +160,25 @@ def moment_match(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, active, alpha):
             j = key - i * n_sub
             mean[i, j] += dp_count[base + q] / n_ds[d, i]
             nz[i, j] += 1
+
+
+@njit(cache=True)
+def moment_means(n_used, mean):
+    """The sums of :func:`moment_sums` as means, with the pseudo-document (in place)."""
+    n_super, n_sub = mean.shape
+    p = 1.0 / n_sub
     for i in range(n_super):
         N = n_used[i] + 1
         for j in range(n_sub):
             mean[i, j] = (mean[i, j] + p) / N
-    ss = np.zeros((n_super, n_sub))
-    for d in range(n_docs):
+
+
+@njit(cache=True)
+def moment_squares(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, active, mean, ss):
+    """The second pass of :func:`moment_match`: the squared deviations of the documents'
+    ratios from the means, added into ss."""
+    n_sub = mean.shape[1]
+    for d in range(len(dp_nnz)):
         if active[d] == 0:
             continue
         base = cap_ptr[d]
@@ -162,6 +188,13 @@ def moment_match(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, active, alpha):
             j = key - i * n_sub
             dv = dp_count[base + q] / n_ds[d, i] - mean[i, j]
             ss[i, j] += dv * dv
+
+
+@njit(cache=True)
+def moment_finish(alpha, n_used, nz, mean, ss):
+    """alpha from the means and squared deviations of both passes (:func:`moment_match`)."""
+    n_super, n_sub = alpha.shape
+    p = 1.0 / n_sub
     for i in range(n_super):
         if n_used[i] == 0:
             continue
@@ -230,23 +263,77 @@ def _count_runs(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, active, n_super, n_sub)
     return pair_ptr, pair_n, tot_ptr, tot_n
 
 
+@njit(cache=True)
+def _run_lengths(ptr, values):
+    """Every row's ascending run ``values[ptr[r]:ptr[r + 1]]`` as (distinct value, how many):
+    (out_ptr int64, out_value int32, out_mult int64)."""
+    n_rows = len(ptr) - 1
+    out_ptr = np.zeros(n_rows + 1, dtype=np.int64)
+    for r in range(n_rows):
+        n = 0
+        for b in range(ptr[r], ptr[r + 1]):
+            if b == ptr[r] or values[b] != values[b - 1]:
+                n += 1
+        out_ptr[r + 1] = out_ptr[r] + n
+    out_value = np.empty(out_ptr[n_rows], dtype=np.int32)
+    out_mult = np.zeros(out_ptr[n_rows], dtype=np.int64)
+    for r in range(n_rows):
+        o = out_ptr[r] - 1
+        for b in range(ptr[r], ptr[r + 1]):
+            if b == ptr[r] or values[b] != values[b - 1]:
+                o += 1
+                out_value[o] = values[b]
+            out_mult[o] += 1
+    return out_ptr, out_value, out_mult
+
+
+def count_hists(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, active, n_super, n_sub):
+    """What Minka's fixed point reads of the active documents (:func:`ml_alpha`): every pair
+    key's counts n_ij^d and every super-topic's n_i^d > 0 as ascending (value, how many) runs,
+    (pair_ptr, pair_value, pair_mult, tot_ptr, tot_value, tot_mult). Order-free, so document
+    ranges' histograms add up (:func:`merge_count_hists`)."""
+    pair_ptr, pair_n, tot_ptr, tot_n = _count_runs(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, active,
+                                                   n_super, n_sub)
+    return _run_lengths(pair_ptr, pair_n) + _run_lengths(tot_ptr, tot_n)
+
+
+def _merge_runs(parts):
+    """The (ptr, value, mult) runs of several document ranges as one (multiplicities added)."""
+    n_rows = len(parts[0][0]) - 1
+    row = np.concatenate([np.repeat(np.arange(n_rows, dtype=np.int64), np.diff(p[0])) for p in parts])
+    value = np.concatenate([p[1] for p in parts]).astype(np.int64)
+    mult = np.concatenate([p[2] for p in parts])
+    keys, inv = np.unique(row * (int(value.max(initial=0)) + 1) + value, return_inverse=True)
+    out_mult = np.zeros(len(keys), dtype=np.int64)
+    np.add.at(out_mult, inv.ravel(), mult)
+    width = int(value.max(initial=0)) + 1
+    ptr = np.searchsorted(keys // width, np.arange(n_rows + 1)).astype(np.int64)
+    return ptr, (keys % width).astype(np.int32), out_mult
+
+
+def merge_count_hists(parts):
+    """The :func:`count_hists` of a corpus from those of its document ranges."""
+    return (_merge_runs([p[:3] for p in parts]) + _merge_runs([p[3:] for p in parts]))
+
+
 @njit(cache=True, inline="always")
-def _digamma_sum(a, counts, lo, hi):
-    """sum over the ascending run counts[lo:hi] of psi(n + a) - psi(a) = sum_{k<n} 1 / (a + k),
-    each term added once and carried from one count to the next."""
+def _digamma_sum(a, value, mult, lo, hi):
+    """sum over the ascending counts (value[b], mult[b] times each) of psi(n + a) - psi(a) =
+    sum_{k<n} 1 / (a + k), each term added once and carried from one count to the next, and
+    each count's sum added as often as it occurs."""
     acc = 0.0
     dig = 0.0
     k = 0
     for b in range(lo, hi):
-        n = counts[b]
+        n = value[b]
         while k < n:
             dig += 1.0 / (a + k)
             k += 1
-        acc += dig
+        for _ in range(mult[b]):
+            acc += dig
     return acc
 
 
-@njit(cache=True, parallel=True)
 def ml_alpha(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, active, alpha, n_iter, shape, scale):
     """Re-estimate every row alpha[i, :] by Minka's fixed point for the Dirichlet-multinomial
     (Wallach et al. 2009, with a Gamma(shape, scale) prior on every alpha_ij as Mallet does):
@@ -257,16 +344,21 @@ def ml_alpha(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, active, alpha, n_iter, sha
     over the active documents with n_i^d > 0, ``n_iter`` times from the current alpha. This is
     the (MAP) estimate of the alpha that the collapsed joint p(z, z' | alpha) depends on; it
     needs no pseudo-document. For integer n, psi(n + a) - psi(a) = sum_{k<n} 1 / (a + k), so
-    the sums run over each count's histogram once per iteration (each key's counts ascending,
-    :func:`_count_runs`). Rows are independent: they run in parallel, every sum in the same
-    order whatever the threads. A super-topic used by no document keeps its row;
-    alpha_ij >= 1e-10 keeps every pair reachable.
+    the sums run over each count's histogram once per iteration (:func:`count_hists`).
 
     alpha : ndarray of shape (n_super, n_sub), float64, changed in place.
     """
+    hists = count_hists(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, active, *alpha.shape)
+    ml_alpha_hists(alpha, *hists, n_iter, shape, scale)
+
+
+@njit(cache=True, parallel=True)
+def ml_alpha_hists(alpha, pair_ptr, pair_value, pair_mult, tot_ptr, tot_value, tot_mult, n_iter,
+                   shape, scale):
+    """:func:`ml_alpha` from the documents' :func:`count_hists`. Rows are independent: they
+    run in parallel, every sum in the same order whatever the threads. A super-topic used by
+    no document keeps its row; alpha_ij >= 1e-10 keeps every pair reachable."""
     n_super, n_sub = alpha.shape
-    pair_ptr, pair_n, tot_ptr, tot_n = _count_runs(cap_ptr, dp_key, dp_count, dp_nnz, n_ds,
-                                                   active, n_super, n_sub)
     for i in prange(n_super):
         if tot_ptr[i + 1] == tot_ptr[i]:
             continue
@@ -275,10 +367,10 @@ def ml_alpha(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, active, alpha, n_iter, sha
             S = 0.0
             for j in range(n_sub):
                 S += alpha[i, j]
-            den = _digamma_sum(S, tot_n, tot_ptr[i], tot_ptr[i + 1])
+            den = _digamma_sum(S, tot_value, tot_mult, tot_ptr[i], tot_ptr[i + 1])
             for j in range(n_sub):
                 key = i * n_sub + j
-                num[j] = _digamma_sum(alpha[i, j], pair_n, pair_ptr[key], pair_ptr[key + 1])
+                num[j] = _digamma_sum(alpha[i, j], pair_value, pair_mult, pair_ptr[key], pair_ptr[key + 1])
             for j in range(n_sub):
                 new = (alpha[i, j] * num[j] + shape - 1.0) / (den + 1.0 / scale)
                 alpha[i, j] = max(new, 1e-10)
@@ -288,9 +380,16 @@ def ml_alpha(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, active, alpha, n_iter, sha
 # Log-likelihood: collapsed log p(w, z, z' | alpha_r, alpha, beta)
 
 
-@njit(cache=True, parallel=True)
 def log_lik_docs(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, active, alpha_r, alpha, alpha_sum):
-    """Root and super-topic Dirichlet-multinomial terms of every active document:
+    """The sum over the documents of :func:`log_lik_doc_parts`, in document order."""
+    return sum_from(0.0, log_lik_doc_parts(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, active, alpha_r,
+                                           alpha, alpha_sum))
+
+
+@njit(cache=True, parallel=True)
+def log_lik_doc_parts(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, active, alpha_r, alpha, alpha_sum):
+    """Root and super-topic Dirichlet-multinomial terms of every active document (0 for the
+    others); Ray workers sum their range's in turn:
 
     lgamma(s a_r) - lgamma(n_d + s a_r) + sum_i [lgamma(n_i + a_r) - lgamma(a_r)]
     + sum_{i: n_i > 0} [lgamma(S_i) - lgamma(n_i + S_i) + sum_j (lgamma(n_ij + a_ij) - lgamma(a_ij))]
@@ -319,7 +418,4 @@ def log_lik_docs(cap_ptr, dp_key, dp_count, dp_nnz, n_ds, active, alpha_r, alpha
             a = alpha[i, key - i * n_sub]
             acc += math.lgamma(dp_count[base + q] + a) - math.lgamma(a)
         part[d] = acc
-    total = 0.0
-    for d in range(n_docs):
-        total += part[d]
-    return total
+    return part

@@ -25,9 +25,10 @@ from ..common.kernels.dirichlet import topic_word_log_lik
 from .kernels import A_TABLE_ROWS, N_STATS, DocPairs, Edges, PamPrior, PamState, Scratch, SweepOrder, sweep
 from .counts import (build_doc_lists, build_n_wj, build_n_wj_runs, compact_doc_lists, init_random,
                      log_lik_docs, ml_alpha, moment_match)
-from ..lda import kernels as LK
+from ..lda.layout import cap_ptrs, term_groups
 from ..common.kernels.rng import make_rng_states
-from ..common.gibbs import SweepOrderModel, block_run_ptrs, key_runs, token_shards
+from ..common.gibbs import SweepOrderModel, shard_docs
+from .layout import sweep_order
 from .foldin import PAMFoldInMixin
 from .infer import PAMDocumentModel, anon_empty, count_csr, count_dtype, gather
 
@@ -208,33 +209,11 @@ class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):
 
     def _build_layout(self, corpus):
         """Shards (contiguous doc ranges balanced by tokens), term groups, the sweep order."""
-        N, V = corpus.n_tokens, corpus.n_terms
         S = self.n_shards
-        shard_doc, doc_len, tok_doc, tok_shard = token_shards(corpus, S)
-        # S term groups of about equal token counts (greedy, most frequent term first).
-        cf = np.bincount(corpus.term_ids, minlength=V)
-        group = np.zeros(V, dtype=np.int64)
-        if S > 1:
-            LK._greedy_groups(np.argsort(-cf, kind="stable"), cf, S, group)
-        # sweep order: shard, term group, term, then position: two stable counting sorts, by
-        # term and then by block, in O(N + V)
-        block = tok_shard.astype(np.int64) * S + group[corpus.term_ids]
-        by_term = np.empty(N, dtype=np.int64)
-        LK._counting_sort(corpus.term_ids, V, by_term)
-        ord_pos = np.empty(N, dtype=np.int64)
-        LK._counting_sort(block[by_term], S * S, ord_pos)
-        ord_pos = by_term[ord_pos]
-        key = block * V + corpus.term_ids
-        run_ptr, run_key = key_runs(key[ord_pos])
-        run_word = (run_key % V).astype(np.int32)
-        block_run_ptr = block_run_ptrs(run_key // V, S)
-        shard_tok_ptr = np.concatenate([run_ptr[block_run_ptr[:, 0]], [N]]).astype(np.int64)
-        cap = np.minimum(doc_len, self.n_super * self.n_sub)
-        cap_ptr = np.concatenate([[0], np.cumsum(cap)]).astype(np.int64)
-        pos_t = np.int32 if N < 2**31 else np.int64
-        self._lay = dict(ord_pos=ord_pos.astype(pos_t), ord_doc=tok_doc[ord_pos],
-                         run_ptr=run_ptr, run_word=run_word, block_run_ptr=block_run_ptr,
-                         shard_tok_ptr=shard_tok_ptr, cap_ptr=cap_ptr, doc_len=doc_len,
+        shard_doc, doc_len = shard_docs(corpus, S), np.diff(corpus.doc_ptr)
+        group = term_groups(np.bincount(corpus.term_ids, minlength=corpus.n_terms), S)
+        self._lay = dict(sweep_order(corpus.doc_ptr, corpus.term_ids, group, shard_doc, S),
+                         cap_ptr=cap_ptrs(doc_len, self.n_super * self.n_sub), doc_len=doc_len,
                          shard_doc=shard_doc, group=group)
 
     def _alloc_chain_state(self, corpus):
@@ -336,13 +315,14 @@ class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):
     def _alpha_due(self, it):
         return self.learn_alpha and (it + 1) % self.optimize_every == 0
 
-    def _after_sweeps(self, it, stats):
+    def _after_sweeps(self, it, stats, update_alpha=None):
         """What follows sweep ``it`` of every chain (``stats``: its counters summed over the
-        shards): the statistics row, then alpha's update when due."""
+        shards): the statistics row, then alpha's update when due (``update_alpha(c)``, by
+        default :meth:`_update_alpha`; Ray workers that keep the documents give theirs)."""
         self._stat_rows.append([it + 1, int(self._is_pruned(it))] + stats.tolist())
         if self._alpha_due(it):
             for c in range(self.n_chains):
-                self._update_alpha(c)
+                (update_alpha or self._update_alpha)(c)
 
     # Minka's fixed point per update, warm-started from the last alpha (Mallet's prior)
     _FP_ITERS, _FP_SHAPE, _FP_SCALE = 20, 1.001, 1.0
@@ -382,6 +362,10 @@ class PAM(PAMFoldInMixin, PAMDocumentModel, SweepOrderModel):
 
     def _ray_runner(self, executor):
         """The runner of a :class:`models.common.executors.ray.RayExecutor` (imports Ray)."""
+        if getattr(executor, "state", "driver") == "workers":
+            from .ray_state import sharded_runner
+
+            return sharded_runner(executor, self)
         from .ray import runner
 
         return runner(executor, self)

@@ -1,13 +1,14 @@
 """The Ray driver off the data path: training whose token-sized state never reaches the driver.
 
-``RayExecutor(state="workers")`` runs a kind's fit through :class:`ShardedRunner`. Each worker
-reads its documents' tokens itself (from the corpus files when the corpus arrays are memory
-mapped, else from one object-store copy of its range), builds its sweep order, initialises,
-sweeps, and keeps its documents' assignments, document-topic lists and rng streams until the
-end. The driver holds what does not grow with the tokens: the parameters, the shards' document
-ranges, the topic-word counts of every chain (V x K at most, as term lists, the dense table and
-the object-store slices of the partition rounds), the topic totals, alpha, the rng states
-(chains x shards) and the traces.
+``RayExecutor(state="workers")`` runs a kind's fit through :class:`ShardedRunner` (LDA, PAM).
+Each worker reads its documents' tokens itself (from the corpus files when the corpus arrays
+are memory mapped, else from one object-store copy of its range), builds its sweep order,
+initialises, sweeps, and keeps its documents' assignments, document counts and rng streams
+until the end. The driver holds what does not grow with the tokens: the parameters, the
+shards' document ranges, the topic-word counts of every chain (V x K at most: the tables and
+the object-store slices of the partition rounds), the topic totals, the priors, the rng states
+(chains x shards) and the traces; hyperparameters are learnt from what the workers sum of
+their documents (histograms of counts).
 
 - Log-likelihood: the topic-word part on the driver, the documents' terms summed by the
   workers in turn, each continuing the previous one's float (the local trainer's sum).
@@ -36,15 +37,11 @@ from ray.exceptions import RayTaskError
 from .. import checkpoint as ckpt
 from ..corpus import mapped_file
 from ..gibbs import shard_docs
-from ..kept import digest
+from ..kept import digest, parts_dir
 from .ray import worker_env
 from .rounds import PartitionRunner, merge_deltas
 
 LAYOUT = "ray-shards"
-
-
-def parts_dir(checkpoint):
-    return Path(os.fspath(checkpoint) + ".parts")
 
 
 def source(a, lo, hi):
@@ -68,8 +65,70 @@ def _part_header(base, **what):
 
 
 class ShardWorker:
-    """What a worker of :class:`ShardedRunner` adds to its kind's partition worker: the part
-    files. The kind gives ``state_part(s)``, ``sample_part(c, s)`` and ``set_chains``."""
+    """What a worker of :class:`ShardedRunner` adds to its kind's partition worker: its
+    documents' tokens, their active set, and the part files. The kind gives ``setup`` (which
+    calls :meth:`read_tokens` and sets ``seed`` and ``n_labels``, the assignments' range),
+    ``build`` (its sweep order, with ``lay["ord_pos"]``), ``set_chains(z_docs, rng, prior,
+    n_active)`` and ``sample_part(c, s)``; ``SAMPLE_ENTRIES`` names the array of a sample part
+    whose length the manifest records."""
+
+    SAMPLE_ENTRIES = None
+
+    def read_tokens(self):
+        """This worker's ``doc_ptr`` (from 0) and ``term_ids``, read from where the driver said."""
+        self.doc_ptr = read_source(self.lay.pop("doc_src")).astype(np.int64)
+        self.doc_ptr -= self.doc_ptr[0]
+        self.term_ids = read_source(self.lay.pop("tok_src")).astype(np.int32)
+
+    def corpus_stats(self):
+        """Its tokens' term frequencies and its longest document (the driver sums the layout)."""
+        return (np.bincount(self.term_ids, minlength=self.lay["V"]).astype(np.int64),
+                int(np.diff(self.doc_ptr).max(initial=0)))
+
+    def active(self, c, n_active):
+        """The active documents of chain c among this worker's (GibbsModel._set_active)."""
+        lay = self.lay
+        D, d0, d1 = lay["D"], lay["d0"], lay["d1"]
+        if n_active >= D:
+            return np.ones(d1 - d0, np.uint8)
+        ranks = self.__dict__.setdefault("ranks", {})
+        if c not in ranks:  # every document's place in the chain's seeded permutation
+            rank = np.empty(D, np.int64)
+            rank[np.random.default_rng([self.seed, c, 7]).permutation(D)] = np.arange(D)
+            ranks[c] = rank[d0:d1]
+        return (ranks[c] < n_active).astype(np.uint8)
+
+    def update(self, c, params):
+        params = dict(params)
+        self.chain[c]["active"] = self.active(c, params.pop("n_active"))
+        super().update(c, params)
+
+    def z_doc(self, c):
+        """Chain c's assignments in document order."""
+        z = np.empty(len(self.lay["ord_pos"]), np.int32)
+        z[self.lay["ord_pos"]] = self.chain[c]["z"]
+        return z
+
+    def state_part(self, s):
+        """The state of shard s: its documents' assignments (document order) and rng streams."""
+        lay, i = self.lay, s - self.lay["s0"]
+        lo, hi = self.doc_ptr[lay["shard_doc"][i]], self.doc_ptr[lay["shard_doc"][i + 1]]
+        z = np.stack([self.z_doc(c)[lo:hi] for c in range(len(self.chain))])
+        rng = np.stack([self.chain[c]["rng"][i] for c in range(len(self.chain))])
+        narrow = self.n_labels <= 1 << 16 and z.size and z.min() >= 0
+        return dict(z=z.astype(np.uint16) if narrow else z, rng=rng)
+
+    def check_state(self, path, s, arrays):
+        """A state part's shapes and values, before any kernel reads them."""
+        i, C = s - self.lay["s0"], len(self.chain)
+        n = int(self.doc_ptr[self.lay["shard_doc"][i + 1]] - self.doc_ptr[self.lay["shard_doc"][i]])
+        z, rng = arrays.get("z"), arrays.get("rng")
+        if z is None or rng is None or z.shape != (C, n) or rng.shape != (C, 4) or z.dtype.kind not in "iu":
+            raise ValueError(f"{path}: damaged state part (shapes or arrays not those of shard {s}); "
+                             f"delete the checkpoint to start afresh")
+        if z.size and (z.min() < -1 or z.max() >= self.n_labels):
+            raise ValueError(f"{path}: damaged state part (assignments outside -1..{self.n_labels - 1}); "
+                             f"delete the checkpoint to start afresh")
 
     def load_totals(self, c, totals):
         self.totals[c] = totals
@@ -90,7 +149,7 @@ class ShardWorker:
             ckpt.write_model_file(Path(directory) / name,
                                   _part_header(base, part="sample", shard=s, chain=c, sweep=sweep),
                                   arrays, kind=ckpt.CHECKPOINT_FORMAT)
-            out.append([s, name, digest(arrays), int(len(arrays["kd_doc"]))])
+            out.append([s, name, digest(arrays), int(len(arrays[self.SAMPLE_ENTRIES]))])
         return out
 
     def check_parts(self, directory, checkpoint, base, listed):
@@ -142,10 +201,31 @@ def read_part(path, checkpoint, base, shard, sha256):
     return f.arrays
 
 
+class ShardHook:
+    """What a kind's hook of :class:`ShardedRunner` gives besides its :class:`PartitionRunner`
+    hook's: ``n_totals(model)``; ``layout(model, corpus, stats)`` (the driver's layout from
+    the workers' ``corpus_stats``, returning what their ``build`` takes); ``alloc(model,
+    corpus)`` (the driver's model-level arrays); ``start(model, corpus, runner)`` (fresh
+    chains); ``counts_from(model, counts)`` (the driver's counts from the workers' summed
+    topic-word counts); ``log_lik(model, c, runner)``; ``sample_words(model, c)`` (a kept
+    sample's model-level part); ``write_model(model, corpus, samples, directory, path)``."""
+
+    @staticmethod
+    def prior_shape(model):
+        """The shape of ``model.alpha_`` (every chain's prior), which a checkpoint holds."""
+        return (model.n_chains, model.n_topics)
+
+    def before_sweeps(self, model, it):
+        self.n_active = model._sparse_n_active(it, model._n_docs)
+
+    @staticmethod
+    def loaded(model):
+        """What follows once the model's arrays are those of its file (caches dropped)."""
+
+
 class ShardedRunner(PartitionRunner):
     """The fit loop of :meth:`models.common.gibbs.GibbsModel._fit` with the chain state on
-    the workers (module docstring). ``hook`` is the kind's :class:`PartitionRunner` hook plus
-    ``layout``, ``alloc``, ``start``, ``counts_from``, ``log_lik``, ``sample_words``."""
+    the workers (module docstring). ``hook`` is the kind's :class:`ShardHook`."""
 
     def _get(self, refs, what):
         try:
@@ -264,7 +344,7 @@ class ShardedRunner(PartitionRunner):
             raise ValueError(f"{os.fspath(path)}: a checkpoint of a trainer that keeps the chains' state "
                              f"in one process; resume it with executor='local' or the default Ray executor")
         alpha = np.asarray(f.arrays.get("alpha"), dtype=np.float64)
-        if alpha.shape != (model.n_chains, self.hook.n_totals(model)) or not np.isfinite(alpha).all():
+        if alpha.shape != self.hook.prior_shape(model) or not np.isfinite(alpha).all():
             raise ValueError(f"{os.fspath(path)}: damaged checkpoint (alpha of shape {alpha.shape}); "
                              f"delete it to start afresh")
         model.alpha_ = np.ascontiguousarray(alpha)
@@ -294,6 +374,6 @@ class ShardedRunner(PartitionRunner):
         loaded = type(model).load(path, corpus.fingerprint)
         for name in model._INFERENCE_ARRAYS:
             setattr(model, name + "_", getattr(loaded, name + "_"))
-        model._doc_consts = None
+        self.hook.loaded(model)
         model._model_file = path
 
