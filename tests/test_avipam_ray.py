@@ -103,6 +103,14 @@ def test_two_workers_follow_the_local_trajectory(ray_cluster, tmp_path):
     assert seen == [(1, 3, 1), (2, 3, 2), (3, 3, 3)]  # progress on the driver, every epoch
     assert_same_training(got, want)
     assert got.doc_mix_.shape == want.doc_mix_.shape
+    # rank 0's all-reduces: the gradients once a step, whole; the epoch's sums once an epoch
+    st = got.executor_stats_
+    assert st["epochs"] == 3 and st["workers"] == 2 and not hasattr(want, "executor_stats_")
+    steps = 3 * 4  # 80 documents in batches of 20
+    grads = sum(p.numel() for p in got.net_.parameters() if p.requires_grad)
+    assert st["allreduce"]["gradients"]["calls"] == steps
+    assert st["allreduce"]["gradients"]["bytes"] == steps * 4 * grads
+    assert st["allreduce"]["batch norm"]["calls"] > 0 and st["allreduce"]["epoch sums"]["calls"] == 3 * 2
     # the driver wrote the checkpoints (epochs 2 and 3), atomically
     assert got.checkpoint_writes_[:, 0].tolist() == [2, 3]
     assert ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT).header["iteration"] == 3

@@ -1,5 +1,6 @@
-"""``topicir bench ray``: the cost model's formulas give known numbers for known inputs, and the
-quick command trains every Gibbs kind on Ray and writes its tables (slow: a Ray cluster)."""
+"""``topicir bench ray``: the cost models' formulas (Gibbs kinds, aviPAM's all-reduces) give known
+numbers for known inputs, and the quick command trains every kind on Ray and writes its tables
+(slow: a Ray cluster)."""
 import math
 import re
 
@@ -7,6 +8,7 @@ import numpy as np
 import pytest
 
 from retrieval.bench import ray_cost as cost
+from retrieval.bench import ray_train
 
 PARTS = cost.Parts(rate=2e6, latency=0.005, setup_s_per_token=1e-6, start_s=3.0, driver_s_per_token=1e-8,
                    event_s_per_token=2e-8, state_bytes_per_token=10.0, layout_bytes_per_token=20.0,
@@ -97,10 +99,43 @@ def test_state_on_the_workers_spreads_setup_and_syncs():
     assert g["setup"] == pytest.approx(1e8 * 1e-6 / 3 + 3.0 + 1e8 * (3 * 10 + 20) / 1e9)
 
 
+TRAIN = ray_train.TrainParts(doc_s_per_token=1e-6, vocab_s_per_term=2e-8, mstep_s_per_term=1e-7,
+                             finish_s_per_doc=1e-3, start_s=5.0, grad_bytes=4e6, n_terms=10_000,
+                             grad_bytes_per_term=400.0, epoch_bytes_per_term=800.0, small_calls_per_step=8,
+                             hop_latency=1e-4, corpus_bytes_per_token=4.0, tokens_per_doc=100.0, batch_size=200)
+
+
+def test_ring_allreduce_sends_two_w_minus_one_w_ths_and_waits_two_w_minus_one_hops():
+    assert ray_train.allreduce_seconds(1e9, 1, 1e9, 1e-3) == 0  # one worker: nothing to sum
+    # W = 4: 6 ring steps of a quarter each
+    assert ray_train.allreduce_seconds(1e9, 4, 1e9, 1e-3) == pytest.approx(6 * (0.25 + 1e-3))
+    assert ray_train.allreduce_seconds(0.0, 8, 1e9, 1e-3) == pytest.approx(14e-3)
+
+
+def test_avipam_projection_splits_documents_not_the_replicated_parts():
+    coll = cost.Collection("c", 100_000, 1e7, 50_000)
+    bw = 1e9  # 8 Gb/s
+    one, eight = (ray_train.project(coll, w, 10, TRAIN, 8.0) for w in (1, 8))
+    steps = 500  # ceil(100,000 / 200)
+    assert one["steps"] == eight["steps"] == steps
+    G = 4e6 + 400.0 * (50_000 - 10_000)  # the gradients grow with the vocabulary
+    assert eight["grad_bytes"] == pytest.approx(G)
+    assert one["compute"] == pytest.approx(10 * steps * 1e-6 * 200 * 100)  # a batch's tokens, one worker
+    assert eight["compute"] == pytest.approx(one["compute"] / 8)
+    assert eight["replicated"] == one["replicated"] == pytest.approx(10 * steps * 2e-8 * 50_000)
+    assert one["allreduce"] == 0
+    assert eight["allreduce"] == pytest.approx(10 * steps * (14 * (G / 8 / bw + 1e-4) + 8 * 14 * 1e-4))
+    assert eight["M-step"] == pytest.approx(10 * (1e-7 * 50_000 + 14 * (800.0 * 50_000 / 8 / bw + 1e-4)))
+    assert eight["setup"] == pytest.approx(5.0 + 8 * 4.0 * 1e7 / bw)  # the corpus to every worker
+    assert eight["finishing"] == one["finishing"] == pytest.approx(100.0)  # on the driver
+    assert eight["total"] == pytest.approx(sum(eight[k] for k in ("compute", "replicated", "allreduce", "M-step",
+                                                                  "setup", "finishing")))
+
+
 @pytest.mark.slow
 def test_quick_command_writes_every_kind(shared_data, tmp_path, monkeypatch, capsys):
     pytest.importorskip("ray")
-    from retrieval.bench.ray import KINDS
+    from retrieval.bench.ray import GIBBS as KINDS
     from retrieval.ui.cli import main
 
     monkeypatch.setenv("TOPICIR_QUICK", "1")
@@ -122,3 +157,9 @@ def test_quick_command_writes_every_kind(shared_data, tmp_path, monkeypatch, cap
     assert "| False |" not in measured
     assert measured.count("| True |") == 2 * (len(KINDS) + len(WORKER_STATE_KINDS))
     assert "10xAP lda (state on workers) training on 32 workers" in text and ("| met |" in text or "| missed |" in text)
+    # aviPAM on Ray Train: the local ELBO trace on 1 and 2 workers, its all-reduces counted, projected
+    avi = text.split("## aviPAM on Ray Train against one process")[1]
+    for w in (1, 2):
+        assert re.search(rf"^\| ray {w} \|.*\| same \| [\d.e+-]+ \|$", avi, re.M), w
+    assert "## aviPAM: measured parts of the cost model" in avi
+    assert re.search(r"^\| 10xAP \| 128 \|", avi.split("## aviPAM: projected")[1], re.M)

@@ -26,6 +26,7 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 import uuid
 
 import numpy as np
@@ -38,23 +39,41 @@ from .nets.draws import RowShare
 log = logging.getLogger(__name__)
 
 
+# What this worker's all-reduces carried, by purpose: calls, bytes and seconds (waiting for the
+# other workers included). Rank 0 reports its running totals to the driver after every epoch.
+PURPOSES = ("gradients", "batch norm", "epoch sums")
+_traffic = {}
+
+
+def _reset_traffic():
+    _traffic.clear()
+    _traffic.update({p: [0, 0, 0.0] for p in PURPOSES})
+
+
+def _all_reduce(t, purpose):
+    import torch.distributed as dist
+
+    t0 = time.perf_counter()
+    dist.all_reduce(t)
+    tally = _traffic.setdefault(purpose, [0, 0, 0.0])
+    tally[0] += 1
+    tally[1] += t.numel() * t.element_size()
+    tally[2] += time.perf_counter() - t0
+
+
 class _AllSum(torch.autograd.Function):
     """The sum over the workers of a tensor; its gradient is the sum of the workers' gradients."""
 
     @staticmethod
     def forward(ctx, x):
-        import torch.distributed as dist
-
         out = x.clone()
-        dist.all_reduce(out)
+        _all_reduce(out, "batch norm")
         return out
 
     @staticmethod
     def backward(ctx, grad):
-        import torch.distributed as dist
-
         out = grad.contiguous().clone()
-        dist.all_reduce(out)
+        _all_reduce(out, "batch norm")
         return out
 
 
@@ -111,18 +130,16 @@ class Share:
         mine = parts[self.rank]
         return mine, RowShare(gen, len(idx), lo), len(mine) / len(idx)
 
-    def _sum(self, tensors):
+    def _sum(self, tensors, purpose):
         """Sum ``tensors`` over the workers: one all-reduce, the results as new tensors."""
-        import torch.distributed as dist
-
         flat = torch.cat([t.reshape(-1) for t in tensors])
-        dist.all_reduce(flat)
+        _all_reduce(flat, purpose)
         return [v.view_as(t) for v, t in zip(flat.split([t.numel() for t in tensors]), tensors)]
 
     def sum_grads(self, net):
         # new tensors: a layer's own gradient buffer (TermLayer's) keeps this worker's rows
         params = [p for p in net.parameters() if p.grad is not None]
-        for p, g in zip(params, self._sum([p.grad for p in params])):
+        for p, g in zip(params, self._sum([p.grad for p in params], "gradients")):
             p.grad = g
 
     def sum_epoch(self, net, total):
@@ -130,18 +147,18 @@ class Share:
         expected counts summed in place."""
         counts = [m.em_counts for m in net.modules() if getattr(m, "topic_em", 0) > 0]
         if counts:
-            for buf, s in zip(counts, self._sum(counts)):
+            for buf, s in zip(counts, self._sum(counts, "epoch sums")):
                 buf.copy_(s)
         dev = counts[0].device if counts else next(net.parameters()).device
         t = torch.as_tensor(np.atleast_1d(total), dtype=torch.float64, device=dev)
-        return self._sum([t])[0].cpu().numpy()
+        return self._sum([t], "epoch sums")[0].cpu().numpy()
 
     def epoch_done(self, model, net, opt, order_gen, gen):
         if self.outbox is None:
             return
         done = model.n_iter_
         msg = dict(done=done, log_lik=model._log_lik_rows, log_lik_iter=model._log_lik_iters,
-                   dc=model._dc_rows, dc_iter=model._dc_iters)
+                   dc=model._dc_rows, dc_iter=model._dc_iters, traffic={k: list(v) for k, v in _traffic.items()})
         if self.checkpointing and (done % model.checkpoint_every == 0 or done == model.epochs):
             msg["arrays"] = model._checkpoint_arrays(net, opt, order_gen, gen)
         self.outbox.put(msg)
@@ -166,6 +183,7 @@ def _train_loop(config):
     outbox = config["outbox"] if rank == 0 else None
     share = Share(rank, ctx.get_world_size(), config["resume"], outbox, config["checkpointing"])
     torch.set_num_threads(1)  # as one process on the CPU: the sums split by thread count
+    _reset_traffic()
     net = model._fit(corpus, None, None, 1, share)
     if outbox is not None:
         outbox.put({"final": _net_arrays(net)})
@@ -215,7 +233,7 @@ def fit_on_ray(model, corpus, callback, checkpoint, step_threads):
             config = dict(model=worker_model, corpus=ray.put(corpus), resume=resume, outbox=outbox,
                           checkpointing=checkpoint is not None)
             log.info("training %s on %d Ray Train workers (%s)", model.kind, W, "NCCL" if gpu else "gloo")
-            final = _drive(_trainer(config, W, gpu, storage), outbox, model, callback, checkpoint)
+            final = _drive(_trainer(config, W, gpu, storage), W, outbox, model, callback, checkpoint)
         finally:
             outbox.shutdown()
     finally:
@@ -241,7 +259,7 @@ def _trainer(config, n_workers, gpu, storage):
                              worker_runtime_env=worker_env(), failure_config=FailureConfig(max_failures=0)))
 
 
-def _drive(trainer, outbox, model, callback, checkpoint):
+def _drive(trainer, n_workers, outbox, model, callback, checkpoint):
     """Run ``trainer`` while taking rank 0's messages: the traces into ``model``, checkpoints
     written, ``callback`` called, as the local loop does; returns the final network's arrays."""
     from ray.util.queue import Empty
@@ -270,6 +288,8 @@ def _drive(trainer, outbox, model, callback, checkpoint):
         model._log_lik_rows, model._log_lik_iters = msg["log_lik"], msg["log_lik_iter"]
         model._dc_rows, model._dc_iters = msg["dc"], msg["dc_iter"]
         done = model.n_iter_ = msg["done"]
+        model.executor_stats_ = dict(epochs=done, workers=n_workers, allreduce={
+            p: dict(calls=c, bytes=b, seconds=t) for p, (c, b, t) in msg["traffic"].items()})
         if "arrays" in msg:
             model._write_checkpoint_arrays(checkpoint, msg["arrays"])
         if callback is not None and (done % model.callback_every == 0 or done == model.epochs):

@@ -149,6 +149,12 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         The document-completion log-likelihood per token of the training sample (see
         ``log_lik_every``) after the epochs ``dc_log_lik_iter_``; ``dc_ll_per_token`` on a
         progress bar.
+    executor_stats_ : dict
+        After a fit on Ray: ``epochs``, ``workers`` and, under ``allreduce``, what rank 0's
+        all-reduces carried so far by purpose ("gradients": one a step, "batch norm": the
+        batch statistics' sums and their gradients, "epoch sums": the M-step counts and the
+        ELBO), each as ``calls``, ``bytes`` and ``seconds`` (waiting for the other workers
+        included).
     """
 
     kind = "avipam"
@@ -308,6 +314,8 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         return Docs.from_csr(rows, device, by_term=True)
 
     def _fit(self, corpus, callback, checkpoint, step_threads, share=None):
+        if share is None and hasattr(self, "executor_stats_"):  # from an earlier fit on Ray
+            del self.executor_stats_
         if share is None and on_ray(self):
             from .distributed import fit_on_ray  # imports Ray
 

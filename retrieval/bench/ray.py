@@ -1,7 +1,8 @@
 """Benchmark: every Gibbs kind trained on Ray workers against the local threaded trainer (same
-model), and the cost model of a cluster projected from what it measures.
+model), aviPAM on Ray Train workers against one process (:mod:`retrieval.bench.ray_train`), and
+the cost model of a cluster projected from what they measure.
 
-    topicir bench ray                          # every Gibbs kind, 20 Newsgroups' first posts
+    topicir bench ray                          # every kind, 20 Newsgroups' first posts
     topicir bench ray --kinds lda pam --docs 6000
     topicir bench ray --workers 1 2 4 8        # more workers (needs that many CPUs)
     topicir bench ray --gbps 25                # the projection with faster links
@@ -43,7 +44,8 @@ from .lda import first_docs
 log = logging.getLogger(__name__)
 
 DEFAULT_20NEWS = "/work/shared/data/20news/20news-bydate.tar.gz"
-KINDS = ("lda", "pam", "tcm", "glda", "tree-lda")
+GIBBS = ("lda", "pam", "tcm", "glda", "tree-lda")
+KINDS = GIBBS + ("avipam",)  # aviPAM: data-parallel on Ray Train (retrieval.bench.ray_train)
 SIZE_KEYS = ("n_topics", "n_super", "n_sub")
 # Chain state compared between the local and the Ray model, besides the log-likelihood.
 STATE = {"lda": ("z_", "n_kw_"), "pam": ("z_", "n_wj_"), "tcm": ("b_",), "glda": ("g_", "zg_", "n_kw_"),
@@ -391,13 +393,19 @@ def run(*, data: str = DEFAULT_20NEWS, docs: int | None = 1500, kinds=KINDS, siz
         init_ray(num_cpus=max(workers), log_to_driver=False, include_dashboard=False)
     else:
         init_ray(address=address, log_to_driver=False)
-    rows, checks, parts = [], [], {}
+    rows, checks, parts, train = [], [], {}, []
     try:
         args.latency = round_latency()
-        for kind in kinds:
+        for kind in (k for k in kinds if k in GIBBS):
             parts.update(bench_kind(kind, corpus, _inputs(kind, vocab), args, rows, checks))
+        if "avipam" in kinds:
+            from . import ray_train
+
+            train = ray_train.tables(*ray_train.bench(corpus, args), corpus, args)
     finally:
         shutdown_ray()
+    if not parts:
+        return train
     note = (f"20news (first {corpus.n_docs} posts): {corpus.n_tokens} tokens, {corpus.n_terms} terms; sweeps={iters}, "
             f"chains={chains}, n_shards={shards}, seed={seed}, topic counts: {sizes}; MB are per sweep of every chain "
             f"(sync MB: over the run); 'same model': assignments, counts and log-likelihood equal to the local run's")
@@ -406,4 +414,4 @@ def run(*, data: str = DEFAULT_20NEWS, docs: int | None = 1500, kinds=KINDS, siz
                   notes=["per chain and sweep; partition kinds: the whole state once a round (measured / (chains x "
                          "n_shards)); LDA's formula is an upper bound (a term has at most min(cf_w, K) topics), b the "
                          "packed entry's bytes"]),
-            parts_table(parts, args.latency), *projection_tables(parts, gbps, heaps_beta, zipf)]
+            parts_table(parts, args.latency), *projection_tables(parts, gbps, heaps_beta, zipf), *train]

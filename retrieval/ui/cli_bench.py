@@ -151,10 +151,10 @@ def add_ray(p):
 
     _newsgroups(p)
     p.add_argument("--docs", type=int, default=1500, help="only the first DOCS posts")
-    p.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS, help="Gibbs kinds to measure")
+    p.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS, help="model kinds to measure")
     p.add_argument("--sizes", default="default", choices=("default", "quick"),
                    help="topic counts: each kind's defaults, or its quick settings")
-    p.add_argument("--iters", type=int, default=4, help="sweeps per run (>= 3)")
+    p.add_argument("--iters", type=int, default=4, help="sweeps (aviPAM: epochs) per run (>= 3)")
     p.add_argument("--chains", type=int, default=2, help="chains (gLDA's workers own whole chains)")
     p.add_argument("--shards", type=int, default=4)
     p.add_argument("--threads", type=int, default=2, help="threads of the local trainer")
@@ -336,8 +336,8 @@ BENCHES = [
                                                    iters=4)),
     TableCommand("files", "what checking a model file costs: the checks' share of loading it",
                  add_files, _call("files"), dict(repeats=1)),
-    TableCommand("ray", "every Gibbs kind trained on Ray workers against the local trainer (same model), and "
-                 "the cluster's cost model projected from the measured parts",
+    TableCommand("ray", "every kind trained on Ray workers against the local trainer (Gibbs kinds: the same model; "
+                 "aviPAM on Ray Train: the same ELBO trace), and the cluster's cost model projected from the measured parts",
                  add_ray, _call("ray"), dict(docs=200, sizes="quick", iters=3, shards=2, workers=[1, 2])),
     TableCommand("ray-memory", "peak memory of the Ray driver and of capped workers as the collection grows 4x, "
                  "LDA's state on the workers, beside the local trainer (same model)",

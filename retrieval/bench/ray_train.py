@@ -1,0 +1,241 @@
+"""aviPAM in ``topicir bench ray``: one process against W data-parallel Ray Train workers
+(``executor="ray"``, :mod:`models.avipam.distributed`), and a cost model of a cluster from
+what they measure.
+
+Every run trains the same mini-batches for ``--iters`` epochs (the kind's default network, or
+its quick one, with ``--chains`` chains). ``s/epoch`` is the median wall time of the epochs after
+the first and before the last, as the driver sees them; setup is the time to the first epoch's
+end less an epoch (Ray Train's start, the corpus shipped to every worker, the networks built);
+finishing is every training document's posterior, which the driver computes after the epochs.
+The all-reduces are counted by rank 0 by purpose (gradients, batch normalisation's sums, the
+epoch's sums), with the seconds spent in them (waiting for the slower worker included). The
+ELBO trace of every run is compared with the local one (relative, the tolerance the tests hold).
+
+The cost model (:func:`project`): an epoch is ``ceil(D / batch_size)`` steps; a step's
+per-document parts (the batch's input, forward and backward passes) split among the W workers
+and grow with the tokens of a batch, its vocabulary-sized parts (the first layers' dense
+gradients, Adam's step) run on every worker whole and grow with the vocabulary, as does the
+gradients' all-reduce, a ring all-reduce of G bytes: ``2 (W - 1) / W * G / bandwidth`` plus
+``2 (W - 1)`` hop latencies (batch normalisation's small sums add hop latencies only); every epoch
+adds the M-step (on every worker) and its sums; the finishing runs on the driver.
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import NamedTuple
+
+import numpy as np
+
+from ..core.tables import Table, fixed
+from .avipam_steps import time_parts
+from .ray_cost import AP, Collection, grown
+
+ELBO_RTOL = 1e-5  # tests/test_avipam_ray.py's agreement of the ELBO traces
+DOC_PARTS = ("batch input", "forward", "backward", "other")
+VOCAB_PARTS = ("dense gradients", "Adam step")
+BYTES_PER_VALUE = 4  # float32 parameters and gradients
+
+
+class TrainParts(NamedTuple):
+    """What the benchmark measured of aviPAM (one core; per token, per term, per call)."""
+
+    doc_s_per_token: float     # a step's per-document parts, per token of its batch
+    vocab_s_per_term: float    # a step's vocabulary-sized parts, per term
+    mstep_s_per_term: float    # the M-step of an epoch, per term
+    finish_s_per_doc: float    # the driver's finishing, per document
+    start_s: float             # Ray Train's start (fixed)
+    grad_bytes: float          # the gradients' all-reduce at the bench's vocabulary, n_terms
+    n_terms: int
+    grad_bytes_per_term: float
+    epoch_bytes_per_term: float  # the epoch's sums (M-step counts), per term
+    small_calls_per_step: float  # batch normalisation's all-reduces
+    hop_latency: float         # s per hop of a ring all-reduce
+    corpus_bytes_per_token: float  # the corpus every worker holds
+    tokens_per_doc: float
+    batch_size: int            # of the projected (default) training
+
+
+def _model(params, **kw):
+    from models.avipam.model import AVIPAM
+
+    return AVIPAM(**params, **kw)
+
+
+def _params(args):
+    from models.avipam.model import AVIPAM
+
+    base = dict(AVIPAM.quick_params) if args.sizes == "quick" else {}
+    base.update(epochs=args.iters, n_chains=args.chains, seed=args.seed)
+    return base
+
+
+def _timed_fit(model, corpus, clock=None):
+    """Fit ``model``; its epochs' and finishing's seconds as the driver sees them."""
+    stamps, stats = [], []
+
+    def cb(m, epoch, total):
+        stamps.append(time.perf_counter())
+        stats.append(dict(getattr(m, "executor_stats_", {})))
+        if clock is not None:
+            clock.epoch_done(epoch, total)
+
+    t0 = time.perf_counter()
+    model.fit(corpus, callback=cb)
+    end = time.perf_counter()
+    walls = np.diff([t0] + stamps)
+    epoch = float(np.median(walls[1:-1]))
+    return dict(model=model, epoch=epoch, setup=float(walls[0] - epoch), finish=end - stamps[-1], stats=stats)
+
+
+def _traffic_per_epoch(stats):
+    """Calls, bytes and seconds of every purpose per epoch: the median over the epochs after the first."""
+    per = {}
+    for purpose in stats[-1]["allreduce"]:
+        run = [s["allreduce"][purpose] for s in stats]
+        per[purpose] = {k: float(np.median(np.diff([r[k] for r in run])[1:])) for k in ("calls", "bytes", "seconds")}
+    return per
+
+
+def _grad_values(params, n_terms):
+    """Values of the parameters that take a gradient step, for a vocabulary of ``n_terms``."""
+    net = _model(params)._make_net(n_terms)
+    return sum(p.numel() for p in net.parameters() if p.requires_grad)
+
+
+def _same_elbo(a, b) -> tuple[bool, float]:
+    rel = np.abs(a.log_lik_ - b.log_lik_) / np.abs(b.log_lik_)
+    worst = float(rel.max())
+    return a.log_lik_.shape == b.log_lik_.shape and worst <= ELBO_RTOL, worst
+
+
+def bench(corpus, args) -> tuple[list[dict], TrainParts]:
+    """aviPAM local (``--threads``) and on every W of ``--workers`` Ray Train workers: the rows of
+    the table, and the parts of the cost model (from a one-thread local run split by part, and
+    the smallest Ray run's traffic)."""
+    params = _params(args)
+    D, N, V = corpus.n_docs, corpus.n_tokens, corpus.n_terms
+    batch = _model(params).batch_size
+    steps = math.ceil(D / batch)
+    _model(dict(params, epochs=2)).fit(corpus)  # torch's and the kernels' first use
+    local = _timed_fit(_model(params, n_jobs=args.threads), corpus)
+    one = _model(params, n_jobs=1)
+    clock = time_parts(one, "cpu")
+    single = _timed_fit(one, corpus, clock)
+    rows = [{"run": f"local {t}", "setup s": fixed(r["setup"], 1), "s/epoch": fixed(r["epoch"], 3),
+             "finishing s": fixed(r["finish"], 1), "local/run": fixed(r["epoch"] / local["epoch"], 2),
+             "gradients MB/step": "", "all-reduces/step": "", "all-reduce s/epoch": "", "epoch sums MB": "",
+             "ELBO": "", "max rel diff": ""}
+            for t, r in ((args.threads, local), (1, single))]
+    runs = {}
+    for w in args.workers:
+        r = runs[w] = _timed_fit(_model(params, executor=_executor(args.address), n_workers=w), corpus)
+        traffic = _traffic_per_epoch(r["stats"])
+        same, worst = _same_elbo(r["model"], local["model"])
+        grads = traffic["gradients"]
+        rows.append({"run": f"ray {w}", "setup s": fixed(r["setup"], 1), "s/epoch": fixed(r["epoch"], 3),
+                     "finishing s": fixed(r["finish"], 1), "local/run": fixed(r["epoch"] / local["epoch"], 2),
+                     "gradients MB/step": fixed(grads["bytes"] / grads["calls"] / 1e6, 3),
+                     "all-reduces/step": fixed(sum(t["calls"] for p, t in traffic.items() if p != "epoch sums") / steps, 1),
+                     "all-reduce s/epoch": fixed(sum(t["seconds"] for t in traffic.values()), 3),
+                     "epoch sums MB": fixed(traffic["epoch sums"]["bytes"] / 1e6, 3),
+                     "ELBO": "same" if same else "differs", "max rel diff": f"{worst:.1e}"})
+    w_small = min(runs)
+    small = runs[w_small]
+    traffic = _traffic_per_epoch(small["stats"])
+    bn = traffic["batch norm"]
+    two = [w for w in runs if w > 1]
+    hop = 0.0
+    if two:  # batch normalisation's all-reduces are small: their seconds are latency
+        t2 = _traffic_per_epoch(runs[min(two)]["stats"])["batch norm"]
+        hop = t2["seconds"] / t2["calls"] / (2 * (min(two) - 1)) if t2["calls"] else 0.0
+    grads = traffic["gradients"]
+    slope = BYTES_PER_VALUE * (_grad_values(params, 2 * V) - _grad_values(params, V)) / V
+    doc_s = clock.per_step(*DOC_PARTS[:-1]) + max(0.0, clock.per_step("step") - clock.per_step(*DOC_PARTS[:-1], *VOCAB_PARTS))
+    parts = TrainParts(
+        doc_s_per_token=doc_s / (N / steps), vocab_s_per_term=clock.per_step(*VOCAB_PARTS) / V,
+        mstep_s_per_term=clock.mstep_s / V, finish_s_per_doc=small["finish"] / D,
+        start_s=max(small["setup"] - single["setup"], 0.0), grad_bytes=grads["bytes"] / grads["calls"], n_terms=V,
+        grad_bytes_per_term=slope, epoch_bytes_per_term=traffic["epoch sums"]["bytes"] / V,
+        small_calls_per_step=bn["calls"] / steps, hop_latency=hop,
+        corpus_bytes_per_token=corpus.term_ids.itemsize + corpus.doc_ptr.itemsize * (D + 1) / N,
+        tokens_per_doc=N / D, batch_size=_model({}).batch_size)
+    return rows, parts
+
+
+def _executor(address):
+    return "ray" if address is None else f"ray:{address}"
+
+
+def allreduce_seconds(nbytes: float, workers: int, bw: float, hop: float) -> float:
+    """A ring all-reduce of ``nbytes`` among ``workers``: 2 (W - 1) steps, each sending a W-th."""
+    if workers <= 1:
+        return 0.0
+    return 2 * (workers - 1) * (nbytes / workers / bw + hop)
+
+
+def project(coll: Collection, workers: int, epochs: int, parts: TrainParts, gbps: float) -> dict:
+    """Seconds of a default aviPAM training on ``workers`` Ray Train workers, by part."""
+    bw = gbps * 1e9 / 8
+    W, V = workers, coll.terms
+    steps = math.ceil(coll.docs / parts.batch_size)
+    batch_tokens = parts.batch_size * coll.tokens / coll.docs
+    grad_bytes = parts.grad_bytes + parts.grad_bytes_per_term * (V - parts.n_terms)
+    step = dict(compute=parts.doc_s_per_token * batch_tokens / W,
+                replicated=parts.vocab_s_per_term * V,
+                allreduce=allreduce_seconds(grad_bytes, W, bw, parts.hop_latency)
+                + parts.small_calls_per_step * allreduce_seconds(0.0, W, bw, parts.hop_latency))
+    out = {k: epochs * steps * v for k, v in step.items()}
+    out["M-step"] = epochs * (parts.mstep_s_per_term * V
+                              + allreduce_seconds(parts.epoch_bytes_per_term * V, W, bw, parts.hop_latency))
+    out["setup"] = parts.start_s + W * parts.corpus_bytes_per_token * coll.tokens / bw
+    out["finishing"] = parts.finish_s_per_doc * coll.docs
+    out["total"] = sum(out.values())
+    out.update(steps=steps, grad_bytes=grad_bytes)
+    return out
+
+
+def tables(rows, parts: TrainParts, corpus, args, workers=(1, 8, 32, 128)) -> list[Table]:
+    from models.avipam.model import AVIPAM
+
+    epochs = AVIPAM().epochs
+    batch = _model(_params(args)).batch_size
+    note = (f"20news (first {corpus.n_docs} posts): {corpus.n_tokens} tokens, {corpus.n_terms} terms; "
+            f"{args.iters} epochs, {args.chains} chains, batch_size {batch} "
+            f"({math.ceil(corpus.n_docs / batch)} steps an epoch), seed {args.seed}, network: "
+            f"{args.sizes}; local 1: one torch thread, as every Ray Train worker; all-reduces per step: gradients "
+            f"and batch normalisation's; ELBO: every epoch's and chain's ELBO per token within a relative "
+            f"{ELBO_RTOL:g} of the local run's")
+    proj = []
+    for coll in (AP, grown(AP, 10, args.heaps_beta)):
+        for w in workers:
+            if w > parts.batch_size:
+                continue
+            p = project(coll, w, epochs, parts, args.gbps)
+            proj.append({"collection": coll.name, "W": w, "steps/epoch": f"{p['steps']:,}",
+                         "gradients MB": fixed(p["grad_bytes"] / 1e6, 1),
+                         **{f"{k} min": fixed(p[k] / 60, 1)
+                            for k in ("setup", "compute", "replicated", "allreduce", "M-step", "finishing")},
+                         "total h": fixed(p["total"] / 3600, 2)})
+    measured = [{"per-document part us/token": fixed(parts.doc_s_per_token * 1e6, 3),
+                 "replicated part us/term/step": fixed(parts.vocab_s_per_term * 1e6, 4),
+                 "M-step us/term": fixed(parts.mstep_s_per_term * 1e6, 4),
+                 "finishing ms/doc": fixed(parts.finish_s_per_doc * 1e3, 2), "start s": fixed(parts.start_s, 1),
+                 "gradient B/term": fixed(parts.grad_bytes_per_term, 0),
+                 "epoch sums B/term": fixed(parts.epoch_bytes_per_term, 0),
+                 "small all-reduces/step": fixed(parts.small_calls_per_step, 0),
+                 "hop latency ms": fixed(parts.hop_latency * 1e3, 3)}]
+    return [Table("aviPAM on Ray Train against one process", rows, notes=[note]),
+            Table("aviPAM: measured parts of the cost model", measured,
+                  notes=["per-document part: batch input, forward and backward per token of a batch (split among "
+                         "the workers); replicated: the first layers' dense gradients and Adam's step, every worker "
+                         "whole; from the one-thread local run, parts timed over the epochs after the first; hop "
+                         "latency: batch normalisation's all-reduce seconds per call and ring step on the smallest "
+                         "W > 1 (waiting for the slower worker included); gradient bytes per term: the parameters' "
+                         "growth with the vocabulary"]),
+            Table("aviPAM: projected training on a Ray cluster, minutes by part", proj,
+                  notes=[f"default training ({epochs} epochs, batch_size {parts.batch_size}); {args.gbps:g} Gb/s links, ring all-reduce of the "
+                         "gradients every step (2 (W - 1) / W of them over the busiest link, 2 (W - 1) hop "
+                         "latencies) and of the M-step's counts every epoch; documents of the collection's mean "
+                         "length; setup: Ray Train's start and the corpus sent to every worker; finishing on the "
+                         "driver; W at most batch_size"])]
