@@ -2,14 +2,16 @@
 (``executor="ray"``, :mod:`models.avipam.distributed`), and a cost model of a cluster from
 what they measure.
 
-Every run trains the same mini-batches for ``--iters`` epochs (the kind's default network, or
-its quick one, with ``--chains`` chains). ``s/epoch`` is the median wall time of the epochs after
+Every run trains the same mini-batches for ``--iters`` epochs (the kind's default network and
+chains, or its quick ones). ``s/epoch`` is the median wall time of the epochs after
 the first and before the last, as the driver sees them; setup is the time to the first epoch's
 end less an epoch (Ray Train's start, the corpus shipped to every worker, the networks built);
 finishing is every training document's posterior, which the driver computes after the epochs.
 The all-reduces are counted by rank 0 by purpose (gradients, batch normalisation's sums, the
 epoch's sums), with the seconds spent in them (waiting for the slower worker included). The
-ELBO trace of every run is compared with the local one (relative, the tolerance the tests hold).
+ELBO trace of every run is compared with the one-thread local run's (relative, in the first epoch
+and in any). A ring step's
+latency comes from a probe: back-to-back all-reduces of one value on Ray Train workers.
 
 The cost model (:func:`project`): an epoch is ``ceil(D / batch_size)`` steps; a step's
 per-document parts (the batch's input, forward and backward passes) split among the W workers
@@ -26,12 +28,12 @@ import time
 from typing import NamedTuple
 
 import numpy as np
+import torch
 
 from ..core.tables import Table, fixed
 from .avipam_steps import time_parts
 from .ray_cost import AP, Collection, grown
 
-ELBO_RTOL = 1e-5  # tests/test_avipam_ray.py's agreement of the ELBO traces
 DOC_PARTS = ("batch input", "forward", "backward", "other")
 VOCAB_PARTS = ("dense gradients", "Adam step")
 BYTES_PER_VALUE = 4  # float32 parameters and gradients
@@ -66,7 +68,7 @@ def _params(args):
     from models.avipam.model import AVIPAM
 
     base = dict(AVIPAM.quick_params) if args.sizes == "quick" else {}
-    base.update(epochs=args.iters, n_chains=args.chains, seed=args.seed)
+    base.update(epochs=args.iters, seed=args.seed)  # the network's own chains: what a training steps
     return base
 
 
@@ -103,10 +105,13 @@ def _grad_values(params, n_terms):
     return sum(p.numel() for p in net.parameters() if p.requires_grad)
 
 
-def _same_elbo(a, b) -> tuple[bool, float]:
+def elbo_drift(a, b) -> tuple[float, float]:
+    """The largest relative difference of ``a``'s ELBO per token from ``b``'s over the chains, in
+    the first epoch and in any epoch."""
+    if a.log_lik_.shape != b.log_lik_.shape:
+        raise ValueError(f"ELBO traces of shapes {a.log_lik_.shape} and {b.log_lik_.shape}")
     rel = np.abs(a.log_lik_ - b.log_lik_) / np.abs(b.log_lik_)
-    worst = float(rel.max())
-    return a.log_lik_.shape == b.log_lik_.shape and worst <= ELBO_RTOL, worst
+    return float(rel[0].max()), float(rel.max())
 
 
 def bench(corpus, args) -> tuple[list[dict], TrainParts]:
@@ -125,13 +130,13 @@ def bench(corpus, args) -> tuple[list[dict], TrainParts]:
     rows = [{"run": f"local {t}", "setup s": fixed(r["setup"], 1), "s/epoch": fixed(r["epoch"], 3),
              "finishing s": fixed(r["finish"], 1), "local/run": fixed(r["epoch"] / local["epoch"], 2),
              "gradients MB/step": "", "all-reduces/step": "", "all-reduce s/epoch": "", "epoch sums MB": "",
-             "ELBO": "", "max rel diff": ""}
+             "ELBO rel diff, epoch 1": "", "ELBO rel diff, max": ""}
             for t, r in ((args.threads, local), (1, single))]
     runs = {}
     for w in args.workers:
         r = runs[w] = _timed_fit(_model(params, executor=_executor(args.address), n_workers=w), corpus)
         traffic = _traffic_per_epoch(r["stats"])
-        same, worst = _same_elbo(r["model"], local["model"])
+        first, worst = elbo_drift(r["model"], single["model"])
         grads = traffic["gradients"]
         rows.append({"run": f"ray {w}", "setup s": fixed(r["setup"], 1), "s/epoch": fixed(r["epoch"], 3),
                      "finishing s": fixed(r["finish"], 1), "local/run": fixed(r["epoch"] / local["epoch"], 2),
@@ -139,16 +144,13 @@ def bench(corpus, args) -> tuple[list[dict], TrainParts]:
                      "all-reduces/step": fixed(sum(t["calls"] for p, t in traffic.items() if p != "epoch sums") / steps, 1),
                      "all-reduce s/epoch": fixed(sum(t["seconds"] for t in traffic.values()), 3),
                      "epoch sums MB": fixed(traffic["epoch sums"]["bytes"] / 1e6, 3),
-                     "ELBO": "same" if same else "differs", "max rel diff": f"{worst:.1e}"})
+                     "ELBO rel diff, epoch 1": f"{first:.1e}", "ELBO rel diff, max": f"{worst:.1e}"})
     w_small = min(runs)
     small = runs[w_small]
     traffic = _traffic_per_epoch(small["stats"])
     bn = traffic["batch norm"]
     two = [w for w in runs if w > 1]
-    hop = 0.0
-    if two:  # batch normalisation's all-reduces are small: their seconds are latency
-        t2 = _traffic_per_epoch(runs[min(two)]["stats"])["batch norm"]
-        hop = t2["seconds"] / t2["calls"] / (2 * (min(two) - 1)) if t2["calls"] else 0.0
+    hop = allreduce_latency(min(two)) / (2 * (min(two) - 1)) if two else 0.0
     grads = traffic["gradients"]
     slope = BYTES_PER_VALUE * (_grad_values(params, 2 * V) - _grad_values(params, V)) / V
     doc_s = clock.per_step(*DOC_PARTS[:-1]) + max(0.0, clock.per_step("step") - clock.per_step(*DOC_PARTS[:-1], *VOCAB_PARTS))
@@ -161,6 +163,45 @@ def bench(corpus, args) -> tuple[list[dict], TrainParts]:
         corpus_bytes_per_token=corpus.term_ids.itemsize + corpus.doc_ptr.itemsize * (D + 1) / N,
         tokens_per_doc=N / D, batch_size=_model({}).batch_size)
     return rows, parts
+
+
+def _probe_loop(config):
+    """A Ray Train worker timing back-to-back all-reduces of one value (after a warm-up); rank 0
+    puts its median in the queue."""
+    import ray.train
+    import torch.distributed as dist
+
+    x = torch.zeros(1)
+    times = []
+    for i in range(config["calls"] + 20):
+        t0 = time.perf_counter()
+        dist.all_reduce(x)
+        if i >= 20:
+            times.append(time.perf_counter() - t0)
+    if ray.train.get_context().get_world_rank() == 0:
+        config["outbox"].put(float(np.median(times)))
+
+
+def allreduce_latency(workers: int, calls: int = 500) -> float:
+    """Seconds of an all-reduce of one value among ``workers`` Ray Train workers over gloo (rank
+    0's median of ``calls`` back-to-back ones): the latency of 2 (W - 1) ring steps."""
+    import tempfile
+
+    from ray.train import RunConfig, ScalingConfig
+    from ray.train.torch import TorchConfig, TorchTrainer
+    from ray.util.queue import Queue
+
+    from models.common.executors.ray import worker_env
+
+    outbox = Queue(actor_options={"num_cpus": 0})
+    try:
+        with tempfile.TemporaryDirectory(prefix="topicir-ray-probe-") as storage:
+            TorchTrainer(_probe_loop, train_loop_config={"calls": calls, "outbox": outbox},
+                         torch_config=TorchConfig(backend="gloo"), scaling_config=ScalingConfig(num_workers=workers),
+                         run_config=RunConfig(storage_path=storage, worker_runtime_env=worker_env())).fit()
+        return float(outbox.get(timeout=60))
+    finally:
+        outbox.shutdown()
 
 
 def _executor(address):
@@ -201,11 +242,13 @@ def tables(rows, parts: TrainParts, corpus, args, workers=(1, 8, 32, 128)) -> li
     epochs = AVIPAM().epochs
     batch = _model(_params(args)).batch_size
     note = (f"20news (first {corpus.n_docs} posts): {corpus.n_tokens} tokens, {corpus.n_terms} terms; "
-            f"{args.iters} epochs, {args.chains} chains, batch_size {batch} "
+            f"{args.iters} epochs, {_model(_params(args)).n_chains} chains, batch_size {batch} "
             f"({math.ceil(corpus.n_docs / batch)} steps an epoch), seed {args.seed}, network: "
             f"{args.sizes}; local 1: one torch thread, as every Ray Train worker; all-reduces per step: gradients "
-            f"and batch normalisation's; ELBO: every epoch's and chain's ELBO per token within a relative "
-            f"{ELBO_RTOL:g} of the local run's")
+            f"and batch normalisation's, with the seconds spent in them (waiting for the slower worker "
+            f"included); ELBO rel diff: the largest relative difference of a chain's ELBO per token from the "
+            f"one-thread local run's, in the first epoch and in any (the same steps but for the order of float "
+            f"sums; Adam's normalised steps amplify that rounding where training is unstable)")
     proj = []
     for coll in (AP, grown(AP, 10, args.heaps_beta)):
         for w in workers:
@@ -230,9 +273,8 @@ def tables(rows, parts: TrainParts, corpus, args, workers=(1, 8, 32, 128)) -> li
                   notes=["per-document part: batch input, forward and backward per token of a batch (split among "
                          "the workers); replicated: the first layers' dense gradients and Adam's step, every worker "
                          "whole; from the one-thread local run, parts timed over the epochs after the first; hop "
-                         "latency: batch normalisation's all-reduce seconds per call and ring step on the smallest "
-                         "W > 1 (waiting for the slower worker included); gradient bytes per term: the parameters' "
-                         "growth with the vocabulary"]),
+                         "latency: the median of back-to-back all-reduces of one value on the smallest W > 1, per "
+                         "ring step (gloo); gradient bytes per term: the parameters' growth with the vocabulary"]),
             Table("aviPAM: projected training on a Ray cluster, minutes by part", proj,
                   notes=[f"default training ({epochs} epochs, batch_size {parts.batch_size}); {args.gbps:g} Gb/s links, ring all-reduce of the "
                          "gradients every step (2 (W - 1) / W of them over the busiest link, 2 (W - 1) hop "
