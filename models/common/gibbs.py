@@ -409,6 +409,11 @@ class GibbsModel(TopicModel):
     def _set_saved_assignments(self, assignments):
         setattr(self, self._STATE[0] + "_", assignments)
 
+    def _sparse_n_active(self, it, n_docs):
+        """Documents active during sweep ``it``: every one (kinds with the sparse
+        initialisation of :class:`SweepOrderModel` start from fewer)."""
+        return n_docs
+
     def _after_load(self, header):
         """Derived attributes a loaded model needs besides what the file holds."""
 
