@@ -65,6 +65,37 @@ def test_documents_log_lik_terms_continue_the_trees_float():
     assert model.log_lik_[-1, c] == whole / data.n_tokens
 
 
+def test_a_state_part_with_a_token_off_its_words_paths_or_topics_is_refused(tmp_path):
+    from models.common.kernels.rng import make_rng_states
+    from models.tree_lda.ray_state import TreeShardHook, TreeShardWorker
+
+    data = synthetic_corpus(30, 40, 20, seed=5, n_latent=3)
+    model = TreeLDA(**dict(KW, n_chains=1, n_shards=1))
+    model.tree_ = build_tree(SYNSETS, data.n_terms, 0.01, 100.0, False)
+    model.alpha_ = np.full((1, KW["n_topics"]), 10.0)
+    data.doc_ptr.tofile(tmp_path / "doc_ptr")
+    data.term_ids.tofile(tmp_path / "term_ids")
+    D, hook = data.n_docs, TreeShardHook()
+    lay = dict(s0=0, S=1, d0=0, d1=D, D=D, V=data.n_terms, shard_doc=np.array([0, D]),  # one worker, one shard
+               doc_src=("file", str(tmp_path / "doc_ptr"), 0, data.doc_ptr.dtype.str, D + 1),
+               tok_src=("file", str(tmp_path / "term_ids"), 0, data.term_ids.dtype.str, data.n_tokens))
+    worker = TreeShardWorker(lay, 1, KW["n_topics"], *hook.worker_args(model, data))
+    worker.build(*hook.layout(model, data, [worker.corpus_stats()]))
+    rng = make_rng_states(0, 1, 1)
+    worker.init_random(rng[:, 0], rng, hook.worker_prior(model), D)
+    part = worker.state_part(0)
+    assert part["z"].dtype == part["zp"].dtype == np.uint16
+    worker.check_state("state.shard0.npz", 0, part)
+    ptr = model.tree_.word_path_ptr
+    t = int(np.flatnonzero(np.diff(ptr)[data.term_ids] == 1)[0])  # a token of a word with one path
+    for key, value, why in (("zp", (ptr[data.term_ids[t]] + 1) % ptr[-1], "a token on a path not of its word"),
+                            ("z", -1, "a token without a topic")):
+        bad = {k: v.astype(np.int64) for k, v in part.items()}
+        bad[key][0, t] = value
+        with pytest.raises(ValueError, match=rf"^state.shard0.npz: damaged state part \({why}\)"):
+            worker.check_state("state.shard0.npz", 0, bad)
+
+
 def test_tree_lda_trains_with_the_state_on_the_workers_from_the_command_line_and_the_bench():
     from models.common.executors.ray import WORKER_STATE_KINDS
     from retrieval.bench.ray import KINDS

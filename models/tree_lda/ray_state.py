@@ -40,8 +40,10 @@ class TreeShardWorker(ShardWorker, TreeWorker):
     ASSIGNMENTS = {"z": np.int32, "zp": np.int64}
 
     def setup(self, tree, variant, n_topics, seed):
-        # ptr, path_edges, path_len, beta, beta_sum, path_prior, parent
-        self.arrays, self.variant, self.K, self.seed = tree, variant, n_topics, seed
+        # ptr, path_edges, path_len, beta, beta_sum, path_prior, parent (writable: what numba
+        # compiles the kernels for)
+        self.arrays = tuple(np.array(a) for a in tree)
+        self.variant, self.K, self.seed = variant, n_topics, seed
         self.n_labels = n_topics
         self.read_tokens()
 
