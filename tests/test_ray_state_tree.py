@@ -115,7 +115,7 @@ def test_tree_driver_holds_no_token_or_document_array_and_model_is_local(ray_clu
     same_model(model, local, tmp_path)
     terms = np.arange(data.n_terms)
     np.testing.assert_array_equal(model.p_w_d(terms), local.p_w_d(terms))
-    for name in ("n_e_", "n_i_", "inv_", "alpha_", "rng_"):  # the driver's tables: the local ones
+    for name in ("n_e_", "n_i_", "inv_", "alpha_"):  # the driver's tables (the streams live on the workers)
         np.testing.assert_array_equal(getattr(model, name), getattr(local, name), err_msg=name)
     output = {n + "_" for n in model._INFERENCE_ARRAYS}
     held = [a for a in ex.last_runner.__dict__.values() if isinstance(a, np.ndarray)]
