@@ -31,15 +31,6 @@ def shard_docs(corpus, n_shards):
     return np.maximum.accumulate(shard_doc)
 
 
-def token_shards(corpus, n_shards):
-    """The shards of :func:`shard_docs`, every doc's length, and every token's doc and shard."""
-    shard_doc = shard_docs(corpus, n_shards)
-    doc_len = np.diff(corpus.doc_ptr)
-    tok_doc = np.repeat(np.arange(corpus.n_docs, dtype=np.int32), doc_len)
-    tok_shard = np.searchsorted(shard_doc, tok_doc, side="right") - 1
-    return shard_doc, doc_len, tok_doc, tok_shard
-
-
 def key_runs(key_sorted):
     """Runs of equal keys in a sorted key array: (run_ptr int64 of length n_runs + 1, run keys)."""
     starts = np.flatnonzero(np.concatenate([[True], key_sorted[1:] != key_sorted[:-1]]))
@@ -417,6 +408,11 @@ class GibbsModel(TopicModel):
 
     def _set_saved_assignments(self, assignments):
         setattr(self, self._STATE[0] + "_", assignments)
+
+    def _sparse_n_active(self, it, n_docs):
+        """Documents active during sweep ``it``: every one (kinds with the sparse
+        initialisation of :class:`SweepOrderModel` start from fewer)."""
+        return n_docs
 
     def _after_load(self, header):
         """Derived attributes a loaded model needs besides what the file holds."""

@@ -12,9 +12,8 @@ pulls back).
 import numpy as np
 
 from ..common.executors.rounds import DocumentShards, PartitionRunner, PartitionWorker
-from ..common.executors.sharded import ShardedRunner, ShardHook, ShardWorker
+from ..common.executors.sharded import ShardedRunner, ShardHook, ShardWorker, doc_len_pieces
 from ..common import checkpoint as ckpt
-from ..common.corpus import read_piece
 from ..common.gibbs import rows_csr
 from ..common.kernels.dirichlet import sum_from, topic_word_log_lik
 from . import doc_kernels as lda_doc
@@ -235,9 +234,6 @@ class LdaShardWorker(ShardWorker, LdaWorker):
                                  active=active[c])
         return n_k, wl, wl_nnz, rng0
 
-    def set_rng0(self, c, state):
-        self.chain[c]["rng"][0] = state
-
     def log_lik_docs(self, c, total, alpha):
         st = self.chain[c]
         part = K_._log_lik_doc_parts(self.lay["cap_ptr"], st["dt"], self.lay["cshift"],
@@ -399,11 +395,6 @@ class LdaShardHook(ShardHook, LdaHook):
                     for fh in handles:
                         fh.close()
 
-        def doc_len():
-            D, step = corpus.n_docs, 1 << 20
-            for lo in range(0, D, step):
-                yield np.diff(read_piece(corpus.doc_ptr, lo, min(D, lo + step) + 1)).astype(np.int64)
-
         CS, total, tw_total = len(samples), int(off[-1]), int(tw_off[-1])
         wtype = words[0]["tw_topic"].dtype
         header = model._model_header()
@@ -416,4 +407,4 @@ class LdaShardHook(ShardHook, LdaHook):
             ("tw_count", (tw_total,), np.int32, (w["tw_count"] for w in words)),
             ("n_k_samples", (CS, K), np.int64, [np.stack([w["n_k"] for w in words])]),
             ("alpha_samples", (CS, K), np.float64, [np.stack([w["alpha"] for w in words])]),
-            ("doc_len", (corpus.n_docs,), np.int64, doc_len())])
+            ("doc_len", (corpus.n_docs,), np.int64, doc_len_pieces(corpus))])

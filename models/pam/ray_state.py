@@ -17,8 +17,7 @@ chain's V x s' table and its totals), alpha, the edges of the pruned sweeps and 
 import numpy as np
 
 from ..common import checkpoint as ckpt
-from ..common.corpus import read_piece
-from ..common.executors.sharded import ShardedRunner, ShardHook, ShardWorker
+from ..common.executors.sharded import DocParts, ShardedRunner, ShardHook, ShardWorker, doc_len_pieces
 from ..common.gibbs import shard_docs
 from ..common.kernels.dirichlet import sum_from, topic_word_log_lik
 from ..common.kernels.rng import make_rng_states
@@ -33,7 +32,6 @@ from .ray import PamHook, PamWorker
 
 # The initialisations this module runs on the workers (others train with state="driver").
 INITS = ("random", "sparse")
-PIECE = 1 << 20  # elements of a part's array read at a time into the model file
 
 
 def sharded_runner(executor, model):
@@ -244,50 +242,15 @@ class PamShardHook(ShardHook, PamHook):
         shard_doc = shard_docs(corpus, model.n_shards)
         words = [ckpt.read_model_file(directory / s["words"][1], kind=ckpt.CHECKPOINT_FORMAT).arrays
                  for s in samples]  # model-level: (V + 1) pointers and V x s' entries at most each
-        layouts = {}
-        for s in samples:
-            for _, name, *_ in s["shards"]:
-                with open(directory / name, "rb") as fh:
-                    layouts[name] = ckpt.member_layouts(fh)
-        entries = [sum(p[3] for p in s["shards"]) for s in samples]
-        off = np.concatenate([[0], np.cumsum(entries)]).astype(np.int64)
-
-        def pieces(sample, name, length):
-            """Array ``name`` of the sample's shard parts in turn, PIECE elements at a time."""
-            for s, part, *rest in sample["shards"]:
-                n = length(s, rest)
-                with open(directory / part, "rb") as fh:
-                    for lo in range(0, n, PIECE):
-                        yield ckpt.read_member_range(fh, layouts[part], name, lo, min(n, lo + PIECE))
-
-        def doc_counts(s, rest):
-            return int(shard_doc[s + 1] - shard_doc[s])
-
-        def dp_ptr():
-            for sample, o in zip(samples, off[:-1]):
-                at = int(o)
-                yield np.array([at], np.int64)
-                for nnz in pieces(sample, "dp_nnz", doc_counts):
-                    ptr = at + np.cumsum(nnz, dtype=np.int64)
-                    at = int(ptr[-1]) if len(ptr) else at
-                    yield ptr
-
-        def entries_of(name):
-            return (p for sample in samples for p in pieces(sample, name, lambda s, rest: int(rest[1])))
-
-        def doc_len():
-            for lo in range(0, D, PIECE):
-                yield np.diff(read_piece(corpus.doc_ptr, lo, min(D, lo + PIECE) + 1)).astype(np.int64)
-
+        parts = DocParts(directory, samples, shard_doc)
         tw_len = [len(w["tw_sub"]) for w in words]
         tw_off = np.concatenate([[0], np.cumsum(tw_len)]).astype(np.int64)
         tw_ptr = np.stack([w["tw_ptr"] + o for w, o in zip(words, tw_off[:-1])]).astype(np.int64)
-        count_type = np.result_type(*[lay["dp_count"][1] for lay in layouts.values()])
-        total, tw_total = int(off[-1]), int(tw_off[-1])
+        total, tw_total = parts.total, int(tw_off[-1])
         ckpt.write_model_file_streamed(path, model._model_header(), [
-            ("dp_ptr", (CS, D + 1), np.int64, dp_ptr()),
-            ("dp_key_samples", (total,), np.int32, entries_of("dp_key")),
-            ("dp_count_samples", (total,), count_type, entries_of("dp_count")),
+            ("dp_ptr", (CS, D + 1), np.int64, parts.ptr("dp_nnz")),
+            ("dp_key_samples", (total,), np.int32, parts.entries("dp_key")),
+            ("dp_count_samples", (total,), parts.dtype("dp_count"), parts.entries("dp_count")),
             ("tw_ptr", (CS, V + 1), np.int64, [tw_ptr]),
             ("tw_sub", (tw_total,), np.result_type(*[w["tw_sub"].dtype for w in words]),
              (w["tw_sub"] for w in words)),
@@ -296,4 +259,4 @@ class PamShardHook(ShardHook, PamHook):
             ("n_j_samples", (CS, model.n_sub), np.int64, [np.stack([w["n_j"] for w in words])]),
             ("alpha_samples", (CS, model.n_super, model.n_sub), np.float64,
              [np.stack([w["alpha"] for w in words])]),
-            ("doc_len", (D,), np.int64, doc_len())])
+            ("doc_len", (D,), np.int64, doc_len_pieces(corpus))])

@@ -242,6 +242,10 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
 
     def _ray_runner(self, executor):
         """The runner of a :class:`models.common.executors.ray.RayExecutor` (imports Ray)."""
+        if getattr(executor, "state", "driver") == "workers":
+            from .ray_state import sharded_runner
+
+            return sharded_runner(executor, self)
         from .ray import runner
 
         return runner(executor, self)

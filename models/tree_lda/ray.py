@@ -16,6 +16,7 @@ from ..common.executors.rounds import PartitionRunner, PartitionWorker
 from ..common.gibbs import shard_docs
 from . import kernels as T
 from .kernels import NAIVE, sweep_runs, sweep_work
+from .shards import node_groups
 
 
 def runner(executor, model):
@@ -26,17 +27,6 @@ def _positions(model, t0, t1):
     """Corpus positions of the tokens t0:t1 in sweep order (one shard: the corpus order)."""
     order = model._shards.order
     return slice(t0, t1) if order is None else order[t0:t1]
-
-
-def node_groups(model):
-    """The term group of every node's edge and rows (-1: the root, and nodes on no path)."""
-    tree, shards = model.tree_, model._shards
-    group = np.full(tree.n_nodes, -1, dtype=np.int64)
-    for level in range(tree.path_edges.shape[1]):
-        e = tree.path_edges[:, level]
-        m = e >= 0
-        group[e[m]] = shards.word_group[tree.path_word[m]]
-    return group
 
 
 class TreeWorker(PartitionWorker):
@@ -85,7 +75,7 @@ class TreeHook:
 
     def groups(self, model):
         """A group's slice holds its nodes' rows: the node plays the term's part."""
-        self.node_group = node_groups(model)
+        self.node_group = node_groups(model.tree_, model._shards.word_group)
         self.shard_doc = shard_docs(model._corpus, model.n_shards)
         return self.node_group
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from .kernels import NAIVE, sweep_runs, sweep_work
 from .sparse_kernels import root_of
-from ..common.gibbs import block_run_ptrs, key_runs, token_shards
+from ..common.gibbs import block_run_ptrs, key_runs, shard_docs
 from .tree import merge_synsets
 
 
@@ -69,39 +69,65 @@ def word_groups(tree, counts, n_groups):
     return group_of[comp]
 
 
+def node_groups(tree, word_group):
+    """The term group of every node's edge and rows: its paths' word's (-1: the root, and nodes
+    on no path)."""
+    group = np.full(tree.n_nodes, -1, dtype=np.int64)
+    for level in range(tree.path_edges.shape[1]):
+        e = tree.path_edges[:, level]
+        m = e >= 0
+        group[e[m]] = word_group[tree.path_word[m]]
+    return group
+
+
+def shard_parents(parent, root, node_group, shards, n_shards):
+    """The parent array of shard s in group g's sub-step, for every s in ``shards`` and every g:
+    the root edges of group g point to the private root row ``n_nodes + s``, other groups'
+    root edges to -1 (never used). Shape (len(shards), S, n_nodes)."""
+    M, S = len(parent), n_shards
+    out = np.empty((len(shards), S, M), dtype=np.int64)
+    out_of_root = parent == root
+    for i, s in enumerate(shards):
+        for g in range(S):
+            p = parent.copy()
+            p[out_of_root] = np.where(node_group[out_of_root] == g, M + s, -1)
+            out[i, g] = p
+    return out
+
+
+def sweep_order(doc_ptr, term_ids, word_group, shard_doc, n_shards):
+    """The sweep order of the tokens of the documents ``doc_ptr`` cut into the shards
+    ``shard_doc`` (all S of them, or a Ray worker's, its documents counted from 0): shard, word
+    group, document, position. Returns (order: corpus positions in sweep order, None for one
+    shard, which sweeps in corpus order; term_ids in that order; the runs of one document and
+    block ``run_ptr``, ``run_doc``; the blocks' first runs ``block_ptr``, (shards, S + 1))."""
+    S, D, N = int(n_shards), len(doc_ptr) - 1, len(term_ids)
+    tok_doc = np.repeat(np.arange(D, dtype=np.int32), np.diff(doc_ptr))
+    tok_shard = np.searchsorted(shard_doc, tok_doc, side="right") - 1
+    block = tok_shard.astype(np.int64) * S + word_group[term_ids]
+    if S > 1:
+        order = np.lexsort((np.arange(N), tok_doc, block))
+        term_ids = np.ascontiguousarray(term_ids[order])
+        block, tok_doc = block[order], tok_doc[order]
+    else:
+        order = None
+    run_ptr, run_key = key_runs(block * D + tok_doc)
+    run_block, run_doc = run_key // D, (run_key % D).astype(np.int64)
+    return order, term_ids, run_ptr, run_doc, block_run_ptrs(run_block, S, len(shard_doc) - 1)
+
+
 def tree_shards(corpus, tree, n_shards):
     """The sweep order and per-sub-step parent arrays of ``n_shards`` shards."""
     S = int(n_shards)
-    M = tree.n_nodes
     parent = tree.parent.astype(np.int64)
     root = int(root_of(parent))
     counts = np.bincount(corpus.term_ids, minlength=tree.n_terms)
     group = word_groups(tree, counts, S) if S > 1 else np.zeros(tree.n_terms, dtype=np.int64)
-    _, _, tok_doc, tok_shard = token_shards(corpus, S)
-    block = tok_shard.astype(np.int64) * S + group[corpus.term_ids]
-    if S > 1:
-        order = np.lexsort((np.arange(corpus.n_tokens), tok_doc, block))
-        term_ids = np.ascontiguousarray(corpus.term_ids[order])
-        block, tok_doc = block[order], tok_doc[order]
-    else:
-        order, term_ids = None, corpus.term_ids
-    run_ptr, run_key = key_runs(block * corpus.n_docs + tok_doc)
-    run_block, run_doc = run_key // corpus.n_docs, (run_key % corpus.n_docs).astype(np.int64)
+    order, term_ids, run_ptr, run_doc, block_ptr = sweep_order(
+        corpus.doc_ptr, corpus.term_ids, group, shard_docs(corpus, S), S)
     # every edge of every path belongs to its word's group
-    edge_group = np.full(M, -1, dtype=np.int64)
-    for l in range(tree.path_edges.shape[1]):
-        e = tree.path_edges[:, l]
-        m = e >= 0
-        edge_group[e[m]] = group[tree.path_word[m]]
-    parents = np.empty((S, S, M), dtype=np.int64)
-    out_of_root = parent == root
-    for s in range(S):
-        for g in range(S):
-            p = parent.copy()
-            p[out_of_root] = np.where(edge_group[out_of_root] == g, M + s, -1)
-            parents[s, g] = p
-    return TreeShards(S, root, order, term_ids, run_ptr, run_doc, block_run_ptrs(run_block, S), parents,
-                      group, parent)
+    parents = shard_parents(parent, root, node_groups(tree, group), range(S), S)
+    return TreeShards(S, root, order, term_ids, run_ptr, run_doc, block_ptr, parents, group, parent)
 
 
 def chain_work(ptr, path_edges, path_len, parent, beta, beta_sum, path_prior, s_bound, n_topics):

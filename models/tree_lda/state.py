@@ -86,11 +86,16 @@ def build_counts(doc_ptr, z, zp, path_edges, path_len, parent, beta_sum, n_e, n_
                 inv[i, k] = 1.0 / (beta_sum[i] + n_i[i, k])
 
 
-@njit(cache=True)
 def log_lik(parent, beta, beta_sum, n_e, n_i, n_dk, doc_ptr, alpha):
     """log p(w, z, paths): per topic and internal node i, the Dirichlet-multinomial
     lnG(B_i) - lnG(B_i + n_i) + sum_children (lnG(beta_j + n_j) - lnG(beta_j)); per document,
     LDA's lnG(A) - lnG(n_d + A) + sum_k (lnG(alpha_k + n_dk) - lnG(alpha_k))."""
+    return log_lik_docs(log_lik_nodes(parent, beta, beta_sum, n_e, n_i), n_dk, doc_ptr, alpha)
+
+
+@njit(cache=True)
+def log_lik_nodes(parent, beta, beta_sum, n_e, n_i):
+    """The tree's terms of :func:`log_lik`, summed from 0."""
     n_nodes, K = n_e.shape
     total = 0.0
     for i in range(n_nodes):
@@ -104,6 +109,14 @@ def log_lik(parent, beta, beta_sum, n_e, n_i, n_dk, doc_ptr, alpha):
         for k in range(K):
             if n_e[j, k] > 0:
                 total += math.lgamma(beta[j] + n_e[j, k]) - lb
+    return total
+
+
+@njit(cache=True)
+def log_lik_docs(total, n_dk, doc_ptr, alpha):
+    """``total`` plus the documents' terms of :func:`log_lik`, term after term (a Ray worker
+    continues the float of the workers before it)."""
+    K = n_dk.shape[1]
     a_sum = 0.0
     for k in range(K):
         a_sum += alpha[k]

@@ -239,9 +239,9 @@ def bench_kind(kind, corpus, inputs, args, rows, checks):
     S = params.get("n_shards", C)
     nodes = 0
     if kind == "tree-lda":
-        from models.tree_lda.ray import node_groups
+        from models.tree_lda.shards import node_groups
 
-        nodes = int((node_groups(m) >= 0).sum())
+        nodes = int((node_groups(m.tree_, np.zeros(m.tree_.n_terms, np.int64)) >= 0).sum())  # on a path
     sizes = cost.Sizes(k=params.get("n_sub", params.get("n_topics")), n_totals=0, chains=C, sweeps=args.iters,
                        events=1)
     parts_for_check = cost.Parts(rate=1, latency=0, setup_s_per_token=0, start_s=0, driver_s_per_token=0,

@@ -1,8 +1,8 @@
 """The Ray driver off the data path: training whose token-sized state never reaches the driver.
 
-``RayExecutor(state="workers")`` runs a kind's fit through :class:`ShardedRunner` (LDA, PAM).
-Each worker reads its documents' tokens itself (from the corpus files when the corpus arrays
-are memory mapped, else from one object-store copy of its range), builds its sweep order,
+``RayExecutor(state="workers")`` runs a kind's fit through :class:`ShardedRunner` (LDA, PAM,
+tree-LDA). Each worker reads its documents' tokens itself (from the corpus files when the corpus
+arrays are memory mapped, else from one object-store copy of its range), builds its sweep order,
 initialises, sweeps, and keeps its documents' assignments, document counts and rng streams
 until the end. The driver holds what does not grow with the tokens: the parameters, the
 shards' document ranges, the topic-word counts of every chain (V x K at most: the tables and
@@ -35,13 +35,14 @@ import ray
 from ray.exceptions import RayTaskError
 
 from .. import checkpoint as ckpt
-from ..corpus import mapped_file
+from ..corpus import mapped_file, read_piece
 from ..gibbs import shard_docs
 from ..kept import digest, parts_dir
 from .ray import worker_env
 from .rounds import PartitionRunner, merge_deltas
 
 LAYOUT = "ray-shards"
+PIECE = 1 << 20  # elements of a part's array read at a time into a model file
 
 
 def source(a, lo, hi):
@@ -68,11 +69,19 @@ class ShardWorker:
     """What a worker of :class:`ShardedRunner` adds to its kind's partition worker: its
     documents' tokens, their active set, and the part files. The kind gives ``setup`` (which
     calls :meth:`read_tokens` and sets ``seed`` and ``n_labels``, the assignments' range),
-    ``build`` (its sweep order, with ``lay["ord_pos"]``), ``set_chains(z_docs, rng, prior,
-    n_active)`` and ``sample_part(c, s)``; ``SAMPLE_ENTRIES`` names the array of a sample part
-    whose length the manifest records."""
+    ``build`` (its sweep order, with ``lay["ord_pos"]``), ``set_chains(*assignments, rng,
+    prior, n_active)`` (one list of every chain's arrays, in document order, per entry of
+    ``ASSIGNMENTS``) and ``sample_part(c, s)``; ``SAMPLE_ENTRIES`` names the array of a sample
+    part whose length the manifest records."""
 
     SAMPLE_ENTRIES = None
+    # The per-token arrays of a chain's state (its keys in ``chain[c]``, sweep order) with the
+    # dtype set_chains takes them in; a state part holds them in document order.
+    ASSIGNMENTS = {"z": np.int32}
+
+    def labels(self, key):
+        """Assignment array ``key`` holds values in [-1, labels(key)) (-1: an inactive token)."""
+        return self.n_labels
 
     def read_tokens(self):
         """This worker's ``doc_ptr`` (from 0) and ``term_ids``, read from where the driver said."""
@@ -103,32 +112,53 @@ class ShardWorker:
         self.chain[c]["active"] = self.active(c, params.pop("n_active"))
         super().update(c, params)
 
-    def z_doc(self, c):
-        """Chain c's assignments in document order."""
-        z = np.empty(len(self.lay["ord_pos"]), np.int32)
-        z[self.lay["ord_pos"]] = self.chain[c]["z"]
+    def set_rng0(self, c, state):
+        """Chain c's stream of shard 0 as a start that ran over every worker's tokens left it."""
+        self.chain[c]["rng"][0] = state
+
+    def doc_order(self, c, key="z"):
+        """Chain c's assignment array ``key`` in document order."""
+        z = np.empty(len(self.lay["ord_pos"]), self.chain[c][key].dtype)
+        z[self.lay["ord_pos"]] = self.chain[c][key]
         return z
 
+    def shard_tokens(self, s):
+        """The token range [lo, hi) of shard s among this worker's (document order)."""
+        i = s - self.lay["s0"]
+        return int(self.doc_ptr[self.lay["shard_doc"][i]]), int(self.doc_ptr[self.lay["shard_doc"][i + 1]])
+
     def state_part(self, s):
-        """The state of shard s: its documents' assignments (document order) and rng streams."""
-        lay, i = self.lay, s - self.lay["s0"]
-        lo, hi = self.doc_ptr[lay["shard_doc"][i]], self.doc_ptr[lay["shard_doc"][i + 1]]
-        z = np.stack([self.z_doc(c)[lo:hi] for c in range(len(self.chain))])
-        rng = np.stack([self.chain[c]["rng"][i] for c in range(len(self.chain))])
-        narrow = self.n_labels <= 1 << 16 and z.size and z.min() >= 0
-        return dict(z=z.astype(np.uint16) if narrow else z, rng=rng)
+        """The state of shard s: its documents' assignments (document order) and rng streams;
+        each array of assignments in the narrowest dtype that holds its values' range."""
+        lo, hi = self.shard_tokens(s)
+        out = {}
+        for key in self.ASSIGNMENTS:
+            z = np.stack([self.doc_order(c, key)[lo:hi] for c in range(len(self.chain))])
+            n = self.labels(key)
+            if n <= 1 << 16 and z.size and z.min() >= 0:
+                z = z.astype(np.uint16)
+            elif n <= 1 << 31 and z.dtype.itemsize > 4:
+                z = z.astype(np.int32)
+            out[key] = z
+        out["rng"] = np.stack([self.chain[c]["rng"][s - self.lay["s0"]] for c in range(len(self.chain))])
+        return out
 
     def check_state(self, path, s, arrays):
         """A state part's shapes and values, before any kernel reads them."""
-        i, C = s - self.lay["s0"], len(self.chain)
-        n = int(self.doc_ptr[self.lay["shard_doc"][i + 1]] - self.doc_ptr[self.lay["shard_doc"][i]])
-        z, rng = arrays.get("z"), arrays.get("rng")
-        if z is None or rng is None or z.shape != (C, n) or rng.shape != (C, 4) or z.dtype.kind not in "iu":
+        C = len(self.chain)
+        lo, hi = self.shard_tokens(s)
+        rng = arrays.get("rng")
+        if rng is None or rng.shape != (C, 4):
             raise ValueError(f"{path}: damaged state part (shapes or arrays not those of shard {s}); "
                              f"delete the checkpoint to start afresh")
-        if z.size and (z.min() < -1 or z.max() >= self.n_labels):
-            raise ValueError(f"{path}: damaged state part (assignments outside -1..{self.n_labels - 1}); "
-                             f"delete the checkpoint to start afresh")
+        for key in self.ASSIGNMENTS:
+            z, n = arrays.get(key), self.labels(key)
+            if z is None or z.shape != (C, hi - lo) or z.dtype.kind not in "iu":
+                raise ValueError(f"{path}: damaged state part (shapes or arrays not those of shard {s}); "
+                                 f"delete the checkpoint to start afresh")
+            if z.size and (z.min() < -1 or z.max() >= n):
+                raise ValueError(f"{path}: damaged state part ({key} outside -1..{n - 1}); "
+                                 f"delete the checkpoint to start afresh")
 
     def load_totals(self, c, totals):
         self.totals[c] = totals
@@ -162,17 +192,19 @@ class ShardWorker:
                 out[s] = read_part(Path(directory) / name, checkpoint, base, s, sha)
         return out
 
-    def resume(self, directory, checkpoint, base, state, samples, alpha, n_active):
-        """Check this worker's kept-sample parts, then set its chains from its state parts."""
+    def resume(self, directory, checkpoint, base, state, samples, prior, n_active):
+        """Check this worker's kept-sample parts, then set its chains from its state parts
+        (``prior``: the hook's ``worker_prior``)."""
         for listed in samples:
             self.check_parts(directory, checkpoint, base, listed)
         parts = self.check_parts(directory, checkpoint, base, state)
         C, shards = len(self.chain), sorted(parts)
         for s in shards:
             self.check_state(Path(directory) / f"state.shard{s}.sweep{base_sweep(state, s)}.npz", s, parts[s])
-        z = [np.concatenate([parts[s]["z"][c] for s in shards]).astype(np.int32) for c in range(C)]
+        assignments = [[np.concatenate([parts[s][key][c] for s in shards]).astype(dtype) for c in range(C)]
+                       for key, dtype in self.ASSIGNMENTS.items()]
         rng = np.stack([np.stack([parts[s]["rng"][c] for s in shards]) for c in range(C)])
-        return self.set_chains(z, rng.astype(np.uint64), alpha, n_active)
+        return self.set_chains(*assignments, rng.astype(np.uint64), prior, n_active)
 
 
 def base_sweep(state, s):
@@ -201,6 +233,59 @@ def read_part(path, checkpoint, base, shard, sha256):
     return f.arrays
 
 
+def doc_len_pieces(corpus):
+    """The documents' lengths (int64), PIECE documents at a time: a model file's ``doc_len``."""
+    D = corpus.n_docs
+    for lo in range(0, D, PIECE):
+        yield np.diff(read_piece(corpus.doc_ptr, lo, min(D, lo + PIECE) + 1)).astype(np.int64)
+
+
+class DocParts:
+    """The kept samples' shard parts of per-document lists (``samples``: the manifest's, sorted
+    as the model file stacks them), read back PIECE elements at a time into a model file: a
+    part holds an array of every document's entry count and arrays of the entries, whose length
+    the manifest records (:attr:`ShardWorker.SAMPLE_ENTRIES`)."""
+
+    def __init__(self, directory, samples, shard_doc):
+        self.directory, self.samples, self.shard_doc = Path(directory), samples, shard_doc
+        self.layouts = {}
+        for s in samples:
+            for _, name, *_ in s["shards"]:
+                with open(self.directory / name, "rb") as fh:
+                    self.layouts[name] = ckpt.member_layouts(fh)
+        entries = [sum(p[3] for p in s["shards"]) for s in samples]
+        self.off = np.concatenate([[0], np.cumsum(entries)]).astype(np.int64)
+        self.total = int(self.off[-1])
+
+    def dtype(self, name):
+        """The dtype that holds array ``name`` of every part."""
+        return np.result_type(*[lay[name][1] for lay in self.layouts.values()])
+
+    def _pieces(self, sample, name, per_doc):
+        """Array ``name`` of the sample's shard parts in turn (one entry per document if
+        ``per_doc``, else per listed entry), PIECE elements at a time."""
+        for s, part, *rest in sample["shards"]:
+            n = int(self.shard_doc[s + 1] - self.shard_doc[s]) if per_doc else int(rest[1])
+            with open(self.directory / part, "rb") as fh:
+                for lo in range(0, n, PIECE):
+                    yield ckpt.read_member_range(fh, self.layouts[part], name, lo, min(n, lo + PIECE))
+
+    def ptr(self, nnz):
+        """The (samples, documents + 1) pointer rows of the stacked lists, from the parts'
+        entry counts ``nnz``, row after row."""
+        for sample, o in zip(self.samples, self.off[:-1]):
+            at = int(o)
+            yield np.array([at], np.int64)
+            for n in self._pieces(sample, nnz, True):
+                ptr = at + np.cumsum(n, dtype=np.int64)
+                at = int(ptr[-1]) if len(ptr) else at
+                yield ptr
+
+    def entries(self, name):
+        """Array ``name`` of every sample's parts, concatenated."""
+        return (p for sample in self.samples for p in self._pieces(sample, name, False))
+
+
 class ShardHook:
     """What a kind's hook of :class:`ShardedRunner` gives besides its :class:`PartitionRunner`
     hook's: ``n_totals(model)``; ``layout(model, corpus, stats)`` (the driver's layout from
@@ -214,6 +299,11 @@ class ShardHook:
     def prior_shape(model):
         """The shape of ``model.alpha_`` (every chain's prior), which a checkpoint holds."""
         return (model.n_chains, model.n_topics)
+
+    @staticmethod
+    def worker_prior(model):
+        """What the workers' ``set_chains`` takes as the chains' prior."""
+        return model.alpha_
 
     def before_sweeps(self, model, it):
         self.n_active = model._sparse_n_active(it, model._n_docs)
@@ -360,7 +450,8 @@ class ShardedRunner(PartitionRunner):
         n = model._sparse_n_active(start, corpus.n_docs)
         parts = self._get([w.resume.remote(os.fspath(self.dir), os.fspath(path), self.base,
                                            h["state_parts"], [s["shards"] for s in h["samples"]],
-                                           model.alpha_, n) for w in self.workers], "resuming")
+                                           self.hook.worker_prior(model), n) for w in self.workers],
+                          "resuming")
         self.hook.counts_from(model, np.sum(parts, axis=0))
         model.n_iter_ = start
         return start

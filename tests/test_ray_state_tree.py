@@ -1,0 +1,162 @@
+"""tree-LDA on Ray with the chain state on the workers (``RayExecutor(state="workers")``, as
+tests/test_ray_state.py checks for LDA): a worker's sweep order is the local one's, its
+documents' log-likelihood terms continue the driver's float, the driver holds no token- or
+document-sized array, the model is the local one array for array, a lost worker names itself
+and the checkpoint, whose parts resume bit-identically, and a damaged part is refused in one
+line."""
+import os
+import signal
+
+import numpy as np
+import pytest
+
+from models import synthetic_corpus
+from models.common import checkpoint as ckpt
+from models.common.executors import WorkerLostError
+from models.common.gibbs import shard_docs
+from models.tree_lda import state as S_
+from models.tree_lda.model import TreeLDA
+from models.tree_lda.shards import sweep_order, tree_shards
+from models.tree_lda.tree import build_tree
+from tests.test_ray import ray_cluster  # noqa: F401  (the module's Ray cluster)
+from tests.test_ray_state import same_model
+
+SYNSETS = [[0, 1, 2], [1, 3], [4, 5], [2, 6, 7], [10, 11, 12, 13], [20, 21], [30, 31, 32]]
+KW = dict(n_topics=5, n_shards=3, n_chains=2, n_iter=12, burn_in=6, sample_every=2, seed=3,
+          log_lik_every=2, checkpoint_every=3)
+
+
+def executor():
+    from models.common.executors.ray import RayExecutor
+
+    return RayExecutor(n_workers=2, state="workers")
+
+
+def test_a_workers_sweep_order_is_its_shards_part_of_the_local_one():
+    data = synthetic_corpus(60, 40, 20, seed=5, n_latent=3)
+    tree = build_tree(SYNSETS, data.n_terms, 0.01, 100.0, False)
+    S = 4
+    local = tree_shards(data, tree, S)
+    shard_doc = shard_docs(data, S)
+    s0, s1 = 1, 3  # a worker's shards
+    d0, d1 = shard_doc[s0], shard_doc[s1]
+    t0, t1 = data.doc_ptr[d0], data.doc_ptr[d1]
+    order, term_ids, run_ptr, run_doc, block_ptr = sweep_order(
+        data.doc_ptr[d0:d1 + 1] - t0, data.term_ids[t0:t1], local.word_group, shard_doc[s0:s1 + 1] - d0, S)
+    r0, r1 = local.block_ptr[s0, 0], local.block_ptr[s1 - 1, S]
+    np.testing.assert_array_equal(order + t0, local.order[t0:t1])
+    np.testing.assert_array_equal(term_ids, local.term_ids[t0:t1])
+    np.testing.assert_array_equal(run_ptr, local.run_ptr[r0:r1 + 1] - t0)
+    np.testing.assert_array_equal(run_doc, local.run_doc[r0:r1] - d0)
+    np.testing.assert_array_equal(block_ptr, local.block_ptr[s0:s1] - r0)
+
+
+def test_documents_log_lik_terms_continue_the_trees_float():
+    data = synthetic_corpus(50, 40, 20, seed=2, n_latent=3)
+    model = TreeLDA(**dict(KW, n_iter=2, burn_in=1, sample_every=1, n_shards=1)).fit(data, synsets=SYNSETS)
+    t, c, cut = model.tree_, 1, 23
+    whole = S_.log_lik(t.parent, t.beta, t.beta_sum, model.n_e_[c], model.n_i_[c], model.n_dk_[c],
+                       data.doc_ptr, model.alpha_[c])
+    total = S_.log_lik_nodes(t.parent, t.beta, t.beta_sum, model.n_e_[c], model.n_i_[c])
+    for a, b in ((0, cut), (cut, data.n_docs)):  # two workers' documents in turn
+        total = S_.log_lik_docs(total, model.n_dk_[c, a:b], data.doc_ptr[a:b + 1] - data.doc_ptr[a],
+                                model.alpha_[c])
+    assert total == whole
+    assert model.log_lik_[-1, c] == whole / data.n_tokens
+
+
+def test_a_state_part_with_a_token_off_its_words_paths_or_topics_is_refused(tmp_path):
+    from models.common.kernels.rng import make_rng_states
+    from models.tree_lda.ray_state import TreeShardHook, TreeShardWorker
+
+    data = synthetic_corpus(30, 40, 20, seed=5, n_latent=3)
+    model = TreeLDA(**dict(KW, n_chains=1, n_shards=1))
+    model.tree_ = build_tree(SYNSETS, data.n_terms, 0.01, 100.0, False)
+    model.alpha_ = np.full((1, KW["n_topics"]), 10.0)
+    data.doc_ptr.tofile(tmp_path / "doc_ptr")
+    data.term_ids.tofile(tmp_path / "term_ids")
+    D, hook = data.n_docs, TreeShardHook()
+    lay = dict(s0=0, S=1, d0=0, d1=D, D=D, V=data.n_terms, shard_doc=np.array([0, D]),  # one worker, one shard
+               doc_src=("file", str(tmp_path / "doc_ptr"), 0, data.doc_ptr.dtype.str, D + 1),
+               tok_src=("file", str(tmp_path / "term_ids"), 0, data.term_ids.dtype.str, data.n_tokens))
+    worker = TreeShardWorker(lay, 1, KW["n_topics"], *hook.worker_args(model, data))
+    worker.build(*hook.layout(model, data, [worker.corpus_stats()]))
+    rng = make_rng_states(0, 1, 1)
+    worker.init_random(rng[:, 0], rng, hook.worker_prior(model), D)
+    part = worker.state_part(0)
+    assert part["z"].dtype == part["zp"].dtype == np.uint16
+    worker.check_state("state.shard0.npz", 0, part)
+    ptr = model.tree_.word_path_ptr
+    t = int(np.flatnonzero(np.diff(ptr)[data.term_ids] == 1)[0])  # a token of a word with one path
+    for key, value, why in (("zp", (ptr[data.term_ids[t]] + 1) % ptr[-1], "a token on a path not of its word"),
+                            ("z", -1, "a token without a topic")):
+        bad = {k: v.astype(np.int64) for k, v in part.items()}
+        bad[key][0, t] = value
+        with pytest.raises(ValueError, match=rf"^state.shard0.npz: damaged state part \({why}\)"):
+            worker.check_state("state.shard0.npz", 0, bad)
+
+
+def test_tree_lda_trains_with_the_state_on_the_workers_from_the_command_line_and_the_bench():
+    from models.common.executors.ray import WORKER_STATE_KINDS
+    from retrieval.bench.ray import KINDS
+    from retrieval.ui.cli_parser import train_parser
+
+    assert "tree-lda" in WORKER_STATE_KINDS and set(WORKER_STATE_KINDS) <= set(KINDS)
+    args = train_parser("tree-lda").parse_args(["--index", "x", "--ray", "--ray-state", "workers"])
+    assert args.ray == "" and args.ray_state == "workers"
+
+
+@pytest.mark.long
+def test_tree_driver_holds_no_token_or_document_array_and_model_is_local(ray_cluster, tmp_path):  # noqa: F811
+    data = synthetic_corpus(400, 100, 60, seed=3, n_latent=5)  # tokens >> chains x nodes x K
+    local = TreeLDA(**KW).fit(data, synsets=SYNSETS)
+    ex = executor()
+    model = TreeLDA(executor=ex, **KW).fit(data, synsets=SYNSETS)
+    same_model(model, local, tmp_path)
+    terms = np.arange(data.n_terms)
+    np.testing.assert_array_equal(model.p_w_d(terms), local.p_w_d(terms))
+    for name in ("n_e_", "n_i_", "inv_", "alpha_"):  # the driver's tables (the streams live on the workers)
+        np.testing.assert_array_equal(getattr(model, name), getattr(local, name), err_msg=name)
+    output = {n + "_" for n in model._INFERENCE_ARRAYS}
+    held = [a for a in ex.last_runner.__dict__.values() if isinstance(a, np.ndarray)]
+    held += [a for k, a in model.__dict__.items() if isinstance(a, np.ndarray) and k not in output]
+    held += [a for a in model._lay.values() if isinstance(a, np.ndarray)]
+    C, M, K = KW["n_chains"], model.tree_.n_nodes, KW["n_topics"]
+    assert data.n_tokens > 10 * C * M * K
+    assert max(a.size for a in held) <= C * M * K
+    assert not any(a.shape[-1:] == (data.n_docs,) or a.shape[:2] == (C, data.n_docs) for a in held)
+    assert not any(hasattr(model, n) for n in ("z_", "zp_", "n_dk_", "_shards", "_corpus"))
+
+
+@pytest.mark.long
+def test_tree_lost_worker_then_checkpoint_parts_resume_bit_identically(ray_cluster, tmp_path):  # noqa: F811
+    data, path = synthetic_corpus(120, 300, 30, seed=3, n_latent=5), tmp_path / "run.ckpt.npz"
+    full = TreeLDA(**KW).fit(data, synsets=SYNSETS)
+    ex = executor()
+
+    def kill(model, it, n_iter):
+        if it == 10:
+            os.kill(ex.worker_pids()[1], signal.SIGKILL)
+
+    with pytest.raises(WorkerLostError, match=rf"Ray worker 1 \(shards 2-2\) died during sweep 11.*"
+                                              rf"{path} holds sweep 9; fit again with the same checkpoint"):
+        TreeLDA(executor=ex, **KW).fit(data, callback=kill, checkpoint=path, synsets=SYNSETS)
+    h = ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT).header
+    assert h["iteration"] == 9 and h["layout"] == "ray-shards"
+    assert [(s["chain"], s["iter"]) for s in h["samples"]] == [(0, 8), (1, 8)]
+    parts = path.with_name(path.name + ".parts")
+    assert sorted(p.name for p in parts.glob("state.*")) == [f"state.shard{s}.sweep9.npz" for s in range(3)]
+    state = ckpt.read_model_file(parts / "state.shard0.sweep9.npz", kind=ckpt.CHECKPOINT_FORMAT).arrays
+    assert set(state) == {"z", "zp", "rng"} and state["z"].dtype == np.uint16
+    with pytest.raises(ValueError, match="stayed on Ray workers"):
+        TreeLDA(**KW).fit(data, checkpoint=path, synsets=SYNSETS)
+    # a damaged part: one line naming it, before any sweep
+    victim, other = parts / h["state_parts"][2][1], parts / h["state_parts"][0][1]
+    good = victim.read_bytes()
+    victim.write_bytes(other.read_bytes())
+    with pytest.raises(ValueError, match=rf"^{victim}: not a part of shard 2") as e:
+        TreeLDA(executor=executor(), **KW).fit(data, checkpoint=path, synsets=SYNSETS)
+    assert "\n" not in str(e.value)
+    victim.write_bytes(good)
+    resumed = TreeLDA(executor=executor(), **KW).fit(data, checkpoint=path, synsets=SYNSETS)
+    same_model(resumed, full, tmp_path)
