@@ -82,6 +82,7 @@ def tree_shards(corpus, tree, n_shards):
     if S > 1:
         order = np.lexsort((np.arange(corpus.n_tokens), tok_doc, block))
         term_ids = np.ascontiguousarray(corpus.term_ids[order])
+        term_ids.flags.writeable = False  # the corpus's array type: the same compiled sweeps
         block, tok_doc = block[order], tok_doc[order]
     else:
         order, term_ids = None, corpus.term_ids
