@@ -35,6 +35,16 @@ def pytest_addoption(parser):
                      help="also run tests marked slow (README benchmark commands) and long")
     parser.addoption("--runlong", action="store_true",
                      help="also run tests marked long (end-to-end checks of minutes; `make test-long`)")
+    parser.addoption("--numba-compiles", metavar="DIR",
+                     help="write the numba compile seconds per test and signature to DIR and "
+                          "summarise them (tests/numba_compiles.py)")
+
+
+def pytest_configure(config):
+    if config.getoption("--numba-compiles"):
+        from tests.numba_compiles import CompileReport
+
+        config.pluginmanager.register(CompileReport(Path(config.getoption("--numba-compiles"))))
 
 
 def pytest_collection_modifyitems(config, items):

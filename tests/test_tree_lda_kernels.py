@@ -23,6 +23,7 @@ def random_state(seed, merge=False, n_docs=12):
     lens = rng.integers(3, 15, size=n_docs)
     doc_ptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
     term_ids = rng.integers(0, V, doc_ptr[-1]).astype(np.int32)
+    term_ids.flags.writeable = False  # as a corpus's: the trainers' compiled kernels
     # a few topics per document, so that lists are really sparse
     z = np.concatenate([rng.choice(rng.choice(K, 2, replace=False), n) for n in lens]).astype(np.int32)
     zp = np.array([rng.integers(tree.word_path_ptr[w], tree.word_path_ptr[w + 1])

@@ -108,6 +108,7 @@ def sweep_order(doc_ptr, term_ids, word_group, shard_doc, n_shards):
     if S > 1:
         order = np.lexsort((np.arange(N), tok_doc, block))
         term_ids = np.ascontiguousarray(term_ids[order])
+        term_ids.flags.writeable = False  # the corpus's array type: the same compiled sweeps
         block, tok_doc = block[order], tok_doc[order]
     else:
         order = None
