@@ -8,7 +8,8 @@ from numba import njit, prange
 from ..common.kernels.prefetch import prefetch
 from ..common.kernels.rng import uniform
 from ..common.kernels.sparse import label_counts
-from .restaurants import Restaurants, entry_rehash, entry_slots, hash_span, type_find, type_new, type_rehash, type_slots
+from .restaurants import (Restaurants, entry_rehash, entry_slots, hash_span, type_find, type_new,
+                          type_rehash, type_slots, types_resized)
 
 # Collocations between the prefetch of a type slot and its lookup.
 PREFETCH_AHEAD = 8
@@ -33,9 +34,10 @@ def build_tables(term_ids, b, n_topics):
     for i in range(N):
         if b[i] >= 0:
             n_col += 1
-    cap = max(n_col, 16)
-    # grown as types appear: sized to n_col it would spread the probes over mostly empty lines
+    # grown as types appear: sized to n_col, the slots would spread the probes over mostly
+    # empty lines, and the arrays would hold a type per collocation (most repeat a type)
     ty_slot = type_slots(1024)
+    cap = 1024
     ty_hash = np.empty(cap, dtype=np.uint64)
     ty_len = np.empty(cap, dtype=np.int32)
     ty_pos = np.empty(cap, dtype=np.int64)
@@ -66,6 +68,9 @@ def build_tables(term_ids, b, n_topics):
         h = col_hash[c]
         t = type_find(ty_slot, ty_pos, term_ids, h, s, n)
         if t < 0:
+            if n_types == len(ty_hash):
+                ty_hash, ty_len, ty_pos, ty_head = types_resized(ty_hash, ty_len, ty_pos, ty_head,
+                                                                 n_types, 2 * n_types)
             type_new(ty_slot, ty_hash, ty_len, ty_pos, ty_head, t, h, n, s, n_types)
             t = n_types
             n_types += 1

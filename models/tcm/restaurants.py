@@ -156,12 +156,8 @@ def type_slots(cap):
 
 
 @njit(cache=True)
-def types_reserve(ty_slot, ty_hash, ty_len, ty_pos, ty_head, n_types, extra):
-    """Arrays with room for ``extra`` more types (load factor <= 1/2); the same ones if they fit."""
-    need = n_types + extra
-    if need <= len(ty_hash) and 4 * need <= len(ty_slot):
-        return ty_slot, ty_hash, ty_len, ty_pos, ty_head
-    cap = max(2 * len(ty_hash), need, 16)
+def types_resized(ty_hash, ty_len, ty_pos, ty_head, n_types, cap):
+    """New type arrays of capacity ``cap`` holding the first n_types types."""
     nh = np.empty(cap, dtype=np.uint64)
     nl = np.empty(cap, dtype=np.int32)
     npos = np.empty(cap, dtype=np.int64)
@@ -170,6 +166,17 @@ def types_reserve(ty_slot, ty_hash, ty_len, ty_pos, ty_head, n_types, extra):
     nl[:n_types] = ty_len[:n_types]
     npos[:n_types] = ty_pos[:n_types]
     nhead[:n_types] = ty_head[:n_types]
+    return nh, nl, npos, nhead
+
+
+@njit(cache=True)
+def types_reserve(ty_slot, ty_hash, ty_len, ty_pos, ty_head, n_types, extra):
+    """Arrays with room for ``extra`` more types (load factor <= 1/2); the same ones if they fit."""
+    need = n_types + extra
+    if need <= len(ty_hash) and 4 * need <= len(ty_slot):
+        return ty_slot, ty_hash, ty_len, ty_pos, ty_head
+    cap = max(2 * len(ty_hash), need, 16)
+    nh, nl, npos, nhead = types_resized(ty_hash, ty_len, ty_pos, ty_head, n_types, cap)
     ns = type_slots(cap)
     type_rehash(ns, nh, nl, n_types)
     return ns, nh, nl, npos, nhead
@@ -236,14 +243,7 @@ def entries_reserve(en_slot, en_type, en_topic, en_count, en_next, n_entries, ex
 def types_copy(g_slot, g_hash, g_len, g_pos, g_head, n_types, extra):
     """A private copy of the first n_types types with room for ``extra`` more."""
     cap = n_types + extra
-    ty_hash = np.empty(cap, dtype=np.uint64)
-    ty_len = np.empty(cap, dtype=np.int32)
-    ty_pos = np.empty(cap, dtype=np.int64)
-    ty_head = np.empty(cap, dtype=np.int32)
-    ty_hash[:n_types] = g_hash[:n_types]
-    ty_len[:n_types] = g_len[:n_types]
-    ty_pos[:n_types] = g_pos[:n_types]
-    ty_head[:n_types] = g_head[:n_types]
+    ty_hash, ty_len, ty_pos, ty_head = types_resized(g_hash, g_len, g_pos, g_head, n_types, cap)
     if 4 * cap <= len(g_slot):
         ty_slot = g_slot.copy()
     else:
