@@ -16,10 +16,11 @@ demo: install
 	IR_DATASETS_HOME=$(IR_DATASETS_HOME) $(PYTHON) -m retrieval demo
 
 # Two workers, a test file each at a time: a file's tests share its fixtures and run in order.
-# The 25 slowest tests are listed at the end: the suite is kept short.
+# The 25 slowest tests are listed at the end, and the numba compiles (seconds per worker, kernels
+# both workers compiled, the tests that compiled most): the suite is kept short.
 # (pytest-benchmark, where some other package installed it, is not used here: off, with its warning.)
 test: install browser wordnet
-	$(PYTHON) -m pytest -q -n 2 --dist loadfile -p no:benchmark --durations=25
+	$(PYTHON) -m pytest -q -n 2 --dist loadfile -p no:benchmark --durations=25 --numba-compiles build/numba-compiles
 
 # The end-to-end checks of minutes each (marked long), which the default suite leaves out; CI runs both.
 test-long: install wordnet
