@@ -102,7 +102,7 @@ def test_state_on_the_workers_spreads_setup_and_syncs():
 TRAIN = ray_train.TrainParts(doc_s_per_token=1e-6, vocab_s_per_term=2e-8, mstep_s_per_term=1e-7,
                              finish_s_per_doc=1e-3, start_s=5.0, grad_bytes=4e6, n_terms=10_000,
                              grad_bytes_per_term=400.0, epoch_bytes_per_term=800.0, small_calls_per_step=8,
-                             hop_latency=1e-4, corpus_bytes_per_token=4.0, tokens_per_doc=100.0, batch_size=200)
+                             hop_latency=1e-4, corpus_bytes_per_token=4.0, batch_size=200)
 
 
 def test_ring_allreduce_sends_two_w_minus_one_w_ths_and_waits_two_w_minus_one_hops():

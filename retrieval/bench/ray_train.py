@@ -54,7 +54,6 @@ class TrainParts(NamedTuple):
     small_calls_per_step: float  # batch normalisation's all-reduces
     hop_latency: float         # s per hop of a ring all-reduce
     corpus_bytes_per_token: float  # the corpus every worker holds
-    tokens_per_doc: float
     batch_size: int            # of the projected (default) training
 
 
@@ -161,7 +160,7 @@ def bench(corpus, args) -> tuple[list[dict], TrainParts]:
         grad_bytes_per_term=slope, epoch_bytes_per_term=traffic["epoch sums"]["bytes"] / V,
         small_calls_per_step=bn["calls"] / steps, hop_latency=hop,
         corpus_bytes_per_token=corpus.term_ids.itemsize + corpus.doc_ptr.itemsize * (D + 1) / N,
-        tokens_per_doc=N / D, batch_size=_model({}).batch_size)
+        batch_size=_model({}).batch_size)
     return rows, parts
 
 
