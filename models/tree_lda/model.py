@@ -18,17 +18,9 @@ from . import score_kernels as R_
 from . import files
 from ..common.kernels.rng import make_rng_states
 from ..common.gibbs import GibbsModel, concat_ranges, rows_csr, stack_ptrs
-from .tree import build_tree
+from .tree import build_tree, synset_arrays
 from .foldin import TreeFoldInMixin
 from .shards import chain_work, sweep_chains, tree_shards
-
-
-def _synset_arrays(synsets):
-    """Synsets as CSR (ptr int64, terms int64)."""
-    lens = [len(s) for s in synsets]
-    ptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
-    terms = np.array([t for s in synsets for t in s], dtype=np.int64)
-    return ptr, terms
 
 
 class TreeLDA(TreeFoldInMixin, GibbsModel):
@@ -179,7 +171,7 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
     def _corpus_hash(self, corpus):
         # a checkpoint holds paths of one tree: tie it to the synsets as well as the tokens
         h = hashlib.sha256(super()._corpus_hash(corpus).encode())
-        for a in _synset_arrays(self.tree_.synsets):
+        for a in synset_arrays(self.tree_.synsets):
             h.update(a.tobytes())
         return h.hexdigest()[:16]
 
@@ -293,7 +285,7 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
                                                   [s["dk_topic"] for s in samples])
         self.dk_count_ = np.concatenate([s["dk_count"] for s in samples])
         self.alpha_samples_ = np.stack([s["alpha"] for s in samples]).astype(np.float64)
-        self.syn_ptr_, self.syn_terms_ = _synset_arrays(self.tree_.synsets)
+        self.syn_ptr_, self.syn_terms_ = synset_arrays(self.tree_.synsets)
         self._s_bound = None
         self._work = None
         self._cache = {}

@@ -21,10 +21,10 @@ from ..common.gibbs import rows_csr, shard_docs, stack_ptrs
 from ..common.kernels.rng import make_rng_states
 from . import kernels as T
 from . import state as S_
-from .model import _synset_arrays
 from .ray import TreeHook, TreeWorker
 from .shards import node_groups, shard_parents, sweep_order, word_groups
 from .sparse_kernels import root_of
+from .tree import synset_arrays
 
 
 def sharded_runner(executor, model):
@@ -231,7 +231,7 @@ class TreeShardHook(ShardHook, TreeHook):
                  for s in samples]  # model-level: (nodes + 1) pointers and nodes x K entries at most each
         parts = DocParts(directory, samples, shard_docs(corpus, model.n_shards))
         ne_ptr, ne_topic = stack_ptrs([w["ne_ptr"] for w in words], [w["ne_topic"] for w in words])
-        syn_ptr, syn_terms = _synset_arrays(model.tree_.synsets)
+        syn_ptr, syn_terms = synset_arrays(model.tree_.synsets)
         ckpt.write_model_file_streamed(path, model._model_header(), [
             ("ne_ptr", (CS, M + 1), np.int64, [ne_ptr]),
             ("ne_topic", ne_topic.shape, ne_topic.dtype, [ne_topic]),

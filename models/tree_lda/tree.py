@@ -168,3 +168,11 @@ def leaf_probs(tree, edge_counts):
         e = tree.path_edges[:, j]
         path_p *= np.where(e >= 0, edge_p[np.maximum(e, 0)], 1.0)
     return np.bincount(tree.path_word, weights=path_p, minlength=tree.n_terms)
+
+
+def synset_arrays(synsets):
+    """Synsets as CSR (ptr int64, terms int64)."""
+    lens = [len(s) for s in synsets]
+    ptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    terms = np.array([t for s in synsets for t in s], dtype=np.int64)
+    return ptr, terms
