@@ -1,11 +1,15 @@
 """Ray with the chain state on the workers (``RayExecutor(state="workers")``): the driver holds
 no token-sized array, the model is the local one array for array, a checkpoint is a manifest
 of the workers' parts that resumes bit-identically, and a damaged part is refused in one line."""
+import os
+import signal
+
 import numpy as np
 import pytest
 
 from models import LDA, synthetic_corpus
 from models.common import checkpoint as ckpt
+from models.common.executors import WorkerLostError
 from tests.test_ray import KW, ray_cluster  # noqa: F401  (the module's Ray cluster)
 
 
@@ -28,6 +32,44 @@ def same_model(got, want, tmp_path):
     assert a.header == b.header
     for name in want._INFERENCE_ARRAYS:
         np.testing.assert_array_equal(a.arrays[name], b.arrays[name], err_msg=name)
+
+
+def lost_worker_then_resume(cls, kw, data, path, tmp_path, executor, check=None, **fit_kw):
+    """Worker 1 of 2 (shard 2 of 3) killed after sweep 10 of a fit that checkpoints every 3
+    sweeps: the error names the worker and the checkpoint of sweep 9, whose kept samples and
+    per-shard state parts are listed; the local trainer refuses it; ``check(header, parts)``
+    looks at the parts; a damaged part is refused in one line naming it; fitting again resumes
+    to the uninterrupted model."""
+    assert kw["n_shards"] == 3 and kw["checkpoint_every"] == 3 and kw["n_chains"] == 2
+    full = cls(**kw).fit(data, **fit_kw)
+    ex = executor()
+
+    def kill(model, it, n_iter):
+        if it == 10:
+            os.kill(ex.worker_pids()[1], signal.SIGKILL)
+
+    with pytest.raises(WorkerLostError, match=rf"Ray worker 1 \(shards 2-2\) died during sweep 11.*"
+                                              rf"{path} holds sweep 9; fit again with the same checkpoint"):
+        cls(executor=ex, **kw).fit(data, callback=kill, checkpoint=path, **fit_kw)
+    h = ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT).header
+    assert h["iteration"] == 9 and h["layout"] == "ray-shards"
+    assert [(s["chain"], s["iter"]) for s in h["samples"]] == [(0, 8), (1, 8)]
+    parts = path.with_name(path.name + ".parts")
+    assert sorted(p.name for p in parts.glob("state.*")) == [f"state.shard{s}.sweep9.npz" for s in range(3)]
+    with pytest.raises(ValueError, match="stayed on Ray workers"):
+        cls(**kw).fit(data, checkpoint=path, **fit_kw)
+    if check is not None:
+        check(h, parts)
+    victim, other = parts / h["state_parts"][2][1], parts / h["state_parts"][0][1]
+    good = victim.read_bytes()
+    victim.write_bytes(other.read_bytes())
+    with pytest.raises(ValueError, match=rf"^{victim}: not a part of shard 2") as e:
+        cls(executor=executor(), **kw).fit(data, checkpoint=path, **fit_kw)
+    assert "\n" not in str(e.value)
+    victim.write_bytes(good)
+    resumed = cls(executor=executor(), **kw).fit(data, checkpoint=path, **fit_kw)
+    same_model(resumed, full, tmp_path)
+    return resumed, full
 
 
 def test_driver_holds_no_token_array_and_model_is_local(ray_cluster, tmp_path):  # noqa: F811

@@ -5,16 +5,13 @@ either estimator),
 a lost worker names itself and the checkpoint, whose parts resume bit-identically, and a
 damaged part is refused in one line."""
 import os
-import signal
 
 import numpy as np
-import pytest
 
 from models import PAM, synthetic_corpus
 from models.common import checkpoint as ckpt
-from models.common.executors import WorkerLostError
 from tests.test_ray import ray_cluster  # noqa: F401  (the module's Ray cluster)
-from tests.test_ray_state import same_model
+from tests.test_ray_state import lost_worker_then_resume, same_model
 
 KW = dict(n_super=3, n_sub=6, n_chains=2, n_iter=12, burn_in=6, sample_every=2, n_shards=3, seed=3,
           init="sparse", sparse_init_frac=0.25, sparse_init_every=1, sampler="pruned", prune_start=2,
@@ -59,33 +56,7 @@ def test_pam_lost_worker_then_checkpoint_parts_resume_bit_identically(ray_cluste
     # moment matching here (Minka's fixed point above): its two passes run from worker to worker
     kw = dict(KW, alpha_estimator="moments")
     data, path = synthetic_corpus(120, 300, 30, seed=3, n_latent=5), tmp_path / "run.ckpt.npz"
-    full = PAM(**kw).fit(data)
-    ex = executor()
-
-    def kill(model, it, n_iter):
-        if it == 10:
-            os.kill(ex.worker_pids()[1], signal.SIGKILL)
-
-    with pytest.raises(WorkerLostError, match=rf"Ray worker 1 \(shards 2-2\) died during sweep 11.*"
-                                              rf"{path} holds sweep 9; fit again with the same checkpoint"):
-        PAM(executor=ex, **kw).fit(data, callback=kill, checkpoint=path)
-    h = ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT).header
-    assert h["iteration"] == 9 and h["layout"] == "ray-shards"
-    assert [(s["chain"], s["iter"]) for s in h["samples"]] == [(0, 8), (1, 8)]
-    parts = path.with_name(path.name + ".parts")
-    assert sorted(p.name for p in parts.glob("state.*")) == [f"state.shard{s}.sweep9.npz" for s in range(3)]
-    with pytest.raises(ValueError, match="stayed on Ray workers"):
-        PAM(**kw).fit(data, checkpoint=path)
-    # a damaged part: one line naming it, before any sweep
-    victim, other = parts / h["state_parts"][2][1], parts / h["state_parts"][0][1]
-    good = victim.read_bytes()
-    victim.write_bytes(other.read_bytes())
-    with pytest.raises(ValueError, match=rf"^{victim}: not a part of shard 2") as e:
-        PAM(executor=executor(), **kw).fit(data, checkpoint=path)
-    assert "\n" not in str(e.value)
-    victim.write_bytes(good)
-    resumed = PAM(executor=executor(), **kw).fit(data, checkpoint=path)
-    same_model(resumed, full, tmp_path)
+    resumed, full = lost_worker_then_resume(PAM, kw, data, path, tmp_path, executor)
     np.testing.assert_array_equal(resumed.sweep_stats_, full.sweep_stats_)
 
 

@@ -4,22 +4,18 @@ documents' log-likelihood terms continue the driver's float, the driver holds no
 document-sized array, the model is the local one array for array, a lost worker names itself
 and the checkpoint, whose parts resume bit-identically, and a damaged part is refused in one
 line."""
-import os
-import signal
-
 import numpy as np
 import pytest
 
 from models import synthetic_corpus
 from models.common import checkpoint as ckpt
-from models.common.executors import WorkerLostError
 from models.common.gibbs import shard_docs
 from models.tree_lda import state as S_
 from models.tree_lda.model import TreeLDA
 from models.tree_lda.shards import sweep_order, tree_shards
 from models.tree_lda.tree import build_tree
 from tests.test_ray import ray_cluster  # noqa: F401  (the module's Ray cluster)
-from tests.test_ray_state import same_model
+from tests.test_ray_state import lost_worker_then_resume, same_model
 
 SYNSETS = [[0, 1, 2], [1, 3], [4, 5], [2, 6, 7], [10, 11, 12, 13], [20, 21], [30, 31, 32]]
 KW = dict(n_topics=5, n_shards=3, n_chains=2, n_iter=12, burn_in=6, sample_every=2, seed=3,
@@ -131,32 +127,9 @@ def test_tree_driver_holds_no_token_or_document_array_and_model_is_local(ray_clu
 @pytest.mark.long
 def test_tree_lost_worker_then_checkpoint_parts_resume_bit_identically(ray_cluster, tmp_path):  # noqa: F811
     data, path = synthetic_corpus(120, 300, 30, seed=3, n_latent=5), tmp_path / "run.ckpt.npz"
-    full = TreeLDA(**KW).fit(data, synsets=SYNSETS)
-    ex = executor()
 
-    def kill(model, it, n_iter):
-        if it == 10:
-            os.kill(ex.worker_pids()[1], signal.SIGKILL)
+    def check(header, parts):
+        state = ckpt.read_model_file(parts / "state.shard0.sweep9.npz", kind=ckpt.CHECKPOINT_FORMAT).arrays
+        assert set(state) == {"z", "zp", "rng"} and state["z"].dtype == np.uint16
 
-    with pytest.raises(WorkerLostError, match=rf"Ray worker 1 \(shards 2-2\) died during sweep 11.*"
-                                              rf"{path} holds sweep 9; fit again with the same checkpoint"):
-        TreeLDA(executor=ex, **KW).fit(data, callback=kill, checkpoint=path, synsets=SYNSETS)
-    h = ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT).header
-    assert h["iteration"] == 9 and h["layout"] == "ray-shards"
-    assert [(s["chain"], s["iter"]) for s in h["samples"]] == [(0, 8), (1, 8)]
-    parts = path.with_name(path.name + ".parts")
-    assert sorted(p.name for p in parts.glob("state.*")) == [f"state.shard{s}.sweep9.npz" for s in range(3)]
-    state = ckpt.read_model_file(parts / "state.shard0.sweep9.npz", kind=ckpt.CHECKPOINT_FORMAT).arrays
-    assert set(state) == {"z", "zp", "rng"} and state["z"].dtype == np.uint16
-    with pytest.raises(ValueError, match="stayed on Ray workers"):
-        TreeLDA(**KW).fit(data, checkpoint=path, synsets=SYNSETS)
-    # a damaged part: one line naming it, before any sweep
-    victim, other = parts / h["state_parts"][2][1], parts / h["state_parts"][0][1]
-    good = victim.read_bytes()
-    victim.write_bytes(other.read_bytes())
-    with pytest.raises(ValueError, match=rf"^{victim}: not a part of shard 2") as e:
-        TreeLDA(executor=executor(), **KW).fit(data, checkpoint=path, synsets=SYNSETS)
-    assert "\n" not in str(e.value)
-    victim.write_bytes(good)
-    resumed = TreeLDA(executor=executor(), **KW).fit(data, checkpoint=path, synsets=SYNSETS)
-    same_model(resumed, full, tmp_path)
+    lost_worker_then_resume(TreeLDA, KW, data, path, tmp_path, executor, check=check, synsets=SYNSETS)

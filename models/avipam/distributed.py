@@ -55,7 +55,7 @@ def _all_reduce(t, purpose):
 
     t0 = time.perf_counter()
     dist.all_reduce(t)
-    tally = _traffic.setdefault(purpose, [0, 0, 0.0])
+    tally = _traffic[purpose]
     tally[0] += 1
     tally[1] += t.numel() * t.element_size()
     tally[2] += time.perf_counter() - t0

@@ -221,11 +221,8 @@ def entry_slots(cap):
 
 
 @njit(cache=True)
-def entries_reserve(en_slot, en_type, en_topic, en_count, en_next, n_entries, extra):
-    need = n_entries + extra
-    if need <= len(en_type) and 4 * need <= len(en_slot):
-        return en_slot, en_type, en_topic, en_count, en_next
-    cap = max(2 * len(en_type), need, 16)
+def entries_resized(en_type, en_topic, en_count, en_next, n_entries, cap):
+    """New entry arrays of capacity ``cap`` holding the first n_entries entries."""
     nt = np.empty(cap, dtype=np.int32)
     nk = np.empty(cap, dtype=np.int32)
     nc = np.empty(cap, dtype=np.int32)
@@ -234,6 +231,16 @@ def entries_reserve(en_slot, en_type, en_topic, en_count, en_next, n_entries, ex
     nk[:n_entries] = en_topic[:n_entries]
     nc[:n_entries] = en_count[:n_entries]
     nn[:n_entries] = en_next[:n_entries]
+    return nt, nk, nc, nn
+
+
+@njit(cache=True)
+def entries_reserve(en_slot, en_type, en_topic, en_count, en_next, n_entries, extra):
+    need = n_entries + extra
+    if need <= len(en_type) and 4 * need <= len(en_slot):
+        return en_slot, en_type, en_topic, en_count, en_next
+    cap = max(2 * len(en_type), need, 16)
+    nt, nk, nc, nn = entries_resized(en_type, en_topic, en_count, en_next, n_entries, cap)
     ns = entry_slots(cap)
     entry_rehash(ns, nt, nk, n_entries)
     return ns, nt, nk, nc, nn
@@ -256,14 +263,7 @@ def types_copy(g_slot, g_hash, g_len, g_pos, g_head, n_types, extra):
 def entries_copy(g_slot, g_type, g_topic, g_count, g_next, n_entries, extra):
     """A private copy of the first n_entries entries with room for ``extra`` more."""
     cap = n_entries + extra
-    en_type = np.empty(cap, dtype=np.int32)
-    en_topic = np.empty(cap, dtype=np.int32)
-    en_count = np.empty(cap, dtype=np.int32)
-    en_next = np.empty(cap, dtype=np.int32)
-    en_type[:n_entries] = g_type[:n_entries]
-    en_topic[:n_entries] = g_topic[:n_entries]
-    en_count[:n_entries] = g_count[:n_entries]
-    en_next[:n_entries] = g_next[:n_entries]
+    en_type, en_topic, en_count, en_next = entries_resized(g_type, g_topic, g_count, g_next, n_entries, cap)
     if 4 * cap <= len(g_slot):
         en_slot = g_slot.copy()
     else:
