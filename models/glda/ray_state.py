@@ -10,7 +10,6 @@ local one bit for bit. The driver keeps the parameters, the chains' alpha and th
 writes the checkpoints' manifest and streams the kept samples' parts into the model file (an
 LDA model file, as locally).
 """
-import numba
 import numpy as np
 
 from ..common.corpus import make_corpus
@@ -35,8 +34,8 @@ class GldaChainWorker(ChainWorker):
     SAMPLE_ENTRIES = "kd_doc"
 
     def setup(self, params):
-        numba.set_num_threads(1)  # one CPU an actor; a chain's draws never depend on the threads
-        self.model = GroupedLDA(**dict(params, n_chains=len(self.chains())))
+        # one CPU an actor, so one thread (a chain's draws never depend on the threads)
+        self.model = GroupedLDA(**dict(params, n_chains=len(self.chains()), n_jobs=1))
 
     def build(self):
         self.read_tokens()
@@ -52,10 +51,10 @@ class GldaChainWorker(ChainWorker):
     def start_chains(self, rng, prior):
         m = self.model
         m.rng_[:], m.alpha_[:] = rng, prior
-        m._init_chains(self.corpus)
+        m._with_threads(m._init_chains, self.corpus)
 
     def sweep(self):
-        self.model._step(self.corpus, None)
+        self.model._with_threads(self.model._step, self.corpus, None)
 
     def log_liks(self):
         return [self.model._log_lik(i) for i in range(self.model.n_chains)]
