@@ -8,7 +8,10 @@ lost-worker error; :class:`RayWorker` is what every actor shares. The runners:
 - :class:`models.common.executors.rounds.PartitionRunner`: the partition rounds of the kinds
   whose shards sample term groups in turn (LDA, PAM, tree-LDA);
 - :class:`models.common.executors.sweeps.SweepRunner`: sweeps whose units share nothing while
-  they run, merged on the driver (TCM's shards, gLDA's chains).
+  they run, merged on the driver (TCM's shards, gLDA's chains);
+- with ``state="workers"``, :class:`models.common.executors.sharded.ShardedRunner` (the
+  partition rounds) and :class:`models.common.executors.chains.ChainRunner` (gLDA's whole
+  chains), whose chain state never leaves the workers.
 
 A kind's ``ray.py`` gives its worker and the hook that tells the runner what its state is. The
 driver keeps the model object: initialisation, the log-likelihood, kept samples,
