@@ -45,15 +45,17 @@ class ChainRunner(WorkerStateLoop, RayRunner):
         self.ranges = [(int(self.shard0[a]), int(self.shard0[a + 1])) for a in range(self.W)]
         where = dict(D=corpus.n_docs, V=corpus.n_terms, doc_src=source(corpus.doc_ptr, 0, corpus.n_docs + 1),
                      tok_src=source(corpus.term_ids, 0, corpus.n_tokens))
-        self._spawn(self.hook.worker, [(dict(where, c0=c0, c1=c1), self.C, *self.hook.worker_args(model, corpus))
-                                       for c0, c1 in self.ranges])
+        args = self.hook.worker_args(model, corpus)
+        self._spawn(self.hook.worker, [(dict(where, c0=c0, c1=c1), self.C, *args) for c0, c1 in self.ranges])
         self._each(lambda w, c0, c1: w.build.remote(), "reading the corpus")
 
     def _each(self, call, what):
         """``call(worker, c0, c1)`` on every worker at once; their answers in chain order."""
         return self._get([call(w, c0, c1) for w, (c0, c1) in zip(self.workers, self.ranges)], what)
 
-    def _by_chain(self, answers):
+    @staticmethod
+    def _by_chain(answers):
+        """Every worker's list of answers (one a chain it owns), as one list in chain order."""
         return [x for xs in answers for x in xs]
 
     def _start_fresh(self, model, corpus):
@@ -61,10 +63,10 @@ class ChainRunner(WorkerStateLoop, RayRunner):
         self._each(lambda w, c0, c1: w.start.remote(rng[c0:c1], prior[c0:c1]), "initialisation")
 
     def _load_chains(self, model):
-        pass
+        """Nothing to hand over: a worker's chains never leave it."""
 
     def _gather(self, model):
-        pass
+        """Nothing to pull: the workers compute the log-likelihood and write the samples."""
 
     def step(self, model, corpus, it):
         t = time.perf_counter()
