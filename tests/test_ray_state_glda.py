@@ -31,7 +31,7 @@ def executor():
     return RayExecutor(n_workers=2, state="workers")
 
 
-def test_glda_driver_holds_no_chain_state_and_its_checkpoint_parts_resume(ray_cluster, tmp_path):  # noqa: F811
+def test_glda_driver_holds_no_chain_state_and_a_damaged_checkpoint_part_is_refused(ray_cluster, tmp_path):  # noqa: F811
     data, path = corpus(), tmp_path / "run.ckpt.npz"
     local = GroupedLDA(**KW).fit(data)
     ex = executor()
@@ -57,16 +57,12 @@ def test_glda_driver_holds_no_chain_state_and_its_checkpoint_parts_resume(ray_cl
     np.testing.assert_array_equal(state["rng"][0], local.rng_[1])
     with pytest.raises(ValueError, match="stayed on Ray workers"):
         GroupedLDA(**KW).fit(data, checkpoint=path)
-    # a damaged part: one line naming it, before any sweep
+    # a damaged part: one line naming it, before any sweep (resuming: the long test below)
     victim, other = parts / h["state_parts"][1][1], parts / h["state_parts"][0][1]
-    good = victim.read_bytes()
     victim.write_bytes(other.read_bytes())
     with pytest.raises(ValueError, match=rf"^{victim}: not a part of chain 1 ") as e:
         GroupedLDA(executor=executor(), **KW).fit(data, checkpoint=path)
     assert "\n" not in str(e.value)
-    victim.write_bytes(good)
-    # the finished checkpoint resumes into the same model, its parts read back by the workers
-    same_model(GroupedLDA(executor=executor(), **KW).fit(data, checkpoint=path), local, tmp_path)
 
 
 def test_a_state_part_with_a_group_outside_its_document_or_a_topic_out_of_range_is_refused(tmp_path):
