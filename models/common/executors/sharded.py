@@ -338,13 +338,13 @@ class WorkerStateLoop:
         model.n_terms_ = corpus.n_terms
         model._n_docs = corpus.n_docs
         self.checkpoint = checkpoint
+        self._setup(model, corpus)
         if checkpoint is None:
             self.dir = Path(tempfile.mkdtemp(prefix="topicir-ray-parts-"))
             weakref.finalize(model, shutil.rmtree, self.dir, True)
         else:
             self.dir = parts_dir(checkpoint)
             self.dir.mkdir(parents=True, exist_ok=True)
-        self._setup(model, corpus)
         self.base = {k: v for k, v in model._file_header().items() if k != "params"}
         model._samples = []
         sample_iters = set(model._sample_iters().tolist())
