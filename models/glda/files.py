@@ -1,5 +1,7 @@
 """What a gLDA model file and checkpoint must hold: LDA's model files; the chain state is every
 token's group, then every group's topic."""
+from types import SimpleNamespace
+
 import numpy as np
 
 from ..common import file_specs as F
@@ -46,3 +48,9 @@ SPEC = V.Spec(
                               _glda_values, "alpha", ("topics",), ()),
     dims=lambda m, h, c: {} if c is None else {"groups": int(m._lay["grp_ptr"][-1])},
     priors=LDA.priors)
+
+
+def group_fault(model, corpus, gz):
+    """What is wrong with the chain states ``gz`` (chains, tokens + groups) of ``model`` on
+    ``corpus`` (a file's check above), or None."""
+    return _glda_groups("gz")(SimpleNamespace(model=model, corpus=corpus, arrays={"gz": gz}))

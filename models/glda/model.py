@@ -234,9 +234,14 @@ class GroupedLDA(LDA):
         C, Kt = self.n_chains, self.n_topics
         self.rng_ = make_rng_states(self.seed, C)
         self.alpha_ = np.full((C, Kt), self._alpha0())
-        lay = self._lay
+        self._init_chains(corpus)
+
+    def _init_chains(self, corpus):
+        """Every chain's start from its stream ``rng_[c]`` (a Ray worker starts the chains it
+        owns so, from their streams of the local start)."""
+        Kt, lay = self.n_topics, self._lay
         online = self.init == "online"
-        for c in range(C):
+        for c in range(len(self.rng_)):
             G_.init_random(corpus.doc_ptr, lay["grp_ptr"], lay["tok_run"], lay["run_doc_first"],
                            not self.restricted, self.g_[c], self.zg_[c], 0 if online else Kt,
                            self.rng_[c])
@@ -252,6 +257,10 @@ class GroupedLDA(LDA):
 
     def _ray_runner(self, executor):
         """The runner of a :class:`models.common.executors.ray.RayExecutor` (imports Ray)."""
+        if getattr(executor, "state", "driver") == "workers":
+            from .ray_state import chain_runner
+
+            return chain_runner(executor, self)
         from .ray import runner
 
         return runner(executor, self)

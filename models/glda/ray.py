@@ -4,7 +4,8 @@ gLDA samples every chain sequentially in document order (one shard a chain), so 
 range of chains: their groups, group topics, counts, word bitsets and rng streams, swept with
 the local kernel on one thread (the kernel cuts a chain's sweep into parts only to share
 threads between chains, and its parts draw what the whole sweep draws). Nothing crosses
-workers during training; the driver pulls the chains' state when the fit loop reads it.
+workers during training; the driver pulls the chains' state when the fit loop reads it
+(``RayExecutor(state="workers")`` keeps it on the workers: :mod:`models.glda.ray_state`).
 """
 import numpy as np
 

@@ -8,7 +8,10 @@ lost-worker error; :class:`RayWorker` is what every actor shares. The runners:
 - :class:`models.common.executors.rounds.PartitionRunner`: the partition rounds of the kinds
   whose shards sample term groups in turn (LDA, PAM, tree-LDA);
 - :class:`models.common.executors.sweeps.SweepRunner`: sweeps whose units share nothing while
-  they run, merged on the driver (TCM's shards, gLDA's chains).
+  they run, merged on the driver (TCM's shards, gLDA's chains);
+- with ``state="workers"``, :class:`models.common.executors.sharded.ShardedRunner` (the
+  partition rounds) and :class:`models.common.executors.chains.ChainRunner` (gLDA's whole
+  chains), whose chain state never leaves the workers.
 
 A kind's ``ray.py`` gives its worker and the hook that tells the runner what its state is. The
 driver keeps the model object: initialisation, the log-likelihood, kept samples,
@@ -36,7 +39,7 @@ STATES = ("driver", "workers")
 MEMORY_CAP_ENV = "TOPICIR_RAY_WORKER_MEMORY"
 MEMORY_EXIT = 86  # a worker past its memory cap
 # Kinds whose chain state can stay on the workers for the whole fit.
-WORKER_STATE_KINDS = ("lda", "pam", "tree-lda")
+WORKER_STATE_KINDS = ("lda", "pam", "glda", "tree-lda")
 
 _DIED = (RayActorError, WorkerCrashedError, ObjectLostError, OwnerDiedError)
 # Workers import the models package from where the driver imported it (same code on both sides).
@@ -62,10 +65,11 @@ class RayExecutor:
         None: as many as the cluster has CPUs, at most ``n_shards``.
     state : {"driver", "workers"}
         "driver": the driver keeps the model and pulls the chain state back for the
-        log-likelihood, kept samples and checkpoints. "workers" (LDA, PAM, tree-LDA): the
+        log-likelihood, kept samples and checkpoints. "workers" (LDA, PAM, gLDA, tree-LDA): the
         token-sized state never leaves the workers, which read their documents themselves and
         write their parts of kept samples and checkpoints
-        (:mod:`models.common.executors.sharded`); the parts directory must be one every worker
+        (:mod:`models.common.executors.sharded`; gLDA's whole chains:
+        :mod:`models.common.executors.chains`); the parts directory must be one every worker
         reaches at the same path.
     worker_memory : int or None
         A cap in bytes on every worker's peak resident memory (``VmHWM``, shared pages it

@@ -1,7 +1,8 @@
 """The Ray driver off the data path: training whose token-sized state never reaches the driver.
 
 ``RayExecutor(state="workers")`` runs a kind's fit through :class:`ShardedRunner` (LDA, PAM,
-tree-LDA). Each worker reads its documents' tokens itself (from the corpus files when the corpus
+tree-LDA; its loop, :class:`WorkerStateLoop`, also runs gLDA's whole chains:
+:mod:`models.common.executors.chains`). Each worker reads its documents' tokens itself (from the corpus files when the corpus
 arrays are memory mapped, else from one object-store copy of its range), builds its sweep order,
 initialises, sweeps, and keeps its documents' assignments, document counts and rng streams
 until the end. The driver holds what does not grow with the tokens: the parameters, the
@@ -61,11 +62,18 @@ def read_source(spec):
     return np.array(ray.get(spec[1]))
 
 
-def _part_header(base, **what):
-    return dict(base, **what)
+class TokenReader:
+    """A worker that reads its tokens from where the driver said (:func:`source`): ``lay``
+    holds ``doc_src`` and ``tok_src``."""
+
+    def read_tokens(self):
+        """This worker's ``doc_ptr`` (from 0) and ``term_ids``, read from where the driver said."""
+        self.doc_ptr = read_source(self.lay.pop("doc_src")).astype(np.int64)
+        self.doc_ptr -= self.doc_ptr[0]
+        self.term_ids = read_source(self.lay.pop("tok_src")).astype(np.int32)
 
 
-class ShardWorker:
+class ShardWorker(TokenReader):
     """What a worker of :class:`ShardedRunner` adds to its kind's partition worker: its
     documents' tokens, their active set, and the part files. The kind gives ``setup`` (which
     calls :meth:`read_tokens` and sets ``seed`` and ``n_labels``, the assignments' range),
@@ -82,12 +90,6 @@ class ShardWorker:
     def labels(self, key):
         """Assignment array ``key`` holds values in [-1, labels(key)) (-1: an inactive token)."""
         return self.n_labels
-
-    def read_tokens(self):
-        """This worker's ``doc_ptr`` (from 0) and ``term_ids``, read from where the driver said."""
-        self.doc_ptr = read_source(self.lay.pop("doc_src")).astype(np.int64)
-        self.doc_ptr -= self.doc_ptr[0]
-        self.term_ids = read_source(self.lay.pop("tok_src")).astype(np.int32)
 
     def corpus_stats(self):
         """Its tokens' term frequencies and its longest document (the driver sums the layout)."""
@@ -167,7 +169,7 @@ class ShardWorker:
         out = []
         for s in range(self.lay["s0"], self.lay["s0"] + len(self.lay["shard_doc"]) - 1):
             arrays, name = self.state_part(s), f"state.shard{s}.sweep{sweep}.npz"
-            ckpt.write_model_file(Path(directory) / name, _part_header(base, part="state", shard=s, sweep=sweep),
+            ckpt.write_model_file(Path(directory) / name, dict(base, part="state", shard=s, sweep=sweep),
                                   arrays, kind=ckpt.CHECKPOINT_FORMAT)
             out.append([s, name, digest(arrays)])
         return out
@@ -177,7 +179,7 @@ class ShardWorker:
         for s in range(self.lay["s0"], self.lay["s0"] + len(self.lay["shard_doc"]) - 1):
             arrays, name = self.sample_part(c, s), f"chain{c}.sweep{sweep}.shard{s}.npz"
             ckpt.write_model_file(Path(directory) / name,
-                                  _part_header(base, part="sample", shard=s, chain=c, sweep=sweep),
+                                  dict(base, part="sample", shard=s, chain=c, sweep=sweep),
                                   arrays, kind=ckpt.CHECKPOINT_FORMAT)
             out.append([s, name, digest(arrays), int(len(arrays[self.SAMPLE_ENTRIES]))])
         return out
@@ -213,18 +215,18 @@ def base_sweep(state, s):
     return int(name.rsplit(".sweep", 1)[1].split(".")[0])
 
 
-def read_part(path, checkpoint, base, shard, sha256):
+def read_part(path, checkpoint, base, shard, sha256, unit="shard"):
     """The arrays of a part file, refused in one line naming it unless it is the part the
-    checkpoint lists, of this model and corpus."""
+    checkpoint lists, of this model and corpus (``shard``: the number of its ``unit``)."""
     fix = f"delete {os.fspath(checkpoint)} to start afresh"
     if not path.is_file():
         raise ValueError(f"{os.fspath(checkpoint)}: lists a part {path} that is missing (a checkpoint "
                          f"moves with its directory {path.parent.name}); {fix}")
     f = ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT)
     h = f.header
-    if (h.get("model"), h.get("fingerprint"), h.get("corpus_hash"), h.get("shard")) != (
+    if (h.get("model"), h.get("fingerprint"), h.get("corpus_hash"), h.get(unit)) != (
             base["model"], base["fingerprint"], base.get("corpus_hash"), shard):
-        raise ValueError(f"{path}: not a part of shard {shard} of this {base['model']} checkpoint "
+        raise ValueError(f"{path}: not a part of {unit} {shard} of this {base['model']} checkpoint "
                          f"and corpus; {fix}")
     got = digest(f.arrays)
     if got != sha256:
@@ -313,9 +315,14 @@ class ShardHook:
         """What follows once the model's arrays are those of its file (caches dropped)."""
 
 
-class ShardedRunner(PartitionRunner):
-    """The fit loop of :meth:`models.common.gibbs.GibbsModel._fit` with the chain state on
-    the workers (module docstring). ``hook`` is the kind's :class:`ShardHook`."""
+class WorkerStateLoop:
+    """The fit loop of :meth:`models.common.gibbs.GibbsModel._fit` with the chain state on the
+    workers (module docstring), shared by :class:`ShardedRunner` (shards of every chain) and
+    :class:`models.common.executors.chains.ChainRunner` (whole chains). A runner gives
+    ``_setup(model, corpus)`` (Ray up, its workers spawned and laid out), ``_start_fresh``,
+    ``_load_chains``, ``_gather`` (what the driver reads before a log-likelihood or a kept
+    sample), ``step``, ``_take_sample`` (or ``_take_samples``) and ``_resume_workers``;
+    ``hook`` is the kind's."""
 
     def _get(self, refs, what):
         try:
@@ -326,35 +333,18 @@ class ShardedRunner(PartitionRunner):
             raise
 
     def fit(self, model, corpus, callback, checkpoint):
-        hook, C = self.hook, model.n_chains
         model.fingerprint_ = corpus.fingerprint
         model.corpus_hash_ = model._corpus_hash(corpus)
         model.n_terms_ = corpus.n_terms
         model._n_docs = corpus.n_docs
-        self._start_ray(model, checkpoint)
+        self.checkpoint = checkpoint
+        self._setup(model, corpus)
         if checkpoint is None:
             self.dir = Path(tempfile.mkdtemp(prefix="topicir-ray-parts-"))
             weakref.finalize(model, shutil.rmtree, self.dir, True)
         else:
             self.dir = parts_dir(checkpoint)
             self.dir.mkdir(parents=True, exist_ok=True)
-        S = self.S
-        self.shard_doc = shard_doc = shard_docs(corpus, S)
-        self.ranges, args = [], []
-        for a in range(self.W):
-            s0, s1 = int(self.shard0[a]), int(self.shard0[a + 1])
-            d0, d1 = int(shard_doc[s0]), int(shard_doc[s1])
-            t0, t1 = int(corpus.doc_ptr[d0]), int(corpus.doc_ptr[d1])
-            self.ranges.append((s0, s1, t0, t1, d0, d1))
-            lay = dict(s0=s0, S=S, d0=d0, d1=d1, D=corpus.n_docs, V=corpus.n_terms,
-                       shard_doc=shard_doc[s0:s1 + 1] - d0, doc_src=source(corpus.doc_ptr, d0, d1 + 1),
-                       tok_src=source(corpus.term_ids, t0, t1))
-            args.append((lay, C, hook.n_totals(model), *hook.worker_args(model, corpus)))
-        self._spawn(hook.worker, args)
-        stats = self._get([w.corpus_stats.remote() for w in self.workers], "reading the corpus")
-        built = hook.layout(model, corpus, stats)
-        self._get([w.build.remote(*built) for w in self.workers], "building the sweep order")
-        hook.alloc(model, corpus)
         self.base = {k: v for k, v in model._file_header().items() if k != "params"}
         model._samples = []
         sample_iters = set(model._sample_iters().tolist())
@@ -365,7 +355,7 @@ class ShardedRunner(PartitionRunner):
             model._log_lik_rows, model._log_lik_iters = [], []
             for attr in model._TRACES.values():
                 setattr(model, attr, [])
-            hook.start(model, corpus, self)
+            self._start_fresh(model, corpus)
             start = 0
         self._load_chains(model)
         for it in range(start, model.n_iter):
@@ -375,14 +365,12 @@ class ShardedRunner(PartitionRunner):
             log_due = done % model.log_lik_every == 0 or done == model.n_iter
             ckpt_due = checkpoint is not None and (done % model.checkpoint_every == 0 or done == model.n_iter)
             if log_due or done in sample_iters:
-                for c in range(C):
-                    self._pull(model, c, docs=False, lists=True, assignments=False)
+                self._gather(model)
             if log_due:
-                model._log_lik_rows.append([hook.log_lik(model, c, self) for c in range(C)])
+                model._log_lik_rows.append(self._log_liks(model))
                 model._log_lik_iters.append(done)
             if done in sample_iters:
-                for c in range(C):
-                    model._samples.append(self._take_sample(model, c, done))
+                model._samples.extend(self._take_samples(model, done))
             if ckpt_due:
                 self._write_checkpoint(model, checkpoint)
                 self.checkpointed(done)
@@ -390,28 +378,14 @@ class ShardedRunner(PartitionRunner):
                 callback(model, done, model.n_iter)
         self._finalize(model, corpus)
 
-    def _load_chains(self, model):
-        """The partition rounds' object-store state: the totals on every worker, the slices."""
-        hook = self.hook
-        self.slices = [[None] * self.S for _ in range(self.C)]
-        self.pending = [[] for _ in range(self.C)]
-        group = hook.groups(model)
-        self.terms = [np.flatnonzero(group == g) for g in range(self.S)]
-        self.merge = ray.remote(num_cpus=0, max_retries=0)(merge_deltas).options(runtime_env=worker_env())
-        for c in range(self.C):
-            for w in self.workers:
-                w.load_totals.remote(c, hook.totals(model)[c])
-            for g, t in enumerate(self.terms):
-                self.slices[c][g] = ray.put(hook.get_slice(model, c, t))
+    def _start_fresh(self, model, corpus):
+        self.hook.start(model, corpus, self)
 
-    def _take_sample(self, model, c, sweep):
-        words = self.hook.sample_words(model, c)
-        name = f"chain{c}.sweep{sweep}.words.npz"
-        ckpt.write_model_file(self.dir / name, dict(self.base, part="sample-words", shard=-1, chain=c, sweep=sweep),
-                              words, kind=ckpt.CHECKPOINT_FORMAT)
-        shards = [p for ps in self._get([w.write_sample.remote(os.fspath(self.dir), self.base, c, sweep)
-                                         for w in self.workers], f"kept sample of sweep {sweep}") for p in ps]
-        return dict(chain=c, iter=sweep, words=[-1, name, digest(words)], shards=shards)
+    def _log_liks(self, model):
+        return [self.hook.log_lik(model, c, self) for c in range(self.C)]
+
+    def _take_samples(self, model, sweep):
+        return [self._take_sample(model, c, sweep) for c in range(self.C)]
 
     def _write_checkpoint(self, model, path):
         sweep = model.n_iter_
@@ -422,7 +396,7 @@ class ShardedRunner(PartitionRunner):
         model._wrote(ckpt.write_model_file(path, header, {"alpha": model.alpha_}, kind=ckpt.CHECKPOINT_FORMAT),
                      sweep)
         keep = {p[1] for p in state}
-        for old in self.dir.glob("state.shard*.sweep*.npz"):
+        for old in self.dir.glob("state.*.sweep*.npz"):
             if old.name not in keep:
                 old.unlink(missing_ok=True)
 
@@ -447,12 +421,7 @@ class ShardedRunner(PartitionRunner):
         for key, attr in model._TRACES.items():
             setattr(model, attr, [list(r) for r in h[key]])
         start = int(h["iteration"])
-        n = model._sparse_n_active(start, corpus.n_docs)
-        parts = self._get([w.resume.remote(os.fspath(self.dir), os.fspath(path), self.base,
-                                           h["state_parts"], [s["shards"] for s in h["samples"]],
-                                           self.hook.worker_prior(model), n) for w in self.workers],
-                          "resuming")
-        self.hook.counts_from(model, np.sum(parts, axis=0))
+        self._resume_workers(model, corpus, path, h, start)
         model.n_iter_ = start
         return start
 
@@ -468,3 +437,63 @@ class ShardedRunner(PartitionRunner):
         self.hook.loaded(model)
         model._model_file = path
 
+
+class ShardedRunner(WorkerStateLoop, PartitionRunner):
+    """:class:`WorkerStateLoop` over the partition rounds: every worker owns a contiguous
+    range of the shards of every chain. ``hook`` is the kind's :class:`ShardHook`."""
+
+    def _setup(self, model, corpus):
+        hook, C = self.hook, model.n_chains
+        self._start_ray(model, self.checkpoint)
+        S = self.S
+        self.shard_doc = shard_doc = shard_docs(corpus, S)
+        self.ranges, args = [], []
+        for a in range(self.W):
+            s0, s1 = int(self.shard0[a]), int(self.shard0[a + 1])
+            d0, d1 = int(shard_doc[s0]), int(shard_doc[s1])
+            t0, t1 = int(corpus.doc_ptr[d0]), int(corpus.doc_ptr[d1])
+            self.ranges.append((s0, s1, t0, t1, d0, d1))
+            lay = dict(s0=s0, S=S, d0=d0, d1=d1, D=corpus.n_docs, V=corpus.n_terms,
+                       shard_doc=shard_doc[s0:s1 + 1] - d0, doc_src=source(corpus.doc_ptr, d0, d1 + 1),
+                       tok_src=source(corpus.term_ids, t0, t1))
+            args.append((lay, C, hook.n_totals(model), *hook.worker_args(model, corpus)))
+        self._spawn(hook.worker, args)
+        stats = self._get([w.corpus_stats.remote() for w in self.workers], "reading the corpus")
+        built = hook.layout(model, corpus, stats)
+        self._get([w.build.remote(*built) for w in self.workers], "building the sweep order")
+        hook.alloc(model, corpus)
+
+    def _gather(self, model):
+        for c in range(self.C):
+            self._pull(model, c, docs=False, lists=True, assignments=False)
+
+    def _resume_workers(self, model, corpus, path, h, start):
+        n = model._sparse_n_active(start, corpus.n_docs)
+        parts = self._get([w.resume.remote(os.fspath(self.dir), os.fspath(path), self.base,
+                                           h["state_parts"], [s["shards"] for s in h["samples"]],
+                                           self.hook.worker_prior(model), n) for w in self.workers],
+                          "resuming")
+        self.hook.counts_from(model, np.sum(parts, axis=0))
+
+    def _load_chains(self, model):
+        """The partition rounds' object-store state: the totals on every worker, the slices."""
+        hook = self.hook
+        self.slices = [[None] * self.S for _ in range(self.C)]
+        self.pending = [[] for _ in range(self.C)]
+        group = hook.groups(model)
+        self.terms = [np.flatnonzero(group == g) for g in range(self.S)]
+        self.merge = ray.remote(num_cpus=0, max_retries=0)(merge_deltas).options(runtime_env=worker_env())
+        for c in range(self.C):
+            for w in self.workers:
+                w.load_totals.remote(c, hook.totals(model)[c])
+            for g, t in enumerate(self.terms):
+                self.slices[c][g] = ray.put(hook.get_slice(model, c, t))
+
+    def _take_sample(self, model, c, sweep):
+        words = self.hook.sample_words(model, c)
+        name = f"chain{c}.sweep{sweep}.words.npz"
+        ckpt.write_model_file(self.dir / name, dict(self.base, part="sample-words", shard=-1, chain=c, sweep=sweep),
+                              words, kind=ckpt.CHECKPOINT_FORMAT)
+        shards = [p for ps in self._get([w.write_sample.remote(os.fspath(self.dir), self.base, c, sweep)
+                                         for w in self.workers], f"kept sample of sweep {sweep}") for p in ps]
+        return dict(chain=c, iter=sweep, words=[-1, name, digest(words)], shards=shards)

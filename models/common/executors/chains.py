@@ -1,0 +1,146 @@
+"""Whole chains on Ray workers with their state kept there (``RayExecutor(state="workers")`` of a
+kind that samples every chain sequentially, gLDA).
+
+Every worker owns a contiguous range of the chains: it reads the corpus itself (from the
+corpus files when the corpus arrays are memory mapped, else from one object-store copy that all
+workers share), starts its chains from their streams, sweeps them, and keeps their whole state
+until the end. Nothing crosses workers during training. The driver keeps the parameters, the
+chains' priors and the traces, and runs :class:`models.common.executors.sharded.WorkerStateLoop`:
+
+- log-likelihood: every worker computes its chains' whole log-likelihood, side by side;
+- kept samples: the worker of the chain writes both parts of the sample
+  (``chain<c>.sweep<i>.words.npz``, the model-level part, and ``chain<c>.sweep<i>.docs.npz``);
+- checkpoints: every worker writes its chains' state (``state.chain<c>.sweep<i>.npz``), then
+  the driver the manifest that lists every part with its SHA-256; a resume checks each part on
+  the worker that reads it and refuses a damaged or foreign one in one line naming the file.
+
+A run has at most as many useful workers as chains.
+"""
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .. import checkpoint as ckpt
+from ..kept import digest
+from .ray import RayRunner, RayWorker
+from .sharded import TokenReader, WorkerStateLoop, read_part, source
+
+
+class ChainRunner(WorkerStateLoop, RayRunner):
+    """:class:`WorkerStateLoop` over whole chains. ``hook`` gives ``worker`` (a
+    :class:`ChainWorker`), ``worker_args(model, corpus)``, ``start(model)`` (every chain's rng
+    stream and prior as the local start sets them), ``prior_shape(model)``,
+    ``write_model(model, corpus, samples, directory, path)`` and ``loaded(model)``."""
+
+    unit = "chain"
+
+    def __init__(self, executor, model, hook):
+        super().__init__(executor, model)
+        self.hook = hook
+
+    def _setup(self, model, corpus):
+        self._start_ray(model, self.checkpoint, model.n_chains)
+        self.ranges = [(int(self.shard0[a]), int(self.shard0[a + 1])) for a in range(self.W)]
+        where = dict(D=corpus.n_docs, V=corpus.n_terms, doc_src=source(corpus.doc_ptr, 0, corpus.n_docs + 1),
+                     tok_src=source(corpus.term_ids, 0, corpus.n_tokens))
+        args = self.hook.worker_args(model, corpus)
+        self._spawn(self.hook.worker, [(dict(where, c0=c0, c1=c1), self.C, *args) for c0, c1 in self.ranges])
+        self._each(lambda w, c0, c1: w.build.remote(), "reading the corpus")
+
+    def _each(self, call, what):
+        """``call(worker, c0, c1)`` on every worker at once; their answers in chain order."""
+        return self._get([call(w, c0, c1) for w, (c0, c1) in zip(self.workers, self.ranges)], what)
+
+    @staticmethod
+    def _by_chain(answers):
+        """Every worker's list of answers (one a chain it owns), as one list in chain order."""
+        return [x for xs in answers for x in xs]
+
+    def _start_fresh(self, model, corpus):
+        rng, prior = self.hook.start(model)
+        self._each(lambda w, c0, c1: w.start.remote(rng[c0:c1], prior[c0:c1]), "initialisation")
+
+    def _load_chains(self, model):
+        """Nothing to hand over: a worker's chains never leave it."""
+
+    def _gather(self, model):
+        """Nothing to pull: the workers compute the log-likelihood and write the samples."""
+
+    def step(self, model, corpus, it):
+        t = time.perf_counter()
+        self._each(lambda w, c0, c1: w.sweep.remote(), f"sweep {it + 1}")
+        dt = time.perf_counter() - t
+        self.stats.update(rounds=self.stats["rounds"] + self.C, sweeps=self.stats["sweeps"] + 1, workers=self.W,
+                          sweep_seconds=dt, tokens_per_s=self.C * corpus.n_tokens / dt,
+                          slice_bytes_per_sweep=0, n_k_bytes_per_sweep=0)
+        model.executor_stats_ = dict(self.stats)
+
+    def _log_liks(self, model):
+        return self._by_chain(self._each(lambda w, c0, c1: w.log_liks.remote(), "log-likelihood"))
+
+    def _take_samples(self, model, sweep):
+        return self._by_chain(self._each(lambda w, c0, c1: w.write_samples.remote(os.fspath(self.dir), self.base,
+                                                                                  sweep), f"kept sample of sweep {sweep}"))
+
+    def _resume_workers(self, model, corpus, path, h, start):
+        alpha = model.alpha_
+        self._each(lambda w, c0, c1: w.resume.remote(os.fspath(self.dir), os.fspath(path), self.base,
+                                                      h["state_parts"], h["samples"], alpha[c0:c1]), "resuming")
+
+
+class ChainWorker(TokenReader, RayWorker):
+    """A worker of :class:`ChainRunner`: chains ``lay["c0"]`` to ``lay["c1"] - 1``. The kind
+    gives ``setup(*args)``, ``build()`` (reads the tokens: :meth:`read_tokens`),
+    ``start_chains(rng, prior)``, ``sweep()``, ``log_liks()``, ``sample(i, sweep)`` (the
+    model-level and the per-document arrays of the i-th chain it owns), ``state(i)``,
+    ``check_state(path, i, arrays)`` and ``set_state(i, arrays, prior)``; ``SAMPLE_ENTRIES``
+    names the per-document array whose length the manifest records."""
+
+    SAMPLE_ENTRIES = None
+
+    def chains(self):
+        return range(self.lay["c0"], self.lay["c1"])
+
+    def start(self, rng, prior):
+        self.start_chains(np.array(rng), np.array(prior))
+
+    def write_samples(self, directory, base, sweep):
+        out = []
+        for i, c in enumerate(self.chains()):
+            words, docs = self.sample(i, sweep)
+            names = f"chain{c}.sweep{sweep}.words.npz", f"chain{c}.sweep{sweep}.docs.npz"
+            ckpt.write_model_file(Path(directory) / names[0], dict(base, part="sample-words", shard=-1, chain=c,
+                                                                   sweep=sweep), words, kind=ckpt.CHECKPOINT_FORMAT)
+            ckpt.write_model_file(Path(directory) / names[1], dict(base, part="sample", shard=0, chain=c,
+                                                                   sweep=sweep), docs, kind=ckpt.CHECKPOINT_FORMAT)
+            out.append(dict(chain=c, iter=sweep, words=[-1, names[0], digest(words)],
+                            shards=[[0, names[1], digest(docs), int(len(docs[self.SAMPLE_ENTRIES]))]]))
+        return out
+
+    def write_state(self, directory, base, sweep):
+        out = []
+        for i, c in enumerate(self.chains()):
+            arrays, name = self.state(i), f"state.chain{c}.sweep{sweep}.npz"
+            ckpt.write_model_file(Path(directory) / name, dict(base, part="state", chain=c, sweep=sweep),
+                                  arrays, kind=ckpt.CHECKPOINT_FORMAT)
+            out.append([c, name, digest(arrays)])
+        return out
+
+    def resume(self, directory, checkpoint, base, state, samples, prior):
+        """Check its chains' kept-sample parts, then set its chains from their state parts."""
+        mine, directory = set(self.chains()), Path(directory)
+        for s in samples:
+            if s["chain"] in mine:
+                _, name, sha, _ = s["shards"][0]
+                read_part(directory / name, checkpoint, base, s["chain"], sha, unit="chain")
+        parts = {c: (name, sha) for c, name, sha in state if c in mine}
+        for i, c in enumerate(self.chains()):
+            if c not in parts:
+                raise ValueError(f"{os.fspath(checkpoint)}: lists no state part of chain {c}; "
+                                 f"delete it to start afresh")
+            path = directory / parts[c][0]
+            arrays = read_part(path, checkpoint, base, c, parts[c][1], unit="chain")
+            self.check_state(path, i, arrays)
+            self.set_state(i, arrays, np.array(prior[i]))

@@ -1,0 +1,111 @@
+"""gLDA with the chain state on the Ray workers (``RayExecutor(state="workers")``): gLDA's part
+of :class:`models.common.executors.chains.ChainRunner`.
+
+gLDA samples every chain sequentially in document order, so a worker owns whole chains (at most
+``n_chains`` useful workers). It reads the corpus itself, builds the groups' layout, and keeps
+its chains' groups, group topics, topic-word counts and rng streams for the whole fit; it
+starts, sweeps, computes the log-likelihood and takes the kept samples with the local
+trainer's code (:class:`models.glda.model.GroupedLDA` over its chains), so the model is the
+local one bit for bit. The driver keeps the parameters, the chains' alpha and the traces; it
+writes the checkpoints' manifest and streams the kept samples' parts into the model file (an
+LDA model file, as locally).
+"""
+import numpy as np
+
+from ..common.corpus import make_corpus
+from ..common.executors.chains import ChainRunner, ChainWorker
+from ..common.kernels.rng import make_rng_states
+from ..lda.ray import LdaShardHook
+from . import files
+from .model import GroupedLDA
+
+_WORDS = ("tw_ptr", "tw_topic", "tw_count", "n_k", "alpha")  # a kept sample's model-level part
+_DOCS = ("kd_ptr", "kd_doc", "kd_count")
+
+
+def chain_runner(executor, model):
+    return ChainRunner(executor, model, GldaChainHook())
+
+
+class GldaChainWorker(ChainWorker):
+    """The chains ``lay["c0"]`` to ``lay["c1"] - 1`` as a local :class:`GroupedLDA` of those
+    chains holds them."""
+
+    SAMPLE_ENTRIES = "kd_doc"
+
+    def setup(self, params):
+        # one CPU an actor, so one thread (a chain's draws never depend on the threads)
+        self.model = GroupedLDA(**dict(params, n_chains=len(self.chains()), n_jobs=1))
+
+    def build(self):
+        self.read_tokens()
+        self.corpus = make_corpus(self.doc_ptr, self.term_ids, n_terms=self.lay["V"], fingerprint="")
+        del self.doc_ptr, self.term_ids
+        m, C = self.model, self.model.n_chains
+        m._build_layout(self.corpus)
+        m._alloc_chain_state(self.corpus)
+        m._keep_sample_state = False  # the samples' parts are written once, in their final form
+        m.rng_ = np.zeros((C, 4), np.uint64)
+        m.alpha_ = np.zeros((C, m.n_topics))
+
+    def start_chains(self, rng, prior):
+        m = self.model
+        m.rng_[:], m.alpha_[:] = rng, prior
+        m._with_threads(m._init_chains, self.corpus)
+
+    def sweep(self):
+        self.model._with_threads(self.model._step, self.corpus, None)
+
+    def log_liks(self):
+        return [self.model._log_lik(i) for i in range(self.model.n_chains)]
+
+    def sample(self, i, sweep):
+        s = self.model._take_sample(i, sweep)
+        return {k: s[k] for k in _WORDS}, {k: s[k] for k in _DOCS}
+
+    def state(self, i):
+        m = self.model
+        return dict(gz=np.concatenate([m.g_[i], m.zg_[i]])[None], rng=m.rng_[i][None].copy())
+
+    def check_state(self, path, i, arrays):
+        """The shapes, then every group within its document and every topic in range."""
+        m, corpus = self.model, self.corpus
+        gz, rng = arrays.get("gz"), arrays.get("rng")
+        width = corpus.n_tokens + m.zg_.shape[1]
+        fault = None
+        if gz is None or gz.shape != (1, width) or gz.dtype != np.int32 or rng is None or rng.shape != (1, 4) \
+                or rng.dtype != np.uint64:
+            fault = "shapes or arrays not those of a chain"
+        else:
+            fault = files.group_fault(m, corpus, gz)
+        if fault:
+            raise ValueError(f"{path}: damaged state part ({fault}); delete the checkpoint to start afresh")
+
+    def set_state(self, i, arrays, prior):
+        m = self.model
+        m.alpha_[i] = prior
+        m._set_chain_state(self.corpus, i, arrays["gz"][0])
+        m.rng_[i] = arrays["rng"][0]
+
+
+class GldaChainHook:
+    """gLDA's part of :class:`ChainRunner`: the start's streams and priors, and LDA's model
+    file written from the parts."""
+
+    worker = GldaChainWorker
+    write_model = staticmethod(LdaShardHook.write_model)
+    loaded = staticmethod(LdaShardHook.loaded)
+
+    @staticmethod
+    def worker_args(model, corpus):
+        return ({k: v for k, v in model.get_params().items() if k != "executor"},)
+
+    @staticmethod
+    def start(model):
+        C = model.n_chains
+        model.alpha_ = np.full((C, model.n_topics), model._alpha0())
+        return make_rng_states(model.seed, C), model.alpha_
+
+    @staticmethod
+    def prior_shape(model):
+        return (model.n_chains, model.n_topics)
