@@ -7,7 +7,7 @@ import numpy as np
 def log_dirichlet(rng, alpha, size):
     """log of Dirichlet(alpha) draws, shape (size, len(alpha)), stable for tiny alpha:
     log Gamma(a) = log Gamma(a + 1) + log(U) / a (Marsaglia & Tsang's boost)."""
-    from scipy.special import logsumexp  # here: ranking imports this module, and scipy costs a second
+    from scipy.special import logsumexp  # here, not above: ranking imports this module, and scipy.special loads slowly
 
     alpha = np.asarray(alpha, dtype=np.float64)
     g = np.log(rng.gamma(alpha + 1.0, size=(size, len(alpha)))) + np.log(rng.random((size, len(alpha)))) / alpha
