@@ -102,7 +102,8 @@ def test_a_run_with_a_model_loads_only_what_ranking_needs(tmp_path):
     model = tmp_path / "lda.npz"
     train_model(index, "lda", model, progress=False, n_topics=3, n_chains=1, n_iter=8, seed=1)
     argv = ["-q", "run", "--index", str(index.path), "--topics", str(DATA / "topics.trec"), "--model", str(model)]
-    code = (f"import sys\nfrom retrieval.ui.cli import main\nassert main({argv + ['--out', str(tmp_path / 'a.txt')]!r}) == 0\n"
+    argv += ["--out", str(tmp_path / "a.txt")]
+    code = (f"import sys\nfrom retrieval.ui.cli import main\nassert main({argv!r}) == 0\n"
             "print(sorted(m for m in ('torch', 'ray', 'scipy.special', 'matplotlib', 'sklearn') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
