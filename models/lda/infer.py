@@ -17,8 +17,9 @@ class LDADocumentModel:
     from the inference arrays ``_set_inference_arrays`` sets."""
 
     # p_w_d: the most bytes of a term's row one document range holds (at most 8 << 16, so that
-    # a posting's offset in its range fits uint16)
-    ROW_BYTES = 1 << 19
+    # a posting's offset in its range fits uint16); an eighth of a 1 MiB L2, so that the row stays
+    # cached beside the postings streaming through and whatever else shares the core
+    ROW_BYTES = 1 << 17
 
     def _constants(self):
         """Per-document constants of the kept samples, computed once per model: inv_len and
