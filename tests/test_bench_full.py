@@ -316,3 +316,41 @@ def test_a_second_benchmark_of_the_same_work_folder_is_refused(tmp_path):
     with target_lock(tmp_path / full.STATE, what="bench full state"):
         with pytest.raises(LockedError):
             full.run(kinds=["lda"], docs=1000, terms=3000, work=str(tmp_path), stop_after=0)
+
+
+def test_remeasure_runs_a_measured_ranking_step_again_and_nothing_else(tmp_path, monkeypatch):
+    """--remeasure run-lda: the ranking step runs again and its new figures replace the old; the
+    steps measured before stay; with --stop-after 0 nothing runs and the old figures stay; a
+    training or the index is refused in one line."""
+    work = tmp_path / "w"
+    settings = dict(docs=1000, terms=3000, seed=0, threads=2, iterations=None)
+    ranking = dict(topics=100, lines=100_000, bytes=MiB)
+    outputs = {"index": dict(n_docs=1000, n_terms=3000, n_tokens=250_000, bytes=MiB), "ql": ranking,
+               "train-lda": dict(bytes=MiB), "run-lda": ranking}
+    steps = {name: dict(parts=[_part(9.0, 9.0, 1.0, MiB)], done=True, output=out) for name, out in outputs.items()}
+    work.mkdir()
+    full.save_state(work / full.STATE, dict(format=full.FORMAT, settings=settings, steps=steps))
+    ran = []
+
+    def fake_step(step, state, state_path, work, env, deadline):
+        ran.append(step.name)
+        state["steps"].setdefault(step.name, dict(parts=[]))["parts"].append(_part(1.0, 2.0, 0.5, MiB))
+        state["steps"][step.name].update(done=True, output=ranking)
+        full.save_state(state_path, state)
+
+    monkeypatch.setattr(full, "_run_step", fake_step)
+    monkeypatch.setattr(full, "_prepare", lambda *a: dict(gen_s=0.0, vocab=Vocabulary(["a", "b", "c"], 2, "test")))
+    common = dict(kinds=["lda"], docs=1000, terms=3000, work=str(work), projection=str(PROJECTION))
+    full.run(**common, stop_after=0, remeasure=["run-lda"])
+    assert ran == [] and json.loads((work / full.STATE).read_text())["steps"] == steps
+    full.run(**common, remeasure=["run-lda"])
+    state = json.loads((work / full.STATE).read_text())
+    assert ran == ["run-lda"] and [p["wall_s"] for p in state["steps"]["run-lda"]["parts"]] == [1.0]
+    kept = ("index", "ql", "train-lda")
+    assert {k: v for k, v in state["steps"].items() if k != "run-lda"} == {k: steps[k] for k in kept}
+    full.run(**common)  # nothing left to measure
+    assert ran == ["run-lda"]
+    for name in ("train-lda", "index", "run-pam"):
+        with pytest.raises(ValueError, match=rf"^--remeasure {name}: only ranking steps are measured again \(ql, "
+                                             rf"run-lda with these --kinds\)"):
+            full.run(**common, remeasure=[name])

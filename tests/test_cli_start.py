@@ -90,3 +90,22 @@ def test_an_interrupt_wrapped_by_an_import_is_an_interruption(monkeypatch, capsy
     assert capsys.readouterr().err == "topicir: interrupted\n"
     monkeypatch.setattr(builtins, "__import__", real_import)
     assert not cli._caused_by_interrupt(RuntimeError("Error calling __set_name__"))  # other failures stay failures
+
+
+def test_a_run_with_a_model_loads_only_what_ranking_needs(tmp_path):
+    """``topicir run --model`` with an LDA model: no torch, Ray, scipy.special or plotting on the
+    way (each costs a second or more at the start of a command)."""
+    from retrieval.core.index import build_index
+    from retrieval.core.modelfiles import train_model
+
+    index = build_index([DATA / "docs.trec"], tmp_path / "idx")
+    model = tmp_path / "lda.npz"
+    train_model(index, "lda", model, progress=False, n_topics=3, n_chains=1, n_iter=8, seed=1)
+    argv = ["-q", "run", "--index", str(index.path), "--topics", str(DATA / "topics.trec"), "--model", str(model)]
+    argv += ["--out", str(tmp_path / "a.txt")]
+    code = (f"import sys\nfrom retrieval.ui.cli import main\nassert main({argv!r}) == 0\n"
+            "print(sorted(m for m in ('torch', 'ray', 'scipy.special', 'matplotlib', 'sklearn') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+    assert len((tmp_path / "a.txt").read_text().splitlines()) == 8  # the 2 topics' documents

@@ -99,6 +99,27 @@ def test_range_postings_keep_every_posting_and_counts_past_uint16():
     np.testing.assert_allclose(m.p_w_d(terms), m.p_w_d_per_sample(terms).mean((0, 1)), rtol=1e-12)
 
 
+def test_constants_from_the_range_pass_equal_the_plain_pass():
+    """The pass that writes p_w_d's range postings computes the per-document constants from the
+    same read of the postings, bit for bit those of the plain pass, and a second block count
+    leaves them as they are."""
+    corpus = synthetic_corpus(60, 40, 20, seed=5, n_latent=3)
+    m = LDA(n_topics=5, n_chains=2, n_iter=10, burn_in=5, sample_every=5, optimize_alpha=True,
+            optimize_every=5, seed=6).fit(corpus)
+    m.ROW_BYTES = 64  # ranges of 8 documents
+    m._mean_postings()
+    fused = [a.copy() for a in m._doc_consts[:3]]
+    m._doc_consts = None
+    m._constants()  # the plain pass
+    for a, b in zip(fused, m._doc_consts[:3]):
+        np.testing.assert_array_equal(a, b)
+    assert (fused[1] > 0).all()
+    m.ROW_BYTES = 128
+    m._mean_postings()
+    assert len(m._doc_consts[-1]) == 1 and m._doc_consts[1] is not None
+    np.testing.assert_array_equal(m._doc_consts[1], fused[1])
+
+
 def test_optimised_alpha_takes_the_per_sample_length_path(fitted):
     _, m = fitted
     assert m._constants()[5] is False

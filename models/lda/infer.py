@@ -17,8 +17,9 @@ class LDADocumentModel:
     from the inference arrays ``_set_inference_arrays`` sets."""
 
     # p_w_d: the most bytes of a term's row one document range holds (at most 8 << 16, so that
-    # a posting's offset in its range fits uint16)
-    ROW_BYTES = 1 << 19
+    # a posting's offset in its range fits uint16); an eighth of a 1 MiB L2, so that the row stays
+    # cached beside the postings streaming through and whatever else shares the core
+    ROW_BYTES = 1 << 17
 
     def _constants(self):
         """Per-document constants of the kept samples, computed once per model: inv_len and
@@ -54,34 +55,36 @@ class LDADocumentModel:
         """One pass over the document postings of the kept samples, a few samples at a time,
         computing what :meth:`_constants` holds (when not yet computed) and, unless
         ``n_blocks`` is None, :meth:`_mean_postings`'s arrays for ``n_blocks`` (counts uint16, or
-        int32 from the first chunk with a count past uint16); a memory-mapped
+        int32 from the first chunk with a count past uint16), the constants then from the same
+        read of the postings (:func:`~models.lda.score_kernels.range_postings`); a memory-mapped
         file's pages of each chunk are released after it
         (:func:`~models.common.checkpoint.release`), so the pass holds a chunk, not the table."""
         n_cs, D = self.kd_ptr_.shape[0], len(self.doc_len_)
         K = self.kd_ptr_.shape[1] - 1
         consts = getattr(self, "_doc_consts", None) is None
-        if consts:
-            inv_len, smooth = np.empty((n_cs, D)), np.empty((n_cs, D))
+        beta = float(self.beta)
+        smooth = np.empty((n_cs if consts else 0, D))
         if n_blocks is not None:
             bounds = np.empty((n_cs, K, n_blocks + 1), dtype=np.int64)
             off = np.empty(len(self.kd_doc_), dtype=np.uint16)
             cnt = np.empty(len(self.kd_count_), dtype=np.uint16)
         for c0, c1 in self._kd_chunks():
             ptr = self.kd_ptr_[c0:c1]
-            if consts:
-                S_.doc_constants(ptr, self.kd_doc_, self.kd_count_, self.n_k_samples_[c0:c1],
-                                 self.alpha_samples_[c0:c1], float(self.beta), self.n_terms_,
-                                 self.doc_len_, inv_len[c0:c1], smooth[c0:c1])
-            if n_blocks is not None:
-                lo, hi = ptr[0, 0], ptr[-1, -1]
-                if cnt.dtype == np.uint16 and hi > lo and self.kd_count_[lo:hi].max() > np.iinfo(np.uint16).max:
-                    cnt = cnt.astype(np.int32)  # the counts so far fit either
+            if n_blocks is None:
+                S_.doc_constants(ptr, self.kd_doc_, self.kd_count_, self.n_k_samples_[c0:c1], beta,
+                                 self.n_terms_, smooth[c0:c1])
+            else:
                 bounds[c0:c1] = S_.posting_bounds(ptr, self.kd_doc_, D, n_blocks)
-                S_.range_postings(bounds[c0:c1], self.kd_doc_, self.kd_count_, D, off, cnt)
+                args = (bounds[c0:c1], self.kd_doc_, self.kd_count_, D, self.n_k_samples_[c0:c1], beta,
+                        self.n_terms_, off)
+                if S_.range_postings(*args, cnt, smooth[c0:c1]) > np.iinfo(cnt.dtype).max:
+                    cnt = cnt.astype(np.int32)  # the counts of the chunks before fit either
+                    S_.range_postings(*args, cnt, smooth[c0:c1])
             for a in (self.kd_doc_, self.kd_count_):
                 release(a, ptr[0, 0], ptr[-1, -1])
         if consts:
-            base = np.empty(D)
+            inv_len, base = np.empty((n_cs, D)), np.empty(D)
+            S_.inv_lengths(self.alpha_samples_, self.doc_len_, inv_len)
             S_.mean_constants(inv_len, smooth, base)
             lengths, len_slot = np.unique(self.doc_len_, return_inverse=True)
             shared = bool((inv_len == inv_len[:1]).all())

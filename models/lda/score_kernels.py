@@ -17,20 +17,27 @@ from numba import njit, prange
 from ..common.kernels.sparse import lower_bound
 
 
+@njit(cache=True)
+def inv_lengths(alpha, doc_len, inv_len):
+    """inv_len[cs, d] = 1 / (n_d + A) of every sample, A = sum(alpha[cs]) summed in topic order."""
+    for cs in range(alpha.shape[0]):
+        A = 0.0
+        for k in range(alpha.shape[1]):
+            A += alpha[cs, k]
+        for d in range(len(doc_len)):
+            inv_len[cs, d] = 1.0 / (doc_len[d] + A)
+
+
 @njit(cache=True, parallel=True)
-def doc_constants(kd_ptr, kd_doc, kd_count, n_k, alpha, beta, n_terms, doc_len, inv_len, smooth):
-    """Per (sample, doc): inv_len = 1 / (n_d + A) and smooth = sum_k n_dk beta / (n_k + V beta),
-    the term-independent part of sum_k n_dk phi_kw. Overwrites inv_len, smooth (n_cs, n_docs)."""
+def doc_constants(kd_ptr, kd_doc, kd_count, n_k, beta, n_terms, smooth):
+    """Per (sample, doc): smooth = sum_k n_dk beta / (n_k + V beta), the term-independent part
+    of sum_k n_dk phi_kw (:func:`range_postings` computes it too, in the same order).
+    Overwrites smooth (n_cs, n_docs)."""
     n_cs = kd_ptr.shape[0]
     K = kd_ptr.shape[1] - 1
     vbeta = n_terms * beta
     for cs in prange(n_cs):
-        A = 0.0
-        for k in range(K):
-            A += alpha[cs, k]
-        for d in range(len(doc_len)):
-            inv_len[cs, d] = 1.0 / (doc_len[d] + A)
-            smooth[cs, d] = 0.0
+        smooth[cs] = 0.0
         for k in range(K):
             b = beta / (n_k[cs, k] + vbeta)
             for j in range(kd_ptr[cs, k], kd_ptr[cs, k + 1]):
@@ -88,20 +95,37 @@ def posting_bounds(kd_ptr, kd_doc, n_docs, n_blocks):
 
 
 @njit(cache=True, parallel=True)
-def range_postings(bounds, kd_doc, kd_count, n_docs, off, cnt):
+def range_postings(bounds, kd_doc, kd_count, n_docs, n_k, beta, n_terms, off, cnt, smooth):
     """The postings of :func:`posting_bounds`'s document ranges relative to their range:
     off[i] = kd_doc[i] - the range's first document (a range spans at most 65,536 documents,
-    so uint16 holds it) and cnt[i] = kd_count[i] (uint16 where every count fits), so that
-    :func:`p_w_d_mean` reads half the bytes a posting. Overwrites off, cnt (len(kd_doc),)."""
+    so uint16 holds it) and cnt[i] = kd_count[i] (uint16 where every count fits: the largest
+    count is returned, and a caller with uint16 ``cnt`` redoes the pass with int32 counts past
+    it), so that :func:`p_w_d_mean` reads half the bytes a posting. Unless it has no rows,
+    ``smooth`` (n_cs, n_docs) gets :func:`doc_constants` from the same read of the postings,
+    a range's rows staying in cache. Overwrites off, cnt (len(kd_doc),) and smooth."""
     n_cs, K, n_bounds = bounds.shape
     n_blocks = n_bounds - 1
+    vbeta = n_terms * beta
+    with_smooth = smooth.shape[0] > 0
+    top = np.zeros(n_blocks, dtype=np.int64)
     for blk in prange(n_blocks):
         d0 = blk * n_docs // n_blocks
+        d1 = (blk + 1) * n_docs // n_blocks
+        high = 0
         for cs in range(n_cs):
+            if with_smooth:
+                smooth[cs, d0:d1] = 0.0
             for k in range(K):
+                b = beta / (n_k[cs, k] + vbeta)
                 for i in range(bounds[cs, k, blk], bounds[cs, k, blk + 1]):
-                    off[i] = kd_doc[i] - d0
-                    cnt[i] = kd_count[i]
+                    d, c = kd_doc[i], kd_count[i]
+                    off[i] = d - d0
+                    cnt[i] = c
+                    high = max(high, np.int64(c))
+                    if with_smooth:
+                        smooth[cs, d] += c * b
+        top[blk] = high
+    return top.max() if n_blocks > 0 else 0
 
 
 # prange entry point: flat arrays (see models/common/kernels/__init__.py)

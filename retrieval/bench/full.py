@@ -24,7 +24,9 @@ goes on: an interrupted training resumes from its checkpoint (``topicir train`` 
 with the same ``--out``), and its figures add the parts before and after the interruption,
 each kept. ``--stop-after MIN`` starts no step after MIN minutes and stops a training at its
 first checkpoint written after them (no sweep is lost), so a kind's training can span sittings;
-``--stop-after 0`` runs nothing and writes the table of what is measured.
+``--stop-after 0`` runs nothing and writes the table of what is measured. ``--remeasure STEP``
+runs a ranking step measured before once more (``ql``, ``run-KIND``: after a change to the code
+it runs), its new figures replacing the old ones; a training or the index is not run again.
 
 The table (:mod:`retrieval.bench.full_table`) puts every figure beside the projection of
 ``topicir bench scale`` (``--projection``, its generated file) with the ratio measured /
@@ -204,9 +206,11 @@ def _prepare(work: Path, docs: int, terms: int, seed: int, wordnet) -> dict:
 
 def run(*, kinds=KINDS, docs: int = 250_000, terms: int = 200_000, seed: int = 0, threads: int = 2,
         iterations: int | None = None, work: str = "build/bench-full", stop_after: float | None = None,
-        projection: str = "docs/results/bench-scale.md", wordnet: str | None = None) -> list[Table]:
+        projection: str = "docs/results/bench-scale.md", wordnet: str | None = None,
+        remeasure=()) -> list[Table]:
     """Run (or go on with) the user's path for ``kinds`` on ``docs`` synthetic AP documents and
-    return its table beside the projection (module docstring)."""
+    return its table beside the projection (module docstring); ``remeasure``: ranking steps to
+    run and measure again."""
     from models.registry import kinds as registered
 
     unknown = [k for k in kinds if k not in registered()]
@@ -218,14 +222,20 @@ def run(*, kinds=KINDS, docs: int = 250_000, terms: int = 200_000, seed: int = 0
     if stop_after is not None and stop_after < 0:
         raise ValueError(f"--stop-after must be >= 0 minutes, got {stop_after!r}")
     deadline = None if stop_after is None else time.time() + 60 * stop_after
+    ranking = ["ql"] + [f"run-{kind}" for kind in kinds]
+    wrong = [name for name in remeasure if name not in ranking]
+    if wrong:
+        raise ValueError(f"--remeasure {wrong[0]}: only ranking steps are measured again ({', '.join(ranking)} "
+                         f"with these --kinds); a training or the index would be redone")
     work = Path(work)
     work.mkdir(parents=True, exist_ok=True)
     settings = dict(docs=docs, terms=terms, seed=seed, threads=threads, iterations=iterations)
     with target_lock(work / STATE, what="bench full state"):  # a second benchmark of --work is refused
-        return _run_locked(work, list(kinds), settings, deadline, Path(projection), wordnet)
+        return _run_locked(work, list(kinds), settings, deadline, Path(projection), wordnet, set(remeasure))
 
 
-def _run_locked(work: Path, kinds: list[str], settings: dict, deadline, projection: Path, wordnet) -> list[Table]:
+def _run_locked(work: Path, kinds: list[str], settings: dict, deadline, projection: Path, wordnet,
+                remeasure: set) -> list[Table]:
     from tqdm.auto import tqdm
 
     state_path = work / STATE
@@ -236,7 +246,7 @@ def _run_locked(work: Path, kinds: list[str], settings: dict, deadline, projecti
     steps = plan(work, kinds, settings["threads"], settings["iterations"])
     env = _child_env(settings["threads"])
     done = lambda name: state["steps"].get(name, {}).get("done", False)  # noqa: E731
-    todo = [s for s in steps if not done(s.name)]
+    todo = [s for s in steps if not done(s.name) or s.name in remeasure]
     bar = tqdm(total=len(steps), initial=len(steps) - len(todo), desc="bench full", unit=" steps")
     stopped = None
     try:
@@ -247,6 +257,9 @@ def _run_locked(work: Path, kinds: list[str], settings: dict, deadline, projecti
             if step.needs and not done(step.needs):
                 stopped = step.name
                 break
+            if step.name in remeasure and done(step.name):  # its old figures go only once it runs again
+                log.info("%s: measured again (its earlier figures are replaced)", step.name)
+                state["steps"].pop(step.name)
             _run_step(step, state, state_path, work, env, deadline)
             bar.update(int(done(step.name)))
             if not done(step.name):  # stopped at a checkpoint past the deadline

@@ -217,6 +217,9 @@ def add_full(p):
     p.add_argument("--stop-after", type=float, default=None, metavar="MIN",
                    help="start no step after MIN minutes and stop a training at its first checkpoint after them; "
                         "0 writes the table of what is measured")
+    p.add_argument("--remeasure", nargs="+", default=[], metavar="STEP",
+                   help="run these ranking steps again (ql, run-KIND), measured before, e.g. after a code change; "
+                        "their new figures replace the old")
     p.add_argument("--projection", default="docs/results/bench-scale.md",
                    help="the file 'topicir bench scale --write' wrote, whose figures the measured ones are set beside")
     p.add_argument("--wordnet", default=None, help="WordNet 3.0 dict directory (default /usr/share/wordnet)")
