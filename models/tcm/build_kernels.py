@@ -5,6 +5,7 @@ sweeps, the merge), the documents' topic lists, and the random start (see
 import numpy as np
 from numba import njit, prange
 
+from ..common.kernels.pages import huge_empty, huge_full
 from ..common.kernels.prefetch import prefetch
 from ..common.kernels.rng import uniform
 from ..common.kernels.sparse import label_counts
@@ -44,7 +45,7 @@ def build_tables(term_ids, b, n_topics):
     ty_head = np.empty(cap, dtype=np.int32)
     n_k = np.zeros(n_topics, dtype=np.int64)
     # the hash of every collocation first, so that the lookups below can prefetch their slots
-    col_hash = np.empty(n_col, dtype=np.uint64)
+    col_hash = huge_empty(n_col, np.uint64)
     c = 0
     s = 0
     for i in range(N):
@@ -53,7 +54,7 @@ def build_tables(term_ids, b, n_topics):
             c += 1
             s = i + 1
     # the type of every collocation, in document order
-    col_type = np.empty(n_col, dtype=np.int32)
+    col_type = huge_empty(n_col, np.int32)
     n_types = 0
     c = 0
     s = 0
@@ -87,7 +88,7 @@ def build_tables(term_ids, b, n_topics):
     ptr = np.zeros(max(n_topics, n_types) + 1, dtype=np.int64)
     for k in range(n_topics):
         ptr[k + 1] = ptr[k] + n_k[k]
-    by_topic = np.empty(n_col, dtype=np.int32)  # collocations grouped by topic
+    by_topic = huge_empty(n_col, np.int32)  # collocations grouped by topic
     c = 0
     for i in range(N):
         k = b[i]
@@ -100,8 +101,8 @@ def build_tables(term_ids, b, n_topics):
         ptr[col_type[c] + 1] += 1
     for t in range(n_types):
         ptr[t + 1] += ptr[t]
-    order = np.empty(n_col, dtype=np.int32)  # collocations by type, in topic order within a type
-    topics = np.empty(n_col, dtype=np.int32)  # and their topics
+    order = huge_empty(n_col, np.int32)  # collocations by type, in topic order within a type
+    topics = huge_empty(n_col, np.int32)  # and their topics
     c = 0
     for k in range(n_topics):
         for _ in range(n_k[k]):
@@ -126,10 +127,10 @@ def build_tables(term_ids, b, n_topics):
             c += 1
     cap = max(n_entries, 16)
     en_slot = entry_slots(cap)
-    en_type = np.empty(cap, dtype=np.int32)
-    en_topic = np.empty(cap, dtype=np.int32)
-    en_count = np.empty(cap, dtype=np.int32)
-    en_next = np.empty(cap, dtype=np.int32)
+    en_type = huge_empty(cap, np.int32)
+    en_topic = huge_empty(cap, np.int32)
+    en_count = huge_empty(cap, np.int32)
+    en_next = huge_empty(cap, np.int32)
     col_entry = by_topic  # reused: the entry of every collocation
     n_entries = 0
     c = 0
@@ -151,7 +152,7 @@ def build_tables(term_ids, b, n_topics):
             c += 1
         en_next[n_entries - 1] = -1
     entry_rehash(en_slot, en_type, en_topic, n_entries)
-    tok_entry = np.full(N, -1, dtype=np.int32)
+    tok_entry = huge_full(N, -1, np.int32)
     c = 0
     for i in range(N):
         if b[i] >= 0:

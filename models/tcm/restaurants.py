@@ -12,6 +12,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from ..common.kernels.pages import huge_copy, huge_empty, huge_full
 from ..common.kernels.prefetch import prefetch
 from ..common.kernels.sparse import lower_bound
 
@@ -152,16 +153,16 @@ def type_rehash(ty_slot, ty_hash, ty_len, n_types):
 @njit(cache=True)
 def type_slots(cap):
     """An empty slot table for up to ``cap`` types (load factor <= 1/2)."""
-    return np.full(2 * pow2_at_least(2 * cap), EMPTY, dtype=np.uint64)
+    return huge_full(2 * pow2_at_least(2 * cap), EMPTY, np.uint64)
 
 
 @njit(cache=True)
 def types_resized(ty_hash, ty_len, ty_pos, ty_head, n_types, cap):
     """New type arrays of capacity ``cap`` holding the first n_types types."""
-    nh = np.empty(cap, dtype=np.uint64)
-    nl = np.empty(cap, dtype=np.int32)
-    npos = np.empty(cap, dtype=np.int64)
-    nhead = np.empty(cap, dtype=np.int32)
+    nh = huge_empty(cap, np.uint64)
+    nl = huge_empty(cap, np.int32)
+    npos = huge_empty(cap, np.int64)
+    nhead = huge_empty(cap, np.int32)
     nh[:n_types] = ty_hash[:n_types]
     nl[:n_types] = ty_len[:n_types]
     npos[:n_types] = ty_pos[:n_types]
@@ -217,16 +218,16 @@ def entry_rehash(en_slot, en_type, en_topic, n_entries):
 @njit(cache=True)
 def entry_slots(cap):
     """An empty slot table for up to ``cap`` entries (load factor <= 1/2)."""
-    return np.full(2 * pow2_at_least(2 * cap), -1, dtype=np.int64)
+    return huge_full(2 * pow2_at_least(2 * cap), -1, np.int64)
 
 
 @njit(cache=True)
 def entries_resized(en_type, en_topic, en_count, en_next, n_entries, cap):
     """New entry arrays of capacity ``cap`` holding the first n_entries entries."""
-    nt = np.empty(cap, dtype=np.int32)
-    nk = np.empty(cap, dtype=np.int32)
-    nc = np.empty(cap, dtype=np.int32)
-    nn = np.empty(cap, dtype=np.int32)
+    nt = huge_empty(cap, np.int32)
+    nk = huge_empty(cap, np.int32)
+    nc = huge_empty(cap, np.int32)
+    nn = huge_empty(cap, np.int32)
     nt[:n_entries] = en_type[:n_entries]
     nk[:n_entries] = en_topic[:n_entries]
     nc[:n_entries] = en_count[:n_entries]
@@ -252,7 +253,7 @@ def types_copy(g_slot, g_hash, g_len, g_pos, g_head, n_types, extra):
     cap = n_types + extra
     ty_hash, ty_len, ty_pos, ty_head = types_resized(g_hash, g_len, g_pos, g_head, n_types, cap)
     if 4 * cap <= len(g_slot):
-        ty_slot = g_slot.copy()
+        ty_slot = huge_copy(g_slot)
     else:
         ty_slot = type_slots(cap)
         type_rehash(ty_slot, ty_hash, ty_len, n_types)
@@ -265,7 +266,7 @@ def entries_copy(g_slot, g_type, g_topic, g_count, g_next, n_entries, extra):
     cap = n_entries + extra
     en_type, en_topic, en_count, en_next = entries_resized(g_type, g_topic, g_count, g_next, n_entries, cap)
     if 4 * cap <= len(g_slot):
-        en_slot = g_slot.copy()
+        en_slot = huge_copy(g_slot)
     else:
         en_slot = entry_slots(cap)
         entry_rehash(en_slot, en_type, en_topic, n_entries)
