@@ -100,7 +100,7 @@ def test_buckets_equal_eq5_and_naive_to_1e12(seed):
     inv = inv_of(tree, n_i)
     bound = T.path_bound(tree, alpha)
     for d in range(len(doc_ptr) - 1):
-        sp = Sparse(tree, n_e, n_dk, inv, alpha, d, sw=seed % 2, bound=bound)
+        sp = Sparse(tree, n_e, n_dk, inv, alpha, d, sw=bool(seed % 2), bound=bound)
         stp, rtp, etop, qe, qv = sp.stp, sp.rtp, sp.etop, sp.qe[0], sp.qv
         for w in range(V):
             want = ref.conditional(tree, w, d, n_e, n_i, n_dk, alpha)
@@ -223,7 +223,7 @@ def test_topic_lists_stay_the_nonzero_topics_with_their_counts(sort, track):
     nz = TL.topic_list(cnt, 1, sort, top, lc, pos, 2, track)
     for _ in range(3000):
         k = rng.integers(Kl)
-        i = pos[2, k] if track else TL.find(top, 2, nz, k)
+        i = int(pos[2, k]) if track else TL.find(top, 2, nz, k)
         assert i == (list(top[2, :nz]).index(k) if cnt[1, k] else -1)
         if cnt[1, k] > 0 and rng.random() < 0.5:
             cnt[1, k] -= 1

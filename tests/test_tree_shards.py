@@ -66,7 +66,9 @@ def test_a_sub_steps_shards_touch_disjoint_counts(S):
     assert sh.run_ptr[-1] == c.n_tokens and sh.block_ptr[-1, -1] == len(sh.run_doc)
 
 
-@pytest.mark.parametrize("sampler", ["naive", "fast", "fast-rb-sdw"])
+# FAST's sweep is a compiled kernel of its own that no other test of the default suite needs: its
+# sharded fit runs in make test-long, beside its whole sweeps (tests/test_tree_lda_kernels.py).
+@pytest.mark.parametrize("sampler", ["naive", "fast-rb-sdw", pytest.param("fast", marks=pytest.mark.long)])
 def test_sharded_fit_keeps_exact_counts(sampler):
     c = corpus(seed=1)
     m = TreeLDA(**dict(FAST, n_shards=3, sampler=sampler)).fit(c, synsets=SYN)

@@ -126,12 +126,13 @@ def make_corpus(doc_ptr, term_ids, n_terms=None, fingerprint=None):
         raise ValueError(f"n_terms must be >= 1, got {n_terms!r}")
     if fingerprint is None:
         fingerprint = "sha1:" + content_hash(doc_ptr, term_ids, n_terms)
-    return Corpus(_read_only(doc_ptr), _read_only(term_ids), n_terms, str(fingerprint))
+    return Corpus(read_only(doc_ptr), read_only(term_ids), n_terms, str(fingerprint))
 
 
-def _read_only(a):
-    """A read-only view: an index's corpus is memory-mapped read-only, and one array type for
-    every corpus means one compiled version of each kernel."""
+def read_only(a):
+    """A read-only view (no copy): an index's corpus is memory-mapped read-only, and one array
+    type for every corpus, wherever its arrays come from, means one compiled version of each
+    kernel that reads them."""
     view = a.view()
     view.flags.writeable = False
     return view
@@ -211,4 +212,4 @@ def synthetic_corpus(n_docs, n_terms, mean_len, seed=0, zipf_s=1.07, n_latent=10
             term_ids[sel] = tperm[ranks[sel]]
     fp = (f"synthetic:n_docs={n_docs},n_terms={n_terms},mean_len={mean_len},seed={seed},"
           f"zipf_s={zipf_s},n_latent={n_latent},background={background}")
-    return Corpus(doc_ptr, term_ids, int(n_terms), fp)
+    return Corpus(read_only(doc_ptr), read_only(term_ids), int(n_terms), fp)

@@ -9,6 +9,7 @@ workers during training; the driver pulls the chains' state when the fit loop re
 """
 import numpy as np
 
+from ..common.corpus import read_only
 from ..common.executors.ray import RayWorker
 from ..common.executors.sweeps import SweepRunner
 from . import kernels as G_
@@ -21,7 +22,9 @@ def runner(executor, model):
 class GldaWorker(RayWorker):
     def setup(self, doc_ptr, term_ids, grp_ptr, run_ptr, tok_run, beta, unit, resample_groups,
               max_groups, max_len):
-        self.text = tuple(np.array(a) for a in (doc_ptr, term_ids, grp_ptr, run_ptr, tok_run))
+        # the corpus read-only, as the driver's: the local trainer's compiled sweep
+        self.text = (read_only(np.array(doc_ptr)), read_only(np.array(term_ids)),
+                     *(np.array(a) for a in (grp_ptr, run_ptr, tok_run)))
         self.beta, self.unit, self.resample_groups = beta, unit, resample_groups
         self.max_groups, self.max_len = max_groups, max_len
 

@@ -11,6 +11,7 @@ pulls back).
 """
 import numpy as np
 
+from ..common.corpus import read_only
 from ..common.executors.rounds import DocumentShards, PartitionRunner, PartitionWorker
 from ..common.executors.sharded import ShardedRunner, ShardHook, ShardWorker, doc_len_pieces
 from ..common import checkpoint as ckpt
@@ -222,7 +223,7 @@ class LdaShardWorker(ShardWorker, LdaWorker):
         dt_nnz = np.zeros((C, D_a), np.int32)
         active = np.stack([self.active(c, n_active) for c in range(C)])
         P = len(self.tree) // 2
-        lda_doc.online_pass(self.doc_ptr, np.arange(D_a, dtype=np.int32), term_ids, z, n_k,
+        lda_doc.online_pass(self.doc_ptr, np.arange(D_a, dtype=np.int32), read_only(term_ids), z, n_k,
                             self.lay["wcap_ptr"], wl, lay["wshift"], wl_nnz, lay["cap_ptr"], dt,
                             lay["cshift"], dt_nnz, active, np.array(alpha), self.beta, self.vbeta,
                             np.zeros((C, 2 * P)), np.zeros((C, K)), np.zeros((C, K), np.int32),

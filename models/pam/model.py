@@ -439,8 +439,8 @@ def pam_log_lik(corpus, z_super, z_sub, n_super, n_sub, alpha_root, alpha, beta)
     """
     z_super = np.asarray(z_super, dtype=np.int64)
     z = np.where(z_super >= 0, z_super * n_sub + np.asarray(z_sub, dtype=np.int64), -1).astype(np.int32)
-    alpha = np.ascontiguousarray(np.broadcast_to(np.asarray(alpha, dtype=np.float64),
-                                                 (n_super, n_sub)))
+    # a writable copy, as a model's alpha_ is (a broadcast view is read-only): one compiled kernel
+    alpha = np.array(np.broadcast_to(np.asarray(alpha, dtype=np.float64), (n_super, n_sub)))
     n_wj = np.zeros((corpus.n_terms, n_sub), dtype=np.int32)
     n_j = np.zeros(n_sub, dtype=np.int64)
     build_n_wj(corpus.term_ids, z, n_sub, n_wj, n_j)

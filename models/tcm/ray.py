@@ -11,6 +11,7 @@ own range.
 """
 import numpy as np
 
+from ..common.corpus import read_only
 from ..common.executors.ray import RayWorker, own
 from ..common.executors.sweeps import SweepRunner
 from .kernels import Prior, Text, _sweep_shard
@@ -23,7 +24,8 @@ def runner(executor, model):
 
 class TcmWorker(RayWorker):
     def setup(self, doc_ptr, term_ids, split, cap_ptr, shard_doc, alpha, p0_len, max_len, sparse):
-        self.text = Text(np.array(doc_ptr), np.array(term_ids), np.array(split))
+        # the corpus read-only, as the driver's: the local trainer's compiled sweep
+        self.text = Text(read_only(np.array(doc_ptr)), read_only(np.array(term_ids)), np.array(split))
         self.cap_ptr, self.shard_doc = np.array(cap_ptr), np.array(shard_doc)
         self.alpha, self.p0_len, self.max_len, self.sparse = alpha, np.array(p0_len), max_len, sparse
         self.record = np.zeros((0, 0))

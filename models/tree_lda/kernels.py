@@ -25,6 +25,7 @@ import numpy as np
 from numba import njit, typeof
 from numba.core import types
 
+from ..common.corpus import read_only
 from ..common.kernels.rng import uniform
 from .sparse_kernels import root_of, sparse_sweep
 from .state import Chain, Runs, TreeArrays
@@ -175,8 +176,9 @@ def sweep_runs(variant, run_ptr, run_doc, root, term_ids, z, zp, ptr, path_edges
     ``end`` only: the pieces draw exactly what one call draws.
     A Python dispatcher: the sparse kernel is specialised on its flags (``literally``), which
     numba resolves when called from Python and fails to type when called from jitted code.
-    Both kernels release the GIL, so chains and shards can sweep on threads."""
-    runs = Runs(run_ptr, run_doc, term_ids)
+    Both kernels release the GIL, so chains and shards can sweep on threads.
+    The runs are read-only views whatever the caller's arrays: one compiled sweep per sampler."""
+    runs = Runs(*(read_only(a) for a in (run_ptr, run_doc, term_ids)))
     tree = TreeArrays(ptr, path_edges, path_len, parent, root, beta, beta_sum)
     chain = Chain(z, zp, n_e, n_i, n_dk, inv, alpha)
     if variant == NAIVE:

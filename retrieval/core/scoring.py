@@ -16,6 +16,7 @@ import numba
 import numpy as np
 
 from models.common.base import launch_numba_threads
+from models.common.corpus import read_only
 
 from .stats import CollectionStats
 
@@ -156,14 +157,16 @@ class Scorer:
         """``log_norm(mu)``: log(|d| + mu) of these documents, where the caller keeps it."""
         out = np.zeros(len(doc_len))
         p_c = self.stats.p_c[query.term_ids]
+        # read-only, as an index's postings are: one compiled kernel whoever gathered them
+        post_doc, post_tf = read_only(np.asarray(post_doc)), read_only(np.asarray(post_tf))
         if self.lam == 1.0:
             log_norm = log_norm(self.mu) if log_norm is not None else np.log(doc_len + self.mu)
-            _score_ql(log_norm, np.asarray(post_doc), np.asarray(post_tf), np.asarray(post_lo, dtype=np.int64),
+            _score_ql(log_norm, post_doc, post_tf, np.asarray(post_lo, dtype=np.int64),
                       np.asarray(post_hi, dtype=np.int64), p_c, query.weights, self.mu, out)
         else:
             p_tm = self.model.p_w_d(query.term_ids) if p_tm is None else p_tm
             p_tm = np.asarray(p_tm, dtype=np.float64)  # either layout: a term-major view is not copied
-            _score_mixture(np.asarray(doc_len), np.asarray(post_doc), np.asarray(post_tf), np.asarray(post_lo),
+            _score_mixture(np.asarray(doc_len), post_doc, post_tf, np.asarray(post_lo),
                            np.asarray(post_hi), p_c, query.weights, self.mu, self.lam, p_tm,
                            self.stats.zeros_scratch(len(doc_len) * len(query.term_ids)), out)
         return out
@@ -196,8 +199,8 @@ class Scorer:
         lens = np.array([len(docs) for docs, _ in postings], dtype=np.int64)
         ptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
         extra = np.zeros(s.n_docs)
-        _score_mixture(np.asarray(s.doc_len), np.concatenate([d for d, _ in postings]).astype(np.int32),
-                       np.concatenate([t for _, t in postings]).astype(np.int32), ptr[:-1], ptr[1:],
+        docs, tf = (read_only(np.concatenate([p[i] for p in postings]).astype(np.int32)) for i in (0, 1))
+        _score_mixture(np.asarray(s.doc_len), docs, tf, ptr[:-1], ptr[1:],
                        np.asarray(p_c, dtype=np.float64), np.ones(len(postings)), self.mu, self.lam,
                        np.asarray(p_tm, dtype=np.float64), s.zeros_scratch(s.n_docs * len(postings)), extra)
         return extra

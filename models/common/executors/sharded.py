@@ -36,7 +36,7 @@ import ray
 from ray.exceptions import RayTaskError
 
 from .. import checkpoint as ckpt
-from ..corpus import mapped_file, read_piece
+from ..corpus import mapped_file, read_only, read_piece
 from ..gibbs import shard_docs
 from ..kept import digest, parts_dir
 from .ray import worker_env
@@ -67,10 +67,13 @@ class TokenReader:
     holds ``doc_src`` and ``tok_src``."""
 
     def read_tokens(self):
-        """This worker's ``doc_ptr`` (from 0) and ``term_ids``, read from where the driver said."""
-        self.doc_ptr = read_source(self.lay.pop("doc_src")).astype(np.int64)
-        self.doc_ptr -= self.doc_ptr[0]
-        self.term_ids = read_source(self.lay.pop("tok_src")).astype(np.int32)
+        """This worker's ``doc_ptr`` (from 0) and ``term_ids``, read from where the driver said;
+        read-only, as a corpus's arrays are, so that the kernels that read them are the ones the
+        local trainer compiled."""
+        doc_ptr = read_source(self.lay.pop("doc_src")).astype(np.int64)
+        doc_ptr -= doc_ptr[0]
+        self.doc_ptr = read_only(doc_ptr)
+        self.term_ids = read_only(read_source(self.lay.pop("tok_src")).astype(np.int32))
 
 
 class ShardWorker(TokenReader):
