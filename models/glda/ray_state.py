@@ -17,7 +17,6 @@ from ..common.executors.chains import ChainRunner, ChainWorker
 from ..common.kernels.rng import make_rng_states
 from ..lda.ray import LdaShardHook
 from . import files
-from .model import GroupedLDA
 
 _WORDS = ("tw_ptr", "tw_topic", "tw_count", "n_k", "alpha")  # a kept sample's model-level part
 _DOCS = ("kd_ptr", "kd_doc", "kd_count")
@@ -33,9 +32,10 @@ class GldaChainWorker(ChainWorker):
 
     SAMPLE_ENTRIES = "kd_doc"
 
-    def setup(self, params):
-        # one CPU an actor, so one thread (a chain's draws never depend on the threads)
-        self.model = GroupedLDA(**dict(params, n_chains=len(self.chains()), n_jobs=1))
+    def setup(self, cls, params):
+        # the driver's model class (this module is imported by it); one CPU an actor, so one
+        # thread (a chain's draws never depend on the threads)
+        self.model = cls(**dict(params, n_chains=len(self.chains()), n_jobs=1))
 
     def build(self):
         self.read_tokens()
@@ -98,7 +98,7 @@ class GldaChainHook:
 
     @staticmethod
     def worker_args(model, corpus):
-        return ({k: v for k, v in model.get_params().items() if k != "executor"},)
+        return type(model), {k: v for k, v in model.get_params().items() if k != "executor"}
 
     @staticmethod
     def start(model):

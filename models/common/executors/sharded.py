@@ -68,11 +68,9 @@ class TokenReader:
 
     def read_tokens(self):
         """This worker's ``doc_ptr`` (from 0) and ``term_ids``, read from where the driver said;
-        read-only, as a corpus's arrays are, so that the kernels that read them are the ones the
-        local trainer compiled."""
+        read-only as a corpus's are, so the kernels are those the local trainer compiled."""
         doc_ptr = read_source(self.lay.pop("doc_src")).astype(np.int64)
-        doc_ptr -= doc_ptr[0]
-        self.doc_ptr = read_only(doc_ptr)
+        self.doc_ptr = read_only(doc_ptr - doc_ptr[0])
         self.term_ids = read_only(read_source(self.lay.pop("tok_src")).astype(np.int32))
 
 
