@@ -79,6 +79,13 @@ def test_tcm_driver_holds_no_chain_state_and_a_damaged_checkpoint_part_is_refuse
     with pytest.raises(ValueError, match=rf"^{victim}: ") as e:
         TCM(executor=executor(), **KW).fit(data, split=split, checkpoint=path)
     assert "\n" not in str(e.value)
+    # the manifest's alpha0 trace, from which the chains' alpha0 resume: a sweep short
+    victim.write_bytes(good)
+    f = ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT)
+    ckpt.write_model_file(path, dict(f.header, alpha0_trace=f.header["alpha0_trace"][:-1]), dict(f.arrays),
+                          kind=ckpt.CHECKPOINT_FORMAT)
+    with pytest.raises(ValueError, match=rf"^{path}: damaged checkpoint \(alpha0_trace of shape \(11, 3\)"):
+        TCM(executor=executor(), **KW).fit(data, split=split, checkpoint=path)
 
 
 def test_a_state_part_with_a_topic_out_of_range_or_a_collocation_past_a_split_or_max_len_is_refused(tmp_path):

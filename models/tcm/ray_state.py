@@ -13,6 +13,8 @@ the log-likelihood and takes the kept samples with the local trainer's code
 driver keeps the parameters, every chain's alpha0 (the trace) and the log-likelihoods; it writes
 the checkpoints' manifest and the model file from the kept samples' parts.
 """
+import os
+
 import numpy as np
 
 from ..common import checkpoint as ckpt
@@ -131,9 +133,16 @@ class TcmChainHook(ChainHook):
         return (1,)
 
     @staticmethod
-    def resumed(model):
+    def resumed(model, path, header):
+        """Every chain's alpha0 as the trace's last row (alpha0 after the checkpoint's sweep)."""
         model.alpha_ = float(model.alpha_[0])
-        model.alpha0_ = np.array(model._alpha0_rows[-1], dtype=np.float64)
+        trace = np.array(model._alpha0_rows, dtype=np.float64)
+        if trace.shape != (header["iteration"], model.n_chains) or not (trace > 0).all() \
+                or not np.isfinite(trace).all():
+            raise ValueError(f"{os.fspath(path)}: damaged checkpoint (alpha0_trace of shape {trace.shape}, "
+                             f"not alpha0 > 0 of {model.n_chains} chains after each of {header['iteration']} "
+                             f"sweeps); delete it to start afresh")
+        model.alpha0_ = trace[-1].copy()
         return model.alpha0_
 
     @staticmethod

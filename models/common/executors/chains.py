@@ -86,7 +86,7 @@ class ChainRunner(WorkerStateLoop, RayRunner):
                                                                                   sweep), f"kept sample of sweep {sweep}"))
 
     def _resume_workers(self, model, corpus, path, h, start):
-        prior = self.hook.resumed(model)
+        prior = self.hook.resumed(model, path, h)
         self._each(lambda w, c0, c1: w.resume.remote(os.fspath(self.dir), os.fspath(path), self.base,
                                                       h["state_parts"], h["samples"], prior[c0:c1]), "resuming")
 
@@ -100,9 +100,10 @@ class ChainHook:
         return (model.n_chains, model.n_topics)
 
     @staticmethod
-    def resumed(model):
-        """The driver's side of a resume, once ``model.alpha_`` is the checkpoint's: returns
-        every chain's prior, which the workers' ``set_state`` takes."""
+    def resumed(model, path, header):
+        """The driver's side of a resume, once ``model.alpha_`` and the traces are those of
+        checkpoint ``path`` (whose header is ``header``): returns every chain's prior, which the
+        workers' ``set_state`` takes."""
         return model.alpha_
 
     @staticmethod
