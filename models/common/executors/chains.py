@@ -6,7 +6,8 @@ Every worker owns a contiguous range of the chains: it reads the corpus itself (
 corpus files when the corpus arrays are memory mapped, else from one object-store copy that all
 workers share), starts its chains from their streams, sweeps them, and keeps their whole state
 until the end. Nothing crosses workers during training. The driver keeps the parameters, the
-chains' priors and the traces (what the workers' sweeps return: the hook's ``swept``), and runs :class:`models.common.executors.sharded.WorkerStateLoop`:
+chains' priors and the traces (what the workers' sweeps return: the hook's ``swept``), and
+runs :class:`models.common.executors.sharded.WorkerStateLoop`:
 
 - log-likelihood: every worker computes its chains' whole log-likelihood, side by side;
 - kept samples: the worker of the chain writes both parts of the sample
