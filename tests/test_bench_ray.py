@@ -78,6 +78,19 @@ def test_glda_uses_at_most_one_worker_per_chain():
     assert many["transfer"] == 0 and many["latency"] == pytest.approx(100 * 0.005)
 
 
+def test_tcm_with_the_state_on_the_workers_sweeps_whole_chains():
+    """Its restaurants index the corpus by token position: whole chains a worker, nothing moved,
+    where the driver's TCM hands every worker the restaurants."""
+    here = PARTS._replace(on_workers=True)
+    few, many = (cost.project("tcm", COLL, w, SIZES, here, 10.0) for w in (2, 32))
+    assert few["workers_used"] == 2 and many["workers_used"] == 3
+    assert few["compute"] == pytest.approx(100 * 2 * 1e8 / 2e6)  # two chains on one worker
+    assert many["compute"] == pytest.approx(100 * 1e8 / 2e6)
+    assert many["transfer"] == many["state_bytes"] == many["sweep_bytes"] == 0
+    driver = cost.project("tcm", COLL, 32, SIZES, PARTS, 10.0)
+    assert driver["workers_used"] == 32 and driver["sweep_bytes"] == 3 * (32 * 40 * 1e8 + 4 * 1e8)
+
+
 def test_more_workers_cut_compute_but_not_the_driver():
     a, b = (cost.project("lda", COLL, w, SIZES, PARTS, 10.0) for w in (8, 32))
     assert b["compute"] == pytest.approx(a["compute"] / 4)

@@ -13,7 +13,7 @@ LDA model file, as locally).
 import numpy as np
 
 from ..common.corpus import make_corpus
-from ..common.executors.chains import ChainRunner, ChainWorker
+from ..common.executors.chains import ChainHook, ChainRunner, ChainWorker
 from ..common.kernels.rng import make_rng_states
 from ..lda.ray import LdaShardHook
 from . import files
@@ -88,7 +88,7 @@ class GldaChainWorker(ChainWorker):
         m.rng_[i] = arrays["rng"][0]
 
 
-class GldaChainHook:
+class GldaChainHook(ChainHook):
     """gLDA's part of :class:`ChainRunner`: the start's streams and priors, and LDA's model
     file written from the parts."""
 
@@ -105,7 +105,3 @@ class GldaChainHook:
         C = model.n_chains
         model.alpha_ = np.full((C, model.n_topics), model._alpha0())
         return make_rng_states(model.seed, C), model.alpha_
-
-    @staticmethod
-    def prior_shape(model):
-        return (model.n_chains, model.n_topics)

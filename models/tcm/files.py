@@ -1,5 +1,7 @@
 """What a TCM model file and checkpoint must hold: the tables of :mod:`models.common.validate`
 checks every load runs before a kernel reads the file."""
+from types import SimpleNamespace
+
 import numpy as np
 
 from ..common import file_specs as F
@@ -68,7 +70,7 @@ def _colloc_damage(ctx):
     return {"collection": c}
 
 
-def _boundaries(name, optional):
+def _boundary_check(name):
     def check(ctx):
         b = ctx.arrays[name]
         split = ctx.model._split.astype(bool)
@@ -81,6 +83,21 @@ def _boundaries(name, optional):
             if np.diff(np.concatenate([[-1], pos])).max(initial=0) > L:
                 return f"{name} holds a collocation longer than max_len = {L}"
         return None
+    return check
+
+
+def boundary_fault(model, b):
+    """What is wrong with the boundaries ``b`` (chains, tokens), int32, of ``model`` (its split
+    flags, topics and max_len; a checkpoint's checks above), or None."""
+    K = model.n_topics
+    if b.size and (b.min() < -1 or b.max() >= K):
+        bad = b.max() if b.max() >= K else b.min()
+        return f"b gives a topic {bad}, outside [-1, {K})"
+    return _boundary_check("b")(SimpleNamespace(model=model, arrays={"b": b}))
+
+
+def _boundaries(name, optional):
+    check = _boundary_check(name)
 
     def damage(ctx):  # the corpus's last token, a document's end, continued
         b = ctx.arrays[name].copy()

@@ -23,6 +23,7 @@ from ..common.gibbs import GibbsModel, shard_docs, stack_ptrs
 from .foldin import TCMFoldInMixin
 from .infer import TCMDocumentModel
 from .split import split_flags
+from .stack import stack_restaurants
 
 SAMPLERS = ("sparse", "exact")
 INITS = ("random", "unigram")
@@ -236,8 +237,7 @@ class TCM(TCMFoldInMixin, TCMDocumentModel, GibbsModel):
 
     def _alloc_chain_state(self, corpus):
         C, D, N = self.n_chains, corpus.n_docs, corpus.n_tokens
-        self.alpha_ = self._alpha()
-        self.p0_len_ = p0_table(float(self.p_stop), corpus.n_terms, self.max_len)
+        self._set_priors(self._alpha(), corpus.n_terms)
         self._corpus = corpus
         cap = int(self._cap_ptr[-1])
         self.b_ = np.full((C, N), -1, dtype=np.int32)
@@ -252,6 +252,11 @@ class TCM(TCMFoldInMixin, TCMDocumentModel, GibbsModel):
         # streams 0..S-1 sample the shards; stream S resamples alpha0
         self.rng_ = make_rng_states(self.seed, C, S + 1)
         self.alpha0_ = np.full(C, self._alpha0(self.p0_len_))
+        self._init_chains(corpus)
+
+    def _init_chains(self, corpus):
+        """Random boundaries and topics of every chain from its streams (``rng_`` set)."""
+        C, S = self.n_chains, self.n_shards
         for c in range(C):
             init_random(self._shard_doc, corpus.doc_ptr, self._split, self.b_[c], self.n_topics,
                         float(self.p_stop if self.init == "random" else 1.0), self.max_len,
@@ -303,6 +308,10 @@ class TCM(TCMFoldInMixin, TCMDocumentModel, GibbsModel):
 
     def _ray_runner(self, executor):
         """The runner of a :class:`models.common.executors.ray.RayExecutor` (imports Ray)."""
+        if getattr(executor, "state", "driver") == "workers":
+            from .ray_state import chain_runner
+
+            return chain_runner(executor, self)
         from .ray import runner
 
         return runner(executor, self)
@@ -367,48 +376,8 @@ class TCM(TCMFoldInMixin, TCMDocumentModel, GibbsModel):
     def _finalize(self, corpus):
         """Stack the kept samples as cs = c * n_samples + s over one vocabulary of collocation types."""
         samples = self._sorted_samples()
-        # one type vocabulary: occurrences (pos, len) -> padded term rows -> sorted unique rows
-        pos = np.concatenate([s["ty_pos"] for s in samples])
-        ln = np.concatenate([s["ty_len"] for s in samples]).astype(np.int64)
-        key, inv_occ = np.unique(pos * (self.max_len + 1) + ln, return_inverse=True)
-        upos, ulen = key // (self.max_len + 1), key % (self.max_len + 1)
-        L = self.max_len
-        cols = np.arange(L)
-        idx = np.minimum(upos[:, None] + cols[None, :], corpus.n_tokens - 1)
-        rows = np.where(cols[None, :] < ulen[:, None], corpus.term_ids[idx], -1).astype(np.int32)
-        order = np.lexsort([rows[:, j] for j in range(L - 1, -1, -1)] + [ulen])
-        rows_s, len_s = rows[order], ulen[order]
-        new = np.ones(len(order), dtype=bool)
-        new[1:] = (np.diff(len_s) != 0) | (rows_s[1:] != rows_s[:-1]).any(axis=1)
-        type_of_sorted = np.cumsum(new) - 1
-        type_of_occ = np.empty(len(order), dtype=np.int64)
-        type_of_occ[order] = type_of_sorted
-        first = np.flatnonzero(new)
-        lens = len_s[first]
-        self.type_ptr_ = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
-        self.type_terms_ = rows_s[first][cols[None, :] < lens[:, None]].astype(np.int32)
-        union = type_of_occ[inv_occ]
-        # restaurants of every sample, re-indexed by union type and sorted by (type, topic)
-        ct_type, ct_topic, ct_count, ct_ptr = [], [], [], [0]
-        off = 0
-        for s in samples:
-            n = len(s["ty_pos"])
-            u = union[off:off + n]
-            off += n
-            cnt = np.diff(s["en_ptr"])
-            o = np.argsort(u, kind="stable")
-            starts = s["en_ptr"][:-1][o]
-            lens_o = cnt[o]
-            gather = np.repeat(starts - np.concatenate([[0], np.cumsum(lens_o)[:-1]]), lens_o) + \
-                np.arange(lens_o.sum())
-            ct_type.append(np.repeat(u[o], lens_o).astype(np.int32))
-            ct_topic.append(s["en_topic"][gather])
-            ct_count.append(s["en_count"][gather])
-            ct_ptr.append(ct_ptr[-1] + int(lens_o.sum()))
-        self.ct_ptr_ = np.array(ct_ptr, dtype=np.int64)
-        self.ct_type_ = np.concatenate(ct_type)
-        self.ct_topic_ = np.concatenate(ct_topic)
-        self.ct_count_ = np.concatenate(ct_count)
+        for name, value in stack_restaurants(samples, corpus.term_ids, self.max_len).items():
+            setattr(self, name + "_", value)
         self.dk_ptr_, self.dk_topic_ = stack_ptrs([s["dk_ptr"] for s in samples],
                                                   [s["dk_topic"] for s in samples])
         self.dk_count_ = np.concatenate([s["dk_count"] for s in samples])
@@ -428,9 +397,13 @@ class TCM(TCMFoldInMixin, TCMDocumentModel, GibbsModel):
 
     def _after_load(self, header):
         # files written before alpha_used was stored had alpha=None meaning 1 / n_topics
-        self.alpha_ = float(header.get("alpha_used", 1.0 / self.n_topics if self.alpha is None
-                                       else self.alpha))
-        self.p0_len_ = p0_table(float(self.p_stop), self.n_terms_, self.max_len)
+        self._set_priors(float(header.get("alpha_used", 1.0 / self.n_topics if self.alpha is None
+                                          else self.alpha)), self.n_terms_)
+
+    def _set_priors(self, alpha, n_terms):
+        """``alpha_`` and P0's table ``p0_len_`` for a vocabulary of ``n_terms``."""
+        self.alpha_ = alpha
+        self.p0_len_ = p0_table(float(self.p_stop), n_terms, self.max_len)
 
 
 def joint_log_lik(corpus, b, n_topics, alpha, alpha0, p_stop=0.5, max_len=8):

@@ -381,8 +381,9 @@ def run(*, data: str = DEFAULT_20NEWS, docs: int | None = 1500, kinds=KINDS, siz
     args = SimpleNamespace(**locals())
     if iters < 3:
         raise ValueError("--iters must be >= 3 (the first and last sweeps are not timed)")
-    if max(workers) > chains and "glda" in kinds:
-        raise ValueError(f"gLDA's Ray workers own whole chains: --chains ({chains}) must be >= every --workers")
+    if max(workers) > chains and {"glda", "tcm"} & set(kinds):
+        raise ValueError(f"gLDA's Ray workers, and TCM's with the state on the workers, own whole chains: "
+                         f"--chains ({chains}) must be >= every --workers")
     from models.common.executors.signals import init_ray, shutdown_ray
 
     from ..datasets.newsgroups import newsgroups_corpus

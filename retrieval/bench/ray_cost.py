@@ -25,7 +25,8 @@ What a kind moves per sweep follows from what its runner sends (n_shards = W):
   to a merge task and the sum back to every worker and the driver, every round;
 - TCM (AD-LDA shards): the driver hands every worker the chain's restaurants, sized by the
   collocations (so by the tokens), and takes back the boundaries (4 bytes a token);
-- gLDA (whole chains): nothing; a worker sweeps whole chains, so at most C workers are used.
+- gLDA, and TCM with the state on the workers (whole chains): nothing; a worker sweeps whole
+  chains, so at most C workers are used.
 
 L per chain: LDA's sparse term lists (4 bytes a term for its length, an entry per nonzero
 n_kw, at most min(cf_w, K) of term w, packed in 4 or 8 bytes); PAM's dense n_wj (4 V s'
@@ -113,13 +114,19 @@ def state_bytes(kind: str, coll: Collection, sizes: Sizes, parts: Parts, zipf: f
         return 4.0 * coll.terms * sizes.k
     if kind == "tree-lda":
         return 16.0 * sizes.k * parts.nodes_per_term * coll.terms
-    if kind == "tcm":
+    if kind == "tcm" and not parts.on_workers:
         return parts.restaurant_bytes_per_token * coll.tokens
     return 0.0
 
 
-def workers_used(kind: str, workers: int, sizes: Sizes) -> int:
-    return min(workers, sizes.chains) if kind == "glda" else workers
+def whole_chains(kind: str, on_workers: bool = False) -> bool:
+    """Whether a worker sweeps whole chains: gLDA's, and TCM's with the state on the workers
+    (its restaurants index the corpus by token position, so a chain is not cut)."""
+    return kind == "glda" or (kind == "tcm" and on_workers)
+
+
+def workers_used(kind: str, workers: int, sizes: Sizes, on_workers: bool = False) -> int:
+    return min(workers, sizes.chains) if whole_chains(kind, on_workers) else workers
 
 
 def rounds_per_sweep(kind: str, workers: int, sizes: Sizes) -> int:
@@ -127,9 +134,12 @@ def rounds_per_sweep(kind: str, workers: int, sizes: Sizes) -> int:
     return sizes.chains * workers if kind in PARTITION else 1
 
 
-def sweep_bytes(kind: str, workers: int, coll: Collection, sizes: Sizes, L: float) -> float:
+def sweep_bytes(kind: str, workers: int, coll: Collection, sizes: Sizes, L: float,
+                on_workers: bool = False) -> float:
     """Bytes over the busiest link in one sweep of every chain (n_shards = workers)."""
     C, W = sizes.chains, workers
+    if whole_chains(kind, on_workers):
+        return 0.0
     if kind in PARTITION:
         if W == 1:
             return 0.0  # the slices stay on the one worker
@@ -144,11 +154,13 @@ def project(kind: str, coll: Collection, workers: int, sizes: Sizes, parts: Part
     """Projected seconds of a training, by part (the module docstring), and their total."""
     bw = gbps * 1e9 / 8
     N, C, W = coll.tokens, sizes.chains, workers
-    used = workers_used(kind, W, sizes)
+    used = workers_used(kind, W, sizes, parts.on_workers)
     L = state_bytes(kind, coll, sizes, parts, zipf)
+    moved = sweep_bytes(kind, W, coll, sizes, L, parts.on_workers)
+    whole = whole_chains(kind, parts.on_workers)
     per_sweep = dict(
-        compute=math.ceil(C / used) * N / parts.rate if kind == "glda" else C * N / (used * parts.rate),
-        transfer=sweep_bytes(kind, W, coll, sizes, L) / bw,
+        compute=math.ceil(C / used) * N / parts.rate if whole else C * N / (used * parts.rate),
+        transfer=moved / bw,
         latency=rounds_per_sweep(kind, W, sizes) * parts.latency,
         driver=N * parts.driver_s_per_token + C * N * parts.driver_bytes_per_token / bw)
     out = {key: sizes.sweeps * v for key, v in per_sweep.items()}
@@ -158,5 +170,5 @@ def project(kind: str, coll: Collection, workers: int, sizes: Sizes, parts: Part
     out["syncs"] = sizes.events * C * (N * (parts.event_s_per_token / spread + parts.sync_bytes_per_token / bw)
                                        + (used * parts.latency if parts.on_workers else 0.0))
     out["total"] = sum(out.values())
-    out.update(workers_used=used, state_bytes=L, sweep_bytes=sweep_bytes(kind, W, coll, sizes, L))
+    out.update(workers_used=used, state_bytes=L, sweep_bytes=moved)
     return out

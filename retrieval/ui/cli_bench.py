@@ -155,7 +155,8 @@ def add_ray(p):
     p.add_argument("--sizes", default="default", choices=("default", "quick"),
                    help="topic counts: each kind's defaults, or its quick settings")
     p.add_argument("--iters", type=int, default=4, help="sweeps (aviPAM: epochs) per run (>= 3)")
-    p.add_argument("--chains", type=int, default=2, help="chains (gLDA's workers own whole chains)")
+    p.add_argument("--chains", type=int, default=2,
+                   help="chains (gLDA's Ray workers, and TCM's with the state on the workers, own whole chains)")
     p.add_argument("--shards", type=int, default=4)
     p.add_argument("--threads", type=int, default=2, help="threads of the local trainer")
     p.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="Ray worker counts")

@@ -1,11 +1,13 @@
 """Whole chains on Ray workers with their state kept there (``RayExecutor(state="workers")`` of a
-kind that samples every chain sequentially, gLDA).
+kind whose chain cannot be cut into document ranges: gLDA samples every chain sequentially, TCM's
+restaurants index the whole corpus by token position).
 
 Every worker owns a contiguous range of the chains: it reads the corpus itself (from the
 corpus files when the corpus arrays are memory mapped, else from one object-store copy that all
 workers share), starts its chains from their streams, sweeps them, and keeps their whole state
 until the end. Nothing crosses workers during training. The driver keeps the parameters, the
-chains' priors and the traces, and runs :class:`models.common.executors.sharded.WorkerStateLoop`:
+chains' priors and the traces (what the workers' sweeps return: the hook's ``swept``), and
+runs :class:`models.common.executors.sharded.WorkerStateLoop`:
 
 - log-likelihood: every worker computes its chains' whole log-likelihood, side by side;
 - kept samples: the worker of the chain writes both parts of the sample
@@ -31,8 +33,8 @@ from .sharded import TokenReader, WorkerStateLoop, read_part, source
 class ChainRunner(WorkerStateLoop, RayRunner):
     """:class:`WorkerStateLoop` over whole chains. ``hook`` gives ``worker`` (a
     :class:`ChainWorker`), ``worker_args(model, corpus)``, ``start(model)`` (every chain's rng
-    stream and prior as the local start sets them), ``prior_shape(model)``,
-    ``write_model(model, corpus, samples, directory, path)`` and ``loaded(model)``."""
+    stream and prior as the local start sets them), ``write_model(model, corpus, samples,
+    directory, path)`` and ``loaded(model)``, besides what :class:`ChainHook` gives."""
 
     unit = "chain"
 
@@ -70,7 +72,7 @@ class ChainRunner(WorkerStateLoop, RayRunner):
 
     def step(self, model, corpus, it):
         t = time.perf_counter()
-        self._each(lambda w, c0, c1: w.sweep.remote(), f"sweep {it + 1}")
+        self.hook.swept(model, self._each(lambda w, c0, c1: w.sweep.remote(), f"sweep {it + 1}"))
         dt = time.perf_counter() - t
         self.stats.update(rounds=self.stats["rounds"] + self.C, sweeps=self.stats["sweeps"] + 1, workers=self.W,
                           sweep_seconds=dt, tokens_per_s=self.C * corpus.n_tokens / dt,
@@ -85,9 +87,29 @@ class ChainRunner(WorkerStateLoop, RayRunner):
                                                                                   sweep), f"kept sample of sweep {sweep}"))
 
     def _resume_workers(self, model, corpus, path, h, start):
-        alpha = model.alpha_
+        prior = self.hook.resumed(model, path, h)
         self._each(lambda w, c0, c1: w.resume.remote(os.fspath(self.dir), os.fspath(path), self.base,
-                                                      h["state_parts"], h["samples"], alpha[c0:c1]), "resuming")
+                                                      h["state_parts"], h["samples"], prior[c0:c1]), "resuming")
+
+
+class ChainHook:
+    """What a kind's hook of :class:`ChainRunner` may leave as it is."""
+
+    @staticmethod
+    def prior_shape(model):
+        """The shape of ``model.alpha_``, which a checkpoint holds."""
+        return (model.n_chains, model.n_topics)
+
+    @staticmethod
+    def resumed(model, path, header):
+        """The driver's side of a resume, once ``model.alpha_`` and the traces are those of
+        checkpoint ``path`` (whose header is ``header``): returns every chain's prior, which the
+        workers' ``set_state`` takes."""
+        return model.alpha_
+
+    @staticmethod
+    def swept(model, answers):
+        """What the driver keeps of a sweep: ``answers``, every worker's ``sweep()``."""
 
 
 class ChainWorker(TokenReader, RayWorker):

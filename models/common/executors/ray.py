@@ -39,7 +39,7 @@ STATES = ("driver", "workers")
 MEMORY_CAP_ENV = "TOPICIR_RAY_WORKER_MEMORY"
 MEMORY_EXIT = 86  # a worker past its memory cap
 # Kinds whose chain state can stay on the workers for the whole fit.
-WORKER_STATE_KINDS = ("lda", "pam", "glda", "tree-lda")
+WORKER_STATE_KINDS = ("lda", "pam", "glda", "tree-lda", "tcm")
 
 _DIED = (RayActorError, WorkerCrashedError, ObjectLostError, OwnerDiedError)
 # Workers import the models package from where the driver imported it (same code on both sides).
@@ -65,10 +65,10 @@ class RayExecutor:
         None: as many as the cluster has CPUs, at most ``n_shards``.
     state : {"driver", "workers"}
         "driver": the driver keeps the model and pulls the chain state back for the
-        log-likelihood, kept samples and checkpoints. "workers" (LDA, PAM, gLDA, tree-LDA): the
+        log-likelihood, kept samples and checkpoints. "workers" (LDA, PAM, TCM, gLDA, tree-LDA): the
         token-sized state never leaves the workers, which read their documents themselves and
         write their parts of kept samples and checkpoints
-        (:mod:`models.common.executors.sharded`; gLDA's whole chains:
+        (:mod:`models.common.executors.sharded`; gLDA's and TCM's whole chains:
         :mod:`models.common.executors.chains`); the parts directory must be one every worker
         reaches at the same path.
     worker_memory : int or None
