@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from models.lda.model import LDA
 from retrieval.core.index import Index, build_index
@@ -22,6 +23,7 @@ DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).resolve().parents[1]
 SEED = int(os.environ.get("TOPICIR_FAULT_SEED", random.randrange(1 << 30)))
 TRIALS = 5
+pytestmark = pytest.mark.long  # real commands killed, five times each
 
 
 def topicir(*args) -> subprocess.Popen:

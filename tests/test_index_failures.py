@@ -243,6 +243,7 @@ def test_a_lock_file_removed_before_it_was_locked_is_taken_again(tmp_path, monke
     assert hidden(tmp_path) == []
 
 
+@pytest.mark.long  # a real index command interrupted
 def test_sigint_while_lucene_indexes_leaves_nothing(tmp_path):
     src = tmp_path / "big.trec"
     doc = "<DOC>\n<DOCNO> D{} </DOCNO>\n<TEXT>airbus subsidies rail strike number {}</TEXT>\n</DOC>\n"

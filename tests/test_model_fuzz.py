@@ -235,7 +235,8 @@ def train_args(kind, out, index):
 
 # -- the test ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kind", KINDS)
+# aviPAM's command lines start torch: make test-long
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=pytest.mark.long) if k == "avipam" else k for k in KINDS])
 def test_damaged_files_are_refused_in_one_line_or_work(kind, collection, trained, tmp_path):
     from retrieval.core.modelfiles import load_model
     from retrieval.ui.console import Session

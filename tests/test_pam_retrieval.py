@@ -172,6 +172,7 @@ def test_iteration_table_works_for_pam(mini):
 
 
 @pytest.mark.regression
+@pytest.mark.long
 def test_pam_smoothing_beats_ql_on_med(shared_data, med_index, tmp_path_factory):
     from retrieval.core.ranking import sweep_topics
     from retrieval.core.evaluate import aggregate

@@ -88,6 +88,7 @@ def test_ray_model_equals_local_model_array_for_array(ray_cluster, tmp_path, n_w
     assert (st["cross_worker_bytes_per_sweep"] > 0) == (n_workers > 1)
 
 
+@pytest.mark.long  # a worker killed and the fit resumed on fresh workers
 def test_killed_worker_fails_clearly_and_resume_gives_the_same_model(ray_cluster, tmp_path):
     from models.common.executors.ray import RayExecutor
     from models.common.executors import WorkerLostError

@@ -97,8 +97,9 @@ def test_ray_model_equals_local_model_array_for_array(ray_cluster, tmp_path, kin
     assert st["workers"] == n_workers and st["sweeps"] == kw["n_iter"]
 
 
-# One kind per runner in the default suite (partition rounds: PAM; whole chains: gLDA).
-@pytest.mark.parametrize("kind", [k if k in ("pam", "glda") else pytest.param(k, marks=pytest.mark.slow)
+# One kind per runner in make test-long (partition rounds: PAM; whole chains: gLDA), the others
+# with --runslow.
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=pytest.mark.long if k in ("pam", "glda") else pytest.mark.slow)
                                   for k in KINDS])
 def test_killed_worker_fails_clearly_and_resume_gives_the_same_model(ray_cluster, tmp_path, kind):
     from models.common.executors.ray import RayExecutor

@@ -7,6 +7,7 @@ damaged part is refused in one line."""
 import os
 
 import numpy as np
+import pytest
 
 from models import PAM, synthetic_corpus
 from models.common import checkpoint as ckpt
@@ -52,6 +53,7 @@ def test_pam_driver_holds_no_token_array_and_model_is_local(ray_cluster, tmp_pat
     assert not any(hasattr(model, n) for n in token_or_doc_sized)
 
 
+@pytest.mark.long  # a worker lost and the fit resumed on fresh workers
 def test_pam_lost_worker_then_checkpoint_parts_resume_bit_identically(ray_cluster, tmp_path):  # noqa: F811
     # moment matching here (Minka's fixed point above): its two passes run from worker to worker
     kw = dict(KW, alpha_estimator="moments")

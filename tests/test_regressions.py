@@ -7,8 +7,10 @@ import pytest
 from retrieval.experiments.regressions import COLLECTIONS, EXPECTED_QL, EXPECTED_QLD, TOLERANCE, check, run_collection
 
 
+# Two small collections in the default suite, every one in make test-long.
 @pytest.mark.regression
-@pytest.mark.parametrize("name", COLLECTIONS)
+@pytest.mark.parametrize("name", [n if n in ("med", "cacm") else pytest.param(n, marks=pytest.mark.long)
+                                  for n in COLLECTIONS])
 def test_exact_ql_reproduces_reference_map(shared_data, shared_indexes, name, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)  # runs go to ./topics_runs of a scratch dir
     methods = ("ql", "qld", "bm25", "bm25+rm3") if name == "med" else ("ql", "qld")

@@ -262,6 +262,7 @@ EXPECTED_TCM_MED = 0.6143
 
 
 @pytest.mark.regression
+@pytest.mark.long
 def test_tcm_smoothing_on_med(shared_data, med_index):
     from retrieval.adapters.tcm import phrase_rows
 

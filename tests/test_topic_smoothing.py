@@ -131,6 +131,7 @@ EXPECTED_LDA_MED = 0.6229
 
 
 @pytest.mark.regression
+@pytest.mark.long
 def test_lda_smoothing_on_med_matches_the_readme(shared_data, med_index):
     maps, _, _ = med_map_of_default_model(shared_data, med_index, "lda", lams=(0.7,))
     assert maps[0.7] == pytest.approx(EXPECTED_LDA_MED, abs=0.01)
@@ -161,6 +162,7 @@ def test_experiments_reuse_their_cached_model_and_retrain_a_stale_one(tmp_path, 
     assert len(trained) == 1
 
 
+@pytest.mark.long
 def test_experiments_train_a_variational_kind_at_the_grid_size(tmp_path):
     """The smoothing grid trains any kind: a kind without chains or sweeps (aviPAM) takes the
     schedule's seed alone and its own size, K sub-topics under K / 8 super-topics."""
