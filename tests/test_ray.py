@@ -61,7 +61,8 @@ def test_default_executor_never_imports_ray(tmp_path):
 
 @pytest.mark.parametrize("n_workers, kw", [
     (2, {}),  # sparse init, alpha optimisation, 3 shards on 2 workers
-    (1, dict(init="online", n_shards=4, n_topics=12, optimize_alpha=False)),
+    pytest.param(1, dict(init="online", n_shards=4, n_topics=12, optimize_alpha=False),
+                 marks=pytest.mark.long),
 ])
 def test_ray_model_equals_local_model_array_for_array(ray_cluster, tmp_path, n_workers, kw):
     from models.common.executors.ray import RayExecutor
