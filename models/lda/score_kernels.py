@@ -14,6 +14,7 @@ query; :func:`p_w_d_per_sample` writes the table of every sample for the per-sam
 import numpy as np
 from numba import njit, prange
 
+from ..common.kernels.prefetch import prefetch
 from ..common.kernels.sparse import lower_bound
 
 
@@ -128,20 +129,18 @@ def range_postings(bounds, kd_doc, kd_count, n_docs, n_k, beta, n_terms, off, cn
     return top.max() if n_blocks > 0 else 0
 
 
-# p_w_d_mean: the postings of the next topic read ahead (a few cache lines: the hardware
+# p_w_d_mean: the postings of the next topic prefetched (a few cache lines: the hardware
 # prefetcher follows a run once it has started)
 AHEAD = 128
 
 
 @njit(cache=True, inline="always")
-def _touch(off, cnt, lo, hi):
-    """Reads a posting per 64 bytes of off[lo:hi] and cnt[lo:hi] (at most AHEAD postings), so
-    that their first lines come from memory while the current topic's postings are added;
-    returns a sum of what it read, which the caller keeps so that the reads stay."""
-    s = 0
+def _prefetch_run(off, cnt, lo, hi):
+    """Prefetches a line per 64 bytes of off[lo:hi] and cnt[lo:hi] (at most AHEAD postings), so
+    that their first lines come from memory while the current topic's postings are added."""
     for i in range(lo, min(hi, lo + AHEAD), 64 // cnt.itemsize):
-        s += off[i] + cnt[i]
-    return s
+        prefetch(off, i)
+        prefetch(cnt, i)
 
 
 # prange entry point: flat arrays (see models/common/kernels/__init__.py)
@@ -161,19 +160,16 @@ def p_w_d_mean(bounds, off, cnt, tw_ptr, tw_topic, tw_count, n_k, beta, n_terms,
     documents read it), len_slot[d] the column of document d.
     ``shared_len``: every sample has the same sum(alpha) (alpha not optimised), so inv_len's
     rows are equal and the sparse part's sum over samples is multiplied by inv_len[0, d] once
-    per (term, document) rather than once per posting. Overwrites out (n_terms, n_docs); returns
-    a sum of the postings read ahead (:func:`_touch`), of no use to the caller.
+    per (term, document) rather than once per posting. Overwrites out (n_terms, n_docs).
     """
     n_cs = bounds.shape[0]
     n_blocks = bounds.shape[2] - 1
     T, n_docs = out.shape
     vbeta = n_terms * beta
     scale = 1.0 / n_cs
-    ahead = np.zeros(n_blocks, dtype=np.int64)
     for blk in prange(n_blocks):
         d0 = blk * n_docs // n_blocks
         d1 = (blk + 1) * n_docs // n_blocks
-        read = 0
         for t in range(T):
             row = out[t, d0:d1]
             for r in range(d1 - d0):
@@ -185,7 +181,7 @@ def p_w_d_mean(bounds, off, cnt, tw_ptr, tw_topic, tw_count, n_k, beta, n_terms,
                     k = tw_topic[j]
                     if j + 1 < end:
                         nxt = tw_topic[j + 1]
-                        read += _touch(off, cnt, bounds[cs, nxt, blk], bounds[cs, nxt, blk + 1])
+                        _prefetch_run(off, cnt, bounds[cs, nxt, blk], bounds[cs, nxt, blk + 1])
                     coef = scale * tw_count[j] / (n_k[cs, k] + vbeta)
                     lo = bounds[cs, k, blk]
                     hi = bounds[cs, k, blk + 1]
@@ -200,8 +196,6 @@ def p_w_d_mean(bounds, off, cnt, tw_ptr, tw_topic, tw_count, n_k, beta, n_terms,
                 for r in range(d1 - d0):
                     d = d0 + r
                     row[r] = base[d] + by_len[t, len_slot[d]] + row[r] * inv_len[0, d]
-        ahead[blk] = read
-    return ahead.sum()
 
 
 # prange entry point: flat arrays (see models/common/kernels/__init__.py)
