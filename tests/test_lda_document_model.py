@@ -132,6 +132,58 @@ def test_optimised_alpha_takes_the_per_sample_length_path(fitted):
         del m.ROW_BYTES
 
 
+def _random_samples(rng, n_cs, D, K, V, empty, big, shared):
+    """Random sparse n_dk (n_cs, D, K) and n_kw (n_cs, K, V) of kept samples: the topics
+    ``empty`` in no document and no term, a document in one topic, counts below ``big`` and
+    alpha per sample (with equal sums when ``shared``)."""
+    n_dk = rng.integers(1, big, (n_cs, D, K)) * (rng.random((n_cs, D, K)) < 0.4)
+    n_kw = rng.integers(1, 50, (n_cs, K, V)) * (rng.random((n_cs, K, V)) < 0.3)
+    n_dk[:, :, empty] = 0
+    n_kw[:, empty] = 0
+    n_dk[:, 0] = 0
+    n_dk[:, 0, 1] = 3
+    alpha = rng.uniform(0.05, 0.5, (n_cs, K))
+    if shared:
+        alpha[:] = alpha[0]
+    return n_dk, n_kw, alpha
+
+
+@pytest.mark.parametrize("big, shared", [(40, True), (40, False), (90_000, False)])
+def test_p_w_d_of_random_samples_is_theta_phi_averaged(fitted, big, shared):
+    """p_w_d and p_w_d_per_sample of random kept samples (topics in no document and no term,
+    one alpha for all samples or one per sample, uint16 or int32 counts, documents in ranges
+    of 8) against dense theta phi per sample: the fast path's slow twin."""
+    import copy
+
+    corpus, fitted_m = fitted
+    rng = np.random.default_rng(big + shared)
+    n_cs, D, K, V = 4, 37, 7, corpus.n_terms  # 4 kept samples, as the fitted model's
+    n_dk, n_kw, alpha = _random_samples(rng, n_cs, D, K, V, [2, 5], big, shared)
+    m = copy.copy(fitted_m)
+    kd = [np.nonzero(n_dk[cs].T) for cs in range(n_cs)]  # topic-major, documents ascending
+    tw = [np.nonzero(n_kw[cs].T) for cs in range(n_cs)]  # term-major, topics ascending
+    m._set_inference_arrays(
+        kd_ptrs=[np.r_[0, np.cumsum(np.bincount(k, minlength=K))] for k, _ in kd],
+        kd_docs=[d.astype(np.int32) for _, d in kd],
+        kd_counts=[n_dk[cs].T[k, d].astype(np.int32) for cs, (k, d) in enumerate(kd)],
+        tw_ptrs=[np.r_[0, np.cumsum(np.bincount(w, minlength=V))] for w, _ in tw],
+        tw_topics=[k.astype(fitted_m.tw_topic_.dtype) for _, k in tw],
+        tw_counts=[n_kw[cs].T[w, k].astype(np.int32) for cs, (w, k) in enumerate(tw)],
+        n_k=n_kw.sum(2), alpha=alpha)
+    m.doc_len_ = n_dk.sum(2).max(0)
+    m.ROW_BYTES = 64
+    terms = np.array([0, 7, 3, 7, V - 1])
+    want = np.empty((n_cs, D, len(terms)))
+    for cs in range(n_cs):
+        theta = (n_dk[cs] + alpha[cs]) / (m.doc_len_[:, None] + alpha[cs].sum())
+        phi = (n_kw[cs] + m.beta) / (n_kw[cs].sum(1, keepdims=True) + V * m.beta)
+        want[cs] = theta @ phi[:, terms]
+    np.testing.assert_allclose(m.p_w_d(terms), want.mean(0), rtol=1e-12)
+    np.testing.assert_allclose(m.p_w_d_per_sample(terms).reshape(want.shape), want, rtol=1e-12)
+    assert m._constants()[5] is shared
+    assert m._mean_postings()[2].dtype == (np.uint16 if big < 1 << 16 else np.int32)
+
+
 def test_views(fitted):
     corpus, m = fitted
     ids, probs = m.doc_topics(3, top=4)

@@ -14,6 +14,7 @@ query; :func:`p_w_d_per_sample` writes the table of every sample for the per-sam
 import numpy as np
 from numba import njit, prange
 
+from ..common.kernels.prefetch import prefetch
 from ..common.kernels.sparse import lower_bound
 
 
@@ -128,6 +129,20 @@ def range_postings(bounds, kd_doc, kd_count, n_docs, n_k, beta, n_terms, off, cn
     return top.max() if n_blocks > 0 else 0
 
 
+# p_w_d_mean: the postings of the next topic prefetched (a few cache lines: the hardware
+# prefetcher follows a run once it has started)
+AHEAD = 128
+
+
+@njit(cache=True, inline="always")
+def _prefetch_run(off, cnt, lo, hi):
+    """Prefetches a line per 64 bytes of off[lo:hi] and cnt[lo:hi] (at most AHEAD postings), so
+    that their first lines come from memory while the current topic's postings are added."""
+    for i in range(lo, min(hi, lo + AHEAD), 64 // cnt.itemsize):
+        prefetch(off, i)
+        prefetch(cnt, i)
+
+
 # prange entry point: flat arrays (see models/common/kernels/__init__.py)
 @njit(cache=True, parallel=True)
 def p_w_d_mean(bounds, off, cnt, tw_ptr, tw_topic, tw_count, n_k, beta, n_terms, inv_len,
@@ -161,8 +176,12 @@ def p_w_d_mean(bounds, off, cnt, tw_ptr, tw_topic, tw_count, n_k, beta, n_terms,
                 row[r] = 0.0 if shared_len else base[d0 + r] + by_len[t, len_slot[d0 + r]]
             w = term_ids[t]
             for cs in range(n_cs):
-                for j in range(tw_ptr[cs, w], tw_ptr[cs, w + 1]):
+                end = tw_ptr[cs, w + 1]
+                for j in range(tw_ptr[cs, w], end):
                     k = tw_topic[j]
+                    if j + 1 < end:
+                        nxt = tw_topic[j + 1]
+                        _prefetch_run(off, cnt, bounds[cs, nxt, blk], bounds[cs, nxt, blk + 1])
                     coef = scale * tw_count[j] / (n_k[cs, k] + vbeta)
                     lo = bounds[cs, k, blk]
                     hi = bounds[cs, k, blk + 1]
