@@ -1,27 +1,55 @@
 """``topicir bench ray-memory`` (issue 62): the table of the driver's and capped workers' peak
-memory with LDA's state on the workers, and the cap that fails a worker past it."""
+memory with every worker-state kind's state on the workers, and the cap that fails a worker
+past it."""
 import subprocess
 import sys
 
 import pytest
 
-from retrieval.bench.ray_memory import run
+from retrieval.bench.ray_memory import CAP_MIB, DOCS, WHOLE_CHAINS, _params, run, synsets
+
+KINDS = ("lda", "pam", "glda", "tree-lda", "tcm")
 
 
-@pytest.mark.slow  # starts a Ray cluster and trains in child processes at two sizes
-def test_quick_table_measures_the_driver_and_every_worker_and_the_same_model(tmp_path):
+def test_every_worker_state_kind_has_its_size_and_cap_and_its_workers_own_shards_or_chains():
+    from models.common.executors.ray import WORKER_STATE_KINDS
+
+    assert set(WORKER_STATE_KINDS) == set(KINDS) == set(DOCS) == set(CAP_MIB)
+    for kind in KINDS:
+        p = _params(dict(kind=kind, k=50, workers=4, iters=3, seed=0))
+        assert p["n_iter"] == 3 and p["burn_in"] == 2
+        if kind in WHOLE_CHAINS:  # a worker owns a whole chain
+            assert p["n_chains"] == 4
+        else:  # one chain cut into a shard per worker
+            assert p["n_chains"] == 1 and p["n_shards"] == 4
+    assert _params(dict(kind="pam", k=50, workers=4, iters=3, seed=0))["n_super"] == 10
+
+
+def test_tree_prior_synsets_are_seeded_sets_of_two_to_five_terms_of_the_vocabulary():
+    s = synsets(1000, 0)
+    assert len(s) == 500 and s == synsets(1000, 0) and s != synsets(1000, 1)
+    assert all(2 <= len(x) <= 5 and len(set(x)) == len(x) and all(0 <= t < 1000 for t in x) for x in s)
+
+
+@pytest.mark.slow  # starts a Ray cluster and trains every kind in child processes at two sizes
+def test_quick_table_measures_the_driver_and_every_worker_and_the_same_model_for_every_kind(tmp_path):
     pytest.importorskip("ray")
-    (t,) = run(docs=200, terms=300, mean_len=20.0, scales=[1, 2], workers=2, cap_mib=2048, k=4, iters=2,
-               work=str(tmp_path))
-    assert [r["size"] for r in t.rows] == ["1x", "2x"]
-    assert [r["docs"] for r in t.rows] == [200, 400]
+    from retrieval.ui.cli_bench import BENCHES
+
+    quick = next(b for b in BENCHES if b.name == "ray-memory").quick  # the options under TOPICIR_QUICK=1
+    (t,) = run(**dict(quick, work=str(tmp_path)))
+    assert [(r["kind"], r["size"], r["docs"]) for r in t.rows] == [
+        (kind, f"{s}x", quick["docs"] * s) for kind in KINDS for s in quick["scales"]]
     for r in t.rows:
         assert set(r) >= {"driver MiB", "driver before fit", "workers MiB", "cap MiB", "local MiB", "same model"}
+        cap = CAP_MIB[r["kind"]]
         driver, before = float(r["driver MiB"]), float(r["driver before fit"])
-        assert 50 < before <= driver < 2048  # measured: a Python process with Ray's client is tens of MiB
+        assert r["cap MiB"] == cap
+        assert 50 < before <= driver < cap  # measured: a Python process with Ray's client is tens of MiB
         workers = [float(w) for w in r["workers MiB"].split()]
-        assert len(workers) == 2 and all(50 < w < 2048 for w in workers)
-        assert float(r["local MiB"]) > 50 and r["same model"] == "True"
+        assert len(workers) == quick["workers"] and all(50 < w < cap for w in workers)
+        assert float(r["local MiB"]) > 50 and r["same model"] == "True", r
+    assert any("whole chain" in n for n in t.notes)
 
 
 def test_a_worker_past_its_cap_exits():

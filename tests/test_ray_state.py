@@ -1,6 +1,9 @@
 """Ray with the chain state on the workers (``RayExecutor(state="workers")``): the driver holds
 no token-sized array, the model is the local one array for array, a checkpoint is a manifest
-of the workers' parts that resumes bit-identically, and a damaged part is refused in one line."""
+of the workers' parts that resumes bit-identically, and a damaged part is refused in one line;
+every kind trains that way from the command line. The helpers here serve every kind's file
+(tests/test_ray_state_*.py): the sharded kinds' and the whole-chain kinds' lost worker and
+resume, the driver's arrays, a whole-chain fit's checkpoint."""
 import os
 import signal
 
@@ -34,13 +37,43 @@ def same_model(got, want, tmp_path):
         np.testing.assert_array_equal(a.arrays[name], b.arrays[name], err_msg=name)
 
 
-def lost_worker_then_resume(cls, kw, data, path, tmp_path, executor, check=None, **fit_kw):
-    """Worker 1 of 2 (shard 2 of 3) killed after sweep 10 of a fit that checkpoints every 3
-    sweeps: the error names the worker and the checkpoint of sweep 9, whose kept samples and
-    per-shard state parts are listed; the local trainer refuses it; ``check(header, parts)``
-    looks at the parts; a damaged part is refused in one line naming it; fitting again resumes
-    to the uninterrupted model."""
-    assert kw["n_shards"] == 3 and kw["checkpoint_every"] == 3 and kw["n_chains"] == 2
+def driver_arrays(model, ex) -> list:
+    """The arrays the driver keeps after a fit besides the model's output arrays (read from its
+    file like any loaded model's): the runner's, the model's and its layout's."""
+    output = {n + "_" for n in model._INFERENCE_ARRAYS}
+    held = [a for a in ex.last_runner.__dict__.values() if isinstance(a, np.ndarray)]
+    held += [a for k, a in model.__dict__.items() if isinstance(a, np.ndarray) and k not in output]
+    return held + [a for a in getattr(model, "_lay", {}).values() if isinstance(a, np.ndarray)]
+
+
+def chains_on_workers(model, ex, local, data, path):
+    """A whole-chain kind's fit (gLDA, TCM: 3 chains on 2 workers, checkpointed at its last
+    sweep) against the local one: the driver holds no array larger than chains x topics (no
+    chain state, nothing per token, group or document), nothing reaches it from the workers, the
+    checkpoint is a manifest of every chain's state part, written by its worker, and chain 1's
+    part holds the local chain's random stream. Returns the header, the parts' folder and chain
+    1's part."""
+    C, K, n_iter = model.n_chains, model.n_topics, model.n_iter
+    assert max(a.size for a in driver_arrays(model, ex)) <= C * K < data.n_docs
+    assert model.executor_stats_["workers"] == 2 and model.executor_stats_["sync_bytes"] == 0
+    h = ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT).header
+    assert h["iteration"] == n_iter and h["layout"] == "ray-shards"
+    assert [p[:2] for p in h["state_parts"]] == [[c, f"state.chain{c}.sweep{n_iter}.npz"] for c in range(C)]
+    parts = path.with_name(path.name + ".parts")
+    state = ckpt.read_model_file(parts / f"state.chain1.sweep{n_iter}.npz", kind=ckpt.CHECKPOINT_FORMAT).arrays
+    np.testing.assert_array_equal(state["rng"][0], local.rng_[1])
+    return h, parts, state
+
+
+def lost_worker_then_resume(cls, kw, data, path, tmp_path, executor, unit="shard", check=None, **fit_kw):
+    """Worker 1 of 2 (``unit`` 2 of 3: a document shard, or a whole chain for gLDA and TCM)
+    killed after sweep 10 of a fit that checkpoints every 3 sweeps: the error names the worker
+    and its units and the checkpoint of sweep 9, whose kept samples and per-unit state parts are
+    listed; the local trainer refuses it; ``check(header, parts)`` looks at the parts; a damaged
+    state part is refused in one line naming it, a missing part of the last chain's kept sample
+    by naming it; fitting again resumes to the uninterrupted model."""
+    units = {"shard": kw.get("n_shards"), "chain": kw["n_chains"]}[unit]
+    assert units == 3 and kw["checkpoint_every"] == 3 and (unit == "chain" or kw["n_chains"] == 2)
     full = cls(**kw).fit(data, **fit_kw)
     ex = executor()
 
@@ -48,14 +81,14 @@ def lost_worker_then_resume(cls, kw, data, path, tmp_path, executor, check=None,
         if it == 10:
             os.kill(ex.worker_pids()[1], signal.SIGKILL)
 
-    with pytest.raises(WorkerLostError, match=rf"Ray worker 1 \(shards 2-2\) died during sweep 11.*"
+    with pytest.raises(WorkerLostError, match=rf"^Ray worker 1 \({unit}s 2-2\) died during sweep 11.*"
                                               rf"{path} holds sweep 9; fit again with the same checkpoint"):
         cls(executor=ex, **kw).fit(data, callback=kill, checkpoint=path, **fit_kw)
     h = ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT).header
     assert h["iteration"] == 9 and h["layout"] == "ray-shards"
-    assert [(s["chain"], s["iter"]) for s in h["samples"]] == [(0, 8), (1, 8)]
+    assert [(s["chain"], s["iter"]) for s in h["samples"]] == [(c, 8) for c in range(kw["n_chains"])]
     parts = path.with_name(path.name + ".parts")
-    assert sorted(p.name for p in parts.glob("state.*")) == [f"state.shard{s}.sweep9.npz" for s in range(3)]
+    assert sorted(p.name for p in parts.glob("state.*")) == [f"state.{unit}{u}.sweep9.npz" for u in range(3)]
     with pytest.raises(ValueError, match="stayed on Ray workers"):
         cls(**kw).fit(data, checkpoint=path, **fit_kw)
     if check is not None:
@@ -63,13 +96,30 @@ def lost_worker_then_resume(cls, kw, data, path, tmp_path, executor, check=None,
     victim, other = parts / h["state_parts"][2][1], parts / h["state_parts"][0][1]
     good = victim.read_bytes()
     victim.write_bytes(other.read_bytes())
-    with pytest.raises(ValueError, match=rf"^{victim}: not a part of shard 2") as e:
+    with pytest.raises(ValueError, match=rf"^{victim}: not a part of {unit} 2") as e:
         cls(executor=executor(), **kw).fit(data, checkpoint=path, **fit_kw)
     assert "\n" not in str(e.value)
     victim.write_bytes(good)
+    kept = parts / h["samples"][-1]["shards"][0][1]  # the last chain's
+    kept_bytes = kept.read_bytes()
+    kept.unlink()
+    with pytest.raises(ValueError, match=rf"^{path}: lists a part {kept} that is missing"):
+        cls(executor=executor(), **kw).fit(data, checkpoint=path, **fit_kw)
+    kept.write_bytes(kept_bytes)
     resumed = cls(executor=executor(), **kw).fit(data, checkpoint=path, **fit_kw)
     same_model(resumed, full, tmp_path)
     return resumed, full
+
+
+@pytest.mark.parametrize("kind", ["lda", "pam", "glda", "tree-lda", "tcm"])
+def test_every_kind_trains_with_the_state_on_the_workers_from_the_command_line_and_the_bench(kind):
+    from models.common.executors.ray import WORKER_STATE_KINDS
+    from retrieval.bench.ray import KINDS
+    from retrieval.ui.cli_parser import train_parser
+
+    assert kind in WORKER_STATE_KINDS and set(WORKER_STATE_KINDS) <= set(KINDS)
+    args = train_parser(kind).parse_args(["--index", "x", "--ray", "--ray-state", "workers"])
+    assert args.ray == "" and args.ray_state == "workers"
 
 
 def test_driver_holds_no_token_array_and_model_is_local(ray_cluster, tmp_path):  # noqa: F811
@@ -79,10 +129,7 @@ def test_driver_holds_no_token_array_and_model_is_local(ray_cluster, tmp_path): 
     same_model(model, local, tmp_path)
     # what the driver keeps besides the model's arrays (read from its file like any loaded
     # model's): model-level tables (chains x V x K at most), none per token
-    output = {n + "_" for n in model._INFERENCE_ARRAYS}
-    held = [a for a in ex.last_runner.__dict__.values() if isinstance(a, np.ndarray)]
-    held += [a for k, a in model.__dict__.items() if isinstance(a, np.ndarray) and k not in output]
-    held += [a for a in model._lay.values() if isinstance(a, np.ndarray)]
+    held = driver_arrays(model, ex)
     C, V, K = KW["n_chains"], data.n_terms, KW["n_topics"]
     assert data.n_tokens > 10 * C * V * K
     assert max(a.size for a in held) <= C * V * K

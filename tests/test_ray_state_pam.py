@@ -12,7 +12,7 @@ import pytest
 from models import PAM, synthetic_corpus
 from models.common import checkpoint as ckpt
 from tests.test_ray import ray_cluster  # noqa: F401  (the module's Ray cluster)
-from tests.test_ray_state import lost_worker_then_resume, same_model
+from tests.test_ray_state import driver_arrays, lost_worker_then_resume, same_model
 
 KW = dict(n_super=3, n_sub=6, n_chains=2, n_iter=12, burn_in=6, sample_every=2, n_shards=3, seed=3,
           init="sparse", sparse_init_frac=0.25, sparse_init_every=1, sampler="pruned", prune_start=2,
@@ -42,10 +42,7 @@ def test_pam_driver_holds_no_token_array_and_model_is_local(ray_cluster, tmp_pat
     np.testing.assert_array_equal(model.sweep_stats_, local.sweep_stats_)
     terms = np.arange(data.n_terms)
     np.testing.assert_array_equal(model.p_w_d(terms), local.p_w_d(terms))
-    output = {n + "_" for n in model._INFERENCE_ARRAYS}
-    held = [a for a in ex.last_runner.__dict__.values() if isinstance(a, np.ndarray)]
-    held += [a for k, a in model.__dict__.items() if isinstance(a, np.ndarray) and k not in output]
-    held += [a for a in model._lay.values() if isinstance(a, np.ndarray)]
+    held = driver_arrays(model, ex)
     C, V, s2 = KW["n_chains"], data.n_terms, KW["n_sub"]
     assert data.n_tokens > 10 * C * V * s2
     assert max(a.size for a in held) <= C * V * s2
@@ -73,10 +70,3 @@ def test_removing_a_checkpoint_removes_its_parts(tmp_path):
         (parts / name).write_bytes(b"part")
     kept.remove_checkpoint(path)
     assert not path.exists() and not parts.exists()
-
-
-def test_train_pam_command_has_the_ray_state_flag():
-    from retrieval.ui.cli_parser import train_parser
-
-    args = train_parser("pam").parse_args(["--index", "x", "--ray", "--ray-state", "workers"])
-    assert args.ray == "" and args.ray_state == "workers"

@@ -15,7 +15,7 @@ from models.tree_lda.model import TreeLDA
 from models.tree_lda.shards import sweep_order, tree_shards
 from models.tree_lda.tree import build_tree
 from tests.test_ray import ray_cluster  # noqa: F401  (the module's Ray cluster)
-from tests.test_ray_state import lost_worker_then_resume, same_model
+from tests.test_ray_state import driver_arrays, lost_worker_then_resume, same_model
 
 SYNSETS = [[0, 1, 2], [1, 3], [4, 5], [2, 6, 7], [10, 11, 12, 13], [20, 21], [30, 31, 32]]
 KW = dict(n_topics=5, n_shards=3, n_chains=2, n_iter=12, burn_in=6, sample_every=2, seed=3,
@@ -92,16 +92,6 @@ def test_a_state_part_with_a_token_off_its_words_paths_or_topics_is_refused(tmp_
             worker.check_state("state.shard0.npz", 0, bad)
 
 
-def test_tree_lda_trains_with_the_state_on_the_workers_from_the_command_line_and_the_bench():
-    from models.common.executors.ray import WORKER_STATE_KINDS
-    from retrieval.bench.ray import KINDS
-    from retrieval.ui.cli_parser import train_parser
-
-    assert "tree-lda" in WORKER_STATE_KINDS and set(WORKER_STATE_KINDS) <= set(KINDS)
-    args = train_parser("tree-lda").parse_args(["--index", "x", "--ray", "--ray-state", "workers"])
-    assert args.ray == "" and args.ray_state == "workers"
-
-
 @pytest.mark.long
 def test_tree_driver_holds_no_token_or_document_array_and_model_is_local(ray_cluster, tmp_path):  # noqa: F811
     data = synthetic_corpus(400, 100, 60, seed=3, n_latent=5)  # tokens >> chains x nodes x K
@@ -113,10 +103,7 @@ def test_tree_driver_holds_no_token_or_document_array_and_model_is_local(ray_clu
     np.testing.assert_array_equal(model.p_w_d(terms), local.p_w_d(terms))
     for name in ("n_e_", "n_i_", "inv_", "alpha_"):  # the driver's tables (the streams live on the workers)
         np.testing.assert_array_equal(getattr(model, name), getattr(local, name), err_msg=name)
-    output = {n + "_" for n in model._INFERENCE_ARRAYS}
-    held = [a for a in ex.last_runner.__dict__.values() if isinstance(a, np.ndarray)]
-    held += [a for k, a in model.__dict__.items() if isinstance(a, np.ndarray) and k not in output]
-    held += [a for a in model._lay.values() if isinstance(a, np.ndarray)]
+    held = driver_arrays(model, ex)
     C, M, K = KW["n_chains"], model.tree_.n_nodes, KW["n_topics"]
     assert data.n_tokens > 10 * C * M * K
     assert max(a.size for a in held) <= C * M * K

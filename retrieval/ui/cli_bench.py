@@ -169,13 +169,23 @@ def add_ray(p):
 
 
 def add_ray_memory(p):
-    p.add_argument("--docs", type=int, default=50_000, help="documents of the synthetic collection at size 1x")
+    KINDS = constant("models.common.executors.ray", "WORKER_STATE_KINDS")
+
+    def per_kind(name):
+        return ", ".join(f"{k} {v}" for k, v in constant("retrieval.bench.ray_memory", name).items())
+
+    p.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS,
+                   help="model kinds trained (those whose chain state can stay on the workers)")
+    p.add_argument("--docs", type=int, default=None,
+                   help=f"documents of the synthetic collection at size 1x (default by kind: {per_kind('DOCS')})")
     p.add_argument("--terms", type=int, default=20_000, help="its vocabulary")
     p.add_argument("--mean-len", type=float, default=100.0, help="its mean document length")
     p.add_argument("--scales", type=int, nargs="+", default=[1, 2, 4], help="sizes trained, as multiples of --docs")
-    p.add_argument("--workers", type=int, default=4, help="Ray workers (a shard each)")
-    p.add_argument("--cap-mib", type=int, default=700, help="every worker's cap on its peak resident memory, MiB")
-    p.add_argument("--k", type=int, default=50, help="topics")
+    p.add_argument("--workers", type=int, default=4,
+                   help="Ray workers (a shard each; gLDA and TCM: a chain each, n_chains = workers)")
+    p.add_argument("--cap-mib", type=int, default=None,
+                   help=f"every worker's cap on its peak resident memory, MiB (default by kind: {per_kind('CAP_MIB')})")
+    p.add_argument("--k", type=int, default=50, help="topics (PAM: sub-topics, under k/5 super-topics)")
     p.add_argument("--iters", type=int, default=3, help="sweeps")
     p.add_argument("--threads", type=int, default=2, help="threads of the local trainer")
     p.add_argument("--seed", type=int, default=0)
@@ -344,7 +354,7 @@ BENCHES = [
                  "aviPAM on Ray Train: the same ELBO trace), and the cluster's cost model projected from the measured parts",
                  add_ray, _call("ray"), dict(docs=200, sizes="quick", iters=3, shards=2, workers=[1, 2])),
     TableCommand("ray-memory", "peak memory of the Ray driver and of capped workers as the collection grows 4x, "
-                 "LDA's state on the workers, beside the local trainer (same model)",
+                 "every kind's state on the workers, beside the local trainer (same model)",
                  add_ray_memory, _call("ray_memory"), dict(docs=300, terms=500, mean_len=30.0, scales=[1, 2], workers=2,
                                                            k=8, iters=2, work="build/bench-ray-memory-quick")),
 ]
