@@ -31,6 +31,7 @@ class GldaChainWorker(ChainWorker):
     chains holds them."""
 
     SAMPLE_ENTRIES = "kd_doc"
+    STATE, PRIOR = "gz", "alpha_"
 
     def setup(self, cls, params):
         # the driver's model class (this module is imported by it); one CPU an actor, so one
@@ -56,36 +57,19 @@ class GldaChainWorker(ChainWorker):
     def sweep(self):
         self.model._with_threads(self.model._step, self.corpus, None)
 
-    def log_liks(self):
-        return [self.model._log_lik(i) for i in range(self.model.n_chains)]
-
     def sample(self, i, sweep):
         s = self.model._take_sample(i, sweep)
         return {k: s[k] for k in _WORDS}, {k: s[k] for k in _DOCS}
 
-    def state(self, i):
-        m = self.model
-        return dict(gz=np.concatenate([m.g_[i], m.zg_[i]])[None], rng=m.rng_[i][None].copy())
+    def chain_state(self, i):
+        return np.concatenate([self.model.g_[i], self.model.zg_[i]])
 
-    def check_state(self, path, i, arrays):
-        """The shapes, then every group within its document and every topic in range."""
-        m, corpus = self.model, self.corpus
-        gz, rng = arrays.get("gz"), arrays.get("rng")
-        width = corpus.n_tokens + m.zg_.shape[1]
-        fault = None
-        if gz is None or gz.shape != (1, width) or gz.dtype != np.int32 or rng is None or rng.shape != (1, 4) \
-                or rng.dtype != np.uint64:
-            fault = "shapes or arrays not those of a chain"
-        else:
-            fault = files.group_fault(m, corpus, gz)
-        if fault:
-            raise ValueError(f"{path}: damaged state part ({fault}); delete the checkpoint to start afresh")
+    def state_width(self):
+        return self.corpus.n_tokens + self.model.zg_.shape[1]
 
-    def set_state(self, i, arrays, prior):
-        m = self.model
-        m.alpha_[i] = prior
-        m._set_chain_state(self.corpus, i, arrays["gz"][0])
-        m.rng_[i] = arrays["rng"][0]
+    def state_fault(self, gz):
+        """Every group within its document and every topic in range."""
+        return files.group_fault(self.model, self.corpus, gz)
 
 
 class GldaChainHook(ChainHook):

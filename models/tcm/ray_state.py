@@ -38,6 +38,7 @@ class TcmChainWorker(ChainWorker):
     holds them."""
 
     SAMPLE_ENTRIES = "dk_topic"
+    STATE, PRIOR = "b", "alpha0_"
 
     def setup(self, cls, params, split_src):
         # the driver's model class (this module is imported by it); one CPU an actor, so one
@@ -72,9 +73,6 @@ class TcmChainWorker(ChainWorker):
         m._alpha0_rows.clear()  # the driver keeps the trace
         return m.alpha0_.tolist()
 
-    def log_liks(self):
-        return [self.model._log_lik(i) for i in range(self.model.n_chains)]
-
     def sample(self, i, sweep):
         s = self.model._take_sample(i, sweep)
         words = {k: s[k] for k in _WORDS}
@@ -83,28 +81,16 @@ class TcmChainWorker(ChainWorker):
         docs = dict(dk_nnz=np.diff(s["dk_ptr"]).astype(np.int32), dk_topic=s["dk_topic"], dk_count=s["dk_count"])
         return words, docs
 
-    def state(self, i):
-        m = self.model
-        return dict(b=m.b_[i][None].copy(), rng=m.rng_[i][None].copy())
+    def chain_state(self, i):
+        return self.model.b_[i].copy()
 
-    def check_state(self, path, i, arrays):
-        """The shapes, then every boundary a topic in range, and the collocations within the
-        splits, the documents and max_len."""
-        m, corpus = self.model, self.corpus
-        b, rng = arrays.get("b"), arrays.get("rng")
-        if b is None or b.shape != (1, corpus.n_tokens) or b.dtype != np.int32 or rng is None \
-                or rng.shape != (1, m.n_shards + 1, 4) or rng.dtype != np.uint64:
-            fault = "shapes or arrays not those of a chain"
-        else:
-            fault = files.boundary_fault(m, b)
-        if fault:
-            raise ValueError(f"{path}: damaged state part ({fault}); delete the checkpoint to start afresh")
+    def state_width(self):
+        return self.corpus.n_tokens
 
-    def set_state(self, i, arrays, prior):
-        m = self.model
-        m.alpha0_[i] = prior
-        m._set_chain_state(self.corpus, i, arrays["b"][0])
-        m.rng_[i] = arrays["rng"][0]
+    def state_fault(self, b):
+        """Every boundary a topic in range, and the collocations within the splits, the
+        documents and max_len."""
+        return files.boundary_fault(self.model, b)
 
 
 class TcmChainHook(ChainHook):

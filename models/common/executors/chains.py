@@ -113,17 +113,45 @@ class ChainHook:
 
 
 class ChainWorker(TokenReader, RayWorker):
-    """A worker of :class:`ChainRunner`: chains ``lay["c0"]`` to ``lay["c1"] - 1``. The kind
-    gives ``setup(*args)``, ``build()`` (reads the tokens: :meth:`read_tokens`),
-    ``start_chains(rng, prior)``, ``sweep()``, ``log_liks()``, ``sample(i, sweep)`` (the
-    model-level and the per-document arrays of the i-th chain it owns), ``state(i)``,
-    ``check_state(path, i, arrays)`` and ``set_state(i, arrays, prior)``; ``SAMPLE_ENTRIES``
-    names the per-document array whose length the manifest records."""
+    """A worker of :class:`ChainRunner`: chains ``lay["c0"]`` to ``lay["c1"] - 1``, held by a
+    local model of those chains (``self.model``, over ``self.corpus``). The kind gives
+    ``setup(*args)``, ``build()`` (reads the tokens: :meth:`read_tokens`),
+    ``start_chains(rng, prior)``, ``sweep()``, ``sample(i, sweep)`` (the model-level and the
+    per-document arrays of the i-th chain it owns), and for the state parts ``chain_state(i)``
+    (the chain's int32 assignments, one row), ``state_width()`` (that row's length) and
+    ``state_fault(row)`` (what is wrong with a part's row, or None); ``STATE`` names the row in
+    a part, ``PRIOR`` the model's attribute of the chains' priors, ``SAMPLE_ENTRIES`` the
+    per-document array whose length the manifest records."""
 
     SAMPLE_ENTRIES = None
+    STATE = None
+    PRIOR = None
 
     def chains(self):
         return range(self.lay["c0"], self.lay["c1"])
+
+    def log_liks(self):
+        return [self.model._log_lik(i) for i in range(self.model.n_chains)]
+
+    def state(self, i):
+        return {self.STATE: self.chain_state(i)[None], "rng": self.model.rng_[i][None].copy()}
+
+    def check_state(self, path, i, arrays):
+        """The shapes, then the kind's check of the assignments (:meth:`state_fault`)."""
+        row, rng = arrays.get(self.STATE), arrays.get("rng")
+        if row is None or row.shape != (1, self.state_width()) or row.dtype != np.int32 or rng is None \
+                or rng.shape != (1, *self.model.rng_.shape[1:]) or rng.dtype != np.uint64:
+            fault = "shapes or arrays not those of a chain"
+        else:
+            fault = self.state_fault(row)
+        if fault:
+            raise ValueError(f"{path}: damaged state part ({fault}); delete the checkpoint to start afresh")
+
+    def set_state(self, i, arrays, prior):
+        m = self.model
+        getattr(m, self.PRIOR)[i] = prior
+        m._set_chain_state(self.corpus, i, arrays[self.STATE][0])
+        m.rng_[i] = arrays["rng"][0]
 
     def start(self, rng, prior):
         self.start_chains(np.array(rng), np.array(prior))
