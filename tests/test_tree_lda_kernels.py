@@ -27,7 +27,7 @@ def random_state(seed, merge=False, n_docs=12):
     # a few topics per document, so that lists are really sparse
     z = np.concatenate([rng.choice(rng.choice(K, 2, replace=False), n) for n in lens]).astype(np.int32)
     zp = np.array([rng.integers(tree.word_path_ptr[w], tree.word_path_ptr[w + 1])
-                   for w in term_ids], dtype=np.int64)
+                   for w in term_ids], dtype=np.int32)
     alpha = rng.uniform(0.05, 0.5, K)
     n_e, n_i, n_dk = ref.counts(tree, doc_ptr, term_ids, z, zp, K)
     n_e, n_i, n_dk = (a.astype(np.int32) for a in (n_e, n_i, n_dk))

@@ -84,7 +84,7 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
     ----------
     tree_ : models.tree_lda.tree.Tree
         The prior tree; ``tree_.synsets`` are the kept (possibly merged) synsets.
-    z_, zp_ : ndarray of shape (n_chains, n_tokens)
+    z_, zp_ : ndarray of shape (n_chains, n_tokens), int32
         Topic and path (index into the tree's paths) of every token, after fit.
     log_lik_ : ndarray of shape (n_records, n_chains), float64
         The joint log p(w, z, paths) per token (theta and the node distributions integrated
@@ -165,6 +165,8 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
             raise ValueError("synsets must be an iterable of iterables of term ids") from None
         self.tree_ = build_tree(synsets, corpus.n_terms, float(self.beta_root),
                                 float(self.beta_synset), bool(self.merge))
+        if self.tree_.n_paths > np.iinfo(np.int32).max:  # zp_ holds path ids as int32
+            raise ValueError(f"the prior tree has {self.tree_.n_paths} paths, more than int32 holds")
         self.n_synsets_in_ = self.tree_.n_synsets_in
         return self._fit_with_threads(corpus, callback, checkpoint)
 
@@ -189,7 +191,7 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
         C, K, N, D = self.n_chains, self.n_topics, corpus.n_tokens, corpus.n_docs
         M = self.tree_.n_nodes
         self.z_ = np.zeros((C, N), dtype=np.int32)
-        self.zp_ = np.zeros((C, N), dtype=np.int64)
+        self.zp_ = np.zeros((C, N), dtype=np.int32)
         self.n_e_ = np.zeros((C, M, K), dtype=np.int32)
         self.n_i_ = np.zeros((C, M, K), dtype=np.int32)
         self.n_dk_ = np.zeros((C, D, K), dtype=np.int32)
@@ -250,18 +252,18 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
 
     @property
     def zzp_(self):
-        """Every chain's state as one row: topics of the tokens, then their paths."""
+        """Every chain's state as one row: topics of the tokens, then their paths (int32: 8
+        bytes a token in a checkpoint, where int64 took 16; files of int64 still load)."""
         if not hasattr(self, "z_"):
             if hasattr(self, "_zzp_full"):  # loaded from save(full=True)
                 return self._zzp_full
             raise AttributeError("zzp_ is only available after fit or for models saved with full=True")
-        return np.concatenate([self.z_.astype(np.int64), self.zp_], axis=1)
+        return np.concatenate([self.z_, self.zp_], axis=1)
 
     def _set_saved_assignments(self, zzp):
         self._zzp_full = zzp
 
     def _set_chain_state(self, corpus, c, zzp):
-        zzp = np.asarray(zzp, dtype=np.int64)
         N = corpus.n_tokens
         self.z_[c] = zzp[:N]
         self.zp_[c] = zzp[N:]
@@ -273,7 +275,7 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
         s = dict(chain=c, iter=it, ne_ptr=ne_ptr, ne_topic=ne_topic, ne_count=ne_count,
                  dk_ptr=dk_ptr, dk_topic=dk_topic, dk_count=dk_count, alpha=self.alpha_[c].copy())
         if self._keep_sample_state:
-            s["zzp"] = np.concatenate([self.z_[c].astype(np.int64), self.zp_[c]])
+            s["zzp"] = np.concatenate([self.z_[c], self.zp_[c]])
         return s
 
     def _finalize(self, corpus):
