@@ -27,7 +27,7 @@ def random_state(seed, merge=False, n_docs=12):
     # a few topics per document, so that lists are really sparse
     z = np.concatenate([rng.choice(rng.choice(K, 2, replace=False), n) for n in lens]).astype(np.int32)
     zp = np.array([rng.integers(tree.word_path_ptr[w], tree.word_path_ptr[w + 1])
-                   for w in term_ids], dtype=np.int64)
+                   for w in term_ids], dtype=np.int32)
     alpha = rng.uniform(0.05, 0.5, K)
     n_e, n_i, n_dk = ref.counts(tree, doc_ptr, term_ids, z, zp, K)
     n_e, n_i, n_dk = (a.astype(np.int32) for a in (n_e, n_i, n_dk))
@@ -393,3 +393,31 @@ def test_borrowed_view_is_the_same_memory():
         assert shape == a.shape and strides == a.strides
         np.testing.assert_array_equal(a, 2 * before)
         assert total == 2 * before.sum()
+
+
+@pytest.mark.parametrize("variant", sweep_variants(T.NAIVE))
+def test_a_sweep_from_empty_counts_draws_each_token_given_those_before_it(variant):
+    """The online start (TreeLDA(init="online")): tokens with z = -1 are not counted, so a sweep
+    adds each once, and its draws depend on the tokens before it only: the pass over the first
+    documents draws what the pass over all of them draws there."""
+    tree, doc_ptr, term_ids, _, _, alpha, *_ = random_state(5, merge=True)
+    bound = T.path_bound(tree, alpha)
+    out = []
+    for D in (len(doc_ptr) - 1, (len(doc_ptr) - 1) // 2):
+        N = doc_ptr[D]
+        z, zp = np.full(N, -1, np.int32), np.full(N, -1, np.int32)
+        n_e, n_i = (np.zeros((tree.n_nodes, K), np.int32) for _ in range(2))
+        n_dk = np.zeros((D, K), np.int32)
+        inv = inv_of(tree, n_i)
+        T.sweep(variant, doc_ptr[:D + 1], term_ids[:N], z, zp, *args(tree), tree.beta,
+                tree.beta_sum, tree.path_prior(), bound, n_e, n_i, n_dk, inv, alpha,
+                make_rng_states(4))
+        assert z.min() >= 0 and all(tree.path_word[p] == w for p, w in zip(zp, term_ids[:N]))
+        for got, want in zip((n_e, n_i, n_dk), ref.counts(tree, doc_ptr[:D + 1], term_ids[:N], z, zp, K)):
+            np.testing.assert_array_equal(got, want)
+        inner = n_i.sum(1) > 0
+        np.testing.assert_allclose(inv[inner], inv_of(tree, n_i)[inner], rtol=1e-15)
+        out.append((z, zp))
+    (z, zp), (z_half, zp_half) = out
+    np.testing.assert_array_equal(z[:len(z_half)], z_half)
+    np.testing.assert_array_equal(zp[:len(zp_half)], zp_half)

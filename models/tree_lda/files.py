@@ -136,6 +136,6 @@ SPEC = V.Spec(
                    _root_damage),
         V.array("alpha_samples", ("samples", "topics"), np.float64), V.prior("alpha_samples"),
     ),
-    checkpoint=F.state_checks("zzp", ("2*tokens",), np.int64, _paths, "alpha",
+    checkpoint=F.state_checks("zzp", ("2*tokens",), (np.int32, np.int64), _paths, "alpha",
                               ("topics",), ("shards",)),
     dims=F.no_dims, priors=(("alpha", True), ("beta_root", False), ("beta_synset", False)))

@@ -37,7 +37,7 @@ class TreeShardWorker(ShardWorker, TreeWorker):
     and checkpoints (:class:`ShardWorker`'s protocol)."""
 
     SAMPLE_ENTRIES = "dk_topic"
-    ASSIGNMENTS = {"z": np.int32, "zp": np.int64}
+    ASSIGNMENTS = {"z": np.int32, "zp": np.int32}
 
     def setup(self, tree, variant, n_topics, seed):
         # ptr, path_edges, path_len, beta, beta_sum, path_prior, parent (writable: what numba
@@ -77,7 +77,7 @@ class TreeShardWorker(ShardWorker, TreeWorker):
         lay, M, D = self.lay, len(parent), len(self.doc_ptr) - 1
         counts = np.zeros((len(self.chain), 2, M, self.K), np.int32)
         for c, (z_doc, zp_doc) in enumerate(zip(z_docs, zp_docs)):
-            z_doc, zp_doc = np.ascontiguousarray(z_doc, np.int32), np.ascontiguousarray(zp_doc, np.int64)
+            z_doc, zp_doc = np.ascontiguousarray(z_doc, np.int32), np.ascontiguousarray(zp_doc, np.int32)
             n_dk = np.zeros((D, self.K), np.int32)
             S_.build_counts(self.doc_ptr, z_doc, zp_doc, path_edges, path_len, parent, beta_sum,
                             counts[c, 0], counts[c, 1], n_dk, np.zeros((M, self.K)), True)
@@ -93,7 +93,7 @@ class TreeShardWorker(ShardWorker, TreeWorker):
         term_ids = self._doc_terms()
         z_docs, zp_docs = [], []
         for c in range(len(self.chain)):
-            z, zp = np.empty(len(term_ids), np.int32), np.empty(len(term_ids), np.int64)
+            z, zp = np.empty(len(term_ids), np.int32), np.empty(len(term_ids), np.int32)
             S_.init_random(term_ids, ptr, self.K, z, zp, rng0[c])
             z_docs.append(z)
             zp_docs.append(zp)
@@ -179,6 +179,9 @@ class TreeShardHook(ShardHook, TreeHook):
         return model.alpha_, model._bounds()
 
     def start(self, model, corpus, runner):
+        if model.init != "random":  # the online pass would carry every chain's counts through the workers
+            raise ValueError(f"init={model.init!r}: a Ray executor with the state on its workers starts "
+                             f"at random only; use init='random' or the default Ray executor")
         C = model.n_chains
         model.rng_ = make_rng_states(model.seed, C, model.n_shards)
         model.alpha_ = np.full((C, model.n_topics), model._alpha0())

@@ -32,7 +32,7 @@ class Chain(NamedTuple):
     its document-topic prior."""
 
     z: np.ndarray  # (n_tokens,) int32: topics
-    zp: np.ndarray  # (n_tokens,) int64: paths
+    zp: np.ndarray  # (n_tokens,) int32: paths
     n_e: np.ndarray  # (n_nodes, K) int32: tokens of topic k through the edge into node j
     n_i: np.ndarray  # (rows, K) int32: tokens of topic k leaving internal node i
     n_dk: np.ndarray  # (n_docs, K) int32

@@ -100,7 +100,7 @@ def chain_start(corpus, tree, T, seed):
     N = corpus.n_tokens
     z = rng0.integers(0, T, N).astype(np.int32)
     ptr = tree.word_path_ptr
-    zp = (ptr[corpus.term_ids] + (rng0.random(N) * np.diff(ptr)[corpus.term_ids])).astype(np.int64)
+    zp = (ptr[corpus.term_ids] + (rng0.random(N) * np.diff(ptr)[corpus.term_ids])).astype(np.int32)
     n_e = np.zeros((tree.n_nodes, T), np.int32)
     n_i = np.zeros((tree.n_nodes, T), np.int32)
     n_dk = np.zeros((corpus.n_docs, T), np.int32)
