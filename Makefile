@@ -17,10 +17,12 @@ demo: install
 
 # Two workers, a test file each at a time: a file's tests share its fixtures and run in order.
 # The 25 slowest tests are listed at the end, and the numba compiles (seconds per worker, kernels
-# both workers compiled, the tests that compiled most): the suite is kept short.
+# both workers compiled, the tests that compiled most): the suite is kept short. The folder is given
+# with "=": pytest takes a separate path for a test path before it knows the option, and once the
+# folder exists (a second run) it would not load tests/conftest.py, which defines the option.
 # (pytest-benchmark, where some other package installed it, is not used here: off, with its warning.)
 test: install browser wordnet
-	$(PYTHON) -m pytest -q -n 2 --dist loadfile -p no:benchmark --durations=25 --numba-compiles build/numba-compiles
+	$(PYTHON) -m pytest -q -n 2 --dist loadfile -p no:benchmark --durations=25 --numba-compiles=build/numba-compiles
 
 # The end-to-end checks of minutes each (marked long), which the default suite leaves out; CI runs both.
 test-long: install wordnet

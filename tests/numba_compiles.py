@@ -1,4 +1,4 @@
-"""``pytest --numba-compiles DIR`` (tests/conftest.py): where a run's numba compiles go. Each
+"""``pytest --numba-compiles=DIR`` (tests/conftest.py): where a run's numba compiles go. Each
 process (each xdist worker) writes DIR/<worker>.json: the compiling thread's CPU seconds per
 test and per compiled signature (a function compiled inside another one's compile counts in
 that one's seconds). The run ends with a summary: compile seconds per worker, the signatures
