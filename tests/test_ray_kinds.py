@@ -41,8 +41,7 @@ ONE_WORKER = {
     "pam": dict(init="random", sampler="exact", n_shards=4, learn_alpha=False),
     "tcm": dict(sampler="exact", n_shards=2, resample_alpha0=False),
     "glda": dict(restricted=True),
-    # the sequential sampler, which counts in the root's own row, from the driver's online start
-    "tree-lda": dict(n_shards=1, init="online"),
+    "tree-lda": dict(n_shards=1),  # the sequential sampler, which counts in the root's own row
 }
 # Arrays a resumed run leaves otherwise than an uninterrupted one where nothing reads them, as a
 # local resume does: TCM's doc lists past their lengths (stale entries, or zeros once rebuilt).

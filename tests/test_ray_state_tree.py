@@ -120,10 +120,3 @@ def test_tree_lost_worker_then_checkpoint_parts_resume_bit_identically(ray_clust
         assert set(state) == {"z", "zp", "rng"} and state["z"].dtype == np.uint16
 
     lost_worker_then_resume(TreeLDA, KW, data, path, tmp_path, executor, check=check, synsets=SYNSETS)
-
-
-@pytest.mark.long
-def test_tree_online_start_is_refused_on_workers(ray_cluster):  # noqa: F811
-    data = synthetic_corpus(60, 40, 20, seed=5, n_latent=3)
-    with pytest.raises(ValueError, match="init='online': a Ray executor .* random only"):
-        TreeLDA(executor=executor(), **dict(KW, init="online")).fit(data, synsets=SYNSETS)
