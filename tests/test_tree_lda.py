@@ -127,12 +127,11 @@ def test_edge_word_probs_is_leaf_probs_per_topic():
         np.testing.assert_allclose(got[:, k], leaf_probs(tree, n_e[:, k]), rtol=1e-14)
 
 
-@pytest.mark.parametrize("sampler,init", [("naive", "random"), ("fast-rb-sdw", "random"),
-                                          ("naive", "online"), ("fast-rb-sdw", "online")])
-def test_same_model_for_one_and_two_threads(sampler, init):
+@pytest.mark.parametrize("sampler", ["naive", "fast-rb-sdw"])
+def test_same_model_for_one_and_two_threads(sampler):
     c = corpus(seed=4)
-    one = TreeLDA(**dict(FAST, sampler=sampler, init=init, n_jobs=1)).fit(c, synsets=SYN)
-    two = TreeLDA(**dict(FAST, sampler=sampler, init=init, n_jobs=2)).fit(c, synsets=SYN)
+    one = TreeLDA(**dict(FAST, sampler=sampler, n_jobs=1)).fit(c, synsets=SYN)
+    two = TreeLDA(**dict(FAST, sampler=sampler, n_jobs=2)).fit(c, synsets=SYN)
     np.testing.assert_array_equal(one.zzp_, two.zzp_)
     np.testing.assert_array_equal(one.p_w_d(np.arange(12)), two.p_w_d(np.arange(12)))
     assert (one.z_[0] != one.z_[1]).any()  # chains have their own streams
@@ -152,39 +151,6 @@ def test_resume_is_bit_identical_and_checkpoint_tied_to_synsets(tmp_path):
                           callback=lambda m, it, n: (_ for _ in ()).throw(Killed()) if it == 3 else None)
     with pytest.raises(ValueError, match="corpus content"):
         TreeLDA(**kw).fit(c, checkpoint=tmp_path / "u.ckpt", synsets=SYN[:2])
-
-
-def test_online_start_counts_every_token_once():
-    c = corpus(seed=2)
-    online = TreeLDA(**dict(FAST, init="online")).fit(c, synsets=SYN)
-    assert (online.zzp_ != TreeLDA(**FAST).fit(c, synsets=SYN).zzp_).any()
-    for ch in range(online.n_chains):
-        want = ref.counts(online.tree_, c.doc_ptr, c.term_ids, online.z_[ch], online.zp_[ch], 3)
-        for got, w in zip((online.n_e_[ch], online.n_i_[ch], online.n_dk_[ch]), want):
-            np.testing.assert_array_equal(got, w)
-    with pytest.raises(ValueError, match="init"):
-        TreeLDA(**dict(FAST, init="sparse")).fit(c, synsets=SYN)
-
-
-def test_checkpoint_of_int64_assignments_resumes(tmp_path):
-    """Checkpoints written before the paths were int32 hold zzp as int64: they still resume."""
-    from models.common import checkpoint as ck
-
-    c = corpus(seed=6)
-    kw = dict(FAST, n_iter=8, checkpoint_every=2)
-    full = TreeLDA(**kw).fit(c, synsets=SYN)
-    path = tmp_path / "t.ckpt"
-    with pytest.raises(Killed):
-        TreeLDA(**kw).fit(c, checkpoint=path, synsets=SYN,
-                          callback=lambda m, it, n: (_ for _ in ()).throw(Killed()) if it == 5 else None)
-    f = ck.read_model_file(path, kind=ck.CHECKPOINT_FORMAT)
-    assert f.arrays["zzp"].dtype == np.int32
-    header = {k: v for k, v in f.header.items()
-              if k not in ("format", "format_version", "topicir_version", "arrays")}
-    arrays = dict(f.arrays, zzp=f.arrays["zzp"].astype(np.int64))
-    ck.write_model_file(path, header, arrays, kind=ck.CHECKPOINT_FORMAT)
-    resumed = TreeLDA(**kw).fit(c, checkpoint=path, synsets=SYN)
-    np.testing.assert_array_equal(resumed.zzp_, full.zzp_)
 
 
 def test_model_file_round_trip(fitted, tmp_path):

@@ -393,31 +393,3 @@ def test_borrowed_view_is_the_same_memory():
         assert shape == a.shape and strides == a.strides
         np.testing.assert_array_equal(a, 2 * before)
         assert total == 2 * before.sum()
-
-
-@pytest.mark.parametrize("variant", sweep_variants(T.NAIVE))
-def test_a_sweep_from_empty_counts_draws_each_token_given_those_before_it(variant):
-    """The online start (TreeLDA(init="online")): tokens with z = -1 are not counted, so a sweep
-    adds each once, and its draws depend on the tokens before it only: the pass over the first
-    documents draws what the pass over all of them draws there."""
-    tree, doc_ptr, term_ids, _, _, alpha, *_ = random_state(5, merge=True)
-    bound = T.path_bound(tree, alpha)
-    out = []
-    for D in (len(doc_ptr) - 1, (len(doc_ptr) - 1) // 2):
-        N = doc_ptr[D]
-        z, zp = np.full(N, -1, np.int32), np.full(N, -1, np.int32)
-        n_e, n_i = (np.zeros((tree.n_nodes, K), np.int32) for _ in range(2))
-        n_dk = np.zeros((D, K), np.int32)
-        inv = inv_of(tree, n_i)
-        T.sweep(variant, doc_ptr[:D + 1], term_ids[:N], z, zp, *args(tree), tree.beta,
-                tree.beta_sum, tree.path_prior(), bound, n_e, n_i, n_dk, inv, alpha,
-                make_rng_states(4))
-        assert z.min() >= 0 and all(tree.path_word[p] == w for p, w in zip(zp, term_ids[:N]))
-        for got, want in zip((n_e, n_i, n_dk), ref.counts(tree, doc_ptr[:D + 1], term_ids[:N], z, zp, K)):
-            np.testing.assert_array_equal(got, want)
-        inner = n_i.sum(1) > 0
-        np.testing.assert_allclose(inv[inner], inv_of(tree, n_i)[inner], rtol=1e-15)
-        out.append((z, zp))
-    (z, zp), (z_half, zp_half) = out
-    np.testing.assert_array_equal(z[:len(z_half)], z_half)
-    np.testing.assert_array_equal(zp[:len(zp_half)], zp_half)

@@ -101,8 +101,7 @@ def naive_sweep(runs, tree, chain, rng):
         d = run_doc[r]
         for t in range(run_ptr[r], run_ptr[r + 1]):
             w = term_ids[t]
-            if z[t] >= 0:  # z = -1: not counted yet (the online start)
-                move_token(d, z[t], zp[t], -1, tree, chain)
+            move_token(d, z[t], zp[t], -1, tree, chain)
             np_w = ptr[w + 1] - ptr[w]
             m = buf[:K * np_w].reshape(K, np_w)
             naive_masses(w, d, tree, chain, m)

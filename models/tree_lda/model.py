@@ -9,9 +9,7 @@ them from WordNet through the index's analyzer, see ``retrieval/adapters/tree_ld
 built by :func:`models.tree_lda.tree.build_tree`; with no synsets the model is LDA with beta = beta_root.
 """
 import hashlib
-from concurrent.futures import ThreadPoolExecutor
 
-import numba
 import numpy as np
 
 from . import kernels as T
@@ -23,9 +21,6 @@ from ..common.gibbs import GibbsModel, concat_ranges, rows_csr, stack_ptrs
 from .tree import build_tree, synset_arrays
 from .foldin import TreeFoldInMixin
 from .shards import chain_work, sweep_chains, tree_shards
-
-
-INITS = ("random", "online")
 
 
 class TreeLDA(TreeFoldInMixin, GibbsModel):
@@ -50,12 +45,6 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
     sampler : {"naive", "fast", "fast-rb", "fast-rb-sd", "fast-rb-sw", "fast-rb-sdw"}, default="fast-rb-sdw"
         The exact sampler of the joint (topic, path) conditional (section 4 of the paper); all
         draw from the same distribution, they differ in speed only.
-    init : {"random", "online"}, default="random"
-        "random": a uniform topic and path of its word per token. "online": one pass per chain
-        in document order from empty counts draws every token given those before it (LDA's
-        "online"). From "random" an edge out of the root lists up to K topics, so the first
-        sweeps' q buckets grow with a word's tokens; online lists start short. The Ray executor
-        with the state on its workers starts at random only.
     wordnet : str or None, default=None
         Directory of the WordNet 3.0 ``data.*`` files retrieval reads the synsets from when it
         trains on an index. None: $WORDNET_DIR, else /usr/share/wordnet.
@@ -112,7 +101,7 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
                          "alpha_samples", "doc_len", "syn_ptr", "syn_terms")
     _FILE_SPEC = files.SPEC  # what a model file and a checkpoint must hold
     def __init__(self, *, n_topics=100, alpha=None, beta_root=0.01, beta_synset=100.0, merge=False,
-                 sampler="fast-rb-sdw", init="random", wordnet=None, n_chains=3, n_shards=1, n_iter=100,
+                 sampler="fast-rb-sdw", wordnet=None, n_chains=3, n_shards=1, n_iter=100,
                  burn_in=None, sample_every=None, seed=0, n_jobs=None, log_lik_every=10,
                  callback_every=1, checkpoint_every=10, executor="local"):
         self.n_topics = n_topics
@@ -121,7 +110,6 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
         self.beta_synset = beta_synset
         self.merge = merge
         self.sampler = sampler
-        self.init = init
         self.wordnet = wordnet
         self.n_chains = n_chains
         self.n_shards = n_shards
@@ -143,7 +131,6 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
         self._check_priors()
         self._check_bool("merge")
         self._check_choice("sampler", T.SAMPLERS)
-        self._check_choice("init", INITS)
         if self.wordnet is not None and not isinstance(self.wordnet, str):
             raise ValueError(f"wordnet must be a directory name or None, got {self.wordnet!r}")
         self._check_corpus(corpus)
@@ -221,37 +208,11 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
         # stream [c, 0] starts chain c: with one shard, the streams of the sequential sampler
         self.rng_ = make_rng_states(self.seed, C, self.n_shards)
         self.alpha_ = np.full((C, K), self._alpha0())
-        if self.init == "online":
-            return self._start_online(corpus)
         for c in range(C):
             S_.init_random(corpus.term_ids, self.tree_.word_path_ptr, K, self.z_[c], self.zp_[c],
                            self.rng_[c, 0])
             # the arrays are fresh zeros: leaves' rows of n_i and inv are never touched
             self._rebuild_counts(corpus, c, zeroed=True)
-
-    def _start_online(self, corpus):
-        """init="online": every chain's pass in document order from empty counts, its tokens
-        marked uncounted (z = -1, which the sweeps skip removing), with chain c's stream [c, 0];
-        chains on threads (each owns its arrays and stream: the thread count changes nothing)."""
-        t = self.tree_
-        self._bounds()
-        self._work = None if self.sampler == "naive" else chain_work(
-            t.word_path_ptr, t.path_edges, t.path_len, t.parent, t.beta, t.beta_sum,
-            self._path_prior, self._s_bound, self.n_topics)
-        inner = t.beta_sum > 0
-        variant = T.SAMPLERS.index(self.sampler)
-
-        def one(c):
-            self.z_[c] = -1
-            self.inv_[c][inner] = 1.0 / t.beta_sum[inner, None]  # empty counts
-            T.sweep(variant, corpus.doc_ptr, corpus.term_ids, self.z_[c], self.zp_[c],
-                    t.word_path_ptr, t.path_edges, t.path_len, t.parent, t.beta, t.beta_sum,
-                    self._path_prior, self._s_bound[c], self.n_e_[c], self.n_i_[c], self.n_dk_[c],
-                    self.inv_[c], self.alpha_[c], self.rng_[c, 0],
-                    work=None if self._work is None else self._work[c])
-
-        with ThreadPoolExecutor(min(self.n_chains, numba.get_num_threads())) as pool:
-            list(pool.map(one, range(self.n_chains)))
 
     def _bounds(self):
         """Every chain's s_bound (eq. 6) of every word, (C, V), computed once for a fit."""

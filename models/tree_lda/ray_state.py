@@ -179,9 +179,6 @@ class TreeShardHook(ShardHook, TreeHook):
         return model.alpha_, model._bounds()
 
     def start(self, model, corpus, runner):
-        if model.init != "random":  # the online pass would carry every chain's counts through the workers
-            raise ValueError(f"init={model.init!r}: a Ray executor with the state on its workers starts "
-                             f"at random only; use init='random' or the default Ray executor")
         C = model.n_chains
         model.rng_ = make_rng_states(model.seed, C, model.n_shards)
         model.alpha_ = np.full((C, model.n_topics), model._alpha0())

@@ -412,9 +412,8 @@ def resample(r, runs, rb, sd, sw, tables, tree, chain, doc, dnz, scratch, rng):
         for sign in (-1, 1):
             if sign > 0:
                 k, p, i = draw(rb, sd, sw, w, tables, tree, chain, doc, dnz, scratch, rng)
-                z[t], zp[t] = k, p
-            elif k < 0:  # z = -1: a token not counted yet (the online start), nothing to remove
-                continue
+                z[t] = k
+                zp[t] = p
             acc[0] -= alpha[k] * inv[root, k]
             acc[1] -= n_dk[d, k] * inv[root, k]
             move_below(d, k, p, sign, tables, tree, chain)
