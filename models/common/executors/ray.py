@@ -95,9 +95,6 @@ class RayExecutor:
                 f"worker_memory={self.worker_memory!r})")
 
     def runner(self, model):
-        if self.state == "workers" and model.kind not in WORKER_STATE_KINDS:
-            raise ValueError(f"RayExecutor(state='workers') trains {', '.join(WORKER_STATE_KINDS)} "
-                             f"models, not {model.kind!r}; use state='driver'")
         self.last_runner = model._ray_runner(self)
         return self.last_runner
 
