@@ -13,7 +13,7 @@ from retrieval.bench import ray_train
 PARTS = cost.Parts(rate=2e6, latency=0.005, setup_s_per_token=1e-6, start_s=3.0, driver_s_per_token=1e-8,
                    event_s_per_token=2e-8, state_bytes_per_token=10.0, layout_bytes_per_token=20.0,
                    worker_bytes_per_token=0.0, driver_bytes_per_token=0.0, sync_bytes_per_token=12.0,
-                   restaurant_bytes_per_token=40.0, nodes_per_term=1.5)
+                   restaurant_bytes_per_token=40.0, nodes_per_term=1.5, inner_per_term=0.25)
 SIZES = cost.Sizes(k=800, n_totals=800, chains=3, sweeps=100, events=10)
 COLL = cost.Collection("c", 1000, 1e8, 1e5)
 
@@ -39,7 +39,7 @@ def test_lda_list_bytes_counts_min_of_frequency_and_topics():
 
 def test_state_bytes_of_every_kind():
     assert cost.state_bytes("pam", COLL, SIZES, PARTS) == 4 * 1e5 * 800
-    assert cost.state_bytes("tree-lda", COLL, SIZES, PARTS) == 16 * 800 * 1.5e5
+    assert cost.state_bytes("tree-lda", COLL, SIZES, PARTS) == 4 * 800 * (1.5 + 0.25) * 1e5
     assert cost.state_bytes("tcm", COLL, SIZES, PARTS) == 40 * 1e8
     assert cost.state_bytes("glda", COLL, SIZES, PARTS) == 0
     lda = cost.state_bytes("lda", COLL, SIZES, PARTS)

@@ -153,6 +153,27 @@ def test_resume_is_bit_identical_and_checkpoint_tied_to_synsets(tmp_path):
         TreeLDA(**kw).fit(c, checkpoint=tmp_path / "u.ckpt", synsets=SYN[:2])
 
 
+def test_checkpoint_holds_every_chains_topics_then_paths_never_joined_in_memory(tmp_path, monkeypatch):
+    from models.common import checkpoint as ck
+
+    c = corpus(seed=6)
+    m = TreeLDA(**dict(FAST, n_iter=4, checkpoint_every=2))
+    seen = []
+
+    def at_checkpoint(model, it, n):
+        if it == 2:
+            monkeypatch.setattr(np, "concatenate", lambda *a, **k: pytest.fail("assignments joined"))
+            model._write_checkpoint(tmp_path / "t.ckpt")
+            monkeypatch.undo()
+            seen.append((model.z_.copy(), model.zp_.copy()))
+
+    m.fit(c, synsets=SYN, callback=at_checkpoint)
+    f = ck.read_model_file(tmp_path / "t.ckpt", kind=ck.CHECKPOINT_FORMAT)
+    z, zp = seen[0]
+    assert f.arrays["zzp"].dtype == np.int32 and f.arrays["zzp"].shape == (FAST["n_chains"], 2 * c.n_tokens)
+    np.testing.assert_array_equal(f.arrays["zzp"], np.concatenate([z, zp], axis=1))
+
+
 def test_model_file_round_trip(fitted, tmp_path):
     c, m = fitted
     m.save(tmp_path / "m.npz", full=True)

@@ -271,14 +271,21 @@ class GibbsModel(TopicModel):
                       sample_iter=[s["iter"] for s in self._samples],
                       sample_sha256=[s["sha256"] for s in self._samples])
         assign, prior = self._STATE
-        arrays = {assign: self._checkpoint_assignments(), "rng": self.rng_,
-                  prior: getattr(self, prior + "_")}
-        self._wrote(ckpt.write_model_file(path, header, arrays, kind=ckpt.CHECKPOINT_FORMAT),
-                    self.n_iter_)
+        z = self._checkpoint_assignments()
+        if isinstance(z, np.ndarray):
+            arrays = {assign: z, "rng": self.rng_, prior: getattr(self, prior + "_")}
+            size = ckpt.write_model_file(path, header, arrays, kind=ckpt.CHECKPOINT_FORMAT)
+        else:  # (shape, dtype, pieces): written piece by piece, never joined in memory
+            size = ckpt.write_model_file_streamed(path, header, [
+                (assign, *z), ("rng", self.rng_.shape, self.rng_.dtype, [self.rng_]),
+                (prior, getattr(self, prior + "_").shape, getattr(self, prior + "_").dtype,
+                 [getattr(self, prior + "_")])], kind=ckpt.CHECKPOINT_FORMAT)
+        self._wrote(size, self.n_iter_)
 
     def _checkpoint_assignments(self):
         """The chains' assignments as a checkpoint holds them (a kind may narrow their dtype
-        where its file spec allows)."""
+        where its file spec allows): an array, or (shape, dtype, pieces) whose pieces' bytes
+        in turn are the array's (C order)."""
         return getattr(self, self._STATE[0] + "_")
 
     def _resume(self, corpus, path):

@@ -319,10 +319,9 @@ class LdaShardHook(ShardHook, LdaHook):
             for c in range(C):
                 runner.workers[0].set_rng0.remote(c, model.rng_[c, 0])
         else:
-            parts = runner._get([w.init_random.remote(model.rng_[:, s0:s1], model.alpha_, n)
-                                 for w, (s0, s1, *_) in zip(runner.workers, runner.ranges)],
-                                "initialisation")
-            self.counts_from(model, np.sum(parts, axis=0))
+            self.counts_from(model, runner._sum([w.init_random.remote(model.rng_[:, s0:s1], model.alpha_, n)
+                                                 for w, (s0, s1, *_) in zip(runner.workers, runner.ranges)],
+                                                "initialisation"))
         return n
 
     def sweep_params(self, model, c, r):

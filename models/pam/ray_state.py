@@ -182,9 +182,9 @@ class PamShardHook(ShardHook, PamHook):
         model.rng_ = make_rng_states(model.seed, C, model.n_shards)
         model.alpha_ = np.full((C, model.n_super, model.n_sub), float(model.alpha_sub))
         n = model._sparse_n_active(0, corpus.n_docs)
-        parts = runner._get([w.init_random.remote(model.rng_[:, s0:s1], n)
-                             for w, (s0, s1, *_) in zip(runner.workers, runner.ranges)], "initialisation")
-        self.counts_from(model, np.sum(parts, axis=0))
+        self.counts_from(model, runner._sum([w.init_random.remote(model.rng_[:, s0:s1], n)
+                                             for w, (s0, s1, *_) in zip(runner.workers, runner.ranges)],
+                                            "initialisation"))
 
     def before_sweeps(self, model, it):
         super().before_sweeps(model, it)

@@ -260,6 +260,11 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
             raise AttributeError("zzp_ is only available after fit or for models saved with full=True")
         return np.concatenate([self.z_, self.zp_], axis=1)
 
+    def _checkpoint_assignments(self):
+        """``zzp_`` chain by chain (z, then zp, of each): a checkpoint never joins them."""
+        C, N = self.z_.shape
+        return (C, 2 * N), np.int32, (a for c in range(C) for a in (self.z_[c], self.zp_[c]))
+
     def _set_saved_assignments(self, zzp):
         self._zzp_full = zzp
 

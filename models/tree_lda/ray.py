@@ -5,10 +5,12 @@
 A worker owns shards [s0, s1): their tokens' topics and paths (sweep order), their documents'
 topic counts and their rng streams, and builds every chain's sparse tables itself (they depend
 on the tree and the chain's s_bound only; the root edges' lists are built and written back
-within every block). A term group's slice is the rows of ``n_e``, ``n_i`` and ``inv`` of the
-nodes below the root that the group owns (whole synset components). The totals are the root's
-``n_i`` row: a block counts in its shard's private root row, set from the totals before it, and
-the row's ``inv`` is recomputed from the merged totals as the local merge does.
+within every block). A term group's slice is the ``n_e`` rows of the nodes below the root that
+the group owns (whole synset components) and the ``n_i`` rows of those that are internal (a
+leaf's row is always 0); the receiver recomputes their ``inv = 1 / (beta_sum + n_i)`` (a pure
+function of n_i), so a slice is 4 K bytes a node and 4 K more an internal node. The totals are
+the root's ``n_i`` row: a block counts in its shard's private root row, set from the totals
+before it, and the row's ``inv`` is recomputed from the merged totals as the local merge does.
 """
 import numpy as np
 
@@ -44,6 +46,12 @@ class TreeWorker(PartitionWorker):
                      sweep_work(ptr, path_edges, path_len, parent, beta, beta_sum, path_prior,
                                 self.s_bound[c], n_topics) for c in range(len(self.s_bound))]
 
+    def inner_rows(self, g):
+        """Group g's internal nodes (the rows its slice carries of n_i)."""
+        if "inner_rows" not in self.lay:
+            self.lay["inner_rows"] = [r[self.bsum[r] > 0] for r in self.lay["rows"]]
+        return self.lay["inner_rows"][g]
+
     def merged(self, c):
         root = self.lay["root"]
         self.chain[c]["root_inv"] = 1.0 / (self.bsum[root] + self.totals[c])
@@ -51,8 +59,9 @@ class TreeWorker(PartitionWorker):
     def sweep_block(self, c, i, g, payload, totals):
         lay, st = self.lay, self.chain[c]
         ptr, path_edges, path_len, beta, _, path_prior, _ = self.tree
-        rows = lay["rows"][g]
-        self.n_e[rows], self.n_i[rows], self.inv[rows] = payload
+        rows, inner = lay["rows"][g], self.inner_rows(g)
+        self.n_e[rows], self.n_i[inner] = payload
+        self.inv[inner] = 1.0 / (self.bsum[inner, None] + payload[1])
         row = len(self.n_e) + lay["s0"] + i  # the shard's private root row
         self.n_i[row] = totals
         self.inv[row] = st["root_inv"]
@@ -63,7 +72,7 @@ class TreeWorker(PartitionWorker):
                    self.n_i, st["n_dk"], self.inv, self.alpha[c], st["rng"][i],
                    work=self.work[c])
         totals[:] = self.n_i[row]
-        return (self.n_e[rows], self.n_i[rows], self.inv[rows]), np.zeros(0, np.int64)
+        return (self.n_e[rows], self.n_i[inner]), np.zeros(0, np.int64)
 
 
 class TreeHook:
@@ -107,11 +116,13 @@ class TreeHook:
 
     @staticmethod
     def get_slice(model, c, rows):
-        return model.n_e_[c][rows], model.n_i_[c][rows], model.inv_[c][rows]
+        return model.n_e_[c][rows], model.n_i_[c][rows[model.tree_.beta_sum[rows] > 0]]
 
     @staticmethod
     def put_slice(model, c, rows, payload):
-        model.n_e_[c][rows], model.n_i_[c][rows], model.inv_[c][rows] = payload
+        inner = rows[model.tree_.beta_sum[rows] > 0]
+        model.n_e_[c][rows], model.n_i_[c][inner] = payload
+        model.inv_[c][inner] = 1.0 / (model.tree_.beta_sum[inner, None] + payload[1])
 
     @staticmethod
     def after_lists(model, c):

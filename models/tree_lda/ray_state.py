@@ -184,14 +184,18 @@ class TreeShardHook(ShardHook, TreeHook):
         model.alpha_ = np.full((C, model.n_topics), model._alpha0())
         model._s_bound = None
         prior, n = self.worker_prior(model), model._sparse_n_active(0, corpus.n_docs)
-        rng0, parts = model.rng_[:, 0].copy(), []
-        for w, (s0, s1, *_) in zip(runner.workers, runner.ranges):
+        rng0, total = model.rng_[:, 0].copy(), None
+        for w, (s0, s1, *_) in zip(runner.workers, runner.ranges):  # summed as they come (nodes x K each)
             counts, rng0 = runner._get(w.init_random.remote(rng0, model.rng_[:, s0:s1], prior, n), "initialisation")
-            parts.append(counts)
+            if total is None:
+                total = np.array(counts)
+            else:
+                total += counts
+            del counts
         model.rng_[:, 0] = rng0
         for c in range(C):
             runner.workers[0].set_rng0.remote(c, rng0[c])
-        self.counts_from(model, np.sum(parts, axis=0))
+        self.counts_from(model, total)
 
     @staticmethod
     def groups(model):

@@ -50,9 +50,9 @@ SIZE_KEYS = ("n_topics", "n_super", "n_sub")
 # Chain state compared between the local and the Ray model, besides the log-likelihood.
 STATE = {"lda": ("z_", "n_kw_"), "pam": ("z_", "n_wj_"), "tcm": ("b_",), "glda": ("g_", "zg_", "n_kw_"),
          "tree-lda": ("z_", "zp_", "n_e_")}
-MOVED = {"lda": "sparse n_kw term lists", "pam": "dense n_wj rows", "tree-lda": "node rows of n_e, n_i, inv",
+MOVED = {"lda": "sparse n_kw term lists", "pam": "dense n_wj rows", "tree-lda": "node rows of n_e, internal nodes' of n_i",
          "tcm": "boundaries (4 B a token)", "glda": "nothing"}
-FORMULA = {"lda": "4 V + b sum_w min(cf_w, K)", "pam": "4 V s'", "tree-lda": "16 K nodes", "tcm": "4 N",
+FORMULA = {"lda": "4 V + b sum_w min(cf_w, K)", "pam": "4 V s'", "tree-lda": "4 K (nodes + internal nodes)", "tcm": "4 N",
            "glda": "0"}
 TARGET = ("10xAP", "lda", 32, 2.0)  # collection, kind, workers, hours
 PROJECTED_WORKERS = (8, 32, 128)
@@ -237,17 +237,18 @@ def bench_kind(kind, corpus, inputs, args, rows, checks):
     one, big = runs[w_min], runs[w_max]
     m = big["model"]
     S = params.get("n_shards", C)
-    nodes = 0
+    nodes = inner = 0
     if kind == "tree-lda":
         from models.tree_lda.shards import node_groups
 
-        nodes = int((node_groups(m.tree_, np.zeros(m.tree_.n_terms, np.int64)) >= 0).sum())  # on a path
+        on_path = node_groups(m.tree_, np.zeros(m.tree_.n_terms, np.int64)) >= 0
+        nodes, inner = int(on_path.sum()), int((on_path & (m.tree_.beta_sum > 0)).sum())
     sizes = cost.Sizes(k=params.get("n_sub", params.get("n_topics")), n_totals=0, chains=C, sweeps=args.iters,
                        events=1)
     parts_for_check = cost.Parts(rate=1, latency=0, setup_s_per_token=0, start_s=0, driver_s_per_token=0,
                                  event_s_per_token=0, state_bytes_per_token=0, layout_bytes_per_token=0,
                                  worker_bytes_per_token=0, driver_bytes_per_token=0, sync_bytes_per_token=0,
-                                 nodes_per_term=nodes / corpus.n_terms)
+                                 nodes_per_term=nodes / corpus.n_terms, inner_per_term=inner / corpus.n_terms)
     moved = big["stats"]["slice_bytes_per_sweep"]
     if kind == "lda":
         cf = np.bincount(corpus.term_ids, minlength=corpus.n_terms)
@@ -278,7 +279,7 @@ def bench_kind(kind, corpus, inputs, args, rows, checks):
             driver_bytes_per_token=max(r["sync_per_sweep"], 0.0) / (C * N),
             sync_bytes_per_token=max(r["sync_event"], 0.0) / (C * N),
             restaurant_bytes_per_token=(big["stats"]["n_k_bytes_per_sweep"] / (C * w_max * N) if kind == "tcm" else 0.0),
-            nodes_per_term=nodes / corpus.n_terms, on_workers=per_worker)
+            nodes_per_term=nodes / corpus.n_terms, inner_per_term=inner / corpus.n_terms, on_workers=per_worker)
 
     parts = {kind: measured(one, False)}
     if on_workers:
@@ -342,7 +343,8 @@ def parts_table(parts: dict, latency: float) -> Table:
              "sync us/tok": fixed(p.event_s_per_token * 1e6, 3), "state B/tok": fixed(p.state_bytes_per_token, 1),
              "layout B/tok": fixed(p.layout_bytes_per_token, 1), "per-worker B/tok": fixed(p.worker_bytes_per_token, 1),
              "driver B/tok/sweep": fixed(p.driver_bytes_per_token, 2), "sync B/tok": fixed(p.sync_bytes_per_token, 1),
-             "restaurants B/tok": fixed(p.restaurant_bytes_per_token, 1), "nodes/term": fixed(p.nodes_per_term, 2)}
+             "restaurants B/tok": fixed(p.restaurant_bytes_per_token, 1), "nodes/term": fixed(p.nodes_per_term, 2),
+             "internal nodes/term": fixed(p.inner_per_term, 3)}
             for k, p in parts.items()]
     return Table("Measured parts of the cost model", rows,
                  notes=[f"round latency {latency * 1e3:.2f} ms (a dependent chain of actor calls and merge tasks); "

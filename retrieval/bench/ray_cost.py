@@ -30,7 +30,8 @@ What a kind moves per sweep follows from what its runner sends (n_shards = W):
 
 L per chain: LDA's sparse term lists (4 bytes a term for its length, an entry per nonzero
 n_kw, at most min(cf_w, K) of term w, packed in 4 or 8 bytes); PAM's dense n_wj (4 V s'
-bytes); tree-LDA's node rows (n_e, n_i int32 and inv float64: 16 K bytes a node).
+bytes); tree-LDA's node rows (n_e int32 of every node, n_i int32 of the internal ones; inv is
+recomputed from n_i: 4 K bytes a node and 4 K more an internal node).
 """
 from __future__ import annotations
 
@@ -103,6 +104,7 @@ class Parts(NamedTuple):
     sync_bytes_per_token: float    # pulled at a sync, per chain
     restaurant_bytes_per_token: float = 0.0  # TCM
     nodes_per_term: float = 0.0              # tree-LDA
+    inner_per_term: float = 0.0              # tree-LDA: internal nodes
     on_workers: bool = False                 # the chain state stays on the workers
 
 
@@ -113,7 +115,7 @@ def state_bytes(kind: str, coll: Collection, sizes: Sizes, parts: Parts, zipf: f
     if kind == "pam":
         return 4.0 * coll.terms * sizes.k
     if kind == "tree-lda":
-        return 16.0 * sizes.k * parts.nodes_per_term * coll.terms
+        return 4.0 * sizes.k * (parts.nodes_per_term + parts.inner_per_term) * coll.terms
     if kind == "tcm" and not parts.on_workers:
         return parts.restaurant_bytes_per_token * coll.tokens
     return 0.0

@@ -169,6 +169,19 @@ class RayRunner:
                 cause += f"; a worker exits past worker_memory={cap / 2**20:.0f} MiB"
             raise WorkerLostError(who, what, ckpt, self.last_ckpt, cause) from None
 
+    def _sum(self, refs, what):
+        """The sum of the workers' arrays, fetched one at a time: the driver holds the sum and
+        one part, not every worker's part at once (tree-LDA's are nodes x K per chain)."""
+        total = None
+        for r in refs:
+            part = self._get(r, what)
+            if total is None:
+                total = np.array(part)
+            else:
+                total += part
+            del part
+        return total
+
     def close(self):
         for w in self.workers:
             ray.kill(w)

@@ -470,11 +470,10 @@ class ShardedRunner(WorkerStateLoop, PartitionRunner):
 
     def _resume_workers(self, model, corpus, path, h, start):
         n = model._sparse_n_active(start, corpus.n_docs)
-        parts = self._get([w.resume.remote(os.fspath(self.dir), os.fspath(path), self.base,
-                                           h["state_parts"], [s["shards"] for s in h["samples"]],
-                                           self.hook.worker_prior(model), n) for w in self.workers],
-                          "resuming")
-        self.hook.counts_from(model, np.sum(parts, axis=0))
+        self.hook.counts_from(model, self._sum(
+            [w.resume.remote(os.fspath(self.dir), os.fspath(path), self.base, h["state_parts"],
+                             [s["shards"] for s in h["samples"]], self.hook.worker_prior(model), n)
+             for w in self.workers], "resuming"))
 
     def _load_chains(self, model):
         """The partition rounds' object-store state: the totals on every worker, the slices."""
