@@ -92,8 +92,8 @@ def test_document_model(kind, trained, collection):
     p = model.p_w_d(np.arange(V))
     assert p.shape == (D, V) and np.isfinite(p).all() and (p > 0).all()
     if model.p_w_d_sums_to_one:  # the document model is a distribution over words
-        # tree-LDA and TCM sum a (document, sample)'s topics in float32, PAM its count part
-        np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-9 if kind not in ("tree-lda", "tcm", "pam") else 1e-6)
+        # tree-LDA and TCM sum a (document, sample)'s topics in float32
+        np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-9 if kind not in ("tree-lda", "tcm") else 1e-6)
     else:
         assert (p.sum(axis=1) < 1).all()
     per = model.p_w_d_per_sample(np.array([0, 3, 5]))

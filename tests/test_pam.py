@@ -404,8 +404,7 @@ def test_p_w_d_rows_are_distributions_and_match_formula(fitted):
     terms = np.arange(corpus.n_terms)
     p = m.p_w_d(terms)
     assert p.shape == (corpus.n_docs, corpus.n_terms) and p.dtype == np.float64
-    # the count part's rows are summed in float32 (pam_score.count_rows32): 1e-6
-    np.testing.assert_allclose(p.sum(1), 1.0, rtol=1e-6)
+    np.testing.assert_allclose(p.sum(1), 1.0, rtol=1e-12)
     assert (p > 0).all()
     per = m.p_w_d_per_sample(terms)
     assert per.shape == (2, 2, corpus.n_docs, corpus.n_terms)
@@ -420,9 +419,9 @@ def test_p_w_d_rows_are_distributions_and_match_formula(fitted):
     n_wj = (m.phi_matrix(cs) * (m.n_j_samples_[cs][:, None] + V * m.beta) - m.beta).T
     want = ref.p_w_d(n_dij, np.rint(n_wj), m.n_j_samples_[cs], m._alpha_r(), m.alpha_samples_[cs],
                      m.beta)
-    np.testing.assert_allclose(per[1, 0], want, rtol=1e-6)
+    np.testing.assert_allclose(per[1, 0], want, rtol=1e-12)
     sub_terms = np.array([3, 0, 3, 17])
-    np.testing.assert_allclose(m.p_w_d(sub_terms), p[:, sub_terms], rtol=1e-6)
+    np.testing.assert_allclose(m.p_w_d(sub_terms), p[:, sub_terms], rtol=1e-12)
 
 
 def test_views(fitted):

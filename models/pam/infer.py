@@ -9,7 +9,7 @@ import numpy as np
 from . import files
 from ..common.kernels.sparse import row_nnz, rows_to_csr
 from ..common.generate import log_dirichlet, over_kept_samples
-from .score_kernels import count_rows32, prior_tables, score_p_w_d, score_p_w_d_per_sample, sparse_phi
+from .score_kernels import prior_tables, score_p_w_d, score_p_w_d_per_sample, sparse_phi
 
 
 class PAMDocumentModel:
@@ -29,8 +29,8 @@ class PAMDocumentModel:
 
     def _tables(self, term_ids):
         """The arguments of the scoring kernels after the document arrays: n_sub, alpha_r,
-        S (n_cs, n_super), phi's shared part b / (n_j + V b) (n_cs, n_sub), its count part as
-        float32 rows over the terms (:func:`~models.pam.score_kernels.count_rows32`),
+        S (n_cs, n_super), phi's shared part b / (n_j + V b) (n_cs, n_sub), its count part
+        sparse over (sub-topic, term) (:func:`~models.pam.score_kernels.sparse_phi`),
         G = alpha @ phi (n_cs, n_super, T) and base = sum_i G_i / S_i (n_cs, T)."""
         self._check_fitted()
         term_ids = self._check_term_ids(term_ids)
@@ -39,8 +39,7 @@ class PAMDocumentModel:
         phi_b = b / (self.n_j_samples_ + self.n_terms_ * b)
         sparse = sparse_phi(self.tw_ptr_, self.tw_sub_, self.tw_count_, self.n_j_samples_, b, term_ids)
         G, base = prior_tables(self.alpha_samples_, S, phi_b, *sparse, len(term_ids))
-        return (self.n_sub, self._alpha_r(), S, phi_b, *count_rows32(*sparse, len(term_ids)),
-                G, base)
+        return (self.n_sub, self._alpha_r(), S, phi_b, *sparse, G, base)
 
     def p_w_d(self, term_ids):
         """P_PAM(w | d) for every document, averaged over all kept samples of all chains.

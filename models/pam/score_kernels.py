@@ -7,7 +7,7 @@ import numpy as np
 from numba import njit, prange
 
 from .buckets import block_E, doc_bucket, prior_bucket
-from ..common.kernels.sparse import add_weighted_rows, doc_chunk, n_doc_chunks, store_chunk, sum_rows32
+from ..common.kernels.sparse import add_weighted_rows, doc_chunk, n_doc_chunks, store_chunk
 
 # ---------------------------------------------------------------------------------------------
 # Document model P_PAM(w | d) for retrieval
@@ -23,8 +23,9 @@ class SampleTables(NamedTuple):
     alpha_r: float
     alpha_sum: np.ndarray
     phi_b: np.ndarray
-    row_of: np.ndarray
-    rows32: np.ndarray
+    sp_ptr: np.ndarray
+    sp_term: np.ndarray
+    sp_val: np.ndarray
     G: np.ndarray
 
 
@@ -91,32 +92,6 @@ def prior_tables(alpha, alpha_sum, phi_b, sp_ptr, sp_term, sp_val, T):
     return G, base
 
 
-@njit(cache=True)
-def count_rows32(sp_ptr, sp_term, sp_val, T):
-    """The count part of :func:`sparse_phi` as dense float32 rows over the query terms, one row
-    per sub-topic that has entries: row_of[cs, j] is sub-topic j's row in rows[cs] (-1 where it
-    has none). A document's pairs then add whole rows, which vectorises, where scattering a
-    row's few entries one by one does not. Returns row_of (n_cs, n_sub) int64 and rows
-    (n_cs, R, T) float32."""
-    n_cs = sp_ptr.shape[0]
-    n_sub = sp_ptr.shape[1] - 1
-    row_of = np.full((n_cs, n_sub), -1, dtype=np.int64)
-    R = 1
-    for cs in range(n_cs):
-        n = 0
-        for j in range(n_sub):
-            if sp_ptr[cs, j + 1] > sp_ptr[cs, j]:
-                row_of[cs, j] = n
-                n += 1
-        R = max(R, n)
-    rows = np.zeros((n_cs, R, T), dtype=np.float32)
-    for cs in range(n_cs):
-        for j in range(n_sub):
-            for r in range(sp_ptr[cs, j], sp_ptr[cs, j + 1]):
-                rows[cs, row_of[cs, j], sp_term[r]] = sp_val[r]
-    return row_of, rows
-
-
 @njit(cache=True, inline="always")
 def _add_doc_sample(cs, d, den, tab, out, scratch):
     """out[t] += P_PAM(term t | d) under sample cs less its part ``r0 * base[cs, t]`` and less
@@ -124,19 +99,21 @@ def _add_doc_sample(cs, d, den, tab, out, scratch):
 
     sum_i theta_i (G_it + sum_{j in d} n_ij phi_jt) / (n_i + S_i), theta_i = (n_i + a_r) den: the
     super-topics absent from d share the term ``r0 * base[cs, t]`` with base = sum_i G_i / S_i,
-    and the present ones correct it (their G rows, float64: the corrections are negative, so
-    their sum may be a small difference). phi_jt is phi_b[cs, j], the part every term shares,
-    plus the count part, whose rows (:func:`count_rows32`, non-negative) are summed in float32.
-    ``scratch``: (sup int64 (n_super,), coef (n_super,), rows int64 and weights (max pairs of a
-    document,), s float32 (T,)); ``tab``: :class:`SampleTables`.
+    and the present ones correct it (their G rows). phi_jt is phi_b[cs, j], the part every term
+    shares, plus the count part, sparse over (j, t) (:func:`sparse_phi`): a sub-topic's pairs
+    in d (under every super-topic) are summed into one weight w_j = sum_i f_i n_ij first, so
+    each of its query-term entries is added once, however many super-topics hold it.
+    ``scratch``: (sup int64 (n_super,), coef (n_super,), w (n_sub,) all zero, subs int64
+    (n_sub,)); w is zero again on return. ``tab``: :class:`SampleTables`.
     """
     dp_ptr, dp_key, dp_count, n_sub = tab.dp_ptr, tab.dp_key, tab.dp_count, tab.n_sub
-    alpha_r, alpha_sum, phi_b, row_of = tab.alpha_r, tab.alpha_sum, tab.phi_b, tab.row_of
-    sup, coef, rows, wts, s = scratch
+    alpha_r, alpha_sum, phi_b, sp_ptr = tab.alpha_r, tab.alpha_sum, tab.phi_b, tab.sp_ptr
+    sp_term, sp_val = tab.sp_term, tab.sp_val
+    sup, coef, w, subs = scratch
     r0 = alpha_r * den
     shared = 0.0
     n_present = 0
-    n_rows = 0
+    n_subs = 0
     hi = dp_ptr[cs, d + 1]
     q = dp_ptr[cs, d]
     while q < hi:
@@ -156,38 +133,37 @@ def _add_doc_sample(cs, d, den, tab, out, scratch):
             c = f * dp_count[p]
             j = dp_key[p] - i * n_sub
             shared += c * phi_b[cs, j]
-            r = row_of[cs, j]
-            if r >= 0:
-                rows[n_rows] = r
-                wts[n_rows] = c
-                n_rows += 1
+            if sp_ptr[cs, j + 1] > sp_ptr[cs, j]:
+                if w[j] == 0.0:  # c > 0: the first pair of j in d
+                    subs[n_subs] = j
+                    n_subs += 1
+                w[j] += c
         q = e
     add_weighted_rows(out, tab.G[cs], sup, coef, 0, n_present, 1.0)
-    sum_rows32(s, tab.rows32[cs], rows, wts, 0, n_rows)
-    for t in range(len(s)):
-        out[t] += s[t]
+    for k in range(n_subs):
+        j = subs[k]
+        c = w[j]
+        w[j] = 0.0
+        for r in range(sp_ptr[cs, j], sp_ptr[cs, j + 1]):
+            out[sp_term[r]] += c * sp_val[r]
     return shared
 
 
 @njit(cache=True, inline="always")
-def _scratch(dp_ptr, d0, d1, n_super, T):
-    """The scratch of :func:`_add_doc_sample` for the documents [d0, d1) under every sample."""
-    n = 1
-    for cs in range(dp_ptr.shape[0]):
-        for d in range(d0, d1):
-            n = max(n, dp_ptr[cs, d + 1] - dp_ptr[cs, d])
-    return (np.empty(n_super, dtype=np.int64), np.empty(n_super), np.empty(n, dtype=np.int64),
-            np.empty(n), np.empty(T, dtype=np.float32))
+def _scratch(n_super, n_sub):
+    """The scratch of :func:`_add_doc_sample`."""
+    return (np.empty(n_super, dtype=np.int64), np.empty(n_super), np.zeros(n_sub),
+            np.empty(n_sub, dtype=np.int64))
 
 
 @njit(cache=True, parallel=True)
 def score_p_w_d(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, phi_b,
-                row_of, rows32, G, base, out):
+                sp_ptr, sp_term, sp_val, G, base, out):
     """out[t, d] = mean over samples cs of P_PAM(term t | d) (overwrites out; term-major, so
     that a query's terms are rows).
 
     dp_ptr : (n_cs, n_docs + 1) int64 offsets into the flat dp_key/dp_count;
-    phi_b : (n_cs, n_sub) b / (n_j + V b); row_of, rows32 : :func:`count_rows32`;
+    phi_b : (n_cs, n_sub) b / (n_j + V b); sp_ptr, sp_term, sp_val : :func:`sparse_phi`;
     G, base : :func:`prior_tables`. r0 = a_r / (n_d + s a_r) is the same
     under every sample, so the absent super-topics' term is r0 times the samples' summed base,
     once per document, and the shared parts are summed before they are added.
@@ -201,9 +177,9 @@ def score_p_w_d(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, ph
             base_sum[t] += base[cs, t]
     for ch in prange(n_doc_chunks(n_docs)):
         d0, d1 = doc_chunk(ch, n_docs)
-        scratch = _scratch(dp_ptr, d0, d1, n_super, T)
-        tab = SampleTables(dp_ptr, dp_key, dp_count, n_sub, alpha_r, alpha_sum, phi_b, row_of,
-                           rows32, G)
+        scratch = _scratch(n_super, n_sub)
+        tab = SampleTables(dp_ptr, dp_key, dp_count, n_sub, alpha_r, alpha_sum, phi_b, sp_ptr,
+                           sp_term, sp_val, G)
         acc = np.empty((d1 - d0, T))
         shared = np.zeros(d1 - d0)
         den = np.empty(d1 - d0)
@@ -223,15 +199,15 @@ def score_p_w_d(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, ph
 
 @njit(cache=True, parallel=True)
 def score_p_w_d_per_sample(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum,
-                           phi_b, row_of, rows32, G, base, out):
+                           phi_b, sp_ptr, sp_term, sp_val, G, base, out):
     """out[cs, d, t] = P_PAM(term t | d) under sample cs (overwrites out). Flat arguments: a
     parallel kernel cannot take tuples (models/common/kernels/__init__.py)."""
     n_cs, n_super, T = G.shape
     n_docs = out.shape[1]
     for d in prange(n_docs):
-        scratch = _scratch(dp_ptr, d, d + 1, n_super, T)
-        tab = SampleTables(dp_ptr, dp_key, dp_count, n_sub, alpha_r, alpha_sum, phi_b, row_of,
-                           rows32, G)
+        scratch = _scratch(n_super, n_sub)
+        tab = SampleTables(dp_ptr, dp_key, dp_count, n_sub, alpha_r, alpha_sum, phi_b, sp_ptr,
+                           sp_term, sp_val, G)
         den = 1.0 / (doc_len[d] + n_super * alpha_r)
         for cs in range(n_cs):
             row = out[cs, d]
