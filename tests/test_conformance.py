@@ -127,12 +127,14 @@ def test_save_load_and_fingerprint(kind, trained, collection):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_mapped_file_gives_the_same_document_model(kind, trained, collection, monkeypatch):
-    """Every integer member mapped (models/common/checkpoint.py), as a large file's are: the
-    same document model as the fitted one, bit for bit."""
+    """Every integer member mapped (models/common/checkpoint.py), as a large file's are, and
+    passes over its tables a few entries at a time (a document range, a piece of an array,
+    each released after it): the same document model as the fitted one, bit for bit."""
     from models.common import checkpoint as ck
 
     model, path = trained(kind)
     monkeypatch.setattr(ck, "MAP_BYTES", 1)
+    monkeypatch.setattr(ck, "PASS_BYTES", 64)
     back = registry.load(path, fingerprint=collection.fingerprint)
     ints = [n for n in back._INFERENCE_ARRAYS if getattr(back, n + "_").dtype.kind in "iu"]
     assert all(ck.is_mapped(getattr(back, n + "_")) for n in ints)
@@ -142,6 +144,38 @@ def test_mapped_file_gives_the_same_document_model(kind, trained, collection, mo
     np.testing.assert_array_equal(back.p_w_d_per_sample(terms[:4]), model.p_w_d_per_sample(terms[:4]))
     for got, want in zip(back.doc_topics(1, top=4), model.doc_topics(1, top=4)):
         np.testing.assert_array_equal(got, want)
+
+
+# The document tables a kind's p_w_d passes over document range after range (doc_ranges).
+DOC_TABLES = {"pam": ("dp_ptr", "dp_key_samples", "dp_count_samples"), "tcm": ("dk_ptr", "dk_topic", "dk_count"),
+              "tree-lda": ("dk_ptr", "dk_topic", "dk_count")}
+
+
+@pytest.mark.parametrize("kind", sorted(DOC_TABLES))
+def test_document_model_releases_the_document_table_as_it_goes(kind, trained, collection, monkeypatch):
+    """A mapped file's document table is read a document range at a time, and every range's
+    entries of every sample are released after it: a batch holds a range of the table, not the
+    table (the pages, then, are the file's again)."""
+    from models.common import checkpoint as ck
+
+    _, path = trained(kind)
+    monkeypatch.setattr(ck, "MAP_BYTES", 1)
+    monkeypatch.setattr(ck, "PASS_BYTES", 64)
+    back = registry.load(path, fingerprint=collection.fingerprint)
+    ptr, *rows = (getattr(back, n + "_") for n in DOC_TABLES[kind])
+    assert len(list(ck.doc_ranges(ptr, rows, 16))) > 1  # a pass takes several ranges
+    released = {id(a): np.zeros(len(a), dtype=np.int64) for a in rows}
+    release = ck.release
+
+    def record(a, lo, hi):
+        if id(a) in released:
+            released[id(a)][lo:hi] += 1
+        release(a, lo, hi)
+    monkeypatch.setattr(ck, "release", record)
+    back.p_w_d(np.arange(collection.stats.n_terms))
+    for a in rows:
+        np.testing.assert_array_equal(released[id(a)], 1)  # every entry once, after its range
+    assert all(ck.is_mapped(a) for a in rows)
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -71,6 +71,35 @@ def test_row_chunks_cover_the_rows_in_order(monkeypatch):
     assert ck.row_chunks(starts[:0], stops[:0], 8) == []
 
 
+def test_doc_ranges_and_pieces_cover_the_entries_in_order(monkeypatch):
+    monkeypatch.setattr(ck, "PASS_BYTES", 80)
+    ptr = np.array([[0, 3, 3, 10, 12], [12, 14, 20, 21, 30]])  # 2 samples' rows of 4 documents
+    a, b = np.arange(30, dtype=np.int32), np.arange(30, dtype=np.int64)  # 12 bytes an entry
+    # the documents hold 5, 6, 8 and 11 entries of the two samples together; 6 a range
+    assert list(ck.doc_ranges(ptr, (a, b))) == [(0, 1), (1, 2), (2, 3), (3, 4)]
+    assert list(ck.doc_ranges(ptr, (a, b), min_docs=2)) == [(0, 2), (2, 4)]
+    got = list(ck.pieces(a, b))
+    assert [len(x) for x, _ in got] == [6, 6, 6, 6, 6]
+    np.testing.assert_array_equal(np.concatenate([x for x, _ in got]), a)
+    np.testing.assert_array_equal(np.concatenate([y for _, y in got]), b)
+
+
+def test_mapped_checks_read_a_piece_at_a_time(saved, monkeypatch):
+    """An index or count check of a mapped array takes its extremes a piece at a time, each
+    piece released after it (models/common/validate.py): the same answer as the whole array's."""
+    from models.common import validate as V
+
+    _, m, path = saved
+    monkeypatch.setattr(ck, "MAP_BYTES", 1)
+    monkeypatch.setattr(ck, "PASS_BYTES", 64)
+    a = ck.read_model_file(path).arrays["kd_doc"]
+    seen = []
+    monkeypatch.setattr(ck, "release", lambda x, lo, hi: seen.append((lo, hi)))
+    assert V.extrema(a) == (m.kd_doc_.min(), m.kd_doc_.max())
+    assert seen == [(lo, min(len(a), lo + 16)) for lo in range(0, len(a), 16)]
+    assert V.extrema(m.kd_doc_) == (m.kd_doc_.min(), m.kd_doc_.max()) and len(seen) == -(-len(a) // 16)
+
+
 def _member_offset(path, name):
     import zipfile
 

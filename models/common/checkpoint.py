@@ -298,6 +298,34 @@ def row_chunks(starts, stops, entry_bytes, min_rows=1):
     return out
 
 
+def doc_ranges(ptr, arrays, min_docs=1):
+    """Consecutive document ranges ``(d0, d1)`` of a table of every kept sample's document rows
+    (``ptr`` (n_samples, n_docs + 1) into the flat ``arrays``), each about PASS_BYTES of the
+    samples' entries together and at least ``min_docs`` documents; after each range the pages
+    of its entries are released (:func:`release`), so that a pass over a mapped table, document
+    range after range, holds a range of it at a time, not the table."""
+    ptr = np.asarray(ptr)
+    entry = sum(a.itemsize for a in arrays)
+    upto = (ptr - ptr[:, :1]).sum(axis=0)  # the samples' entries of the documents before d
+    for d0, d1 in row_chunks(upto[:-1], upto[1:], entry, min_docs):
+        yield d0, d1
+        for cs in range(ptr.shape[0]):
+            for a in arrays:
+                release(a, ptr[cs, d0], ptr[cs, d1])
+
+
+def pieces(*arrays):
+    """Consecutive pieces of the equally long 1-d ``arrays``, together about PASS_BYTES a
+    piece, each piece's pages released after its turn (:func:`release`): a pass over every
+    value of mapped arrays holds a piece of them at a time."""
+    n, step = len(arrays[0]), max(1, PASS_BYTES // max(sum(a.itemsize for a in arrays), 1))
+    for lo in range(0, n, step):
+        hi = min(n, lo + step)
+        yield tuple(a[lo:hi] for a in arrays)
+        for a in arrays:
+            release(a, lo, hi)
+
+
 def _check_manifest(path, header, arrays):
     """Every array the writer listed is there with its shape and dtype (files from before the
     list have none to check)."""

@@ -25,6 +25,8 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
+from .checkpoint import is_mapped, pieces
+
 
 # Every Dirichlet or DP prior, in files and parameters. Training never leaves it: the
 # optimisers floor alpha at 1e-10 and sensible priors are far below 1e10. Within it every kernel
@@ -151,12 +153,21 @@ def index(name, dim, low=0, when=None, optional=False):
     def run(ctx):
         a = ctx.arrays[name]
         if a.size:
-            check_range(ctx, name, dim, a.min(), a.max(), low)
+            check_range(ctx, name, dim, *extrema(a), low)
 
     def damage(ctx):
         a = ctx.arrays[name]
         return {name: set_value(a, a.size // 2, dim_size(ctx, dim, name))}
     return Check(name, f"indices in [{low}, {dim})", run, when, optional, damage)
+
+
+def extrema(a):
+    """(min, max) of a non-empty ``a``; a memory-mapped one read a piece at a time, each piece's
+    pages released after it (:func:`~models.common.checkpoint.pieces`)."""
+    if not (is_mapped(a) and a.flags.c_contiguous):
+        return a.min(), a.max()
+    parts = [(p.min(), p.max()) for p, in pieces(a.reshape(-1))]
+    return min(lo for lo, _ in parts), max(hi for _, hi in parts)
 
 
 def check_range(ctx, name, dim, lo, hi, low=0):
@@ -172,8 +183,9 @@ def check_range(ctx, name, dim, lo, hi, low=0):
 def nonneg(name, when=None, optional=False):
     def run(ctx):
         a = ctx.arrays[name]
-        if a.size and a.min() < 0:
-            fail(ctx, f"{name} holds {num_text(a.min())}, a negative count")
+        lo = extrema(a)[0] if a.size else 0
+        if lo < 0:
+            fail(ctx, f"{name} holds {num_text(lo)}, a negative count")
     return Check(name, "counts >= 0", run, when, optional,
                  lambda ctx: {name: set_value(ctx.arrays[name], ctx.arrays[name].size // 2, -1)})
 

@@ -9,7 +9,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from .checkpoint import release, row_chunks
+from .checkpoint import pieces, release, row_chunks
 from .kernels.validate import BAD_COUNT, BAD_INDEX, BAD_ORDER, scan_table
 from .validate import Check, check_range, dim_size, fail, num_text, set_value
 
@@ -155,10 +155,12 @@ def totals(values, ptr, equals, by=None, width=None, fold=None, when=None):
             return s.col.reshape(s.col.shape[0], -1, n).sum(axis=1) if fold else s.col
         p = _rows(a[ptr])
         n = dim_size(ctx, width, values)
-        lens = p[:, -1] - p[:, 0]
-        col = a[by].astype(np.int64) % (dim_size(ctx, fold) if fold else 1 << 62)
-        key = np.repeat(np.arange(len(lens)), lens) * n + col
-        return np.bincount(key, weights=a[values], minlength=len(lens) * n).reshape(len(lens), n)
+        mod = dim_size(ctx, fold) if fold else 1 << 62
+        out = np.zeros((len(p), n))
+        for r, (lo, hi) in enumerate(zip(p[:, 0], p[:, -1])):  # a piece at a time (pieces)
+            for col, v in pieces(a[by][lo:hi], a[values][lo:hi]):
+                out[r] += np.bincount(col.astype(np.int64) % mod, weights=v, minlength=n)[:n]
+        return out
 
     def run(ctx):
         have = got(ctx)

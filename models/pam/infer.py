@@ -4,10 +4,12 @@ the kept samples are stored.
 """
 import mmap
 
+import numba
 import numpy as np
 
 from . import files
-from ..common.kernels.sparse import row_nnz, rows_to_csr
+from ..common.checkpoint import doc_ranges, release
+from ..common.kernels.sparse import DOC_CHUNK, row_nnz, rows_to_csr
 from ..common.generate import log_dirichlet, over_kept_samples
 from .score_kernels import prior_tables, score_p_w_d, score_p_w_d_per_sample, sparse_phi
 
@@ -37,9 +39,24 @@ class PAMDocumentModel:
         b = float(self.beta)
         S = np.ascontiguousarray(self.alpha_samples_.sum(2))
         phi_b = b / (self.n_j_samples_ + self.n_terms_ * b)
-        sparse = sparse_phi(self.tw_ptr_, self.tw_sub_, self.tw_count_, self.n_j_samples_, b, term_ids)
+        sparse = self._sparse_phi(term_ids)
         G, base = prior_tables(self.alpha_samples_, S, phi_b, *sparse, len(term_ids))
         return (self.n_sub, self._alpha_r(), S, phi_b, *sparse, G, base)
+
+    def _sparse_phi(self, term_ids):
+        """:func:`~models.pam.score_kernels.sparse_phi` a kept sample at a time, the pages of each
+        sample's rows of a memory-mapped file released after it (touching a row maps the pages
+        around it too): a batch holds its terms' rows of a sample, not of every sample."""
+        b, parts = float(self.beta), []
+        for cs in range(self.tw_ptr_.shape[0]):
+            parts.append(sparse_phi(self.tw_ptr_[cs:cs + 1], self.tw_sub_, self.tw_count_,
+                                    self.n_j_samples_[cs:cs + 1], b, term_ids))
+            for a in (self.tw_sub_, self.tw_count_):
+                release(a, self.tw_ptr_[cs, 0], self.tw_ptr_[cs, -1])
+        nnz = np.cumsum([0] + [len(p[1]) for p in parts])
+        sp_ptr = np.concatenate([p[0] - p[0][0, 0] + n for p, n in zip(parts, nnz)])
+        return (sp_ptr, np.concatenate([p[1] for p in parts]).astype(np.int32),
+                np.concatenate([p[2] for p in parts]).astype(np.float64))
 
     def p_w_d(self, term_ids):
         """P_PAM(w | d) for every document, averaged over all kept samples of all chains.
@@ -57,8 +74,14 @@ class PAMDocumentModel:
         """
         tables = self._tables(term_ids)
         out = np.empty((len(term_ids), len(self.doc_len_)))
-        score_p_w_d(self.dp_ptr_, self.dp_key_samples_, self.dp_count_samples_, self.doc_len_,
-                    *tables, out)
+        # a document range at a time, every sample's pairs of it (doc_ranges): a pass holds a
+        # range of the mapped pair table, not the table; a document's sum is the same either way
+        pairs = (self.dp_key_samples_, self.dp_count_samples_)
+        for d0, d1 in doc_ranges(self.dp_ptr_, pairs, DOC_CHUNK * numba.get_num_threads()):
+            part = np.empty((len(term_ids), d1 - d0))
+            score_p_w_d(np.ascontiguousarray(self.dp_ptr_[:, d0:d1 + 1]), *pairs, self.doc_len_[d0:d1],
+                        *tables, part)
+            out[:, d0:d1] = part
         return out.T
 
     def p_w_d_per_sample(self, term_ids):

@@ -5,6 +5,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..common import file_specs as F
+from ..common.checkpoint import pieces
 from ..common import validate as V
 from ..common import validate_tables as T
 
@@ -29,9 +30,10 @@ def _alpha_used(ctx):
 def _tokens(ctx):
     """Every kept sample's collocations cover the index's tokens: sum of count * length."""
     a = ctx.arrays
-    p = a["ct_ptr"]
-    covered = np.concatenate([[0], np.cumsum(np.diff(a["type_ptr"])[a["ct_type"]] * a["ct_count"])])
-    per = covered[p[1:]] - covered[p[:-1]]
+    p, lens = a["ct_ptr"], np.diff(a["type_ptr"])
+    # a piece of the (mapped) table at a time
+    per = np.array([sum(int((lens[t] * c).sum()) for t, c in pieces(a["ct_type"][lo:hi], a["ct_count"][lo:hi]))
+                    for lo, hi in zip(p[:-1], p[1:])], dtype=np.int64)
     n = int(ctx.collection.sum())
     bad = np.flatnonzero(per != n)
     if bad.size:

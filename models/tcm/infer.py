@@ -1,8 +1,11 @@
 """The TCM document model P_TCM(c | d) for retrieval, and the views of a fitted TCM (topics,
 collocations, segmentation): the part of :class:`models.tcm.model.TCM` that reads only the kept samples.
 """
+import numba
 import numpy as np
 
+from ..common.checkpoint import doc_ranges, release
+from ..common.kernels.sparse import DOC_CHUNK
 from .score_kernels import phi_table, score_p_c_d, score_p_c_d_per_sample
 
 
@@ -79,9 +82,13 @@ class TCMDocumentModel:
         n_cs = len(self.alpha0_samples_)
         phi = np.empty((n_cs, self.n_topics, len(types)))
         apart = np.empty((n_cs, len(types)))
-        phi_table(self.ct_ptr_, self.ct_type_, self.ct_topic_, self.ct_count_,
-                  self.n_k_samples_, self.alpha0_samples_, self.p0_len_[lens], types,
-                  self.alpha_, phi, apart)
+        p0, ct = self.p0_len_[lens], (self.ct_type_, self.ct_topic_, self.ct_count_)
+        for cs in range(n_cs):  # a sample at a time, the pages of its entries released after it
+            phi_table(self.ct_ptr_[cs:cs + 2], *ct, self.n_k_samples_[cs:cs + 1],
+                      self.alpha0_samples_[cs:cs + 1], p0, types, self.alpha_, phi[cs:cs + 1],
+                      apart[cs:cs + 1])
+            for a in ct:
+                release(a, self.ct_ptr_[cs], self.ct_ptr_[cs + 1])
         return phi, apart
 
     def p_c_d(self, term_ids, seg_ptr):
@@ -102,9 +109,14 @@ class TCMDocumentModel:
         ndarray of shape (n_docs, n_collocations), float64
         """
         phi, apart = self._phi(term_ids, seg_ptr)
+        phi32 = phi.astype(np.float32)
         out = np.empty((phi.shape[2], self.dk_ptr_.shape[1] - 1))
-        score_p_c_d(self.dk_ptr_, self.dk_topic_, self.dk_count_, self.alpha_,
-                    phi.astype(np.float32), apart, out)
+        rows = (self.dk_topic_, self.dk_count_)  # a document range at a time (doc_ranges)
+        for d0, d1 in doc_ranges(self.dk_ptr_, rows, DOC_CHUNK * numba.get_num_threads()):
+            part = np.empty((phi.shape[2], d1 - d0))
+            score_p_c_d(np.ascontiguousarray(self.dk_ptr_[:, d0:d1 + 1]), *rows, self.alpha_, phi32, apart,
+                        part)
+            out[:, d0:d1] = part
         return out.T
 
     def p_w_d(self, term_ids):

@@ -10,13 +10,16 @@ built by :func:`models.tree_lda.tree.build_tree`; with no synsets the model is L
 """
 import hashlib
 
+import numba
 import numpy as np
 
 from . import kernels as T
 from . import state as S_
 from . import score_kernels as R_
 from . import files
+from ..common.checkpoint import doc_ranges, pieces, release
 from ..common.kernels.rng import make_rng_states
+from ..common.kernels.sparse import DOC_CHUNK
 from ..common.gibbs import GibbsModel, concat_ranges, rows_csr, stack_ptrs
 from .tree import build_tree, synset_arrays
 from .foldin import TreeFoldInMixin
@@ -346,8 +349,10 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
         key = ("n_k", cs)
         if key not in self._cache:
             lo, hi = self.dk_ptr_[cs, 0], self.dk_ptr_[cs, -1]
-            self._cache[key] = np.bincount(self.dk_topic_[lo:hi], weights=self.dk_count_[lo:hi],
-                                           minlength=self.n_topics)
+            n_k = np.zeros(self.n_topics)
+            for topic, count in pieces(self.dk_topic_[lo:hi], self.dk_count_[lo:hi]):
+                n_k += np.bincount(topic, weights=count, minlength=self.n_topics)
+            self._cache[key] = n_k
         return self._cache[key]
 
     def _phi_terms(self, cs, words):
@@ -376,6 +381,8 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
             path_p[ok] *= edge_p[np.searchsorted(nodes, e[ok])]
         out = np.zeros((len(words), K))
         np.add.at(out, np.repeat(np.arange(len(words)), n_paths), path_p)
+        for a in (self.ne_topic_, self.ne_count_):  # a mapped file's pages of the sample's rows
+            release(a, self.ne_ptr_[cs, 0], self.ne_ptr_[cs, -1])
         return out
 
     def _theta_doc(self, cs, doc):
@@ -399,8 +406,7 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
         (n_cs, T), float64, per kept sample."""
         self._check_fitted()
         term_ids = self._check_term_ids(term_ids)
-        n_cs = self.ne_ptr_.shape[0]
-        phi = np.stack([self._phi_terms(cs, term_ids).T for cs in range(n_cs)])
+        phi = np.stack([self._phi_terms(cs, term_ids).T for cs in range(self.ne_ptr_.shape[0])])
         ap = np.ascontiguousarray(np.einsum("ck,ckt->ct", self.alpha_samples_, phi))
         return np.ascontiguousarray(phi, dtype=np.float32), ap
 
@@ -418,8 +424,12 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
         the documents' sparse topic rows of every sample (:mod:`models.tree_lda.score_kernels`)."""
         phi, ap = self._query_tables(term_ids)
         out = np.empty((phi.shape[2], len(self.doc_len_)))
-        R_.p_w_d_mean(self.dk_ptr_, self.dk_topic_, self.dk_count_, self.doc_len_,
-                      self.alpha_samples_.sum(1), phi, ap, out)
+        rows = (self.dk_topic_, self.dk_count_)  # a document range at a time (doc_ranges)
+        for d0, d1 in doc_ranges(self.dk_ptr_, rows, DOC_CHUNK * numba.get_num_threads()):
+            part = np.empty((phi.shape[2], d1 - d0))
+            R_.p_w_d_mean(np.ascontiguousarray(self.dk_ptr_[:, d0:d1 + 1]), *rows, self.doc_len_[d0:d1],
+                          self.alpha_samples_.sum(1), phi, ap, part)
+            out[:, d0:d1] = part
         return out.T
 
     def doc_topics(self, doc, top=10, chain=0):
