@@ -169,7 +169,11 @@ def test_save_and_load(fitted, corpus_beta, tmp_path):
     terms = np.arange(corpus.n_terms)
     np.testing.assert_array_equal(back.p_w_d(terms), fitted.p_w_d(terms))
     np.testing.assert_array_equal(back.log_lik_, fitted.log_lik_)
+    assert back._net is None  # ranking built no network: it is built when first needed
     np.testing.assert_array_equal(back.transform(corpus), fitted.doc_mix_)
+    assert back._net is not None and back._net_state is None
+    for (k, got), want in zip(back.net_.state_dict().items(), fitted.net_.state_dict().values()):
+        np.testing.assert_array_equal(got.numpy(), want.numpy(), err_msg=k)
     from models import registry
 
     assert type(registry.load(path)) is AVIPAM

@@ -92,6 +92,24 @@ class VariationalModel(TopicModel):
     _INFERENCE_ARRAYS = ()
     # What a progress bar calls ``log_lik_``.
     log_lik_label = "elbo_per_token"
+    # A loaded model's network is built from the file's (checked) state on first use: ranking
+    # reads only the fitted arrays, and neither builds it nor copies its weights.
+    _net = None
+    _net_state = None
+
+    @property
+    def net_(self):
+        """The trained network (None for a file that holds none)."""
+        if self._net is None and self._net_state is not None:
+            net = self._make_net(self.n_terms_)
+            self._load_net_state(net, self._net_state)
+            net.eval()
+            self._net, self._net_state = net, None
+        return self._net
+
+    @net_.setter
+    def net_(self, net):
+        self._net, self._net_state = net, None
 
     def _net_buffers(self):
         """The network's buffers its parameters fix, by name (a file's must equal them)."""
@@ -420,7 +438,8 @@ class VariationalModel(TopicModel):
     def load(cls, path, fingerprint=None, doc_len=None):
         """Read a model written by :meth:`save` (refused when trained on another ``fingerprint``,
         or when its documents disagree with ``doc_len``, the token counts of the index's).
-        The network is rebuilt on ``device`` of the saved parameters when available, else on CPU."""
+        The network is rebuilt, on first use (``net_``), on ``device`` of the saved parameters
+        when available, else on CPU."""
         f = cls._read_file(path, fingerprint)
         cls._upgrade_net_arrays(f.arrays)
         _, dims = validate_files.variational_model_file(cls, path, f, doc_len)
@@ -438,14 +457,12 @@ class VariationalModel(TopicModel):
         model._dc_rows, model._dc_iters = completion_trace(path, h)
         for name in cls._INFERENCE_ARRAYS:
             setattr(model, name + "_", a[name])
-        model.net_ = None
-        if any(k.startswith("net.") for k in a):
-            import torch
+        state = {k: v for k, v in a.items() if k.startswith("net.")}
+        if state:
+            import torch  # imported by the file's checks already
 
             if torch.device(model.device).type == "cuda" and not torch.cuda.is_available():
                 model.device = "cpu"
-            net = model._make_net(model.n_terms_)
-            cls._load_net_state(net, a)
-            net.eval()
-            model.net_ = net
+        model.net_ = None
+        model._net_state = state or None  # the network built on first use (net_)
         return model
