@@ -3,6 +3,7 @@
 import numpy as np
 
 from ..common import file_specs as F
+from ..common.checkpoint import release
 from ..common import validate as V
 from ..common import validate_tables as T
 
@@ -31,18 +32,18 @@ def _synset_twice(ctx):
     return {"syn_terms": terms}
 
 
-def _edge_topics(ctx, first, last, row_group):
-    """Per kept sample, the counts of the edges into nodes [first, last) by topic and by
-    ``row_group`` of their node (an int array over those nodes): (samples, groups, topics)."""
+def _edge_topics(ctx, cs, first, last, row_group):
+    """The counts of kept sample ``cs`` of the edges into nodes [first, last) by topic and by
+    ``row_group`` of their node (an int array over those nodes): (groups, topics)."""
     a, K = ctx.arrays, ctx.dims["topics"]
     p = a["ne_ptr"]
     n_groups = int(row_group.max(initial=-1)) + 1
-    out = np.zeros((p.shape[0], n_groups, K))
-    for cs in range(p.shape[0]):
-        lo, hi = p[cs, first], p[cs, last]
-        node = np.repeat(np.arange(first, last), np.diff(p[cs, first:last + 1]))
-        key = row_group[node - first] * K + a["ne_topic"][lo:hi]
-        out[cs] = np.bincount(key, weights=a["ne_count"][lo:hi], minlength=n_groups * K).reshape(n_groups, K)
+    lo, hi = p[cs, first], p[cs, last]
+    node = np.repeat(np.arange(first, last), np.diff(p[cs, first:last + 1]))
+    key = row_group[node - first] * K + a["ne_topic"][lo:hi]
+    out = np.bincount(key, weights=a["ne_count"][lo:hi], minlength=n_groups * K).reshape(n_groups, K)
+    for name in ("ne_topic", "ne_count"):  # a mapped file's pages of them, read once
+        release(a[name], lo, hi)
     return out
 
 
@@ -54,16 +55,19 @@ def _tree_parts(ctx):
 
 def _flow(ctx):
     """Every token through a synset node goes on to one of its leaves: per sample and topic a
-    synset node's count is the sum of its leaves'."""
+    synset node's count is the sum of its leaves'. A sample at a time: two (synsets, topics)
+    tables, not two per sample."""
     syn, leaf, end = _tree_parts(ctx)
     if leaf == syn:
         return None
-    into = _edge_topics(ctx, syn, leaf, np.arange(leaf - syn))
-    out = _edge_topics(ctx, leaf, end, np.repeat(np.arange(leaf - syn), np.diff(ctx.arrays["syn_ptr"])))
-    if not np.array_equal(into, out):
-        cs, g, k = np.argwhere(into != out)[0]
-        return (f"ne_count gives synset {g} {int(into[cs, g, k])} tokens of topic {k} in sample {cs}, "
-                f"its leaves {int(out[cs, g, k])}; counts and totals disagree")
+    leaves = np.repeat(np.arange(leaf - syn), np.diff(ctx.arrays["syn_ptr"]))
+    for cs in range(ctx.arrays["ne_ptr"].shape[0]):
+        into = _edge_topics(ctx, cs, syn, leaf, np.arange(leaf - syn))
+        out = _edge_topics(ctx, cs, leaf, end, leaves)
+        if not np.array_equal(into, out):
+            g, k = np.argwhere(into != out)[0]
+            return (f"ne_count gives synset {g} {int(into[g, k])} tokens of topic {k} in sample {cs}, "
+                    f"its leaves {int(out[g, k])}; counts and totals disagree")
     return None
 
 
@@ -86,7 +90,8 @@ def _root_totals(ctx):
     """Every token passes through one edge out of the root: per sample and topic those edges'
     counts equal the documents' topic counts."""
     syn, leaf, _ = _tree_parts(ctx)
-    ne = _edge_topics(ctx, 1, leaf, np.zeros(leaf - 1, dtype=np.int64))[:, 0]
+    ne = np.stack([_edge_topics(ctx, cs, 1, leaf, np.zeros(leaf - 1, dtype=np.int64))[0]
+                   for cs in range(ctx.arrays["ne_ptr"].shape[0])])
     dk = T.table_scan(ctx, "dk_ptr", "dk_count").col
     if not np.array_equal(ne, dk):
         cs = np.flatnonzero((ne != dk).any(axis=1))[0]
