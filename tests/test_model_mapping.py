@@ -25,14 +25,14 @@ def saved(tmp_path_factory):
     return corpus, m, path
 
 
-def test_integer_members_are_mapped_floats_read(saved, monkeypatch):
+def test_integer_and_float_members_are_mapped(saved, monkeypatch):
     corpus, m, path = saved
     monkeypatch.setattr(ck, "MAP_BYTES", 1)
     loaded = LDA.load(path, fingerprint=corpus.fingerprint, doc_len=np.diff(corpus.doc_ptr))
     for name in ("kd_ptr", "kd_doc", "kd_count", "tw_ptr", "tw_topic", "tw_count", "n_k_samples", "doc_len"):
         a = getattr(loaded, name + "_")
         assert ck.is_mapped(a) and not a.flags.owndata and a.flags.writeable, name
-    assert not ck.is_mapped(loaded.alpha_samples_)  # floats: read whole, their CRC checked
+    assert ck.is_mapped(loaded.alpha_samples_)  # floats too, once their CRC is checked
     terms = np.arange(corpus.n_terms)
     np.testing.assert_array_equal(loaded.p_w_d(terms), m.p_w_d(terms))
     np.testing.assert_array_equal(loaded.p_w_d_per_sample(terms[:5]), m.p_w_d_per_sample(terms[:5]))
@@ -105,6 +105,29 @@ def _member_offset(path, name):
 
     with zipfile.ZipFile(path) as z:
         return z.getinfo(name + ".npy").header_offset
+
+
+def test_a_damaged_float_member_is_refused_by_its_crc_in_one_line(saved, tmp_path, monkeypatch):
+    """No total cross-checks a float: a byte of a mapped one changed fails its zip CRC, which
+    the mapping checks a piece at a time, each piece released after it."""
+    corpus, m, path = saved
+    monkeypatch.setattr(ck, "MAP_BYTES", 1)
+    monkeypatch.setattr(ck, "PASS_BYTES", 64)
+    data = bytearray(path.read_bytes())
+    at = _member_offset(path, "alpha_samples")
+    start = data.index(b"\n", data.index(b"{", at)) + 1
+    value = m.alpha_samples_.ravel()[3]
+    assert bytes(data[start + 24:start + 32]) == np.float64(value).tobytes()
+    data[start + 24:start + 32] = np.float64(value * 1.5).tobytes()  # still a valid prior
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(bytes(data))
+    released = []
+    monkeypatch.setattr(ck, "release", lambda a, lo, hi: released.append(hi - lo))
+    with pytest.raises(ValueError) as e:
+        LDA.load(bad, fingerprint=corpus.fingerprint)
+    want = f"{bad}: not a topicir model file, or truncated/corrupt: entry 'alpha_samples' cannot be read"
+    assert str(e.value).startswith(want) and "Bad CRC-32" in str(e.value) and "\n" not in str(e.value)
+    assert released and max(released) <= 64
 
 
 @pytest.mark.parametrize("where", ["local header", "array header", "count"])

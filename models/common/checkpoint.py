@@ -12,16 +12,18 @@ killed writer never leaves a half-written file and two writers never share a tem
 that is truncated or corrupt anyway (copied partly, damaged disk) is refused with a ValueError
 naming it and what is wrong.
 
-A model file's integer members of at least :data:`MAP_BYTES` (the count tables, pointers and
-indices that make up nearly all of a Gibbs model) are memory-mapped, not read: loading costs
+A model file's integer and floating-point members of at least :data:`MAP_BYTES` (the count
+tables, pointers and indices that make up nearly all of a Gibbs model; aviPAM's topics,
+document mixtures and network) are memory-mapped, not read: loading costs
 what is touched, and a document model reads a query's rows of a topic-word table, not the
 table. Such arrays are views of one private (copy-on-write) mapping of the file, writable like
 read ones (numba runs the kernels compiled for those; read-only arrays would be compiled
 apart), yet a loaded model's arrays are not written: passes over them drop the pages they have
-read (:func:`release`). Their zip CRC is not checked (that would read every byte); what guards
-the kernels is the kind's declared checks, under which a damaged count, index or pointer breaks
-a bound, an order or a total across arrays. Floating-point members, which no total
-cross-checks, and small members are read whole, their CRC checked. A file replaced while
+read (:func:`release`). An integer member's zip CRC is not checked (that would read every
+byte); what guards the kernels is the kind's declared checks, under which a damaged count,
+index or pointer breaks a bound, an order or a total across arrays. A floating-point member,
+which no total cross-checks, has its CRC checked as it is mapped, a piece at a time (each
+piece's pages released after it); small members are read whole, their CRC checked. A file replaced while
 mapped (``os.replace``, as writers here do) leaves the mapping on the old one; one rewritten in
 place while mapped would reach the kernels unchecked, so model files are never written so.
 """
@@ -211,8 +213,9 @@ def read_model_file(path, kind=MODEL_FORMAT):
 
 class _Mapping:
     """The private mapping of a model file (made on its first mapped member) and the members
-    it holds: :meth:`member` is an uncompressed integer member of at least MAP_BYTES as a view
-    of it, or None for one read whole."""
+    it holds: :meth:`member` is an uncompressed integer or floating-point member of at least
+    MAP_BYTES as a view of it (a floating-point one once its CRC is checked, a piece at a
+    time), or None for one read whole."""
 
     def __init__(self, fh):
         self.fh, self.size, self.bytes = fh, os.fstat(fh.fileno()).st_size, None
@@ -221,12 +224,19 @@ class _Mapping:
         if info.compress_type != zipfile.ZIP_STORED or info.file_size < MAP_BYTES:
             return None
         where = member_data(self.fh, info, self.size)
-        if where is None or where[3].kind not in "iu":
+        if where is None or where[3].kind not in "iuf":
             return None
         offset, shape, fortran, dtype = where
         if self.bytes is None:
             self.bytes = np.frombuffer(mmap.mmap(self.fh.fileno(), 0, access=mmap.ACCESS_COPY), dtype=np.uint8)
-        flat = self.bytes[offset:offset + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize].view(dtype)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        if dtype.kind == "f":  # no total cross-checks floats: their CRC does
+            crc = 0
+            for piece, in pieces(self.bytes[offset + nbytes - info.file_size:offset + nbytes]):
+                crc = zlib.crc32(piece, crc)
+            if crc != info.CRC:
+                raise zipfile.BadZipFile(f"Bad CRC-32 for file {info.filename!r}")
+        flat = self.bytes[offset:offset + nbytes].view(dtype)
         return flat.reshape(shape, order="F" if fortran else "C")
 
 
@@ -315,15 +325,17 @@ def doc_ranges(ptr, arrays, min_docs=1):
 
 
 def pieces(*arrays):
-    """Consecutive pieces of the equally long 1-d ``arrays``, together about PASS_BYTES a
-    piece, each piece's pages released after its turn (:func:`release`): a pass over every
-    value of mapped arrays holds a piece of them at a time."""
-    n, step = len(arrays[0]), max(1, PASS_BYTES // max(sum(a.itemsize for a in arrays), 1))
+    """Consecutive pieces of the equally long ``arrays`` (along their first axis, C-contiguous),
+    together about PASS_BYTES a piece, each piece's pages released after its turn
+    (:func:`release`): a pass over every value of mapped arrays holds a piece of them at a time."""
+    n = len(arrays[0])
+    step = max(1, PASS_BYTES // max(sum(a[:1].nbytes for a in arrays), 1))
     for lo in range(0, n, step):
         hi = min(n, lo + step)
         yield tuple(a[lo:hi] for a in arrays)
         for a in arrays:
-            release(a, lo, hi)
+            per = a[:1].size
+            release(a.reshape(-1), lo * per, hi * per)
 
 
 def _check_manifest(path, header, arrays):

@@ -161,13 +161,29 @@ def index(name, dim, low=0, when=None, optional=False):
     return Check(name, f"indices in [{low}, {dim})", run, when, optional, damage)
 
 
+def parts(a):
+    """``a`` as consecutive pieces along its first axis: a memory-mapped one a piece at a time,
+    each piece's pages released after it (:func:`~models.common.checkpoint.pieces`), so that a
+    check of every value holds a piece of it; any other one whole."""
+    if is_mapped(a) and a.flags.c_contiguous and a.ndim:
+        return (p for p, in pieces(a))
+    return iter((a,))
+
+
 def extrema(a):
-    """(min, max) of a non-empty ``a``; a memory-mapped one read a piece at a time, each piece's
-    pages released after it (:func:`~models.common.checkpoint.pieces`)."""
-    if not (is_mapped(a) and a.flags.c_contiguous):
-        return a.min(), a.max()
-    parts = [(p.min(), p.max()) for p, in pieces(a.reshape(-1))]
-    return min(lo for lo, _ in parts), max(hi for _, hi in parts)
+    """(min, max) of a non-empty ``a`` (by :func:`parts`)."""
+    ext = [(p.min(), p.max()) for p in parts(a) if p.size]
+    return min(lo for lo, _ in ext), max(hi for _, hi in ext)
+
+
+def first_bad(a, bad_of):
+    """The first value of ``a`` (C order) where ``bad_of(piece)``, a boolean array, holds, or
+    None (by :func:`parts`)."""
+    for p in parts(a):
+        bad = bad_of(p)
+        if bad.any():
+            return p[bad][0]
+    return None
 
 
 def check_range(ctx, name, dim, lo, hi, low=0):
@@ -193,10 +209,9 @@ def nonneg(name, when=None, optional=False):
 def prior(name, when=None, optional=False):
     """Every value a prior: finite, in [PRIOR_MIN, PRIOR_MAX]."""
     def run(ctx):
-        a = ctx.arrays[name]
-        bad = ~(np.isfinite(a) & (a >= PRIOR_MIN) & (a <= PRIOR_MAX))
-        if bad.any():
-            fail(ctx, f"{name} holds {num_text(a[bad][0])}, {PRIOR_TEXT}")
+        v = first_bad(ctx.arrays[name], lambda a: ~(np.isfinite(a) & (a >= PRIOR_MIN) & (a <= PRIOR_MAX)))
+        if v is not None:
+            fail(ctx, f"{name} holds {num_text(v)}, {PRIOR_TEXT}")
     return Check(name, f"priors in [{PRIOR_MIN:g}, {PRIOR_MAX:g}]", run, when, optional,
                  lambda ctx: {name: set_value(ctx.arrays[name], ctx.arrays[name].size // 2, ABSURD)})
 
@@ -217,11 +232,9 @@ def check_prior(name, value, allow_none=False):
 
 def finite(name, nonneg=False, when=None):
     def run(ctx):
-        a = ctx.arrays[name]
-        bad = ~np.isfinite(a) | ((a < 0) if nonneg else False)
-        if bad.any():
-            fail(ctx, f"{name} holds {num_text(a[bad][0])}, not a finite number"
-                       f"{' >= 0' if nonneg else ''}")
+        v = first_bad(ctx.arrays[name], lambda a: ~np.isfinite(a) | ((a < 0) if nonneg else False))
+        if v is not None:
+            fail(ctx, f"{name} holds {num_text(v)}, not a finite number{' >= 0' if nonneg else ''}")
     return Check(name, "finite" + (" and >= 0" if nonneg else ""), run, when,
                  damage=lambda ctx: {name: set_value(ctx.arrays[name], ctx.arrays[name].size // 2, np.nan)})
 
@@ -229,10 +242,9 @@ def finite(name, nonneg=False, when=None):
 def finite_pos(name, when=None, optional=False):
     """Every value finite and > 0."""
     def run(ctx):
-        a = ctx.arrays[name]
-        bad = ~(np.isfinite(a) & (a > 0))
-        if bad.any():
-            fail(ctx, f"{name} holds {num_text(a[bad][0])}, not a finite number > 0")
+        v = first_bad(ctx.arrays[name], lambda a: ~(np.isfinite(a) & (a > 0)))
+        if v is not None:
+            fail(ctx, f"{name} holds {num_text(v)}, not a finite number > 0")
     return Check(name, "finite and > 0", run, when, optional,
                  lambda ctx: {name: set_value(ctx.arrays[name], ctx.arrays[name].size // 2, 0.0)})
 
@@ -244,7 +256,8 @@ def row_sums(name, total, total_text="1", blocks="1", tol=1e-3, when=None):
         a = ctx.arrays[name]
         if not a.size:
             return
-        sums = a.reshape(a.shape[0], dim_size(ctx, blocks, name), -1).sum(axis=2)
+        n = dim_size(ctx, blocks, name)
+        sums = np.concatenate([p.reshape(p.shape[0], n, -1).sum(axis=2) for p in parts(a)])
         want = total(ctx)
         bad = np.abs(sums - want) > tol
         if bad.any():

@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 
-from .validate import context, run_checks
+from .validate import context, first_bad, run_checks
 
 
 def header_params(cls, path, header, n_terms=None):
@@ -157,7 +157,7 @@ def _net_state(path, arrays, net, model, prefix="net."):
         if a.shape not in (shape, (1,) if shape == () else shape) or str(a.dtype) != str(t.dtype).replace("torch.", ""):
             raise ValueError(f"{os.fspath(path)}: {k} has shape {a.shape} {a.dtype}, but the "
                              f"architecture in the header needs {shape} {str(t.dtype)[6:]}")
-        if a.dtype.kind == "f" and not np.isfinite(a).all():
+        if a.dtype.kind == "f" and first_bad(a, lambda p: ~np.isfinite(p)) is not None:
             raise ValueError(f"{os.fspath(path)}: {k} holds a value that is not finite")
     buffers = model._net_buffers()
     for k in want:
