@@ -15,7 +15,7 @@ from .arch import parse_arch
 from .executor import check_executor, on_ray
 from .foldin import _ONE_PASS, AVIFoldInMixin, chain_block
 from .nets.net_files import term_major
-from ..common.checkpoint import pieces, release
+from ..common.checkpoint import pieces
 from ..common.variational import VariationalModel
 
 
@@ -438,10 +438,9 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
             z = (logits - self.dec_shift_[term_ids]) * self.dec_scale_[term_ids] / self.doc_div_[:, None]
             return np.exp(z - self.doc_lse_[:, None])
         # term-major, as the other kinds: a query's terms are rows of the underlying array;
-        # the documents' mixtures a piece at a time, each piece's pages of a mapped file
-        # released after it, as the topics' once their columns are taken (pieces)
-        tw = self.topic_word_[:, term_ids].T.astype(np.float64)
-        release(self.topic_word_.reshape(-1), 0, self.topic_word_.size)
+        # the topics' columns and the documents' mixtures a piece at a time, each piece's pages
+        # of a mapped file released after it (pieces)
+        tw = np.concatenate([p[:, term_ids] for p, in pieces(self.topic_word_)]).T.astype(np.float64)
         out, lo = np.empty((len(term_ids), len(mix))), 0
         for piece, in pieces(mix):
             out[:, lo:lo + len(piece)] = tw @ piece.T
