@@ -271,15 +271,14 @@ class GibbsModel(TopicModel):
                       sample_iter=[s["iter"] for s in self._samples],
                       sample_sha256=[s["sha256"] for s in self._samples])
         assign, prior = self._STATE
-        z = self._checkpoint_assignments()
+        z, p = self._checkpoint_assignments(), getattr(self, prior + "_")
         if isinstance(z, np.ndarray):
-            arrays = {assign: z, "rng": self.rng_, prior: getattr(self, prior + "_")}
+            arrays = {assign: z, "rng": self.rng_, prior: p}
             size = ckpt.write_model_file(path, header, arrays, kind=ckpt.CHECKPOINT_FORMAT)
         else:  # (shape, dtype, pieces): written piece by piece, never joined in memory
             size = ckpt.write_model_file_streamed(path, header, [
                 (assign, *z), ("rng", self.rng_.shape, self.rng_.dtype, [self.rng_]),
-                (prior, getattr(self, prior + "_").shape, getattr(self, prior + "_").dtype,
-                 [getattr(self, prior + "_")])], kind=ckpt.CHECKPOINT_FORMAT)
+                (prior, p.shape, p.dtype, [p])], kind=ckpt.CHECKPOINT_FORMAT)
         self._wrote(size, self.n_iter_)
 
     def _checkpoint_assignments(self):

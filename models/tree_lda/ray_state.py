@@ -16,6 +16,7 @@ tables n_e, n_i and inv (nodes x K), alpha, s_bound and the traces:
 import numpy as np
 
 from ..common import checkpoint as ckpt
+from ..common.executors.ray import sum_parts
 from ..common.executors.sharded import DocParts, ShardedRunner, ShardHook, ShardWorker, doc_len_pieces
 from ..common.gibbs import rows_csr, shard_docs, stack_ptrs
 from ..common.kernels.rng import make_rng_states
@@ -184,14 +185,16 @@ class TreeShardHook(ShardHook, TreeHook):
         model.alpha_ = np.full((C, model.n_topics), model._alpha0())
         model._s_bound = None
         prior, n = self.worker_prior(model), model._sparse_n_active(0, corpus.n_docs)
-        rng0, total = model.rng_[:, 0].copy(), None
-        for w, (s0, s1, *_) in zip(runner.workers, runner.ranges):  # summed as they come (nodes x K each)
-            counts, rng0 = runner._get(w.init_random.remote(rng0, model.rng_[:, s0:s1], prior, n), "initialisation")
-            if total is None:
-                total = np.array(counts)
-            else:
-                total += counts
-            del counts
+        rng0 = model.rng_[:, 0].copy()
+
+        def counts():  # every worker's, its start continuing the stream where the last left it
+            nonlocal rng0
+            for w, (s0, s1, *_) in zip(runner.workers, runner.ranges):
+                part, rng0 = runner._get(w.init_random.remote(rng0, model.rng_[:, s0:s1], prior, n),
+                                         "initialisation")
+                yield part
+
+        total = sum_parts(counts())
         model.rng_[:, 0] = rng0
         for c in range(C):
             runner.workers[0].set_rng0.remote(c, rng0[c])

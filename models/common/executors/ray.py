@@ -52,6 +52,18 @@ def worker_env():
         p for p in (_ROOT, os.environ.get("PYTHONPATH")) if p)}}
 
 
+def sum_parts(parts):
+    """The sum of the arrays ``parts`` yields, taken as they come: the driver holds the sum and
+    one part, not every worker's part at once (tree-LDA's are nodes x K per chain)."""
+    total = None
+    for part in parts:
+        if total is None:
+            total = np.array(part)
+        else:
+            total += part
+    return total
+
+
 class RayExecutor:
     """Run a Gibbs trainer's sweeps on Ray (``LDA(executor=RayExecutor(...))``).
 
@@ -170,17 +182,8 @@ class RayRunner:
             raise WorkerLostError(who, what, ckpt, self.last_ckpt, cause) from None
 
     def _sum(self, refs, what):
-        """The sum of the workers' arrays, fetched one at a time: the driver holds the sum and
-        one part, not every worker's part at once (tree-LDA's are nodes x K per chain)."""
-        total = None
-        for r in refs:
-            part = self._get(r, what)
-            if total is None:
-                total = np.array(part)
-            else:
-                total += part
-            del part
-        return total
+        """The sum of the workers' arrays, fetched one at a time (:func:`sum_parts`)."""
+        return sum_parts(self._get(r, what) for r in refs)
 
     def close(self):
         for w in self.workers:
