@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from retrieval.bench import full, full_child
+from retrieval.bench import full, full_child, full_table
 from retrieval.bench.full_child import Interrupted, run_measured
 from retrieval.bench.full_table import duration, read_projection, tables
 from retrieval.datasets.ap_synth import Vocabulary
@@ -212,7 +212,8 @@ def test_measured_figures_sit_beside_the_projection_with_their_ratios():
 def test_a_run_not_at_the_projections_size_or_schedule_gets_no_ratio():
     steps = full.plan(Path("w"), ["lda"], 2, 3)
     assert steps[2].args[-2:] == ("--iterations", "3")
-    state = dict(steps={"train-lda": dict(parts=[dict(_part(60.0, 100.0, 1.0, MiB), exit=130, interrupted="ctrl-c"),
+    state = dict(steps={"train-lda": dict(parts=[dict(_part(60.0, 100.0, 1.0, MiB, checkpoints=1), exit=130,
+                                                      interrupted="ctrl-c"),
                                                  dict(started="x", exit=None, interrupted="lost")])})
     main, _ = tables(state, steps, ["lda"], PROJECTION, _info(docs=2000, iterations=3))
     assert "no ratios" in main.title
@@ -223,6 +224,35 @@ def test_a_run_not_at_the_projections_size_or_schedule_gets_no_ratio():
     assert any("--iterations 3" in n and "NOT the default schedule" in n for n in main.notes)
     none, _ = tables(state, steps, ["lda"], Path("no-such.md"), _info(iterations=3))
     assert none.rows[0]["projected wall"] == "" and any("No projection" in n for n in none.notes)
+
+
+def test_parts_before_a_start_from_scratch_are_shown_but_not_counted():
+    """A training stopped before its first checkpoint starts again from scratch: the figures
+    count the parts from that start on, and an unfinished one says the sweep it reached."""
+    steps = full.plan(Path("w"), ["pam"], 2, None)
+    before = dict(_part(2400.0, 2900.0, 5.0, MiB), exit=130, interrupted="ctrl-c")  # an old record: no sweeps
+    state = dict(steps={"train-pam": dict(parts=[
+        before, dict(_part(600.0, 1100.0, 4.0, MiB, checkpoints=1), exit=130, interrupted="deadline",
+                     sweep_start=0, sweep_end=10, sweeps=100),
+        dict(_part(300.0, 500.0, 4.0, MiB, checkpoints=1), exit=130, interrupted="deadline",
+             sweep_start=10, sweep_end=20, sweeps=100)])})
+    main, parts = tables(state, steps, ["pam"], PROJECTION, _info())
+    row = {r["step"]: r for r in main.rows}["train-pam"]
+    assert row["status"] == ("in progress: 2 part(s), 15.0 min so far, checkpoint at sweep 20 of 100; 1 earlier "
+                             "part(s) thrown away by a start from scratch, not counted; projected")
+    ended = [p["ended"] for p in parts.rows if p["step"] == "train-pam"]
+    assert ended == ["interrupted (Ctrl-C or SIGTERM); thrown away (the next part started from scratch), not counted",
+                     "stopped at a checkpoint (--stop-after) at sweep 10",
+                     "stopped at a checkpoint (--stop-after) at sweep 20"]
+    # finished after a restart: the measured figures are those of the parts that count
+    state["steps"]["train-pam"]["parts"][2].update(exit=0, interrupted=None, sweep_end=None)
+    state["steps"]["train-pam"].update(done=True, output=dict(bytes=MiB))
+    row = {r["step"]: r for r in tables(state, steps, ["pam"], PROJECTION, _info())[0].rows}["train-pam"]
+    assert row["status"].startswith("measured in 2 parts (resumed); 1 earlier part(s) thrown away")
+    assert (row["wall"], row["CPU (user + sys)"]) == ("15.0 min", "26.7 min")
+    # a part that wrote no checkpoint before a resumed one (an old record) is not thrown away
+    assert full_table.voided([dict(checkpoints=2), dict(checkpoints=0), dict(checkpoints=1)]) == 0
+    assert full_table.voided([dict(checkpoints=0), dict(checkpoints=0), dict(checkpoints=1)]) == 2
 
 
 # -- the command ---------------------------------------------------------------------------------
@@ -270,6 +300,8 @@ def test_an_interrupted_training_resumes_and_its_parts_add_up(tmp_path):
     first = state["steps"]["train-lda"]
     assert not first.get("done") and len(first["parts"]) == 1 and "running" not in state
     assert first["parts"][0]["interrupted"] == "ctrl-c" and first["parts"][0]["checkpoints"] >= 1
+    reached = first["parts"][0]["sweep_end"]
+    assert first["parts"][0]["sweep_start"] == 0 and 10 <= reached < 30 and first["parts"][0]["sweeps"] == 30
     assert ckpt.exists()
     # --stop-after 0: nothing runs, the table says what is measured so far
     so_far = tmp_path / "so-far.md"
@@ -279,6 +311,7 @@ def test_an_interrupted_training_resumes_and_its_parts_add_up(tmp_path):
     main_table = so_far.read_text().split("## Every part")[0]
     rows = {line.split(" | ")[0][2:]: line for line in main_table.splitlines() if line.startswith("| ")}
     assert "| in progress: 1 part(s), " in rows["train-lda"] and "| projected |" in rows["run-lda"]
+    assert f"checkpoint at sweep {reached} of 30" in rows["train-lda"]
     assert "| measured |" in rows["index"] and json.loads(state_path.read_text()) == state
 
     again = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=1800)
@@ -286,6 +319,7 @@ def test_an_interrupted_training_resumes_and_its_parts_add_up(tmp_path):
     state = json.loads(state_path.read_text())
     parts = state["steps"]["train-lda"]["parts"]
     assert len(parts) == 2 and parts[1]["exit"] == 0 and state["steps"]["train-lda"]["done"]
+    assert parts[1]["sweep_start"] == reached and parts[1]["sweep_end"] is None
     assert len(state["steps"]["index"]["parts"]) == 1  # measured once, not run again
     assert "resuming from checkpoint" in (work / "logs" / "train-lda.log").read_text()
     assert state["steps"]["run-lda"]["output"]["topics"] == 100 and not ckpt.exists()

@@ -274,19 +274,28 @@ def _run_locked(work: Path, kinds: list[str], settings: dict, deadline, projecti
     return tables(state, steps, kinds, projection, dict(info, **settings))
 
 
-def more_to_train(checkpoint: Path) -> bool:
-    """Whether the training that wrote ``checkpoint`` has sweeps (epochs) left: stopped after its
-    last one, it would be stopped while saving the model, and a stop after the model is saved
-    (and the checkpoint removed) would make a rerun train it again."""
+def progress(checkpoint: Path) -> tuple[int, int | None] | None:
+    """(sweeps or epochs done, of how many) by the training that wrote ``checkpoint``; None when
+    there is none (or it is being replaced)."""
     from models.common.checkpoint import read_header
 
     try:
         header = read_header(checkpoint)
-    except (OSError, ValueError):  # replaced or removed meanwhile: the next one decides
-        return False
+    except (OSError, ValueError):
+        return None
     params = header.get("params", {})
     total = params.get("n_iter", params.get("epochs"))
-    return total is None or int(header.get("iteration", 0)) < int(total)
+    return int(header.get("iteration", 0)), None if total is None else int(total)
+
+
+def more_to_train(checkpoint: Path) -> bool:
+    """Whether the training that wrote ``checkpoint`` has sweeps (epochs) left: stopped after its
+    last one, it would be stopped while saving the model, and a stop after the model is saved
+    (and the checkpoint removed) would make a rerun train it again."""
+    done = progress(checkpoint)
+    if done is None:  # replaced or removed meanwhile: the next one decides
+        return False
+    return done[1] is None or done[0] < done[1]
 
 
 def _child_env(threads: int) -> dict:
@@ -297,6 +306,16 @@ def _child_env(threads: int) -> dict:
     return dict(os.environ, NUMBA_NUM_THREADS=str(threads), PYTHONPATH=os.pathsep.join(path))
 
 
+def _reached(step: Step, start, part: dict) -> dict:
+    """A training's part with the sweep it started from (0: from scratch, which voids the parts
+    before it) and, when it stopped short, the sweep of the checkpoint it left."""
+    if step.what == "train":
+        end = progress(step.checkpoint) if part["exit"] != 0 else None
+        part.update(sweep_start=start[0] if start else 0, sweep_end=end[0] if end else None,
+                    sweeps=end[1] if end else None)
+    return part
+
+
 def _run_step(step: Step, state: dict, state_path: Path, work: Path, env: dict, deadline) -> None:
     """Run one step, record its part (and, when it succeeded, its output), save the state."""
     record = state["steps"].setdefault(step.name, dict(parts=[]))
@@ -305,8 +324,9 @@ def _run_step(step: Step, state: dict, state_path: Path, work: Path, env: dict, 
     if step.what == "index" and step.makes.exists():  # built, but its measurement was lost
         args.append("--force")
     log.info("%s: %s (log: %s)", step.name, step.shown(), work / "logs" / f"{step.name}.log")
-    if step.what == "train" and step.checkpoint.exists():
-        log.info("%s: resuming from %s", step.name, step.checkpoint)
+    start = progress(step.checkpoint) if step.what == "train" else None
+    if start is not None:
+        log.info("%s: resuming from %s (sweep %d)", step.name, step.checkpoint, start[0])
 
     def started(pid):
         state["running"] = dict(step=step.name, pid=pid, pid_start=process_start(pid),
@@ -318,12 +338,12 @@ def _run_step(step: Step, state: dict, state_path: Path, work: Path, env: dict, 
                             checkpoint=step.checkpoint, deadline=deadline if step.what == "train" else None,
                             stop_ok=more_to_train, on_start=started)
     except Interrupted as e:
-        record["parts"].append(e.part)
+        record["parts"].append(_reached(step, start, e.part))
         state.pop("running", None)
         save_state(state_path, state)
         log.info("%s interrupted; its part is recorded in %s: rerun the same command to go on", step.name, state_path)
         raise
-    record["parts"].append(part)
+    record["parts"].append(_reached(step, start, part))
     state.pop("running", None)
     if part["exit"] == 0:
         record["output"] = _output(step)

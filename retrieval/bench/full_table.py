@@ -78,14 +78,32 @@ def _ratio(measured, proj, comparable: bool) -> str:
     return f"{measured / proj:.2f}" if comparable and measured is not None and proj else ""
 
 
+def voided(parts: list[dict]) -> int:
+    """How many of a step's first parts a later start from scratch threw away: a training part
+    records the sweep it started from (0: no checkpoint to resume), and a part without that
+    record started from scratch when no part before it wrote a checkpoint."""
+    last, wrote = 0, False
+    for i, p in enumerate(parts):
+        if (p["sweep_start"] == 0) if "sweep_start" in p else not wrote:
+            last = i
+        wrote = wrote or bool(p.get("checkpoints"))
+    return last
+
+
 def totals(record: dict | None) -> dict:
-    """A step's figures over its parts: wall, CPU and bytes written add up, peak memory is the
-    largest part's; ``lost``: a part that could not be measured."""
+    """A step's figures over the parts that count (those after the last start from scratch):
+    wall, CPU and bytes written add up, peak memory is the largest part's; ``lost``: a part
+    that could not be measured; ``sweep``: (done, of) where a training stopped short."""
     parts = (record or {}).get("parts", [])
+    void = voided(parts)
+    last = parts[-1] if parts else {}
+    sweep = (last["sweep_end"], last.get("sweeps")) if last.get("sweep_end") is not None else None
+    parts = parts[void:]
     measured = [p for p in parts if p.get("wall_s") is not None]
     if not measured:
-        return dict(parts=len(parts), lost=len(parts))
-    return dict(parts=len(parts), lost=len(parts) - len(measured), wall_s=sum(p["wall_s"] for p in measured),
+        return dict(parts=len(parts), lost=len(parts), voided=void, sweep=sweep)
+    return dict(parts=len(parts), lost=len(parts) - len(measured), voided=void, sweep=sweep,
+                wall_s=sum(p["wall_s"] for p in measured),
                 cpu_s=sum(p["user_s"] + p["sys_s"] for p in measured), peak_gib=max(p["peak_gib"] for p in measured),
                 written_bytes=sum(p["written_bytes"] for p in measured),
                 checkpoints=sum(p.get("checkpoints", 0) for p in measured))
@@ -95,12 +113,16 @@ def status(record: dict | None, t: dict) -> str:
     if not t["parts"]:
         return "projected"
     lost = f"; {t['lost']} part not measured: a lower bound" if t["lost"] else ""
+    void = (f"; {t['voided']} earlier part(s) thrown away by a start from scratch, not counted"
+            if t["voided"] else "")
     if record.get("done"):
-        return ("measured" if t["parts"] == 1 else f"measured in {t['parts']} parts (resumed)") + lost
+        return ("measured" if t["parts"] == 1 else f"measured in {t['parts']} parts (resumed)") + lost + void
     last = record["parts"][-1]
     if last.get("exit") not in (0, 130, None):
         return f"failed (exit {last['exit']}), not measured"
-    return f"in progress: {t['parts']} part(s), {duration(t.get('wall_s'))} so far{lost}; projected"
+    sweep = t["sweep"]
+    reached = "" if sweep is None else f", checkpoint at sweep {sweep[0]}" + (f" of {sweep[1]}" if sweep[1] else "")
+    return f"in progress: {t['parts']} part(s), {duration(t.get('wall_s'))} so far{reached}{lost}{void}; projected"
 
 
 def _made(step, record: dict | None) -> str:
@@ -136,8 +158,13 @@ def tables(state: dict, steps: list, kinds: list[str], projection: Path, info: d
                      "written to disk": size(shown("written_bytes")),
                      "checkpoints written": str(t["checkpoints"]) if done and step.what == "train" else "",
                      "made": _made(step, record)})
+        void = voided((record or {}).get("parts", []))
         for n, p in enumerate((record or {}).get("parts", []), 1):
             ended = ENDED.get(p.get("interrupted")) or ("finished" if p.get("exit") == 0 else f"exit {p.get('exit')}")
+            if p.get("sweep_end") is not None:
+                ended += f" at sweep {p['sweep_end']}"
+            if n <= void:
+                ended += "; thrown away (the next part started from scratch), not counted"
             measured = p.get("wall_s") is not None
             parts.append({"step": step.name, "part": n, "started (UTC)": p["started"], "ended": ended,
                           "wall": duration(p.get("wall_s")),
