@@ -12,6 +12,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from conftest import ROOT
@@ -226,7 +227,7 @@ def test_a_run_not_at_the_projections_size_or_schedule_gets_no_ratio():
     assert none.rows[0]["projected wall"] == "" and any("No projection" in n for n in none.notes)
 
 
-def test_parts_before_a_start_from_scratch_are_shown_but_not_counted():
+def test_parts_before_a_start_from_scratch_are_shown_but_not_counted(tmp_path):
     """A training stopped before its first checkpoint starts again from scratch: the figures
     count the parts from that start on, and an unfinished one says the sweep it reached."""
     steps = full.plan(Path("w"), ["pam"], 2, None)
@@ -250,6 +251,17 @@ def test_parts_before_a_start_from_scratch_are_shown_but_not_counted():
     row = {r["step"]: r for r in tables(state, steps, ["pam"], PROJECTION, _info())[0].rows}["train-pam"]
     assert row["status"].startswith("measured in 2 parts (resumed); 1 earlier part(s) thrown away")
     assert (row["wall"], row["CPU (user + sys)"]) == ("15.0 min", "26.7 min")
+    # a part recorded without its sweep: the row reads it from the checkpoint left
+    work = tmp_path / "w"
+    (work / "models").mkdir(parents=True)
+    header = json.dumps(dict(iteration=30, params=dict(n_iter=100))).encode()
+    with open(work / "models" / "pam.npz.ckpt", "wb") as fh:
+        np.savez(fh, __header__=np.frombuffer(header, np.uint8))
+    state["steps"]["train-pam"] = dict(parts=[dict(_part(60.0, 100.0, 1.0, MiB, checkpoints=3), exit=130,
+                                                   interrupted="ctrl-c")])
+    row = {r["step"]: r for r in tables(state, full.plan(work, ["pam"], 2, None), ["pam"], PROJECTION,
+                                        _info())[0].rows}["train-pam"]
+    assert row["status"] == "in progress: 1 part(s), 60.0 s so far, checkpoint at sweep 30 of 100; projected"
     # a part that wrote no checkpoint before a resumed one (an old record) is not thrown away
     assert full_table.voided([dict(checkpoints=2), dict(checkpoints=0), dict(checkpoints=1)]) == 0
     assert full_table.voided([dict(checkpoints=0), dict(checkpoints=0), dict(checkpoints=1)]) == 2

@@ -45,7 +45,7 @@ from pathlib import Path
 from models.common.atomic import atomic_open, target_lock
 
 from ..core.tables import Table
-from .full_child import Interrupted, run_measured
+from .full_child import Interrupted, progress, run_measured
 from .full_table import tables
 from .scale import KINDS, N_QUERIES
 
@@ -272,20 +272,6 @@ def _run_locked(work: Path, kinds: list[str], settings: dict, deadline, projecti
         log.info("stopped before %s is measured (%d step(s) left: %s); rerun the same command to go on",
                  stopped, len(left), " ".join(left))
     return tables(state, steps, kinds, projection, dict(info, **settings))
-
-
-def progress(checkpoint: Path) -> tuple[int, int | None] | None:
-    """(sweeps or epochs done, of how many) by the training that wrote ``checkpoint``; None when
-    there is none (or it is being replaced)."""
-    from models.common.checkpoint import read_header
-
-    try:
-        header = read_header(checkpoint)
-    except (OSError, ValueError):
-        return None
-    params = header.get("params", {})
-    total = params.get("n_iter", params.get("epochs"))
-    return int(header.get("iteration", 0)), None if total is None else int(total)
 
 
 def more_to_train(checkpoint: Path) -> bool:

@@ -170,6 +170,21 @@ def run_measured(cmd: list[str], log_path: Path, *, env: dict | None = None, che
     return part
 
 
+def progress(checkpoint: Path) -> tuple[int, int | None] | None:
+    """(sweeps or epochs done, of how many) by the training that wrote ``checkpoint``; None when
+    there is none (or it is being replaced)."""
+    from models.common.checkpoint import read_header
+
+    try:
+        header = read_header(checkpoint)
+    except (OSError, ValueError):
+        return None
+    params = header.get("params", {})
+    total = params.get("n_iter", params.get("epochs"))
+    return int(header.get("iteration", 0)), None if total is None else int(total)
+
+
+
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C (or SIGTERM) while a step ran: ``part`` is what was measured of it."""
 

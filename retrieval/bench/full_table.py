@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..core.quick import is_quick
 from ..core.tables import Table
+from .full_child import progress
 from .scale import N_QUERIES
 
 _FIGURE = re.compile(r"([\d.,]+) (min|s|GiB)")
@@ -146,6 +147,8 @@ def tables(state: dict, steps: list, kinds: list[str], projection: Path, info: d
         record = state["steps"].get(step.name)
         t = totals(record)
         done = bool(record and record.get("done"))
+        if step.what == "train" and t["parts"] and not done and t["sweep"] is None:  # a part recorded without it
+            t["sweep"] = progress(step.checkpoint)
         wall_p, peak_p = projected(proj, step)
         shown = lambda key: t.get(key) if done else None  # noqa: E731
         rows.append({"step": step.name, "command": f"`{step.shown()}`", "status": status(record, t),
