@@ -220,7 +220,7 @@ def test_a_run_not_at_the_projections_size_or_schedule_gets_no_ratio():
     assert "no ratios" in main.title
     rows = {r["step"]: r for r in main.rows}
     assert rows["train-lda"]["status"] == \
-        "in progress: 2 part(s), 60.0 s so far; 1 part not measured: a lower bound; projected"
+        "in progress: 2 part(s), 60.0 s so far, peak memory 1.00 GiB; 1 part not measured: a lower bound; projected"
     assert all(r["wall: measured / projected"] == "" and r["wall"] == "" for r in main.rows)
     assert any("--iterations 3" in n and "NOT the default schedule" in n for n in main.notes)
     none, _ = tables(state, steps, ["lda"], Path("no-such.md"), _info(iterations=3))
@@ -239,8 +239,8 @@ def test_parts_before_a_start_from_scratch_are_shown_but_not_counted(tmp_path):
              sweep_start=10, sweep_end=20, sweeps=100)])})
     main, parts = tables(state, steps, ["pam"], PROJECTION, _info())
     row = {r["step"]: r for r in main.rows}["train-pam"]
-    assert row["status"] == ("in progress: 2 part(s), 15.0 min so far, checkpoint at sweep 20 of 100; 1 earlier "
-                             "part(s) thrown away by a start from scratch, not counted; projected")
+    assert row["status"] == ("in progress: 2 part(s), 15.0 min so far, checkpoint at sweep 20 of 100, peak memory 4.00 GiB; "
+                             "1 earlier part(s) thrown away by a start from scratch, not counted; projected")
     ended = [p["ended"] for p in parts.rows if p["step"] == "train-pam"]
     assert ended == ["interrupted (Ctrl-C or SIGTERM); thrown away (the next part started from scratch), not counted",
                      "stopped at a checkpoint (--stop-after) at sweep 10",
@@ -261,7 +261,7 @@ def test_parts_before_a_start_from_scratch_are_shown_but_not_counted(tmp_path):
                                                    interrupted="ctrl-c")])
     row = {r["step"]: r for r in tables(state, full.plan(work, ["pam"], 2, None), ["pam"], PROJECTION,
                                         _info())[0].rows}["train-pam"]
-    assert row["status"] == "in progress: 1 part(s), 60.0 s so far, checkpoint at sweep 30 of 100; projected"
+    assert row["status"] == "in progress: 1 part(s), 60.0 s so far, checkpoint at sweep 30 of 100, peak memory 1.00 GiB; projected"
     # a part that wrote no checkpoint before a resumed one (an old record) is not thrown away
     assert full_table.voided([dict(checkpoints=2), dict(checkpoints=0), dict(checkpoints=1)]) == 0
     assert full_table.voided([dict(checkpoints=0), dict(checkpoints=0), dict(checkpoints=1)]) == 2

@@ -123,7 +123,8 @@ def status(record: dict | None, t: dict) -> str:
         return f"failed (exit {last['exit']}), not measured"
     sweep = t["sweep"]
     reached = "" if sweep is None else f", checkpoint at sweep {sweep[0]}" + (f" of {sweep[1]}" if sweep[1] else "")
-    return f"in progress: {t['parts']} part(s), {duration(t.get('wall_s'))} so far{reached}{lost}{void}; projected"
+    peak = f", peak memory {t['peak_gib']:.2f} GiB" if t.get("peak_gib") is not None else ""
+    return f"in progress: {t['parts']} part(s), {duration(t.get('wall_s'))} so far{reached}{peak}{lost}{void}; projected"
 
 
 def _made(step, record: dict | None) -> str:
