@@ -426,10 +426,8 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
         out = np.empty((phi.shape[2], len(self.doc_len_)))
         rows = (self.dk_topic_, self.dk_count_)  # a document range at a time (doc_ranges)
         for d0, d1 in doc_ranges(self.dk_ptr_, rows, DOC_CHUNK * numba.get_num_threads()):
-            part = np.empty((phi.shape[2], d1 - d0))
             R_.p_w_d_mean(np.ascontiguousarray(self.dk_ptr_[:, d0:d1 + 1]), *rows, self.doc_len_[d0:d1],
-                          self.alpha_samples_.sum(1), phi, ap, part)
-            out[:, d0:d1] = part
+                          self.alpha_samples_.sum(1), phi, ap, out, d0)
         return out.T
 
     def doc_topics(self, doc, top=10, chain=0):
