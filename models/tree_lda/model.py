@@ -379,8 +379,13 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
             e = edges[:, j]
             ok = e >= 0
             path_p[ok] *= edge_p[np.searchsorted(nodes, e[ok])]
-        out = np.zeros((len(words), K))
-        np.add.at(out, np.repeat(np.arange(len(words)), n_paths), path_p)
+        # a word's paths are consecutive rows (every word has one): added path after path, in
+        # the order of a sum into zeros, a vector operation per path rank instead of per row
+        first = np.cumsum(n_paths) - n_paths
+        out = path_p[first]
+        for j in range(1, int(n_paths.max(initial=1))):
+            more = np.flatnonzero(n_paths > j)
+            out[more] += path_p[first[more] + j]
         for a in (self.ne_topic_, self.ne_count_):  # a mapped file's pages of the sample's rows
             release(a, self.ne_ptr_[cs, 0], self.ne_ptr_[cs, -1])
         return out
