@@ -75,6 +75,23 @@ def test_p_w_d_with_fixed_alpha_takes_the_shared_length_path():
     assert sorted(consts[6]) == [threads, threads * -(-10 // threads)]
 
 
+def test_length_means_are_the_samples_mean_whatever_the_order_of_the_terms():
+    """by_len of p_w_d: mean over samples of ap / (length + A), numba's (the samples summed in
+    order, whatever the threads) against numpy's broadcast."""
+    from models.lda.score_kernels import len_means
+
+    rng = np.random.default_rng(0)
+    ap, alpha_sum = rng.random((5, 7)), rng.random(5) * 10
+    lengths = np.array([1, 3, 4, 17, 250])
+    out = np.full((7, len(lengths)), np.nan)
+    len_means(ap, alpha_sum, lengths, out)
+    want = (ap[:, :, None] / (lengths[None, None, :] + alpha_sum[:, None, None])).mean(axis=0)
+    np.testing.assert_allclose(out, want, rtol=1e-14)
+    rev = np.empty_like(out)
+    len_means(np.ascontiguousarray(ap[:, ::-1]), alpha_sum, lengths, rev)
+    np.testing.assert_array_equal(rev[::-1], out)  # a term's row is its own sum alone
+
+
 def test_range_postings_keep_every_posting_and_counts_past_uint16():
     """p_w_d reads the postings relative to their document range, uint16 when the counts fit:
     each is its document's offset in its range, and a count past uint16 keeps int32 counts."""

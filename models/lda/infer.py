@@ -154,7 +154,8 @@ class LDADocumentModel:
         rows = self._term_rows(term_ids)
         ap = self._alpha_phi(term_ids, rows)
         # mean over samples of ap / (n_d + A): a function of the document's length alone
-        by_len = ap.T @ (1.0 / (self.alpha_samples_.sum(axis=1)[:, None] + lengths[None, :])) / len(ap)
+        by_len = np.empty((len(term_ids), len(lengths)))
+        S_.len_means(ap, self.alpha_samples_.sum(axis=1), lengths, by_len)
         out = np.empty((len(term_ids), len(self.doc_len_)))
         S_.p_w_d_mean(*postings, *rows, self.n_k_samples_, float(self.beta), self.n_terms_, inv_len,
                       base, len_slot, by_len, np.arange(len(term_ids)), shared, out)

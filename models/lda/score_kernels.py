@@ -79,6 +79,30 @@ def alpha_phi(tw_ptr, tw_topic, tw_count, n_k, alpha, beta, n_terms, term_ids):
 
 
 @njit(cache=True, parallel=True)
+def len_means(ap, alpha_sum, lengths, out):
+    """out[t, l] = mean over samples cs of ap[cs, t] / (lengths[l] + alpha_sum[cs]), the samples
+    summed in order: :func:`p_w_d_mean`'s by_len, the part of P_LDA(w_t | d) that depends on the
+    document only through its length. Not a BLAS product: its threads would spin beside the
+    kernels' after it returns, and its sums change with their number. Overwrites out
+    (n_terms, n_lengths)."""
+    n_cs, T = ap.shape
+    n_len = len(lengths)
+    inv = np.empty((n_cs, n_len))
+    for cs in range(n_cs):
+        for l in range(n_len):
+            inv[cs, l] = 1.0 / (alpha_sum[cs] + lengths[l])
+    for t in prange(T):
+        row = out[t]
+        row[:] = 0.0
+        for cs in range(n_cs):
+            c = ap[cs, t]
+            for l in range(n_len):
+                row[l] += c * inv[cs, l]
+        for l in range(n_len):
+            row[l] /= n_cs
+
+
+@njit(cache=True, parallel=True)
 def posting_bounds(kd_ptr, kd_doc, n_docs, n_blocks):
     """Where each topic's postings cross the document ranges of :func:`p_w_d_mean`:
     out[cs, k, b] = the first posting of (cs, k) with doc >= b * n_docs // n_blocks

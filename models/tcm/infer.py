@@ -113,10 +113,8 @@ class TCMDocumentModel:
         out = np.empty((phi.shape[2], self.dk_ptr_.shape[1] - 1))
         rows = (self.dk_topic_, self.dk_count_)  # a document range at a time (doc_ranges)
         for d0, d1 in doc_ranges(self.dk_ptr_, rows, DOC_CHUNK * numba.get_num_threads()):
-            part = np.empty((phi.shape[2], d1 - d0))
             score_p_c_d(np.ascontiguousarray(self.dk_ptr_[:, d0:d1 + 1]), *rows, self.alpha_, phi32, apart,
-                        part)
-            out[:, d0:d1] = part
+                        out, d0)
         return out.T
 
     def p_w_d(self, term_ids):

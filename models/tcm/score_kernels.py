@@ -160,10 +160,11 @@ def _doc_sample(cs, d, dk_ptr, dk_topic, dk_count, kalpha, phi, apart, scale, s,
 
 
 @njit(cache=True, parallel=True)
-def score_p_c_d(dk_ptr, dk_topic, dk_count, alpha, phi, apart, out):
-    """out[s, d] = mean over samples cs of (sum_k (n_dk + alpha) phi[cs, k, s]) / (N_d + K alpha),
-    N_d = number of collocations of doc d in sample cs (term-major: a query's collocations are
-    rows).
+def score_p_c_d(dk_ptr, dk_topic, dk_count, alpha, phi, apart, out, first):
+    """out[s, first + d] = mean over samples cs of (sum_k (n_dk + alpha) phi[cs, k, s]) /
+    (N_d + K alpha), N_d = number of collocations of doc d in sample cs, for the documents d of
+    ``dk_ptr`` (a range of the collection's, written in place into the whole table; term-major:
+    a query's collocations are rows).
 
     dk_ptr : (n_cs, n_docs + 1) int64 offsets into the flat dk_topic/dk_count.
     phi : (n_cs, K, n_colloc) float32 with phi[cs, k, s] = P(c_s | k); apart[cs, s] = alpha
@@ -171,7 +172,7 @@ def score_p_c_d(dk_ptr, dk_topic, dk_count, alpha, phi, apart, out):
     (:func:`models.tree_lda.score_kernels.p_w_d_mean`).
     """
     n_cs, K, T = phi.shape
-    n_docs = out.shape[1]
+    n_docs = dk_ptr.shape[1] - 1
     kalpha = K * alpha
     for ch in prange(n_doc_chunks(n_docs)):
         d0, d1 = doc_chunk(ch, n_docs)
@@ -181,7 +182,7 @@ def score_p_c_d(dk_ptr, dk_topic, dk_count, alpha, phi, apart, out):
             for d in range(d0, d1):
                 _doc_sample(cs, d, dk_ptr, dk_topic, dk_count, kalpha, phi, apart, 1.0, s,
                             acc[d - d0])
-        store_chunk(acc, out, d0, 1.0 / n_cs)
+        store_chunk(acc, out, first + d0, 1.0 / n_cs)
 
 
 @njit(cache=True)

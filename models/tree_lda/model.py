@@ -379,8 +379,13 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
             e = edges[:, j]
             ok = e >= 0
             path_p[ok] *= edge_p[np.searchsorted(nodes, e[ok])]
-        out = np.zeros((len(words), K))
-        np.add.at(out, np.repeat(np.arange(len(words)), n_paths), path_p)
+        # a word's paths are consecutive rows (every word has one): added path after path, in
+        # the order of a sum into zeros, a vector operation per path rank instead of per row
+        first = np.cumsum(n_paths) - n_paths
+        out = path_p[first]
+        for j in range(1, int(n_paths.max(initial=1))):
+            more = np.flatnonzero(n_paths > j)
+            out[more] += path_p[first[more] + j]
         for a in (self.ne_topic_, self.ne_count_):  # a mapped file's pages of the sample's rows
             release(a, self.ne_ptr_[cs, 0], self.ne_ptr_[cs, -1])
         return out
@@ -426,10 +431,8 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
         out = np.empty((phi.shape[2], len(self.doc_len_)))
         rows = (self.dk_topic_, self.dk_count_)  # a document range at a time (doc_ranges)
         for d0, d1 in doc_ranges(self.dk_ptr_, rows, DOC_CHUNK * numba.get_num_threads()):
-            part = np.empty((phi.shape[2], d1 - d0))
             R_.p_w_d_mean(np.ascontiguousarray(self.dk_ptr_[:, d0:d1 + 1]), *rows, self.doc_len_[d0:d1],
-                          self.alpha_samples_.sum(1), phi, ap, part)
-            out[:, d0:d1] = part
+                          self.alpha_samples_.sum(1), phi, ap, out, d0)
         return out.T
 
     def doc_topics(self, doc, top=10, chain=0):

@@ -19,9 +19,10 @@ def _doc_sample(cs, d, dk_ptr, dk_topic, dk_count, n_d, alpha_sum, phi, ap, scal
 
 
 @njit(cache=True, parallel=True)
-def p_w_d_mean(dk_ptr, dk_topic, dk_count, doc_len, alpha_sum, phi, ap, out):
-    """out[t, d] = P_TREE(term t | d) averaged over the samples (overwrites out; term-major, so
-    that a query's terms are rows).
+def p_w_d_mean(dk_ptr, dk_topic, dk_count, doc_len, alpha_sum, phi, ap, out, first):
+    """out[t, first + d] = P_TREE(term t | d) averaged over the samples for the documents d of
+    ``dk_ptr`` (a range of the collection's, written in place into the whole table; term-major,
+    so that a query's terms are rows).
 
     dk_ptr : (n_cs, n_docs + 1) offsets into the flat dk_topic/dk_count of every sample;
     phi : (n_cs, K, T) float32 P(w_t | k); ap : (n_cs, T) sum_k a_k phi_kw; alpha_sum : (n_cs,).
@@ -30,7 +31,8 @@ def p_w_d_mean(dk_ptr, dk_topic, dk_count, doc_len, alpha_sum, phi, ap, out):
     reading them is what the kernel's time goes to.
     """
     n_cs = phi.shape[0]
-    T, n_docs = out.shape
+    T = out.shape[0]
+    n_docs = dk_ptr.shape[1] - 1
     scale = 1.0 / n_cs
     for ch in prange(n_doc_chunks(n_docs)):
         d0, d1 = doc_chunk(ch, n_docs)
@@ -40,7 +42,7 @@ def p_w_d_mean(dk_ptr, dk_topic, dk_count, doc_len, alpha_sum, phi, ap, out):
             for d in range(d0, d1):
                 _doc_sample(cs, d, dk_ptr, dk_topic, dk_count, doc_len[d], alpha_sum, phi, ap,
                             scale, s, acc[d - d0])
-        store_chunk(acc, out, d0, 1.0)
+        store_chunk(acc, out, first + d0, 1.0)
 
 
 @njit(cache=True, parallel=True)

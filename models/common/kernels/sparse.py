@@ -131,9 +131,25 @@ def add_count_rows32(out, table, rows, counts, lo, hi):
 @njit(cache=True, inline="always")
 def sum_rows32(s, table, rows, counts, lo, hi):
     """s[t] = sum over i in [lo, hi) of counts[i] * table[rows[i], t] in float32 (overwrites
-    the float32 ``s``; :func:`add_count_rows32`)."""
-    for t in range(len(s)):
-        s[t] = np.float32(0.0)
+    the float32 ``s``): :func:`add_count_rows32` into zeros, its first row or four rows written
+    rather than added (0 + x == x, so the same values without a pass that zeroes ``s``)."""
+    T = len(s)
+    if hi - lo >= 4:
+        p0, c0 = table[rows[lo]], np.float32(counts[lo])
+        p1, c1 = table[rows[lo + 1]], np.float32(counts[lo + 1])
+        p2, c2 = table[rows[lo + 2]], np.float32(counts[lo + 2])
+        p3, c3 = table[rows[lo + 3]], np.float32(counts[lo + 3])
+        for t in range(T):
+            s[t] = c0 * p0[t] + c1 * p1[t] + c2 * p2[t] + c3 * p3[t]
+        lo += 4
+    elif hi > lo:
+        p0, c0 = table[rows[lo]], np.float32(counts[lo])
+        for t in range(T):
+            s[t] = c0 * p0[t]
+        lo += 1
+    else:
+        for t in range(T):
+            s[t] = np.float32(0.0)
     add_count_rows32(s, table, rows, counts, lo, hi)
 
 
