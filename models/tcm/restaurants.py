@@ -92,6 +92,19 @@ def pow2_at_least(n):
     return p
 
 
+@njit(cache=True, inline="always")
+def home_slot(h, n_slots):
+    """The first slot probed for hash h in a table of n_slots (< 2^32) slots: the top 32 bits
+    of h scaled to n_slots, so that a table need not have a power-of-two size."""
+    return np.int64(((h >> np.uint64(32)) * np.uint64(n_slots)) >> np.uint64(32))
+
+
+@njit(cache=True, inline="always")
+def n_slots_for(cap):
+    """Slots for up to ``cap`` keys at load factor <= 1/2 (any size: see ``home_slot``)."""
+    return max(2 * cap, 8)
+
+
 # ---------------------------------------------------------------------------------------------
 # Type table: slot i is ty_slot[2i] = hash, ty_slot[2i + 1] = (len << 32) | type id, or EMPTY.
 # Hash and length sit in the slot, so a probe reads one cache line, not a line of every array.
@@ -102,8 +115,8 @@ EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
 @njit(cache=True)
 def type_find(ty_slot, ty_pos, term_ids, h, a, n):
     """Type id of term_ids[a:a+n] with hash h, or -1 - slot (the free slot where it would go)."""
-    mask = np.uint64((len(ty_slot) >> 1) - 1)
-    i = np.int64(h & mask)
+    n_slots = len(ty_slot) >> 1
+    i = home_slot(h, n_slots)
     want = np.uint64(n) << np.uint64(32)
     while True:
         info = ty_slot[2 * i + 1]
@@ -119,7 +132,9 @@ def type_find(ty_slot, ty_pos, term_ids, h, a, n):
                     break
             if same:
                 return t
-        i = (i + 1) & np.int64(mask)
+        i += 1
+        if i == n_slots:
+            i = 0
 
 
 @njit(cache=True, inline="always")
@@ -144,18 +159,18 @@ def type_new(ty_slot, ty_hash, ty_len, ty_pos, ty_head, miss, h, n, pos, t):
 def type_rehash(ty_slot, ty_hash, ty_len, first, n_types):
     """Types first..n_types - 1 into the emptied slot table."""
     ty_slot[:] = EMPTY
-    mask = np.uint64((len(ty_slot) >> 1) - 1)
+    n_slots = len(ty_slot) >> 1
     for t in range(first, n_types):
-        i = np.int64(ty_hash[t] & mask)
+        i = home_slot(ty_hash[t], n_slots)
         while ty_slot[2 * i + 1] != EMPTY:
-            i = (i + 1) & np.int64(mask)
+            i = i + 1 if i + 1 < n_slots else 0
         type_insert(ty_slot, i, ty_hash[t], ty_len[t], t)
 
 
 @njit(cache=True)
 def type_slots(cap):
     """An empty slot table for up to ``cap`` types (load factor <= 1/2)."""
-    return huge_full(2 * pow2_at_least(2 * cap), EMPTY, np.uint64)
+    return huge_full(2 * n_slots_for(cap), EMPTY, np.uint64)
 
 
 @njit(cache=True)
@@ -181,8 +196,8 @@ def types_resized(ty_hash, ty_len, ty_pos, ty_head, n_types, cap):
 @njit(cache=True)
 def entry_find(en_slot, t, k):
     """Entry id of (t, k), or -1 - slot."""
-    mask = np.uint64((len(en_slot) >> 1) - 1)
-    i = np.int64(_entry_key(t, k) & mask)
+    n_slots = len(en_slot) >> 1
+    i = home_slot(_entry_key(t, k), n_slots)
     key = (np.int64(t) << 16) | np.int64(k)
     while True:
         got = en_slot[2 * i]
@@ -190,18 +205,20 @@ def entry_find(en_slot, t, k):
             return en_slot[2 * i + 1]
         if got < 0:
             return -1 - i
-        i = (i + 1) & np.int64(mask)
+        i += 1
+        if i == n_slots:
+            i = 0
 
 
 @njit(cache=True)
 def entry_rehash(en_slot, en_type, en_topic, first, n_entries):
     """Entries first..n_entries - 1 into the emptied slot table."""
     en_slot[:] = -1
-    mask = np.uint64((len(en_slot) >> 1) - 1)
+    n_slots = len(en_slot) >> 1
     for e in range(first, n_entries):
-        i = np.int64(_entry_key(en_type[e], en_topic[e]) & mask)
+        i = home_slot(_entry_key(en_type[e], en_topic[e]), n_slots)
         while en_slot[2 * i] >= 0:
-            i = (i + 1) & np.int64(mask)
+            i = i + 1 if i + 1 < n_slots else 0
         en_slot[2 * i] = (np.int64(en_type[e]) << 16) | np.int64(en_topic[e])
         en_slot[2 * i + 1] = e
 
@@ -209,7 +226,7 @@ def entry_rehash(en_slot, en_type, en_topic, first, n_entries):
 @njit(cache=True)
 def entry_slots(cap):
     """An empty slot table for up to ``cap`` entries (load factor <= 1/2)."""
-    return huge_full(2 * pow2_at_least(2 * cap), -1, np.int64)
+    return huge_full(2 * n_slots_for(cap), -1, np.int64)
 
 
 @njit(cache=True)
@@ -356,7 +373,7 @@ def prefetch_lr(b, split, term_ids, ty_slot, q, a, z, max_len):
         e += 1
     if e - s + 1 <= max_len:
         h = hash_span(term_ids, s, e - s + 1)
-        prefetch(ty_slot, 2 * np.int64(h & np.uint64((len(ty_slot) >> 1) - 1)))
+        prefetch(ty_slot, 2 * home_slot(h, len(ty_slot) >> 1))
 
 
 @njit(cache=True, inline="always")
