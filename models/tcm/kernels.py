@@ -169,9 +169,9 @@ def _sweep(shard_doc, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_count, 
 def _sweep_shard(d0, d1, text, b, docs, tables, prior, sparse, rng, record):
     """Resample b at every position of docs d0:d1 once, in document order.
 
-    The global ``tables`` are only read: the shard works on its own copies, grown on demand,
-    but for the global slot tables, which it reads beside slot tables of its own for the types
-    and entries it adds.
+    The global ``tables`` are only read: the shard works on copies of their arrays, and reads
+    their slot tables beside slot tables of its own (grown on demand) for the types and entries
+    it adds.
     Changes in place: b[doc_ptr[d0]:doc_ptr[d1]], docs of d0:d1, rng, record.
     """
     doc_ptr = text.doc_ptr
