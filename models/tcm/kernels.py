@@ -180,13 +180,13 @@ def _sweep_shard(d0, d1, text, b, docs, tables, prior, sparse, rng, record):
     n_entries0 = n_entries = tables.n_entries
     # The copies have room for all a shard can add, 2 types and 2 entries a token: they never
     # grow (copying them again), and the pages of the room never written take no memory. The
-    # shard's own slot tables start at a fraction of that and grow on demand.
+    # shard's own slot tables start small and grow on demand: every key the global tables
+    # lack is looked up there too, so they had better stay in the caches when little is added.
     room = 2 * (doc_ptr[d1] - doc_ptr[d0])
-    extra = 64 + room // 16
     ty_slot, ty_hash, ty_len, ty_pos, ty_head = types_copy(
-        tables.ty_hash, tables.ty_len, tables.ty_pos, tables.ty_head, n_types, room, extra)
+        tables.ty_hash, tables.ty_len, tables.ty_pos, tables.ty_head, n_types, room, 64)
     en_slot, en_type, en_topic, en_count, en_next = entries_copy(
-        tables.en_type, tables.en_topic, tables.en_count, tables.en_next, n_entries, room, extra)
+        tables.en_type, tables.en_topic, tables.en_count, tables.en_next, n_entries, room, 64)
     n_k = tables.n_k.copy()
     P = pow2_at_least(K)
     buf = Buffers(np.zeros(K, dtype=np.int64), np.zeros(K, dtype=np.int64), np.empty(K),
