@@ -22,11 +22,11 @@ def random_tables(n_docs=60, seed=4, max_len=4, n_topics=6):
     return corpus, build_tables(corpus.term_ids, b, n_topics)
 
 
-def test_global_slot_tables_are_kept_at_load_factor_one_half():
+def test_global_slot_tables_are_kept_at_load_factor_one_third():
     for n_docs in (60, 400):
         _, t = random_tables(n_docs)
         assert t.n_types > 64 and t.n_entries > 64
-        assert len(t.ty_slot) == 4 * t.n_types and len(t.en_slot) == 4 * t.n_entries
+        assert len(t.ty_slot) == 6 * t.n_types and len(t.en_slot) == 6 * t.n_entries
 
 
 def test_a_shard_finds_global_and_added_types_and_entries_while_its_tables_grow():

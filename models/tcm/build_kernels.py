@@ -81,9 +81,9 @@ def build_tables(term_ids, b, n_topics):
         c += 1
         n_k[k] += 1
         s = i + 1
-    # the slot table the sweeps read (and every chain keeps) at load factor 1/2, not the
-    # build's 1/8..1/2: half the memory or less
-    if 2 * n_slots_for(n_types) < len(ty_slot):
+    # the slot table the sweeps read (and every chain keeps) at load factor 1/3, not the
+    # build's 1/6..1/2: less memory than after a doubling, fewer probes than at 1/2
+    if 2 * n_slots_for(n_types) != len(ty_slot):
         ty_slot = type_slots(n_types)
         type_rehash(ty_slot, ty_hash, ty_len, 0, n_types)
     # (type, topic) of every collocation in order, by two stable counting sorts (topic, then

@@ -101,8 +101,8 @@ def home_slot(h, n_slots):
 
 @njit(cache=True, inline="always")
 def n_slots_for(cap):
-    """Slots for up to ``cap`` keys at load factor <= 1/2 (any size: see ``home_slot``)."""
-    return max(2 * cap, 8)
+    """Slots for up to ``cap`` keys at load factor <= 1/3 (any size: see ``home_slot``)."""
+    return max(3 * cap, 8)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -169,7 +169,7 @@ def type_rehash(ty_slot, ty_hash, ty_len, first, n_types):
 
 @njit(cache=True)
 def type_slots(cap):
-    """An empty slot table for up to ``cap`` types (load factor <= 1/2)."""
+    """An empty slot table for up to ``cap`` types (load factor <= 1/3)."""
     return huge_full(2 * n_slots_for(cap), EMPTY, np.uint64)
 
 
@@ -225,7 +225,7 @@ def entry_rehash(en_slot, en_type, en_topic, first, n_entries):
 
 @njit(cache=True)
 def entry_slots(cap):
-    """An empty slot table for up to ``cap`` entries (load factor <= 1/2)."""
+    """An empty slot table for up to ``cap`` entries (load factor <= 1/3)."""
     return huge_full(2 * n_slots_for(cap), -1, np.int64)
 
 
