@@ -9,8 +9,8 @@ from ..common.kernels.pages import huge_empty, huge_full
 from ..common.kernels.prefetch import prefetch
 from ..common.kernels.rng import uniform
 from ..common.kernels.sparse import label_counts
-from .restaurants import (Restaurants, entry_rehash, entry_slots, hash_span, type_find, type_new,
-                          type_rehash, type_slots, types_resized)
+from .restaurants import (Restaurants, entry_rehash, entry_slots, hash_span, home_slot,
+                          n_slots_for, type_find, type_new, type_rehash, type_slots, types_resized)
 
 # Collocations between the prefetch of a type slot and its lookup.
 PREFETCH_AHEAD = 8
@@ -63,8 +63,7 @@ def build_tables(term_ids, b, n_topics):
         if k < 0:
             continue
         if c + PREFETCH_AHEAD < n_col:
-            mask = np.uint64((len(ty_slot) >> 1) - 1)
-            prefetch(ty_slot, 2 * np.int64(col_hash[c + PREFETCH_AHEAD] & mask))
+            prefetch(ty_slot, 2 * home_slot(col_hash[c + PREFETCH_AHEAD], len(ty_slot) >> 1))
         n = i - s + 1
         h = col_hash[c]
         t = type_find(ty_slot, ty_pos, term_ids, h, s, n)
@@ -77,11 +76,16 @@ def build_tables(term_ids, b, n_topics):
             n_types += 1
             if 4 * n_types > len(ty_slot):
                 ty_slot = type_slots(2 * n_types)
-                type_rehash(ty_slot, ty_hash, ty_len, n_types)
+                type_rehash(ty_slot, ty_hash, ty_len, 0, n_types)
         col_type[c] = t
         c += 1
         n_k[k] += 1
         s = i + 1
+    # the slot table the sweeps read (and every chain keeps) at load factor 1/3, not the
+    # build's 1/6..1/2: less memory than after a doubling, fewer probes than at 1/2
+    if 2 * n_slots_for(n_types) != len(ty_slot):
+        ty_slot = type_slots(n_types)
+        type_rehash(ty_slot, ty_hash, ty_len, 0, n_types)
     # (type, topic) of every collocation in order, by two stable counting sorts (topic, then
     # type): the entries are the runs of that order, in the order of their ids. Linked-list
     # inserts of scattered entries would cost a cache miss per list node instead.
@@ -151,7 +155,7 @@ def build_tables(term_ids, b, n_topics):
             col_entry[order[c]] = n_entries - 1
             c += 1
         en_next[n_entries - 1] = -1
-    entry_rehash(en_slot, en_type, en_topic, n_entries)
+    entry_rehash(en_slot, en_type, en_topic, 0, n_entries)
     tok_entry = huge_full(N, -1, np.int32)
     c = 0
     for i in range(N):

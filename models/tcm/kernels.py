@@ -51,9 +51,9 @@ one position: :mod:`models.tcm.steps`.
 
 Parallelism (AD-LDA style, Newman et al. 2009; the paper's sec. 4.3): documents are split into
 FIXED shards; every shard samples against its own copy of the restaurants and n_k, made from
-the global tables at the start of the sweep; after the sweep the global tables are rebuilt from
-b (deterministically, in document order). Each (chain, shard) has its own rng stream, so results
-never depend on the number of threads.
+the global tables at the start of the sweep (the global slot tables, shared, are only read);
+after the sweep the global tables are rebuilt from b (deterministically, in document order).
+Each (chain, shard) has its own rng stream, so results never depend on the number of threads.
 """
 from typing import NamedTuple
 
@@ -85,9 +85,13 @@ class Prior(NamedTuple):
 
 
 class Local(NamedTuple):
-    """A shard's private copy of the restaurants (the arrays of ``Restaurants``; the shard
-    carries its numbers of types and entries in :class:`~models.tcm.steps.Tally`)."""
+    """A shard's restaurants (the arrays of ``Restaurants``; the shard carries its numbers of
+    types and entries in :class:`~models.tcm.steps.Tally`): private copies, but for the global
+    slot tables, read by every shard, whose own slot tables hold only the types and entries it
+    adds (see :func:`~models.tcm.restaurants.type_lookup`)."""
 
+    g_ty_slot: np.ndarray
+    g_en_slot: np.ndarray
     ty_slot: np.ndarray
     ty_hash: np.ndarray
     ty_len: np.ndarray
@@ -165,21 +169,24 @@ def _sweep(shard_doc, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_count, 
 def _sweep_shard(d0, d1, text, b, docs, tables, prior, sparse, rng, record):
     """Resample b at every position of docs d0:d1 once, in document order.
 
-    The global ``tables`` are only read: the shard works on its own copies, grown on demand.
+    The global ``tables`` are only read: the shard works on copies of their arrays, and reads
+    their slot tables beside slot tables of its own (grown on demand) for the types and entries
+    it adds.
     Changes in place: b[doc_ptr[d0]:doc_ptr[d1]], docs of d0:d1, rng, record.
     """
     doc_ptr = text.doc_ptr
     K = len(tables.n_k)
-    n_types = tables.n_types
-    n_entries = tables.n_entries
-    extra = 64 + (doc_ptr[d1] - doc_ptr[d0]) // 8
-    # local copies of the restaurants with some headroom (the reserve calls below grow them)
+    n_types0 = n_types = tables.n_types
+    n_entries0 = n_entries = tables.n_entries
+    # The copies have room for all a shard can add, 2 types and 2 entries a token: they never
+    # grow (copying them again), and the pages of the room never written take no memory. The
+    # shard's own slot tables start small and grow on demand: every key the global tables
+    # lack is looked up there too, so they had better stay in the caches when little is added.
+    room = 2 * (doc_ptr[d1] - doc_ptr[d0])
     ty_slot, ty_hash, ty_len, ty_pos, ty_head = types_copy(
-        tables.ty_slot, tables.ty_hash, tables.ty_len, tables.ty_pos, tables.ty_head, n_types,
-        extra)
+        tables.ty_hash, tables.ty_len, tables.ty_pos, tables.ty_head, n_types, room, 64)
     en_slot, en_type, en_topic, en_count, en_next = entries_copy(
-        tables.en_slot, tables.en_type, tables.en_topic, tables.en_count, tables.en_next,
-        n_entries, extra)
+        tables.en_type, tables.en_topic, tables.en_count, tables.en_next, n_entries, room, 64)
     n_k = tables.n_k.copy()
     P = pow2_at_least(K)
     buf = Buffers(np.zeros(K, dtype=np.int64), np.zeros(K, dtype=np.int64), np.empty(K),
@@ -194,17 +201,15 @@ def _sweep_shard(d0, d1, text, b, docs, tables, prior, sparse, rng, record):
         z = doc_ptr[d + 1]
         if a == z:
             continue
-        # room for up to 2 new types and 2 new entries a token, reserved once for the document:
-        # _sweep_doc works on borrowed views, which must not be grown (reallocated) there
+        # slots for up to 2 new types and 2 new entries a token, reserved once for the
+        # document: _sweep_doc works on borrowed views, which must not be grown (reallocated)
         need = 2 * (z - a)
-        if n_types + need > len(ty_hash) or 4 * (n_types + need) > len(ty_slot):
-            ty_slot, ty_hash, ty_len, ty_pos, ty_head = types_reserve(
-                ty_slot, ty_hash, ty_len, ty_pos, ty_head, n_types, need)
-        if n_entries + need > len(en_type) or 4 * (n_entries + need) > len(en_slot):
-            en_slot, en_type, en_topic, en_count, en_next = entries_reserve(
-                en_slot, en_type, en_topic, en_count, en_next, n_entries, need)
-        loc = Local(ty_slot, ty_hash, ty_len, ty_pos, ty_head, en_slot, en_type, en_topic,
-                    en_count, en_next, n_k, tables.col_entry)
+        if 4 * (n_types - n_types0 + need) > len(ty_slot):
+            ty_slot = types_reserve(ty_slot, ty_hash, ty_len, n_types0, n_types, need)
+        if 4 * (n_entries - n_entries0 + need) > len(en_slot):
+            en_slot = entries_reserve(en_slot, en_type, en_topic, n_entries0, n_entries, need)
+        loc = Local(tables.ty_slot, tables.en_slot, ty_slot, ty_hash, ty_len, ty_pos, ty_head,
+                    en_slot, en_type, en_topic, en_count, en_next, n_k, tables.col_entry)
         n_types, n_entries = _sweep_doc(d, text, b, docs, loc, buf, n_types, n_entries, prior,
                                         sparse, rng, record)
 
@@ -233,8 +238,9 @@ def _sweep_doc(d, text, b, docs, loc, buf, n_types, n_entries, prior, sparse, rn
         ndk[doc.topic[jj]] = doc.count[jj]
         N_d += doc.count[jj]
     tally = Tally(n_types, n_entries, nnz, N_d)
-    # the arrays the prefetches read, bound once outside the position loop
-    col_entry, ty_slot, ty_head = loc.col_entry, loc.ty_slot, loc.ty_head
+    # the arrays the prefetches read, bound once outside the position loop (LR's type is
+    # looked up in the global slot table first)
+    col_entry, ty_slot, ty_head = loc.col_entry, loc.g_ty_slot, loc.ty_head
     en_type, en_count, en_topic, en_next = loc.en_type, loc.en_count, loc.en_topic, loc.en_next
     s = a
     eC = -1

@@ -266,9 +266,12 @@ class TCM(TCMFoldInMixin, TCMDocumentModel, GibbsModel):
 
     def _step(self, corpus, it):
         """Sweep ``it`` of every chain, then the merges, then alpha0's resampling of every chain
-        (the chains share nothing, so this order gives what chain after chain would)."""
+        (the chains share nothing, so this order gives what chain after chain would). A chain's
+        restaurants are stale once it has swept, and freed then: the next chain's sweep does not
+        hold them beside its own."""
         for c in range(self.n_chains):
             self._sweep(c, merge=False)
+            self._tables[c] = None
         self._after_sweeps(it)
 
     def _after_sweeps(self, it):

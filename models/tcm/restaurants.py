@@ -5,7 +5,8 @@ Collocation types: open addressing on a 64-bit hash of the term ids; ``ty_pos[t]
 point to one occurrence of the type in ``term_ids``, against which candidates are compared, so
 lookups are exact (no hash-collision error). Entries (type, topic) -> count: a second hash table;
 the entries of a type form a linked list (``ty_head``, ``en_next``) sorted by topic. Entries
-whose count drops to 0 during a sweep stay in the list (weight 0).
+whose count drops to 0 during a sweep stay in the list (weight 0). A sweep's shards share the
+global slot tables and keep their own only for what they add (see ``type_lookup``).
 """
 from typing import NamedTuple
 
@@ -91,6 +92,19 @@ def pow2_at_least(n):
     return p
 
 
+@njit(cache=True, inline="always")
+def home_slot(h, n_slots):
+    """The first slot probed for hash h in a table of n_slots (< 2^32) slots: the top 32 bits
+    of h scaled to n_slots, so that a table need not have a power-of-two size."""
+    return np.int64(((h >> np.uint64(32)) * np.uint64(n_slots)) >> np.uint64(32))
+
+
+@njit(cache=True, inline="always")
+def n_slots_for(cap):
+    """Slots for up to ``cap`` keys at load factor <= 1/3 (any size: see ``home_slot``)."""
+    return max(3 * cap, 8)
+
+
 # ---------------------------------------------------------------------------------------------
 # Type table: slot i is ty_slot[2i] = hash, ty_slot[2i + 1] = (len << 32) | type id, or EMPTY.
 # Hash and length sit in the slot, so a probe reads one cache line, not a line of every array.
@@ -101,8 +115,8 @@ EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
 @njit(cache=True)
 def type_find(ty_slot, ty_pos, term_ids, h, a, n):
     """Type id of term_ids[a:a+n] with hash h, or -1 - slot (the free slot where it would go)."""
-    mask = np.uint64((len(ty_slot) >> 1) - 1)
-    i = np.int64(h & mask)
+    n_slots = len(ty_slot) >> 1
+    i = home_slot(h, n_slots)
     want = np.uint64(n) << np.uint64(32)
     while True:
         info = ty_slot[2 * i + 1]
@@ -118,7 +132,9 @@ def type_find(ty_slot, ty_pos, term_ids, h, a, n):
                     break
             if same:
                 return t
-        i = (i + 1) & np.int64(mask)
+        i += 1
+        if i == n_slots:
+            i = 0
 
 
 @njit(cache=True, inline="always")
@@ -140,20 +156,21 @@ def type_new(ty_slot, ty_hash, ty_len, ty_pos, ty_head, miss, h, n, pos, t):
 
 
 @njit(cache=True)
-def type_rehash(ty_slot, ty_hash, ty_len, n_types):
+def type_rehash(ty_slot, ty_hash, ty_len, first, n_types):
+    """Types first..n_types - 1 into the emptied slot table."""
     ty_slot[:] = EMPTY
-    mask = np.uint64((len(ty_slot) >> 1) - 1)
-    for t in range(n_types):
-        i = np.int64(ty_hash[t] & mask)
+    n_slots = len(ty_slot) >> 1
+    for t in range(first, n_types):
+        i = home_slot(ty_hash[t], n_slots)
         while ty_slot[2 * i + 1] != EMPTY:
-            i = (i + 1) & np.int64(mask)
+            i = i + 1 if i + 1 < n_slots else 0
         type_insert(ty_slot, i, ty_hash[t], ty_len[t], t)
 
 
 @njit(cache=True)
 def type_slots(cap):
-    """An empty slot table for up to ``cap`` types (load factor <= 1/2)."""
-    return huge_full(2 * pow2_at_least(2 * cap), EMPTY, np.uint64)
+    """An empty slot table for up to ``cap`` types (load factor <= 1/3)."""
+    return huge_full(2 * n_slots_for(cap), EMPTY, np.uint64)
 
 
 @njit(cache=True)
@@ -170,18 +187,6 @@ def types_resized(ty_hash, ty_len, ty_pos, ty_head, n_types, cap):
     return nh, nl, npos, nhead
 
 
-@njit(cache=True)
-def types_reserve(ty_slot, ty_hash, ty_len, ty_pos, ty_head, n_types, extra):
-    """Arrays with room for ``extra`` more types (load factor <= 1/2); the same ones if they fit."""
-    need = n_types + extra
-    if need <= len(ty_hash) and 4 * need <= len(ty_slot):
-        return ty_slot, ty_hash, ty_len, ty_pos, ty_head
-    cap = max(2 * len(ty_hash), need, 16)
-    nh, nl, npos, nhead = types_resized(ty_hash, ty_len, ty_pos, ty_head, n_types, cap)
-    ns = type_slots(cap)
-    type_rehash(ns, nh, nl, n_types)
-    return ns, nh, nl, npos, nhead
-
 
 # ---------------------------------------------------------------------------------------------
 # Entry table: (type, topic) -> count, with a per-type linked list sorted by topic. Slot i is
@@ -191,8 +196,8 @@ def types_reserve(ty_slot, ty_hash, ty_len, ty_pos, ty_head, n_types, extra):
 @njit(cache=True)
 def entry_find(en_slot, t, k):
     """Entry id of (t, k), or -1 - slot."""
-    mask = np.uint64((len(en_slot) >> 1) - 1)
-    i = np.int64(_entry_key(t, k) & mask)
+    n_slots = len(en_slot) >> 1
+    i = home_slot(_entry_key(t, k), n_slots)
     key = (np.int64(t) << 16) | np.int64(k)
     while True:
         got = en_slot[2 * i]
@@ -200,25 +205,28 @@ def entry_find(en_slot, t, k):
             return en_slot[2 * i + 1]
         if got < 0:
             return -1 - i
-        i = (i + 1) & np.int64(mask)
+        i += 1
+        if i == n_slots:
+            i = 0
 
 
 @njit(cache=True)
-def entry_rehash(en_slot, en_type, en_topic, n_entries):
+def entry_rehash(en_slot, en_type, en_topic, first, n_entries):
+    """Entries first..n_entries - 1 into the emptied slot table."""
     en_slot[:] = -1
-    mask = np.uint64((len(en_slot) >> 1) - 1)
-    for e in range(n_entries):
-        i = np.int64(_entry_key(en_type[e], en_topic[e]) & mask)
+    n_slots = len(en_slot) >> 1
+    for e in range(first, n_entries):
+        i = home_slot(_entry_key(en_type[e], en_topic[e]), n_slots)
         while en_slot[2 * i] >= 0:
-            i = (i + 1) & np.int64(mask)
+            i = i + 1 if i + 1 < n_slots else 0
         en_slot[2 * i] = (np.int64(en_type[e]) << 16) | np.int64(en_topic[e])
         en_slot[2 * i + 1] = e
 
 
 @njit(cache=True)
 def entry_slots(cap):
-    """An empty slot table for up to ``cap`` entries (load factor <= 1/2)."""
-    return huge_full(2 * pow2_at_least(2 * cap), -1, np.int64)
+    """An empty slot table for up to ``cap`` entries (load factor <= 1/3)."""
+    return huge_full(2 * n_slots_for(cap), -1, np.int64)
 
 
 @njit(cache=True)
@@ -235,48 +243,78 @@ def entries_resized(en_type, en_topic, en_count, en_next, n_entries, cap):
     return nt, nk, nc, nn
 
 
-@njit(cache=True)
-def entries_reserve(en_slot, en_type, en_topic, en_count, en_next, n_entries, extra):
-    need = n_entries + extra
-    if need <= len(en_type) and 4 * need <= len(en_slot):
-        return en_slot, en_type, en_topic, en_count, en_next
-    cap = max(2 * len(en_type), need, 16)
-    nt, nk, nc, nn = entries_resized(en_type, en_topic, en_count, en_next, n_entries, cap)
-    ns = entry_slots(cap)
-    entry_rehash(ns, nt, nk, n_entries)
-    return ns, nt, nk, nc, nn
+# ---------------------------------------------------------------------------------------------
+# A shard's restaurants. Its arrays are copies of the global ones (counts and lists change), but
+# the global slot tables, the largest part, are shared and only read: a shard's own slot tables
+# hold just the types and entries it adds (ids from the global numbers on). A key is in exactly
+# one of the two, so a lookup tries the global table, then the shard's; the ids, hence the
+# draws, do not depend on where a key's slot is.
+
+
+@njit(cache=True, inline="always")
+def type_lookup(g_slot, ty_slot, ty_pos, term_ids, h, a, n):
+    """Type id of term_ids[a:a+n] (hash h) in a shard, or -1 - the free slot of the shard's
+    own table ty_slot where it would go."""
+    t = type_find(g_slot, ty_pos, term_ids, h, a, n)
+    if t >= 0:
+        return t
+    return type_find(ty_slot, ty_pos, term_ids, h, a, n)
+
+
+@njit(cache=True, inline="always")
+def entry_lookup(g_slot, en_slot, t, k):
+    """Entry id of (t, k) in a shard, or -1 - the free slot of its own table en_slot."""
+    e = entry_find(g_slot, t, k)
+    if e >= 0:
+        return e
+    return entry_find(en_slot, t, k)
 
 
 @njit(cache=True)
-def types_copy(g_slot, g_hash, g_len, g_pos, g_head, n_types, extra):
-    """A private copy of the first n_types types with room for ``extra`` more."""
-    cap = n_types + extra
-    ty_hash, ty_len, ty_pos, ty_head = types_resized(g_hash, g_len, g_pos, g_head, n_types, cap)
-    if 4 * cap <= len(g_slot):
-        ty_slot = huge_copy(g_slot)
-    else:
-        ty_slot = type_slots(cap)
-        type_rehash(ty_slot, ty_hash, ty_len, n_types)
-    return ty_slot, ty_hash, ty_len, ty_pos, ty_head
+def types_copy(g_hash, g_len, g_pos, g_head, n_types, room, extra):
+    """A shard's copy of the arrays of the first n_types types with room for ``room`` more, and
+    its own slot table, empty, for ``extra`` types."""
+    ty_hash, ty_len, ty_pos, ty_head = types_resized(g_hash, g_len, g_pos, g_head, n_types,
+                                                     n_types + room)
+    return type_slots(extra), ty_hash, ty_len, ty_pos, ty_head
 
 
 @njit(cache=True)
-def entries_copy(g_slot, g_type, g_topic, g_count, g_next, n_entries, extra):
-    """A private copy of the first n_entries entries with room for ``extra`` more."""
-    cap = n_entries + extra
-    en_type, en_topic, en_count, en_next = entries_resized(g_type, g_topic, g_count, g_next, n_entries, cap)
-    if 4 * cap <= len(g_slot):
-        en_slot = huge_copy(g_slot)
-    else:
-        en_slot = entry_slots(cap)
-        entry_rehash(en_slot, en_type, en_topic, n_entries)
-    return en_slot, en_type, en_topic, en_count, en_next
+def types_reserve(ty_slot, ty_hash, ty_len, first, n_types, extra):
+    """A shard's own slot table for its types first..n_types - 1 with room for ``extra`` more
+    (load factor <= 1/2): ty_slot itself if they fit, else a table twice as large."""
+    if 4 * (n_types - first + extra) <= len(ty_slot):
+        return ty_slot
+    ty_slot = type_slots(2 * (n_types - first + extra))
+    type_rehash(ty_slot, ty_hash, ty_len, first, n_types)
+    return ty_slot
+
+
+@njit(cache=True)
+def entries_copy(g_type, g_topic, g_count, g_next, n_entries, room, extra):
+    """A shard's copy of the arrays of the first n_entries entries with room for ``room``
+    more, and its own slot table, empty, for ``extra`` entries."""
+    en_type, en_topic, en_count, en_next = entries_resized(g_type, g_topic, g_count, g_next,
+                                                           n_entries, n_entries + room)
+    return entry_slots(extra), en_type, en_topic, en_count, en_next
+
+
+@njit(cache=True)
+def entries_reserve(en_slot, en_type, en_topic, first, n_entries, extra):
+    """A shard's own slot table for its entries first..n_entries - 1 with room for ``extra``
+    more (load factor <= 1/2): en_slot itself if they fit, else a table twice as large."""
+    if 4 * (n_entries - first + extra) <= len(en_slot):
+        return en_slot
+    en_slot = entry_slots(2 * (n_entries - first + extra))
+    entry_rehash(en_slot, en_type, en_topic, first, n_entries)
+    return en_slot
 
 
 @njit(cache=True)
 def entry_insert(en_slot, en_type, en_topic, en_count, en_next, n_entries, ty_head, t, k, prev):
-    """The missing entry (t, k) with count 1 as entry n_entries, linked in after entry ``prev``
-    of t's list (-1: at its head); capacity must have been reserved."""
+    """In a shard: the missing entry (t, k) with count 1 as entry n_entries (in the shard's own
+    slot table), linked in after entry ``prev`` of t's list (-1: at its head); capacity must
+    have been reserved."""
     i = -1 - entry_find(en_slot, t, k)
     e = n_entries
     en_slot[2 * i] = (np.int64(t) << 16) | np.int64(k)
@@ -293,10 +331,11 @@ def entry_insert(en_slot, en_type, en_topic, en_count, en_next, n_entries, ty_he
 
 
 @njit(cache=True)
-def entry_add(en_slot, en_type, en_topic, en_count, en_next, n_entries, ty_head, t, k, delta):
-    """en_count[(t, k)] += delta, inserting the entry (sorted into t's list) if missing.
-    Returns the entry's id (n_entries if inserted); capacity must have been reserved."""
-    e = entry_find(en_slot, t, k)
+def entry_add(g_slot, en_slot, en_type, en_topic, en_count, en_next, n_entries, ty_head, t, k,
+              delta):
+    """In a shard: en_count[(t, k)] += delta, inserting the entry (sorted into t's list) if
+    missing. Returns the entry's id (n_entries if inserted); capacity must have been reserved."""
+    e = entry_lookup(g_slot, en_slot, t, k)
     if e >= 0:
         en_count[e] += delta
         return e
@@ -334,7 +373,7 @@ def prefetch_lr(b, split, term_ids, ty_slot, q, a, z, max_len):
         e += 1
     if e - s + 1 <= max_len:
         h = hash_span(term_ids, s, e - s + 1)
-        prefetch(ty_slot, 2 * np.int64(h & np.uint64((len(ty_slot) >> 1) - 1)))
+        prefetch(ty_slot, 2 * home_slot(h, len(ty_slot) >> 1))
 
 
 @njit(cache=True, inline="always")

@@ -11,7 +11,8 @@ from numba import njit
 from ..common.kernels.ftree import tree_sample, tree_set
 from ..common.kernels.rng import uniform
 from ..common.kernels.sparse import lower_bound
-from .restaurants import HASH_SEED, doc_change, entry_add, entry_find, entry_insert, hash_span, type_find, type_new
+from .restaurants import (HASH_SEED, doc_change, entry_add, entry_insert, entry_lookup, hash_span,
+                          type_lookup, type_new)
 
 
 class Tally(NamedTuple):
@@ -42,7 +43,8 @@ class Span(NamedTuple):
 
 class Found(NamedTuple):
     """Entries (L, k_old), (R, kr), (LR, kr), (L, kr) and the types of L, R, LR: ids, or -1 when
-    not looked up or missing (a missing type may hold ``-1 - free slot``, from ``type_find``);
+    not looked up or missing (a missing type may hold ``-1 - free slot`` of the shard's own
+    slot table, from ``type_lookup``);
     hashes of the spans hashed, else HASH_SEED."""
 
     eL: int
@@ -119,17 +121,17 @@ def remove(sp, eC, term_ids, loc, buf, doc, tally, sparse, prior):
             loc.en_count[eR] -= 1
             if sp.nLR <= prior.max_len:
                 hLR = hash_span(term_ids, s, sp.nLR)
-                tLR = type_find(loc.ty_slot, loc.ty_pos, term_ids, hLR, s, sp.nLR)
+                tLR = type_lookup(loc.g_ty_slot, loc.ty_slot, loc.ty_pos, term_ids, hLR, s, sp.nLR)
     else:
         eLR = eC
         tLR = loc.en_type[eLR]
         loc.en_count[eLR] -= 1
         hL = hash_span(term_ids, s, sp.nL)
-        tL = type_find(loc.ty_slot, loc.ty_pos, term_ids, hL, s, sp.nL)
+        tL = type_lookup(loc.g_ty_slot, loc.ty_slot, loc.ty_pos, term_ids, hL, s, sp.nL)
         hR = hash_span(term_ids, j + 1, sp.nR)
-        tR = type_find(loc.ty_slot, loc.ty_pos, term_ids, hR, j + 1, sp.nR)
+        tR = type_lookup(loc.g_ty_slot, loc.ty_slot, loc.ty_pos, term_ids, hR, j + 1, sp.nR)
         if tR >= 0:
-            eR = max(entry_find(loc.en_slot, tR, kr), -1)
+            eR = max(entry_lookup(loc.g_en_slot, loc.en_slot, tR, kr), -1)
     if not sp.forced:
         loc.n_k[kr] -= 1
         doc.ndk[kr] -= 1
@@ -174,7 +176,7 @@ def weights(sp, f, term_ids, loc, ndk, N_d, sparse, prior):
         Rp = (ndr + 1 + alpha) * (cR + same + p0R) / (loc.n_k[kr] + 1 + alpha0)
         if nLR <= prior.max_len:
             if eLR < 0 and f.tLR >= 0:
-                eLR = max(entry_find(loc.en_slot, f.tLR, kr), -1)
+                eLR = max(entry_lookup(loc.g_en_slot, loc.en_slot, f.tLR, kr), -1)
             cLR = 0 if eLR < 0 else loc.en_count[eLR]
             p0LR = alpha0 * prior.p0_len[nLR]
             kalpha = len(ndk) * alpha
@@ -182,7 +184,7 @@ def weights(sp, f, term_ids, loc, ndk, N_d, sparse, prior):
         if sp.k_old == kr:
             eLkr = f.eL
         elif f.tL >= 0 and not sparse:
-            eLkr = max(entry_find(loc.en_slot, f.tL, kr), -1)
+            eLkr = max(entry_lookup(loc.g_en_slot, loc.en_slot, f.tL, kr), -1)
         if sp.k_old == kr or not sparse:
             w_kr = _w_right(ndr, alpha, 0 if eLkr < 0 else loc.en_count[eLkr], p0L, loc.n_k[kr],
                             alpha0, Rp)
@@ -352,8 +354,8 @@ def _add_LR(sp, f, term_ids, loc, n_types, n_entries):
                  sp.s, n_types)
         tLR = n_types
         n_types += 1
-    eLR = entry_add(loc.en_slot, loc.en_type, loc.en_topic, loc.en_count, loc.en_next, n_entries,
-                    loc.ty_head, tLR, sp.kr, 1)
+    eLR = entry_add(loc.g_en_slot, loc.en_slot, loc.en_type, loc.en_topic, loc.en_count,
+                    loc.en_next, n_entries, loc.ty_head, tLR, sp.kr, 1)
     return eLR, n_types, max(n_entries, eLR + 1)
 
 
@@ -377,13 +379,13 @@ def _add_L(sp, k_new, f, n_c, term_ids, loc, buf, n_types, n_entries, sparse):
     else:
         tL = f.tL
         if tL < 0:
-            tL = type_find(loc.ty_slot, loc.ty_pos, term_ids, f.hL, sp.s, sp.nL)
+            tL = type_lookup(loc.g_ty_slot, loc.ty_slot, loc.ty_pos, term_ids, f.hL, sp.s, sp.nL)
             type_new(loc.ty_slot, loc.ty_hash, loc.ty_len, loc.ty_pos, loc.ty_head, tL, f.hL,
                      sp.nL, sp.s, n_types)
             tL = n_types
             n_types += 1
-        eN = entry_add(loc.en_slot, loc.en_type, loc.en_topic, loc.en_count, loc.en_next,
-                       n_entries, loc.ty_head, tL, k_new, 1)
+        eN = entry_add(loc.g_en_slot, loc.en_slot, loc.en_type, loc.en_topic, loc.en_count,
+                       loc.en_next, n_entries, loc.ty_head, tL, k_new, 1)
         n_entries = max(n_entries, eN + 1)
     return n_types, n_entries
 
@@ -397,14 +399,14 @@ def _add_R(sp, f, term_ids, loc, n_types, n_entries):
         return eR, n_types, n_entries
     # R may be the type just inserted for L
     if tR < 0:
-        tR = type_find(loc.ty_slot, loc.ty_pos, term_ids, f.hR, sp.j + 1, sp.nR)
+        tR = type_lookup(loc.g_ty_slot, loc.ty_slot, loc.ty_pos, term_ids, f.hR, sp.j + 1, sp.nR)
     if tR < 0:
         type_new(loc.ty_slot, loc.ty_hash, loc.ty_len, loc.ty_pos, loc.ty_head, tR, f.hR, sp.nR,
                  sp.j + 1, n_types)
         tR = n_types
         n_types += 1
-    eR = entry_add(loc.en_slot, loc.en_type, loc.en_topic, loc.en_count, loc.en_next, n_entries,
-                   loc.ty_head, tR, sp.kr, 1)
+    eR = entry_add(loc.g_en_slot, loc.en_slot, loc.en_type, loc.en_topic, loc.en_count,
+                   loc.en_next, n_entries, loc.ty_head, tR, sp.kr, 1)
     return eR, n_types, max(n_entries, eR + 1)
 
 
