@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from ..common.kernels.pages import huge_copy, huge_empty, huge_full
+from ..common.kernels.pages import huge_empty, huge_full
 from ..common.kernels.prefetch import prefetch
 from ..common.kernels.sparse import lower_bound
 
@@ -185,7 +185,6 @@ def types_resized(ty_hash, ty_len, ty_pos, ty_head, n_types, cap):
     npos[:n_types] = ty_pos[:n_types]
     nhead[:n_types] = ty_head[:n_types]
     return nh, nl, npos, nhead
-
 
 
 # ---------------------------------------------------------------------------------------------

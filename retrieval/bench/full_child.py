@@ -184,7 +184,6 @@ def progress(checkpoint: Path) -> tuple[int, int | None] | None:
     return int(header.get("iteration", 0)), None if total is None else int(total)
 
 
-
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C (or SIGTERM) while a step ran: ``part`` is what was measured of it."""
 
