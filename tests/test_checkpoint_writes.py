@@ -320,3 +320,22 @@ def test_a_newer_format_asks_for_an_upgrade(tmp_path, kind, version, ok):
         with pytest.raises(ValueError, match=rf"f\.npz: format version {version} is newer than this "
                                              rf"topicir .*upgrade topicir to read it"):
             ck.read_model_file(path, kind=kind)
+
+
+def test_tcm_writes_its_boundaries_as_int16_and_resumes_a_checkpoint_of_int32_ones(tmp_path):
+    """TCM's b (a topic or -1 per token) takes 2 bytes in a checkpoint and its kept samples
+    while the topics fit; a checkpoint written with 4-byte boundaries resumes alike."""
+    cls, params, corpus, inputs = setup("tcm")
+    full = cls(**params).fit(corpus, **inputs)
+    path = tmp_path / "m.ckpt"
+    killed_after(cls, params, corpus, inputs, path, 10)
+    f = ck.read_model_file(path, kind=ck.CHECKPOINT_FORMAT)
+    assert f.arrays["b"].dtype == np.int16 and f.arrays["b"].shape == (2, corpus.n_tokens)
+    sample = ck.read_model_file(kept.kept_path(path, 0, 6), kind=ck.CHECKPOINT_FORMAT)
+    assert sample.arrays["sample_b"].dtype == np.int16
+    h = {k: v for k, v in f.header.items() if k not in _FORMAT_KEYS}
+    ck.write_model_file(path, h, dict(f.arrays, b=np.asarray(f.arrays["b"]).astype(np.int32)),
+                        kind=ck.CHECKPOINT_FORMAT)
+    assert_same_model(cls(**params).fit(corpus, checkpoint=path, **inputs), full)
+    # more topics than int16 holds: the boundaries stay int32
+    assert cls(n_topics=40000)._b_file_dtype() is np.int32

@@ -132,6 +132,6 @@ SPEC = V.Spec(
         T.totals("dk_count", "dk_ptr", "n_k_samples", by="dk_topic", width="topics"),
         V.array("alpha0_samples", ("samples",), np.float64), V.prior("alpha0_samples"),
     ),
-    checkpoint=F.state_checks("b", ("tokens",), np.int32, _boundaries, "alpha0", (),
+    checkpoint=F.state_checks("b", ("tokens",), (np.int32, np.int16), _boundaries, "alpha0", (),
                               ("shards+1",)),
     dims=F.no_dims, priors=(("alpha", True), ("alpha0", True)))

@@ -373,8 +373,18 @@ class TCM(TCMFoldInMixin, TCMDocumentModel, GibbsModel):
                  dk_ptr=dk_ptr, dk_topic=dk_topic, dk_count=dk_count, n_k=t.n_k.copy(),
                  alpha0=float(self.alpha0_[c]))
         if self._keep_sample_state:
-            s["b"] = self.b_[c].copy()
+            s["b"] = self.b_[c].astype(self._b_file_dtype())
         return s
+
+    def _b_file_dtype(self):
+        """int16 where every topic id fits: half the bytes of the boundaries a checkpoint and
+        its kept samples write."""
+        return np.int16 if self.n_topics <= np.iinfo(np.int16).max else np.int32
+
+    def _checkpoint_assignments(self):
+        """``b_`` in :meth:`_b_file_dtype`, chain by chain (no narrowed copy of every chain)."""
+        dtype = self._b_file_dtype()
+        return self.b_.shape, dtype, (b.astype(dtype) for b in self.b_)
 
     def _finalize(self, corpus):
         """Stack the kept samples as cs = c * n_samples + s over one vocabulary of collocation types."""
