@@ -10,7 +10,7 @@ import retrieval.core.readback as readback_module
 from retrieval.core.index import add_documents, build_index
 from retrieval.core.readback import read_positions as _read_positions, read_stats as _read_stats
 from retrieval.core.jvm import jclass
-from retrieval.core.stats import CollectionStats, StatsBuilder, _postings, doc_major, parse_term_positions
+from retrieval.core.stats import CollectionStats, StatsBuilder, _postings, _term_totals, doc_major, parse_term_positions
 
 # Terms with commas, digits, accents, other scripts, possessives; the literal word "null"; stopword
 # gaps; a document of stopwords only; repeated words.
@@ -174,6 +174,18 @@ def test_postings_kernel_equals_unique_of_term_doc_keys():
     keys, tf = np.unique(term_ids.astype(np.int64) * 40 + doc_of, return_counts=True)
     assert post_ptr.tolist() == [0] + np.cumsum(np.bincount(keys // 40, minlength=25)).tolist()
     assert post_doc.tolist() == (keys % 40).tolist() and post_tf.tolist() == tf.tolist()
+
+
+def test_term_totals_kernel_equals_reduceat_of_the_postings():
+    rng = np.random.default_rng(2)
+    df = rng.integers(1, 9, 300)
+    post_ptr = np.concatenate([[0], np.cumsum(df)]).astype(np.int64)
+    post_tf = rng.integers(1, 2**31 - 1, post_ptr[-1]).astype(np.int32)  # sums beyond int32
+    want = np.add.reduceat(post_tf.astype(np.int64), post_ptr[:-1])
+    got = _term_totals(post_ptr, post_tf)
+    assert got.dtype == np.int64 and got.tolist() == want.tolist() and want.max() > 2**31
+    assert _term_totals(np.array([0, 2, 2, 3]), np.array([4, 5, 6], np.int32)).tolist() == [9, 0, 6]
+    assert _term_totals(np.zeros(1, np.int64), np.zeros(0, np.int32)).tolist() == []
 
 
 def test_doc_major_puts_term_major_postings_in_position_order():

@@ -1,6 +1,7 @@
 """TCM over an index: token sequences with splits, query segmentation, collocation scoring, CLI."""
 import json
 import math
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -214,6 +215,31 @@ def test_a_batch_computes_its_term_and_collocation_tables_together_and_ranks_as_
     one_by_one = [d for t in topics for d in ranking.rank(index, t.qid, t.title, model=model)]
     assert [(d.qid, d.docno) for d in run] == [(d.qid, d.docno) for d in one_by_one]
     np.testing.assert_allclose([d.score for d in run], [d.score for d in one_by_one], rtol=1e-12)
+
+
+def test_a_group_s_tables_are_freed_before_the_next_group_s_call(mini_tcm, monkeypatch):
+    """While the model computes a group's tables, no earlier group's table is alive, though the
+    consumer still holds the last query it was given (as a run's loop does): the queries' term and
+    collocation tables are their own copies, so groups' tables never add up."""
+    from retrieval.adapters.tcm import phrase_rows
+    from retrieval.core import ranking
+
+    index, model, _ = mini_tcm
+    texts = [t for t, _ in phrase_rows(model, index.stats.terms, top=4)]
+    tables, alive = [], []
+    real = model.p_c_d
+
+    def spy(ids, ptr):
+        alive.append([t() is not None for t in tables])
+        out = real(ids, ptr)
+        tables.append(weakref.ref(out.base))
+        return out
+    monkeypatch.setattr(model, "p_c_d", spy)
+    held = []
+    for p_w, (extra, table) in ranking.batch_tables(index, texts, model, table_bytes=1):
+        assert extra is not None and not any(np.shares_memory(table, t) for t in held)
+        held = [p_w, table]
+    assert alive == [[False] * i for i in range(len(texts))]
 
 
 def test_smoothing_retrains_a_cached_model_of_other_defaults(tmp_path):

@@ -6,7 +6,8 @@ import pytest
 from numba import njit
 
 from models.common.kernels.sparse import DOC_CHUNK, add_count_rows32, sum_rows32
-from models.tcm.score_kernels import score_p_c_d
+from models.tcm.infer import pad_columns
+from models.tcm.score_kernels import COLUMN_PAD, score_p_c_d
 from models.tree_lda.score_kernels import p_w_d_mean
 
 N_CS, K, T = 3, 7, 5
@@ -87,3 +88,20 @@ def test_tcm_mean_matches_the_dense_formula_in_any_document_ranges():
     np.testing.assert_allclose(whole, want, rtol=1e-6)
     for cuts in ([0, 20, N_DOCS], [0, 1, DOC_CHUNK + 3, DOC_CHUNK + 4, N_DOCS]):
         np.testing.assert_array_equal(in_ranges(score_p_c_d, dk_ptr, [], cuts, *args), whole)
+
+
+@pytest.mark.parametrize("n_cols", [T, COLUMN_PAD, 2 * COLUMN_PAD + 3])
+def test_tcm_columns_padded_to_whole_vectors_give_the_same_table_bit_for_bit(n_cols):
+    dk_ptr, dk_topic, dk_count, _ = doc_rows(4)
+    rng = np.random.default_rng(5)
+    phi = rng.random((N_CS, K, n_cols)).astype(np.float32)
+    apart = 0.3 * phi.sum(axis=1, dtype=np.float64)
+    want = np.full((n_cols, N_DOCS), np.nan)
+    score_p_c_d(dk_ptr, dk_topic, dk_count, 0.3, phi, apart, want, 0)
+    padded, apart_padded = pad_columns(phi), pad_columns(apart)
+    assert padded.shape[2] % COLUMN_PAD == 0 and padded.shape[2] - n_cols < COLUMN_PAD
+    assert (padded[:, :, n_cols:] == 0).all() and (padded[:, :, :n_cols] == phi).all()
+    got = np.full((n_cols + 1, N_DOCS), np.nan)  # a row past the table's stays untouched
+    score_p_c_d(dk_ptr, dk_topic, dk_count, 0.3, padded, apart_padded, got[:n_cols], 0)
+    np.testing.assert_array_equal(got[:n_cols], want)
+    assert np.isnan(got[n_cols]).all()

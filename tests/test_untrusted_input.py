@@ -278,6 +278,33 @@ def test_table_pass_agrees_with_numpy(strict):
                 assert (col[r] == np.bincount(idx[lo:hi], weights=cnt[lo:hi], minlength=cols)).all()
 
 
+def test_totals_by_a_column_agree_with_numpy():
+    """add_by_key and weighted_total (models/common/kernels/validate.py), which total a table's
+    counts by one of its columns and weigh them by a column's value, give what numpy gives: keys
+    modulo a fold, keys past the width (or negative) left out, an index outside the weights refused."""
+    from models.common.kernels.validate import add_by_key, weighted_total
+
+    rng = np.random.default_rng(8)
+    for dtype in (np.uint16, np.int32):
+        keys = rng.integers(0, 40, 500).astype(dtype)
+        if dtype == np.int32:
+            keys[::7] = rng.choice([-3, -1, 2 ** 31 - 1], size=len(keys[::7]))
+        cnt = rng.integers(0, 2 ** 31 - 1, 500).astype(np.int32)
+        for mod, n in ((1 << 62, 30), (7, 7)):
+            got = np.zeros(n, dtype=np.int64)
+            add_by_key(keys, cnt, mod, got)
+            k = keys.astype(np.int64) % mod
+            want = [int(cnt[k == c].astype(np.int64).sum()) for c in range(n)]
+            assert got.tolist() == want and got.max() > 2 ** 31
+    weight = rng.integers(1, 6, 40)
+    assert weighted_total(keys[keys >= 0][:100] % 40, cnt[:100], weight) == int(
+        (weight[keys[keys >= 0][:100] % 40] * cnt[:100].astype(np.int64)).sum())
+    with pytest.raises(IndexError):
+        weighted_total(np.array([3, 40], np.int32), np.ones(2, np.int32), weight)
+    with pytest.raises(IndexError):
+        weighted_total(np.array([-1], np.int32), np.ones(1, np.int32), weight)
+
+
 # -- aviPAM's prior variances and masks: what the header's priors and architecture give ---------
 
 @pytest.mark.parametrize("n_chains", [1, 2])

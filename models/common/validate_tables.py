@@ -10,7 +10,7 @@ import numba
 import numpy as np
 
 from .checkpoint import pieces, release, row_chunks
-from .kernels.validate import BAD_COUNT, BAD_INDEX, BAD_ORDER, scan_table
+from .kernels.validate import BAD_COUNT, BAD_INDEX, BAD_ORDER, add_by_key, scan_table
 from .validate import Check, check_range, dim_size, fail, num_text, set_value
 
 
@@ -156,10 +156,10 @@ def totals(values, ptr, equals, by=None, width=None, fold=None, when=None):
         p = _rows(a[ptr])
         n = dim_size(ctx, width, values)
         mod = dim_size(ctx, fold) if fold else 1 << 62
-        out = np.zeros((len(p), n))
+        out = np.zeros((len(p), n), dtype=np.int64)
         for r, (lo, hi) in enumerate(zip(p[:, 0], p[:, -1])):  # a piece at a time (pieces)
             for col, v in pieces(a[by][lo:hi], a[values][lo:hi]):
-                out[r] += np.bincount(col.astype(np.int64) % mod, weights=v, minlength=n)[:n]
+                add_by_key(col, v, mod, out[r])
         return out
 
     def run(ctx):

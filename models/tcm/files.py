@@ -6,6 +6,7 @@ import numpy as np
 
 from ..common import file_specs as F
 from ..common.checkpoint import pieces
+from ..common.kernels.validate import weighted_total
 from ..common import validate as V
 from ..common import validate_tables as T
 
@@ -32,7 +33,7 @@ def _tokens(ctx):
     a = ctx.arrays
     p, lens = a["ct_ptr"], np.diff(a["type_ptr"])
     # a piece of the (mapped) table at a time
-    per = np.array([sum(int((lens[t] * c).sum()) for t, c in pieces(a["ct_type"][lo:hi], a["ct_count"][lo:hi]))
+    per = np.array([sum(weighted_total(t, c, lens) for t, c in pieces(a["ct_type"][lo:hi], a["ct_count"][lo:hi]))
                     for lo, hi in zip(p[:-1], p[1:])], dtype=np.int64)
     n = int(ctx.collection.sum())
     bad = np.flatnonzero(per != n)

@@ -6,7 +6,15 @@ import numpy as np
 
 from ..common.checkpoint import doc_ranges, release
 from ..common.kernels.sparse import DOC_CHUNK
-from .score_kernels import phi_table, score_p_c_d, score_p_c_d_per_sample
+from .score_kernels import COLUMN_PAD, phi_table, score_p_c_d, score_p_c_d_per_sample
+
+
+def pad_columns(a):
+    """``a`` with its last axis padded with zeros to a multiple of COLUMN_PAD."""
+    T = a.shape[-1]
+    out = np.zeros(a.shape[:-1] + (-(-T // COLUMN_PAD) * COLUMN_PAD,), dtype=a.dtype)
+    out[..., :T] = a
+    return out
 
 
 class TCMDocumentModel:
@@ -109,8 +117,8 @@ class TCMDocumentModel:
         ndarray of shape (n_docs, n_collocations), float64
         """
         phi, apart = self._phi(term_ids, seg_ptr)
-        phi32 = phi.astype(np.float32)
         out = np.empty((phi.shape[2], self.dk_ptr_.shape[1] - 1))
+        phi32, apart = pad_columns(phi.astype(np.float32)), pad_columns(apart)
         rows = (self.dk_topic_, self.dk_count_)  # a document range at a time (doc_ranges)
         for d0, d1 in doc_ranges(self.dk_ptr_, rows, DOC_CHUNK * numba.get_num_threads()):
             score_p_c_d(np.ascontiguousarray(self.dk_ptr_[:, d0:d1 + 1]), *rows, self.alpha_, phi32, apart,

@@ -22,7 +22,8 @@ Hooks an adapter module may define:
     model's, ``folded`` holds the added documents' posteriors).
 ``batch_tables(model, term_ids, extras) -> (table, list)``
     P_TM(w|d) of ``term_ids`` (n_docs, n_terms) and the tables of many queries' extra parts
-    (``QueryExtra.parts``), one (n_docs, n_parts) per query in order, in one call: a batch reads
+    (``QueryExtra.parts``), one (n_docs, n_parts) per query in order, each its own array (not a
+    view of a table the whole group shares, which would outlive the group), in one call: a batch reads
     the documents once for its terms and parts together
     (:func:`retrieval.core.ranking.batch_tables`); without it, ``p_w_d`` and each part's ``p_tm``.
 ``topic_lines(model, terms, topic, top) -> list[str]``

@@ -135,7 +135,9 @@ def batch_tables(model, term_ids, extras) -> tuple:
     lens = np.concatenate([np.ones(len(term_ids), np.int64)] + [np.diff(e.parts[1]) for e in extras])
     table = model.p_c_d(ids, np.concatenate([[0], np.cumsum(lens)]))
     bounds = len(term_ids) + np.cumsum([0] + [len(e.parts[1]) - 1 for e in extras])
-    return table[:, :len(term_ids)], [table[:, a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+    # each query's collocations copied (in the table's column-major order): no view keeps the
+    # batch's table alive while the next batch computes its own
+    return table[:, :len(term_ids)], [table[:, a:b].copy(order="K") for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 def topic_lines(model, terms, topic: int, top: int = 10) -> list[str]:

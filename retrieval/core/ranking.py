@@ -31,8 +31,11 @@ from .trec import ScoredDoc, Topic, topic_query
 log = logging.getLogger(__name__)
 
 DEPTH = 1000
-# Memory of the P_TM tables computed in one call for a group of queries (:func:`batch_tables`).
-TABLE_BYTES = 1 << 29
+# Memory of the P_TM tables computed in one call for a group of queries (:func:`batch_tables`);
+# a group's tables are freed before the next group's call, so this is also their peak. At AP
+# size (250,000 documents) it holds the ~400 term and collocation columns of 100 queries: one
+# pass of the model over its documents.
+TABLE_BYTES = 3 << 28
 
 
 class QueryExtra(NamedTuple):
@@ -207,7 +210,9 @@ def batch_tables(index: Index, texts: list[str], model, extras: list | None = No
     for every query.
 
     The model is called once per group of consecutive queries whose distinct terms and parts
-    together fit ``table_bytes`` (default :data:`TABLE_BYTES`) of tables: a document model reads
+    together fit ``table_bytes`` (default :data:`TABLE_BYTES`) of tables (each query gets copies
+    of its columns, and a hook's part tables must be the query's own, not views of a group's
+    table, so that a group's tables are freed before the next group's): a document model reads
     its per-document rows once for all the group's terms, and, through its adapter's
     ``batch_tables`` hook, for the group's parts too (TCM: terms and collocations in one pass);
     a kind without the hook computes each part's table apart (``p_tm``)."""
@@ -241,6 +246,7 @@ def batch_tables(index: Index, texts: list[str], model, extras: list | None = No
         for q, e in zip(ids[start:stop], extras[start:stop]):
             yield (rows[np.searchsorted(union, q)].T if len(q) else None,
                    (e, next(tables)) if e is not None else (None, None))
+        rows = tables = None  # the queries have their own copies: free the group's tables first
         start = stop
 
 

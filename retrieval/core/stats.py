@@ -160,7 +160,7 @@ class CollectionStats:
     @cached_property
     def cf(self) -> np.ndarray:
         """Collection frequency of each term, int64."""
-        return np.add.reduceat(self.post_tf.astype(np.int64), self.post_ptr[:-1]) if self.n_terms else np.zeros(0, np.int64)
+        return _term_totals(self.post_ptr, self.post_tf)
 
     @cached_property
     def df(self) -> np.ndarray:
@@ -292,6 +292,20 @@ def _postings(doc_ptr, term_ids, n_terms):
                 fill[t] += 1
                 count[t] = 0
     return post_ptr, post_doc, post_tf
+
+
+@numba.njit(cache=True, parallel=True)
+def _term_totals(post_ptr, post_tf):
+    """Every term's postings' tf summed, int64: read once from the (mapped) postings, with no
+    int64 copy of them, which at AP size is hundreds of MB of fresh memory to fault in."""
+    n_terms = len(post_ptr) - 1
+    out = np.zeros(n_terms, np.int64)
+    for t in numba.prange(n_terms):
+        tot = np.int64(0)
+        for j in range(post_ptr[t], post_ptr[t + 1]):
+            tot += post_tf[j]
+        out[t] = tot
+    return out
 
 
 @numba.njit(cache=True)

@@ -25,8 +25,8 @@ def doc_chunk(ch, n_docs):
 @njit(cache=True, inline="always")
 def store_chunk(acc, out, d0, scale):
     """out[t, d0 + r] = acc[r, t] * scale: a chunk's rows, document-major, into the term-major
-    table ``out``."""
-    for t in range(acc.shape[1]):
+    table ``out``, for the rows t of ``out`` (``acc`` may have more columns: padding)."""
+    for t in range(out.shape[0]):
         for r in range(acc.shape[0]):
             out[t, d0 + r] = acc[r, t] * scale
 

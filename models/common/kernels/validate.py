@@ -59,3 +59,29 @@ def scan_table(ptr, idx, cnt, n_idx, strict, seg_sum, col_sum, first_bad):
             row = col_sum[r]
             for j in range(ptr[r, 0], ptr[r, n]):
                 row[idx[j]] += cnt[j]
+
+
+@njit(cache=True)
+def add_by_key(keys, values, mod, out):
+    """out[keys[j] % mod] += values[j] for every entry whose key modulo ``mod`` is below
+    len(out) (int64 ``out``): a table's counts totalled by one of its columns, what np.bincount
+    of the keys gives, without its int64 and float64 copies of the entries."""
+    n = len(out)
+    for j in range(len(keys)):
+        k = np.int64(keys[j])
+        if k < 0 or k >= mod:  # no division for the keys a modulo leaves as they are
+            k %= mod
+        if k < n:
+            out[k] += values[j]
+
+
+@njit(cache=True)
+def weighted_total(idx, cnt, weight):
+    """sum over j of weight[idx[j]] * cnt[j], int64 (an index outside ``weight`` raises)."""
+    tot = np.int64(0)
+    for j in range(len(idx)):
+        i = np.int64(idx[j])
+        if i < 0 or i >= len(weight):
+            raise IndexError("index out of bounds")
+        tot += weight[i] * np.int64(cnt[j])
+    return tot
