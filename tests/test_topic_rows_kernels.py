@@ -5,9 +5,8 @@ import numpy as np
 import pytest
 from numba import njit
 
-from models.common.kernels.sparse import DOC_CHUNK, add_count_rows32, sum_rows32
-from models.tcm.infer import pad_columns
-from models.tcm.score_kernels import COLUMN_PAD, score_p_c_d
+from models.common.kernels.sparse import COLUMN_PAD, DOC_CHUNK, add_count_rows32, pad_columns, sum_rows32
+from models.tcm.score_kernels import score_p_c_d
 from models.tree_lda.score_kernels import p_w_d_mean
 
 N_CS, K, T = 3, 7, 5
@@ -103,5 +102,22 @@ def test_tcm_columns_padded_to_whole_vectors_give_the_same_table_bit_for_bit(n_c
     assert (padded[:, :, n_cols:] == 0).all() and (padded[:, :, :n_cols] == phi).all()
     got = np.full((n_cols + 1, N_DOCS), np.nan)  # a row past the table's stays untouched
     score_p_c_d(dk_ptr, dk_topic, dk_count, 0.3, padded, apart_padded, got[:n_cols], 0)
+    np.testing.assert_array_equal(got[:n_cols], want)
+    assert np.isnan(got[n_cols]).all()
+
+
+@pytest.mark.parametrize("n_cols", [T, COLUMN_PAD, 2 * COLUMN_PAD + 3])
+def test_tree_lda_columns_padded_to_whole_vectors_give_the_same_table_bit_for_bit(n_cols):
+    dk_ptr, dk_topic, dk_count, n_dk = doc_rows(6)
+    rng = np.random.default_rng(7)
+    alpha_sum = rng.random(N_CS) * K
+    phi = rng.random((N_CS, K, n_cols)).astype(np.float32)
+    ap = 0.3 * phi.sum(axis=1, dtype=np.float64)
+    doc_len = n_dk[0].sum(axis=1) + 1
+    want = np.full((n_cols, N_DOCS), np.nan)
+    p_w_d_mean(dk_ptr, dk_topic, dk_count, doc_len, alpha_sum, phi, ap, want, 0)
+    got = np.full((n_cols + 1, N_DOCS), np.nan)  # a row past the table's stays untouched
+    p_w_d_mean(dk_ptr, dk_topic, dk_count, doc_len, alpha_sum, pad_columns(phi), pad_columns(ap),
+               got[:n_cols], 0)
     np.testing.assert_array_equal(got[:n_cols], want)
     assert np.isnan(got[n_cols]).all()

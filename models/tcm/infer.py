@@ -5,16 +5,8 @@ import numba
 import numpy as np
 
 from ..common.checkpoint import doc_ranges, release
-from ..common.kernels.sparse import DOC_CHUNK
-from .score_kernels import COLUMN_PAD, phi_table, score_p_c_d, score_p_c_d_per_sample
-
-
-def pad_columns(a):
-    """``a`` with its last axis padded with zeros to a multiple of COLUMN_PAD."""
-    T = a.shape[-1]
-    out = np.zeros(a.shape[:-1] + (-(-T // COLUMN_PAD) * COLUMN_PAD,), dtype=a.dtype)
-    out[..., :T] = a
-    return out
+from ..common.kernels.sparse import DOC_CHUNK, pad_columns
+from .score_kernels import phi_table, score_p_c_d, score_p_c_d_per_sample
 
 
 class TCMDocumentModel:

@@ -159,11 +159,6 @@ def _doc_sample(cs, d, dk_ptr, dk_topic, dk_count, kalpha, phi, apart, scale, s,
     add_prior_rows32(out, s, phi[cs], dk_topic, dk_count, lo, hi, apart[cs], scale / (n_d + kalpha))
 
 
-# Columns of score_p_c_d's tables come in multiples of this, a cache line of float32: the rows'
-# loops over the columns then run whole vectors, without a scalar remainder per row.
-COLUMN_PAD = 16
-
-
 @njit(cache=True, parallel=True)
 def score_p_c_d(dk_ptr, dk_topic, dk_count, alpha, phi, apart, out, first):
     """out[s, first + d] = mean over samples cs of (sum_k (n_dk + alpha) phi[cs, k, s]) /
@@ -175,7 +170,7 @@ def score_p_c_d(dk_ptr, dk_topic, dk_count, alpha, phi, apart, out, first):
     phi : (n_cs, K, n_colloc) float32 with phi[cs, k, s] = P(c_s | k); apart[cs, s] = alpha
     sum_k phi. A (document, sample)'s sum over its topics is taken in float32, as tree-LDA's
     (:func:`models.tree_lda.score_kernels.p_w_d_mean`). phi and apart may have more columns
-    than ``out`` has rows (:func:`models.tcm.infer.pad_columns`); those are computed and left
+    than ``out`` has rows (:func:`models.common.kernels.sparse.pad_columns`); those are computed and left
     out: every column is summed on its own, so the padding changes no other.
     """
     n_cs, K, T = phi.shape

@@ -19,7 +19,7 @@ from . import score_kernels as R_
 from . import files
 from ..common.checkpoint import doc_ranges, pieces, release
 from ..common.kernels.rng import make_rng_states
-from ..common.kernels.sparse import DOC_CHUNK
+from ..common.kernels.sparse import DOC_CHUNK, pad_columns
 from ..common.gibbs import GibbsModel, concat_ranges, rows_csr, stack_ptrs
 from .tree import build_tree, synset_arrays
 from .foldin import TreeFoldInMixin
@@ -429,6 +429,7 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
         the documents' sparse topic rows of every sample (:mod:`models.tree_lda.score_kernels`)."""
         phi, ap = self._query_tables(term_ids)
         out = np.empty((phi.shape[2], len(self.doc_len_)))
+        phi, ap = pad_columns(phi), pad_columns(ap)
         rows = (self.dk_topic_, self.dk_count_)  # a document range at a time (doc_ranges)
         for d0, d1 in doc_ranges(self.dk_ptr_, rows, DOC_CHUNK * numba.get_num_threads()):
             R_.p_w_d_mean(np.ascontiguousarray(self.dk_ptr_[:, d0:d1 + 1]), *rows, self.doc_len_[d0:d1],

@@ -9,6 +9,20 @@ from numba import njit, prange
 # per-query tables stay in cache for the chunk instead of every sample's for every document.
 DOC_CHUNK = 16
 
+# Columns of the dense-row document models' query tables (tree-LDA's, TCM's) come in multiples
+# of this, a cache line of float32: the rows' loops over the columns then run whole vectors,
+# without a scalar remainder per row.
+COLUMN_PAD = 16
+
+
+def pad_columns(a):
+    """``a`` with its last axis padded with zeros to a multiple of COLUMN_PAD (every column is
+    summed on its own, so padding changes no other)."""
+    T = a.shape[-1]
+    out = np.zeros(a.shape[:-1] + (-(-T // COLUMN_PAD) * COLUMN_PAD,), dtype=a.dtype)
+    out[..., :T] = a
+    return out
+
 
 @njit(cache=True, inline="always")
 def n_doc_chunks(n_docs):
