@@ -339,3 +339,20 @@ def test_tcm_writes_its_boundaries_as_int16_and_resumes_a_checkpoint_of_int32_on
     assert_same_model(cls(**params).fit(corpus, checkpoint=path, **inputs), full)
     # more topics than int16 holds: the boundaries stay int32
     assert cls(n_topics=40000)._b_file_dtype() is np.int32
+
+
+def test_glda_writes_its_groups_and_topics_as_uint16_and_resumes_a_checkpoint_of_int32_ones(tmp_path):
+    """gLDA's state (every token's group in its document, every group's topic) takes 2 bytes
+    an entry in a checkpoint and its kept samples while both fit; int32 ones resume alike."""
+    cls, params, corpus, inputs = setup("glda")
+    full = cls(**params).fit(corpus, **inputs)
+    path = tmp_path / "m.ckpt"
+    killed_after(cls, params, corpus, inputs, path, 10)
+    f = ck.read_model_file(path, kind=ck.CHECKPOINT_FORMAT)
+    gz = np.asarray(f.arrays["gz"])
+    assert gz.dtype == np.uint16 and gz.shape == (2, corpus.n_tokens + full.zg_.shape[1])
+    sample = ck.read_model_file(kept.kept_path(path, 0, 6), kind=ck.CHECKPOINT_FORMAT)
+    assert sample.arrays["sample_gz"].dtype == np.uint16
+    h = {k: v for k, v in f.header.items() if k not in _FORMAT_KEYS}
+    ck.write_model_file(path, h, dict(f.arrays, gz=gz.astype(np.int32)), kind=ck.CHECKPOINT_FORMAT)
+    assert_same_model(cls(**params).fit(corpus, checkpoint=path, **inputs), full)

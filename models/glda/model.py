@@ -17,7 +17,7 @@ from ..common.kernels.dirichlet import topic_word_log_lik
 from ..common.kernels.rng import make_rng_states
 from . import files
 from ..common.base import TopicModel
-from ..common.gibbs import GibbsModel, key_runs, rows_csr
+from ..common.gibbs import key_runs, rows_csr
 from ..lda.layout import count_shift
 from ..lda.model import LDA
 
@@ -111,8 +111,20 @@ class GroupedLDA(LDA):
     _STATE = ("gz", "alpha")
     _FILE_SPEC = files.SPEC
     _RETIRED_PARAMS = ()
-    # groups and their topics, int32 as the file spec says (not LDA's narrowed z)
-    _checkpoint_assignments = GibbsModel._checkpoint_assignments
+
+    def _gz_file_dtype(self):
+        """uint16 where every group index (within its document) and every topic fits: half the
+        bytes of the state a checkpoint and its kept samples write."""
+        fits = max(self.n_topics, int(np.diff(self._lay["grp_ptr"]).max(initial=0))) <= 1 << 16
+        return np.uint16 if fits else np.int32
+
+    def _checkpoint_assignments(self):
+        """Every chain's groups, then its groups' topics (:attr:`gz_`), chain by chain in
+        :meth:`_gz_file_dtype`: a checkpoint never joins them."""
+        C, N = self.g_.shape
+        dtype = self._gz_file_dtype()
+        return ((C, N + self.zg_.shape[1]), dtype,
+                (a.astype(dtype) for c in range(C) for a in (self.g_[c], self.zg_[c])))
 
     def __init__(self, *, n_topics=800, alpha=None, beta=0.01, group_size=4.0, doc_counts="groups",
                  restricted=False, init="online",
@@ -306,5 +318,5 @@ class GroupedLDA(LDA):
                  tw_ptr=tw_ptr, tw_topic=tw_topic, tw_count=tw_count,
                  n_k=self.n_k_[c].copy(), alpha=self.alpha_[c].copy())
         if self._keep_sample_state:
-            s["gz"] = np.concatenate([self.g_[c], self.zg_[c]])
+            s["gz"] = np.concatenate([self.g_[c], self.zg_[c]]).astype(self._gz_file_dtype())
         return s
