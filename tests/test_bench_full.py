@@ -66,10 +66,17 @@ def test_a_child_is_measured_whole_cpu_memory_and_disk_writes(tmp_path):
     assert log.splitlines()[1].startswith("$ ") and "child.py" in log and log.rstrip().endswith("done")
 
 
-def test_a_deadline_stops_a_training_right_after_its_next_checkpoint(tmp_path):
+@pytest.mark.parametrize("sigint", ["default", "ignored"])
+def test_a_deadline_stops_a_training_right_after_its_next_checkpoint(tmp_path, sigint):
+    """Also when the child starts with SIGINT ignored, as a command started in the background
+    (nohup, a script's `&`) does: the child is stopped by SIGTERM, which topicir (as this
+    script) takes as Ctrl-C."""
     ckpt = tmp_path / "model.npz.ckpt"
     cmd = _script(tmp_path, f"""
-        import os, sys, time
+        import os, signal, sys, time
+        def terminate(signum, frame):
+            raise KeyboardInterrupt
+        signal.signal(signal.SIGTERM, terminate)
         done = 0
         try:
             for n in range(1, 400):
@@ -82,7 +89,11 @@ def test_a_deadline_stops_a_training_right_after_its_next_checkpoint(tmp_path):
             print('checkpoints written', done)
             sys.exit(130)
     """)
-    part = run_measured(cmd, tmp_path / "train.log", checkpoint=ckpt, deadline=time.time() + 0.5)
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN if sigint == "ignored" else signal.default_int_handler)
+    try:  # the child inherits an ignored SIGINT
+        part = run_measured(cmd, tmp_path / "train.log", checkpoint=ckpt, deadline=time.time() + 0.5)
+    finally:
+        signal.signal(signal.SIGINT, before)
     assert part["exit"] == 130 and part["interrupted"] == "deadline"
     written = int((tmp_path / "train.log").read_text().split()[-1])
     assert part["wall_s"] < 10 and written < 100

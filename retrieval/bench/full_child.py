@@ -18,7 +18,7 @@ exit, with no sampling:
   ``wchar``, the bytes handed to ``write`` calls (logs and pipes included).
 
 A training is watched too: every time its checkpoint file is replaced is counted, with the
-largest size it had. With a deadline, the training is stopped (SIGINT, as Ctrl-C) right after
+largest size it had. With a deadline, the training is stopped (SIGTERM, which topicir takes as Ctrl-C) right after
 its first checkpoint written past the deadline, so a rerun resumes with no sweep lost. Ctrl-C
 or SIGTERM of the benchmark stops the child as well, and the part it ran is still measured.
 """
@@ -125,7 +125,7 @@ def run_measured(cmd: list[str], log_path: Path, *, env: dict | None = None, che
     at its start and end) and, with ``checkpoint``, ``checkpoints``
     (writes seen) and ``checkpoint_max_bytes``. ``on_start(pid)`` runs once the child exists.
 
-    With ``deadline`` (a ``time.time()``), the child is sent SIGINT after the first checkpoint
+    With ``deadline`` (a ``time.time()``), the child is sent SIGTERM after the first checkpoint
     written past it for which ``stop_ok(checkpoint)`` holds (None: any). A KeyboardInterrupt here stops the child (:func:`_stop`), records the part
     and is raised again as :class:`Interrupted` carrying it.
     """
@@ -148,7 +148,9 @@ def run_measured(cmd: list[str], log_path: Path, *, env: dict | None = None, che
             if watch is not None and watch.poll() and deadline is not None and time.time() >= deadline \
                     and interrupted is None and (stop_ok is None or stop_ok(checkpoint)):
                 interrupted = "deadline"
-                os.kill(proc.pid, signal.SIGINT)
+                # SIGTERM, which topicir handles as Ctrl-C: a child started in the background
+                # (nohup, a script's `&`) ignores SIGINT
+                os.kill(proc.pid, signal.SIGTERM)
             time.sleep(POLL_S)
     except KeyboardInterrupt:
         interrupted = "ctrl-c"
