@@ -170,8 +170,8 @@ def score_p_c_d(dk_ptr, dk_topic, dk_count, alpha, phi, apart, out, first):
     phi : (n_cs, K, n_colloc) float32 with phi[cs, k, s] = P(c_s | k); apart[cs, s] = alpha
     sum_k phi. A (document, sample)'s sum over its topics is taken in float32, as tree-LDA's
     (:func:`models.tree_lda.score_kernels.p_w_d_mean`). phi and apart may have more columns
-    than ``out`` has rows (:func:`models.common.kernels.sparse.pad_columns`); those are computed and left
-    out: every column is summed on its own, so the padding changes no other.
+    than ``out`` has rows (:func:`models.common.kernels.sparse.pad_columns`); those are computed
+    and left out: every column is summed on its own, so the padding changes no other.
     """
     n_cs, K, T = phi.shape
     n_docs = dk_ptr.shape[1] - 1

@@ -26,10 +26,11 @@ def p_w_d_mean(dk_ptr, dk_topic, dk_count, doc_len, alpha_sum, phi, ap, out, fir
 
     dk_ptr : (n_cs, n_docs + 1) offsets into the flat dk_topic/dk_count of every sample;
     phi : (n_cs, K, T) float32 P(w_t | k); ap : (n_cs, T) sum_k a_k phi_kw; alpha_sum : (n_cs,);
-    phi and ap may have more columns than ``out`` has rows (:func:`models.common.kernels.sparse.
-    pad_columns`): those are computed and left out. A (document, sample)'s sum over its topics is taken in float32 (a relative error of about
-    1e-7, far below the spread between samples): its rows are then read at half the bytes, and
-    reading them is what the kernel's time goes to.
+    phi and ap may have more columns than ``out`` has rows
+    (:func:`models.common.kernels.sparse.pad_columns`): those are computed and left out. A
+    (document, sample)'s sum over its topics is taken in float32 (a relative error of about 1e-7,
+    far below the spread between samples): its rows are then read at half the bytes, and reading
+    them is what the kernel's time goes to.
     """
     n_cs = phi.shape[0]
     T = phi.shape[2]

@@ -18,8 +18,9 @@ exit, with no sampling:
   ``wchar``, the bytes handed to ``write`` calls (logs and pipes included).
 
 A training is watched too: every time its checkpoint file is replaced is counted, with the
-largest size it had. With a deadline, the training is stopped (SIGTERM, which topicir takes as Ctrl-C) right after
-its first checkpoint written past the deadline, so a rerun resumes with no sweep lost. Ctrl-C
+largest size it had. With a deadline, the training is stopped (SIGTERM, which topicir takes as
+Ctrl-C) right after its first checkpoint written past the deadline, so a rerun resumes with no
+sweep lost. Ctrl-C
 or SIGTERM of the benchmark stops the child as well, and the part it ran is still measured.
 """
 from __future__ import annotations
