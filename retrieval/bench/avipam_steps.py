@@ -27,11 +27,14 @@ from models.common.corpus import synthetic_corpus
 
 from ..core.tables import Table, fixed
 
-PARTS = ("batch input", "forward", "backward", "dense gradients", "Adam step")
+# A CPU step with several chains and threads runs each chain's forward, backward and dense
+# gradients on its own thread: one part then, the three parts' rows are left out.
+PARTS = ("batch input", "forward", "backward", "dense gradients", "chains side by side", "Adam step")
 WHAT = {"batch input": "the batch's term counts, as the encoders read them, on the device",
         "forward": "encoders, every level's noise, mixtures and KL, the decoder's log-likelihood",
         "backward": "gradients of the loss",
         "dense gradients": "the encoders' first layers' sparse gradients written where Adam reads them",
+        "chains side by side": "every chain's forward, backward and dense gradients, the chains on threads",
         "Adam step": "Adam's update of every parameter (fused; the first layers are V x hidden)",
         "other": "the rest of a step (the batch's rows sliced, gradients zeroed, the ELBO's sum)"}
 
@@ -111,6 +114,14 @@ def _synchroniser(device: str):
     return lambda: None
 
 
+def _device_name(device: str) -> str:
+    """``device`` with the GPU's name where it is one (the results' header names the CPU only)."""
+    import torch
+
+    dev = torch.device(device)
+    return f"{device} ({torch.cuda.get_device_name(dev)})" if dev.type == "cuda" else device
+
+
 def time_parts(model, device: str) -> StepClock:
     """A :class:`StepClock` of ``model`` (an aviPAM not fitted yet): wrappers around the methods
     its training loop calls, and around its network's once ``fit`` builds it."""
@@ -119,7 +130,8 @@ def time_parts(model, device: str) -> StepClock:
 
     def timed_net(n_terms):
         net = make_net(n_terms)
-        for name, part in (("loss", "forward"), ("dense_grads", "dense gradients"), ("end_epoch", "M-step")):
+        for name, part in (("loss", "forward"), ("dense_grads", "dense gradients"),
+                           ("loss_backward", "chains side by side"), ("end_epoch", "M-step")):
             if hasattr(net, name):
                 clock.wrap(net, name, part)
         return net
@@ -171,7 +183,7 @@ def run(*, docs: int = 20_000, terms: int = 200_000, mean_len: float = 282.0, in
 
 def _table(model, corpus, clock, epoch_s, finish_s, target_docs, made, threads, device) -> Table:
     step_s = clock.per_step("step")
-    per_step = {p: clock.per_step(p) for p in PARTS}
+    per_step = {p: clock.per_step(p) for p in PARTS if p in clock.parts}
     per_step["other"] = max(0.0, step_s - sum(per_step.values()))
     target_steps = math.ceil(target_docs / model.batch_size)
     n_epochs = AVIPAM().epochs  # the default schedule
@@ -187,7 +199,7 @@ def _table(model, corpus, clock, epoch_s, finish_s, target_docs, made, threads, 
                 "projected min, all epochs": fixed(total_s / 60, 1)}
 
     rows = [row(part, WHAT[part], target_steps * s, n_epochs * target_steps * s, step=s)
-            for part, s in ((p, per_step[p]) for p in PARTS + ("other",))]
+            for part, s in per_step.items()]
     rows.append(row("step", "all of the above", target_steps * step_s, n_epochs * target_steps * step_s,
                     step=step_s))
     rows.append(row("topics (M-step)", "the closed-form topics, once an epoch", mstep_s, n_epochs * mstep_s))
@@ -197,7 +209,7 @@ def _table(model, corpus, clock, epoch_s, finish_s, target_docs, made, threads, 
                     n_epochs * epoch_target + finish_target))
     params = {k: v for k, v in model.get_params().items() if k not in ("epochs", "device", "n_jobs")}
     notes = [f"Corpus: {made}. Trained {len(epoch_s)} epochs at AVIPAM's defaults "
-             f"on {device} ({threads} threads): epochs took {', '.join(f'{s:.1f}' for s in epoch_s)} s, the "
+             f"on {_device_name(device)} ({threads} threads): epochs took {', '.join(f'{s:.1f}' for s in epoch_s)} s, the "
              f"finishing {finish_s:.1f} s; parts timed over the {clock.steps} steps of the epochs after the first.",
              f"Projected to {target_docs:,} documents of the same lengths and vocabulary: {target_steps:,} steps an "
              f"epoch (batch_size {model.batch_size}) times the step, plus the M-step; {n_epochs} epochs "
