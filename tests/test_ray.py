@@ -115,6 +115,31 @@ def test_killed_worker_fails_clearly_and_resume_gives_the_same_model(ray_cluster
     assert_same_fit(resumed, full, *STATE)
 
 
+def test_a_worker_busy_with_its_task_is_not_named_among_the_lost_ones(ray_cluster):
+    """A ping waits behind the worker's running task: on a loaded machine a live worker still
+    in its part of the failed round must not be reported dead beside the one that died."""
+    import time
+
+    from models.common.executors.ray import _dead
+
+    @ray_cluster.remote(num_cpus=0, max_restarts=0)
+    class Worker:
+        def pid(self):
+            return os.getpid()
+
+        def work(self, seconds):
+            time.sleep(seconds)
+
+    busy, victim = Worker.remote(), Worker.remote()
+    pids = ray_cluster.get([busy.pid.remote(), victim.pid.remote()])
+    busy.work.remote(25)
+    os.kill(pids[1], signal.SIGKILL)
+    start = time.monotonic()
+    assert _dead([busy, victim], timeout=12) == [1]
+    assert time.monotonic() - start < 20
+    ray_cluster.kill(busy)
+
+
 def test_starting_ray_keeps_the_jvms_signal_handlers():
     """ray.init replaces the JVM's SIGSEGV/SIGBUS handlers and ray.shutdown resets them; the JVM
     faults on purpose, so a later Lucene call would kill the process. init_ray and shutdown_ray

@@ -27,7 +27,7 @@ import time
 import numpy as np
 import ray
 from .memory import peak_memory
-from ray.exceptions import ObjectLostError, OwnerDiedError, RayActorError, WorkerCrashedError
+from ray.exceptions import ActorDiedError, ObjectLostError, OwnerDiedError, RayActorError, WorkerCrashedError
 
 
 from .errors import WorkerLostError
@@ -170,7 +170,7 @@ class RayRunner:
         try:
             return ray.get(refs)
         except _DIED as e:
-            dead = [a for a, w in enumerate(self.workers) if not _alive(w)]
+            dead = _dead(self.workers)
             who = ", ".join(f"Ray worker {a} ({self.unit}s {self.shard0[a]}-{self.shard0[a + 1] - 1})"
                             for a in dead) or "a Ray worker"
             log.debug("Ray's report of the lost worker: %s", e)
@@ -293,9 +293,18 @@ def _ray_reports_to_log():
     logging.getLogger(driver.__name__).addFilter(unhandled_to_log)
 
 
-def _alive(worker):
-    try:
-        ray.get(worker.pid.remote(), timeout=10)
-        return True
-    except Exception:  # any failure to answer counts as dead here
-        return False
+def _dead(workers, timeout=30.0):
+    """The indices of the workers Ray reports dead. A ping waits behind the worker's queued
+    tasks, so a worker still busy with its part of the failed round (a loaded machine) does not
+    answer in time: only a ping that fails with ActorDiedError names a worker."""
+    pings = [w.pid.remote() for w in workers]
+    ray.wait(pings, num_returns=len(pings), timeout=timeout)
+    dead = []
+    for a, ping in enumerate(pings):
+        try:
+            ray.get(ping, timeout=0)
+        except ActorDiedError:
+            dead.append(a)
+        except Exception:  # busy (GetTimeoutError) or unreachable for now: not known dead
+            pass
+    return dead
