@@ -16,6 +16,7 @@ from models.common import kept
 from models.common import validate as V
 from models.common import validate_files
 from models.common.gibbs import GibbsModel
+from models.tree_lda.tree import build_tree
 from tests.helpers import Killed
 
 DATA = Path(__file__).parent / "data"
@@ -356,3 +357,105 @@ def test_glda_writes_its_groups_and_topics_as_uint16_and_resumes_a_checkpoint_of
     h = {k: v for k, v in f.header.items() if k not in _FORMAT_KEYS}
     ck.write_model_file(path, h, dict(f.arrays, gz=gz.astype(np.int32)), kind=ck.CHECKPOINT_FORMAT)
     assert_same_model(cls(**params).fit(corpus, checkpoint=path, **inputs), full)
+
+
+def _tree_lda_path_ids(path, ptr, corpus):
+    """Checkpoint ``path`` and its listed kept samples rewritten in the form topicir wrote before
+    path ranks: topics and path ids, int32 (the samples' hashes listed anew)."""
+    N, old = corpus.n_tokens, {}
+
+    def path_ids(zzp):
+        zzp = np.asarray(zzp)
+        return np.concatenate([zzp[:, :N], zzp[:, N:] + ptr[corpus.term_ids]], axis=1).astype(np.int32)
+    f = ck.read_model_file(path, kind=ck.CHECKPOINT_FORMAT)
+    h = {k: v for k, v in f.header.items() if k not in _FORMAT_KEYS}
+    for j, (c, i) in enumerate(zip(h["sample_chain"], h["sample_iter"])):
+        side = ck.read_model_file(kept.kept_path(path, c, i), kind=ck.CHECKPOINT_FORMAT)
+        arrays = dict(side.arrays, sample_zzp=path_ids(side.arrays["sample_zzp"]))
+        side_header = {k: v for k, v in side.header.items() if k not in _FORMAT_KEYS}
+        ck.write_model_file(kept.kept_path(path, c, i), side_header, arrays, kind=ck.CHECKPOINT_FORMAT)
+        h["sample_sha256"][j] = kept.digest(arrays)
+        old[c, i] = arrays["sample_zzp"]
+    ck.write_model_file(path, h, dict(f.arrays, zzp=path_ids(f.arrays["zzp"])), kind=ck.CHECKPOINT_FORMAT)
+    return old
+
+
+def test_tree_lda_writes_topics_and_path_ranks_as_uint16_and_resumes_a_checkpoint_of_int32_path_ids(tmp_path):
+    """tree-LDA's state (every token's topic, then its path as its rank among its word's paths)
+    takes 2 bytes an entry in a checkpoint and its kept samples while the topics and every
+    word's path count fit; a checkpoint and kept samples of int32 path ids (the form written
+    before) resume alike."""
+    cls, params, corpus, inputs = setup("tree-lda")
+    full = cls(**params).fit(corpus, **inputs)
+    path = tmp_path / "m.ckpt"
+    killed_after(cls, params, corpus, inputs, path, 10)
+    N, ptr = corpus.n_tokens, full.tree_.word_path_ptr
+    f = ck.read_model_file(path, kind=ck.CHECKPOINT_FORMAT)
+    zzp = np.asarray(f.arrays["zzp"])
+    assert zzp.dtype == np.uint16 and zzp.shape == (2, 2 * N)
+    n_paths = np.diff(ptr)[corpus.term_ids]
+    assert (zzp[:, N:] < n_paths).all() and (zzp[:, N:] > 0).any() and n_paths.max() > 1
+    sample = ck.read_model_file(kept.kept_path(path, 0, 6), kind=ck.CHECKPOINT_FORMAT)
+    assert sample.arrays["sample_zzp"].dtype == np.uint16
+    resumed = cls(**params).fit(corpus, checkpoint=path, **inputs)
+    assert_same_model(resumed, full)
+
+    path = tmp_path / "old" / "m.ckpt"
+    killed_after(cls, params, corpus, inputs, path, 10)
+    old = _tree_lda_path_ids(path, ptr, corpus)
+    assert len(old) == 4 and all(a.dtype == np.int32 and (a[0, N:] >= n_paths).any() for a in old.values())
+    assert_same_model(cls(**params).fit(corpus, checkpoint=path, **inputs), full)
+    # a word of more paths than uint16 counts: the old form, path ids as int32
+    m = cls(n_topics=3)
+    m.tree_ = full.tree_._replace(word_path_ptr=np.array([0, 1 << 16, (1 << 17) + 1]))
+    assert m._zzp_file_dtype() is np.int32
+    m.tree_ = full.tree_._replace(word_path_ptr=np.array([0, 1 << 16, 1 << 17]))
+    assert m._zzp_file_dtype() is np.uint16
+
+
+def test_a_tree_lda_checkpoint_with_a_token_off_its_words_paths_is_refused_in_one_line(tmp_path):
+    """A path rank at its word's path count (one past its last path), in the checkpoint or in a
+    kept sample (its hash listed anew), and a path id off its word in a checkpoint of path ids,
+    are refused in one line naming the file, before any sweep."""
+    cls, params, corpus, inputs = setup("tree-lda")
+    path = tmp_path / "m.ckpt"
+    killed_after(cls, params, corpus, inputs, path, 10)
+    N = corpus.n_tokens
+    ptr = build_tree(SYN, corpus.n_terms, 0.01, 100.0, False).word_path_ptr
+    n_paths = np.diff(ptr)[corpus.term_ids]
+    t = int(np.flatnonzero(n_paths > 1)[-1])  # a token of a word with several paths
+    f = ck.read_model_file(path, kind=ck.CHECKPOINT_FORMAT)
+    h = {k: v for k, v in f.header.items() if k not in _FORMAT_KEYS}
+
+    def resume(p):
+        with pytest.raises(ValueError) as info:
+            cls(**params).fit(corpus, callback=lambda *a: pytest.fail("a sweep ran"), checkpoint=p, **inputs)
+        return info.value
+
+    p = _copy(path, tmp_path / "rank" / "m.ckpt")
+    zzp = np.array(f.arrays["zzp"])
+    zzp[1, N + t] = n_paths[t]
+    ck.write_model_file(p, h, dict(f.arrays, zzp=zzp), kind=ck.CHECKPOINT_FORMAT)
+    msg = _one_line(resume(p), p)
+    assert f"zzp holds path {n_paths[t]} of a word of {n_paths[t]} paths" in msg
+
+    p = _copy(path, tmp_path / "kept" / "m.ckpt")
+    side = ck.read_model_file(kept.kept_path(p, 1, 8), kind=ck.CHECKPOINT_FORMAT)
+    zzp = np.array(side.arrays["sample_zzp"])
+    zzp[0, N + t] = 65535
+    arrays = dict(side.arrays, sample_zzp=zzp)
+    side_header = {k: v for k, v in side.header.items() if k not in _FORMAT_KEYS}
+    ck.write_model_file(kept.kept_path(p, 1, 8), side_header, arrays, kind=ck.CHECKPOINT_FORMAT)
+    hashes = list(h["sample_sha256"])
+    hashes[list(zip(h["sample_chain"], h["sample_iter"])).index((1, 8))] = kept.digest(arrays)
+    ck.write_model_file(p, dict(h, sample_sha256=hashes), f.arrays, kind=ck.CHECKPOINT_FORMAT)
+    assert "sample_zzp holds path 65535 of a word of" in _one_line(resume(p), kept.kept_path(p, 1, 8))
+
+    p = _copy(path, tmp_path / "ids" / "m.ckpt")
+    _tree_lda_path_ids(p, ptr, corpus)
+    f = ck.read_model_file(p, kind=ck.CHECKPOINT_FORMAT)
+    zzp = np.array(f.arrays["zzp"])
+    zzp[1, N + t] = ptr[corpus.term_ids[t] + 1]  # the next word's first path
+    ck.write_model_file(p, {k: v for k, v in f.header.items() if k not in _FORMAT_KEYS},
+                        dict(f.arrays, zzp=zzp), kind=ck.CHECKPOINT_FORMAT)
+    assert f"zzp holds path {zzp[1, N + t]}, not a path of its token's word" in _one_line(resume(p), p)

@@ -450,6 +450,39 @@ def test_every_declared_relation_is_refused_alone(kind, collection, trained, tmp
         assert res.startswith(f"error: {named.get(p, p)}: ") and "\n" not in res, (kind, p, res)
 
 
+@pytest.mark.parametrize("check_of", ["gibbs_checkpoint", "gibbs_kept_sample"])
+def test_tree_lda_path_ids_of_older_checkpoints_are_refused_alone_when_off_their_words(
+        check_of, collection, trained, tmp_path):
+    """tree-LDA's checkpoints and kept samples hold every token's path as a uint16 rank among its
+    word's paths (what the test above damages); a file of the int32 path ids written before,
+    sound, passes, and with a path off its word (the path check's damage for that form) is
+    refused by exactly that check."""
+    from models.common import validate as V
+    from models.common import validate_files
+
+    index, _ = collection
+    ctx, corpus = _checkpoint_context("tree-lda", index, trained("tree-lda")[2], check_of)
+    name = "zzp" if check_of == "gibbs_checkpoint" else "sample_zzp"
+    N, ptr = corpus.n_tokens, ctx.model.tree_.word_path_ptr
+    zzp = np.asarray(ctx.arrays[name])
+    assert zzp.dtype == np.uint16
+    ids = np.concatenate([zzp[:, :N], zzp[:, N:] + ptr[corpus.term_ids]], axis=1).astype(np.int32)
+    ctx = V.context(ctx.path, ctx.header, dict(ctx.arrays, **{name: ids}), ctx.model, ctx.dims, corpus)
+    spec = registry.model_class("tree-lda")._FILE_SPEC.checkpoint
+    checks = [c for c in spec if c.array == name and c.damage is not None]
+    assert len(checks) == 1
+    good, bad = tmp_path / "good.npz", tmp_path / "bad.npz"
+    ck.write_model_file(good, {k: v for k, v in ctx.header.items() if k not in _FORMAT_KEYS}, ctx.arrays,
+                        kind=ck.CHECKPOINT_FORMAT)
+    validate = getattr(validate_files, check_of)
+    validate(ctx.model, good, ck.read_model_file(good, ck.CHECKPOINT_FORMAT), corpus)
+    _damaged(ctx, checks[0], bad, ck.CHECKPOINT_FORMAT)
+    with pytest.raises(ValueError) as info:
+        validate(ctx.model, bad, ck.read_model_file(bad, ck.CHECKPOINT_FORMAT), corpus)
+    _refused_by(checks[0], info.value, bad)
+    assert "holds path -1, not a path of its token's word" in str(info.value)
+
+
 @pytest.mark.parametrize("kind", ["lda", "pam", "tcm", "avipam"])
 def test_a_model_of_fewer_documents_than_the_index_is_refused(kind, collection, tmp_path):
     """Issue 59: a file whose document tables hold one document fewer than the index, its header

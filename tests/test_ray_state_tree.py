@@ -61,14 +61,11 @@ def test_documents_log_lik_terms_continue_the_trees_float():
     assert model.log_lik_[-1, c] == whole / data.n_tokens
 
 
-def test_a_state_part_with_a_token_off_its_words_paths_or_topics_is_refused(tmp_path):
+def _worker(tmp_path, data, model):
+    """A worker of one shard, all of ``data``'s documents, started at random (no Ray)."""
     from models.common.kernels.rng import make_rng_states
     from models.tree_lda.ray_state import TreeShardHook, TreeShardWorker
 
-    data = synthetic_corpus(30, 40, 20, seed=5, n_latent=3)
-    model = TreeLDA(**dict(KW, n_chains=1, n_shards=1))
-    model.tree_ = build_tree(SYNSETS, data.n_terms, 0.01, 100.0, False)
-    model.alpha_ = np.full((1, KW["n_topics"]), 10.0)
     data.doc_ptr.tofile(tmp_path / "doc_ptr")
     data.term_ids.tofile(tmp_path / "term_ids")
     D, hook = data.n_docs, TreeShardHook()
@@ -79,17 +76,71 @@ def test_a_state_part_with_a_token_off_its_words_paths_or_topics_is_refused(tmp_
     worker.build(*hook.layout(model, data, [worker.corpus_stats()]))
     rng = make_rng_states(0, 1, 1)
     worker.init_random(rng[:, 0], rng, hook.worker_prior(model), D)
+    return worker, hook
+
+
+def _one_chain_model(data):
+    model = TreeLDA(**dict(KW, n_chains=1, n_shards=1))
+    model.tree_ = build_tree(SYNSETS, data.n_terms, 0.01, 100.0, False)
+    model.alpha_ = np.full((1, KW["n_topics"]), 10.0)
+    return model
+
+
+def test_a_state_part_with_a_token_off_its_words_paths_or_topics_is_refused(tmp_path):
+    data = synthetic_corpus(30, 40, 20, seed=5, n_latent=3)
+    model = _one_chain_model(data)
+    worker, _ = _worker(tmp_path, data, model)
     part = worker.state_part(0)
-    assert part["z"].dtype == part["zp"].dtype == np.uint16
-    worker.check_state("state.shard0.npz", 0, part)
+    # the paths as ranks among their words' paths, 2 bytes a token as the topics
+    assert set(part) == {"z", "zp_rank", "rng"} and part["z"].dtype == part["zp_rank"].dtype == np.uint16
     ptr = model.tree_.word_path_ptr
+    np.testing.assert_array_equal(part["zp_rank"][0] + ptr[data.term_ids], worker.doc_order(0, "zp"))
+    ids = worker.path_ids("state.shard0.npz", 0, part)
+    np.testing.assert_array_equal(ids["zp"][0], worker.doc_order(0, "zp"))
+    worker.check_state("state.shard0.npz", 0, ids)
     t = int(np.flatnonzero(np.diff(ptr)[data.term_ids] == 1)[0])  # a token of a word with one path
+    bad = dict(part, zp_rank=part["zp_rank"].copy())
+    bad["zp_rank"][0, t] = 1
+    with pytest.raises(ValueError, match=r"^state.shard0.npz: damaged state part \(a path rank beyond its "
+                                         r"word's paths\); delete the checkpoint to start afresh$"):
+        worker.path_ids("state.shard0.npz", 0, bad)
+    for wrong in (dict(part, zp_rank=part["zp_rank"].astype(np.int32)), dict(part, zp=ids["zp"])):
+        with pytest.raises(ValueError, match=r"^state.shard0.npz: damaged state part \(shapes or arrays"):
+            worker.path_ids("state.shard0.npz", 0, wrong)
+    # a part of path ids (as written before): checked as such
     for key, value, why in (("zp", (ptr[data.term_ids[t]] + 1) % ptr[-1], "a token on a path not of its word"),
                             ("z", -1, "a token without a topic")):
-        bad = {k: v.astype(np.int64) for k, v in part.items()}
+        bad = {k: v.astype(np.int64) for k, v in ids.items()}
         bad[key][0, t] = value
         with pytest.raises(ValueError, match=rf"^state.shard0.npz: damaged state part \({why}\)"):
             worker.check_state("state.shard0.npz", 0, bad)
+
+
+def test_state_parts_of_path_ranks_and_of_path_ids_resume_a_worker_alike(tmp_path):
+    """A worker resumed from its state part holds the topics and paths it wrote, whether the
+    part holds path ranks (uint16) or the path ids written before (uint16 here: the tree's
+    paths fit)."""
+    from models.common.kept import digest
+
+    data = synthetic_corpus(30, 40, 20, seed=5, n_latent=3)
+    model = _one_chain_model(data)
+    worker, hook = _worker(tmp_path, data, model)
+    base = dict(model="TreeLDA", fingerprint=data.fingerprint, corpus_hash="h")
+    (tmp_path / "parts").mkdir()
+    listed = worker.write_state(tmp_path / "parts", base, 3)
+    part = tmp_path / "parts" / listed[0][1]
+    f = ckpt.read_model_file(part, kind=ckpt.CHECKPOINT_FORMAT)
+    assert "zp_rank" in f.arrays
+    z, zp = worker.doc_order(0, "z"), worker.doc_order(0, "zp")
+    ids = dict(z=f.arrays["z"], zp=zp[None].astype(np.uint16), rng=f.arrays["rng"])
+    header = {k: f.header[k] for k in (*base, "part", "shard", "sweep")}
+    for arrays in (f.arrays, ids):
+        ckpt.write_model_file(part, header, arrays, kind=ckpt.CHECKPOINT_FORMAT)
+        again, _ = _worker(tmp_path, data, model)
+        again.resume(tmp_path / "parts", tmp_path / "m.ckpt", base, [[0, part.name, digest(arrays)]], [],
+                     hook.worker_prior(model), data.n_docs)
+        np.testing.assert_array_equal(again.doc_order(0, "z"), z)
+        np.testing.assert_array_equal(again.doc_order(0, "zp"), zp)
 
 
 @pytest.mark.long
@@ -117,6 +168,6 @@ def test_tree_lost_worker_then_checkpoint_parts_resume_bit_identically(ray_clust
 
     def check(header, parts):
         state = ckpt.read_model_file(parts / "state.shard0.sweep9.npz", kind=ckpt.CHECKPOINT_FORMAT).arrays
-        assert set(state) == {"z", "zp", "rng"} and state["z"].dtype == np.uint16
+        assert set(state) == {"z", "zp_rank", "rng"} and state["z"].dtype == state["zp_rank"].dtype == np.uint16
 
     lost_worker_then_resume(TreeLDA, KW, data, path, tmp_path, executor, check=check, synsets=SYNSETS)

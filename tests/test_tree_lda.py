@@ -170,8 +170,10 @@ def test_checkpoint_holds_every_chains_topics_then_paths_never_joined_in_memory(
     m.fit(c, synsets=SYN, callback=at_checkpoint)
     f = ck.read_model_file(tmp_path / "t.ckpt", kind=ck.CHECKPOINT_FORMAT)
     z, zp = seen[0]
-    assert f.arrays["zzp"].dtype == np.int32 and f.arrays["zzp"].shape == (FAST["n_chains"], 2 * c.n_tokens)
-    np.testing.assert_array_equal(f.arrays["zzp"], np.concatenate([z, zp], axis=1))
+    # the paths as ranks among their words' paths, uint16 as the topics
+    assert f.arrays["zzp"].dtype == np.uint16 and f.arrays["zzp"].shape == (FAST["n_chains"], 2 * c.n_tokens)
+    rank = zp - m.tree_.word_path_ptr[c.term_ids]
+    np.testing.assert_array_equal(f.arrays["zzp"], np.concatenate([z, rank], axis=1))
 
 
 def test_model_file_round_trip(fitted, tmp_path):

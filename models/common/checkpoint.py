@@ -56,6 +56,12 @@ MAP_BYTES = 1 << 20
 _LOCAL_HEADER = 30  # bytes of a zip local file header before the member's name and extra field
 
 
+def id_dtype(n_ids):
+    """The dtype a file stores ids in [0, n_ids) in: uint16 where they fit (half the bytes of
+    int32), else int32."""
+    return np.uint16 if n_ids <= 1 << 16 else np.int32
+
+
 class ModelFile(NamedTuple):
     header: dict
     arrays: dict

@@ -17,6 +17,7 @@ from ..common.kernels.dirichlet import topic_word_log_lik
 from ..common.kernels.rng import make_rng_states
 from . import files
 from ..common.base import TopicModel
+from ..common.checkpoint import id_dtype
 from ..common.gibbs import key_runs, rows_csr
 from ..lda.layout import count_shift
 from ..lda.model import LDA
@@ -115,8 +116,7 @@ class GroupedLDA(LDA):
     def _gz_file_dtype(self):
         """uint16 where every group index (within its document) and every topic fits: half the
         bytes of the state a checkpoint and its kept samples write."""
-        fits = max(self.n_topics, int(np.diff(self._lay["grp_ptr"]).max(initial=0))) <= 1 << 16
-        return np.uint16 if fits else np.int32
+        return id_dtype(max(self.n_topics, int(np.diff(self._lay["grp_ptr"]).max(initial=0))))
 
     def _checkpoint_assignments(self):
         """Every chain's groups, then its groups' topics (:attr:`gz_`), chain by chain in

@@ -3,7 +3,7 @@
 import numpy as np
 
 from ..common import file_specs as F
-from ..common.checkpoint import release
+from ..common.checkpoint import PASS_BYTES, id_dtype, release
 from ..common import validate as V
 from ..common import validate_tables as T
 
@@ -105,6 +105,36 @@ def _root_damage(ctx):  # one token more on a word's own leaf
     return {"ne_count": c}
 
 
+# Tokens a pass over the paths of a chain converts at a time (int64 temporaries of PASS_BYTES).
+STEP = PASS_BYTES // 8
+
+
+def path_dtype(ptr, n_topics=0):
+    """The dtype a file holds paths (and topics in [0, ``n_topics``)) in: uint16 where every
+    word's path count fits, the paths then ranks among their words' (:func:`stored_paths`),
+    else int32 path ids; ``ptr`` is the tree's ``word_path_ptr``."""
+    return id_dtype(max(n_topics, int(np.diff(ptr).max(initial=0))))
+
+
+def stored_paths(zp, term_ids, ptr, dtype):
+    """The paths ``zp`` (path ids) of the tokens of ``term_ids`` as a file holds them in ``dtype``:
+    uint16, each one's rank among its word's paths (``zp - ptr[w]``, below the word's path count
+    ``ptr[w + 1] - ptr[w]``; ``ptr`` is the tree's ``word_path_ptr``), int32 the path ids."""
+    if np.dtype(dtype) != np.uint16:
+        return zp.astype(dtype, copy=False)
+    return (zp - ptr[term_ids]).astype(np.uint16)
+
+
+def path_ids(stored, term_ids, ptr, out):
+    """A file's paths ``stored`` (:func:`stored_paths`: uint16 ranks, or int32 or int64 path ids
+    of older files; checked by :data:`SPEC`) as path ids into ``out``, STEP tokens at a time;
+    returns ``out``."""
+    for lo in range(0, len(out), STEP):
+        s = stored[lo:lo + STEP]
+        out[lo:lo + STEP] = s + ptr[term_ids[lo:lo + STEP]] if s.dtype == np.uint16 else s
+    return out
+
+
 def _paths(name, optional):
     def check(ctx):
         zzp, m, c = ctx.arrays[name], ctx.model, ctx.corpus
@@ -113,16 +143,25 @@ def _paths(name, optional):
         if z.size and (z.min() < 0 or z.max() >= m.n_topics):
             return f"{name} holds topic {z.max() if z.max() >= m.n_topics else z.min()}, outside [0, {m.n_topics})"
         ptr = m.tree_.word_path_ptr
+        if zp.dtype == np.uint16:  # ranks among their words' paths
+            n = np.diff(ptr)[c.term_ids]
+            off = zp >= n
+            if off.any():
+                bad = np.argwhere(off)[0]
+                return (f"{name} holds path {zp[tuple(bad)]} of a word of {n[bad[1]]} paths (ranks "
+                        f"from 0), not a path of its token's word")
+            return None
         lo, hi = ptr[c.term_ids], ptr[c.term_ids + 1]
         if zp.size and ((zp < lo) | (zp >= hi)).any():
             return f"{name} holds path {zp[(zp < lo) | (zp >= hi)][0]}, not a path of its token's word"
         return None
-    def damage(ctx):  # the first token of chain 0 on path -1
-        zzp = ctx.arrays[name].copy()
-        zzp[0, ctx.corpus.n_tokens] = -1
+    def damage(ctx):  # the first token of chain 0 off its word's paths: path -1, or rank its path count
+        zzp, N = ctx.arrays[name].copy(), ctx.corpus.n_tokens
+        ptr = ctx.model.tree_.word_path_ptr
+        zzp[0, N] = np.diff(ptr)[ctx.corpus.term_ids[0]] if zzp.dtype == np.uint16 else -1
         return {name: zzp}
-    return (V.relation(name, "topics in [0, topics), every token on a path of its word", check,
-                       damage, optional=optional),)
+    return (V.relation(name, "topics in [0, topics), every token on a path of its word (uint16: "
+                       "paths as ranks among its word's)", check, damage, optional=optional),)
 
 
 SPEC = V.Spec(
@@ -141,6 +180,6 @@ SPEC = V.Spec(
                    _root_damage),
         V.array("alpha_samples", ("samples", "topics"), np.float64), V.prior("alpha_samples"),
     ),
-    checkpoint=F.state_checks("zzp", ("2*tokens",), (np.int32, np.int64), _paths, "alpha",
+    checkpoint=F.state_checks("zzp", ("2*tokens",), (np.int32, np.int64, np.uint16), _paths, "alpha",
                               ("topics",), ("shards",)),
     dims=F.no_dims, priors=(("alpha", True), ("beta_root", False), ("beta_synset", False)))

@@ -88,7 +88,8 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
     tree_ : models.tree_lda.tree.Tree
         The prior tree; ``tree_.synsets`` are the kept (possibly merged) synsets.
     z_, zp_ : ndarray of shape (n_chains, n_tokens), int32
-        Topic and path (index into the tree's paths) of every token, after fit.
+        Topic and path (index into the tree's paths) of every token, after fit (a checkpoint
+        holds them narrower, see :meth:`_zzp_file_dtype`).
     log_lik_ : ndarray of shape (n_records, n_chains), float64
         The joint log p(w, z, paths) per token (theta and the node distributions integrated
         out); ``log_lik_iter_`` gives the sweep of every row.
@@ -255,18 +256,33 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
 
     @property
     def zzp_(self):
-        """Every chain's state as one row: topics of the tokens, then their paths (int32: 8
-        bytes a token in a checkpoint, where int64 took 16; files of int64 still load)."""
+        """Every chain's state as one row: topics of the tokens, then their paths (path ids), int32."""
         if not hasattr(self, "z_"):
             if hasattr(self, "_zzp_full"):  # loaded from save(full=True)
                 return self._zzp_full
             raise AttributeError("zzp_ is only available after fit or for models saved with full=True")
         return np.concatenate([self.z_, self.zp_], axis=1)
 
+    def _zzp_file_dtype(self):
+        """uint16 where every topic and every word's path count fit: a checkpoint and its kept
+        samples then hold each token's path as its rank among its word's paths
+        (:func:`files.stored_paths`), 4 bytes a token instead of int32's 8; the dtype says which
+        form a file holds."""
+        return files.path_dtype(self.tree_.word_path_ptr, self.n_topics)
+
+    def _zzp_pieces(self, c, dtype):
+        """Chain c's row of :attr:`zzp_` as a file holds it in ``dtype``, in pieces."""
+        ptr, terms, N = self.tree_.word_path_ptr, self._corpus.term_ids, self.z_.shape[1]
+        yield self.z_[c].astype(dtype)
+        for lo in range(0, N, files.STEP):
+            yield files.stored_paths(self.zp_[c, lo:lo + files.STEP], terms[lo:lo + files.STEP], ptr, dtype)
+
     def _checkpoint_assignments(self):
-        """``zzp_`` chain by chain (z, then zp, of each): a checkpoint never joins them."""
+        """``zzp_`` chain by chain (z, then zp, of each) in :meth:`_zzp_file_dtype`: a checkpoint
+        never joins them."""
         C, N = self.z_.shape
-        return (C, 2 * N), np.int32, (a for c in range(C) for a in (self.z_[c], self.zp_[c]))
+        dtype = self._zzp_file_dtype()
+        return (C, 2 * N), dtype, (p for c in range(C) for p in self._zzp_pieces(c, dtype))
 
     def _set_saved_assignments(self, zzp):
         self._zzp_full = zzp
@@ -274,7 +290,7 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
     def _set_chain_state(self, corpus, c, zzp):
         N = corpus.n_tokens
         self.z_[c] = zzp[:N]
-        self.zp_[c] = zzp[N:]
+        files.path_ids(zzp[N:], corpus.term_ids, self.tree_.word_path_ptr, self.zp_[c])
         self._rebuild_counts(corpus, c)
 
     def _take_sample(self, c, it):
@@ -283,7 +299,7 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
         s = dict(chain=c, iter=it, ne_ptr=ne_ptr, ne_topic=ne_topic, ne_count=ne_count,
                  dk_ptr=dk_ptr, dk_topic=dk_topic, dk_count=dk_count, alpha=self.alpha_[c].copy())
         if self._keep_sample_state:
-            s["zzp"] = np.concatenate([self.z_[c], self.zp_[c]])
+            s["zzp"] = np.concatenate(list(self._zzp_pieces(c, self._zzp_file_dtype())))
         return s
 
     def _finalize(self, corpus):

@@ -11,8 +11,13 @@ tables n_e, n_i and inv (nodes x K), alpha, s_bound and the traces:
 - the log-likelihood: the tree's terms on the driver, the documents' terms summed by the workers
   in turn;
 - kept samples: every worker writes its shards' document-topic rows, the driver the edge
-  counts' and alpha; the model file streams them (one piece in memory at a time).
+  counts' and alpha; the model file streams them (one piece in memory at a time);
+- checkpoints: every worker writes its shards' topics and paths, the paths as ranks among their
+  words' paths (uint16, as a local checkpoint holds them) where every word's path count fits;
+  state parts of path ids (written before) still resume.
 """
+from pathlib import Path
+
 import numpy as np
 
 from ..common import checkpoint as ckpt
@@ -20,6 +25,7 @@ from ..common.executors.ray import sum_parts
 from ..common.executors.sharded import DocParts, ShardedRunner, ShardHook, ShardWorker, doc_len_pieces
 from ..common.gibbs import rows_csr, shard_docs, stack_ptrs
 from ..common.kernels.rng import make_rng_states
+from . import files
 from . import kernels as T
 from . import state as S_
 from .ray import TreeHook, TreeWorker
@@ -99,6 +105,43 @@ class TreeShardWorker(ShardWorker, TreeWorker):
             z_docs.append(z)
             zp_docs.append(zp)
         return self.set_chains(z_docs, zp_docs, rng, prior, n_active), rng0
+
+    def state_part(self, s):
+        """:meth:`ShardWorker.state_part`, the paths as ranks among their words' paths
+        (``zp_rank``, uint16, :func:`models.tree_lda.files.stored_paths`) where every word's path
+        count fits, not path ids (``zp``)."""
+        out = super().state_part(s)
+        ptr = self.arrays[0]
+        if files.path_dtype(ptr) is np.uint16:
+            lo, hi = self.shard_tokens(s)
+            out["zp_rank"] = files.stored_paths(out.pop("zp"), self._doc_terms()[lo:hi], ptr, np.uint16)
+        return out
+
+    def check_parts(self, directory, checkpoint, base, listed):
+        """:meth:`ShardWorker.check_parts`, a state part's path ranks turned into path ids
+        (:meth:`path_ids`)."""
+        names = {s: name for s, name, *_ in listed}
+        parts = super().check_parts(directory, checkpoint, base, listed)
+        return {s: self.path_ids(Path(directory) / names[s], s, a) for s, a in parts.items()}
+
+    def path_ids(self, path, s, arrays):
+        """The arrays of a part of shard s with its paths as path ids (``zp``): the ranks of a
+        state part that holds them (``zp_rank``), checked against their words' path counts
+        first; any other part (a kept sample's, a state part of path ids) as it is."""
+        if "zp_rank" not in arrays:
+            return arrays
+        lo, hi = self.shard_tokens(s)
+        rank, ptr = arrays["zp_rank"], self.arrays[0]
+        if "zp" in arrays or rank.dtype != np.uint16 or rank.shape != (len(self.chain), hi - lo):
+            raise ValueError(f"{path}: damaged state part (shapes or arrays not those of shard {s}); "
+                             f"delete the checkpoint to start afresh")
+        words = self._doc_terms()[lo:hi]
+        if (rank >= np.diff(ptr)[words]).any():
+            raise ValueError(f"{path}: damaged state part (a path rank beyond its word's paths); "
+                             f"delete the checkpoint to start afresh")
+        out = {k: v for k, v in arrays.items() if k != "zp_rank"}
+        out["zp"] = np.stack([files.path_ids(r, words, ptr, np.empty(hi - lo, np.int32)) for r in rank])
+        return out
 
     def check_state(self, path, s, arrays):
         """Besides the shapes and ranges: every topic in [0, K), every token on a path of its word."""
