@@ -13,7 +13,9 @@ topicir runs with its defaults (``init="online"``: one sequential pass draws eve
 those before it). Reported throughput = tokens x sweeps / wall seconds of training (numba
 compilation is done by a warm-up run first and not counted; tomotopy's one-off initialisation
 ``train(0)`` neither; for topicir everything inside ``fit`` counts, including building the sweep
-layout and the initialising pass).
+layout and the initialising pass). Both runners also return ``first_s``, the initialisation and
+the first sweep, and ``later_s``, the mean sweep after the first (``topicir bench peers`` sets
+them side by side).
 ``cpu-s`` is the process CPU time (all threads) of each training run: on a shared machine, wall
 time depends on the other load, CPU seconds much less so.
 
@@ -70,11 +72,17 @@ def warm_up(n_shards):
 def run_topicir(corpus, k, iters, n_shards, threads, seed):
     m = LDA(n_topics=k, n_chains=1, n_iter=iters, burn_in=iters - 1, sample_every=1,
             n_shards=n_shards, n_jobs=threads, seed=seed, log_lik_every=iters)
+    ticks = []  # the end of every sweep
     t, cpu = time.perf_counter(), _cpu_seconds()
-    m.fit(corpus)
+    m.fit(corpus, callback=lambda *_: ticks.append(time.perf_counter()))
     secs, cpu = time.perf_counter() - t, _cpu_seconds() - cpu
     return dict(secs=secs, cpu=cpu, tps=corpus.n_tokens * iters / secs,
-                ll=float(m.log_lik_[-1, 0]))
+                ll=float(m.log_lik_[-1, 0]), first_s=ticks[0] - t, later_s=_later(ticks, iters))
+
+
+def _later(ticks, iters):
+    """Mean seconds of the sweeps after the first, from the sweeps' end times (None for one)."""
+    return (ticks[-1] - ticks[0]) / (iters - 1) if iters > 1 else None
 
 
 def run_tomotopy(corpus, k, iters, threads, seed):
@@ -92,10 +100,15 @@ def run_tomotopy(corpus, k, iters, threads, seed):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "may differ even with fixed seed if workers != 1"
-        mdl.train(0, workers=threads)
+        t0 = time.perf_counter()
+        mdl.train(0, workers=threads)  # the initialisation alone
         t, cpu = time.perf_counter(), _cpu_seconds()
-        mdl.train(iters, workers=threads)
-        secs, cpu = time.perf_counter() - t, _cpu_seconds() - cpu
+        mdl.train(1, workers=threads)
+        ticks = [time.perf_counter()]
+        if iters > 1:
+            mdl.train(iters - 1, workers=threads)
+            ticks.append(time.perf_counter())
+        secs, cpu = ticks[-1] - t, _cpu_seconds() - cpu
     # tomotopy's final state, re-indexed to our term ids, scored with our formula
     vocab = np.array([int(v) for v in mdl.used_vocabs], dtype=np.int32)
     lens, words, topics = [], [], []
@@ -108,7 +121,8 @@ def run_tomotopy(corpus, k, iters, threads, seed):
                           n_terms=corpus.n_terms, fingerprint="tomotopy")
     ll = joint_log_lik(tcorpus, np.concatenate(topics), k, 50.0 / k, 0.01)
     n = int(sum(lens))
-    return dict(secs=secs, cpu=cpu, tps=n * iters / secs, ll=ll, ll_tp=float(mdl.ll_per_word), n_tokens=n)
+    return dict(secs=secs, cpu=cpu, tps=n * iters / secs, ll=ll, ll_tp=float(mdl.ll_per_word), n_tokens=n,
+                first_s=ticks[0] - t0, later_s=_later(ticks, iters))
 
 
 def bench_newsgroups(args, out):
