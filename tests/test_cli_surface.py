@@ -176,6 +176,19 @@ def test_logging_warnings_are_one_topicir_line():
     assert fmt.format(rec).endswith(" indexing") and fmt.format(rec)[2] == ":"  # HH:MM:SS message
 
 
+def test_a_librarys_deprecation_of_its_own_internals_is_not_shown():
+    import warnings
+
+    from retrieval.ui.logs import setup_logging
+
+    with warnings.catch_warnings(record=True) as shown:
+        setup_logging(quiet=True)
+        warnings.warn_explicit("`use_polars` is deprecated", DeprecationWarning, "context.py", 1, module="ray.data.context")
+        warnings.warn_explicit("old call", DeprecationWarning, "ranking.py", 2, module="retrieval.core.ranking")
+        warnings.warn_explicit("rayon", DeprecationWarning, "rayon.py", 3, module="rayon")
+    assert [str(w.message) for w in shown] == ["old call", "rayon"]
+
+
 def test_a_rerun_warning_reads_as_the_docs_promise(index_dir, tmp_path):
     out = tmp_path / "ql.txt"
     args = ["-q", "run", "--index", index_dir, "--topics", DATA / "topics.trec", "--out", out]

@@ -37,4 +37,7 @@ def setup_logging(quiet: bool) -> None:
     root.addHandler(handler)
     root.setLevel(level)
     warnings.simplefilter("default")
+    # a library's deprecation of its own internals (Ray Train setting Ray Data's old options) is
+    # not the user's to act on; one that names a call of ours is attributed to our module
+    warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"ray(\.|$)")
     warnings.formatwarning = one_line_warning
