@@ -9,6 +9,7 @@ import torch
 
 from models.avipam.model import AVIPAM
 from models.avipam.nets.draws import RowShare, normal, uniform
+from models.avipam.zero import PartitionedAdam
 from models.common import checkpoint as ckpt
 from models.common.corpus import synthetic_corpus
 from tests.helpers import Killed
@@ -70,6 +71,10 @@ def test_executor_and_workers_are_checked():
         AVIPAM(**dict(KW, executor="spark")).fit(data)
     with pytest.raises(ValueError, match="n_workers must be"):
         AVIPAM(**dict(KW, executor="ray", n_workers=0)).fit(data)
+    with pytest.raises(ValueError, match="adam_state must be one of"):
+        AVIPAM(**dict(KW, executor="ray", adam_state="sharded")).fit(data)
+    with pytest.raises(ValueError, match="splits Adam's state among Ray workers: train on Ray"):
+        AVIPAM(**dict(KW, adam_state="partitioned")).fit(data)
 
 
 def test_a_worker_error_reads_as_the_local_one():
@@ -108,9 +113,11 @@ def test_two_workers_follow_the_local_trajectory(ray_cluster, tmp_path):
     assert st["epochs"] == 3 and st["workers"] == 2 and not hasattr(want, "executor_stats_")
     steps = 3 * 4  # 80 documents in batches of 20
     grads = sum(p.numel() for p in got.net_.parameters() if p.requires_grad)
-    assert st["allreduce"]["gradients"]["calls"] == steps
-    assert st["allreduce"]["gradients"]["bytes"] == steps * 4 * grads
-    assert st["allreduce"]["batch norm"]["calls"] > 0 and st["allreduce"]["epoch sums"]["calls"] == 3 * 2
+    traffic = st["collectives"]
+    assert traffic["gradients"]["calls"] == steps and traffic["parameters"]["calls"] == 0
+    assert traffic["gradients"]["bytes"] == steps * 4 * grads
+    assert traffic["batch norm"]["calls"] > 0 and traffic["epoch sums"]["calls"] == 3 * 2
+    assert st["adam_state_bytes"] == 2 * 4 * grads + 4 * sum(p.requires_grad for p in got.net_.parameters())
     # the driver wrote the checkpoints (epochs 2 and 3), atomically
     assert got.checkpoint_writes_[:, 0].tolist() == [2, 3]
     assert ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT).header["iteration"] == 3
@@ -122,6 +129,36 @@ def test_two_workers_follow_the_local_trajectory(ray_cluster, tmp_path):
     assert back.executor == "local" and back.n_workers is None
     np.testing.assert_array_equal(back.doc_mix_, got.doc_mix_)
     np.testing.assert_array_equal(back.log_lik_, got.log_lik_)
+
+
+def test_partitioned_adam_state_trains_the_replicated_model_bit_for_bit(ray_cluster, tmp_path):
+    """adam_state="partitioned": each worker keeps Adam's moments of its range of the parameters;
+    the same gradients' sums and the same elementwise update give the replicated run's model,
+    and the checkpoint holds one process's layout (rank 0 gathers the ranges)."""
+    data = corpus()
+    kw = dict(KW, executor="ray", n_workers=2)
+    runs = {}
+    for state in ("replicated", "partitioned"):
+        path = tmp_path / f"{state}.ckpt"
+        runs[state] = (AVIPAM(**kw, adam_state=state).fit(data, checkpoint=path),
+                       ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT).arrays)
+    (whole, whole_ckpt), (part, part_ckpt) = runs["replicated"], runs["partitioned"]
+    np.testing.assert_array_equal(part.log_lik_, whole.log_lik_)
+    for name, value in whole.net_.state_dict().items():
+        np.testing.assert_array_equal(part.net_.state_dict()[name].numpy(), value.numpy(), err_msg=name)
+    assert part_ckpt.keys() == whole_ckpt.keys()
+    for key in whole_ckpt:
+        np.testing.assert_array_equal(part_ckpt[key], whole_ckpt[key], err_msg=key)
+    st = part.executor_stats_
+    chunk = PartitionedAdam(torch.optim.Adam(part.net_.parameters()), 0, 2, None).chunk
+    trained = sum(p.numel() for p in part.net_.parameters() if p.requires_grad)
+    assert trained / 2 <= chunk < trained and st["adam_state_bytes"] == 2 * 4 * chunk
+    steps = 3 * 4
+    # gloo: one broadcast of each worker's range a step, after the gradients' all-reduce
+    assert st["collectives"]["parameters"]["calls"] == 2 * steps
+    assert st["collectives"]["parameters"]["bytes"] == steps * 4 * 2 * chunk
+    assert "adam_state" not in ckpt.read_model_file(tmp_path / "partitioned.ckpt",
+                                                    kind=ckpt.CHECKPOINT_FORMAT).header["params"]
 
 
 def test_too_many_workers_for_a_mini_batch(ray_cluster):

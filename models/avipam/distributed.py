@@ -10,6 +10,8 @@ and draws the noise and dropout masks of the whole batch from the same stream, k
 
 - the loss is the sum of the worker's negative ELBOs over the global batch size, and the
   gradients are summed (one all-reduce per step), so every worker takes the one-process step;
+  with ``adam_state="partitioned"`` each worker keeps Adam's state of one range of the
+  parameters, updates that range alone and sends it to the others (:mod:`models.avipam.zero`);
 - batch normalisation uses the batch's statistics over all workers (:class:`SharedBatchNorm`,
   gradients through the all-reduce included);
 - the M-step topics' expected counts, and the epoch's ELBO, are summed before they are read.
@@ -17,7 +19,8 @@ and draws the noise and dropout masks of the whole batch from the same stream, k
 So the ELBO trajectory is the local one up to the float rounding of sums taken in another order
 (per worker, then across workers): tests/test_avipam_ray.py holds the two traces to a relative
 1e-5 over a few epochs. Rank 0 alone records the completion trace and sends its progress and
-checkpoint state to the driver, which reports it and writes checkpoints with the local code;
+checkpoint state (partitioned: Adam's ranges gathered from every worker) to the driver, which
+reports it and writes checkpoints with the local code;
 the driver resumes a checkpoint (validated there) by handing its state to every worker, and
 builds the fitted model from the network rank 0 sends at the end.
 """
@@ -35,13 +38,15 @@ from torch import nn
 
 from .executor import ray_target
 from .nets.draws import RowShare
+from .zero import PartitionedAdam
 
 log = logging.getLogger(__name__)
 
 
-# What this worker's all-reduces carried, by purpose: calls, bytes and seconds (waiting for the
+# What this worker's collectives carried, by purpose: calls, bytes and seconds (waiting for the
 # other workers included). Rank 0 reports its running totals to the driver after every epoch.
-PURPOSES = ("gradients", "batch norm", "epoch sums")
+# "parameters": the ranges exchanged every step with adam_state="partitioned".
+PURPOSES = ("gradients", "parameters", "batch norm", "epoch sums")
 _traffic = {}
 
 
@@ -50,15 +55,20 @@ def _reset_traffic():
     _traffic.update({p: [0, 0, 0.0] for p in PURPOSES})
 
 
+def _count(purpose, call, n_bytes):
+    """Run the collective ``call`` and tally it under ``purpose``."""
+    t0 = time.perf_counter()
+    call()
+    tally = _traffic[purpose]
+    tally[0] += 1
+    tally[1] += n_bytes
+    tally[2] += time.perf_counter() - t0
+
+
 def _all_reduce(t, purpose):
     import torch.distributed as dist
 
-    t0 = time.perf_counter()
-    dist.all_reduce(t)
-    tally = _traffic[purpose]
-    tally[0] += 1
-    tally[1] += t.numel() * t.element_size()
-    tally[2] += time.perf_counter() - t0
+    _count(purpose, lambda: dist.all_reduce(t), t.numel() * t.element_size())
 
 
 class _AllSum(torch.autograd.Function):
@@ -111,16 +121,22 @@ class Share:
         when ``checkpointing`` and one is due.
     """
 
-    def __init__(self, rank, world, resume=None, outbox=None, checkpointing=False):
+    def __init__(self, rank, world, resume=None, outbox=None, checkpointing=False, partition=False):
         self.rank, self.world = rank, world
+        self.partition = partition
+        self.adam = None
         self.resume = resume
         self.outbox = outbox
         self.checkpointing = checkpointing
 
-    def attach(self, net):
+    def attach(self, net, opt):
+        """Batch normalisation over the global batch; partitioned, Adam's state of this worker's
+        range of the parameters alone (taken from ``opt``'s when a checkpoint filled it)."""
         for m in net.modules():
             if type(m) is nn.BatchNorm1d:
                 m.__class__ = SharedBatchNorm
+        if self.partition:
+            self.adam = PartitionedAdam(opt, self.rank, self.world, _count)
 
     def rows(self, idx, gen):
         """This worker's documents of the sorted batch ``idx``, its draws and the weight of its
@@ -136,11 +152,17 @@ class Share:
         _all_reduce(flat, purpose)
         return [v.view_as(t) for v, t in zip(flat.split([t.numel() for t in tensors]), tensors)]
 
-    def sum_grads(self, net):
+    def step(self, net, opt):
+        """Adam's step on the gradients summed over the workers (one worker thread: see
+        :func:`_train_loop`)."""
+        if self.adam is not None:
+            self.adam.step()
+            return
         # new tensors: a layer's own gradient buffer (TermLayer's) keeps this worker's rows
         params = [p for p in net.parameters() if p.grad is not None]
         for p, g in zip(params, self._sum([p.grad for p in params], "gradients")):
             p.grad = g
+        opt.step()
 
     def sum_epoch(self, net, total):
         """The epoch's negative ELBO (summed over its documents) over all workers; the M-step's
@@ -154,13 +176,19 @@ class Share:
         return self._sum([t], "epoch sums")[0].cpu().numpy()
 
     def epoch_done(self, model, net, opt, order_gen, gen):
+        done = model.n_iter_
+        due = self.checkpointing and (done % model.checkpoint_every == 0 or done == model.epochs)
+        # partitioned, every worker sends its range of Adam's state to rank 0
+        moments = self.adam.gathered() if due and self.adam is not None else {}
         if self.outbox is None:
             return
-        done = model.n_iter_
+        adam_bytes = self.adam.state_bytes() if self.adam is not None else sum(
+            v.numel() * v.element_size() for st in opt.state.values() for v in st.values())
         msg = dict(done=done, log_lik=model._log_lik_rows, log_lik_iter=model._log_lik_iters,
-                   dc=model._dc_rows, dc_iter=model._dc_iters, traffic={k: list(v) for k, v in _traffic.items()})
-        if self.checkpointing and (done % model.checkpoint_every == 0 or done == model.epochs):
-            msg["arrays"] = model._checkpoint_arrays(net, opt, order_gen, gen)
+                   dc=model._dc_rows, dc_iter=model._dc_iters, traffic={k: list(v) for k, v in _traffic.items()},
+                   adam_state_bytes=adam_bytes)
+        if due:
+            msg["arrays"] = dict(model._checkpoint_arrays(net, opt, order_gen, gen), **moments)
         self.outbox.put(msg)
 
 
@@ -181,7 +209,8 @@ def _train_loop(config):
     if model.device != "cpu":
         model.device = str(ray.train.torch.get_device())
     outbox = config["outbox"] if rank == 0 else None
-    share = Share(rank, ctx.get_world_size(), config["resume"], outbox, config["checkpointing"])
+    share = Share(rank, ctx.get_world_size(), config["resume"], outbox, config["checkpointing"],
+                  partition=model.adam_state == "partitioned")
     torch.set_num_threads(1)  # as one process on the CPU: the sums split by thread count
     _reset_traffic()
     net = model._fit(corpus, None, None, 1, share)
@@ -288,8 +317,9 @@ def _drive(trainer, n_workers, outbox, model, callback, checkpoint):
         model._log_lik_rows, model._log_lik_iters = msg["log_lik"], msg["log_lik_iter"]
         model._dc_rows, model._dc_iters = msg["dc"], msg["dc_iter"]
         done = model.n_iter_ = msg["done"]
-        model.executor_stats_ = dict(epochs=done, workers=n_workers, allreduce={
-            p: dict(calls=c, bytes=b, seconds=t) for p, (c, b, t) in msg["traffic"].items()})
+        model.executor_stats_ = dict(epochs=done, workers=n_workers, adam_state_bytes=msg["adam_state_bytes"],
+                                     collectives={p: dict(calls=c, bytes=b, seconds=t)
+                                                  for p, (c, b, t) in msg["traffic"].items()})
         if "arrays" in msg:
             model._write_checkpoint_arrays(checkpoint, msg["arrays"])
         if callback is not None and (done % model.callback_every == 0 or done == model.epochs):

@@ -134,6 +134,11 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
     n_workers : int or None, default=None
         Ray workers of ``executor="ray"`` (None: one per CPU of the cluster, or per GPU with
         ``device="cuda"``, at most the documents of the smallest mini-batch).
+    adam_state : {"replicated", "partitioned"}, default="replicated"
+        Where Adam's state lives on Ray: whole on every worker, or partitioned: each worker keeps
+        Adam's moments of its range of the parameters alone (1/W of them) and updates that range,
+        for an exchange of the parameters every step (models/avipam/zero.py). The same model
+        either way. Not written to model files.
 
     Attributes
     ----------
@@ -172,7 +177,7 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
                  epochs=100, batch_size=200, lr=1e-3,
                  kl_warmup=0, beta1=0.99, n_chains=3, refine_steps=30, doc_samples=16, seed=0, device="cpu",
                  n_jobs=None, log_lik_every=10, callback_every=1, checkpoint_every=10, executor="local",
-                 n_workers=None):
+                 n_workers=None, adam_state="replicated"):
         self.arch = arch
         self.alpha = alpha
         self.alpha_root = alpha_root
@@ -199,6 +204,7 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         self.checkpoint_every = checkpoint_every
         self.executor = executor
         self.n_workers = n_workers
+        self.adam_state = adam_state
 
     # -- parameters ---------------------------------------------------------------------------
 
@@ -226,6 +232,10 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         self._pos_int("doc_samples", 0)
         self._check_shared_params()
         check_executor(self)
+        self._check_choice("adam_state", ("replicated", "partitioned"))
+        if self.adam_state == "partitioned" and not on_ray(self):
+            raise ValueError("adam_state='partitioned' splits Adam's state among Ray workers: train on Ray "
+                             "(executor='ray', --ray)")
         if corpus is not None and self.norm == "batch" and corpus.n_docs < 2:
             raise ValueError("norm='batch' needs at least 2 documents")
 

@@ -22,7 +22,7 @@ from .corpus import content_hash
 from .heldout import document_completion, training_sample
 
 # Parameters that say where training runs, not what it computes: never written to model files.
-_RUNTIME_PARAMS = ("executor", "n_workers")
+_RUNTIME_PARAMS = ("executor", "n_workers", "adam_state")
 # Parameters a checkpoint may differ in: they do not change training (refine_steps and
 # doc_samples only how documents are inferred afterwards).
 _RESUME_FREE = ("n_jobs", "callback_every", "checkpoint_every", "log_lik_every", "device",
@@ -231,7 +231,7 @@ class VariationalModel(TopicModel):
         elif share is not None and share.resume is not None:
             start = self._restore(*share.resume, net, opt, order_gen, gen)
         if share is not None:
-            share.attach(net)
+            share.attach(net, opt)
         # Independent networks (chains) step side by side on the CPU, one torch thread each.
         pool = None
         if share is None and dev.type == "cpu" and step_threads > 1 and hasattr(net, "loss_backward"):
@@ -286,8 +286,9 @@ class VariationalModel(TopicModel):
                     if hasattr(net, "dense_grads"):
                         net.dense_grads()
                 if share is not None:
-                    share.sum_grads(net)
-                self._adam_step(opt, step_threads)
+                    share.step(net, opt)
+                else:
+                    self._adam_step(opt, step_threads)
                 total = total + neg_elbo.detach().sum(-1).double().cpu().numpy()
             if share is not None:
                 total = share.sum_epoch(net, total)

@@ -92,8 +92,8 @@ def _timed_fit(model, corpus, clock=None):
 def _traffic_per_epoch(stats):
     """Calls, bytes and seconds of every purpose per epoch: the median over the epochs after the first."""
     per = {}
-    for purpose in stats[-1]["allreduce"]:
-        run = [s["allreduce"][purpose] for s in stats]
+    for purpose in stats[-1]["collectives"]:
+        run = [s["collectives"][purpose] for s in stats]
         per[purpose] = {k: float(np.median(np.diff([r[k] for r in run])[1:])) for k in ("calls", "bytes", "seconds")}
     return per
 
