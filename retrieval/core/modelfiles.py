@@ -37,7 +37,8 @@ def index_corpus(index: Index) -> Corpus:
 
 
 # Parameters that change how fast a model trains, never what it is.
-RUNTIME_PARAMS = ("n_jobs", "callback_every", "checkpoint_every", "log_lik_every", "executor", "n_workers")
+RUNTIME_PARAMS = ("n_jobs", "callback_every", "checkpoint_every", "log_lik_every", "executor", "n_workers",
+                  "adam_state")
 
 
 def settings_hash(kind: str, params: dict) -> str:
