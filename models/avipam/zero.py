@@ -108,8 +108,9 @@ class PartitionedAdam:
         for v, at, n in views:
             mine[at:at + n] = v
         self._exchange(out)
-        for _, i, a, b, at in self.layout:
-            self.params[i].data.view(-1)[a:b] = out[at:at + b - a]
+        for r, i, a, b, at in self.layout:
+            if r != self.rank:  # this worker's range is in its parameters already
+                self.params[i].data.view(-1)[a:b] = out[at:at + b - a]
 
     def _exchange(self, out):
         """Every range of ``out`` (W of ``chunk`` values) from the worker that holds it: one
