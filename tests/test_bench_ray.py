@@ -112,7 +112,7 @@ def test_state_on_the_workers_spreads_setup_and_syncs():
     assert g["setup"] == pytest.approx(1e8 * 1e-6 / 3 + 3.0 + 1e8 * (3 * 10 + 20) / 1e9)
 
 
-TRAIN = ray_train.TrainParts(doc_s_per_token=1e-6, vocab_s_per_term=2e-8, mstep_s_per_term=1e-7,
+TRAIN = ray_train.TrainParts(doc_s_per_token=1e-6, grad_s_per_term=5e-9, adam_s_per_term=1.5e-8, mstep_s_per_term=1e-7,
                              finish_s_per_doc=1e-3, start_s=5.0, grad_bytes=4e6, n_terms=10_000,
                              grad_bytes_per_term=400.0, epoch_bytes_per_term=800.0, small_calls_per_step=8,
                              hop_latency=1e-4, corpus_bytes_per_token=4.0, batch_size=200)
@@ -139,10 +139,23 @@ def test_avipam_projection_splits_documents_not_the_replicated_parts():
     assert one["allreduce"] == 0
     assert eight["allreduce"] == pytest.approx(10 * steps * (14 * (G / 8 / bw + 1e-4) + 8 * 14 * 1e-4))
     assert eight["M-step"] == pytest.approx(10 * (1e-7 * 50_000 + 14 * (800.0 * 50_000 / 8 / bw + 1e-4)))
-    assert eight["setup"] == pytest.approx(5.0 + 8 * 4.0 * 1e7 / bw)  # the corpus to every worker
+    assert eight["setup"] == pytest.approx(5.0 + 4.0 * 1e7 / bw)  # the corpus sent once, a range to each worker
     assert eight["finishing"] == one["finishing"] == pytest.approx(100.0)  # on the driver
-    assert eight["total"] == pytest.approx(sum(eight[k] for k in ("compute", "replicated", "allreduce", "M-step",
-                                                                  "setup", "finishing")))
+    assert one["exchange"] == eight["exchange"] == 0
+    assert eight["total"] == pytest.approx(sum(eight[k] for k in ("compute", "replicated", "allreduce", "exchange",
+                                                                  "M-step", "setup", "finishing")))
+    # Adam's state partitioned: its step split among the workers, the parameters all-gathered every step
+    part = ray_train.project(coll, 8, 10, TRAIN, 8.0, adam="partitioned")
+    assert part["replicated"] == pytest.approx(10 * steps * (5e-9 + 1.5e-8 / 8) * 50_000)
+    assert part["exchange"] == pytest.approx(10 * steps * 7 * (G / 8 / bw + 1e-4))
+    for k in ("compute", "allreduce", "M-step", "setup", "finishing"):
+        assert part[k] == eight[k], k
+    assert ray_train.project(coll, 1, 10, TRAIN, 8.0, adam="partitioned")["exchange"] == 0
+
+
+def test_ring_allgather_sends_w_minus_one_w_ths():
+    assert ray_train.allgather_seconds(1e9, 1, 1e9, 1e-3) == 0
+    assert ray_train.allgather_seconds(1e9, 4, 1e9, 1e-3) == pytest.approx(3 * (0.25 + 1e-3))
 
 
 @pytest.mark.slow
@@ -176,4 +189,8 @@ def test_quick_command_writes_every_kind(shared_data, tmp_path, monkeypatch, cap
         row = re.search(rf"^\| ray {w} \|.*\| ([\d.e+-]+) \| ([\d.e+-]+) \|$", avi, re.M)
         assert row and float(row.group(1)) < 1e-4 and float(row.group(2)) < 1e-2, w
     assert "## aviPAM: measured parts of the cost model" in avi
-    assert re.search(r"^\| 10xAP \| 128 \|", avi.split("## aviPAM: projected")[1], re.M)
+    assert re.search(r"^\| 10xAP \| 128 \| replicated \|", avi.split("## aviPAM: projected")[1], re.M)
+    assert re.search(r"^\| 10xAP \| 128 \| partitioned \|", avi.split("## aviPAM: projected")[1], re.M)
+    # the partitioned run: the replicated model to rounding, its ranges exchanged every step
+    row = re.search(r"^\| ray 2, Adam partitioned \|(.*)\|$", avi, re.M)
+    assert row and float(row.group(1).split("|")[5]) > 0  # parameters MB/step

@@ -2,13 +2,15 @@
 split among the workers.
 
 Every worker (a ``TorchTrainer`` worker: torch.distributed over gloo on CPUs, NCCL on GPUs)
-holds the corpus and runs the local epoch loop of :meth:`models.common.variational.
+holds one contiguous range of the documents (through Ray's object store: it gets its range,
+not the corpus; no shared file system is needed), and runs the local epoch loop of :meth:`models.common.variational.
 VariationalModel._fit` with a :class:`Share`: it shuffles the documents with the same stream as
-one process, takes its contiguous part of every mini-batch (sorted, as one process reads it),
-and draws the noise and dropout masks of the whole batch from the same stream, keeping its rows
+one process and takes, of every mini-batch (sorted, as one process reads it), the documents of
+its range, which are contiguous in it (none, some batches); it draws the noise and dropout masks
+of the whole batch from the same stream, keeping its rows
 (:class:`models.avipam.nets.draws.RowShare`). What crosses documents is summed over the workers:
 
-- the loss is the sum of the worker's negative ELBOs over the global batch size, and the
+- the loss is the sum of the worker's negative ELBOs over the global batch's size, and the
   gradients are summed (one all-reduce per step), so every worker takes the one-process step;
   with ``adam_state="partitioned"`` each worker keeps Adam's state of one range of the
   parameters, updates that range alone and sends it to the others (:mod:`models.avipam.zero`);
@@ -36,6 +38,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..common.corpus import Corpus, read_piece
+from ..common.heldout import training_sample
 from .executor import ray_target
 from .nets.draws import RowShare
 from .zero import PartitionedAdam
@@ -114,6 +118,14 @@ class Share:
     Parameters
     ----------
     rank, world : int
+    docs : (int, int)
+        This worker's documents [d0, d1) of the collection.
+    n_docs, n_tokens : int
+        The collection's.
+    term_counts : ndarray (n_terms,)
+        The collection's term frequencies (the M-step topics start from them).
+    dc_docs : list of ndarray
+        The documents of the completion trace (rank 0's; empty for the others).
     resume : (header, arrays) or None
         The training state to start from (a checkpoint's, validated by the driver).
     outbox : ray.util.queue.Queue or None
@@ -121,8 +133,11 @@ class Share:
         when ``checkpointing`` and one is due.
     """
 
-    def __init__(self, rank, world, resume=None, outbox=None, checkpointing=False, partition=False):
+    def __init__(self, rank, world, docs, n_docs, n_tokens, term_counts, dc_docs=(), resume=None,
+                 outbox=None, checkpointing=False, partition=False):
         self.rank, self.world = rank, world
+        self.docs, self.n_docs, self.n_tokens = docs, n_docs, n_tokens
+        self.term_counts, self.dc_docs = term_counts, list(dc_docs)
         self.partition = partition
         self.adam = None
         self.resume = resume
@@ -139,12 +154,10 @@ class Share:
             self.adam = PartitionedAdam(opt, self.rank, self.world, _count)
 
     def rows(self, idx, gen):
-        """This worker's documents of the sorted batch ``idx``, its draws and the weight of its
-        loss (its documents over the batch's: the loss is a batch mean)."""
-        parts = np.array_split(idx, self.world)
-        lo = sum(len(p) for p in parts[:self.rank])
-        mine = parts[self.rank]
-        return mine, RowShare(gen, len(idx), lo), len(mine) / len(idx)
+        """This worker's documents of the sorted batch ``idx`` (rows of its own count matrix),
+        its draws and the batch's size (the loss is a mean over the whole batch)."""
+        lo, hi = np.searchsorted(idx, self.docs)
+        return idx[lo:hi] - self.docs[0], RowShare(gen, len(idx), int(lo)), len(idx)
 
     def _sum(self, tensors, purpose):
         """Sum ``tensors`` over the workers: one all-reduce, the results as new tensors."""
@@ -205,12 +218,15 @@ def _train_loop(config):
     ctx = ray.train.get_context()
     rank = ctx.get_world_rank()
     model = config["model"]
-    corpus = ray.get(config["corpus"])
+    docs, doc_ref, tok_ref = config["parts"][rank]
+    doc_ptr = ray.get(doc_ref)
+    corpus = Corpus(doc_ptr - doc_ptr[0], ray.get(tok_ref), *config["vocabulary"])
     if model.device != "cpu":
         model.device = str(ray.train.torch.get_device())
     outbox = config["outbox"] if rank == 0 else None
-    share = Share(rank, ctx.get_world_size(), config["resume"], outbox, config["checkpointing"],
-                  partition=model.adam_state == "partitioned")
+    share = Share(rank, ctx.get_world_size(), docs, *config["totals"], config["term_counts"],
+                  config["dc_docs"] if rank == 0 else (), config["resume"], outbox,
+                  config["checkpointing"], partition=model.adam_state == "partitioned")
     torch.set_num_threads(1)  # as one process on the CPU: the sums split by thread count
     _reset_traffic()
     net = model._fit(corpus, None, None, 1, share)
@@ -220,17 +236,43 @@ def _train_loop(config):
 
 def workers(n_workers, gpu, smallest):
     """The number of workers: ``n_workers``, or one per CPU (GPU) of the cluster, at most
-    ``smallest`` (the documents of the smallest mini-batch: every worker needs one)."""
+    ``smallest`` (the documents of the smallest mini-batch: more would wait out steps)."""
     import ray
 
     what = "GPU" if gpu else "CPU"
     if n_workers is None:
         n_workers = max(1, min(int(ray.cluster_resources().get(what, 1)), smallest))
     if n_workers > smallest:
-        raise ValueError(f"{n_workers} Ray workers for mini-batches of {smallest} documents: every "
-                         f"worker needs a document of every mini-batch; raise batch_size or use "
-                         f"fewer workers")
+        raise ValueError(f"{n_workers} Ray workers for mini-batches of {smallest} documents: some "
+                         f"would hold none of a step; raise batch_size or use fewer workers")
     return n_workers
+
+
+def doc_parts(corpus, n_workers):
+    """Every worker's documents: ``((d0, d1), doc_ptr ref, term_ids ref)``, contiguous ranges
+    of near-equal tokens, each range's arrays one object-store copy."""
+    import ray
+
+    D, N = corpus.n_docs, corpus.n_tokens
+    bounds = [0]
+    for r in range(1, n_workers):  # every worker holds a document at least
+        cut = int(np.searchsorted(corpus.doc_ptr, r * N / n_workers))
+        bounds.append(min(max(cut, bounds[-1] + 1), D - n_workers + r))
+    bounds.append(D)
+    parts = []
+    for d0, d1 in zip(bounds[:-1], bounds[1:]):
+        t0, t1 = int(corpus.doc_ptr[d0]), int(corpus.doc_ptr[d1])
+        parts.append(((d0, d1), ray.put(read_piece(corpus.doc_ptr, d0, d1 + 1).astype(np.int64)),
+                      ray.put(np.ascontiguousarray(read_piece(corpus.term_ids, t0, t1)))))
+    return parts
+
+
+def term_counts(corpus):
+    """The collection's term frequencies, its tokens read a piece at a time."""
+    n, step = np.zeros(corpus.n_terms, dtype=np.int64), 1 << 22
+    for lo in range(0, corpus.n_tokens, step):
+        n += np.bincount(read_piece(corpus.term_ids, lo, min(corpus.n_tokens, lo + step)), minlength=corpus.n_terms)
+    return n
 
 
 def fit_on_ray(model, corpus, callback, checkpoint, step_threads):
@@ -259,10 +301,14 @@ def fit_on_ray(model, corpus, callback, checkpoint, step_threads):
         outbox = Queue(actor_options={"num_cpus": 0})
         try:
             worker_model = type(model)(**dict(model.get_params(), executor="local", n_workers=None))
-            config = dict(model=worker_model, corpus=ray.put(corpus), resume=resume, outbox=outbox,
+            parts = doc_parts(corpus, W)
+            config = dict(model=worker_model, parts=parts, vocabulary=(corpus.n_terms, corpus.fingerprint),
+                          totals=(D, corpus.n_tokens), term_counts=term_counts(corpus),
+                          dc_docs=training_sample(corpus, model.seed), resume=resume, outbox=outbox,
                           checkpointing=checkpoint is not None)
             log.info("training %s on %d Ray Train workers (%s)", model.kind, W, "NCCL" if gpu else "gloo")
-            final = _drive(_trainer(config, W, gpu, storage), W, outbox, model, callback, checkpoint)
+            tokens = [int(corpus.doc_ptr[d1]) - int(corpus.doc_ptr[d0]) for (d0, d1), _, _ in parts]
+            final = _drive(_trainer(config, W, gpu, storage), W, outbox, model, callback, checkpoint, tokens)
         finally:
             outbox.shutdown()
     finally:
@@ -288,9 +334,10 @@ def _trainer(config, n_workers, gpu, storage):
                              worker_runtime_env=worker_env(), failure_config=FailureConfig(max_failures=0)))
 
 
-def _drive(trainer, n_workers, outbox, model, callback, checkpoint):
+def _drive(trainer, n_workers, outbox, model, callback, checkpoint, tokens):
     """Run ``trainer`` while taking rank 0's messages: the traces into ``model``, checkpoints
-    written, ``callback`` called, as the local loop does; returns the final network's arrays."""
+    written, ``callback`` called, as the local loop does; returns the final network's arrays.
+    ``tokens``: every worker's, for ``executor_stats_``."""
     from ray.util.queue import Empty
 
     failed = []
@@ -317,7 +364,8 @@ def _drive(trainer, n_workers, outbox, model, callback, checkpoint):
         model._log_lik_rows, model._log_lik_iters = msg["log_lik"], msg["log_lik_iter"]
         model._dc_rows, model._dc_iters = msg["dc"], msg["dc_iter"]
         done = model.n_iter_ = msg["done"]
-        model.executor_stats_ = dict(epochs=done, workers=n_workers, adam_state_bytes=msg["adam_state_bytes"],
+        model.executor_stats_ = dict(epochs=done, workers=n_workers, worker_tokens=tokens,
+                                     adam_state_bytes=msg["adam_state_bytes"],
                                      collectives={p: dict(calls=c, bytes=b, seconds=t)
                                                   for p, (c, b, t) in msg["traffic"].items()})
         if "arrays" in msg:

@@ -331,7 +331,9 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
             from .distributed import fit_on_ray  # imports Ray
 
             return fit_on_ray(self, corpus, callback, checkpoint, step_threads)
-        n = np.bincount(corpus.term_ids, minlength=corpus.n_terms).astype(np.float64)
+        # a Ray worker holds its documents only: the driver counted the collection's terms
+        n = (np.bincount(corpus.term_ids, minlength=corpus.n_terms) if share is None
+             else share.term_counts).astype(np.float64)
         eta = float(self.eta)
         self._log_freq = np.log((n + eta) / (n.sum() + eta * corpus.n_terms)).astype(np.float32)
         try:

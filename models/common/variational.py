@@ -40,11 +40,13 @@ def count_matrix(corpus):
     return X
 
 
-def training_loss(neg_elbo, kl, kl_weight):
+def training_loss(neg_elbo, kl, kl_weight, n_batch=None):
     """The loss a training step minimises: the batch mean of the negative ELBO with the KL part
     weighted by ``kl_weight`` (KL warm-up), summed over independent networks ((n_chains, B)
-    inputs)."""
-    loss = (neg_elbo - (1.0 - kl_weight) * kl).mean(-1)
+    inputs). ``n_batch``: the global batch's documents when these B are a worker's part of it
+    (the mean is then the part's sum over them: a worker may hold none of a batch)."""
+    per_doc = neg_elbo - (1.0 - kl_weight) * kl
+    loss = per_doc.mean(-1) if n_batch is None else per_doc.sum(-1) / n_batch
     return loss.sum() if loss.dim() else loss
 
 
@@ -236,7 +238,7 @@ class VariationalModel(TopicModel):
         pool = None
         if share is None and dev.type == "cpu" and step_threads > 1 and hasattr(net, "loss_backward"):
             pool = ThreadPoolExecutor(min(step_threads, len(net.chains)))
-        self._dc_docs = training_sample(corpus, self.seed) if share is None or share.rank == 0 else []
+        self._dc_docs = training_sample(corpus, self.seed) if share is None else share.dc_docs
         try:
             self._epochs(net, opt, X, start, order_gen, gen, pool, corpus, callback, checkpoint,
                          step_threads, share)
@@ -260,7 +262,8 @@ class VariationalModel(TopicModel):
         import torch
 
         dev = gen.device
-        D, N = corpus.n_docs, corpus.n_tokens
+        # a worker's corpus is its documents: the shuffle and the ELBO per token are the whole one's
+        D, N = (corpus.n_docs, corpus.n_tokens) if share is None else (share.n_docs, share.n_tokens)
         n_batches = max(1, -(-D // self.batch_size))
         for epoch in range(start, self.epochs):
             net.train()
@@ -272,17 +275,16 @@ class VariationalModel(TopicModel):
             # Near-equal batches (sizes differ by at most one): batch normalisation never sees
             # a batch of one document.
             for idx in np.array_split(perm, n_batches):
-                idx, draws, weight = np.sort(idx), gen, None
+                idx, draws, n_batch = np.sort(idx), gen, None
                 if share is not None:  # this process's documents of the batch, their draws
-                    idx, draws, weight = share.rows(idx, gen)
+                    idx, draws, n_batch = share.rows(idx, gen)
                 x = self._batch_input(X[idx], dev)
                 opt.zero_grad()
                 if pool is not None:
                     neg_elbo, kl = net.loss_backward(x, gen, kl_weight, pool)
                 else:
                     neg_elbo, kl = net.loss(x, draws)
-                    loss = training_loss(neg_elbo, kl, kl_weight)
-                    (loss if weight is None else loss * weight).backward()
+                    training_loss(neg_elbo, kl, kl_weight, n_batch).backward()
                     if hasattr(net, "dense_grads"):
                         net.dense_grads()
                 if share is not None:

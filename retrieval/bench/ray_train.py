@@ -5,13 +5,15 @@ what they measure.
 Every run trains the same mini-batches for ``--iters`` epochs (the kind's default network and
 chains, or its quick ones). ``s/epoch`` is the median wall time of the epochs after
 the first and before the last, as the driver sees them; setup is the time to the first epoch's
-end less an epoch (Ray Train's start, the corpus shipped to every worker, the networks built);
+end less an epoch (Ray Train's start, every worker's range of the documents shipped, the networks
+built);
 finishing is every training document's posterior, which the driver computes after the epochs.
 The all-reduces are counted by rank 0 by purpose (gradients, batch normalisation's sums, the
 epoch's sums), with the seconds spent in them (waiting for the slower worker included). The
 ELBO trace of every run is compared with the one-thread local run's (relative, in the first epoch
-and in any). A ring step's
-latency comes from a probe: back-to-back all-reduces of one value on Ray Train workers.
+and in any). The largest W also runs with Adam's state partitioned (``adam_state="partitioned"``:
+the same model, the parameters' ranges exchanged every step). A ring step's latency comes from a
+probe: back-to-back all-reduces of one value on Ray Train workers.
 
 The cost model (:func:`project`): an epoch is ``ceil(D / batch_size)`` steps; a step's
 per-document parts (the batch's input, forward and backward passes) split among the W workers
@@ -19,7 +21,9 @@ and grow with the tokens of a batch, its vocabulary-sized parts (the first layer
 gradients, Adam's step) run on every worker whole and grow with the vocabulary, as does the
 gradients' all-reduce, a ring all-reduce of G bytes: ``2 (W - 1) / W * G / bandwidth`` plus
 ``2 (W - 1)`` hop latencies (batch normalisation's small sums add hop latencies only); every epoch
-adds the M-step (on every worker) and its sums; the finishing runs on the driver.
+adds the M-step (on every worker) and its sums; the finishing runs on the driver. With Adam's
+state partitioned, Adam's step divides by W and every step adds the parameters' exchange, an
+all-gather of G bytes: ``(W - 1) / W * G / bandwidth`` plus ``W - 1`` hop latencies.
 """
 from __future__ import annotations
 
@@ -43,7 +47,8 @@ class TrainParts(NamedTuple):
     """What the benchmark measured of aviPAM (one core; per token, per term, per call)."""
 
     doc_s_per_token: float     # a step's per-document parts, per token of its batch
-    vocab_s_per_term: float    # a step's vocabulary-sized parts, per term
+    grad_s_per_term: float     # a step's first layers' dense gradients, per term
+    adam_s_per_term: float     # a step's Adam update, per term
     mstep_s_per_term: float    # the M-step of an epoch, per term
     finish_s_per_doc: float    # the driver's finishing, per document
     start_s: float             # Ray Train's start (fixed)
@@ -53,7 +58,7 @@ class TrainParts(NamedTuple):
     epoch_bytes_per_term: float  # the epoch's sums (M-step counts), per term
     small_calls_per_step: float  # batch normalisation's all-reduces
     hop_latency: float         # s per hop of a ring all-reduce
-    corpus_bytes_per_token: float  # the corpus every worker holds
+    corpus_bytes_per_token: float  # the corpus, sent once (a range to each worker)
     batch_size: int            # of the projected (default) training
 
 
@@ -128,21 +133,27 @@ def bench(corpus, args) -> tuple[list[dict], TrainParts]:
     single = _timed_fit(one, corpus, clock)
     rows = [{"run": f"local {t}", "setup s": fixed(r["setup"], 1), "s/epoch": fixed(r["epoch"], 3),
              "finishing s": fixed(r["finish"], 1), "local/run": fixed(r["epoch"] / local["epoch"], 2),
-             "gradients MB/step": "", "all-reduces/step": "", "all-reduce s/epoch": "", "epoch sums MB": "",
-             "ELBO rel diff, epoch 1": "", "ELBO rel diff, max": ""}
+             "gradients MB/step": "", "parameters MB/step": "", "collectives/step": "", "collectives s/epoch": "",
+             "epoch sums MB": "", "Adam state MB": "", "ELBO rel diff, epoch 1": "", "ELBO rel diff, max": ""}
             for t, r in ((args.threads, local), (1, single))]
     runs = {}
-    for w in args.workers:
-        r = runs[w] = _timed_fit(_model(params, executor=_executor(args.address), n_workers=w), corpus)
+    biggest = max(args.workers)
+    for w, adam in [(w, "replicated") for w in args.workers] + [(biggest, "partitioned")] * (biggest > 1):
+        r = _timed_fit(_model(params, executor=_executor(args.address), n_workers=w, adam_state=adam), corpus)
+        if adam == "replicated":
+            runs[w] = r
         traffic = _traffic_per_epoch(r["stats"])
         first, worst = elbo_drift(r["model"], single["model"])
-        grads = traffic["gradients"]
-        rows.append({"run": f"ray {w}", "setup s": fixed(r["setup"], 1), "s/epoch": fixed(r["epoch"], 3),
+        grads, exchange = traffic["gradients"], traffic["parameters"]
+        rows.append({"run": f"ray {w}" + (", Adam partitioned" if adam == "partitioned" else ""),
+                     "setup s": fixed(r["setup"], 1), "s/epoch": fixed(r["epoch"], 3),
                      "finishing s": fixed(r["finish"], 1), "local/run": fixed(r["epoch"] / local["epoch"], 2),
-                     "gradients MB/step": fixed(grads["bytes"] / grads["calls"] / 1e6, 3),
-                     "all-reduces/step": fixed(sum(t["calls"] for p, t in traffic.items() if p != "epoch sums") / steps, 1),
-                     "all-reduce s/epoch": fixed(sum(t["seconds"] for t in traffic.values()), 3),
+                     "gradients MB/step": fixed(grads["bytes"] / steps / 1e6, 3),
+                     "parameters MB/step": fixed(exchange["bytes"] / steps / 1e6, 3),
+                     "collectives/step": fixed(sum(t["calls"] for p, t in traffic.items() if p != "epoch sums") / steps, 1),
+                     "collectives s/epoch": fixed(sum(t["seconds"] for t in traffic.values()), 3),
                      "epoch sums MB": fixed(traffic["epoch sums"]["bytes"] / 1e6, 3),
+                     "Adam state MB": fixed(r["stats"][-1]["adam_state_bytes"] / 1e6, 1),
                      "ELBO rel diff, epoch 1": f"{first:.1e}", "ELBO rel diff, max": f"{worst:.1e}"})
     w_small = min(runs)
     small = runs[w_small]
@@ -154,7 +165,8 @@ def bench(corpus, args) -> tuple[list[dict], TrainParts]:
     slope = BYTES_PER_VALUE * (_grad_values(params, 2 * V) - _grad_values(params, V)) / V
     doc_s = clock.per_step(*DOC_PARTS[:-1]) + max(0.0, clock.per_step("step") - clock.per_step(*DOC_PARTS[:-1], *VOCAB_PARTS))
     parts = TrainParts(
-        doc_s_per_token=doc_s / (N / steps), vocab_s_per_term=clock.per_step(*VOCAB_PARTS) / V,
+        doc_s_per_token=doc_s / (N / steps), grad_s_per_term=clock.per_step(VOCAB_PARTS[0]) / V,
+        adam_s_per_term=clock.per_step(VOCAB_PARTS[1]) / V,
         mstep_s_per_term=clock.mstep_s / V, finish_s_per_doc=small["finish"] / D,
         start_s=max(small["setup"] - single["setup"], 0.0), grad_bytes=grads["bytes"] / grads["calls"], n_terms=V,
         grad_bytes_per_term=slope, epoch_bytes_per_term=traffic["epoch sums"]["bytes"] / V,
@@ -214,21 +226,32 @@ def allreduce_seconds(nbytes: float, workers: int, bw: float, hop: float) -> flo
     return 2 * (workers - 1) * (nbytes / workers / bw + hop)
 
 
-def project(coll: Collection, workers: int, epochs: int, parts: TrainParts, gbps: float) -> dict:
-    """Seconds of a default aviPAM training on ``workers`` Ray Train workers, by part."""
+def allgather_seconds(nbytes: float, workers: int, bw: float, hop: float) -> float:
+    """A ring all-gather of ``nbytes`` (a W-th from each worker): W - 1 steps, each sending a W-th."""
+    if workers <= 1:
+        return 0.0
+    return (workers - 1) * (nbytes / workers / bw + hop)
+
+
+def project(coll: Collection, workers: int, epochs: int, parts: TrainParts, gbps: float,
+            adam: str = "replicated") -> dict:
+    """Seconds of a default aviPAM training on ``workers`` Ray Train workers, by part; ``adam``:
+    Adam's state replicated or partitioned (its step split, the parameters exchanged)."""
     bw = gbps * 1e9 / 8
     W, V = workers, coll.terms
     steps = math.ceil(coll.docs / parts.batch_size)
     batch_tokens = parts.batch_size * coll.tokens / coll.docs
     grad_bytes = parts.grad_bytes + parts.grad_bytes_per_term * (V - parts.n_terms)
+    split = W if adam == "partitioned" else 1
     step = dict(compute=parts.doc_s_per_token * batch_tokens / W,
-                replicated=parts.vocab_s_per_term * V,
+                replicated=(parts.grad_s_per_term + parts.adam_s_per_term / split) * V,
                 allreduce=allreduce_seconds(grad_bytes, W, bw, parts.hop_latency)
-                + parts.small_calls_per_step * allreduce_seconds(0.0, W, bw, parts.hop_latency))
+                + parts.small_calls_per_step * allreduce_seconds(0.0, W, bw, parts.hop_latency),
+                exchange=allgather_seconds(grad_bytes, W, bw, parts.hop_latency) if split > 1 else 0.0)
     out = {k: epochs * steps * v for k, v in step.items()}
     out["M-step"] = epochs * (parts.mstep_s_per_term * V
                               + allreduce_seconds(parts.epoch_bytes_per_term * V, W, bw, parts.hop_latency))
-    out["setup"] = parts.start_s + W * parts.corpus_bytes_per_token * coll.tokens / bw
+    out["setup"] = parts.start_s + parts.corpus_bytes_per_token * coll.tokens / bw
     out["finishing"] = parts.finish_s_per_doc * coll.docs
     out["total"] = sum(out.values())
     out.update(steps=steps, grad_bytes=grad_bytes)
@@ -250,17 +273,18 @@ def tables(rows, parts: TrainParts, corpus, args, workers=(1, 8, 32, 128)) -> li
             f"sums; Adam's normalised steps amplify that rounding where training is unstable)")
     proj = []
     for coll in (AP, grown(AP, 10, args.heaps_beta)):
-        for w in workers:
+        for w, adam in [(w, a) for w in workers for a in ("replicated", "partitioned") if a == "replicated" or w > 1]:
             if w > parts.batch_size:
                 continue
-            p = project(coll, w, epochs, parts, args.gbps)
-            proj.append({"collection": coll.name, "W": w, "steps/epoch": f"{p['steps']:,}",
+            p = project(coll, w, epochs, parts, args.gbps, adam)
+            proj.append({"collection": coll.name, "W": w, "Adam state": adam, "steps/epoch": f"{p['steps']:,}",
                          "gradients MB": fixed(p["grad_bytes"] / 1e6, 1),
                          **{f"{k} min": fixed(p[k] / 60, 1)
-                            for k in ("setup", "compute", "replicated", "allreduce", "M-step", "finishing")},
+                            for k in ("setup", "compute", "replicated", "allreduce", "exchange", "M-step", "finishing")},
                          "total h": fixed(p["total"] / 3600, 2)})
     measured = [{"per-document part us/token": fixed(parts.doc_s_per_token * 1e6, 3),
-                 "replicated part us/term/step": fixed(parts.vocab_s_per_term * 1e6, 4),
+                 "dense gradients us/term/step": fixed(parts.grad_s_per_term * 1e6, 4),
+                 "Adam us/term/step": fixed(parts.adam_s_per_term * 1e6, 4),
                  "M-step us/term": fixed(parts.mstep_s_per_term * 1e6, 4),
                  "finishing ms/doc": fixed(parts.finish_s_per_doc * 1e3, 2), "start s": fixed(parts.start_s, 1),
                  "gradient B/term": fixed(parts.grad_bytes_per_term, 0),
@@ -270,13 +294,16 @@ def tables(rows, parts: TrainParts, corpus, args, workers=(1, 8, 32, 128)) -> li
     return [Table("aviPAM on Ray Train against one process", rows, notes=[note]),
             Table("aviPAM: measured parts of the cost model", measured,
                   notes=["per-document part: batch input, forward and backward per token of a batch (split among "
-                         "the workers); replicated: the first layers' dense gradients and Adam's step, every worker "
-                         "whole; from the one-thread local run, parts timed over the epochs after the first; hop "
+                         "the workers); the first layers' dense gradients and Adam's step: every worker whole (Adam's "
+                         "a W-th with its state partitioned); from the one-thread local run, parts timed over the epochs after the first; hop "
                          "latency: the median of back-to-back all-reduces of one value on the smallest W > 1, per "
                          "ring step (gloo); gradient bytes per term: the parameters' growth with the vocabulary"]),
             Table("aviPAM: projected training on a Ray cluster, minutes by part", proj,
                   notes=[f"default training ({epochs} epochs, batch_size {parts.batch_size}); {args.gbps:g} Gb/s links, ring all-reduce of the "
                          "gradients every step (2 (W - 1) / W of them over the busiest link, 2 (W - 1) hop "
-                         "latencies) and of the M-step's counts every epoch; documents of the collection's mean "
-                         "length; setup: Ray Train's start and the corpus sent to every worker; finishing on the "
-                         "driver; W at most batch_size"])]
+                         "latencies) and of the M-step's counts every epoch; replicated: the first layers' dense "
+                         "gradients and Adam's step; Adam state partitioned: Adam's step split among the workers "
+                         "and, every step, the parameters' exchange (exchange: a ring all-gather, (W - 1) / W of "
+                         "them over the busiest link, W - 1 hop latencies); documents of the collection's mean "
+                         "length; setup: Ray Train's start and the corpus sent once, a range to each worker; "
+                         "finishing on the driver; W at most batch_size"])]
