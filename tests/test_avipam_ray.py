@@ -7,12 +7,14 @@ import numpy as np
 import pytest
 import torch
 
-from models.avipam.distributed import doc_parts
+from models.avipam.distributed import doc_parts, whole_batches
+from models.avipam.foldin import REFINE_BATCH
 from models.avipam.model import AVIPAM
 from models.avipam.nets.draws import RowShare, normal, uniform
 from models.avipam.zero import PartitionedAdam
 from models.common import checkpoint as ckpt
 from models.common.corpus import synthetic_corpus
+from models.common.variational import count_matrix
 from tests.helpers import Killed
 
 # Two chains with the M-step topics (the default) and theta dropout: every draw and every sum
@@ -113,6 +115,9 @@ def test_two_workers_follow_the_local_trajectory(ray_cluster, tmp_path):
     st = got.executor_stats_
     assert st["epochs"] == 3 and st["workers"] == 2 and not hasattr(want, "executor_stats_")
     assert sum(st["worker_tokens"]) == data.n_tokens and min(st["worker_tokens"]) > 0
+    # 80 documents, less than a batch of the posteriors' each: the driver inferred them, as one process
+    assert st["posteriors"] == dict(workers=0, driver=80)
+    np.testing.assert_array_equal(got.doc_mix_, got._encode(count_matrix(data), 2))
     steps = 3 * 4  # 80 documents in batches of 20
     grads = sum(p.numel() for p in got.net_.parameters() if p.requires_grad)
     traffic = st["collectives"]
@@ -201,6 +206,24 @@ def test_a_worker_without_documents_of_a_step_still_takes_it(ray_cluster):
     # 54 steps, 4.5 times the other runs': Adam's normalised steps carry the sums' rounding
     # further into the weights (the ELBO trace, the topics and the completion as stated)
     assert_same_training(got, want, weights_atol=1e-4)
+
+
+def test_the_workers_infer_the_posteriors_of_their_whole_batches(ray_cluster):
+    """Two workers' ranges of whole batches of the posteriors (REFINE_BATCH documents, the last
+    one shorter): each worker infers its documents' mixtures, which are the one-process
+    inference's from the trained network, bit for bit; the driver infers none."""
+    data = synthetic_corpus(2 * REFINE_BATCH + 150, 40, 12, seed=4)
+    parts = doc_parts(data, 2)
+    assert [p[0] for p in parts] in ([(0, REFINE_BATCH), (REFINE_BATCH, data.n_docs)],
+                                     [(0, 2 * REFINE_BATCH), (2 * REFINE_BATCH, data.n_docs)])
+    kw = dict(KW, epochs=2, batch_size=400, log_lik_every=2)
+    got = AVIPAM(**dict(kw, executor="ray", n_workers=2)).fit(data)
+    assert got.executor_stats_["posteriors"] == dict(workers=data.n_docs, driver=0)
+    np.testing.assert_array_equal(got.doc_mix_, got._encode(count_matrix(data), 1))
+    # a range that ends inside a batch leaves that batch to the driver
+    assert whole_batches((0, REFINE_BATCH + 7), data.n_docs) == (0, REFINE_BATCH)
+    assert whole_batches((REFINE_BATCH + 7, data.n_docs), data.n_docs) == (2 * REFINE_BATCH, data.n_docs)
+    assert whole_batches((3, 9), data.n_docs) == (0, 0)
 
 
 def test_too_many_workers_for_a_mini_batch(ray_cluster):

@@ -138,9 +138,9 @@ def test_mixtures_do_not_depend_on_the_thread_count(fitted, corpus):
     mixtures and ELBOs bit for bit whatever n_jobs, over several batches."""
     import copy
 
-    from models.avipam.foldin import _REFINE_BATCH
+    from models.avipam.foldin import REFINE_BATCH
 
-    many = pam4_corpus(n_docs=2 * _REFINE_BATCH + 100, doc_len=40, seed=3)[0]
+    many = pam4_corpus(n_docs=2 * REFINE_BATCH + 100, doc_len=40, seed=3)[0]
     assert many.n_terms == corpus.n_terms
     before = torch.get_num_threads()
     mixes, elbos = [], []
@@ -170,10 +170,10 @@ class _Heard:
 
 
 def test_the_posteriors_after_training_report_their_progress(capsys):
-    from models.avipam.foldin import _REFINE_BATCH
+    from models.avipam.foldin import REFINE_BATCH
     from models.common.progress import TqdmCallback
 
-    many = pam4_corpus(n_docs=_REFINE_BATCH + 50, doc_len=20, seed=4)[0]
+    many = pam4_corpus(n_docs=REFINE_BATCH + 50, doc_len=20, seed=4)[0]
     heard = _Heard()
     kw = dict(KW, arch="4pam:2,6", epochs=2, n_chains=2, refine_steps=2, doc_samples=2, n_jobs=2)
     m = AVIPAM(**kw).fit(many, callback=heard)

@@ -24,7 +24,10 @@ So the ELBO trajectory is the local one up to the float rounding of sums taken i
 checkpoint state (partitioned: Adam's ranges gathered from every worker) to the driver, which
 reports it and writes checkpoints with the local code;
 the driver resumes a checkpoint (validated there) by handing its state to every worker, and
-builds the fitted model from the network rank 0 sends at the end.
+builds the fitted model from the network rank 0 sends at the end and the documents' posteriors:
+every worker infers those of the finishing's batches within its range (ranges of whole batches
+wherever every worker can have one; the driver infers the others), each batch as one process
+does (its rows, its number, the seed), so the driver never holds the corpus's count matrix.
 """
 import logging
 import os
@@ -40,7 +43,9 @@ from torch import nn
 
 from ..common.corpus import Corpus, read_piece
 from ..common.heldout import training_sample
+from ..common.variational import count_matrix
 from .executor import ray_target
+from .foldin import REFINE_BATCH, normalise_chains
 from .nets.draws import RowShare
 from .zero import PartitionedAdam
 
@@ -232,6 +237,15 @@ def _train_loop(config):
     net = model._fit(corpus, None, None, 1, share)
     if outbox is not None:
         outbox.put({"final": _net_arrays(net)})
+    # the documents' posteriors: this worker's whole batches of the finishing (every worker's
+    # network is rank 0's: the same summed gradients, the same steps)
+    lo, hi = whole_batches(docs, share.n_docs)
+    mix = None
+    if hi > lo:
+        model.net_ = net
+        rows = count_matrix(corpus)[lo - docs[0]:hi - docs[0]]
+        mix = model._encode(rows, 1, first_batch=lo // REFINE_BATCH, normalise=False)
+    config["outbox"].put({"mix": (lo, mix), "rank": rank})
 
 
 def workers(n_workers, gpu, smallest):
@@ -250,21 +264,41 @@ def workers(n_workers, gpu, smallest):
 
 def doc_parts(corpus, n_workers):
     """Every worker's documents: ``((d0, d1), doc_ptr ref, term_ids ref)``, contiguous ranges
-    of near-equal tokens, each range's arrays one object-store copy."""
+    of near-equal tokens, each range's arrays one object-store copy. Where every worker can
+    have one, the ranges hold whole batches of the finishing (:data:`REFINE_BATCH` documents),
+    so that the workers infer every document's posterior (:func:`whole_batches`)."""
     import ray
 
     D, N = corpus.n_docs, corpus.n_tokens
-    bounds = [0]
-    for r in range(1, n_workers):  # every worker holds a document at least
-        cut = int(np.searchsorted(corpus.doc_ptr, r * N / n_workers))
-        bounds.append(min(max(cut, bounds[-1] + 1), D - n_workers + r))
-    bounds.append(D)
+    unit = REFINE_BATCH if D >= n_workers * REFINE_BATCH else 1
+    n_units = -(-D // unit)
+    cuts = [0]
+    for r in range(1, n_workers):  # every worker holds a unit at least
+        cut = round(int(np.searchsorted(corpus.doc_ptr, r * N / n_workers)) / unit)
+        cuts.append(min(max(cut, cuts[-1] + 1), n_units - n_workers + r))
+    bounds = [c * unit for c in cuts] + [D]
     parts = []
     for d0, d1 in zip(bounds[:-1], bounds[1:]):
         t0, t1 = int(corpus.doc_ptr[d0]), int(corpus.doc_ptr[d1])
         parts.append(((d0, d1), ray.put(read_piece(corpus.doc_ptr, d0, d1 + 1).astype(np.int64)),
                       ray.put(np.ascontiguousarray(read_piece(corpus.term_ids, t0, t1)))))
     return parts
+
+
+def whole_batches(docs, n_docs):
+    """The rows [lo, hi) of the finishing's batches (:data:`REFINE_BATCH` documents from row 0,
+    the last one shorter) that lie within the documents ``docs`` = (d0, d1) of ``n_docs``."""
+    d0, d1 = docs
+    lo = -(-d0 // REFINE_BATCH) * REFINE_BATCH
+    hi = d1 if d1 == n_docs else d1 // REFINE_BATCH * REFINE_BATCH
+    return min(lo, hi), hi
+
+
+def _rows(corpus, lo, hi):
+    """The count matrix of documents [lo, hi) of ``corpus`` (read a piece at a time)."""
+    ptr = read_piece(corpus.doc_ptr, lo, hi + 1).astype(np.int64)
+    ids = read_piece(corpus.term_ids, int(ptr[0]), int(ptr[-1]))
+    return count_matrix(Corpus(ptr - ptr[0], ids, corpus.n_terms, corpus.fingerprint))
 
 
 def term_counts(corpus):
@@ -283,7 +317,7 @@ def fit_on_ray(model, corpus, callback, checkpoint, step_threads):
     from ..common.executors.signals import init_ray, shutdown_ray
 
     address, n_workers = ray_target(model)
-    X = model._start_fit(corpus)
+    model._start_fit(corpus, matrix=False)
     resume = None
     if checkpoint is not None and os.path.exists(checkpoint):
         state = model._training_state(corpus.n_terms)
@@ -308,7 +342,7 @@ def fit_on_ray(model, corpus, callback, checkpoint, step_threads):
                           checkpointing=checkpoint is not None)
             log.info("training %s on %d Ray Train workers (%s)", model.kind, W, "NCCL" if gpu else "gloo")
             tokens = [int(corpus.doc_ptr[d1]) - int(corpus.doc_ptr[d0]) for (d0, d1), _, _ in parts]
-            final = _drive(_trainer(config, W, gpu, storage), W, outbox, model, callback, checkpoint, tokens)
+            final, mix = _drive(_trainer(config, W, gpu, storage), W, outbox, model, callback, checkpoint, tokens)
         finally:
             outbox.shutdown()
     finally:
@@ -317,7 +351,27 @@ def fit_on_ray(model, corpus, callback, checkpoint, step_threads):
             shutdown_ray()
     net = model._make_net(corpus.n_terms)
     model._load_net_state(net, final)
-    model._end_fit(net, X, step_threads, callback)
+    model._end_fit(net, None, step_threads, callback, _posteriors(model, net, corpus, mix, step_threads))
+
+
+def _posteriors(model, net, corpus, parts, threads):
+    """Every document's mixtures from the workers' ``parts`` ({first row: mixtures}), the
+    batches no worker held whole (ranges shorter than a batch) inferred here; normalised."""
+    D = corpus.n_docs
+    out = np.empty((D, model.n_chains * model.n_topics))
+    done = np.zeros(-(-D // REFINE_BATCH), dtype=bool)
+    for lo, mix in parts.items():
+        out[lo:lo + len(mix)] = mix
+        done[lo // REFINE_BATCH:-(-(lo + len(mix)) // REFINE_BATCH)] = True
+    model.net_ = net
+    here = 0
+    for b in np.flatnonzero(~done).tolist():
+        lo, hi = b * REFINE_BATCH, min(D, (b + 1) * REFINE_BATCH)
+        out[lo:hi] = model._encode(_rows(corpus, lo, hi), threads, first_batch=b, normalise=False)
+        here += hi - lo
+    if hasattr(model, "executor_stats_"):  # (none when a checkpoint had every epoch)
+        model.executor_stats_["posteriors"] = dict(workers=D - here, driver=here)
+    return normalise_chains(out, model.n_chains)
 
 
 def _trainer(config, n_workers, gpu, storage):
@@ -350,7 +404,7 @@ def _drive(trainer, n_workers, outbox, model, callback, checkpoint, tokens):
 
     thread = threading.Thread(target=run, name="ray-train", daemon=True)
     thread.start()
-    final = None
+    final, mix, stage = None, {}, getattr(callback, "stage", None)
     while True:
         try:
             msg = outbox.get(timeout=0.5)
@@ -360,6 +414,13 @@ def _drive(trainer, n_workers, outbox, model, callback, checkpoint, tokens):
             break
         if "final" in msg:
             final = msg["final"]
+            continue
+        if "mix" in msg:
+            lo, part = msg["mix"]
+            if part is not None:
+                mix[lo] = part
+            if stage is not None:
+                stage("document posteriors", sum(len(p) for p in mix.values()), model.n_docs_)
             continue
         model._log_lik_rows, model._log_lik_iters = msg["log_lik"], msg["log_lik_iter"]
         model._dc_rows, model._dc_iters = msg["dc"], msg["dc_iter"]
@@ -377,7 +438,7 @@ def _drive(trainer, n_workers, outbox, model, callback, checkpoint, tokens):
         raise _worker_error(model, failed[0]) from None
     if final is None:
         raise RuntimeError(f"{model.kind} training on Ray ended without rank 0's network")
-    return final
+    return final, mix
 
 
 def _worker_error(model, error):

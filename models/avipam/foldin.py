@@ -17,7 +17,7 @@ from ..common.variational import count_matrix
 # Semi-amortized refinement: Adam's step on the per-document variational parameters, and the
 # documents refined together.
 _REFINE_LR = 0.05
-_REFINE_BATCH = 500
+REFINE_BATCH = 500
 # Draws whose mixtures are formed together (a batch's memory).
 _DRAW_CHUNK = 4
 # What a batch's draws are for: a refinement step, the averaged mixture, an ELBO estimate.
@@ -58,7 +58,7 @@ def refine_posteriors(net, docs, tw, draws, steps):
     opt = torch.optim.Adam(params, lr=_REFINE_LR)
     with torch.enable_grad():
         for step in range(steps):
-            eps = net.noise(params, 1, draws(_REFINE, step), _REFINE_BATCH)
+            eps = net.noise(params, 1, draws(_REFINE, step), REFINE_BATCH)
             mix, kl = net.mix_kl(params, eps)
             loss = (kl - net.expected_log_lik(docs, mix, tw)).sum()
             opt.zero_grad()
@@ -119,23 +119,34 @@ class AVIFoldIn(FoldedDocs):
         return out
 
 
+def normalise_chains(mix, n_chains):
+    """Every chain's mixtures of ``mix`` (n_docs, C * K) scaled in place to sum to 1 / C."""
+    K = mix.shape[1] // n_chains
+    for c in range(n_chains):
+        block = mix[:, c * K:(c + 1) * K]
+        block /= block.sum(axis=1, keepdims=True) * n_chains if n_chains > 1 else block.sum(axis=1, keepdims=True)
+    return mix
+
+
 class AVIFoldInMixin:
     """Document posteriors of aviPAM: ``transform``, ``fold_in``, ``elbo``."""
 
-    def _encode(self, X, threads, stage=None):
+    def _encode(self, X, threads, stage=None, first_batch=0, normalise=True):
         """Sub-topic mixtures of the rows of the count matrix ``X``, every chain's side by side:
         the encoder's posteriors, refined by ``refine_steps`` steps on each document's ELBO, then
         the posterior mean of the mixture over ``doc_samples`` draws (or the mixture at every
         node's mean logits when ``doc_samples`` is 0). Draws come from streams seeded by ``seed``;
         ``threads`` batches are refined side by side. ``stage(what, done, total)``, if given,
-        hears of every batch done."""
+        hears of every batch done. A part of a larger matrix encoded apart: ``first_batch``, the
+        number of the batch its first row starts (its rows get that matrix's draws), and
+        ``normalise=False``, the mixtures left for :func:`normalise_chains` of the whole."""
         import torch
 
         def mean_mix(lo, net, _, params, draws):
             with torch.no_grad():
                 if not self.doc_samples:
                     return net.mix_kl(params)[0].mean(0).cpu().numpy()
-                eps = net.noise(params, self.doc_samples, draws(_AVERAGE, 0), _REFINE_BATCH)
+                eps = net.noise(params, self.doc_samples, draws(_AVERAGE, 0), REFINE_BATCH)
                 # the draws' mixtures a few at a time: a level's (S, B, P, C) logits stay small
                 mix = torch.cat([net.mix_kl(params, [e[s:s + _DRAW_CHUNK] for e in eps])[0]
                                  for s in range(0, self.doc_samples, _DRAW_CHUNK)])
@@ -143,7 +154,7 @@ class AVIFoldInMixin:
 
         C, K = self.n_chains, self.n_topics
         out = np.empty((X.shape[0], C * K), dtype=np.float64)
-        n = -(-X.shape[0] // _REFINE_BATCH)
+        n = -(-X.shape[0] // REFINE_BATCH)
         done = itertools.count(1)
 
         def advance():
@@ -153,17 +164,16 @@ class AVIFoldInMixin:
             block = out[:, c * K:(c + 1) * K]
             lo = 0
             for mix in self._map_batches(X, self.refine_steps, self.seed, c, mean_mix, threads,
-                                         advance if stage is not None else None):
+                                         advance if stage is not None else None, first_batch=first_batch):
                 block[lo:lo + len(mix)] = mix
                 lo += len(mix)
-            block /= block.sum(axis=1, keepdims=True) * C if C > 1 else block.sum(axis=1, keepdims=True)
-        return out
+        return normalise_chains(out, C) if normalise else out
 
-    def _map_batches(self, X, steps, seed, chain, fn, threads, advance=None, batch=_REFINE_BATCH):
+    def _map_batches(self, X, steps, seed, chain, fn, threads, advance=None, batch=REFINE_BATCH, first_batch=0):
         """``fn(first row, network, (documents as :class:`Docs`, the topics at their entries),
         variational parameters, draws)`` of every batch of rows of ``X`` under chain ``chain``'s
         network, in order: the encoder's posteriors refined by ``steps`` steps, ``draws(purpose,
-        call)`` the batch's generators (one per level). A batch depends on nothing but its rows
+        call)`` the batch's generators (one per level; batches numbered from ``first_batch``). A batch depends on nothing but its rows
         and its number, so ``threads`` batches run side by side (on the CPU), each with torch at
         one thread (torch splits its reductions by thread count): the same mixtures whatever
         the thread count. ``advance()``, if given, is called as each batch is taken in order."""
@@ -185,7 +195,7 @@ class AVIFoldInMixin:
             lo = b * batch
             docs = Docs.from_csr(X[lo:lo + batch], dev)
             tw = None if topics is None else net.pair_topics(docs, topics)
-            draws = batch_draws(seed, b, dev, net.n_levels, chain)
+            draws = batch_draws(seed, first_batch + b, dev, net.n_levels, chain)
             return fn(lo, net, (docs, tw), refine_posteriors(net, docs, tw, draws, steps), draws)
 
         def taken(results):
@@ -232,7 +242,7 @@ class AVIFoldInMixin:
                 ll = 0.0
                 for s in range(0, n_samples, 8):  # draws in chunks: (S, nnz, K) stays small
                     k = min(8, n_samples - s)
-                    eps = net.noise(params, k, draws(_ESTIMATE, s), _REFINE_BATCH)
+                    eps = net.noise(params, k, draws(_ESTIMATE, s), REFINE_BATCH)
                     mix, _ = net.mix_kl(params, eps)
                     ll = ll + k * net.expected_log_lik(docs, mix, tw)
                 return (ll / n_samples - kl).cpu().numpy()

@@ -364,9 +364,9 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         sd = np.sqrt(np.diag(cov))
         return cov / np.outer(sd, sd)
 
-    def _finalize(self, net, X, threads, stage=None):
+    def _finalize(self, net, X, threads, stage=None, doc_mix=None):
         self._decoder_tables(net)
-        self.doc_mix_ = self._encode(X, threads, stage)
+        self.doc_mix_ = self._encode(X, threads, stage) if doc_mix is None else doc_mix
         self.doc_div_ = self.doc_lse_ = np.zeros(0, dtype=np.float32)
         if self.decoder == "product":
             self._product_doc_tables()

@@ -194,8 +194,9 @@ class VariationalModel(TopicModel):
             net = self._build_net(n_terms)
         return net.to(torch.device(self.device))
 
-    def _start_fit(self, corpus):
-        """The corpus's fields of the fitted model, empty traces; returns its count matrix."""
+    def _start_fit(self, corpus, matrix=True):
+        """The corpus's fields of the fitted model, empty traces; returns its count matrix
+        (None without ``matrix``)."""
         self.fingerprint_ = corpus.fingerprint
         self.corpus_hash_ = content_hash(corpus.doc_ptr, corpus.term_ids, corpus.n_terms)
         self.n_terms_ = corpus.n_terms
@@ -203,7 +204,7 @@ class VariationalModel(TopicModel):
         self._log_lik_rows, self._log_lik_iters = [], []
         self._dc_rows, self._dc_iters = [], []
         self._ckpt_writes, self._ckpt_pending = [], 0
-        return count_matrix(corpus)
+        return count_matrix(corpus) if matrix else None
 
     def _training_state(self, n_terms):
         """The network at its initial weights, its optimizer and the two random streams."""
@@ -250,12 +251,13 @@ class VariationalModel(TopicModel):
             return net
         self._end_fit(net, X, step_threads, callback)
 
-    def _end_fit(self, net, X, threads, callback):
-        """The fitted arrays of the trained network ``net``."""
+    def _end_fit(self, net, X, threads, callback, doc_mix=None):
+        """The fitted arrays of the trained network ``net`` (``doc_mix``: the documents'
+        posteriors when they were inferred elsewhere, else inferred from ``X``)."""
         self.net_ = net
         self.n_samples_ = 1
         self.sample_iter_ = np.array([self.epochs], dtype=np.int64)
-        self._finalize(net, X, threads, getattr(callback, "stage", None))
+        self._finalize(net, X, threads, getattr(callback, "stage", None), doc_mix)
 
     def _epochs(self, net, opt, X, start, order_gen, gen, pool, corpus, callback, checkpoint, step_threads,
                 share=None):

@@ -7,7 +7,7 @@ chains, or its quick ones). ``s/epoch`` is the median wall time of the epochs af
 the first and before the last, as the driver sees them; setup is the time to the first epoch's
 end less an epoch (Ray Train's start, every worker's range of the documents shipped, the networks
 built);
-finishing is every training document's posterior, which the driver computes after the epochs.
+finishing is every training document's posterior, which the workers infer after the epochs.
 The all-reduces are counted by rank 0 by purpose (gradients, batch normalisation's sums, the
 epoch's sums), with the seconds spent in them (waiting for the slower worker included). The
 ELBO trace of every run is compared with the one-thread local run's (relative, in the first epoch
@@ -21,7 +21,8 @@ and grow with the tokens of a batch, its vocabulary-sized parts (the first layer
 gradients, Adam's step) run on every worker whole and grow with the vocabulary, as does the
 gradients' all-reduce, a ring all-reduce of G bytes: ``2 (W - 1) / W * G / bandwidth`` plus
 ``2 (W - 1)`` hop latencies (batch normalisation's small sums add hop latencies only); every epoch
-adds the M-step (on every worker) and its sums; the finishing runs on the driver. With Adam's
+adds the M-step (on every worker) and its sums; the finishing (every document's posterior) splits
+among the workers by whole batches of the inference. With Adam's
 state partitioned, Adam's step divides by W and every step adds the parameters' exchange, an
 all-gather of G bytes: ``(W - 1) / W * G / bandwidth`` plus ``W - 1`` hop latencies.
 """
@@ -33,6 +34,8 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
+
+from models.avipam.foldin import REFINE_BATCH
 
 from ..core.tables import Table, fixed
 from .avipam_steps import time_parts
@@ -50,7 +53,7 @@ class TrainParts(NamedTuple):
     grad_s_per_term: float     # a step's first layers' dense gradients, per term
     adam_s_per_term: float     # a step's Adam update, per term
     mstep_s_per_term: float    # the M-step of an epoch, per term
-    finish_s_per_doc: float    # the driver's finishing, per document
+    finish_s_per_doc: float    # the finishing on one worker, per document
     start_s: float             # Ray Train's start (fixed)
     grad_bytes: float          # the gradients' all-reduce at the bench's vocabulary, n_terms
     n_terms: int
@@ -252,7 +255,8 @@ def project(coll: Collection, workers: int, epochs: int, parts: TrainParts, gbps
     out["M-step"] = epochs * (parts.mstep_s_per_term * V
                               + allreduce_seconds(parts.epoch_bytes_per_term * V, W, bw, parts.hop_latency))
     out["setup"] = parts.start_s + parts.corpus_bytes_per_token * coll.tokens / bw
-    out["finishing"] = parts.finish_s_per_doc * coll.docs
+    # the posteriors: batches of REFINE_BATCH documents, whole ones to each worker
+    out["finishing"] = parts.finish_s_per_doc * REFINE_BATCH * math.ceil(math.ceil(coll.docs / REFINE_BATCH) / W)
     out["total"] = sum(out.values())
     out.update(steps=steps, grad_bytes=grad_bytes)
     return out
@@ -306,4 +310,5 @@ def tables(rows, parts: TrainParts, corpus, args, workers=(1, 8, 32, 128)) -> li
                          "and, every step, the parameters' exchange (exchange: a ring all-gather, (W - 1) / W of "
                          "them over the busiest link, W - 1 hop latencies); documents of the collection's mean "
                          "length; setup: Ray Train's start and the corpus sent once, a range to each worker; "
-                         "finishing on the driver; W at most batch_size"])]
+                         f"finishing: the posteriors, batches of {REFINE_BATCH} documents split among the workers; "
+                         "W at most batch_size"])]
