@@ -270,9 +270,10 @@ def tables(rows, parts: TrainParts, corpus, args, workers=(1, 8, 32, 128)) -> li
     note = (f"20news (first {corpus.n_docs} posts): {corpus.n_tokens} tokens, {corpus.n_terms} terms; "
             f"{args.iters} epochs, {_model(_params(args)).n_chains} chains, batch_size {batch} "
             f"({math.ceil(corpus.n_docs / batch)} steps an epoch), seed {args.seed}, network: "
-            f"{args.sizes}; local 1: one torch thread, as every Ray Train worker; all-reduces per step: gradients "
-            f"and batch normalisation's, with the seconds spent in them (waiting for the slower worker "
-            f"included); ELBO rel diff: the largest relative difference of a chain's ELBO per token from the "
+            f"{args.sizes}; local 1: one torch thread, as every Ray Train worker; collectives per step: the "
+            f"gradients' all-reduce, batch normalisation's and, with Adam's state partitioned, the parameters' "
+            f"ranges exchanged (parameters MB: every worker's range, as broadcast), with the seconds spent in them "
+            f"(waiting for the slower worker included); Adam state MB: rank 0's; ELBO rel diff: the largest relative difference of a chain's ELBO per token from the "
             f"one-thread local run's, in the first epoch and in any (the same steps but for the order of float "
             f"sums; Adam's normalised steps amplify that rounding where training is unstable)")
     proj = []
