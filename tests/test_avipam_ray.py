@@ -11,6 +11,7 @@ from models.avipam.distributed import doc_parts, whole_batches
 from models.avipam.foldin import REFINE_BATCH
 from models.avipam.model import AVIPAM
 from models.avipam.nets.draws import RowShare, normal, uniform
+from models.avipam.nets.term_layer import TermLayer
 from models.avipam.zero import PartitionedAdam
 from models.common import checkpoint as ckpt
 from models.common.corpus import synthetic_corpus
@@ -54,6 +55,26 @@ def assert_same_training(got, want, weights_atol=1e-5):
     for name, value in theirs.items():
         if value.is_floating_point() and not name.endswith(SHIFT_FREE):
             np.testing.assert_allclose(mine[name].numpy(), value.numpy(), rtol=1e-4, atol=weights_atol, err_msg=name)
+
+
+def global_batches(data, kw):
+    """The mini-batches of the local loop, epoch by epoch (its shuffle stream, seeded by ``seed``)."""
+    order = torch.Generator().manual_seed(kw["seed"])
+    n_batches = -(-data.n_docs // kw["batch_size"])
+    for _ in range(kw["epochs"]):
+        yield from np.array_split(torch.randperm(data.n_docs, generator=order).numpy(), n_batches)
+
+
+def gradient_bytes(model, data, kw):
+    """The bytes of the gradients' sums of a run: every step a term mask (int32) and the
+    gradients, of which the first layers' rows of the batch's terms only."""
+    width = sum(m.rows.shape[1] for m in model.net_.modules() if isinstance(m, TermLayer))
+    grads = sum(p.numel() for p in model.net_.parameters() if p.requires_grad)
+    total = 0
+    for batch in global_batches(data, kw):
+        terms = np.unique(np.concatenate([data.term_ids[data.doc_ptr[d]:data.doc_ptr[d + 1]] for d in batch]))
+        total += 4 * (data.n_terms + grads - width * (data.n_terms - len(terms)))
+    return total
 
 
 def test_row_share_draws_the_batch_rows():
@@ -121,8 +142,9 @@ def test_two_workers_follow_the_local_trajectory(ray_cluster, tmp_path):
     steps = 3 * 4  # 80 documents in batches of 20
     grads = sum(p.numel() for p in got.net_.parameters() if p.requires_grad)
     traffic = st["collectives"]
-    assert traffic["gradients"]["calls"] == steps and traffic["parameters"]["calls"] == 0
-    assert traffic["gradients"]["bytes"] == steps * 4 * grads
+    # a step: the batch's term mask, then the gradients with the first layers' rows of its terms only
+    assert traffic["gradients"]["calls"] == 2 * steps and traffic["parameters"]["calls"] == 0
+    assert traffic["gradients"]["bytes"] == gradient_bytes(got, data, KW)
     assert traffic["batch norm"]["calls"] > 0 and traffic["epoch sums"]["calls"] == 3 * 2
     assert st["adam_state_bytes"] == 2 * 4 * grads + 4 * sum(p.requires_grad for p in got.net_.parameters())
     # the driver wrote the checkpoints (epochs 2 and 3), atomically
@@ -157,6 +179,7 @@ def test_partitioned_adam_state_trains_the_replicated_model_bit_for_bit(ray_clus
     for key in whole_ckpt:
         np.testing.assert_array_equal(part_ckpt[key], whole_ckpt[key], err_msg=key)
     st = part.executor_stats_
+    assert st["collectives"]["gradients"]["bytes"] == whole.executor_stats_["collectives"]["gradients"]["bytes"]
     chunk = PartitionedAdam(torch.optim.Adam(part.net_.parameters()), 0, 2, None).chunk
     trained = sum(p.numel() for p in part.net_.parameters() if p.requires_grad)
     assert trained / 2 <= chunk < trained and st["adam_state_bytes"] == 2 * 4 * chunk
@@ -196,13 +219,14 @@ def test_a_worker_without_documents_of_a_step_still_takes_it(ray_cluster):
     kw = dict(KW, batch_size=3, epochs=2, log_lik_every=1)
     want = AVIPAM(**kw).fit(data)
     got = AVIPAM(**dict(kw, executor="ray", n_workers=2)).fit(data)
-    # the steps where a worker had no document (the local loop's batches, its shuffle stream)
-    order, first = torch.Generator().manual_seed(kw["seed"]), [d1 for (_, d1), _, _ in doc_parts(data, 2)][0]
-    n_batches = -(-data.n_docs // kw["batch_size"])
-    one_sided = sum(bool((b < first).all() or (b >= first).all())
-                    for _ in range(kw["epochs"])
-                    for b in np.array_split(torch.randperm(data.n_docs, generator=order).numpy(), n_batches))
-    assert one_sided > 0
+    # the steps where a worker had no document
+    first = doc_parts(data, 2)[0][0][1]
+    assert sum(bool((b < first).all() or (b >= first).all()) for b in global_batches(data, kw)) > 0
+    # small batches: their terms are a part of the vocabulary, the first layers' other rows stay home
+    sent = got.executor_stats_["collectives"]["gradients"]["bytes"]
+    assert sent == gradient_bytes(got, data, kw)
+    dense = 4 * sum(p.numel() for p in got.net_.parameters() if p.requires_grad) * len(list(global_batches(data, kw)))
+    assert sent < 0.8 * dense
     # 54 steps, 4.5 times the other runs': Adam's normalised steps carry the sums' rounding
     # further into the weights (the ELBO trace, the topics and the completion as stated)
     assert_same_training(got, want, weights_atol=1e-4)

@@ -113,8 +113,8 @@ def test_state_on_the_workers_spreads_setup_and_syncs():
 
 
 TRAIN = ray_train.TrainParts(doc_s_per_token=1e-6, grad_s_per_term=5e-9, adam_s_per_term=1.5e-8, mstep_s_per_term=1e-7,
-                             finish_s_per_doc=1e-3, start_s=5.0, grad_bytes=4e6, n_terms=10_000,
-                             grad_bytes_per_term=400.0, epoch_bytes_per_term=800.0, small_calls_per_step=8,
+                             finish_s_per_doc=1e-3, start_s=5.0, param_bytes=4e6, n_terms=10_000,
+                             grad_bytes_per_term=400.0, batch_tokens=10_000.0, batch_terms=2_500.0, epoch_bytes_per_term=800.0, small_calls_per_step=8,
                              hop_latency=1e-4, corpus_bytes_per_token=4.0, batch_size=200)
 
 
@@ -131,13 +131,19 @@ def test_avipam_projection_splits_documents_not_the_replicated_parts():
     one, eight = (ray_train.project(coll, w, 10, TRAIN, 8.0) for w in (1, 8))
     steps = 500  # ceil(100,000 / 200)
     assert one["steps"] == eight["steps"] == steps
-    G = 4e6 + 400.0 * (50_000 - 10_000)  # the gradients grow with the vocabulary
-    assert eight["grad_bytes"] == pytest.approx(G)
+    P = 4e6 + 400.0 * (50_000 - 10_000)  # the parameters grow with the vocabulary
+    # a batch's tokens: 200 documents of 100; its terms by Heaps' law (beta 0.5) from the bench's
+    terms = 2_500.0 * (20_000 / 10_000) ** 0.5
+    G = P - 400.0 * (50_000 - terms)  # the first layers' rows of the batch's terms only
+    mask = 4 * 50_000
+    assert eight["batch_terms"] == pytest.approx(terms) and eight["param_bytes"] == pytest.approx(P)
+    assert eight["grad_bytes"] == pytest.approx(G + mask)
     assert one["compute"] == pytest.approx(10 * steps * 1e-6 * 200 * 100)  # a batch's tokens, one worker
     assert eight["compute"] == pytest.approx(one["compute"] / 8)
     assert eight["replicated"] == one["replicated"] == pytest.approx(10 * steps * 2e-8 * 50_000)
     assert one["allreduce"] == 0
-    assert eight["allreduce"] == pytest.approx(10 * steps * (14 * (G / 8 / bw + 1e-4) + 8 * 14 * 1e-4))
+    assert eight["allreduce"] == pytest.approx(10 * steps * (14 * (mask / 8 / bw + 1e-4) + 14 * (G / 8 / bw + 1e-4)
+                                                             + 8 * 14 * 1e-4))
     assert eight["M-step"] == pytest.approx(10 * (1e-7 * 50_000 + 14 * (800.0 * 50_000 / 8 / bw + 1e-4)))
     assert eight["setup"] == pytest.approx(5.0 + 4.0 * 1e7 / bw)  # the corpus sent once, a range to each worker
     assert one["finishing"] == pytest.approx(100.0)  # the posteriors: 200 batches of 500 documents
@@ -148,10 +154,24 @@ def test_avipam_projection_splits_documents_not_the_replicated_parts():
     # Adam's state partitioned: its step split among the workers, the parameters all-gathered every step
     part = ray_train.project(coll, 8, 10, TRAIN, 8.0, adam="partitioned")
     assert part["replicated"] == pytest.approx(10 * steps * (5e-9 + 1.5e-8 / 8) * 50_000)
-    assert part["exchange"] == pytest.approx(10 * steps * 7 * (G / 8 / bw + 1e-4))
+    assert part["exchange"] == pytest.approx(10 * steps * 7 * (P / 8 / bw + 1e-4))  # the parameters, whole
     for k in ("compute", "allreduce", "M-step", "setup", "finishing"):
         assert part[k] == eight[k], k
     assert ray_train.project(coll, 1, 10, TRAIN, 8.0, adam="partitioned")["exchange"] == 0
+
+
+def test_a_batch_never_has_more_terms_than_the_vocabulary():
+    coll = cost.Collection("c", 1_000, 1e9, 5_000)  # long documents, a small vocabulary
+    p = ray_train.project(coll, 8, 10, TRAIN, 8.0)
+    assert p["batch_terms"] == 5_000 and p["grad_bytes"] == pytest.approx(p["param_bytes"] + 4 * 5_000)
+
+
+def test_batch_terms_counts_distinct_terms_of_random_batches():
+    from models.common.corpus import corpus_from_docs
+
+    data = corpus_from_docs([[0, 0, 1], [1, 2], [3]], n_terms=5)
+    # every batch of 3 documents is the corpus: 6 tokens, 4 distinct terms
+    assert ray_train.batch_terms(data, 3, n_batches=5) == dict(batch_tokens=6.0, batch_terms=4.0)
 
 
 def test_ring_allgather_sends_w_minus_one_w_ths():

@@ -11,7 +11,9 @@ of the whole batch from the same stream, keeping its rows
 (:class:`models.avipam.nets.draws.RowShare`). What crosses documents is summed over the workers:
 
 - the loss is the sum of the worker's negative ELBOs over the global batch's size, and the
-  gradients are summed (one all-reduce per step), so every worker takes the one-process step;
+  gradients are summed (:func:`sum_gradients`: an all-reduce of the batch's term mask, then one
+  of the gradients with the first layers' rows of those terms only), so every worker takes the
+  one-process step;
   with ``adam_state="partitioned"`` each worker keeps Adam's state of one range of the
   parameters, updates that range alone and sends it to the others (:mod:`models.avipam.zero`);
 - batch normalisation uses the batch's statistics over all workers (:class:`SharedBatchNorm`,
@@ -47,6 +49,7 @@ from ..common.variational import count_matrix
 from .executor import ray_target
 from .foldin import REFINE_BATCH, normalise_chains
 from .nets.draws import RowShare
+from .nets.term_layer import TermLayer
 from .zero import PartitionedAdam
 
 log = logging.getLogger(__name__)
@@ -78,6 +81,33 @@ def _all_reduce(t, purpose):
     import torch.distributed as dist
 
     _count(purpose, lambda: dist.all_reduce(t), t.numel() * t.element_size())
+
+
+def sum_gradients(net, params):
+    """Sum the gradients of ``params`` over the workers, in place of every ``p.grad``: one
+    all-reduce of them all, in which an encoder's first layer (:class:`TermLayer`) sends only
+    the rows of the global batch's terms, the rows that any worker's documents touched (found by
+    an all-reduce of a term mask first): its other rows are zero on every worker."""
+    layers = {}
+    for m in net.modules():
+        if isinstance(m, TermLayer) and m.summed_rows() is not None:
+            layers[id(m.rows)] = m
+    rows = None
+    if layers:
+        first = next(iter(layers.values()))
+        mask = torch.zeros(first.rows.shape[0], dtype=torch.int32, device=first.rows.device)
+        for m in layers.values():
+            mask[m.summed_rows()] = 1
+        _all_reduce(mask, "gradients")
+        rows = mask.nonzero().squeeze(1)
+    parts = [p.grad[rows] if id(p) in layers else p.grad for p in params]
+    flat = torch.cat([t.reshape(-1) for t in parts])
+    _all_reduce(flat, "gradients")
+    for p, v, t in zip(params, flat.split([t.numel() for t in parts]), parts):
+        if id(p) in layers:
+            layers[id(p)].set_grad_rows(rows, v.view_as(t))
+        else:  # a new tensor: the step reads the sum
+            p.grad = v.view_as(t)
 
 
 class _AllSum(torch.autograd.Function):
@@ -156,7 +186,7 @@ class Share:
             if type(m) is nn.BatchNorm1d:
                 m.__class__ = SharedBatchNorm
         if self.partition:
-            self.adam = PartitionedAdam(opt, self.rank, self.world, _count)
+            self.adam = PartitionedAdam(opt, self.rank, self.world, _count, lambda ps: sum_gradients(net, ps))
 
     def rows(self, idx, gen):
         """This worker's documents of the sorted batch ``idx`` (rows of its own count matrix),
@@ -176,10 +206,7 @@ class Share:
         if self.adam is not None:
             self.adam.step()
             return
-        # new tensors: a layer's own gradient buffer (TermLayer's) keeps this worker's rows
-        params = [p for p in net.parameters() if p.grad is not None]
-        for p, g in zip(params, self._sum([p.grad for p in params], "gradients")):
-            p.grad = g
+        sum_gradients(net, [p for p in net.parameters() if p.grad is not None])
         opt.step()
 
     def sum_epoch(self, net, total):

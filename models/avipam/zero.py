@@ -3,8 +3,8 @@
 
 The parameters that take gradients, flattened one after another in ``net.parameters()`` order,
 are cut into W contiguous ranges of about equal length; worker r keeps Adam's two moments for
-range r alone. A step: the gradients are summed over the workers (an all-reduce, as without the
-partition), each worker applies Adam to its range, and the ranges' new values go to every worker
+range r alone. A step: the gradients are summed over the workers (as without the partition),
+each worker applies Adam to its range, and the ranges' new values go to every worker
 (an all-gather on NCCL; over gloo, whose reduce-scatter and all-gather cost more than its
 all-reduce, one broadcast a range): half an all-reduce's bytes more a step, for Adam's state and
 its update shrunk to 1/W of the parameters on every worker. Adam's update is elementwise and run
@@ -35,9 +35,10 @@ class PartitionedAdam:
     """The moments of range ``rank`` of ``world`` of ``opt``'s parameters (a
     ``torch.optim.Adam`` of one group over ``net.parameters()``, whose settings every step uses);
     ``opt``'s own state, when a checkpoint filled it, is taken over and dropped. ``tally(purpose,
-    call, n_bytes)`` runs a collective (and counts it)."""
+    call, n_bytes)`` runs a collective (and counts it); ``sum_grads(params)``, if given, sums
+    the gradients of ``params`` over the workers in place (else one all-reduce of them all)."""
 
-    def __init__(self, opt, rank, world, tally):
+    def __init__(self, opt, rank, world, tally, sum_grads=None):
         (group,) = opt.param_groups
         self.group = group
         self.params = list(group["params"])
@@ -48,7 +49,7 @@ class PartitionedAdam:
         cuts = [0] + [_snap(r * self.total // world, starts) for r in range(1, world)] + [self.total]
         self.cuts = cuts = np.maximum.accumulate(cuts)
         self.chunk = max(1, int(np.diff(cuts).max()))
-        self.rank, self.world, self.tally = rank, world, tally
+        self.rank, self.world, self.tally, self.sum_grads = rank, world, tally, sum_grads
         # every range's pieces: (parameter index, start and end in its flat values, place in the
         # padded flat layout of W ranges of ``chunk`` values)
         self.layout = []
@@ -82,8 +83,11 @@ class PartitionedAdam:
         if any(p.grad is None for p in trained):
             raise RuntimeError("a parameter took no gradient in this step: every worker's Adam range "
                                "needs every one")
+        if self.sum_grads is not None:
+            self.sum_grads(trained)
         grads = torch.cat([p.grad.reshape(-1) for p in trained])
-        self.tally("gradients", lambda: dist.all_reduce(grads), grads.numel() * grads.element_size())
+        if self.sum_grads is None:
+            self.tally("gradients", lambda: dist.all_reduce(grads), grads.numel() * grads.element_size())
         for p in trained:
             p.grad = None
         g, lo = self.group, self.cuts[self.rank]

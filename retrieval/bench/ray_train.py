@@ -18,13 +18,16 @@ probe: back-to-back all-reduces of one value on Ray Train workers.
 The cost model (:func:`project`): an epoch is ``ceil(D / batch_size)`` steps; a step's
 per-document parts (the batch's input, forward and backward passes) split among the W workers
 and grow with the tokens of a batch, its vocabulary-sized parts (the first layers' dense
-gradients, Adam's step) run on every worker whole and grow with the vocabulary, as does the
-gradients' all-reduce, a ring all-reduce of G bytes: ``2 (W - 1) / W * G / bandwidth`` plus
-``2 (W - 1)`` hop latencies (batch normalisation's small sums add hop latencies only); every epoch
+gradients, Adam's step) run on every worker whole and grow with the vocabulary. The gradients'
+sum is a ring all-reduce of a term mask (4 bytes a term) and then of G bytes, the gradients with
+the first layers' rows of the batch's distinct terms only (grown from the bench's batches by
+Heaps' law): ``2 (W - 1) / W * G / bandwidth`` plus ``2 (W - 1)`` hop latencies each (batch
+normalisation's small sums add hop latencies only); every epoch
 adds the M-step (on every worker) and its sums; the finishing (every document's posterior) splits
 among the workers by whole batches of the inference. With Adam's
 state partitioned, Adam's step divides by W and every step adds the parameters' exchange, an
-all-gather of G bytes: ``(W - 1) / W * G / bandwidth`` plus ``W - 1`` hop latencies.
+all-gather of the parameters' bytes P: ``(W - 1) / W * P / bandwidth`` plus ``W - 1`` hop
+latencies.
 """
 from __future__ import annotations
 
@@ -55,9 +58,11 @@ class TrainParts(NamedTuple):
     mstep_s_per_term: float    # the M-step of an epoch, per term
     finish_s_per_doc: float    # the finishing on one worker, per document
     start_s: float             # Ray Train's start (fixed)
-    grad_bytes: float          # the gradients' all-reduce at the bench's vocabulary, n_terms
+    param_bytes: float         # the parameters that train (their dense gradients) at n_terms
     n_terms: int
-    grad_bytes_per_term: float
+    grad_bytes_per_term: float  # the first layers' row of a term (their growth with the vocabulary)
+    batch_tokens: float        # a mini-batch of the projected batch_size on the bench's corpus
+    batch_terms: float         # its distinct terms (the first layers' rows summed in a step)
     epoch_bytes_per_term: float  # the epoch's sums (M-step counts), per term
     small_calls_per_step: float  # batch normalisation's all-reduces
     hop_latency: float         # s per hop of a ring all-reduce
@@ -104,6 +109,19 @@ def _traffic_per_epoch(stats):
         run = [s["collectives"][purpose] for s in stats]
         per[purpose] = {k: float(np.median(np.diff([r[k] for r in run])[1:])) for k in ("calls", "bytes", "seconds")}
     return per
+
+
+def batch_terms(corpus, batch_size, n_batches=100, seed=0):
+    """Mean tokens and distinct terms of ``n_batches`` random mini-batches of ``batch_size``
+    documents of ``corpus``."""
+    rng = np.random.default_rng(seed)
+    tokens, terms = [], []
+    for _ in range(n_batches):
+        docs = rng.choice(corpus.n_docs, min(batch_size, corpus.n_docs), replace=False)
+        ids = np.concatenate([corpus.term_ids[corpus.doc_ptr[d]:corpus.doc_ptr[d + 1]] for d in docs])
+        tokens.append(len(ids))
+        terms.append(len(np.unique(ids)))
+    return dict(batch_tokens=float(np.mean(tokens)), batch_terms=float(np.mean(terms)))
 
 
 def _grad_values(params, n_terms):
@@ -171,8 +189,9 @@ def bench(corpus, args) -> tuple[list[dict], TrainParts]:
         doc_s_per_token=doc_s / (N / steps), grad_s_per_term=clock.per_step(VOCAB_PARTS[0]) / V,
         adam_s_per_term=clock.per_step(VOCAB_PARTS[1]) / V,
         mstep_s_per_term=clock.mstep_s / V, finish_s_per_doc=small["finish"] / D,
-        start_s=max(small["setup"] - single["setup"], 0.0), grad_bytes=grads["bytes"] / grads["calls"], n_terms=V,
-        grad_bytes_per_term=slope, epoch_bytes_per_term=traffic["epoch sums"]["bytes"] / V,
+        start_s=max(small["setup"] - single["setup"], 0.0), param_bytes=BYTES_PER_VALUE * _grad_values(params, V),
+        n_terms=V, grad_bytes_per_term=slope, **batch_terms(corpus, _model({}).batch_size),
+        epoch_bytes_per_term=traffic["epoch sums"]["bytes"] / V,
         small_calls_per_step=bn["calls"] / steps, hop_latency=hop,
         corpus_bytes_per_token=corpus.term_ids.itemsize + corpus.doc_ptr.itemsize * (D + 1) / N,
         batch_size=_model({}).batch_size)
@@ -237,20 +256,25 @@ def allgather_seconds(nbytes: float, workers: int, bw: float, hop: float) -> flo
 
 
 def project(coll: Collection, workers: int, epochs: int, parts: TrainParts, gbps: float,
-            adam: str = "replicated") -> dict:
+            adam: str = "replicated", heaps_beta: float = 0.5) -> dict:
     """Seconds of a default aviPAM training on ``workers`` Ray Train workers, by part; ``adam``:
-    Adam's state replicated or partitioned (its step split, the parameters exchanged)."""
+    Adam's state replicated or partitioned (its step split, the parameters exchanged). A
+    batch's distinct terms grow from the bench's by Heaps' law (``heaps_beta``)."""
     bw = gbps * 1e9 / 8
     W, V = workers, coll.terms
     steps = math.ceil(coll.docs / parts.batch_size)
     batch_tokens = parts.batch_size * coll.tokens / coll.docs
-    grad_bytes = parts.grad_bytes + parts.grad_bytes_per_term * (V - parts.n_terms)
+    param_bytes = parts.param_bytes + parts.grad_bytes_per_term * (V - parts.n_terms)
+    terms = min(V, parts.batch_terms * (batch_tokens / parts.batch_tokens) ** heaps_beta)
+    mask_bytes = 4 * V  # the batch's terms, int32, summed first
+    grad_bytes = param_bytes - parts.grad_bytes_per_term * (V - terms)
     split = W if adam == "partitioned" else 1
     step = dict(compute=parts.doc_s_per_token * batch_tokens / W,
                 replicated=(parts.grad_s_per_term + parts.adam_s_per_term / split) * V,
-                allreduce=allreduce_seconds(grad_bytes, W, bw, parts.hop_latency)
+                allreduce=allreduce_seconds(mask_bytes, W, bw, parts.hop_latency)
+                + allreduce_seconds(grad_bytes, W, bw, parts.hop_latency)
                 + parts.small_calls_per_step * allreduce_seconds(0.0, W, bw, parts.hop_latency),
-                exchange=allgather_seconds(grad_bytes, W, bw, parts.hop_latency) if split > 1 else 0.0)
+                exchange=allgather_seconds(param_bytes, W, bw, parts.hop_latency) if split > 1 else 0.0)
     out = {k: epochs * steps * v for k, v in step.items()}
     out["M-step"] = epochs * (parts.mstep_s_per_term * V
                               + allreduce_seconds(parts.epoch_bytes_per_term * V, W, bw, parts.hop_latency))
@@ -258,7 +282,7 @@ def project(coll: Collection, workers: int, epochs: int, parts: TrainParts, gbps
     # the posteriors: batches of REFINE_BATCH documents, whole ones to each worker
     out["finishing"] = parts.finish_s_per_doc * REFINE_BATCH * math.ceil(math.ceil(coll.docs / REFINE_BATCH) / W)
     out["total"] = sum(out.values())
-    out.update(steps=steps, grad_bytes=grad_bytes)
+    out.update(steps=steps, grad_bytes=grad_bytes + mask_bytes, param_bytes=param_bytes, batch_terms=terms)
     return out
 
 
@@ -281,9 +305,10 @@ def tables(rows, parts: TrainParts, corpus, args, workers=(1, 8, 32, 128)) -> li
         for w, adam in [(w, a) for w in workers for a in ("replicated", "partitioned") if a == "replicated" or w > 1]:
             if w > parts.batch_size:
                 continue
-            p = project(coll, w, epochs, parts, args.gbps, adam)
+            p = project(coll, w, epochs, parts, args.gbps, adam, args.heaps_beta)
             proj.append({"collection": coll.name, "W": w, "Adam state": adam, "steps/epoch": f"{p['steps']:,}",
-                         "gradients MB": fixed(p["grad_bytes"] / 1e6, 1),
+                         "batch terms": f"{p['batch_terms']:,.0f}", "gradients MB": fixed(p["grad_bytes"] / 1e6, 1),
+                         "parameters MB": fixed(p["param_bytes"] / 1e6, 1),
                          **{f"{k} min": fixed(p[k] / 60, 1)
                             for k in ("setup", "compute", "replicated", "allreduce", "exchange", "M-step", "finishing")},
                          "total h": fixed(p["total"] / 3600, 2)})
@@ -293,6 +318,7 @@ def tables(rows, parts: TrainParts, corpus, args, workers=(1, 8, 32, 128)) -> li
                  "M-step us/term": fixed(parts.mstep_s_per_term * 1e6, 4),
                  "finishing ms/doc": fixed(parts.finish_s_per_doc * 1e3, 2), "start s": fixed(parts.start_s, 1),
                  "gradient B/term": fixed(parts.grad_bytes_per_term, 0),
+                 "batch tokens": fixed(parts.batch_tokens, 0), "batch terms": fixed(parts.batch_terms, 0),
                  "epoch sums B/term": fixed(parts.epoch_bytes_per_term, 0),
                  "small all-reduces/step": fixed(parts.small_calls_per_step, 0),
                  "hop latency ms": fixed(parts.hop_latency * 1e3, 3)}]
@@ -302,11 +328,15 @@ def tables(rows, parts: TrainParts, corpus, args, workers=(1, 8, 32, 128)) -> li
                          "the workers); the first layers' dense gradients and Adam's step: every worker whole (Adam's "
                          "a W-th with its state partitioned); from the one-thread local run, parts timed over the epochs after the first; hop "
                          "latency: the median of back-to-back all-reduces of one value on the smallest W > 1, per "
-                         "ring step (gloo); gradient bytes per term: the parameters' growth with the vocabulary"]),
+                         "ring step (gloo); gradient bytes per term: the parameters' growth with the vocabulary "
+                         "(a term's rows of the first layers); batch tokens and terms: the mean of 100 random "
+                         "mini-batches of the projected batch_size"]),
             Table("aviPAM: projected training on a Ray cluster, minutes by part", proj,
                   notes=[f"default training ({epochs} epochs, batch_size {parts.batch_size}); {args.gbps:g} Gb/s links, ring all-reduce of the "
                          "gradients every step (2 (W - 1) / W of them over the busiest link, 2 (W - 1) hop "
-                         "latencies) and of the M-step's counts every epoch; replicated: the first layers' dense "
+                         "latencies; the batch's term mask first, then the gradients with the first layers' rows "
+                         f"of the batch's terms only, 'batch terms', grown by Heaps' law with beta {args.heaps_beta:g} "
+                         "from the bench's batches) and of the M-step's counts every epoch; replicated: the first layers' dense "
                          "gradients and Adam's step; Adam state partitioned: Adam's step split among the workers "
                          "and, every step, the parameters' exchange (exchange: a ring all-gather, (W - 1) / W of "
                          "them over the busiest link, W - 1 hop latencies); documents of the collection's mean "

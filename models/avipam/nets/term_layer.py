@@ -74,3 +74,14 @@ class TermLayer(nn.Module):
             self._grad.index_copy_(0, rows, values)
         self._grad_rows = rows
         self.rows.grad = self._grad
+
+    def summed_rows(self):
+        """The rows that hold the last batch's dense gradient (:meth:`dense_grad`), or None when
+        its gradient is not that buffer."""
+        return self._grad_rows if self.rows.grad is not None and self.rows.grad is self._grad else None
+
+    def set_grad_rows(self, rows, values):
+        """Rows ``rows`` (sorted, the last batch's among them) of the dense gradient set to
+        ``values``, e.g. their sums over data-parallel workers; the next batch clears them."""
+        self._grad.index_copy_(0, rows, values)
+        self._grad_rows = rows
