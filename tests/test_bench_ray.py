@@ -114,7 +114,8 @@ def test_state_on_the_workers_spreads_setup_and_syncs():
 
 TRAIN = ray_train.TrainParts(doc_s_per_token=1e-6, grad_s_per_term=5e-9, adam_s_per_term=1.5e-8, mstep_s_per_term=1e-7,
                              finish_s_per_doc=1e-3, start_s=5.0, param_bytes=4e6, n_terms=10_000,
-                             grad_bytes_per_term=400.0, batch_tokens=10_000.0, batch_terms=2_500.0, epoch_bytes_per_term=800.0, small_calls_per_step=8,
+                             grad_bytes_per_term=400.0, batch_tokens=10_000.0, batch_terms=2_500.0,
+                             epoch_bytes_per_term=800.0, small_calls_per_step=8,
                              hop_latency=1e-4, corpus_bytes_per_token=4.0, batch_size=200)
 
 

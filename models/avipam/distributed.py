@@ -3,11 +3,11 @@ split among the workers.
 
 Every worker (a ``TorchTrainer`` worker: torch.distributed over gloo on CPUs, NCCL on GPUs)
 holds one contiguous range of the documents (through Ray's object store: it gets its range,
-not the corpus; no shared file system is needed), and runs the local epoch loop of :meth:`models.common.variational.
-VariationalModel._fit` with a :class:`Share`: it shuffles the documents with the same stream as
-one process and takes, of every mini-batch (sorted, as one process reads it), the documents of
-its range, which are contiguous in it (none, some batches); it draws the noise and dropout masks
-of the whole batch from the same stream, keeping its rows
+not the corpus; no shared file system is needed) and runs the local epoch loop of
+:meth:`models.common.variational.VariationalModel._fit` with a :class:`Share`: it shuffles the
+documents with the same stream as one process and takes, of every mini-batch (sorted, as one
+process reads it), the documents of its range, which are contiguous in it (none, some batches);
+it draws the noise and dropout masks of the whole batch from the same stream, keeping its rows
 (:class:`models.avipam.nets.draws.RowShare`). What crosses documents is summed over the workers:
 
 - the loss is the sum of the worker's negative ELBOs over the global batch's size, and the
@@ -272,7 +272,7 @@ def _train_loop(config):
         model.net_ = net
         rows = count_matrix(corpus)[lo - docs[0]:hi - docs[0]]
         mix = model._encode(rows, 1, first_batch=lo // REFINE_BATCH, normalise=False)
-    config["outbox"].put({"mix": (lo, mix), "rank": rank})
+    config["outbox"].put({"mix": (lo, mix)})
 
 
 def workers(n_workers, gpu, smallest):

@@ -169,14 +169,16 @@ class AVIFoldInMixin:
                 lo += len(mix)
         return normalise_chains(out, C) if normalise else out
 
-    def _map_batches(self, X, steps, seed, chain, fn, threads, advance=None, batch=REFINE_BATCH, first_batch=0):
+    def _map_batches(self, X, steps, seed, chain, fn, threads, advance=None, batch=REFINE_BATCH,
+                     first_batch=0):
         """``fn(first row, network, (documents as :class:`Docs`, the topics at their entries),
         variational parameters, draws)`` of every batch of rows of ``X`` under chain ``chain``'s
         network, in order: the encoder's posteriors refined by ``steps`` steps, ``draws(purpose,
-        call)`` the batch's generators (one per level; batches numbered from ``first_batch``). A batch depends on nothing but its rows
-        and its number, so ``threads`` batches run side by side (on the CPU), each with torch at
-        one thread (torch splits its reductions by thread count): the same mixtures whatever
-        the thread count. ``advance()``, if given, is called as each batch is taken in order."""
+        call)`` the batch's generators (one per level; batches numbered from ``first_batch``). A
+        batch depends on nothing but its rows and its number, so ``threads`` batches run side by
+        side (on the CPU), each with torch at one thread (torch splits its reductions by thread
+        count): the same mixtures whatever the thread count. ``advance()``, if given, is called
+        as each batch is taken in order."""
         import torch
 
         from .nets.chain_nets import chain_list
