@@ -51,6 +51,9 @@ def _worker(rank, world, port, out):
         if rank == 0:
             torch.save(dict(params=[p.detach().clone() for p in net.parameters()], moments=moments,
                             counted=counted, state_bytes=adam.state_bytes()), out)
+        # gloo aborts a process ("terminate called without an active exception") that tears
+        # its group down while a peer is still in a collective: leave together
+        dist.barrier()
     finally:
         dist.destroy_process_group()
 

@@ -104,16 +104,22 @@ def test_a_deadline_stops_a_training_right_after_its_next_checkpoint(tmp_path, s
 
 
 def test_ctrl_c_stops_the_child_and_keeps_the_part_it_ran(tmp_path, monkeypatch):
-    monkeypatch.setattr(full_child, "GRACE_S", 0.3)
-    cmd = _script(tmp_path, """
+    monkeypatch.setattr(full_child, "GRACE_S", 2.0)
+    ready = tmp_path / "ready"
+    cmd = _script(tmp_path, f"""
         import sys, time
         try:
+            open({str(ready)!r}, 'w').close()
             time.sleep(60)
         except KeyboardInterrupt:
             sys.exit(130)
     """)
 
     def ctrl_c(pid):
+        # Ctrl-C once the child waits in its try block (a loaded machine starts Python slowly)
+        limit = time.time() + 60
+        while not ready.exists() and time.time() < limit:
+            time.sleep(0.05)
         time.sleep(0.5)
         raise KeyboardInterrupt
 
