@@ -83,6 +83,13 @@ def _all_reduce(t, purpose):
     _count(purpose, lambda: dist.all_reduce(t), t.numel() * t.element_size())
 
 
+def _sum(tensors, purpose):
+    """Sum ``tensors`` over the workers: one all-reduce, the results as new tensors."""
+    flat = torch.cat([t.reshape(-1) for t in tensors])
+    _all_reduce(flat, purpose)
+    return [v.view_as(t) for v, t in zip(flat.split([t.numel() for t in tensors]), tensors)]
+
+
 def sum_gradients(net, params):
     """Sum the gradients of ``params`` over the workers, in place of every ``p.grad``: one
     all-reduce of them all, in which an encoder's first layer (:class:`TermLayer`) sends only
@@ -100,14 +107,12 @@ def sum_gradients(net, params):
             mask[m.summed_rows()] = 1
         _all_reduce(mask, "gradients")
         rows = mask.nonzero().squeeze(1)
-    parts = [p.grad[rows] if id(p) in layers else p.grad for p in params]
-    flat = torch.cat([t.reshape(-1) for t in parts])
-    _all_reduce(flat, "gradients")
-    for p, v, t in zip(params, flat.split([t.numel() for t in parts]), parts):
+    summed = _sum([p.grad[rows] if id(p) in layers else p.grad for p in params], "gradients")
+    for p, v in zip(params, summed):
         if id(p) in layers:
-            layers[id(p)].set_grad_rows(rows, v.view_as(t))
+            layers[id(p)].set_grad_rows(rows, v)
         else:  # a new tensor: the step reads the sum
-            p.grad = v.view_as(t)
+            p.grad = v
 
 
 class _AllSum(torch.autograd.Function):
@@ -194,12 +199,6 @@ class Share:
         lo, hi = np.searchsorted(idx, self.docs)
         return idx[lo:hi] - self.docs[0], RowShare(gen, len(idx), int(lo)), len(idx)
 
-    def _sum(self, tensors, purpose):
-        """Sum ``tensors`` over the workers: one all-reduce, the results as new tensors."""
-        flat = torch.cat([t.reshape(-1) for t in tensors])
-        _all_reduce(flat, purpose)
-        return [v.view_as(t) for v, t in zip(flat.split([t.numel() for t in tensors]), tensors)]
-
     def step(self, net, opt):
         """Adam's step on the gradients summed over the workers (one worker thread: see
         :func:`_train_loop`)."""
@@ -214,11 +213,11 @@ class Share:
         expected counts summed in place."""
         counts = [m.em_counts for m in net.modules() if getattr(m, "topic_em", 0) > 0]
         if counts:
-            for buf, s in zip(counts, self._sum(counts, "epoch sums")):
+            for buf, s in zip(counts, _sum(counts, "epoch sums")):
                 buf.copy_(s)
         dev = counts[0].device if counts else next(net.parameters()).device
         t = torch.as_tensor(np.atleast_1d(total), dtype=torch.float64, device=dev)
-        return self._sum([t], "epoch sums")[0].cpu().numpy()
+        return _sum([t], "epoch sums")[0].cpu().numpy()
 
     def epoch_done(self, model, net, opt, order_gen, gen):
         done = model.n_iter_
@@ -261,7 +260,7 @@ def _train_loop(config):
                   config["checkpointing"], partition=model.adam_state == "partitioned")
     torch.set_num_threads(1)  # as one process on the CPU: the sums split by thread count
     _reset_traffic()
-    net = model._fit(corpus, None, None, 1, share)
+    net, X = model._fit(corpus, None, None, 1, share)
     if outbox is not None:
         outbox.put({"final": _net_arrays(net)})
     # the documents' posteriors: this worker's whole batches of the finishing (every worker's
@@ -270,8 +269,7 @@ def _train_loop(config):
     mix = None
     if hi > lo:
         model.net_ = net
-        rows = count_matrix(corpus)[lo - docs[0]:hi - docs[0]]
-        mix = model._encode(rows, 1, first_batch=lo // REFINE_BATCH, normalise=False)
+        mix = model._encode(X[lo - docs[0]:hi - docs[0]], 1, first_batch=lo // REFINE_BATCH, normalise=False)
     config["outbox"].put({"mix": (lo, mix)})
 
 

@@ -221,8 +221,8 @@ class VariationalModel(TopicModel):
     def _fit(self, corpus, callback, checkpoint, step_threads, share=None):
         """Train; ``share``: this process's part of data-parallel training
         (:class:`models.avipam.distributed.Share`: its documents of every mini-batch, the sums it
-        shares, the training state it starts from), which returns the network and leaves the
-        fitted arrays to the driver."""
+        shares, the training state it starts from), which returns the network and its documents'
+        count matrix and leaves the fitted arrays to the driver."""
         import torch
 
         dev = torch.device(self.device)
@@ -248,7 +248,7 @@ class VariationalModel(TopicModel):
             if pool is not None:
                 pool.shutdown()
         if share is not None:
-            return net
+            return net, X
         self._end_fit(net, X, step_threads, callback)
 
     def _end_fit(self, net, X, threads, callback, doc_mix=None):
