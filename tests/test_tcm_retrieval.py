@@ -73,6 +73,21 @@ def test_splits_from_stopwords_and_punctuation(tiny):
     np.testing.assert_array_equal(index_splits(tiny, progress=False), split)
 
 
+def test_computing_the_splits_hands_the_jvm_heap_back(tiny):
+    # reading every stored document grows the heap (at AP's size by gigabytes), which the
+    # training that follows would otherwise hold beside its own arrays
+    from retrieval.core.jvm import jclass
+
+    runtime = jclass("java.lang.Runtime").getRuntime()
+    garbage = jclass("java.nio.ByteBuffer").allocate(256 * 2**20)  # the heap grown, as by a read
+    assert runtime.totalMemory() >= 256 * 2**20
+    del garbage
+    for name in (SPLITS_FILE, SPLITS_META):
+        (tiny.path / STATS_DIR / name).unlink(missing_ok=True)
+    index_splits(tiny, progress=False)
+    assert runtime.totalMemory() < 128 * 2**20
+
+
 def test_query_sequence_and_collocation_postings(tiny):
     q = query_sequence(tiny, "Boundary layers in the heat-transfer of zebras, shear flow")
     assert q.terms == ["boundari", "layer", "heat", "transfer", "shear", "flow"]

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import warnings
 from typing import NamedTuple
@@ -30,6 +29,9 @@ import numba
 import numpy as np
 from tqdm.auto import tqdm
 
+from models.common.atomic import atomic_open
+
+from ..core.jvm import release_heap
 from ..core.stats import STATS_DIR
 
 log = logging.getLogger(__name__)
@@ -112,6 +114,7 @@ def compute_splits(index, progress: bool = True) -> tuple[np.ndarray, SplitRepor
             split[lo:hi] |= np.asarray(flags, dtype=np.uint8)
         else:
             fallback.append(s.docnos[d])
+    release_heap()
     report = SplitReport(s.n_docs, len(fallback), fallback[:10])
     if fallback:
         warnings.warn(f"{index.path}: {len(fallback)} of {s.n_docs} documents analyse differently with "
@@ -135,15 +138,12 @@ def index_splits(index, progress: bool = True) -> np.ndarray:
                 return split
         log.info("%s: split cache is stale (other index or pattern); recomputing", path)
     split, report = compute_splits(index, progress=progress)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:  # a file object keeps numpy from appending ".npy"
+    with atomic_open(path, "wb") as f:  # a file object keeps numpy from appending ".npy"
         np.save(f, split)
-    os.replace(tmp, path)
     meta = dict(want, n_docs=report.n_docs, n_fallback=report.n_fallback,
                 fallback_docnos=report.fallback_docnos, n_splits=int(split.sum()))
-    tmp = meta_path.with_name(meta_path.name + ".tmp")
-    tmp.write_text(json.dumps(meta, indent=1) + "\n")
-    os.replace(tmp, meta_path)
+    with atomic_open(meta_path, "w", encoding="utf-8") as f:
+        f.write(json.dumps(meta, indent=1) + "\n")
     log.info("%s: %d splits over %d tokens, %d documents without punctuation splits", path,
              int(split.sum()), len(split), report.n_fallback)
     return split

@@ -44,11 +44,12 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from models.common.atomic import atomic_open
 
 from ..core.scoring import LAM
 from ..core.tables import Table, fixed
@@ -439,7 +440,5 @@ def child_main(argv: list[str]) -> None:
     task, args, out = argv
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     result = TASKS[task](**json.loads(args))
-    tmp = out + ".tmp"
-    with open(tmp, "w") as f:
+    with atomic_open(out, "w") as f:
         json.dump(result, f)
-    os.replace(tmp, out)

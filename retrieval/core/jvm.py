@@ -78,6 +78,17 @@ def jclass(name: str):
     return _jnius().autoclass(name)
 
 
+def release_heap() -> None:
+    """Hand the JVM's free heap back to the system after a bulk read (every stored document of
+    an index, say): the heap grows towards a quarter of the machine's memory while the garbage
+    piles up, and a full collection lets G1 shrink it, so the Python work that follows (a
+    training) does not run beside it. Nothing happens when the JVM never started."""
+    import jnius_config
+
+    if jnius_config.vm_running:
+        jclass("java.lang.System").gc()
+
+
 def jcast(name: str, obj):
     """``obj`` as Java class ``name`` (picks one overload of a method such as
     ``IndexWriter.addIndexes``, whose argument types pyjnius cannot choose between)."""

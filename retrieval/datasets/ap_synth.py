@@ -42,6 +42,8 @@ from pathlib import Path
 
 import numpy as np
 
+from models.common.atomic import atomic_open
+
 from .wordnet import POS_FILES, wordnet_dir
 
 log = logging.getLogger(__name__)
@@ -284,11 +286,9 @@ class Generator:
 def write_gzip(path: Path, text: str) -> None:
     """``text`` gzip'd into ``path`` with no time or name in the header (same text, same bytes),
     written to a temporary first so an interrupted run leaves no truncated file."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0,
-                                               compresslevel=6) as f:
+    with atomic_open(path, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0,
+                                                       compresslevel=6) as f:
         f.write(text.encode("utf-8"))
-    os.replace(tmp, path)
 
 
 def file_names(n_docs: int, docs_per_file: int = DOCS_PER_FILE) -> list[tuple[str, int]]:

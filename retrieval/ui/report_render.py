@@ -5,12 +5,11 @@ from __future__ import annotations
 import base64
 import html
 import math
-import os
 import re
 from pathlib import Path
 from typing import NamedTuple
 
-
+from models.common.atomic import atomic_open
 
 
 class Table(NamedTuple):
@@ -139,6 +138,5 @@ def render_markdown(title: str, intro: list, sections: list[Section], plot_dir: 
 
 
 def _write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    with atomic_open(path, "w", encoding="utf-8") as f:
+        f.write(text)
