@@ -199,7 +199,8 @@ def test_measured_figures_sit_beside_the_projection_with_their_ratios():
     state = dict(format=full.FORMAT, settings=SETTINGS, steps={
         "index": dict(done=True, parts=[_part(120.0, 200.0, 2.5, 3 * G)],
                       output=dict(bytes=G, n_docs=250_000, n_terms=200_000, n_tokens=70_500_000)),
-        "ql": dict(done=True, parts=[_part(14.0, 12.0, 3.0, 20 * MiB)], output=dict(bytes=MiB, topics=100, lines=100_000)),
+        "ql": dict(done=True, parts=[_part(14.0, 12.0, 3.0, 20 * MiB)], output=dict(bytes=MiB, topics=100, lines=100_000),
+                   batch=dict(batch_s=0.28, first_s=1.5, wall_s=9.0)),
         # interrupted at a checkpoint and resumed: the parts add up, the peak is the larger one
         "train-lda": dict(done=True, output=dict(bytes=2 * G), parts=[
             dict(_part(600.0, 1100.0, 10.0, 3 * G, checkpoints=3), exit=130, interrupted="deadline"),
@@ -214,6 +215,9 @@ def test_measured_figures_sit_beside_the_projection_with_their_ratios():
     assert (rows["index"]["peak memory"], rows["index"]["projected peak"], rows["index"]["peak: measured / projected"]) \
         == ("2.50 GiB", "2.19 GiB", "1.14")
     assert rows["ql"]["wall: measured / projected"] == "100.00" and rows["ql"]["made"] == "100 topics, 100,000 lines"
+    # the batch alone, timed as the projection times it: its ratio is the projection's error
+    assert (rows["ql"]["batch alone"], rows["ql"]["batch: measured / projected"]) == ("0.28 s", "2.00")
+    assert rows["index"]["batch alone"] == rows["train-lda"]["batch alone"] == ""
     t = rows["train-lda"]
     assert t["status"] == "measured in 2 parts (resumed)"
     assert (t["wall"], t["projected wall"], t["wall: measured / projected"]) == ("25.0 min", "20.6 min", "1.21")
@@ -221,6 +225,7 @@ def test_measured_figures_sit_beside_the_projection_with_their_ratios():
     assert (t["written to disk"], t["checkpoints written"], t["made"]) == ("5.00 GiB", "10", "2.00 GiB")
     r = rows["run-lda"]
     assert (r["status"], r["wall"], r["projected wall"], r["wall: measured / projected"]) == ("projected", "", "1.19 s", "")
+    assert (r["batch alone"], r["batch: measured / projected"]) == ("", "")
     assert [(p["step"], p["part"], p["ended"], p["wall"]) for p in parts.rows] == [
         ("index", 1, "finished", "2.0 min"), ("ql", 1, "finished", "14.0 s"),
         ("train-lda", 1, "stopped at a checkpoint (--stop-after)", "10.0 min"), ("train-lda", 2, "finished", "15.0 min")]
@@ -352,6 +357,10 @@ def test_an_interrupted_training_resumes_and_its_parts_add_up(tmp_path):
     assert len(state["steps"]["index"]["parts"]) == 1  # measured once, not run again
     assert "resuming from checkpoint" in (work / "logs" / "train-lda.log").read_text()
     assert state["steps"]["run-lda"]["output"]["topics"] == 100 and not ckpt.exists()
+    for name in ("ql", "run-lda"):  # each batch alone, timed in a process of its own
+        batch = state["steps"][name]["batch"]
+        assert 0 < batch["batch_s"] < batch["wall_s"] and (work / "logs" / f"{name}-batch.log").exists()
+    assert "ql_batch_s" in state["steps"]["run-lda"]["batch"] and "ql_batch_s" not in state["steps"]["ql"]["batch"]
     text = out.read_text()
     row = next(line for line in text.splitlines() if line.startswith("| train-lda |"))
     wall = sum(p["wall_s"] for p in parts)
@@ -401,18 +410,27 @@ def test_remeasure_runs_a_measured_ranking_step_again_and_nothing_else(tmp_path,
         state["steps"][step.name].update(done=True, output=ranking)
         full.save_state(state_path, state)
 
+    def fake_batch(step, state, state_path, work, env):
+        timed.append(step.name)
+        state["steps"][step.name]["batch"] = dict(batch_s=0.5)
+        full.save_state(state_path, state)
+
+    timed = []
     monkeypatch.setattr(full, "_run_step", fake_step)
+    monkeypatch.setattr(full, "_time_batch", fake_batch)
     monkeypatch.setattr(full, "_prepare", lambda *a: dict(gen_s=0.0, vocab=Vocabulary(["a", "b", "c"], 2, "test")))
     common = dict(kinds=["lda"], docs=1000, terms=3000, work=str(work), projection=str(PROJECTION))
     full.run(**common, stop_after=0, remeasure=["run-lda"])
-    assert ran == [] and json.loads((work / full.STATE).read_text())["steps"] == steps
+    assert ran == timed == [] and json.loads((work / full.STATE).read_text())["steps"] == steps
     full.run(**common, remeasure=["run-lda"])
     state = json.loads((work / full.STATE).read_text())
     assert ran == ["run-lda"] and [p["wall_s"] for p in state["steps"]["run-lda"]["parts"]] == [1.0]
+    # the ranking steps measured before their batch was timed alone get it timed, once
+    assert timed == ["ql", "run-lda"] and state["steps"]["ql"].pop("batch") == dict(batch_s=0.5)
     kept = ("index", "ql", "train-lda")
     assert {k: v for k, v in state["steps"].items() if k != "run-lda"} == {k: steps[k] for k in kept}
     full.run(**common)  # nothing left to measure
-    assert ran == ["run-lda"]
+    assert ran == ["run-lda"] and timed == ["ql", "run-lda"]
     for name in ("train-lda", "index", "run-pam"):
         with pytest.raises(ValueError, match=rf"^--remeasure {name}: only ranking steps are measured again \(ql, "
                                              rf"run-lda with these --kinds\)"):

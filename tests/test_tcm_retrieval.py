@@ -74,8 +74,7 @@ def test_splits_from_stopwords_and_punctuation(tiny):
 
 
 def test_computing_the_splits_hands_the_jvm_heap_back(tiny):
-    # reading every stored document grows the heap (at AP's size by gigabytes), which the
-    # training that follows would otherwise hold beside its own arrays
+    # the heap that reading every stored document committed would stay beside the training
     from retrieval.core.jvm import jclass
 
     runtime = jclass("java.lang.Runtime").getRuntime()

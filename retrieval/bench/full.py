@@ -16,7 +16,9 @@ by :mod:`retrieval.bench.full_child` (wall, CPU, peak memory, bytes written to d
    model, writing ``WORK/runs/KIND.txt``.
 
 Every run file is read back (a TREC run of the 100 topics, ready for ``topicir eval`` with
-qrels). The synthetic collection has no relevance judgments.
+qrels). The synthetic collection has no relevance judgments. After each ranking step, the
+batch alone is timed in another process as ``topicir bench scale`` times the batch it projects,
+so that the projection of the batch meets a measurement of the same thing.
 
 What each step measured is kept in ``WORK/bench-full.json`` (written atomically after every
 step and every part of one), so rerunning the command skips the steps already measured and
@@ -246,7 +248,8 @@ def _run_locked(work: Path, kinds: list[str], settings: dict, deadline, projecti
     steps = plan(work, kinds, settings["threads"], settings["iterations"])
     env = _child_env(settings["threads"])
     done = lambda name: state["steps"].get(name, {}).get("done", False)  # noqa: E731
-    todo = [s for s in steps if not done(s.name) or s.name in remeasure]
+    untimed = lambda step: step.what == "run" and "batch" not in state["steps"].get(step.name, {})  # noqa: E731
+    todo = [s for s in steps if not done(s.name) or s.name in remeasure or untimed(s)]
     bar = tqdm(total=len(steps), initial=len(steps) - len(todo), desc="bench full", unit=" steps")
     stopped = None
     try:
@@ -260,7 +263,10 @@ def _run_locked(work: Path, kinds: list[str], settings: dict, deadline, projecti
             if step.name in remeasure and done(step.name):  # its old figures go only once it runs again
                 log.info("%s: measured again (its earlier figures are replaced)", step.name)
                 state["steps"].pop(step.name)
-            _run_step(step, state, state_path, work, env, deadline)
+            if not done(step.name):
+                _run_step(step, state, state_path, work, env, deadline)
+            if done(step.name) and untimed(step):
+                _time_batch(step, state, state_path, work, env)
             bar.update(int(done(step.name)))
             if not done(step.name):  # stopped at a checkpoint past the deadline
                 stopped = step.name
@@ -300,6 +306,29 @@ def _reached(step: Step, start, part: dict) -> dict:
         part.update(sweep_start=start[0] if start else 0, sweep_end=end[0] if end else None,
                     sweeps=end[1] if end else None)
     return part
+
+
+def _time_batch(step: Step, state: dict, state_path: Path, work: Path, env: dict) -> None:
+    """The batch of a ranking step alone, timed in a child as ``topicir bench scale`` times the
+    batch it projects (:func:`retrieval.bench.scale_batch.time_batch`: the fastest of its
+    repeats, after two queries that load the kernels and the model's per-document constants),
+    so that the projection meets a measurement of the same thing; recorded with the step."""
+    from .scale import child_command
+
+    queries = [line.split("\t", 1)[1] for line in (work / "queries.tsv").read_text(encoding="utf-8").splitlines()]
+    args = dict(index=str(work / "index"), queries=queries)
+    if step.kind is not None:
+        args["model"] = str(work / "models" / f"{step.kind}.npz")
+    log_path, out = work / "logs" / f"{step.name}-batch.log", work / "logs" / f"{step.name}-batch.json"
+    out.unlink(missing_ok=True)
+    log.info("%s: timing the batch alone (log: %s)", step.name, log_path)
+    part = run_measured(child_command("ql" if step.kind is None else "model", args, out), log_path, env=env)
+    if part["exit"] != 0 or not out.exists():
+        tail = log_path.read_text(errors="replace").strip().splitlines()[-15:]
+        raise RuntimeError(f"bench full: timing the batch of {step.name} failed (exit {part['exit']}); the end of "
+                           f"{log_path}:\n" + "\n".join(tail))
+    state["steps"][step.name]["batch"] = dict(json.loads(out.read_text(encoding="utf-8")), wall_s=part["wall_s"])
+    save_state(state_path, state)
 
 
 def _run_step(step: Step, state: dict, state_path: Path, work: Path, env: dict, deadline) -> None:

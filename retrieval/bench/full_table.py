@@ -10,6 +10,7 @@ from ..core.quick import is_quick
 from ..core.tables import Table
 from .full_child import progress
 from .scale import N_QUERIES
+from .scale_batch import BATCH_REPEATS
 
 _FIGURE = re.compile(r"([\d.,]+) (min|s|GiB)")
 _UNIT_S = {"s": 1.0, "min": 60.0}
@@ -152,9 +153,12 @@ def tables(state: dict, steps: list, kinds: list[str], projection: Path, info: d
             t["sweep"] = progress(step.checkpoint)
         wall_p, peak_p = projected(proj, step)
         shown = lambda key: t.get(key) if done else None  # noqa: E731
+        batch_s = (record or {}).get("batch", {}).get("batch_s") if done else None
         rows.append({"step": step.name, "command": f"`{step.shown()}`", "status": status(record, t),
                      "wall": duration(shown("wall_s")), "projected wall": duration(wall_p),
                      "wall: measured / projected": _ratio(shown("wall_s"), wall_p, comparable),
+                     "batch alone": duration(batch_s),
+                     "batch: measured / projected": _ratio(batch_s, wall_p, comparable),
                      "CPU (user + sys)": duration(shown("cpu_s")),
                      "peak memory": f"{t['peak_gib']:.2f} GiB" if done else "",
                      "projected peak": f"{peak_p:.2f} GiB" if peak_p is not None else "",
@@ -213,7 +217,9 @@ def _notes(state, steps, proj, comparable, info) -> list[str]:
         f"whole command too: the corpus read from the index, the sweeps and checkpoints, the model saved and the "
         f"document completion it ends on. A run's wall is the whole command (start, the index and model loaded, the "
         f"{N_QUERIES} queries, the run file written), the projection is of the batch alone, timed warm: their ratio "
-        f"bounds the batch projection's error from above.",
+        f"bounds the batch projection's error from above. Batch alone: the same {N_QUERIES} queries ranked in "
+        f"another process as the projection times them (the index and model loaded, two queries first, then the "
+        f"fastest of {BATCH_REPEATS} batches), so its ratio is the projection's error.",
         ("Trainings at each kind's defaults." if info["iterations"] is None else
          f"Trainings with --iterations {info['iterations']} (epochs for a kind trained in epochs): NOT the default "
          f"schedule."),

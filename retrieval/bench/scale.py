@@ -77,7 +77,7 @@ def _child(task: str, args: dict, log_path: Path, timeout: float | None = None) 
     its output (progress, logging) goes to ``log_path``."""
     out = log_path.with_suffix(".json")
     out.unlink(missing_ok=True)
-    cmd = [sys.executable, "-c", _CHILD, task, json.dumps(args), str(out)]
+    cmd = child_command(task, args, out)
     with open(log_path, "w") as err:
         proc = subprocess.run(cmd, stdout=err, stderr=subprocess.STDOUT, timeout=timeout)
     if proc.returncode != 0 or not out.exists():
@@ -109,6 +109,15 @@ def task_ql(index: str, queries: list[str]) -> dict:
     index = Index(index)
     s = index.stats
     return dict(n_docs=s.n_docs, n_tokens=int(s.n_tokens), n_terms=s.n_terms, **time_batch(index, queries, None))
+
+
+def task_model_batch(index: str, model: str, queries: list[str]) -> dict:
+    """Time the batch with a model file, loaded as ``topicir run --model`` loads it."""
+    from ..core.index import Index
+    from ..core.modelfiles import load_model
+
+    index = Index(index)
+    return time_batch(index, queries, load_model(model, index))
 
 
 def _schedule_params(kind: str, sweeps: int, threads: int, epochs: int | None = None) -> dict:
@@ -431,8 +440,14 @@ def _tables(kinds, full, frac, small, per_kind, per_kind_small, per_kind_early, 
 
 # -- what the child processes run -------------------------------------------------------------
 
-TASKS = {"index": task_index, "ql": task_ql, "warm": task_warm, "kind": task_kind}
+TASKS = {"index": task_index, "ql": task_ql, "warm": task_warm, "kind": task_kind, "model": task_model_batch}
 _CHILD = "import sys; from retrieval.bench.scale import child_main; child_main(sys.argv[1:])"
+
+
+def child_command(task: str, args: dict, out: Path) -> list[str]:
+    """The command that runs ``task`` with ``args`` in a fresh interpreter, its result written
+    as JSON to ``out``."""
+    return [sys.executable, "-c", _CHILD, task, json.dumps(args), str(out)]
 
 
 def child_main(argv: list[str]) -> None:

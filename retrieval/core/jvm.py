@@ -80,9 +80,10 @@ def jclass(name: str):
 
 def release_heap() -> None:
     """Hand the JVM's free heap back to the system after a bulk read (every stored document of
-    an index, say): the heap grows towards a quarter of the machine's memory while the garbage
-    piles up, and a full collection lets G1 shrink it, so the Python work that follows (a
-    training) does not run beside it. Nothing happens when the JVM never started."""
+    an index, say): the heap it committed (at least its starting size, a 64th of the machine's
+    memory, and more where the read's garbage grew it) stays with the process otherwise, beside
+    the Python work that follows (a training); a full collection lets G1 shrink it. Nothing
+    happens when the JVM never started."""
     import jnius_config
 
     if jnius_config.vm_running:
