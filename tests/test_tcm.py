@@ -175,6 +175,33 @@ def test_same_seed_same_b_whatever_the_thread_count(sampler):
     assert (m1.b_[0] != m3.b_[0]).mean() > 0.3
 
 
+def test_a_chain_s_start_restaurants_are_built_for_its_first_sweep_alone():
+    """A random segmentation's restaurants are the largest a training holds (at AP's size, the
+    three chains' side by side were its peak): each chain's are built when its first sweep
+    starts and dropped after it, and the chains are those of restaurants built all at once."""
+    corpus, split = small_corpus(60)
+    kw = dict(n_topics=5, n_chains=3, n_iter=3, burn_in=1, sample_every=1, n_shards=2, seed=4)
+    built = []
+
+    class Watched(TCM):
+        def _sweep(self, c, record=None, merge=True):
+            built.append([t is not None for t in self._tables])
+            return super()._sweep(c, record, merge)
+
+    class AllAtOnce(TCM):
+        def _init_chains(self, corpus):
+            super()._init_chains(corpus)
+            self._merge(range(self.n_chains))
+
+    lazy = Watched(**kw).fit(corpus, split=split)
+    no, yes = False, True
+    assert built[:6] == [[no, no, no]] * 3 + [[yes, yes, yes], [no, yes, yes], [no, no, yes]]
+    eager = AllAtOnce(**kw).fit(corpus, split=split)
+    np.testing.assert_array_equal(lazy.b_, eager.b_)
+    np.testing.assert_array_equal(lazy.alpha0_trace_, eager.alpha0_trace_)
+    np.testing.assert_array_equal(lazy.log_lik_, eager.log_lik_)
+
+
 def test_resume_from_checkpoint_equals_uninterrupted(tmp_path):
     corpus, split = small_corpus(80)
     kw = dict(n_topics=5, n_chains=2, n_iter=12, burn_in=4, sample_every=2, n_shards=3, seed=3,

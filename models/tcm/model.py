@@ -255,14 +255,23 @@ class TCM(TCMFoldInMixin, TCMDocumentModel, GibbsModel):
         self._init_chains(corpus)
 
     def _init_chains(self, corpus):
-        """Random boundaries and topics of every chain from its streams (``rng_`` set)."""
+        """Random boundaries and topics of every chain from its streams (``rng_`` set). A chain's
+        restaurants are built when its first sweep needs them (:meth:`_chain_tables`): a random
+        segmentation makes far more collocation types than a sampled one, so the start tables of
+        every chain side by side would be the training's peak memory."""
         C, S = self.n_chains, self.n_shards
         for c in range(C):
             init_random(self._shard_doc, corpus.doc_ptr, self._split, self.b_[c], self.n_topics,
                         float(self.p_stop if self.init == "random" else 1.0), self.max_len,
                         self.rng_[c, :S])
             build_doc_lists(corpus.doc_ptr, self.b_[c], *self._docs(c))
-        self._merge(range(C))
+            self._tables[c] = None
+
+    def _chain_tables(self, c):
+        """The restaurants of chain c, built from b if they are not (a chain just started)."""
+        if self._tables[c] is None:
+            self._tables[c] = build_tables(self._corpus.term_ids, self.b_[c], self.n_topics)
+        return self._tables[c]
 
     def _step(self, corpus, it):
         """Sweep ``it`` of every chain, then the merges, then alpha0's resampling of every chain
@@ -303,7 +312,7 @@ class TCM(TCMFoldInMixin, TCMDocumentModel, GibbsModel):
         if record is None:
             record = np.zeros((0, 0))
         sweep(self._shard_doc, Text(corpus.doc_ptr, corpus.term_ids, self._split), self.b_[c],
-              self._docs(c), self._tables[c],
+              self._docs(c), self._chain_tables(c),
               Prior(self.alpha_, float(self.alpha0_[c]), self.p0_len_, self.max_len),
               self.sampler == "sparse", self.rng_[c, :S], record)
         if merge:

@@ -114,7 +114,7 @@ class TcmHook:
 
     @staticmethod
     def sweep_params(model, c):
-        return dict(tables=model._tables[c], alpha0=float(model.alpha0_[c]))
+        return dict(tables=model._chain_tables(c), alpha0=float(model.alpha0_[c]))
 
     def merge(self, model, c, parts):
         for r, b in parts:
