@@ -104,7 +104,8 @@ def test_a_deadline_stops_a_training_right_after_its_next_checkpoint(tmp_path, s
 
 
 def test_ctrl_c_stops_the_child_and_keeps_the_part_it_ran(tmp_path, monkeypatch):
-    monkeypatch.setattr(full_child, "GRACE_S", 2.0)
+    # the child's exit on a loaded machine (another training beside the tests) can take seconds
+    monkeypatch.setattr(full_child, "GRACE_S", 6.0)
     ready = tmp_path / "ready"
     cmd = _script(tmp_path, f"""
         import sys, time
@@ -127,7 +128,7 @@ def test_ctrl_c_stops_the_child_and_keeps_the_part_it_ran(tmp_path, monkeypatch)
         run_measured(cmd, tmp_path / "c.log", on_start=ctrl_c)
     part = e.value.part
     assert part["exit"] == 130 and part["interrupted"] == "ctrl-c"
-    assert 0.5 <= part["wall_s"] < 10
+    assert 0.5 <= part["wall_s"] < 20
 
 
 # -- the state -----------------------------------------------------------------------------------

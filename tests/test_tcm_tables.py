@@ -102,7 +102,7 @@ def test_sweeps_are_the_same_whatever_the_size_of_the_slot_tables(sampler):
         m._init_chains(corpus)  # the random start: the first sweeps add many types
         for _ in range(3):
             if factor:
-                m._tables[0] = loose(m._tables[0], factor)
+                m._tables[0] = loose(m._chain_tables(0), factor)
             m._sweep(0)
         runs.append((m.b_[0].copy(), m.dt_topic_[0].copy(), m.dt_count_[0].copy(),
                      m.rng_[0].copy()))
