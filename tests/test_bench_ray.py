@@ -107,9 +107,11 @@ def test_state_on_the_workers_spreads_setup_and_syncs():
         assert b["syncs"] == pytest.approx(10 * 3 * (1e8 * (2e-8 / w + 12 / 1e9) + w * 0.005))
         for part in ("compute", "transfer", "latency", "driver"):
             assert b[part] == a[part]
-    # gLDA's whole chains: spread over the workers it uses
+    # TCM's whole chains on the workers: spread over the workers it uses; gLDA's shards: over all
+    t = cost.project("tcm", COLL, 32, SIZES, here, 8.0)
+    assert t["setup"] == pytest.approx(1e8 * 1e-6 / 3 + 3.0 + 1e8 * (3 * 10 + 20) / 1e9)
     g = cost.project("glda", COLL, 32, SIZES, here, 8.0)
-    assert g["setup"] == pytest.approx(1e8 * 1e-6 / 3 + 3.0 + 1e8 * (3 * 10 + 20) / 1e9)
+    assert g["setup"] == pytest.approx(1e8 * 1e-6 / 32 + 3.0 + 1e8 * (3 * 10 + 20) / 1e9)
 
 
 TRAIN = ray_train.TrainParts(doc_s_per_token=1e-6, grad_s_per_term=5e-9, adam_s_per_term=1.5e-8, mstep_s_per_term=1e-7,
@@ -216,3 +218,15 @@ def test_quick_command_writes_every_kind(shared_data, tmp_path, monkeypatch, cap
     # the partitioned run: the replicated model to rounding, its ranges exchanged every step
     row = re.search(r"^\| ray 2, Adam partitioned \|(.*)\|$", avi, re.M)
     assert row and float(row.group(1).split("|")[5]) > 0  # parameters MB/step
+
+
+def test_sharded_glda_on_workers_uses_every_worker_and_sends_the_counts_through_the_driver():
+    parts = PARTS._replace(on_workers=True, changed_bytes_per_token=1.5)
+    pr = cost.project("glda", COLL, 32, SIZES, parts, gbps=8.0)  # 1e9 bytes/s
+    assert pr["workers_used"] == 32
+    assert pr["compute"] == pytest.approx(100 * 3 * 1e8 / (32 * 2e6))
+    # every chain's counts (4 V K bytes) to each of the 32 workers, the changed entries back
+    assert cost.sweep_bytes("glda", 32, COLL, SIZES, 0.0, True, 1.5) == 3 * (32 * 4 * 1e5 * 800 + 1.5 * 1e8)
+    assert pr["transfer"] == pytest.approx(100 * 3 * (32 * 4 * 1e5 * 800 + 1.5 * 1e8) / 1e9)
+    assert pr["latency"] == pytest.approx(100 * 0.005)  # one round a sweep, every chain at once
+    assert cost.project("glda", COLL, 32, SIZES, PARTS, 8.0)["workers_used"] == 3  # on the driver: whole chains

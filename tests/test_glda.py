@@ -360,12 +360,13 @@ def test_online_start_matches_reference(restricted, doc_counts, K, group_size):
     for c in range(2):
         g = np.zeros(corpus.n_tokens, dtype=np.int32)
         G_.init_random(corpus.doc_ptr, lay["grp_ptr"], lay["tok_run"], lay["run_doc_first"],
-                       not restricted, g, np.zeros(lay["grp_ptr"][-1], np.int32), 0, rng[c])
+                       not restricted, g, np.zeros(lay["grp_ptr"][-1], np.int32), 0, rng[c],
+                       0, corpus.n_docs)
         np.testing.assert_array_equal(m.g_[c], g)
         want = ref.online_pass(corpus.doc_ptr, corpus.term_ids, lay["grp_ptr"], g, K,
                                corpus.n_terms, m.alpha_[c], m.beta, rng[c], restricted, doc_counts)
         np.testing.assert_array_equal(m.zg_[c], want)
-        np.testing.assert_array_equal(m.rng_[c], rng[c])
+        np.testing.assert_array_equal(m.rng_[c, 0], rng[c])
     random = prepared(GroupedLDA(init="random", **kw), corpus)
     np.testing.assert_array_equal(random.g_, m.g_)  # the same groups, other topics
     assert (random.zg_ != m.zg_).any()
@@ -397,15 +398,61 @@ def test_one_sweep_matches_reference_sampler(restricted, doc_counts, K):
                             sample_every=1, seed=6, restricted=restricted, doc_counts=doc_counts),
                  corpus, sweeps=1)
     lay = m._lay
-    g0, zg0, rng0 = m.g_[0].copy(), m.zg_[0].copy(), m.rng_[0].copy()
+    g0, zg0, rng0 = m.g_[0].copy(), m.zg_[0].copy(), m.rng_[0, 0].copy()
     want_g, want_zg = ref.sweep(corpus.doc_ptr, corpus.term_ids, lay["grp_ptr"], g0, zg0,
                                 m.n_topics, corpus.n_terms, m.alpha_[0], m.beta, rng0, restricted,
                                 doc_counts)
     m._step(corpus, 1)
     np.testing.assert_array_equal(m.g_[0], want_g)
     np.testing.assert_array_equal(m.zg_[0], want_zg)
-    np.testing.assert_array_equal(m.rng_[0], rng0)
+    np.testing.assert_array_equal(m.rng_[0, 0], rng0)
     assert (want_zg != zg0).any()
+
+
+@pytest.mark.parametrize("restricted,doc_counts", [(False, "groups"), (False, "tokens"), (True, "groups")])
+def test_a_sharded_sweep_samples_each_shard_against_the_counts_at_its_start(restricted, doc_counts):
+    """n_shards > 1: every shard's documents as the reference sweeps them against the chain's
+    counts as the sweep started (the other shards' documents unchanged), on the shard's own
+    stream; the counts are then those of the new assignments."""
+    corpus = long_group_corpus() if restricted else block_corpus(12)
+    m = prepared(GroupedLDA(n_topics=4, alpha=0.5, beta=0.1, n_chains=2, n_shards=3, n_iter=3,
+                            burn_in=2, sample_every=1, seed=6, restricted=restricted,
+                            doc_counts=doc_counts), corpus, sweeps=1)
+    lay, shard_doc = m._lay, m._shard_doc
+    assert len(np.unique(shard_doc)) == 4  # three shards, none empty
+    want = []
+    for c in range(2):
+        g, zg, rng = m.g_[c].copy(), m.zg_[c].copy(), m.rng_[c].copy()
+        for s in range(3):
+            gs, zgs = ref.sweep(corpus.doc_ptr, corpus.term_ids, lay["grp_ptr"], m.g_[c], m.zg_[c],
+                                m.n_topics, corpus.n_terms, m.alpha_[c], m.beta, rng[s], restricted,
+                                doc_counts, docs=(shard_doc[s], shard_doc[s + 1]))
+            t0, t1 = corpus.doc_ptr[shard_doc[s]], corpus.doc_ptr[shard_doc[s + 1]]
+            h0, h1 = lay["grp_ptr"][shard_doc[s]], lay["grp_ptr"][shard_doc[s + 1]]
+            g[t0:t1], zg[h0:h1] = gs[t0:t1], zgs[h0:h1]
+        want.append((g, zg, rng))
+    m._step(corpus, 1)
+    for c, (g, zg, rng) in enumerate(want):
+        np.testing.assert_array_equal(m.g_[c], g)
+        np.testing.assert_array_equal(m.zg_[c], zg)
+        np.testing.assert_array_equal(m.rng_[c], rng)
+    check_invariants(m, corpus)
+
+
+def test_sharded_chains_same_model_whatever_the_threads_and_resume_bit_identically(tmp_path):
+    corpus = small_corpus()
+    kw = dict(n_topics=6, n_chains=2, n_shards=3, n_iter=6, burn_in=3, sample_every=1, seed=9,
+              checkpoint_every=2)
+    a = GroupedLDA(n_jobs=1, **kw).fit(corpus)
+    b = GroupedLDA(n_jobs=2, **kw).fit(corpus)
+    np.testing.assert_array_equal(a.gz_, b.gz_)
+    np.testing.assert_array_equal(a.log_lik_, b.log_lik_)
+    check_invariants(a, corpus)
+    sequential = GroupedLDA(**dict(kw, n_shards=1)).fit(corpus)
+    assert (sequential.z_ != a.z_).mean() > 0.3  # another chain, of about the same fit
+    assert abs(sequential.log_lik_[-1].mean() - a.log_lik_[-1].mean()) < 0.05 * abs(a.log_lik_[-1].mean())
+    resumed = resume_after_kill(GroupedLDA, kw, corpus, tmp_path / "run.ckpt.npz", kill_at=3)
+    assert_same_fit(resumed, a, "z_", "gz_", "alpha_", "rng_")
 
 
 def test_log_lik_is_log_p_w_z_of_token_topics():
@@ -449,7 +496,7 @@ def test_sweep_splits_chains_into_parts_without_changing_them():
     a sweep is the same whatever the number of parts."""
     corpus = small_corpus()
     m = prepared(GroupedLDA(n_topics=7, n_chains=5, seed=4), corpus, sweeps=1)
-    start = [m.g_.copy(), m.zg_.copy(), m.n_kw_.copy(), m.n_k_.copy(), m.rng_.copy()]
+    start = [m.g_.copy(), m.zg_.copy(), m.n_kw_.copy(), m.n_k_.copy(), m.rng_[:, 0].copy()]
     lay = m._lay
     states = []
     for n_threads in (1, 2, 3, 4, 8):  # parts per chain: 1, 2, 3, 4, 1

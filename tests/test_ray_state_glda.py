@@ -6,6 +6,7 @@ line, and a lost worker names itself and the checkpoint."""
 import numpy as np
 import pytest
 
+from models.common import checkpoint as ckpt
 from models import synthetic_corpus
 from models.glda.model import GroupedLDA
 from tests.test_ray import ray_cluster  # noqa: F401  (the module's Ray cluster)
@@ -78,3 +79,47 @@ def test_a_state_part_with_a_group_outside_its_document_or_a_topic_out_of_range_
 @pytest.mark.long
 def test_glda_lost_worker_then_checkpoint_parts_resume_bit_identically(ray_cluster, tmp_path):  # noqa: F811
     lost_worker_then_resume(GroupedLDA, KW, corpus(), tmp_path / "run.ckpt.npz", tmp_path, executor, unit="chain")
+
+
+# document shards (n_shards > 1): three shards on two workers, worker 0 owns shards 0-1
+SHARDED = dict(KW, n_chains=2, n_shards=3)
+
+
+@pytest.mark.parametrize("extra", [{}, dict(restricted=True, init="random")])
+def test_sharded_glda_on_workers_is_the_local_model_and_the_driver_holds_counts_only(ray_cluster, tmp_path, extra):  # noqa: F811
+    from tests.test_ray_state import driver_arrays
+
+    data, path, kw = corpus(), tmp_path / "run.ckpt.npz", dict(SHARDED, **extra)
+    local = GroupedLDA(**kw).fit(data)
+    ex = executor()
+    model = GroupedLDA(executor=ex, **kw).fit(data, checkpoint=path)
+    same_model(model, local, tmp_path)
+    C, K, V = model.n_chains, model.n_topics, data.n_terms
+    # the driver: every chain's counts (C x V x K) at most, nothing per token, group or document
+    assert max(a.size for a in driver_arrays(model, ex)) <= C * V * K < data.n_tokens
+    assert not any(hasattr(model, n) for n in ("g_", "zg_", "z_", "n_kw_", "rng_", "_lay", "_corpus"))
+    stats = model.executor_stats_
+    assert stats["workers"] == 2 and stats["sync_bytes"] == 0
+    assert 2 * ex.last_runner.n_kw.nbytes < stats["slice_bytes_per_sweep"]
+    h = ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT).header
+    assert [p[:2] for p in h["state_parts"]] == [[s, f"state.shard{s}.sweep12.npz"] for s in range(3)]
+    part = ckpt.read_model_file(path.with_name(path.name + ".parts") / "state.shard1.sweep12.npz",
+                                kind=ckpt.CHECKPOINT_FORMAT).arrays
+    np.testing.assert_array_equal(part["rng"], local.rng_[:, 1])
+    a, b = local._shard_doc[1:3]
+    t0, t1 = data.doc_ptr[a], data.doc_ptr[b]
+    np.testing.assert_array_equal(part["gz"][:, :t1 - t0], local.g_[:, t0:t1])
+    h0, h1 = local.group_ptr_[a], local.group_ptr_[b]
+    np.testing.assert_array_equal(part["gz"][:, t1 - t0:], local.zg_[:, h0:h1])
+
+
+def test_sharded_glda_needs_the_state_on_the_workers():
+    from models.common.executors.ray import RayExecutor
+
+    with pytest.raises(ValueError, match=r"n_shards > 1.*state='workers'"):
+        GroupedLDA(**SHARDED)._ray_runner(RayExecutor(n_workers=2))
+
+
+@pytest.mark.long
+def test_sharded_glda_lost_worker_then_checkpoint_parts_resume_bit_identically(ray_cluster, tmp_path):  # noqa: F811
+    lost_worker_then_resume(GroupedLDA, SHARDED, corpus(), tmp_path / "run.ckpt.npz", tmp_path, executor)

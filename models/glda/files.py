@@ -45,7 +45,7 @@ def _glda_values(name, optional):
 SPEC = V.Spec(
     model=LDA_MODEL,
     checkpoint=F.state_checks("gz", ("tokens+groups",), (np.int32, np.uint16),
-                              _glda_values, "alpha", ("topics",), ()),
+                              _glda_values, "alpha", ("topics",), ("shards",)),
     dims=lambda m, h, c: {} if c is None else {"groups": int(m._lay["grp_ptr"][-1])},
     priors=LDA.priors)
 

@@ -412,6 +412,35 @@ def word_bits(n_kw):
     return wbits
 
 
+@njit(cache=True)
+def unit_scratch(n, K, V, max_len, max_groups):
+    """The scratch of ``n`` sampling units (chains, or one chain's shards), kept from one part of
+    a unit's sweep to the next: (K,) int64 and float64 rows, (max_len,) and (max_groups + 1,)
+    int64 rows, topic bitsets, the sums S, D and 1 / R_k, and the group's term counts."""
+    nb = (K + 63) >> 6
+    return (np.zeros((n, 7, K), np.int64), np.zeros((n, 6, K)), np.zeros((n, 8, max_len), np.int64),
+            np.zeros((n, 2, max_groups + 1), np.int64), np.zeros((n, 3, nb), np.uint64),
+            np.zeros((n, 2, LINEAR_MAX + 1)), np.zeros((n, K, LINEAR_MAX + 1)), np.zeros((n, V), np.int64))
+
+
+@njit(cache=True)
+def sweep_docs(d0, d1, fresh, lay, chain, wbits, beta, unit, resample_groups, rng, n_max, sc, u):
+    """Docs [d0, d1) of one unit in order with unit ``u``'s scratch ``sc`` (:func:`unit_scratch`);
+    ``fresh``: the unit's first part of a sweep, whose smoothing sums are built from the
+    counts (so they are a function of the state: a resumed chain rebuilds the same ones)."""
+    ik, fk, il, ig, bits, sums, inv_r, seen = sc
+    if fresh:
+        smooth_sums(chain.alpha, unit, chain.n_k, chain.n_kw.shape[0] * beta, n_max, sums[u, 0], inv_r[u])
+    lc = long_cache(fk[u, 5], ik[u, 6], bits[u, 2], fresh)
+    sp = SparseState(wbits, bits[u, 0], bits[u, 1], sums[u, 0], sums[u, 1], inv_r[u],
+                     fk[u, 3], n_max, ik[u, 3], il[u, 3], il[u, 4], ik[u, 4], fk[u, 4],
+                     ig[u, 1], ik[u, 5], il[u, 5], il[u, 6], il[u, 7], lc)
+    scratch = DocScratch(ik[u, 0], ik[u, 1], ik[u, 2], fk[u, :3], ig[u, 0], il[u, 0],
+                         il[u, 1], il[u, 2], seen[u])
+    for d in range(d0, d1):
+        sweep_doc(d, lay, chain, beta, unit, resample_groups, rng, scratch, sp)
+
+
 # prange entry point: flat arrays (see models/common/kernels/__init__.py)
 @njit(cache=True, parallel=True)
 def sweep_chains(doc_ptr, term_ids, grp_ptr, run_ptr, tok_run, g, zg, n_kw, n_k, alpha,
@@ -422,52 +451,74 @@ def sweep_chains(doc_ptr, term_ids, grp_ptr, run_ptr, tok_run, g, zg, n_kw, n_k,
     parts of distinct chains, a chain's parts in order: every thread stays busy (3 chains on 2
     threads: 1.5 chain sweeps of wall time, not 2). ``wbits``, the words' topic bitsets
     (:func:`word_bits` of the counts), is kept up to date with the counts, exactly, so the
-    caller keeps it from one sweep to the next; the smoothing sums are rebuilt from the counts
-    at the start, so they are a function of the state (a resumed chain rebuilds the same ones)."""
+    caller keeps it from one sweep to the next."""
     C, K = n_k.shape
     V = n_kw.shape[1]
     n_max = min(max_len, LINEAR_MAX)
-    vbeta = V * beta
     T = max(1, min(n_threads, C))
     P = T // math.gcd(C, T)
     width = T if P > 1 else C  # parts per round
     bounds = np.searchsorted(doc_ptr, np.arange(P + 1) * doc_ptr[-1] // P)
     bounds[P] = len(doc_ptr) - 1
-    # every chain's scratch, kept from one part to the next: (K,) int64 and float64 rows,
-    # (max_len,) and (max_groups + 1,) int64 rows, topic bitsets, the sums S, D and 1 / R_k
-    nb = (K + 63) >> 6
-    ik, fk = np.zeros((C, 7, K), np.int64), np.zeros((C, 6, K))
-    il, ig = np.zeros((C, 8, max_len), np.int64), np.zeros((C, 2, max_groups + 1), np.int64)
-    bits = np.zeros((C, 3, nb), np.uint64)
-    sums, inv_r = np.zeros((C, 2, LINEAR_MAX + 1)), np.zeros((C, K, LINEAR_MAX + 1))
-    seen = np.zeros((C, V), np.int64)
+    sc = unit_scratch(C, K, V, max_len, max_groups)
+    lay = GroupLayout(doc_ptr, term_ids, grp_ptr, run_ptr, tok_run)
     for r in range(C * P // width):
         for s in prange(width):
             u = r * width + s
             p, c = u // C, u % C
-            if p == 0:
-                smooth_sums(alpha[c], unit, n_k[c], vbeta, n_max, sums[c, 0], inv_r[c])
-            lc = long_cache(fk[c, 5], ik[c, 6], bits[c, 2], p == 0)
-            sp = SparseState(wbits[c], bits[c, 0], bits[c, 1], sums[c, 0], sums[c, 1], inv_r[c],
-                             fk[c, 3], n_max, ik[c, 3], il[c, 3], il[c, 4], ik[c, 4], fk[c, 4],
-                             ig[c, 1], ik[c, 5], il[c, 5], il[c, 6], il[c, 7], lc)
-            lay = GroupLayout(doc_ptr, term_ids, grp_ptr, run_ptr, tok_run)
             chain = ChainState(g[c], zg[c], n_kw[c], n_k[c], alpha[c])
-            scratch = DocScratch(ik[c, 0], ik[c, 1], ik[c, 2], fk[c, :3], ig[c, 0], il[c, 0],
-                                 il[c, 1], il[c, 2], seen[c])
-            for d in range(bounds[p], bounds[p + 1]):
-                sweep_doc(d, lay, chain, beta, unit, resample_groups, rng[c], scratch, sp)
+            sweep_docs(bounds[p], bounds[p + 1], p == 0, lay, chain, wbits[c], beta, unit,
+                       resample_groups, rng[c], n_max, sc, c)
+
+
+@njit(cache=True, parallel=True)
+def sweep_shards(doc_ptr, term_ids, grp_ptr, run_ptr, tok_run, shard_doc, g, zg, n_kw, n_k, alpha,
+                 beta, unit, resample_groups, rng, max_groups, max_len, wbits):
+    """One sweep of one chain cut into document shards (AD-LDA, Newman et al. 2009): shard s
+    samples docs [shard_doc[s], shard_doc[s + 1]) in order on its stream ``rng[s]`` against
+    ``n_kw[s]``, ``n_k[s]`` and ``wbits[s]``, copies of the chain's counts (and their bitsets)
+    at the sweep's start that only its own changes reach; the caller merges them
+    (:func:`merge_shards`). Shards run side by side; each one's draws depend on its documents
+    and the start alone, never on the threads."""
+    S, K = n_k.shape
+    V = n_kw.shape[1]
+    n_max = min(max_len, LINEAR_MAX)
+    sc = unit_scratch(S, K, V, max_len, max_groups)
+    lay = GroupLayout(doc_ptr, term_ids, grp_ptr, run_ptr, tok_run)
+    for s in prange(S):
+        chain = ChainState(g, zg, n_kw[s], n_k[s], alpha)
+        sweep_docs(shard_doc[s], shard_doc[s + 1], True, lay, chain, wbits[s], beta, unit,
+                   resample_groups, rng[s], n_max, sc, s)
+
+
+@njit(cache=True, parallel=True)
+def add_shard_changes(n_kw, n_k, base_kw, base_k, out_kw, out_k):
+    """out += every shard copy's change (``n_kw[s] - base_kw``, rows in parallel); ``out`` may be
+    the base itself (an element's changes are summed before it is written)."""
+    S, V, K = n_kw.shape
+    for y in prange(V):
+        for k in range(K):
+            t = 0
+            for s in range(S):
+                t += n_kw[s, y, k] - base_kw[y, k]
+            out_kw[y, k] += t
+    for k in range(K):
+        t = 0
+        for s in range(S):
+            t += n_k[s, k] - base_k[k]
+        out_k[k] += t
 
 
 @njit(cache=True)
-def init_random(doc_ptr, grp_ptr, tok_run, run_doc_first, resample_groups, g, zg, n_topics, rng):
-    """Uniform groups (gLDA; restricted LDA: the token's (doc, word) run) and uniform topics
-    (``n_topics`` 0: every group's topic -1, left to the online initialisation's pass)."""
-    for d in range(len(doc_ptr) - 1):
+def init_random(doc_ptr, grp_ptr, tok_run, run_doc_first, resample_groups, g, zg, n_topics, rng, d0, d1):
+    """Uniform groups of docs [d0, d1) (gLDA; restricted LDA: the token's (doc, word) run), then
+    uniform topics of their groups (``n_topics`` 0: every group's topic -1, left to the online
+    initialisation's pass)."""
+    for d in range(d0, d1):
         G = grp_ptr[d + 1] - grp_ptr[d]
         for i in range(doc_ptr[d], doc_ptr[d + 1]):
             g[i] = randint(rng, G) if resample_groups else tok_run[i] - run_doc_first[d]
-    for h in range(len(zg)):
+    for h in range(grp_ptr[d0], grp_ptr[d1]):
         zg[h] = randint(rng, n_topics) if n_topics > 0 else -1
 
 

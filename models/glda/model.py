@@ -18,7 +18,7 @@ from ..common.kernels.rng import make_rng_states
 from . import files
 from ..common.base import TopicModel
 from ..common.checkpoint import id_dtype
-from ..common.gibbs import key_runs, rows_csr
+from ..common.gibbs import key_runs, rows_csr, shard_docs
 from ..lda.layout import count_shift
 from ..lda.model import LDA
 
@@ -73,6 +73,14 @@ class GroupedLDA(LDA):
         early sweeps are faster and the chains end higher in log p(W, Z).
     n_chains : int, default=3
         Independent Markov chains, each on its own seed stream, sampled in parallel.
+    n_shards : int, default=1
+        Document shards of a chain (contiguous ranges of about equal tokens), each on its own
+        stream. 1: every chain is sampled sequentially in document order, the paper's sampler.
+        More: a sweep samples every shard against the chain's counts as the sweep started plus
+        the shard's own changes, then adds every shard's changes (approximate distributed
+        Gibbs, AD-LDA, Newman et al. 2009), so the shards of a chain can run on different Ray
+        workers that each hold only their documents' state. Results depend on ``n_shards``
+        and ``seed``, never on ``n_jobs`` or the workers.
     n_iter : int, default=100
         Gibbs sweeps per chain (burn-in included).
     burn_in : int or None, default=None
@@ -90,7 +98,8 @@ class GroupedLDA(LDA):
     checkpoint_every : int, default=10
     executor : str, default="local"
         Where the sweeps run: "local" (this process, ``n_jobs`` threads), "ray" (Ray workers
-        that own whole chains; ``RAY_ADDRESS`` or a local Ray cluster), "ray:ADDRESS" or
+        that own whole chains, or with ``RayExecutor(state="workers")`` and ``n_shards`` > 1
+        the shards of every chain; ``RAY_ADDRESS`` or a local Ray cluster), "ray:ADDRESS" or
         "ray://HOST:PORT" (that Ray cluster). Same seed: the same model whatever the executor
         and the number of threads or workers. Not written to model files; a checkpoint resumes
         under any executor. Needs ``pip install topicir[ray]``.
@@ -128,7 +137,7 @@ class GroupedLDA(LDA):
 
     def __init__(self, *, n_topics=800, alpha=None, beta=0.01, group_size=4.0, doc_counts="groups",
                  restricted=False, init="online",
-                 n_chains=3, n_iter=100, burn_in=None, sample_every=None, seed=0, n_jobs=None,
+                 n_chains=3, n_shards=1, n_iter=100, burn_in=None, sample_every=None, seed=0, n_jobs=None,
                  log_lik_every=10, callback_every=1, checkpoint_every=10, executor="local"):
         self.n_topics = n_topics
         self.alpha = alpha
@@ -138,6 +147,7 @@ class GroupedLDA(LDA):
         self.restricted = restricted
         self.init = init
         self.n_chains = n_chains
+        self.n_shards = n_shards
         self.n_iter = n_iter
         self.burn_in = burn_in
         self.sample_every = sample_every
@@ -165,9 +175,6 @@ class GroupedLDA(LDA):
         # files written before init existed started their chains at random
         return super()._from_params({"init": "random", **params})
 
-    # the shared int parameters of every sampler include n_shards: gLDA has one shard per chain
-    n_shards = 1
-
     # -- layout -------------------------------------------------------------------------------
 
     def _build_layout(self, corpus):
@@ -186,6 +193,7 @@ class GroupedLDA(LDA):
             cshift=count_shift(self.n_topics, doc_len.max(initial=0)),
             cap_ptr=np.concatenate([[0], np.cumsum(np.minimum(doc_len, self.n_topics))]).astype(np.int64))
         self.group_ptr_ = grp_ptr
+        self._shard_doc = shard_docs(corpus, self.n_shards)
 
     def _alloc_chain_state(self, corpus):
         C, Kt, V, N = self.n_chains, self.n_topics, corpus.n_terms, corpus.n_tokens
@@ -244,7 +252,7 @@ class GroupedLDA(LDA):
 
     def _start(self, corpus):
         C, Kt = self.n_chains, self.n_topics
-        self.rng_ = make_rng_states(self.seed, C)
+        self.rng_ = make_rng_states(self.seed, C, self.n_shards)
         self.alpha_ = np.full((C, Kt), self._alpha0())
         self._init_chains(corpus)
 
@@ -253,10 +261,12 @@ class GroupedLDA(LDA):
         owns so, from their streams of the local start)."""
         Kt, lay = self.n_topics, self._lay
         online = self.init == "online"
+        shard_doc = self._shard_doc
         for c in range(len(self.rng_)):
-            G_.init_random(corpus.doc_ptr, lay["grp_ptr"], lay["tok_run"], lay["run_doc_first"],
-                           not self.restricted, self.g_[c], self.zg_[c], 0 if online else Kt,
-                           self.rng_[c])
+            for s in range(len(shard_doc) - 1):
+                G_.init_random(corpus.doc_ptr, lay["grp_ptr"], lay["tok_run"], lay["run_doc_first"],
+                               not self.restricted, self.g_[c], self.zg_[c], 0 if online else Kt,
+                               self.rng_[c, s], shard_doc[s], shard_doc[s + 1])
             if not online:
                 self._rebuild_counts(corpus, c)
         if online:
@@ -270,9 +280,16 @@ class GroupedLDA(LDA):
     def _ray_runner(self, executor):
         """The runner of a :class:`models.common.executors.ray.RayExecutor` (imports Ray)."""
         if getattr(executor, "state", "driver") == "workers":
+            if self.n_shards > 1:
+                from .ray_shards import shard_runner
+
+                return shard_runner(executor, self)
             from .ray_state import chain_runner
 
             return chain_runner(executor, self)
+        if self.n_shards > 1:
+            raise ValueError("gLDA's document shards (n_shards > 1) run on Ray with their state on the "
+                             "workers: RayExecutor(state='workers')")
         from .ray import runner
 
         return runner(executor, self)
@@ -281,10 +298,28 @@ class GroupedLDA(LDA):
         lay = self._lay
         if self._wbits is None:
             self._wbits = G_.word_bits(self.n_kw_)
-        G_.sweep_chains(corpus.doc_ptr, corpus.term_ids, lay["grp_ptr"], lay["run_ptr"],
-                        lay["tok_run"], self.g_, self.zg_, self.n_kw_, self.n_k_,
-                        self.alpha_, float(self.beta), self._unit(), resample_groups, self.rng_,
-                        lay["max_groups"], lay["max_len"], numba.get_num_threads(), self._wbits)
+        if self.n_shards == 1:
+            G_.sweep_chains(corpus.doc_ptr, corpus.term_ids, lay["grp_ptr"], lay["run_ptr"],
+                            lay["tok_run"], self.g_, self.zg_, self.n_kw_, self.n_k_,
+                            self.alpha_, float(self.beta), self._unit(), resample_groups,
+                            self.rng_[:, 0], lay["max_groups"], lay["max_len"],
+                            numba.get_num_threads(), self._wbits)
+            return
+        for c in range(self.n_chains):
+            self._sweep_shards(corpus, c, resample_groups)
+        self._wbits = None  # the merged counts' bitsets: built again from them
+
+    def _sweep_shards(self, corpus, c, resample_groups):
+        """Chain c's sweep over its shards side by side, each from a copy of the counts."""
+        lay, S = self._lay, self.n_shards
+        n_kw = np.repeat(self.n_kw_[c][None], S, axis=0)
+        n_k = np.repeat(self.n_k_[c][None], S, axis=0)
+        wbits = np.repeat(self._wbits[c][None], S, axis=0)
+        G_.sweep_shards(corpus.doc_ptr, corpus.term_ids, lay["grp_ptr"], lay["run_ptr"],
+                        lay["tok_run"], self._shard_doc, self.g_[c], self.zg_[c], n_kw, n_k,
+                        self.alpha_[c], float(self.beta), self._unit(), resample_groups,
+                        self.rng_[c], lay["max_groups"], lay["max_len"], wbits)
+        G_.add_shard_changes(n_kw, n_k, self.n_kw_[c], self.n_k_[c], self.n_kw_[c], self.n_k_[c])
 
     def _finalize(self, corpus):
         self._wbits = None

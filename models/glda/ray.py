@@ -37,7 +37,7 @@ class GldaWorker(RayWorker):
         st = self.chain[c]
         G_.sweep_chains(*self.text, st["g"][None], st["zg"][None], st["n_kw"][None],
                         st["n_k"][None], st["alpha"][None], self.beta, self.unit,
-                        self.resample_groups, st["rng"][None], self.max_groups, self.max_len, 1,
+                        self.resample_groups, st["rng"], self.max_groups, self.max_len, 1,
                         st["wbits"])
 
 

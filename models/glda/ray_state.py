@@ -1,8 +1,9 @@
 """gLDA with the chain state on the Ray workers (``RayExecutor(state="workers")``): gLDA's part
 of :class:`models.common.executors.chains.ChainRunner`.
 
-gLDA samples every chain sequentially in document order, so a worker owns whole chains (at most
-``n_chains`` useful workers). It reads the corpus itself, builds the groups' layout, and keeps
+With one shard (``n_shards=1``) gLDA samples every chain sequentially in document order, so a
+worker owns whole chains (at most ``n_chains`` useful workers); more shards run on
+:mod:`models.glda.ray_shards`. It reads the corpus itself, builds the groups' layout, and keeps
 its chains' groups, group topics, topic-word counts and rng streams for the whole fit; it
 starts, sweeps, computes the log-likelihood and takes the kept samples with the local
 trainer's code (:class:`models.glda.model.GroupedLDA` over its chains), so the model is the
@@ -46,7 +47,7 @@ class GldaChainWorker(ChainWorker):
         m._build_layout(self.corpus)
         m._alloc_chain_state(self.corpus)
         m._keep_sample_state = False  # the samples' parts are written once, in their final form
-        m.rng_ = np.zeros((C, 4), np.uint64)
+        m.rng_ = np.zeros((C, 1, 4), np.uint64)
         m.alpha_ = np.zeros((C, m.n_topics))
 
     def start_chains(self, rng, prior):
@@ -88,4 +89,4 @@ class GldaChainHook(ChainHook):
     def start(model):
         C = model.n_chains
         model.alpha_ = np.full((C, model.n_topics), model._alpha0())
-        return make_rng_states(model.seed, C), model.alpha_
+        return make_rng_states(model.seed, C, 1), model.alpha_

@@ -23,6 +23,8 @@ state shipped to the workers at the start (metered on the kind's hook). The last
 that the Ray model is the local one (assignments, counts and log-likelihood). A kind whose chain
 state can stay on the workers (``--ray-state workers``) runs that way too, on every W, its rows
 marked "state on workers" (the same model: every array of its model file and the log-likelihood).
+gLDA runs whole chains with the state on the driver (one shard) and ``--shards`` document shards
+with the state on the workers, each against a local run of the same shards.
 
 The measured parts (per-core rate, round latency from a chain of actor calls, the driver's
 per-token work, the bytes per token) feed :mod:`retrieval.bench.ray_cost`, which projects a
@@ -120,7 +122,9 @@ def _fit(kind, corpus, inputs, params, executor, metered=None):
     return out
 
 
-def _params(kind, args):
+def _params(kind, args, state="driver"):
+    """The run's parameters: n_shards = --shards where the kind has shards (gLDA's run on the
+    driver: one, whole chains; its shards run with the state on the workers)."""
     from models.registry import model_class
 
     cls = model_class(kind)
@@ -129,7 +133,7 @@ def _params(kind, args):
     params = {k: sizes[k] for k in SIZE_KEYS if k in defaults}
     params.update(n_chains=args.chains, n_iter=args.iters, burn_in=args.iters - 1, sample_every=1,
                   log_lik_every=args.iters, n_jobs=args.threads, seed=args.seed)
-    if "n_shards" in defaults:
+    if "n_shards" in defaults and (kind != "glda" or state == "workers"):
         params["n_shards"] = args.shards
     return params
 
@@ -213,11 +217,14 @@ def bench_kind(kind, corpus, inputs, args, rows, checks):
 
     runs, on_workers = {}, {}
     states = ("driver", "workers") if kind in WORKER_STATE_KINDS else ("driver",)
+    worker_params = _params(kind, args, "workers")
+    local_w = local if worker_params == params else _fit(kind, corpus, inputs, worker_params, "local")
     for state, w in ((state, w) for state in states for w in args.workers):
         metered = {}
-        r = _fit(kind, corpus, inputs, params, _executor(args.address, w, metered, state), metered)
+        p = params if state == "driver" else worker_params
+        r = _fit(kind, corpus, inputs, p, _executor(args.address, w, metered, state), metered)
         (runs if state == "driver" else on_workers)[w] = r
-        same = _same(kind, r["model"], local["model"]) if state == "driver" else _same_model(r["model"], local["model"])
+        same = _same(kind, r["model"], local["model"]) if state == "driver" else _same_model(r["model"], local_w["model"])
         st = r["stats"]
         per_sweep = st["slice_bytes_per_sweep"] + st["n_k_bytes_per_sweep"]
         rounds = st["rounds"] / st["sweeps"]
@@ -279,6 +286,7 @@ def bench_kind(kind, corpus, inputs, args, rows, checks):
             driver_bytes_per_token=max(r["sync_per_sweep"], 0.0) / (C * N),
             sync_bytes_per_token=max(r["sync_event"], 0.0) / (C * N),
             restaurant_bytes_per_token=(big["stats"]["n_k_bytes_per_sweep"] / (C * w_max * N) if kind == "tcm" else 0.0),
+            changed_bytes_per_token=r["stats"].get("changed_bytes_per_sweep", 0) / (C * N),
             nodes_per_term=nodes / corpus.n_terms, inner_per_term=inner / corpus.n_terms, on_workers=per_worker)
 
     parts = {kind: measured(one, False)}
@@ -411,7 +419,8 @@ def run(*, data: str = DEFAULT_20NEWS, docs: int | None = 1500, kinds=KINDS, siz
         return train
     note = (f"20news (first {corpus.n_docs} posts): {corpus.n_tokens} tokens, {corpus.n_terms} terms; sweeps={iters}, "
             f"chains={chains}, n_shards={shards}, seed={seed}, topic counts: {sizes}; MB are per sweep of every chain "
-            f"(sync MB: over the run); 'same model': assignments, counts and log-likelihood equal to the local run's")
+            f"(sync MB: over the run); 'same model': assignments, counts and log-likelihood equal to the local run's; "
+            f"gLDA: one shard (whole chains) with the state on the driver, n_shards={shards} on the workers")
     return [Table("Gibbs kinds on Ray against the local trainer", rows, notes=[note]),
             Table("What each kind moves per sweep: formula against measurement", checks,
                   notes=["per chain and sweep; partition kinds: the whole state once a round (measured / (chains x "

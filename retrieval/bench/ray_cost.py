@@ -26,7 +26,10 @@ What a kind moves per sweep follows from what its runner sends (n_shards = W):
 - TCM (AD-LDA shards): the driver hands every worker the chain's restaurants, sized by the
   collocations (so by the tokens), and takes back the boundaries (4 bytes a token);
 - gLDA, and TCM with the state on the workers (whole chains): nothing; a worker sweeps whole
-  chains, so at most C workers are used.
+  chains, so at most C workers are used;
+- gLDA with the state on the workers (AD-LDA shards): through the driver's link, every chain's
+  counts as the sweep starts (4 V K bytes) to every worker, and the entries the shards changed
+  back (12 bytes each: flat index and change; measured per token).
 
 L per chain: LDA's sparse term lists (4 bytes a term for its length, an entry per nonzero
 n_kw, at most min(cf_w, K) of term w, packed in 4 or 8 bytes); PAM's dense n_wj (4 V s'
@@ -103,6 +106,7 @@ class Parts(NamedTuple):
     driver_bytes_per_token: float  # pulled after every sweep, per chain
     sync_bytes_per_token: float    # pulled at a sync, per chain
     restaurant_bytes_per_token: float = 0.0  # TCM
+    changed_bytes_per_token: float = 0.0     # gLDA's shards: the changed counts sent back, per chain
     nodes_per_term: float = 0.0              # tree-LDA
     inner_per_term: float = 0.0              # tree-LDA: internal nodes
     on_workers: bool = False                 # the chain state stays on the workers
@@ -122,9 +126,10 @@ def state_bytes(kind: str, coll: Collection, sizes: Sizes, parts: Parts, zipf: f
 
 
 def whole_chains(kind: str, on_workers: bool = False) -> bool:
-    """Whether a worker sweeps whole chains: gLDA's, and TCM's with the state on the workers
-    (its restaurants index the corpus by token position, so a chain is not cut)."""
-    return kind == "glda" or (kind == "tcm" and on_workers)
+    """Whether a worker sweeps whole chains: gLDA's with the state on the driver, and TCM's with
+    the state on the workers (its restaurants index the corpus by token position, so a chain is
+    not cut)."""
+    return (kind == "glda" and not on_workers) or (kind == "tcm" and on_workers)
 
 
 def workers_used(kind: str, workers: int, sizes: Sizes, on_workers: bool = False) -> int:
@@ -137,11 +142,13 @@ def rounds_per_sweep(kind: str, workers: int, sizes: Sizes) -> int:
 
 
 def sweep_bytes(kind: str, workers: int, coll: Collection, sizes: Sizes, L: float,
-                on_workers: bool = False) -> float:
+                on_workers: bool = False, changed_bytes_per_token: float = 0.0) -> float:
     """Bytes over the busiest link in one sweep of every chain (n_shards = workers)."""
     C, W = sizes.chains, workers
     if whole_chains(kind, on_workers):
         return 0.0
+    if kind == "glda":  # through the driver's link: the counts to every worker, the changes back
+        return C * (W * 4.0 * coll.terms * sizes.k + changed_bytes_per_token * coll.tokens)
     if kind in PARTITION:
         if W == 1:
             return 0.0  # the slices stay on the one worker
@@ -158,7 +165,7 @@ def project(kind: str, coll: Collection, workers: int, sizes: Sizes, parts: Part
     N, C, W = coll.tokens, sizes.chains, workers
     used = workers_used(kind, W, sizes, parts.on_workers)
     L = state_bytes(kind, coll, sizes, parts, zipf)
-    moved = sweep_bytes(kind, W, coll, sizes, L, parts.on_workers)
+    moved = sweep_bytes(kind, W, coll, sizes, L, parts.on_workers, parts.changed_bytes_per_token)
     whole = whole_chains(kind, parts.on_workers)
     per_sweep = dict(
         compute=math.ceil(C / used) * N / parts.rate if whole else C * N / (used * parts.rate),

@@ -190,14 +190,15 @@ def _first_above(p, u):
 
 
 def sweep(doc_ptr, term_ids, grp_ptr, g, zg, n_topics, n_terms, alpha, beta, rng_state,
-          restricted=False, doc_counts="groups"):
+          restricted=False, doc_counts="groups", docs=None):
     """One sequential sweep in the fast sampler's order: per document, every token's group in
     position order (eq. 2: the topic from the probabilities summed over its groups, split as
     :func:`eq2_parts`, then the drawn group among that topic's groups uniformly, then the
     refinement), then every group's topic (:func:`_draw_group_topics`). Returns new (g, zg);
-    advances rng_state."""
+    advances rng_state. ``docs`` (d0, d1): sweep those documents only, the others' state
+    staying in the counts (a document shard's sweep against the chain's counts)."""
     g, zg = np.array(g, dtype=np.int64), np.array(zg, dtype=np.int64)
-    for d in range(len(doc_ptr) - 1):
+    for d in range(*(docs or (0, len(doc_ptr) - 1))):
         g0, G = grp_ptr[d], grp_ptr[d + 1] - grp_ptr[d]
         if not restricted:
             for i in range(doc_ptr[d], doc_ptr[d + 1]):

@@ -1,8 +1,8 @@
 """The Ray driver off the data path: training whose token-sized state never reaches the driver.
 
 ``RayExecutor(state="workers")`` runs a kind's fit through :class:`ShardedRunner` (LDA, PAM,
-tree-LDA; its loop, :class:`WorkerStateLoop`, also runs gLDA's whole chains:
-:mod:`models.common.executors.chains`). Each worker reads its documents' tokens itself (from the corpus files when the corpus
+tree-LDA; its loop, :class:`WorkerStateLoop`, also runs whole chains:
+:mod:`models.common.executors.chains`, and gLDA's shards: :mod:`models.glda.ray_shards`). Each worker reads its documents' tokens itself (from the corpus files when the corpus
 arrays are memory mapped, else from one object-store copy of its range), builds its sweep order,
 initialises, sweeps, and keeps its documents' assignments, document counts and rng streams
 until the end. The driver holds what does not grow with the tokens: the parameters, the
