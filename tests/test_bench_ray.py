@@ -225,8 +225,12 @@ def test_sharded_glda_on_workers_uses_every_worker_and_sends_the_counts_through_
     pr = cost.project("glda", COLL, 32, SIZES, parts, gbps=8.0)  # 1e9 bytes/s
     assert pr["workers_used"] == 32
     assert pr["compute"] == pytest.approx(100 * 3 * 1e8 / (32 * 2e6))
-    # every chain's counts (4 V K bytes) to each of the 32 workers, the changed entries back
-    assert cost.sweep_bytes("glda", 32, COLL, SIZES, 0.0, True, 1.5) == 3 * (32 * 4 * 1e5 * 800 + 1.5 * 1e8)
-    assert pr["transfer"] == pytest.approx(100 * 3 * (32 * 4 * 1e5 * 800 + 1.5 * 1e8) / 1e9)
+    # to each of the 32 workers every chain's counts of its terms (V / sqrt(32) of them by Heaps'
+    # law), 4 K bytes a term; the changed entries back
+    per_sweep = 3 * (32 * 4 * 800 * 1e5 / math.sqrt(32) + 1.5 * 1e8)
+    assert cost.sweep_bytes("glda", 32, COLL, SIZES, 0.0, True, 1.5) == pytest.approx(per_sweep)
+    assert cost.sweep_bytes("glda", 32, COLL, SIZES, 0.0, True, 1.5, heaps_beta=0.0) == pytest.approx(
+        3 * (32 * 4 * 800 * 1e5 + 1.5 * 1e8))  # every worker holding every term
+    assert pr["transfer"] == pytest.approx(100 * per_sweep / 1e9)
     assert pr["latency"] == pytest.approx(100 * 0.005)  # one round a sweep, every chain at once
     assert cost.project("glda", COLL, 32, SIZES, PARTS, 8.0)["workers_used"] == 3  # on the driver: whole chains

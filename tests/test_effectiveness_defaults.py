@@ -6,7 +6,7 @@ from pathlib import Path
 from models.registry import model_class
 from retrieval.core.feedback import Settings
 from retrieval.core.scoring import LAM, MU
-from retrieval.experiments.grids import shaping
+from retrieval.core.modelfiles import shaping
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "results" / "effectiveness.md"
 
@@ -28,7 +28,7 @@ def test_every_kind_is_measured_with_the_parameters_train_uses():
     rows = section("The models: each kind at its defaults")
     assert rows
     for row in rows:
-        want = {k: str(v) for k, v in shaping(model_class(row["kind"])().get_params()).items()}
+        want = {k: str(v) for k, v in shaping(row["kind"], model_class(row["kind"])().get_params()).items()}
         assert settings(row["parameters"]) == want, row["kind"]
 
 

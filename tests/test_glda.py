@@ -6,6 +6,7 @@ import pytest
 from models import LDA, corpus_from_docs, registry, synthetic_corpus
 from models.glda import kernels as G_
 from models.glda import sparse_kernels as GS
+from models.glda import sweep_kernels as SW_
 from models.glda.model import GroupedLDA, doc_runs
 from models.common.kernels.rng import make_rng_states
 from models.lda.model import joint_log_lik
@@ -503,9 +504,9 @@ def test_sweep_splits_chains_into_parts_without_changing_them():
         g, zg, n_kw, n_k, rng = (a.copy() for a in start)
         wbits = G_.word_bits(n_kw)
         for _ in range(2):
-            G_.sweep_chains(corpus.doc_ptr, corpus.term_ids, lay["grp_ptr"], lay["run_ptr"],
+            SW_.sweep_chains(corpus.doc_ptr, corpus.term_ids, lay["grp_ptr"], lay["run_ptr"],
                             lay["tok_run"], g, zg, n_kw, n_k, m.alpha_, float(m.beta), m._unit(),
-                            True, rng, lay["max_groups"], lay["max_len"], n_threads, wbits)
+                            True, rng, lay["max_groups"], lay["max_len"], n_threads, wbits, corpus.n_terms)
             np.testing.assert_array_equal(wbits, G_.word_bits(n_kw))  # kept exact by the sweep
         states.append((g, zg, n_kw, n_k, rng))
     assert (states[0][1] != start[1]).mean() > 0.3
@@ -562,3 +563,17 @@ def test_params_are_validated():
                        (dict(burn_in=2), "burn_in")]:
         with pytest.raises(ValueError, match=match):
             GroupedLDA(**dict(base, **bad)).fit(corpus)
+
+
+def test_the_shards_parameter_at_one_names_the_models_trained_before_it_existed():
+    """n_shards=1 is the sampler of before: a file, settings hash or measured table without the
+    parameter names the same model; another value is another model."""
+    from retrieval.core.modelfiles import settings_hash, shaping
+
+    params = GroupedLDA().get_params()
+    assert params["n_shards"] == 1 and "n_shards" not in shaping("glda", params)
+    assert shaping("glda", dict(params, n_shards=2))["n_shards"] == 2
+    assert settings_hash("glda", {}) == settings_hash("glda", {"n_shards": 1}) != settings_hash("glda", {"n_shards": 2})
+    old = {k: v for k, v in params.items() if k != "n_shards"}
+    assert shaping("glda", old) == shaping("glda", params)
+    assert shaping("lda", LDA().get_params())["n_shards"] == 4  # LDA's shards were always there

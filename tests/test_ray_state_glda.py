@@ -85,11 +85,20 @@ def test_glda_lost_worker_then_checkpoint_parts_resume_bit_identically(ray_clust
 SHARDED = dict(KW, n_chains=2, n_shards=3)
 
 
+def two_vocabularies():
+    """Documents of terms 0-59, then of terms 40-99: the last shard's worker holds 60 terms' rows."""
+    from models.common.corpus import make_corpus
+
+    a, b = (synthetic_corpus(100, 60, 40, seed=s, n_latent=5) for s in (3, 4))
+    return make_corpus(np.concatenate([a.doc_ptr, b.doc_ptr[1:] + a.n_tokens]),
+                       np.concatenate([a.term_ids, b.term_ids + 40]), n_terms=100, fingerprint="two")
+
+
 @pytest.mark.parametrize("extra", [{}, dict(restricted=True, init="random")])
 def test_sharded_glda_on_workers_is_the_local_model_and_the_driver_holds_counts_only(ray_cluster, tmp_path, extra):  # noqa: F811
     from tests.test_ray_state import driver_arrays
 
-    data, path, kw = corpus(), tmp_path / "run.ckpt.npz", dict(SHARDED, **extra)
+    data, path, kw = two_vocabularies(), tmp_path / "run.ckpt.npz", dict(SHARDED, **extra)
     local = GroupedLDA(**kw).fit(data)
     ex = executor()
     model = GroupedLDA(executor=ex, **kw).fit(data, checkpoint=path)
@@ -98,9 +107,16 @@ def test_sharded_glda_on_workers_is_the_local_model_and_the_driver_holds_counts_
     # the driver: every chain's counts (C x V x K) at most, nothing per token, group or document
     assert max(a.size for a in driver_arrays(model, ex)) <= C * V * K < data.n_tokens
     assert not any(hasattr(model, n) for n in ("g_", "zg_", "z_", "n_kw_", "rng_", "_lay", "_corpus"))
-    stats = model.executor_stats_
+    stats, runner = model.executor_stats_, ex.last_runner
     assert stats["workers"] == 2 and stats["sync_bytes"] == 0
-    assert 2 * ex.last_runner.n_kw.nbytes < stats["slice_bytes_per_sweep"]
+    # every worker gets the counts' rows of its documents' terms only
+    want = [np.unique(data.term_ids[data.doc_ptr[local._shard_doc[s0]]:data.doc_ptr[local._shard_doc[s1]]])
+            for s0, s1 in runner.ranges]
+    assert [len(t) for t in want][1] == 60 and len(want[0]) == V
+    for got, terms in zip(runner.terms, want):
+        np.testing.assert_array_equal(got, terms)
+    assert stats["counts_bytes_per_sweep"] == sum(C * len(t) * K * 4 + C * K * 8 for t in want)
+    assert stats["slice_bytes_per_sweep"] == stats["counts_bytes_per_sweep"] + stats["changed_bytes_per_sweep"] > 0
     h = ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT).header
     assert [p[:2] for p in h["state_parts"]] == [[s, f"state.shard{s}.sweep12.npz"] for s in range(3)]
     part = ckpt.read_model_file(path.with_name(path.name + ".parts") / "state.shard1.sweep12.npz",

@@ -82,6 +82,9 @@ class TopicModel(abc.ABC):
 
     # Parameters a later version retired: ignored (not refused) when older model files load.
     _RETIRED_PARAMS: ClassVar[tuple[str, ...]] = ()
+    # Parameters a later version added, with the value that gives the models of before: settings
+    # without one (an older file's, a measured table's) had that value.
+    _ADDED_PARAMS: ClassVar[dict] = {}
 
     # -- parameters ---------------------------------------------------------------------------
 

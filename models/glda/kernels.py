@@ -1,5 +1,6 @@
 """Kernels of grouped LDA (Bart 2011): the token-to-group step (eq. 2 and the most-instances
-refinement), the group-topic step (eq. 3) and the sequential sweep of one chain.
+refinement), the group-topic step (eq. 3) and one document's pass of both; the sweeps that run
+it are :mod:`models.glda.sweep_kernels`.
 
 Layout (shared by all chains): documents ``doc_ptr``; the groups of doc d are the global ids
 ``grp_ptr[d]:grp_ptr[d + 1]``; the (doc, word) runs, whose groups the refinement counts:
@@ -14,13 +15,12 @@ draws tokens, the groups are the fixed (doc, word) runs); 2, tokens in one facto
 The group-topic step (sparse for groups of at most LINEAR_MAX tokens, dense beyond) is in
 :mod:`models.glda.sparse_kernels`.
 """
-import math
 from typing import NamedTuple
 
 import numpy as np
 from numba import njit, prange
 
-from .sparse_kernels import LINEAR_MAX, ONE, GroupWeights, bit_set, build_word_bits, doc_sums, draw_group_topic, group_topic_weights, long_cache, pick_listed, smooth_move, smooth_sums, topic_move, trailing_zeros
+from .sparse_kernels import LINEAR_MAX, ONE, GroupWeights, bit_set, build_word_bits, doc_sums, draw_group_topic, group_topic_weights, pick_listed, smooth_move, topic_move, trailing_zeros
 from ..common.kernels.prefetch import prefetch
 from ..common.kernels.rng import randint, uniform
 
@@ -29,13 +29,15 @@ PREFETCH_AHEAD = 4
 
 
 class GroupLayout(NamedTuple):
-    """The documents, their groups and (doc, word) runs (module docstring), shared by all chains."""
+    """The documents, their groups and (doc, word) runs (module docstring), shared by all chains,
+    and the model's vocabulary size V (n_kw may hold only the rows of the documents' terms)."""
 
     doc_ptr: np.ndarray
     term_ids: np.ndarray
     grp_ptr: np.ndarray
     run_ptr: np.ndarray
     tok_run: np.ndarray
+    n_terms: int
 
 
 class ChainState(NamedTuple):
@@ -242,14 +244,13 @@ def sweep_doc(d, lay, chain, beta, unit, resample_groups, rng, scratch, sp):
     then every group's topic jointly with its tokens (eq. 3) in group order. Changes in place
     the chain's state (:class:`ChainState`), ``sp`` (:class:`SparseState`), ``rng`` and the
     scratch (:class:`DocScratch`; n_grp_k, m_dk and seen are left zero)."""
-    doc_ptr, term_ids, grp_ptr, run_ptr, tok_run = lay
+    doc_ptr, term_ids, grp_ptr, run_ptr, tok_run, n_terms = lay
     g, zg, n_kw, n_k, alpha = chain
     n_grp_k, m_dk, topics, kbuf, gptr, members, words, offs, seen = scratch
     (wbits, dbits, gbits, S, D, inv_r, inv1, n_max, nk_before, dw, dc, tk, tw, gsort, gstart,
      rg_grp, rg_cnt, rg_nd, lc) = sp
     gw = GroupWeights(m_dk, dbits, wbits, n_kw, inv_r, alpha, unit, beta)
-    V = n_kw.shape[0]
-    vbeta = V * beta
+    vbeta = n_terms * beta
     lo, hi = doc_ptr[d], doc_ptr[d + 1]
     g0, G = grp_ptr[d], grp_ptr[d + 1] - grp_ptr[d]
     # doc-level counts: groups per topic and the doc factor's counts (groups or tokens)
@@ -410,103 +411,6 @@ def word_bits(n_kw):
     for c in prange(C):
         build_word_bits(n_kw[c], wbits[c])
     return wbits
-
-
-@njit(cache=True)
-def unit_scratch(n, K, V, max_len, max_groups):
-    """The scratch of ``n`` sampling units (chains, or one chain's shards), kept from one part of
-    a unit's sweep to the next: (K,) int64 and float64 rows, (max_len,) and (max_groups + 1,)
-    int64 rows, topic bitsets, the sums S, D and 1 / R_k, and the group's term counts."""
-    nb = (K + 63) >> 6
-    return (np.zeros((n, 7, K), np.int64), np.zeros((n, 6, K)), np.zeros((n, 8, max_len), np.int64),
-            np.zeros((n, 2, max_groups + 1), np.int64), np.zeros((n, 3, nb), np.uint64),
-            np.zeros((n, 2, LINEAR_MAX + 1)), np.zeros((n, K, LINEAR_MAX + 1)), np.zeros((n, V), np.int64))
-
-
-@njit(cache=True)
-def sweep_docs(d0, d1, fresh, lay, chain, wbits, beta, unit, resample_groups, rng, n_max, sc, u):
-    """Docs [d0, d1) of one unit in order with unit ``u``'s scratch ``sc`` (:func:`unit_scratch`);
-    ``fresh``: the unit's first part of a sweep, whose smoothing sums are built from the
-    counts (so they are a function of the state: a resumed chain rebuilds the same ones)."""
-    ik, fk, il, ig, bits, sums, inv_r, seen = sc
-    if fresh:
-        smooth_sums(chain.alpha, unit, chain.n_k, chain.n_kw.shape[0] * beta, n_max, sums[u, 0], inv_r[u])
-    lc = long_cache(fk[u, 5], ik[u, 6], bits[u, 2], fresh)
-    sp = SparseState(wbits, bits[u, 0], bits[u, 1], sums[u, 0], sums[u, 1], inv_r[u],
-                     fk[u, 3], n_max, ik[u, 3], il[u, 3], il[u, 4], ik[u, 4], fk[u, 4],
-                     ig[u, 1], ik[u, 5], il[u, 5], il[u, 6], il[u, 7], lc)
-    scratch = DocScratch(ik[u, 0], ik[u, 1], ik[u, 2], fk[u, :3], ig[u, 0], il[u, 0],
-                         il[u, 1], il[u, 2], seen[u])
-    for d in range(d0, d1):
-        sweep_doc(d, lay, chain, beta, unit, resample_groups, rng, scratch, sp)
-
-
-# prange entry point: flat arrays (see models/common/kernels/__init__.py)
-@njit(cache=True, parallel=True)
-def sweep_chains(doc_ptr, term_ids, grp_ptr, run_ptr, tok_run, g, zg, n_kw, n_k, alpha,
-                 beta, unit, resample_groups, rng, max_groups, max_len, n_threads, wbits):
-    """One sweep of every chain, each sequential in doc order on its own rng stream, so the
-    result never depends on the thread count. With fewer threads T (``n_threads``) than chains
-    C, a chain's sweep is cut into P parts of about equal tokens, run in C P / T rounds of T
-    parts of distinct chains, a chain's parts in order: every thread stays busy (3 chains on 2
-    threads: 1.5 chain sweeps of wall time, not 2). ``wbits``, the words' topic bitsets
-    (:func:`word_bits` of the counts), is kept up to date with the counts, exactly, so the
-    caller keeps it from one sweep to the next."""
-    C, K = n_k.shape
-    V = n_kw.shape[1]
-    n_max = min(max_len, LINEAR_MAX)
-    T = max(1, min(n_threads, C))
-    P = T // math.gcd(C, T)
-    width = T if P > 1 else C  # parts per round
-    bounds = np.searchsorted(doc_ptr, np.arange(P + 1) * doc_ptr[-1] // P)
-    bounds[P] = len(doc_ptr) - 1
-    sc = unit_scratch(C, K, V, max_len, max_groups)
-    lay = GroupLayout(doc_ptr, term_ids, grp_ptr, run_ptr, tok_run)
-    for r in range(C * P // width):
-        for s in prange(width):
-            u = r * width + s
-            p, c = u // C, u % C
-            chain = ChainState(g[c], zg[c], n_kw[c], n_k[c], alpha[c])
-            sweep_docs(bounds[p], bounds[p + 1], p == 0, lay, chain, wbits[c], beta, unit,
-                       resample_groups, rng[c], n_max, sc, c)
-
-
-@njit(cache=True, parallel=True)
-def sweep_shards(doc_ptr, term_ids, grp_ptr, run_ptr, tok_run, shard_doc, g, zg, n_kw, n_k, alpha,
-                 beta, unit, resample_groups, rng, max_groups, max_len, wbits):
-    """One sweep of one chain cut into document shards (AD-LDA, Newman et al. 2009): shard s
-    samples docs [shard_doc[s], shard_doc[s + 1]) in order on its stream ``rng[s]`` against
-    ``n_kw[s]``, ``n_k[s]`` and ``wbits[s]``, copies of the chain's counts (and their bitsets)
-    at the sweep's start that only its own changes reach; the caller merges them
-    (:func:`merge_shards`). Shards run side by side; each one's draws depend on its documents
-    and the start alone, never on the threads."""
-    S, K = n_k.shape
-    V = n_kw.shape[1]
-    n_max = min(max_len, LINEAR_MAX)
-    sc = unit_scratch(S, K, V, max_len, max_groups)
-    lay = GroupLayout(doc_ptr, term_ids, grp_ptr, run_ptr, tok_run)
-    for s in prange(S):
-        chain = ChainState(g, zg, n_kw[s], n_k[s], alpha)
-        sweep_docs(shard_doc[s], shard_doc[s + 1], True, lay, chain, wbits[s], beta, unit,
-                   resample_groups, rng[s], n_max, sc, s)
-
-
-@njit(cache=True, parallel=True)
-def add_shard_changes(n_kw, n_k, base_kw, base_k, out_kw, out_k):
-    """out += every shard copy's change (``n_kw[s] - base_kw``, rows in parallel); ``out`` may be
-    the base itself (an element's changes are summed before it is written)."""
-    S, V, K = n_kw.shape
-    for y in prange(V):
-        for k in range(K):
-            t = 0
-            for s in range(S):
-                t += n_kw[s, y, k] - base_kw[y, k]
-            out_kw[y, k] += t
-    for k in range(K):
-        t = 0
-        for s in range(S):
-            t += n_k[s, k] - base_k[k]
-        out_k[k] += t
 
 
 @njit(cache=True)

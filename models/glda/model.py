@@ -12,6 +12,7 @@ import numba
 import numpy as np
 
 from . import kernels as G_
+from . import sweep_kernels as SW_
 from ..lda import kernels as K_
 from ..common.kernels.dirichlet import topic_word_log_lik
 from ..common.kernels.rng import make_rng_states
@@ -121,6 +122,7 @@ class GroupedLDA(LDA):
     _STATE = ("gz", "alpha")
     _FILE_SPEC = files.SPEC
     _RETIRED_PARAMS = ()
+    _ADDED_PARAMS = {"n_shards": 1}
 
     def _gz_file_dtype(self):
         """uint16 where every group index (within its document) and every topic fits: half the
@@ -299,11 +301,11 @@ class GroupedLDA(LDA):
         if self._wbits is None:
             self._wbits = G_.word_bits(self.n_kw_)
         if self.n_shards == 1:
-            G_.sweep_chains(corpus.doc_ptr, corpus.term_ids, lay["grp_ptr"], lay["run_ptr"],
+            SW_.sweep_chains(corpus.doc_ptr, corpus.term_ids, lay["grp_ptr"], lay["run_ptr"],
                             lay["tok_run"], self.g_, self.zg_, self.n_kw_, self.n_k_,
                             self.alpha_, float(self.beta), self._unit(), resample_groups,
                             self.rng_[:, 0], lay["max_groups"], lay["max_len"],
-                            numba.get_num_threads(), self._wbits)
+                            numba.get_num_threads(), self._wbits, self._vocabulary(corpus))
             return
         for c in range(self.n_chains):
             self._sweep_shards(corpus, c, resample_groups)
@@ -315,11 +317,18 @@ class GroupedLDA(LDA):
         n_kw = np.repeat(self.n_kw_[c][None], S, axis=0)
         n_k = np.repeat(self.n_k_[c][None], S, axis=0)
         wbits = np.repeat(self._wbits[c][None], S, axis=0)
-        G_.sweep_shards(corpus.doc_ptr, corpus.term_ids, lay["grp_ptr"], lay["run_ptr"],
+        SW_.sweep_shards(corpus.doc_ptr, corpus.term_ids, lay["grp_ptr"], lay["run_ptr"],
                         lay["tok_run"], self._shard_doc, self.g_[c], self.zg_[c], n_kw, n_k,
                         self.alpha_[c], float(self.beta), self._unit(), resample_groups,
-                        self.rng_[c], lay["max_groups"], lay["max_len"], wbits)
-        G_.add_shard_changes(n_kw, n_k, self.n_kw_[c], self.n_k_[c], self.n_kw_[c], self.n_k_[c])
+                        self.rng_[c], lay["max_groups"], lay["max_len"], wbits, self._vocabulary(corpus))
+        SW_.add_shard_changes(n_kw, n_k, self.n_kw_[c], self.n_k_[c], self.n_kw_[c], self.n_k_[c])
+
+    # The model's vocabulary size where the corpus numbers only some of its terms (a Ray worker's
+    # shards: their documents' terms); None: the corpus's.
+    _n_terms = None
+
+    def _vocabulary(self, corpus):
+        return corpus.n_terms if self._n_terms is None else self._n_terms
 
     def _finalize(self, corpus):
         self._wbits = None

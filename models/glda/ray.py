@@ -13,6 +13,7 @@ from ..common.corpus import read_only
 from ..common.executors.ray import RayWorker
 from ..common.executors.sweeps import SweepRunner
 from . import kernels as G_
+from . import sweep_kernels as SW_
 
 
 def runner(executor, model):
@@ -35,10 +36,10 @@ class GldaWorker(RayWorker):
 
     def sweep(self, c, params):
         st = self.chain[c]
-        G_.sweep_chains(*self.text, st["g"][None], st["zg"][None], st["n_kw"][None],
+        SW_.sweep_chains(*self.text, st["g"][None], st["zg"][None], st["n_kw"][None],
                         st["n_k"][None], st["alpha"][None], self.beta, self.unit,
                         self.resample_groups, st["rng"], self.max_groups, self.max_len, 1,
-                        st["wbits"])
+                        st["wbits"], st["n_kw"].shape[0])
 
 
 class GldaHook:

@@ -3,15 +3,16 @@
 
 Worker a owns the shards [s0, s1) of every chain: it reads their documents' tokens itself and
 holds, per shard, a local :class:`models.glda.model.GroupedLDA` of the chains over that shard's
-documents (``n_shards=1``): groups, group topics, rng streams. The driver holds what does not
-grow with the tokens: every chain's topic-word counts and totals (C x V x K), the priors and the
-traces. A sweep puts the counts as the sweep starts into the object store once; every worker
-sweeps each of its shards from them with the local kernel on the shard's stream (what the local
-trainer's :func:`models.glda.kernels.sweep_shards` does with its copies) and returns its shards'
-changes of the counts as (flat index, change) pairs, which the driver adds: integer sums, in
-any order the same. The log-likelihood's document terms are summed by the workers in turn (the
-local float); kept samples and checkpoints are written by the workers as parts
-(:mod:`models.common.executors.sharded`), the model file by the driver from them (LDA's).
+documents (``n_shards=1``): groups, group topics, rng streams; and one working copy of the
+counts of its documents' terms (chains x its terms x K), which its shards share. The driver
+holds what does not grow with the tokens: every chain's topic-word counts and totals (C x V x K),
+the priors and the traces. A sweep sends every worker its terms' rows of the counts as the sweep
+starts; the worker sweeps each of its shards from them with the local kernel on the shard's
+stream (what the local trainer's :func:`models.glda.sweep_kernels.sweep_shards` does with its copies)
+and returns its shards' changes of the counts as (flat index, change) pairs, which the driver
+adds: integer sums, in any order the same. The log-likelihood's document terms are summed by
+the workers in turn (the local float); kept samples and checkpoints are written by the workers
+as parts (:mod:`models.common.executors.sharded`), the model file by the driver from them (LDA's).
 """
 import time
 from pathlib import Path
@@ -57,16 +58,21 @@ class GldaShardWorker(ShardWorker, RayWorker):
         self.cls, self.params = cls, params
 
     def build(self):
-        """Reads the tokens and lays out every shard; returns its longest document and most
-        groups in a document (the driver's maxima size every shard's scratch, as locally)."""
+        """Reads the tokens and lays out every shard, its documents' terms numbered among this
+        worker's (``terms``, increasing global ids: the rows of the counts it holds); returns its
+        longest document, most groups in a document (the driver's maxima size every shard's
+        scratch, as locally) and ``terms``."""
         self.read_tokens()
-        lay, V = self.lay, self.lay["V"]
+        lay = self.lay
+        self.terms = np.unique(self.term_ids)
+        local = np.searchsorted(self.terms, self.term_ids).astype(np.int32)
         self.shards = []
         for a, b in zip(lay["shard_doc"][:-1], lay["shard_doc"][1:]):
             t0, t1 = int(self.doc_ptr[a]), int(self.doc_ptr[b])
-            corpus = make_corpus(read_only(self.doc_ptr[a:b + 1] - t0), read_only(self.term_ids[t0:t1]),
-                                 n_terms=V, fingerprint="")
+            corpus = make_corpus(read_only(self.doc_ptr[a:b + 1] - t0), read_only(local[t0:t1]),
+                                 n_terms=len(self.terms), fingerprint="")
             m = self.cls(**dict(self.params, n_shards=1, n_jobs=1))
+            m._n_terms = lay["V"]  # the model's vocabulary: its smoothing's V beta
             m._build_layout(corpus)
             m._alloc_chain_state(corpus)
             m._keep_sample_state = False
@@ -79,7 +85,7 @@ class GldaShardWorker(ShardWorker, RayWorker):
         for _, m in self.shards:
             m.n_kw_, m.n_k_ = self.n_kw, self.n_k
         return (max(int(m._lay["max_len"]) for _, m in self.shards),
-                max(int(m._lay["max_groups"]) for _, m in self.shards))
+                max(int(m._lay["max_groups"]) for _, m in self.shards), self.terms)
 
     def set_limits(self, max_len, max_groups):
         for _, m in self.shards:
@@ -90,10 +96,11 @@ class GldaShardWorker(ShardWorker, RayWorker):
         return [m._z_doc(c) for c in range(len(self.chain))]
 
     def _each_shard(self, counts, fn, started=True):
-        """``fn(corpus, model)`` on every shard from the counts ``counts`` (n_kw, n_k); returns
-        the shards' summed changes of the counts as (flat index, change). A shard's changes are
-        read off its tokens' topics before and after (none before a start), and taken back out of
-        the working counts for the next shard: no pass over the whole counts per shard."""
+        """``fn(corpus, model)`` on every shard from the counts ``counts`` (n_kw of this worker's
+        terms, n_k); returns the shards' summed changes of the counts as (flat index into the
+        driver's (chains, V, K) counts, change). A shard's changes are read off its tokens'
+        topics before and after (none before a start), and taken back out of the working counts
+        for the next shard: no pass over the whole counts per shard."""
         n_kw0, n_k0 = counts
         np.copyto(self.n_kw, n_kw0)
         np.copyto(self.n_k, n_k0)
@@ -120,7 +127,10 @@ class GldaShardWorker(ShardWorker, RayWorker):
             signs.append(sign)
             total_k += self.n_k - n_k0
             np.copyto(self.n_k, n_k0)
-        return combine(np.concatenate(keys), np.concatenate(signs)), total_k
+        idx, change = combine(np.concatenate(keys), np.concatenate(signs))
+        c, rest = np.divmod(idx, V * K)
+        row, k = np.divmod(rest, K)
+        return ((c * self.lay["V"] + self.terms[row]) * K + k, change), total_k
 
     def start(self, counts, rng, alpha):
         """Every shard's start on its streams ``rng[:, i]`` (from zero counts, as locally)."""
@@ -172,7 +182,7 @@ class GldaShardWorker(ShardWorker, RayWorker):
 
     def resume(self, directory, checkpoint, base, state, samples, alpha):
         """Check this worker's parts, set its shards from their state parts; returns the shards'
-        counts (their changes from zero)."""
+        counts of this worker's terms (chains, terms, K)."""
         for listed in samples:
             self.check_parts(directory, checkpoint, base, listed)
         parts = self.check_parts(directory, checkpoint, base, state)
@@ -182,7 +192,7 @@ class GldaShardWorker(ShardWorker, RayWorker):
             if s not in parts:
                 raise ValueError(f"{checkpoint}: lists no state part of shard {s}; delete it to start afresh")
             self.check_state(Path(directory) / f"state.shard{s}.sweep{base_sweep(state, s)}.npz", s, parts[s])
-        total = np.zeros((len(self.chain), self.lay["V"], self.shards[0][1].n_topics), np.int32)
+        total = np.zeros(self.n_kw.shape, np.int32)
         for i, (corpus, m) in enumerate(self.shards):
             m.alpha_[:] = alpha
             m.rng_[:, 0] = parts[s0 + i]["rng"]
@@ -226,6 +236,7 @@ class GldaShardRunner(WorkerStateLoop, RayRunner):
             args.append((lay, C, type(model), params))
         self._spawn(GldaShardWorker, args)
         limits = self._get([w.build.remote() for w in self.workers], "reading the corpus")
+        self.terms = [x[2] for x in limits]
         self._get([w.set_limits.remote(max(x[0] for x in limits), max(x[1] for x in limits))
                    for w in self.workers], "reading the corpus")
         self.n_kw = np.zeros((C, corpus.n_terms, model.n_topics), np.int32)
@@ -242,12 +253,14 @@ class GldaShardRunner(WorkerStateLoop, RayRunner):
         return moved
 
     def _round(self, method, what, args=None):
-        """Every worker's ``method(counts, *args[a])`` from the counts as they are now; their
-        changes added in. Returns the bytes of the changes."""
-        counts = ray.put((self.n_kw, self.n_k))
+        """Every worker's ``method(counts, *args[a])`` from the counts of its terms as they are
+        now; their changes added in. Returns the bytes sent to the workers and back."""
         args = args or [()] * self.W
-        return self._add(self._get([getattr(w, method).remote(counts, *a) for w, a in zip(self.workers, args)],
-                                   what))
+        counts = [(np.ascontiguousarray(self.n_kw[:, t]), self.n_k) for t in self.terms]
+        sent = nbytes(counts)
+        refs = [getattr(w, method).remote(ray.put(part), *a) for w, part, a in zip(self.workers, counts, args)]
+        del counts
+        return sent, self._add(self._get(refs, what))
 
     def _start_fresh(self, model, corpus):
         C, S = model.n_chains, self.S
@@ -263,13 +276,13 @@ class GldaShardRunner(WorkerStateLoop, RayRunner):
 
     def step(self, model, corpus, it):
         t = time.perf_counter()
-        moved = self._round("sweep", f"sweep {it + 1}")
+        sent, moved = self._round("sweep", f"sweep {it + 1}")
         dt = time.perf_counter() - t
         self.stats.update(rounds=self.stats["rounds"] + 1, sweeps=self.stats["sweeps"] + 1, workers=self.W,
                           sweep_seconds=dt, tokens_per_s=self.C * corpus.n_tokens / dt,
-                          # the start's counts to every worker, the shards' changes back
-                          slice_bytes_per_sweep=self.W * (self.n_kw.nbytes + self.n_k.nbytes) + moved,
-                          changed_bytes_per_sweep=moved, n_k_bytes_per_sweep=0)
+                          # every worker's terms' counts as the sweep starts, the shards' changes back
+                          slice_bytes_per_sweep=sent + moved, changed_bytes_per_sweep=moved,
+                          counts_bytes_per_sweep=sent, n_k_bytes_per_sweep=0)
         model.executor_stats_ = dict(self.stats)
 
     def _log_liks(self, model):
@@ -294,7 +307,9 @@ class GldaShardRunner(WorkerStateLoop, RayRunner):
         return dict(chain=c, iter=sweep, words=[-1, name, digest(words)], shards=shards)
 
     def _resume_workers(self, model, corpus, path, h, start):
-        self.n_kw[:] = self._sum([w.resume.remote(str(self.dir), str(path), self.base, h["state_parts"],
-                                                  [s["shards"] for s in h["samples"]], model.alpha_)
-                                  for w in self.workers], "resuming")
+        refs = [w.resume.remote(str(self.dir), str(path), self.base, h["state_parts"],
+                                [s["shards"] for s in h["samples"]], model.alpha_) for w in self.workers]
+        self.n_kw[:] = 0
+        for terms, ref in zip(self.terms, refs):  # one worker's counts at a time
+            self.n_kw[:, terms] += self._get(ref, "resuming")
         self.n_k[:] = self.n_kw.sum(axis=1)

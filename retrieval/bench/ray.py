@@ -315,7 +315,7 @@ def projection_tables(parts: dict, gbps: float, heaps_beta: float, zipf: float) 
         for kind, p in parts.items():
             sizes = default_sizes(base_kind(kind))
             for w in PROJECTED_WORKERS:
-                pr = cost.project(base_kind(kind), coll, w, sizes, p, gbps, zipf)
+                pr = cost.project(base_kind(kind), coll, w, sizes, p, gbps, zipf, heaps_beta)
                 totals[(coll.name, kind, w)] = pr["total"]
                 rows.append({"collection": coll.name, "kind": kind, "W": w, "used": pr["workers_used"],
                              "MB/sweep": fixed(pr["sweep_bytes"] / 1e6, 0),

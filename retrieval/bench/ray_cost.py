@@ -28,8 +28,9 @@ What a kind moves per sweep follows from what its runner sends (n_shards = W):
 - gLDA, and TCM with the state on the workers (whole chains): nothing; a worker sweeps whole
   chains, so at most C workers are used;
 - gLDA with the state on the workers (AD-LDA shards): through the driver's link, every chain's
-  counts as the sweep starts (4 V K bytes) to every worker, and the entries the shards changed
-  back (12 bytes each: flat index and change; measured per token).
+  counts as the sweep starts to every worker, the rows of its documents' terms (4 K bytes a
+  row; a worker's N / W tokens hold V W^-beta terms by Heaps' law), and the entries the shards
+  changed back (12 bytes each: flat index and change; measured per token).
 
 L per chain: LDA's sparse term lists (4 bytes a term for its length, an entry per nonzero
 n_kw, at most min(cf_w, K) of term w, packed in 4 or 8 bytes); PAM's dense n_wj (4 V s'
@@ -142,13 +143,13 @@ def rounds_per_sweep(kind: str, workers: int, sizes: Sizes) -> int:
 
 
 def sweep_bytes(kind: str, workers: int, coll: Collection, sizes: Sizes, L: float,
-                on_workers: bool = False, changed_bytes_per_token: float = 0.0) -> float:
+                on_workers: bool = False, changed_bytes_per_token: float = 0.0, heaps_beta: float = 0.5) -> float:
     """Bytes over the busiest link in one sweep of every chain (n_shards = workers)."""
     C, W = sizes.chains, workers
     if whole_chains(kind, on_workers):
         return 0.0
-    if kind == "glda":  # through the driver's link: the counts to every worker, the changes back
-        return C * (W * 4.0 * coll.terms * sizes.k + changed_bytes_per_token * coll.tokens)
+    if kind == "glda":  # through the driver's link: every worker's terms' counts, the changes back
+        return C * (W * 4.0 * sizes.k * coll.terms * W ** -heaps_beta + changed_bytes_per_token * coll.tokens)
     if kind in PARTITION:
         if W == 1:
             return 0.0  # the slices stay on the one worker
@@ -159,13 +160,13 @@ def sweep_bytes(kind: str, workers: int, coll: Collection, sizes: Sizes, L: floa
 
 
 def project(kind: str, coll: Collection, workers: int, sizes: Sizes, parts: Parts, gbps: float,
-            zipf: float = 1.0) -> dict:
+            zipf: float = 1.0, heaps_beta: float = 0.5) -> dict:
     """Projected seconds of a training, by part (the module docstring), and their total."""
     bw = gbps * 1e9 / 8
     N, C, W = coll.tokens, sizes.chains, workers
     used = workers_used(kind, W, sizes, parts.on_workers)
     L = state_bytes(kind, coll, sizes, parts, zipf)
-    moved = sweep_bytes(kind, W, coll, sizes, L, parts.on_workers, parts.changed_bytes_per_token)
+    moved = sweep_bytes(kind, W, coll, sizes, L, parts.on_workers, parts.changed_bytes_per_token, heaps_beta)
     whole = whole_chains(kind, parts.on_workers)
     per_sweep = dict(
         compute=math.ceil(C / used) * N / parts.rate if whole else C * N / (used * parts.rate),

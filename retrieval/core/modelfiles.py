@@ -41,17 +41,26 @@ RUNTIME_PARAMS = ("n_jobs", "callback_every", "checkpoint_every", "log_lik_every
                   "adam_state")
 
 
+def shaping(kind: str, params: dict) -> dict:
+    """The parameters of ``params`` that shape a ``kind`` model: not n_jobs & co., nor one a later
+    version added at the value that gives the models of before (a model file, a settings hash or
+    a measured table from before it existed names the same model)."""
+    added = registry.model_class(kind)._ADDED_PARAMS
+    return {k: v for k, v in params.items()
+            if k not in RUNTIME_PARAMS and not (k in added and v == added[k])}
+
+
 def settings_hash(kind: str, params: dict) -> str:
     """8 hex digits identifying every parameter that shapes the model (not n_jobs & co.); the
     schedule counts as the sweeps it keeps (burn_in=None and 50 are one model at 100 sweeps)."""
     model = registry.model_class(kind)(**params)
-    shaping = {k: v for k, v in model.get_params().items() if k not in RUNTIME_PARAMS}
+    shaping_ = shaping(kind, model.get_params())
     if hasattr(model, "_schedule"):
         try:
-            shaping["burn_in"], shaping["sample_every"] = model._schedule()
+            shaping_["burn_in"], shaping_["sample_every"] = model._schedule()
         except (TypeError, ValueError):  # bad values: training reports them
             pass
-    return hashlib.sha256(json.dumps(shaping, sort_keys=True, default=str).encode()).hexdigest()[:8]
+    return hashlib.sha256(json.dumps(shaping_, sort_keys=True, default=str).encode()).hexdigest()[:8]
 
 
 def default_model_path(index: Index, kind: str, params: dict) -> Path:

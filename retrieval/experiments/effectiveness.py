@@ -203,10 +203,11 @@ def reproduce(*, data, indexes="indexes", collections=COLLECTIONS, kinds=KINDS,
               feedback_kinds=FEEDBACK_KINDS) -> list[Table]:
     """``topicir reproduce effectiveness``: :func:`run`'s tables, and the training parameters
     of every kind (its defaults: what ``topicir train KIND`` trains)."""
+    from ..core.modelfiles import shaping
     from ..core.quick import quick_train_params
 
-    models = [{"kind": kind, "parameters": " ".join(f"{k}={v}" for k, v in grids.shaping(
-        model_class(kind)(**quick_train_params(kind, {})).get_params()).items())} for kind in kinds]
+    models = [{"kind": kind, "parameters": " ".join(f"{k}={v}" for k, v in shaping(
+        kind, model_class(kind)(**quick_train_params(kind, {})).get_params()).items())} for kind in kinds]
     return tables(run(data, collections, indexes, kinds, feedback_kinds)) + [
         Table("The models: each kind at its defaults", models,
               ["the parameters `topicir train KIND` trains with; the models are kept in each index's models/"])]

@@ -23,7 +23,7 @@ from ..core.baselines import run_baseline
 from ..core.evaluate import judged_topics, per_topic
 from ..core.feedback import Settings, sweep_feedback
 from ..core.index import Index
-from ..core.modelfiles import RUNTIME_PARAMS, default_model_path, load_model, train_model
+from ..core.modelfiles import default_model_path, load_model, shaping, train_model
 from ..core.quick import quick_train_params
 from ..core.ranking import sweep_topics
 from ..core.sources import load_qrels, load_topics
@@ -110,18 +110,13 @@ def baseline_ap(m: Material, method: str) -> dict[str, float]:
                    compute, [method])[method]
 
 
-def shaping(params: dict) -> dict:
-    """The parameters that change what a model is (not how fast it is trained)."""
-    return {k: v for k, v in params.items() if k not in RUNTIME_PARAMS}
-
-
 def model(m: Material, kind: str, params: dict, progress: bool = False):
     """``kind``'s model of the collection with ``params`` (its defaults for the rest), trained
     on first use and kept in ``<index>/models/``."""
     params = quick_train_params(kind, params)  # a quick model under its own name
     path = default_model_path(m.index, kind, params)
-    want = shaping(model_class(kind)(**params).get_params())
-    if path.exists() and shaping(read_header(path).get("params") or {}) == want:
+    want = shaping(kind, model_class(kind)(**params).get_params())
+    if path.exists() and shaping(kind, read_header(path).get("params") or {}) == want:
         return load_model(path, m.index)
     log.info("%s: training %s %s", m.name, kind, params or "(defaults)")
     return train_model(m.index, kind, path, overwrite=True, progress=progress, **params)[0]
@@ -129,7 +124,7 @@ def model(m: Material, kind: str, params: dict, progress: bool = False):
 
 def _model_what(m: Material, kind: str, params: dict) -> dict:
     return {"fingerprint": m.index.fingerprint, "kind": kind,
-            "params": shaping(model_class(kind)(**quick_train_params(kind, params)).get_params())}
+            "params": shaping(kind, model_class(kind)(**quick_train_params(kind, params)).get_params())}
 
 
 def smoothing_grid(m: Material, kind: str, params: dict, mus, lams) -> dict:

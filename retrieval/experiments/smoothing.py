@@ -20,7 +20,7 @@ from ..core.ranking import sweep_topics
 from ..core.evaluate import aggregate, judged_topics
 from models.registry import model_class
 
-from ..core.modelfiles import RUNTIME_PARAMS, default_model_path, load_model, train_model
+from ..core.modelfiles import default_model_path, load_model, shaping, train_model
 from .regressions import COLLECTIONS, ensure_index
 from ..core.scoring import LAM, MU
 from ..core.sources import load_qrels, load_topics
@@ -37,10 +37,6 @@ TRAIN = dict(n_chains=3, n_iter=100, burn_in=50, sample_every=10, seed=0)
 REFERENCE_KIND = "lda"
 
 
-def _shaping(params: dict) -> dict:
-    return {k: v for k, v in params.items() if k not in RUNTIME_PARAMS}
-
-
 def model_params(kind: str, k: int, train: dict) -> dict:
     """The settings of ``kind``'s model of size ``k``: the schedule's that the kind has (a
     variational kind has no chains or sweeps), its defaults otherwise."""
@@ -50,7 +46,7 @@ def model_params(kind: str, k: int, train: dict) -> dict:
 
 def settings_note(kind: str, k: int, train: dict) -> str:
     """``kind``'s settings at size ``k`` (what shapes the model), as a table's note."""
-    params = _shaping(model_class(kind)(**model_params(kind, k, train)).get_params())
+    params = shaping(kind, model_class(kind)(**model_params(kind, k, train)).get_params())
     return f"{kind.upper()} at K={k}: " + ", ".join(f"{key}={v}" for key, v in params.items())
 
 
@@ -60,8 +56,8 @@ def _model(index, kind: str, k: int, train: dict):
     # the file name holds only K, chains, sweeps and seed: a file trained under other defaults
     # (e.g. TCM before alpha = 50 / K) is retrained, not reused
     # (where training runs, e.g. the executor, is not written to model files and not compared)
-    want = _shaping(model_class(kind)(**params).get_params())
-    if path.exists() and _shaping(read_header(path).get("params") or {}) == want:
+    want = shaping(kind, model_class(kind)(**params).get_params())
+    if path.exists() and shaping(kind, read_header(path).get("params") or {}) == want:
         return load_model(path, index)
     return train_model(index, kind, path, overwrite=True, **params)[0]
 
