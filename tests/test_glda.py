@@ -577,3 +577,48 @@ def test_the_shards_parameter_at_one_names_the_models_trained_before_it_existed(
     old = {k: v for k, v in params.items() if k != "n_shards"}
     assert shaping("glda", old) == shaping("glda", params)
     assert shaping("lda", LDA().get_params())["n_shards"] == 4  # LDA's shards were always there
+
+
+def test_a_shard_s_changes_are_read_off_its_tokens_and_taken_back_out_of_the_counts():
+    rng = np.random.default_rng(0)
+    V, K, N = 7, 5, 300
+    terms = rng.integers(0, V, N).astype(np.int32)
+    before = rng.integers(-1, K, N).astype(np.int32)  # -1: no topic yet (a start)
+    after = np.where(rng.random(N) < 0.5, before, rng.integers(0, K, N)).astype(np.int32)
+
+    def counts(z):
+        n = np.zeros((V, K), np.int32)
+        np.add.at(n, (terms[z >= 0], z[z >= 0]), 1)
+        return n
+
+    start = counts(before) + 3
+    work, total = start + counts(after) - counts(before), np.zeros((V, K), np.int32)
+    SW_.take_back_changes(terms, before, after, work, total)
+    np.testing.assert_array_equal(work, start)
+    np.testing.assert_array_equal(total, counts(after) - counts(before))
+    assert total.any()
+
+
+def test_a_checkpoint_written_before_shards_existed_resumes(tmp_path):
+    """Such a checkpoint holds one stream a chain, (chains, 4), and no n_shards: it resumes as
+    the one-shard chain it is."""
+    from models.common import checkpoint as ckpt
+    from tests.helpers import Killed
+
+    corpus = small_corpus()
+    kw = dict(n_topics=6, n_chains=2, n_iter=6, burn_in=3, sample_every=1, seed=9, checkpoint_every=2)
+    full = GroupedLDA(**kw).fit(corpus)
+    path = tmp_path / "run.ckpt.npz"
+
+    def kill(model, it, n_iter):
+        if it == 3:
+            raise Killed
+
+    with pytest.raises(Killed):
+        GroupedLDA(**kw).fit(corpus, callback=kill, checkpoint=path)
+    f = ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT)
+    header = dict(f.header, params={k: v for k, v in f.header["params"].items() if k != "n_shards"})
+    arrays = dict(f.arrays, rng=f.arrays["rng"][:, 0])
+    assert arrays["rng"].shape == (2, 4)
+    ckpt.write_model_file(path, header, arrays, kind=ckpt.CHECKPOINT_FORMAT)
+    assert_same_fit(GroupedLDA(**kw).fit(corpus, checkpoint=path), full, "gz_", "rng_")

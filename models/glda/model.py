@@ -223,6 +223,13 @@ class GroupedLDA(LDA):
                             dt, dt_nnz)
         return dt, dt_nnz
 
+    def _open_checkpoint(self, path, corpus, free):
+        f = super()._open_checkpoint(path, corpus, free)
+        rng = f.arrays.get("rng")
+        if rng is not None and rng.ndim == 2 and "n_shards" not in f.header["params"]:
+            f.arrays["rng"] = rng[:, None]  # written before shards existed: one stream a chain
+        return f
+
     # -- chain state (checkpoints keep g and zg of a chain as one row) ------------------------
 
     @property
@@ -291,7 +298,7 @@ class GroupedLDA(LDA):
             return chain_runner(executor, self)
         if self.n_shards > 1:
             raise ValueError("gLDA's document shards (n_shards > 1) run on Ray with their state on the "
-                             "workers: RayExecutor(state='workers')")
+                             "workers: RayExecutor(state='workers') (topicir train: --ray-state workers)")
         from .ray import runner
 
         return runner(executor, self)

@@ -33,19 +33,11 @@ from ..lda.layout import count_shift
 from ..lda.ray import LdaShardHook
 from . import files
 from . import kernels as G_
+from . import sweep_kernels as SW_
 
 
 def shard_runner(executor, model):
     return GldaShardRunner(executor, model)
-
-
-def combine(idx, change):
-    """Changes at flat indices ``idx`` summed by index: (sorted distinct indices, int32 sums),
-    those summing to zero left out."""
-    keys, back = np.unique(idx, return_inverse=True)
-    total = np.bincount(back, weights=change, minlength=len(keys)).astype(np.int32)
-    keep = total != 0
-    return keys[keep], total[keep]
 
 
 class GldaShardWorker(ShardWorker, RayWorker):
@@ -99,35 +91,25 @@ class GldaShardWorker(ShardWorker, RayWorker):
         """``fn(corpus, model)`` on every shard from the counts ``counts`` (n_kw of this worker's
         terms, n_k); returns the shards' summed changes of the counts as (flat index into the
         driver's (chains, V, K) counts, change). A shard's changes are read off its tokens'
-        topics before and after (none before a start), and taken back out of the working counts
+        topics before and after (none before a start) and taken back out of the working counts
         for the next shard: no pass over the whole counts per shard."""
         n_kw0, n_k0 = counts
         np.copyto(self.n_kw, n_kw0)
         np.copyto(self.n_k, n_k0)
         wbits0 = G_.word_bits(self.n_kw)  # the start's bitsets, as the local sweep builds them
         C, V, K = self.n_kw.shape
-        flat = self.n_kw.reshape(-1)
-        keys, signs, total_k = [], [], np.zeros(n_k0.shape, np.int64)
+        total = np.zeros_like(self.n_kw)
+        total_k = np.zeros(n_k0.shape, np.int64)
         for corpus, m in self.shards:
-            before = self._topics(m) if started else None
+            before = self._topics(m) if started else [np.full(corpus.n_tokens, -1, np.int32)] * C
             m._wbits = wbits0.copy()
             m._with_threads(fn, corpus, m)
-            after = self._topics(m)
-            rows = corpus.term_ids.astype(np.int64) * K
-            idx, sign = [], []
-            for c in range(C):
-                for z, s in ((after[c], 1), (before[c] if before is not None else None, -1)):
-                    if z is not None:
-                        on = z >= 0
-                        idx.append(c * V * K + rows[on] + z[on])
-                        sign.append(np.full(int(on.sum()), s, np.int32))
-            idx, sign = combine(np.concatenate(idx), np.concatenate(sign))
-            flat[idx] -= sign  # the working counts back to the sweep's start
-            keys.append(idx)
-            signs.append(sign)
+            for c, z in enumerate(self._topics(m)):
+                SW_.take_back_changes(corpus.term_ids, before[c], z, self.n_kw[c], total[c])
             total_k += self.n_k - n_k0
             np.copyto(self.n_k, n_k0)
-        idx, change = combine(np.concatenate(keys), np.concatenate(signs))
+        idx = np.flatnonzero(total)
+        change = total.reshape(-1)[idx]
         c, rest = np.divmod(idx, V * K)
         row, k = np.divmod(rest, K)
         return ((c * self.lay["V"] + self.terms[row]) * K + k, change), total_k

@@ -119,3 +119,20 @@ def add_shard_changes(n_kw, n_k, base_kw, base_k, out_kw, out_k):
         for s in range(S):
             t += n_k[s, k] - base_k[k]
         out_k[k] += t
+
+
+@njit(cache=True)
+def take_back_changes(term_ids, before, after, work, total):
+    """A shard's changes of one chain's counts, read off its tokens' topics ``before`` and
+    ``after`` its sweep (-1: no topic): added to ``total`` and taken out of ``work`` (the counts
+    the sweep changed, back to where it started). O(tokens), no temporaries."""
+    for i in range(len(term_ids)):
+        a, b = after[i], before[i]
+        if a != b:
+            w = term_ids[i]
+            if a >= 0:
+                total[w, a] += 1
+                work[w, a] -= 1
+            if b >= 0:
+                total[w, b] -= 1
+                work[w, b] += 1
