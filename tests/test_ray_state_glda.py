@@ -119,8 +119,15 @@ def test_sharded_glda_on_workers_is_the_local_model_and_the_driver_holds_counts_
     assert stats["slice_bytes_per_sweep"] == stats["counts_bytes_per_sweep"] + stats["changed_bytes_per_sweep"] > 0
     h = ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT).header
     assert [p[:2] for p in h["state_parts"]] == [[s, f"state.shard{s}.sweep12.npz"] for s in range(3)]
-    part = ckpt.read_model_file(path.with_name(path.name + ".parts") / "state.shard1.sweep12.npz",
-                                kind=ckpt.CHECKPOINT_FORMAT).arrays
+    parts = path.with_name(path.name + ".parts")
+    # what each checkpoint wrote: the manifest, the workers' state parts, the samples' parts since
+    # the checkpoint before (the last: the samples of sweeps 10 and 12)
+    assert model.checkpoint_writes_[:, 0].tolist() == [3, 6, 9, 12]
+    written = [parts / f"state.shard{s}.sweep12.npz" for s in range(3)] + [
+        parts / f"chain{c}.sweep{i}.{p}.npz" for c in range(C) for i in (10, 12)
+        for p in ("words", "shard0", "shard1", "shard2")]
+    assert model.checkpoint_writes_[-1, 1] == path.stat().st_size + sum(f.stat().st_size for f in written)
+    part = ckpt.read_model_file(parts / "state.shard1.sweep12.npz", kind=ckpt.CHECKPOINT_FORMAT).arrays
     np.testing.assert_array_equal(part["rng"], local.rng_[:, 1])
     a, b = local._shard_doc[1:3]
     t0, t1 = data.doc_ptr[a], data.doc_ptr[b]

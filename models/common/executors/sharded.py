@@ -359,6 +359,7 @@ class WorkerStateLoop:
             self._start_fresh(model, corpus)
             start = 0
         self._load_chains(model)
+        self._counted = len(model._samples)  # kept samples whose parts a checkpoint counted
         for it in range(start, model.n_iter):
             self.step(model, corpus, it)
             done = it + 1
@@ -394,6 +395,10 @@ class WorkerStateLoop:
                                         for w in self.workers], f"checkpoint of sweep {sweep}") for p in ps]
         header = dict(model._header(), iteration=sweep, layout=LAYOUT, state_parts=state,
                       samples=model._samples)
+        # the parts the workers (and the driver) wrote for it: its state, the samples kept since
+        new, self._counted = model._samples[self._counted:], len(model._samples)
+        parts = [p[1] for p in state] + [n for s in new for n in [s["words"][1]] + [p[1] for p in s["shards"]]]
+        model._wrote(sum((self.dir / n).stat().st_size for n in parts))
         model._wrote(ckpt.write_model_file(path, header, {"alpha": model.alpha_}, kind=ckpt.CHECKPOINT_FORMAT),
                      sweep)
         keep = {p[1] for p in state}
