@@ -13,7 +13,8 @@ import numpy as np
 
 from ..common.corpus import read_only
 from ..common.executors.rounds import DocumentShards, PartitionRunner, PartitionWorker
-from ..common.executors.sharded import ShardedRunner, ShardHook, ShardWorker, doc_len_pieces
+from ..common.executors.parts import doc_len_pieces
+from ..common.executors.sharded import ShardedRunner, ShardHook, ShardWorker
 from ..common import checkpoint as ckpt
 from ..common.gibbs import rows_csr
 from ..common.kernels.dirichlet import sum_from, topic_word_log_lik

@@ -17,7 +17,8 @@ chain's V x s' table and its totals), alpha, the edges of the pruned sweeps and 
 import numpy as np
 
 from ..common import checkpoint as ckpt
-from ..common.executors.sharded import DocParts, ShardedRunner, ShardHook, ShardWorker, doc_len_pieces
+from ..common.executors.parts import DocParts, doc_len_pieces
+from ..common.executors.sharded import ShardedRunner, ShardHook, ShardWorker
 from ..common.gibbs import shard_docs
 from ..common.kernels.dirichlet import sum_from, topic_word_log_lik
 from ..common.kernels.rng import make_rng_states

@@ -20,7 +20,8 @@ import numpy as np
 from ..common import checkpoint as ckpt
 from ..common.corpus import make_corpus
 from ..common.executors.chains import ChainHook, ChainRunner, ChainWorker
-from ..common.executors.sharded import DocParts, read_source, source
+from ..common.executors.parts import DocParts
+from ..common.executors.sharded import read_source, source
 from ..common.kernels.rng import make_rng_states
 from . import files
 from .stack import stack_restaurants

@@ -22,7 +22,8 @@ import numpy as np
 
 from ..common import checkpoint as ckpt
 from ..common.executors.ray import sum_parts
-from ..common.executors.sharded import DocParts, ShardedRunner, ShardHook, ShardWorker, doc_len_pieces
+from ..common.executors.parts import DocParts, doc_len_pieces
+from ..common.executors.sharded import ShardedRunner, ShardHook, ShardWorker
 from ..common.gibbs import rows_csr, shard_docs, stack_ptrs
 from ..common.kernels.rng import make_rng_states
 from . import files

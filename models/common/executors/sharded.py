@@ -20,7 +20,8 @@ their documents (histograms of counts).
   manifest that lists every part with its SHA-256; a resume checks each part against it (on
   the worker that reads it) and refuses a damaged or foreign one in one line naming the file.
 - The model: the driver streams the parts into a model file (one array piece in memory at a
-  time) and loads it memory-mapped and validated like any model file.
+  time: :mod:`models.common.executors.parts`) and loads it memory-mapped and validated like any
+  model file.
 
 Parts live in ``CHECKPOINT.parts`` (or a temporary directory without a checkpoint), which
 every worker must reach at the same path.
@@ -36,14 +37,13 @@ import ray
 from ray.exceptions import RayTaskError
 
 from .. import checkpoint as ckpt
-from ..corpus import mapped_file, read_only, read_piece
+from ..corpus import mapped_file, read_only
 from ..gibbs import shard_docs
 from ..kept import digest, parts_dir
 from .ray import worker_env
 from .rounds import PartitionRunner, merge_deltas
 
 LAYOUT = "ray-shards"
-PIECE = 1 << 20  # elements of a part's array read at a time into a model file
 
 
 def source(a, lo, hi):
@@ -234,59 +234,6 @@ def read_part(path, checkpoint, base, shard, sha256, unit="shard"):
         raise ValueError(f"{path}: not the part checkpoint {os.fspath(checkpoint)} lists (its arrays "
                          f"hash to {got[:16]}, the checkpoint lists {str(sha256)[:16]}); {fix}")
     return f.arrays
-
-
-def doc_len_pieces(corpus):
-    """The documents' lengths (int64), PIECE documents at a time: a model file's ``doc_len``."""
-    D = corpus.n_docs
-    for lo in range(0, D, PIECE):
-        yield np.diff(read_piece(corpus.doc_ptr, lo, min(D, lo + PIECE) + 1)).astype(np.int64)
-
-
-class DocParts:
-    """The kept samples' shard parts of per-document lists (``samples``: the manifest's, sorted
-    as the model file stacks them), read back PIECE elements at a time into a model file: a
-    part holds an array of every document's entry count and arrays of the entries, whose length
-    the manifest records (:attr:`ShardWorker.SAMPLE_ENTRIES`)."""
-
-    def __init__(self, directory, samples, shard_doc):
-        self.directory, self.samples, self.shard_doc = Path(directory), samples, shard_doc
-        self.layouts = {}
-        for s in samples:
-            for _, name, *_ in s["shards"]:
-                with open(self.directory / name, "rb") as fh:
-                    self.layouts[name] = ckpt.member_layouts(fh)
-        entries = [sum(p[3] for p in s["shards"]) for s in samples]
-        self.off = np.concatenate([[0], np.cumsum(entries)]).astype(np.int64)
-        self.total = int(self.off[-1])
-
-    def dtype(self, name):
-        """The dtype that holds array ``name`` of every part."""
-        return np.result_type(*[lay[name][1] for lay in self.layouts.values()])
-
-    def _pieces(self, sample, name, per_doc):
-        """Array ``name`` of the sample's shard parts in turn (one entry per document if
-        ``per_doc``, else per listed entry), PIECE elements at a time."""
-        for s, part, *rest in sample["shards"]:
-            n = int(self.shard_doc[s + 1] - self.shard_doc[s]) if per_doc else int(rest[1])
-            with open(self.directory / part, "rb") as fh:
-                for lo in range(0, n, PIECE):
-                    yield ckpt.read_member_range(fh, self.layouts[part], name, lo, min(n, lo + PIECE))
-
-    def ptr(self, nnz):
-        """The (samples, documents + 1) pointer rows of the stacked lists, from the parts'
-        entry counts ``nnz``, row after row."""
-        for sample, o in zip(self.samples, self.off[:-1]):
-            at = int(o)
-            yield np.array([at], np.int64)
-            for n in self._pieces(sample, nnz, True):
-                ptr = at + np.cumsum(n, dtype=np.int64)
-                at = int(ptr[-1]) if len(ptr) else at
-                yield ptr
-
-    def entries(self, name):
-        """Array ``name`` of every sample's parts, concatenated."""
-        return (p for sample in self.samples for p in self._pieces(sample, name, False))
 
 
 class ShardHook:
