@@ -7,9 +7,9 @@ class Killed(Exception):
     """Raised by a callback to stand for a training run killed mid-way."""
 
 
-def resume_after_kill(cls, kw, corpus, path, kill_at, **fit_kw):
-    """Train ``cls(**kw)`` with checkpoint ``path``, kill it after sweep ``kill_at``, check that
-    no half-written file is left, and resume to the end (with another n_jobs)."""
+def kill_after(cls, kw, corpus, path, kill_at, **fit_kw):
+    """Train ``cls(**kw)`` with checkpoint ``path``, kill it after sweep ``kill_at`` and check
+    that no half-written file is left."""
     def kill(model, it, n_iter):
         if it == kill_at:
             raise Killed
@@ -17,6 +17,11 @@ def resume_after_kill(cls, kw, corpus, path, kill_at, **fit_kw):
     with pytest.raises(Killed):
         cls(**kw).fit(corpus, callback=kill, checkpoint=path, **fit_kw)
     assert path.exists() and not path.with_name(path.name + ".tmp").exists()
+
+
+def resume_after_kill(cls, kw, corpus, path, kill_at, **fit_kw):
+    """:func:`kill_after`, then resume to the end (with another n_jobs)."""
+    kill_after(cls, kw, corpus, path, kill_at, **fit_kw)
     return cls(**dict(kw, n_jobs=1)).fit(corpus, checkpoint=path, **fit_kw)
 
 

@@ -603,19 +603,13 @@ def test_a_checkpoint_written_before_shards_existed_resumes(tmp_path):
     """Such a checkpoint holds one stream a chain, (chains, 4), and no n_shards: it resumes as
     the one-shard chain it is."""
     from models.common import checkpoint as ckpt
-    from tests.helpers import Killed
+    from tests.helpers import kill_after
 
     corpus = small_corpus()
     kw = dict(n_topics=6, n_chains=2, n_iter=6, burn_in=3, sample_every=1, seed=9, checkpoint_every=2)
     full = GroupedLDA(**kw).fit(corpus)
     path = tmp_path / "run.ckpt.npz"
-
-    def kill(model, it, n_iter):
-        if it == 3:
-            raise Killed
-
-    with pytest.raises(Killed):
-        GroupedLDA(**kw).fit(corpus, callback=kill, checkpoint=path)
+    kill_after(GroupedLDA, kw, corpus, path, kill_at=3)
     f = ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT)
     header = dict(f.header, params={k: v for k, v in f.header["params"].items() if k != "n_shards"})
     arrays = dict(f.arrays, rng=f.arrays["rng"][:, 0])
