@@ -20,11 +20,9 @@ from pathlib import Path
 import numpy as np
 import ray
 
-from ..common import checkpoint as ckpt
 from ..common.corpus import make_corpus, read_only
 from ..common.executors.ray import RayRunner, RayWorker, nbytes
 from ..common.executors.sharded import ShardHook, ShardWorker, WorkerStateLoop, base_sweep, source
-from ..common.kept import digest
 from ..common.gibbs import rows_csr, shard_docs
 from ..common.kernels.dirichlet import sum_from, topic_word_log_lik
 from ..common.kernels.rng import make_rng_states
@@ -277,16 +275,10 @@ class GldaShardRunner(WorkerStateLoop, RayRunner):
             out.append((ll + total) / max(int(self.n_k[c].sum()), 1))
         return out
 
-    def _take_sample(self, model, c, sweep):
+    def _sample_words(self, model, c):
         tw_ptr, tw_topic, tw_count = rows_csr(self.n_kw[c])
-        words = dict(tw_ptr=tw_ptr, tw_topic=tw_topic, tw_count=tw_count, n_k=self.n_k[c].copy(),
-                     alpha=model.alpha_[c].copy())
-        name = f"chain{c}.sweep{sweep}.words.npz"
-        ckpt.write_model_file(self.dir / name, dict(self.base, part="sample-words", shard=-1, chain=c, sweep=sweep),
-                              words, kind=ckpt.CHECKPOINT_FORMAT)
-        shards = [p for ps in self._get([w.write_sample.remote(str(self.dir), self.base, c, sweep)
-                                         for w in self.workers], f"kept sample of sweep {sweep}") for p in ps]
-        return dict(chain=c, iter=sweep, words=[-1, name, digest(words)], shards=shards)
+        return dict(tw_ptr=tw_ptr, tw_topic=tw_topic, tw_count=tw_count, n_k=self.n_k[c].copy(),
+                    alpha=model.alpha_[c].copy())
 
     def _resume_workers(self, model, corpus, path, h, start):
         refs = [w.resume.remote(str(self.dir), str(path), self.base, h["state_parts"],

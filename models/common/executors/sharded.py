@@ -336,6 +336,19 @@ class WorkerStateLoop:
     def _take_samples(self, model, sweep):
         return [self._take_sample(model, c, sweep) for c in range(self.C)]
 
+    def _sample_words(self, model, c):
+        """A kept sample's model-level part (the hook's, from the driver's counts)."""
+        return self.hook.sample_words(model, c)
+
+    def _take_sample(self, model, c, sweep):
+        words = self._sample_words(model, c)
+        name = f"chain{c}.sweep{sweep}.words.npz"
+        ckpt.write_model_file(self.dir / name, dict(self.base, part="sample-words", shard=-1, chain=c, sweep=sweep),
+                              words, kind=ckpt.CHECKPOINT_FORMAT)
+        shards = [p for ps in self._get([w.write_sample.remote(os.fspath(self.dir), self.base, c, sweep)
+                                         for w in self.workers], f"kept sample of sweep {sweep}") for p in ps]
+        return dict(chain=c, iter=sweep, words=[-1, name, digest(words)], shards=shards)
+
     def _write_checkpoint(self, model, path):
         sweep = model.n_iter_
         state = [p for ps in self._get([w.write_state.remote(os.fspath(self.dir), self.base, sweep)
@@ -440,12 +453,3 @@ class ShardedRunner(WorkerStateLoop, PartitionRunner):
                 w.load_totals.remote(c, hook.totals(model)[c])
             for g, t in enumerate(self.terms):
                 self.slices[c][g] = ray.put(hook.get_slice(model, c, t))
-
-    def _take_sample(self, model, c, sweep):
-        words = self.hook.sample_words(model, c)
-        name = f"chain{c}.sweep{sweep}.words.npz"
-        ckpt.write_model_file(self.dir / name, dict(self.base, part="sample-words", shard=-1, chain=c, sweep=sweep),
-                              words, kind=ckpt.CHECKPOINT_FORMAT)
-        shards = [p for ps in self._get([w.write_sample.remote(os.fspath(self.dir), self.base, c, sweep)
-                                         for w in self.workers], f"kept sample of sweep {sweep}") for p in ps]
-        return dict(chain=c, iter=sweep, words=[-1, name, digest(words)], shards=shards)
