@@ -78,15 +78,17 @@ def test_glda_uses_at_most_one_worker_per_chain():
     assert many["transfer"] == 0 and many["latency"] == pytest.approx(100 * 0.005)
 
 
-def test_tcm_with_the_state_on_the_workers_sweeps_whole_chains():
-    """Its restaurants index the corpus by token position: whole chains a worker, nothing moved,
-    where the driver's TCM hands every worker the restaurants."""
-    here = PARTS._replace(on_workers=True)
-    few, many = (cost.project("tcm", COLL, w, SIZES, here, 10.0) for w in (2, 32))
-    assert few["workers_used"] == 2 and many["workers_used"] == 3
-    assert few["compute"] == pytest.approx(100 * 2 * 1e8 / 2e6)  # two chains on one worker
-    assert many["compute"] == pytest.approx(100 * 1e8 / 2e6)
-    assert many["transfer"] == many["state_bytes"] == many["sweep_bytes"] == 0
+def test_tcm_with_the_state_on_the_workers_moves_restaurants_worker_to_worker():
+    """Every worker's restaurants to their owners and its types back, the busiest link a
+    worker's share of both, in two rounds; on the driver, W copies of the restaurants out and the
+    boundaries back through the driver's link."""
+    here = PARTS._replace(on_workers=True, changed_bytes_per_token=6.0, restaurant_bytes_per_token=8.0)
+    one, many = (cost.project("tcm", COLL, w, SIZES, here, 8.0) for w in (1, 32))
+    assert one["workers_used"] == 1 and many["workers_used"] == 32
+    assert one["sweep_bytes"] == 0 and many["state_bytes"] == 8 * 1e8
+    assert many["sweep_bytes"] == pytest.approx(3 * (6 + 8) * 1e8 * 31 / 32 ** 2)
+    assert many["compute"] == pytest.approx(100 * 3 * 1e8 / (32 * 2e6))
+    assert many["latency"] == pytest.approx(100 * 2 * 0.005)
     driver = cost.project("tcm", COLL, 32, SIZES, PARTS, 10.0)
     assert driver["workers_used"] == 32 and driver["sweep_bytes"] == 3 * (32 * 40 * 1e8 + 4 * 1e8)
 
@@ -107,11 +109,10 @@ def test_state_on_the_workers_spreads_setup_and_syncs():
         assert b["syncs"] == pytest.approx(10 * 3 * (1e8 * (2e-8 / w + 12 / 1e9) + w * 0.005))
         for part in ("compute", "transfer", "latency", "driver"):
             assert b[part] == a[part]
-    # TCM's whole chains on the workers: spread over the workers it uses; gLDA's shards: over all
-    t = cost.project("tcm", COLL, 32, SIZES, here, 8.0)
-    assert t["setup"] == pytest.approx(1e8 * 1e-6 / 3 + 3.0 + 1e8 * (3 * 10 + 20) / 1e9)
-    g = cost.project("glda", COLL, 32, SIZES, here, 8.0)
-    assert g["setup"] == pytest.approx(1e8 * 1e-6 / 32 + 3.0 + 1e8 * (3 * 10 + 20) / 1e9)
+    # TCM's and gLDA's shards: spread over every worker
+    for kind in ("tcm", "glda"):
+        t = cost.project(kind, COLL, 32, SIZES, here, 8.0)
+        assert t["setup"] == pytest.approx(1e8 * 1e-6 / 32 + 3.0 + 1e8 * (3 * 10 + 20) / 1e9)
 
 
 TRAIN = ray_train.TrainParts(doc_s_per_token=1e-6, grad_s_per_term=5e-9, adam_s_per_term=1.5e-8, mstep_s_per_term=1e-7,

@@ -6,22 +6,19 @@ import sys
 
 import pytest
 
-from retrieval.bench.ray_memory import CAP_MIB, DOCS, WHOLE_CHAINS, _params, run, synsets
+from retrieval.bench.ray_memory import CAP_MIB, DOCS, _params, run, synsets
 
 KINDS = ("lda", "pam", "glda", "tree-lda", "tcm")
 
 
-def test_every_worker_state_kind_has_its_size_and_cap_and_its_workers_own_shards_or_chains():
+def test_every_worker_state_kind_has_its_size_and_cap_and_its_workers_own_shards():
     from models.common.executors.ray import WORKER_STATE_KINDS
 
     assert set(WORKER_STATE_KINDS) == set(KINDS) == set(DOCS) == set(CAP_MIB)
     for kind in KINDS:
         p = _params(dict(kind=kind, k=50, workers=4, iters=3, seed=0))
         assert p["n_iter"] == 3 and p["burn_in"] == 2
-        if kind in WHOLE_CHAINS:  # a worker owns a whole chain
-            assert p["n_chains"] == 4
-        else:  # one chain cut into a shard per worker
-            assert p["n_chains"] == 1 and p["n_shards"] == 4
+        assert p["n_chains"] == 1 and p["n_shards"] == 4  # one chain cut into a shard per worker
     assert _params(dict(kind="pam", k=50, workers=4, iters=3, seed=0))["n_super"] == 10
 
 
@@ -49,7 +46,7 @@ def test_quick_table_measures_the_driver_and_every_worker_and_the_same_model_for
         workers = [float(w) for w in r["workers MiB"].split()]
         assert len(workers) == quick["workers"] and all(50 < w < cap for w in workers)
         assert float(r["local MiB"]) > 50 and r["same model"] == "True", r
-    assert any("whole chain" in n for n in t.notes)
+    assert any("restaurants' types it owns" in n for n in t.notes)
 
 
 def test_a_worker_past_its_cap_exits():

@@ -1,9 +1,9 @@
 """TCM on Ray with the chain state on the workers (``RayExecutor(state="workers")``, as
-tests/test_ray_state_glda.py checks for gLDA): whole chains per worker, the driver holds no
-token- or document-sized array, the model is the local one array for array (alpha0 resampled
-after every sweep, splits inside documents), a checkpoint is a manifest of the workers' parts
-that resumes bit-identically, a damaged part is refused in one line, and a lost worker names
-itself and the checkpoint."""
+tests/test_ray_state_glda.py checks for gLDA): whole chains per worker (``n_shards=1``) or
+document shards (``n_shards`` > 1), the driver holds no token- or document-sized array, the
+model is the local one array for array (alpha0 resampled after every sweep, splits inside
+documents), a checkpoint is a manifest of the workers' parts that resumes bit-identically, a
+damaged part is refused in one line, and a lost worker names itself and the checkpoint."""
 import numpy as np
 import pytest
 
@@ -14,7 +14,7 @@ from tests.test_ray_state import chains_on_workers, lost_worker_then_resume, sam
 
 # three chains on two workers: worker 0 owns chains 0-1, worker 1 chain 2
 KW = dict(n_topics=5, n_chains=3, n_iter=12, burn_in=6, sample_every=2, seed=3, log_lik_every=2,
-          checkpoint_every=3, n_shards=3, max_len=4, resample_alpha0=True)
+          checkpoint_every=3, n_shards=1, max_len=4, resample_alpha0=True)
 
 
 def corpus():
@@ -118,3 +118,152 @@ def test_tcm_lost_worker_then_checkpoint_parts_resume_bit_identically(ray_cluste
     resumed, full = lost_worker_then_resume(TCM, KW, data, tmp_path / "run.ckpt.npz", tmp_path, executor,
                                             unit="chain", split=split)
     np.testing.assert_array_equal(resumed.alpha0_trace_, full.alpha0_trace_)
+
+
+# document shards (n_shards > 1): three shards on two workers, worker 0 owns shards 0-1
+SHARDED = dict(KW, n_chains=2, n_shards=3)
+
+
+def two_vocabularies():
+    """Documents of terms 0-59, then of terms 40-99 (split flags inside them): the last shard's
+    worker is sent only the collocation types of its 60 terms."""
+    from models.common.corpus import make_corpus
+
+    a, b = (synthetic_corpus(60, 60, 30, seed=s, n_latent=5) for s in (3, 4))
+    data = make_corpus(np.concatenate([a.doc_ptr, b.doc_ptr[1:] + a.n_tokens]),
+                       np.concatenate([a.term_ids, b.term_ids + 40]), n_terms=100, fingerprint="two")
+    return data, (np.arange(data.n_tokens) % 7 == 3).astype(np.uint8)
+
+
+def test_sharded_tcm_on_workers_is_the_local_model_and_the_driver_holds_totals_only(ray_cluster, tmp_path):  # noqa: F811
+    from models.tcm import merge_kernels as MK
+    from models.tcm.build_kernels import build_tables
+    from models.tcm.split import split_flags
+
+    (data, split), path = two_vocabularies(), tmp_path / "run.ckpt.npz"
+    local = TCM(**SHARDED).fit(data, split=split)
+    ex = executor()
+    model = TCM(executor=ex, **SHARDED).fit(data, split=split, checkpoint=path)
+    same_model(model, local, tmp_path)
+    np.testing.assert_array_equal(model.alpha0_trace_, local.alpha0_trace_)
+    assert len(np.unique(local.alpha0_trace_)) > SHARDED["n_chains"]
+    C, K, V = model.n_chains, model.n_topics, data.n_terms
+    runner = ex.last_runner
+    # the driver: every chain's totals and entry histogram, nothing per token or type
+    held = [a for v in runner.__dict__.values() for a in (v if isinstance(v, list) else [v])
+            for a in (a if isinstance(a, tuple) else [a]) if isinstance(a, np.ndarray)]
+    assert held and max(a.size for a in held) <= max(C * 4, K, SHARDED["max_len"] * 100)
+    assert not any(getattr(model, n, None) is not None
+                   for n in ("b_", "dt_topic_", "dt_nnz_", "_tables", "_split", "_corpus", "rng_"))
+    np.testing.assert_array_equal(runner.n_k, [local._tables[c].n_k for c in range(C)])
+    # the owners' types of the last kept sample: the local restaurants (the rebuild from every
+    # boundary), each type with its first occurrence and entries, cut by route key
+    parts = path.with_name(path.name + ".parts")
+    last = {s["chain"]: s for s in ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT).header["samples"]
+            if s["iter"] == 12}
+    for c in range(C):
+        want = MK.compact(build_tables(data.term_ids, local.b_[c], K), data.term_ids, 0)
+        owned = [ckpt.read_model_file(parts / name, kind=ckpt.CHECKPOINT_FORMAT).arrays for _, name, _ in last[c]["types"]]
+        assert [p for p, _, _ in last[c]["types"]] == [0, 1] and all(len(o["ty_pos"]) for o in owned)
+        pos = np.concatenate([o["ty_pos"] for o in owned])
+        order = np.argsort(pos)
+        np.testing.assert_array_equal(pos[order], want.pos)
+        np.testing.assert_array_equal(np.concatenate([o["ty_len"] for o in owned])[order], np.diff(want.text_ptr))
+        for key, got in (("en_topic", want.en_topic), ("en_count", want.en_count)):
+            rows = [r for o in owned for r in np.split(o[key], o["en_ptr"][1:-1])]
+            np.testing.assert_array_equal(np.concatenate([rows[i] for i in order]), got)
+    # what a worker is sent: the types whose route key (term, or first two terms) its documents
+    # hold, fewer than all
+    t1 = data.doc_ptr[local._shard_doc[2]]
+    keys = MK.route_keys(data.term_ids[t1:], split_flags(data, split)[t1:], V)
+    whole = MK.compact(build_tables(data.term_ids, local.b_[0], K), data.term_ids, 0)
+    mine = MK.with_keys(whole, keys, V)
+    assert 0 < len(mine.pos) < len(whole.pos)
+    stats = model.executor_stats_
+    assert stats["workers"] == 2 and stats["sync_bytes"] == 0 and stats["counts_bytes_per_sweep"] > 0
+    assert stats["slice_bytes_per_sweep"] == stats["counts_bytes_per_sweep"] + stats["changed_bytes_per_sweep"]
+    assert 0 < stats["cross_worker_bytes_per_sweep"] < stats["slice_bytes_per_sweep"]
+    # the checkpoint: every shard's boundaries and streams by its worker, alpha0's streams in the manifest
+    f = ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT)
+    assert [p[:2] for p in f.header["state_parts"]] == [[s, f"state.shard{s}.sweep12.npz"] for s in range(3)]
+    np.testing.assert_array_equal(f.arrays["rng"], local.rng_[:, 3])
+    part = ckpt.read_model_file(parts / "state.shard1.sweep12.npz", kind=ckpt.CHECKPOINT_FORMAT).arrays
+    np.testing.assert_array_equal(part["rng"], local.rng_[:, 1])
+    a, b = data.doc_ptr[local._shard_doc[1:3]]
+    np.testing.assert_array_equal(part["b"], local.b_[:, a:b])
+    assert model.checkpoint_writes_[:, 0].tolist() == [3, 6, 9, 12]
+    written = [parts / f"state.shard{s}.sweep12.npz" for s in range(3)] + [
+        parts / f"chain{c}.sweep{i}.{p}.npz" for c in range(C) for i in (10, 12)
+        for p in ("words", "shard0", "shard1", "shard2", "types0", "types1")]
+    assert model.checkpoint_writes_[-1, 1] == path.stat().st_size + sum(f.stat().st_size for f in written)
+    # the manifest's alpha0 streams, and an owner's part of a kept sample: refused in one line
+    victim = parts / last[1]["types"][1][1]
+    good = victim.read_bytes()
+    victim.write_bytes((parts / last[0]["types"][1][1]).read_bytes())
+    with pytest.raises(ValueError, match=rf"^{victim}: not the part checkpoint {path} lists"):
+        TCM(executor=executor(), **SHARDED).fit(data, split=split, checkpoint=path)
+    victim.write_bytes(good)
+    ckpt.write_model_file(path, f.header, dict(f.arrays, rng=f.arrays["rng"][:1]), kind=ckpt.CHECKPOINT_FORMAT)
+    with pytest.raises(ValueError, match=rf"^{path}: damaged checkpoint \(rng, alpha0's streams"):
+        TCM(executor=executor(), **SHARDED).fit(data, split=split, checkpoint=path)
+
+
+def test_a_shard_state_part_with_a_topic_out_of_range_or_a_collocation_past_a_split_or_max_len_is_refused(tmp_path):
+    from models.common.kernels.rng import make_rng_states
+    from models.tcm.ray_shards import TcmShardWorker
+    from models.tcm.split import split_flags
+
+    data, split = corpus()
+    flags = split_flags(data, split)
+    for name, a in (("doc_ptr", data.doc_ptr), ("term_ids", data.term_ids), ("split", flags)):
+        a.tofile(tmp_path / name)
+
+    def src(name, a, lo, hi):
+        return ("file", str(tmp_path / name), lo * a.itemsize, a.dtype.str, hi - lo)
+
+    d0, d1 = 40, 120  # a worker of shards 1-2 of three, without Ray
+    t0, t1 = int(data.doc_ptr[d0]), int(data.doc_ptr[d1])
+    lay = dict(a=1, W=2, s0=1, S=3, d0=d0, d1=d1, t0=t0, D=data.n_docs, V=data.n_terms,
+               shard_doc=np.array([0, 40, 80]), doc_src=src("doc_ptr", data.doc_ptr, d0, d1 + 1),
+               tok_src=src("term_ids", data.term_ids, t0, t1))
+    params = TCM(**SHARDED).get_params()
+    del params["executor"]
+    worker = TcmShardWorker(lay, 2, TCM, params, src("split", flags, t0, t1))
+    keys = worker.build()
+    assert len(keys) == 2 and set(np.concatenate(keys)) >= set(data.term_ids[t0:t1].tolist())
+    worker.start(make_rng_states(KW["seed"], 2, 4)[:, 1:3])
+    part = worker.state_part(2)
+    worker.check_state("state.shard2.npz", 2, part)
+    lo = int(data.doc_ptr[d0 + 40]) - t0
+    local_flags = flags[t0 + lo:t1]
+    at = int(np.flatnonzero(local_flags)[0])
+    p = next(p for p in range(len(local_flags)) if not local_flags[p:p + KW["max_len"] + 1].any())
+    cases = ((0, KW["n_topics"], r"b gives a topic 5, outside \[-1, 5\)"),
+             (at, -1, "b continues a collocation across a split or a document's end"),
+             (slice(p, p + KW["max_len"] + 1), -1, "b holds a collocation longer than max_len = 4"))
+    for where, value, why in cases:
+        bad = {k: v.copy() for k, v in part.items()}
+        bad["b"][1, where] = value
+        with pytest.raises(ValueError, match=rf"^state.shard2.npz: damaged state part \({why}\)"):
+            worker.check_state("state.shard2.npz", 2, bad)
+    for bad in (dict(part, b=part["b"][:, 1:]), dict(part, rng=part["rng"][:1])):
+        with pytest.raises(ValueError, match=r"^state.shard2.npz: damaged state part \(shapes or arrays"):
+            worker.check_state("state.shard2.npz", 2, bad)
+
+
+@pytest.mark.long
+def test_sharded_tcm_lost_worker_then_checkpoint_parts_resume_bit_identically(ray_cluster, tmp_path):  # noqa: F811
+    data, split = two_vocabularies()
+    resumed, full = lost_worker_then_resume(TCM, SHARDED, data, tmp_path / "run.ckpt.npz", tmp_path, executor,
+                                            split=split)
+    np.testing.assert_array_equal(resumed.alpha0_trace_, full.alpha0_trace_)
+
+
+def test_sharded_tcm_on_one_worker_owns_every_shard_and_type(ray_cluster, tmp_path):  # noqa: F811
+    from models.common.executors.ray import RayExecutor
+
+    data, split = two_vocabularies()
+    local = TCM(**SHARDED).fit(data, split=split)
+    model = TCM(executor=RayExecutor(n_workers=1, state="workers"), **SHARDED).fit(data, split=split)
+    same_model(model, local, tmp_path)
+    assert model.executor_stats_["workers"] == 1 and model.executor_stats_["cross_worker_bytes_per_sweep"] == 0

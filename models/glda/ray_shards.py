@@ -22,8 +22,8 @@ import ray
 
 from ..common.corpus import make_corpus, read_only
 from ..common.executors.ray import RayRunner, RayWorker, nbytes
-from ..common.executors.sharded import ShardHook, ShardWorker, WorkerStateLoop, base_sweep, source
-from ..common.gibbs import rows_csr, shard_docs
+from ..common.executors.sharded import ShardHook, ShardWorker, WorkerStateLoop, base_sweep, shard_bounds, source
+from ..common.gibbs import rows_csr
 from ..common.kernels.dirichlet import sum_from, topic_word_log_lik
 from ..common.kernels.rng import make_rng_states
 from ..lda import kernels as K_
@@ -199,10 +199,7 @@ class GldaShardRunner(WorkerStateLoop, RayRunner):
     def _setup(self, model, corpus):
         self._start_ray(model, self.checkpoint)
         S, C = self.S, model.n_chains
-        shard_doc = shard_docs(corpus, S)
-        if (np.diff(shard_doc) == 0).any():
-            raise ValueError(f"n_shards={S} leaves a shard without documents ({corpus.n_docs} documents); "
-                             f"use fewer shards")
+        shard_doc = shard_bounds(corpus, S)
         self.ranges, args = [], []
         params = {k: v for k, v in model.get_params().items() if k != "executor"}
         for a in range(self.W):

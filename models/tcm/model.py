@@ -321,6 +321,10 @@ class TCM(TCMFoldInMixin, TCMDocumentModel, GibbsModel):
     def _ray_runner(self, executor):
         """The runner of a :class:`models.common.executors.ray.RayExecutor` (imports Ray)."""
         if getattr(executor, "state", "driver") == "workers":
+            if self.n_shards > 1:
+                from .ray_shards import shard_runner
+
+                return shard_runner(executor, self)
             from .ray_state import chain_runner
 
             return chain_runner(executor, self)

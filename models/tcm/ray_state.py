@@ -1,17 +1,15 @@
-"""TCM with the chain state on the Ray workers (``RayExecutor(state="workers")``): TCM's part of
+"""TCM's whole chains on the Ray workers (``RayExecutor(state="workers")`` and ``n_shards=1``;
+more shards run on :mod:`models.tcm.ray_shards`): TCM's part of
 :class:`models.common.executors.chains.ChainRunner`.
 
-TCM's restaurants index the whole corpus by token position (a collocation type by its first
-occurrence, every entry by the collocations it counts: :mod:`models.tcm.restaurants`), and a
-sweep of a chain's shards is followed by the rebuild of its restaurants from all of its
-boundaries, so a worker owns whole chains (at most ``n_chains`` useful workers). It reads the
-corpus itself, takes the split flags once from the object store, and keeps its chains'
-boundaries, document topic lists, restaurants, alpha0 and rng streams for the whole fit; it
-starts, sweeps (every shard, then the restaurants' rebuild and alpha0's resampling), computes
-the log-likelihood and takes the kept samples with the local trainer's code
-(:class:`models.tcm.model.TCM` over its chains), so the model is the local one bit for bit. The
-driver keeps the parameters, every chain's alpha0 (the trace) and the log-likelihoods; it writes
-the checkpoints' manifest and the model file from the kept samples' parts.
+A worker owns whole chains (at most ``n_chains`` useful workers). It reads the corpus itself,
+takes the split flags once from the object store, and keeps its chains' boundaries, document
+topic lists, restaurants, alpha0 and rng streams for the whole fit; it starts, sweeps (the
+restaurants' rebuild and alpha0's resampling after it), computes the log-likelihood and takes
+the kept samples with the local trainer's code (:class:`models.tcm.model.TCM` over its chains),
+so the model is the local one bit for bit. The driver keeps the parameters, every chain's
+alpha0 (the trace) and the log-likelihoods; it writes the checkpoints' manifest and the model
+file from the kept samples' parts (:func:`write_tcm_model`, which the sharded runner shares).
 """
 import os
 
@@ -139,22 +137,39 @@ class TcmChainHook(ChainHook):
 
     @staticmethod
     def write_model(model, corpus, samples, directory, path):
-        """The model file from the kept samples' parts: the restaurants stacked as the local
-        trainer stacks them (model-level), the documents' topic lists streamed."""
-        words = [ckpt.read_model_file(directory / s["words"][1], kind=ckpt.CHECKPOINT_FORMAT).arrays
-                 for s in samples]
-        stacked = stack_restaurants(words, corpus.term_ids, model.max_len)
-        docs = DocParts(directory, samples, np.array([0, corpus.n_docs], np.int64))
-        CS = len(samples)
-        whole = dict(stacked, n_k_samples=np.stack([w["n_k"] for w in words]).astype(np.int64),
-                     alpha0_samples=np.concatenate([w["alpha0"] for w in words]).astype(np.float64))
-        streamed = dict(dk_ptr=((CS, corpus.n_docs + 1), np.int64, docs.ptr("dk_nnz")),
-                        dk_topic=((docs.total,), docs.dtype("dk_topic"), docs.entries("dk_topic")),
-                        dk_count=((docs.total,), docs.dtype("dk_count"), docs.entries("dk_count")))
-        members = [(name, *streamed[name]) if name in streamed else
-                   (name, whole[name].shape, whole[name].dtype, [whole[name]]) for name in model._INFERENCE_ARRAYS]
-        ckpt.write_model_file_streamed(path, model._model_header(), members)
+        write_tcm_model(model, corpus, samples, directory, path, np.array([0, corpus.n_docs], np.int64))
 
     @staticmethod
     def loaded(model):
         model.__dict__.pop("_blocks", None)  # of the types' lengths, which the file replaced
+
+
+def write_tcm_model(model, corpus, samples, directory, path, shard_doc):
+    """The model file from the kept samples' parts: the restaurants stacked as the local trainer
+    stacks them (model-level), the documents' topic lists streamed (their parts cut at
+    ``shard_doc``). A sample's types are in its words part, or in its owners' parts (``types``:
+    :mod:`models.tcm.ray_shards`)."""
+    words = [_sample_restaurants(directory, s) for s in samples]
+    stacked = stack_restaurants(words, corpus.term_ids, model.max_len)
+    docs = DocParts(directory, samples, shard_doc)
+    CS = len(samples)
+    whole = dict(stacked, n_k_samples=np.stack([w["n_k"] for w in words]).astype(np.int64),
+                 alpha0_samples=np.concatenate([w["alpha0"] for w in words]).astype(np.float64))
+    streamed = dict(dk_ptr=((CS, corpus.n_docs + 1), np.int64, docs.ptr("dk_nnz")),
+                    dk_topic=((docs.total,), docs.dtype("dk_topic"), docs.entries("dk_topic")),
+                    dk_count=((docs.total,), docs.dtype("dk_count"), docs.entries("dk_count")))
+    members = [(name, *streamed[name]) if name in streamed else
+               (name, whole[name].shape, whole[name].dtype, [whole[name]]) for name in model._INFERENCE_ARRAYS]
+    ckpt.write_model_file_streamed(path, model._model_header(), members)
+
+
+def _sample_restaurants(directory, sample):
+    """A kept sample's model-level arrays: its words part, with its owners' types joined in."""
+    words = dict(ckpt.read_model_file(directory / sample["words"][1], kind=ckpt.CHECKPOINT_FORMAT).arrays)
+    if "types" not in sample:
+        return words
+    parts = [ckpt.read_model_file(directory / name, kind=ckpt.CHECKPOINT_FORMAT).arrays for _, name, _ in sample["types"]]
+    en_ptr = np.zeros(sum(len(p["ty_pos"]) for p in parts) + 1, np.int64)
+    np.cumsum(np.concatenate([np.diff(p["en_ptr"]) for p in parts]), out=en_ptr[1:])
+    joined = {k: np.concatenate([p[k] for p in parts]) for k in ("ty_pos", "ty_len", "en_topic", "en_count")}
+    return dict(words, en_ptr=en_ptr, **joined)

@@ -25,8 +25,13 @@ What a kind moves per sweep follows from what its runner sends (n_shards = W):
   to a merge task and the sum back to every worker and the driver, every round;
 - TCM (AD-LDA shards): the driver hands every worker the chain's restaurants, sized by the
   collocations (so by the tokens), and takes back the boundaries (4 bytes a token);
-- gLDA, and TCM with the state on the workers (whole chains): nothing; a worker sweeps whole
-  chains, so at most C workers are used;
+- gLDA with the state on the driver (whole chains): nothing; a worker sweeps whole chains, so
+  at most C workers are used;
+- TCM with the state on the workers (AD-LDA shards, the restaurants owned by the workers in
+  hash partitions): worker to worker, every worker sends the restaurants of its documents to
+  their owners and is sent the types of its route keys (both measured per token of the
+  collection, C); the busiest link carries a worker's share, 1/W, of both, (W - 1)/W of it to
+  other workers, in two rounds (the sweep, the owners' merge);
 - gLDA with the state on the workers (AD-LDA shards): through the driver's link, every chain's
   counts as the sweep starts to every worker, the rows of its documents' terms (4 K bytes a
   row; a worker's N / W tokens hold V W^-beta terms by Heaps' law), and the entries the shards
@@ -106,7 +111,7 @@ class Parts(NamedTuple):
     worker_bytes_per_token: float  # what every worker takes whole (TCM's corpus)
     driver_bytes_per_token: float  # pulled after every sweep, per chain
     sync_bytes_per_token: float    # pulled at a sync, per chain
-    restaurant_bytes_per_token: float = 0.0  # TCM
+    restaurant_bytes_per_token: float = 0.0  # TCM: a worker's copy (the state on the workers: all workers' types)
     changed_bytes_per_token: float = 0.0     # gLDA's shards: the changed counts sent back, per chain
     nodes_per_term: float = 0.0              # tree-LDA
     inner_per_term: float = 0.0              # tree-LDA: internal nodes
@@ -121,25 +126,26 @@ def state_bytes(kind: str, coll: Collection, sizes: Sizes, parts: Parts, zipf: f
         return 4.0 * coll.terms * sizes.k
     if kind == "tree-lda":
         return 4.0 * sizes.k * (parts.nodes_per_term + parts.inner_per_term) * coll.terms
-    if kind == "tcm" and not parts.on_workers:
+    if kind == "tcm":
         return parts.restaurant_bytes_per_token * coll.tokens
     return 0.0
 
 
 def whole_chains(kind: str, on_workers: bool = False) -> bool:
-    """Whether a worker sweeps whole chains: gLDA's with the state on the driver, and TCM's with
-    the state on the workers (its restaurants index the corpus by token position, so a chain is
-    not cut)."""
-    return (kind == "glda" and not on_workers) or (kind == "tcm" and on_workers)
+    """Whether a worker sweeps whole chains: gLDA's with the state on the driver."""
+    return kind == "glda" and not on_workers
 
 
 def workers_used(kind: str, workers: int, sizes: Sizes, on_workers: bool = False) -> int:
     return min(workers, sizes.chains) if whole_chains(kind, on_workers) else workers
 
 
-def rounds_per_sweep(kind: str, workers: int, sizes: Sizes) -> int:
-    """Partition kinds: S = W rounds a chain; the others: one round (all chains at once)."""
-    return sizes.chains * workers if kind in PARTITION else 1
+def rounds_per_sweep(kind: str, workers: int, sizes: Sizes, on_workers: bool = False) -> int:
+    """Partition kinds: S = W rounds a chain; TCM with the state on the workers: two (the sweep,
+    the owners' merge); the others: one round (all chains at once)."""
+    if kind in PARTITION:
+        return sizes.chains * workers
+    return 2 if kind == "tcm" and on_workers else 1
 
 
 def sweep_bytes(kind: str, workers: int, coll: Collection, sizes: Sizes, L: float,
@@ -154,6 +160,8 @@ def sweep_bytes(kind: str, workers: int, coll: Collection, sizes: Sizes, L: floa
         if W == 1:
             return 0.0  # the slices stay on the one worker
         return C * L + C * W * (2 * W + 1) * TOTAL_BYTES * sizes.n_totals
+    if kind == "tcm" and on_workers:  # L: the types sent to all workers, per chain
+        return C * (changed_bytes_per_token * coll.tokens + L) * (W - 1) / W ** 2
     if kind == "tcm":  # through the driver's link: W copies of the restaurants, the boundaries back
         return C * (W * L + BOUNDARY_BYTES * coll.tokens)
     return 0.0
@@ -171,7 +179,7 @@ def project(kind: str, coll: Collection, workers: int, sizes: Sizes, parts: Part
     per_sweep = dict(
         compute=math.ceil(C / used) * N / parts.rate if whole else C * N / (used * parts.rate),
         transfer=moved / bw,
-        latency=rounds_per_sweep(kind, W, sizes) * parts.latency,
+        latency=rounds_per_sweep(kind, W, sizes, parts.on_workers) * parts.latency,
         driver=N * parts.driver_s_per_token + C * N * parts.driver_bytes_per_token / bw)
     out = {key: sizes.sweeps * v for key, v in per_sweep.items()}
     ship = N * (C * parts.state_bytes_per_token + parts.layout_bytes_per_token + W * parts.worker_bytes_per_token)

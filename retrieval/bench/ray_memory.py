@@ -8,13 +8,10 @@ processes of their own).
     topicir bench ray-memory                      # every such kind, 4 workers, sizes 1x 2x 4x
     topicir bench ray-memory --kinds lda --scales 1 4 --cap-mib 1024
 
-LDA, PAM, tree-LDA and gLDA cut every chain into document shards, a shard per worker: a worker
-holds its documents' part of one chain. TCM keeps whole chains on a worker (n_chains =
-workers): a worker holds one chain of the whole collection, so its memory grows with the
-collection and the cap must exceed one chain's state, while the local trainer holds them all.
-Each kind has its own collection size at 1x and cap (``DOCS``, ``CAP_MIB``), so that the
-command takes minutes on two cores and, at 4x, a sharded kind's local trainer outgrows the cap
-while a whole-chain kind's worker still holds its chain under it.
+Every kind cuts its one chain into document shards, a shard per worker: a worker holds its
+documents' part of the chain. Each kind has its own collection size at 1x and cap (``DOCS``,
+``CAP_MIB``), so that the command takes minutes on two cores and, at 4x, the local trainer
+outgrows the cap.
 
 Every figure is a process's ``VmHWM`` (its resident set at its largest: the pages it wrote,
 the file and shared pages it touched). Each training runs in a child process of its own, so
@@ -41,21 +38,19 @@ from ..core.tables import Table, fixed
 log = logging.getLogger(__name__)
 
 MIB = 2**20
-WHOLE_CHAINS = ("tcm",)  # a worker owns whole chains (n_chains = workers), not document shards
-# Documents at size 1x and every worker's cap (MiB) by kind: a sharded kind's local trainer outgrows
-# the cap at 4x; a whole-chain kind's worker holds one chain of the 4x collection under it.
-DOCS = {"lda": 50_000, "pam": 50_000, "tree-lda": 50_000, "glda": 50_000, "tcm": 6_000}
-CAP_MIB = {"lda": 700, "pam": 700, "tree-lda": 1024, "glda": 1024, "tcm": 1024}
+# Documents at size 1x and every worker's cap (MiB) by kind: the local trainer outgrows the cap at 4x.
+DOCS = {"lda": 50_000, "pam": 50_000, "tree-lda": 50_000, "glda": 50_000, "tcm": 30_000}
+CAP_MIB = {"lda": 700, "pam": 700, "tree-lda": 1024, "glda": 1024, "tcm": 1200}
 
 
 def _params(a):
-    """The kind's settings: few sweeps; one chain cut into a shard per worker, or a chain per
-    worker for the whole-chain kinds; PAM: ``k`` sub-topics under k/5 super-topics."""
+    """The kind's settings: few sweeps; one chain cut into a shard per worker; PAM: ``k``
+    sub-topics under k/5 super-topics."""
     from models.registry import model_class
 
     kind, k, w = a["kind"], a["k"], a["workers"]
     sizes = dict(n_super=max(2, k // 5), n_sub=k) if kind == "pam" else dict(n_topics=k)
-    params = dict(sizes, n_chains=w if kind in WHOLE_CHAINS else 1, n_iter=a["iters"], burn_in=a["iters"] - 1,
+    params = dict(sizes, n_chains=1, n_iter=a["iters"], burn_in=a["iters"] - 1,
                   sample_every=1, seed=a["seed"], log_lik_every=1)
     if "n_shards" in model_class(kind)().get_params():
         params["n_shards"] = w
@@ -224,10 +219,10 @@ def run(*, kinds=None, docs: int | None = None, terms: int = 20_000, mean_len: f
                   notes=[f"synthetic collections: the kind's documents at 1x times the size, {terms} terms, mean length {mean_len:g}, "
                          f"seed {seed}, memory mapped; {iters} sweeps; RayExecutor(n_workers={workers}, "
                          f"state='workers', worker_memory=cap); local trainer n_jobs={threads}", *notes,
-                         "LDA, PAM, tree-LDA, gLDA: every worker holds its shard of the one chain, so its memory "
-                         f"grows with 1/{workers} of the collection (gLDA's: and every chain's topic-word counts); "
-                         "TCM: every worker holds a whole chain (the local trainer all of them), so its memory "
-                         "grows with the collection and the cap must exceed one chain's state",
+                         f"every worker holds its shard of the one chain, so its memory grows with 1/{workers} "
+                         "of the collection; besides, gLDA's worker the topic-word counts of its documents' terms, "
+                         "TCM's the restaurants' types it owns (a hash partition) and those whose first terms its "
+                         "documents hold",
                          "MiB: VmHWM of the process (peak resident set); driver: the whole child process, "
                          "'driver before fit' after its imports and Ray's start; workers: each worker at the "
                          "end of the last sweep; a worker past the cap exits and fails the fit"])]

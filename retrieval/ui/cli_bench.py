@@ -156,7 +156,7 @@ def add_ray(p):
                    help="topic counts: each kind's defaults, or its quick settings")
     p.add_argument("--iters", type=int, default=4, help="sweeps (aviPAM: epochs) per run (>= 3)")
     p.add_argument("--chains", type=int, default=2,
-                   help="chains (gLDA's Ray workers, and TCM's with the state on the workers, own whole chains)")
+                   help="chains (gLDA's Ray workers with the state on the driver own whole chains)")
     p.add_argument("--shards", type=int, default=4, help="document shards (gLDA here: one, whole chains)")
     p.add_argument("--threads", type=int, default=2, help="threads of the local trainer")
     p.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="Ray worker counts")
@@ -182,7 +182,7 @@ def add_ray_memory(p):
     p.add_argument("--mean-len", type=float, default=100.0, help="its mean document length")
     p.add_argument("--scales", type=int, nargs="+", default=[1, 2, 4], help="sizes trained, as multiples of --docs")
     p.add_argument("--workers", type=int, default=4,
-                   help="Ray workers (a shard each; TCM: a chain each, n_chains = workers)")
+                   help="Ray workers (a document shard of the one chain each)")
     p.add_argument("--cap-mib", type=int, default=None,
                    help=f"every worker's cap on its peak resident memory, MiB (default by kind: {per_kind('CAP_MIB')})")
     p.add_argument("--k", type=int, default=50, help="topics (PAM: sub-topics, under k/5 super-topics)")

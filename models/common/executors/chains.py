@@ -1,6 +1,6 @@
 """Whole chains on Ray workers with their state kept there (``RayExecutor(state="workers")`` of a
 kind whose chain is not cut into document ranges: gLDA's with one shard samples every chain
-sequentially, TCM's restaurants index the whole corpus by token position).
+sequentially, and TCM's with one shard likewise).
 
 Every worker owns a contiguous range of the chains: it reads the corpus itself (from the
 corpus files when the corpus arrays are memory mapped, else from one object-store copy that all

@@ -80,7 +80,7 @@ class RayExecutor:
         log-likelihood, kept samples and checkpoints. "workers" (LDA, PAM, TCM, gLDA, tree-LDA): the
         token-sized state never leaves the workers, which read their documents themselves and
         write their parts of kept samples and checkpoints
-        (:mod:`models.common.executors.sharded`; gLDA's shards: :mod:`models.glda.ray_shards`;
+        (:mod:`models.common.executors.sharded`; gLDA's and TCM's shards: their ``ray_shards.py``;
         whole chains: :mod:`models.common.executors.chains`); the parts directory must be one every worker
         reaches at the same path.
     worker_memory : int or None

@@ -2,7 +2,8 @@
 
 ``RayExecutor(state="workers")`` runs a kind's fit through :class:`ShardedRunner` (LDA, PAM,
 tree-LDA; its loop, :class:`WorkerStateLoop`, also runs whole chains:
-:mod:`models.common.executors.chains`, and gLDA's shards: :mod:`models.glda.ray_shards`). Each worker reads its documents' tokens itself (from the corpus files when the corpus
+:mod:`models.common.executors.chains`, and gLDA's and TCM's shards: :mod:`models.glda.ray_shards`,
+:mod:`models.tcm.ray_shards`). Each worker reads its documents' tokens itself (from the corpus files when the corpus
 arrays are memory mapped, else from one object-store copy of its range), builds its sweep order,
 initialises, sweeps, and keeps its documents' assignments, document counts and rng streams
 until the end. The driver holds what does not grow with the tokens: the parameters, the
@@ -53,6 +54,16 @@ def source(a, lo, hi):
     if where is not None:
         return ("file", where[0], where[1] + lo * a.itemsize, a.dtype.str, hi - lo)
     return ("ref", ray.put(np.ascontiguousarray(a[lo:hi])))
+
+
+def shard_bounds(corpus, n_shards):
+    """The documents' cuts into ``n_shards`` shards (``gibbs.shard_docs``), refused in one line
+    when one would be empty (a runner whose workers own shards needs documents in each)."""
+    shard_doc = shard_docs(corpus, n_shards)
+    if (np.diff(shard_doc) == 0).any():
+        raise ValueError(f"n_shards={n_shards} leaves a shard without documents ({corpus.n_docs} documents); "
+                         f"use fewer shards")
+    return shard_doc
 
 
 def read_source(spec):
@@ -357,14 +368,19 @@ class WorkerStateLoop:
                       samples=model._samples)
         # the parts the workers (and the driver) wrote for it: its state, the samples kept since
         new, self._counted = model._samples[self._counted:], len(model._samples)
-        parts = [p[1] for p in state] + [n for s in new for n in [s["words"][1]] + [p[1] for p in s["shards"]]]
+        parts = [p[1] for p in state] + [n for s in new for n in [s["words"][1]] + [
+            p[1] for p in s["shards"] + s.get("types", [])]]
         model._wrote(sum((self.dir / n).stat().st_size for n in parts))
-        model._wrote(ckpt.write_model_file(path, header, {"alpha": model.alpha_}, kind=ckpt.CHECKPOINT_FORMAT),
+        model._wrote(ckpt.write_model_file(path, header, self._manifest_arrays(model), kind=ckpt.CHECKPOINT_FORMAT),
                      sweep)
         keep = {p[1] for p in state}
         for old in self.dir.glob("state.*.sweep*.npz"):
             if old.name not in keep:
                 old.unlink(missing_ok=True)
+
+    def _manifest_arrays(self, model):
+        """The arrays of a checkpoint's manifest (``self.manifest`` on a resume): the priors."""
+        return {"alpha": model.alpha_}
 
     def _resume(self, model, corpus, path):
         f = model._open_checkpoint(path, corpus, ("n_jobs", "callback_every", "checkpoint_every",
@@ -378,6 +394,7 @@ class WorkerStateLoop:
             raise ValueError(f"{os.fspath(path)}: damaged checkpoint (alpha of shape {alpha.shape}); "
                              f"delete it to start afresh")
         model.alpha_ = np.ascontiguousarray(alpha)
+        self.manifest = f.arrays
         for s in h["samples"]:
             words = read_part(self.dir / s["words"][1], path, self.base, -1, s["words"][2])
             del words
