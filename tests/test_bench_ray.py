@@ -221,17 +221,19 @@ def test_quick_command_writes_every_kind(shared_data, tmp_path, monkeypatch, cap
     assert row and float(row.group(1).split("|")[5]) > 0  # parameters MB/step
 
 
-def test_sharded_glda_on_workers_uses_every_worker_and_sends_the_counts_through_the_driver():
+def test_sharded_glda_on_workers_uses_every_worker_and_moves_the_counts_worker_to_worker():
     parts = PARTS._replace(on_workers=True, changed_bytes_per_token=1.5)
     pr = cost.project("glda", COLL, 32, SIZES, parts, gbps=8.0)  # 1e9 bytes/s
     assert pr["workers_used"] == 32
     assert pr["compute"] == pytest.approx(100 * 3 * 1e8 / (32 * 2e6))
-    # to each of the 32 workers every chain's counts of its terms (V / sqrt(32) of them by Heaps'
-    # law), 4 K bytes a term; the changed entries back
-    per_sweep = 3 * (32 * 4 * 800 * 1e5 / math.sqrt(32) + 1.5 * 1e8)
+    # a worker is sent every chain's counts of its terms (V / sqrt(32) of them by Heaps' law), 4 K
+    # bytes a term, and sends its share of the changed entries; as owner about as much again;
+    # 31/32 of it to other workers
+    per_sweep = 2 * 3 * (4 * 800 * 1e5 / math.sqrt(32) + 1.5 * 1e8 / 32) * 31 / 32
     assert cost.sweep_bytes("glda", 32, COLL, SIZES, 0.0, True, 1.5) == pytest.approx(per_sweep)
     assert cost.sweep_bytes("glda", 32, COLL, SIZES, 0.0, True, 1.5, heaps_beta=0.0) == pytest.approx(
-        3 * (32 * 4 * 800 * 1e5 + 1.5 * 1e8))  # every worker holding every term
+        2 * 3 * (4 * 800 * 1e5 + 1.5 * 1e8 / 32) * 31 / 32)  # every worker holding every term
+    assert cost.sweep_bytes("glda", 1, COLL, SIZES, 0.0, True, 1.5) == 0
     assert pr["transfer"] == pytest.approx(100 * per_sweep / 1e9)
-    assert pr["latency"] == pytest.approx(100 * 0.005)  # one round a sweep, every chain at once
+    assert pr["latency"] == pytest.approx(100 * 2 * 0.005)  # two rounds a sweep, every chain at once
     assert cost.project("glda", COLL, 32, SIZES, PARTS, 8.0)["workers_used"] == 3  # on the driver: whole chains

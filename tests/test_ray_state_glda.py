@@ -95,7 +95,7 @@ def two_vocabularies():
 
 
 @pytest.mark.parametrize("extra", [{}, dict(restricted=True, init="random")])
-def test_sharded_glda_on_workers_is_the_local_model_and_the_driver_holds_counts_only(ray_cluster, tmp_path, extra):  # noqa: F811
+def test_sharded_glda_on_workers_is_the_local_model_and_the_driver_holds_totals_only(ray_cluster, tmp_path, extra):  # noqa: F811
     from tests.test_ray_state import driver_arrays
 
     data, path, kw = two_vocabularies(), tmp_path / "run.ckpt.npz", dict(SHARDED, **extra)
@@ -104,28 +104,38 @@ def test_sharded_glda_on_workers_is_the_local_model_and_the_driver_holds_counts_
     model = GroupedLDA(executor=ex, **kw).fit(data, checkpoint=path)
     same_model(model, local, tmp_path)
     C, K, V = model.n_chains, model.n_topics, data.n_terms
-    # the driver: every chain's counts (C x V x K) at most, nothing per token, group or document
-    assert max(a.size for a in driver_arrays(model, ex)) <= C * V * K < data.n_tokens
+    # the driver: every chain's topic totals (C x K), no counts, nothing per token, group or document
+    assert max(a.size for a in driver_arrays(model, ex)) <= C * K
     assert not any(hasattr(model, n) for n in ("g_", "zg_", "z_", "n_kw_", "rng_", "_lay", "_corpus"))
     stats, runner = model.executor_stats_, ex.last_runner
     assert stats["workers"] == 2 and stats["sync_bytes"] == 0
-    # every worker gets the counts' rows of its documents' terms only
+    np.testing.assert_array_equal(runner.n_k, local.n_k_)
+    # the owners' rows: terms 0-49 on worker 0, 50-99 on worker 1; every worker is sent the rows
+    # of its documents' terms (the last shard's: terms 40-99), every owner the changes of its rows
+    assert runner.cuts.tolist() == [0, 50, 100]
     want = [np.unique(data.term_ids[data.doc_ptr[local._shard_doc[s0]]:data.doc_ptr[local._shard_doc[s1]]])
             for s0, s1 in runner.ranges]
-    assert [len(t) for t in want][1] == 60 and len(want[0]) == V
-    for got, terms in zip(runner.terms, want):
-        np.testing.assert_array_equal(got, terms)
-    assert stats["counts_bytes_per_sweep"] == sum(C * len(t) * K * 4 + C * K * 8 for t in want)
-    assert stats["slice_bytes_per_sweep"] == stats["counts_bytes_per_sweep"] + stats["changed_bytes_per_sweep"] > 0
+    assert [len(t) for t in want] == [V, 60]
+    assert stats["counts_bytes_per_sweep"] == sum(C * len(t) * K * 4 for t in want)
+    assert stats["slice_bytes_per_sweep"] == stats["counts_bytes_per_sweep"] + stats["changed_bytes_per_sweep"]
+    assert 0 < stats["cross_worker_bytes_per_sweep"] < stats["slice_bytes_per_sweep"]
     h = ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT).header
     assert [p[:2] for p in h["state_parts"]] == [[s, f"state.shard{s}.sweep12.npz"] for s in range(3)]
     parts = path.with_name(path.name + ".parts")
+    # a kept sample's rows: the owners' parts, each its range's rows of the local counts
+    last = next(s for s in h["samples"] if (s["chain"], s["iter"]) == (1, 12))
+    for (p, name, _), (lo, hi) in zip(last["owned"], [(0, 50), (50, 100)]):
+        rows = ckpt.read_model_file(parts / name, kind=ckpt.CHECKPOINT_FORMAT).arrays
+        dense = np.zeros((hi - lo, K), np.int32)
+        r = np.repeat(np.arange(hi - lo), np.diff(rows["tw_ptr"]))
+        dense[r, rows["tw_topic"]] = rows["tw_count"]
+        np.testing.assert_array_equal(dense, local.n_kw_[1, lo:hi])
     # what each checkpoint wrote: the manifest, the workers' state parts, the samples' parts since
     # the checkpoint before (the last: the samples of sweeps 10 and 12)
     assert model.checkpoint_writes_[:, 0].tolist() == [3, 6, 9, 12]
     written = [parts / f"state.shard{s}.sweep12.npz" for s in range(3)] + [
         parts / f"chain{c}.sweep{i}.{p}.npz" for c in range(C) for i in (10, 12)
-        for p in ("words", "shard0", "shard1", "shard2")]
+        for p in ("words", "shard0", "shard1", "shard2", "owned0", "owned1")]
     assert model.checkpoint_writes_[-1, 1] == path.stat().st_size + sum(f.stat().st_size for f in written)
     part = ckpt.read_model_file(parts / "state.shard1.sweep12.npz", kind=ckpt.CHECKPOINT_FORMAT).arrays
     np.testing.assert_array_equal(part["rng"], local.rng_[:, 1])
@@ -134,6 +144,12 @@ def test_sharded_glda_on_workers_is_the_local_model_and_the_driver_holds_counts_
     np.testing.assert_array_equal(part["gz"][:, :t1 - t0], local.g_[:, t0:t1])
     h0, h1 = local.group_ptr_[a], local.group_ptr_[b]
     np.testing.assert_array_equal(part["gz"][:, t1 - t0:], local.zg_[:, h0:h1])
+    # an owner's part of a kept sample, damaged: refused in one line naming it
+    victim = parts / last["owned"][1][1]
+    victim.write_bytes((parts / last["owned"][0][1]).read_bytes())
+    with pytest.raises(ValueError, match=rf"^{victim}: not a part of owner 1 ") as e:
+        GroupedLDA(executor=executor(), **kw).fit(data, checkpoint=path)
+    assert "\n" not in str(e.value)
 
 
 def test_sharded_glda_needs_the_state_on_the_workers():

@@ -163,8 +163,8 @@ def test_sharded_tcm_on_workers_is_the_local_model_and_the_driver_holds_totals_o
             if s["iter"] == 12}
     for c in range(C):
         want = MK.compact(build_tables(data.term_ids, local.b_[c], K), data.term_ids, 0)
-        owned = [ckpt.read_model_file(parts / name, kind=ckpt.CHECKPOINT_FORMAT).arrays for _, name, _ in last[c]["types"]]
-        assert [p for p, _, _ in last[c]["types"]] == [0, 1] and all(len(o["ty_pos"]) for o in owned)
+        owned = [ckpt.read_model_file(parts / name, kind=ckpt.CHECKPOINT_FORMAT).arrays for _, name, _ in last[c]["owned"]]
+        assert [p for p, _, _ in last[c]["owned"]] == [0, 1] and all(len(o["ty_pos"]) for o in owned)
         pos = np.concatenate([o["ty_pos"] for o in owned])
         order = np.argsort(pos)
         np.testing.assert_array_equal(pos[order], want.pos)
@@ -194,12 +194,12 @@ def test_sharded_tcm_on_workers_is_the_local_model_and_the_driver_holds_totals_o
     assert model.checkpoint_writes_[:, 0].tolist() == [3, 6, 9, 12]
     written = [parts / f"state.shard{s}.sweep12.npz" for s in range(3)] + [
         parts / f"chain{c}.sweep{i}.{p}.npz" for c in range(C) for i in (10, 12)
-        for p in ("words", "shard0", "shard1", "shard2", "types0", "types1")]
+        for p in ("words", "shard0", "shard1", "shard2", "owned0", "owned1")]
     assert model.checkpoint_writes_[-1, 1] == path.stat().st_size + sum(f.stat().st_size for f in written)
     # the manifest's alpha0 streams, and an owner's part of a kept sample: refused in one line
-    victim = parts / last[1]["types"][1][1]
+    victim = parts / last[1]["owned"][1][1]
     good = victim.read_bytes()
-    victim.write_bytes((parts / last[0]["types"][1][1]).read_bytes())
+    victim.write_bytes((parts / last[0]["owned"][1][1]).read_bytes())
     with pytest.raises(ValueError, match=rf"^{victim}: not the part checkpoint {path} lists"):
         TCM(executor=executor(), **SHARDED).fit(data, split=split, checkpoint=path)
     victim.write_bytes(good)

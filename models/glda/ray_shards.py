@@ -4,27 +4,31 @@
 Worker a owns the shards [s0, s1) of every chain: it reads their documents' tokens itself and
 holds, per shard, a local :class:`models.glda.model.GroupedLDA` of the chains over that shard's
 documents (``n_shards=1``): groups, group topics, rng streams; and one working copy of the
-counts of its documents' terms (chains x its terms x K), which its shards share. The driver
-holds what does not grow with the tokens: every chain's topic-word counts and totals (C x V x K),
-the priors and the traces. A sweep sends every worker its terms' rows of the counts as the sweep
-starts; the worker sweeps each of its shards from them with the local kernel on the shard's
-stream (what the local trainer's :func:`models.glda.sweep_kernels.sweep_shards` does with its copies)
-and returns its shards' changes of the counts as (flat index, change) pairs, which the driver
-adds: integer sums, in any order the same. The log-likelihood's document terms are summed by
-the workers in turn (the local float); kept samples and checkpoints are written by the workers
-as parts (:mod:`models.common.executors.sharded`), the model file by the driver from them (LDA's).
+counts of its documents' terms (chains x its terms x K), which its shards share. The topic-word
+counts are owned by the workers too: worker p holds the rows of the term range
+[cuts[p], cuts[p + 1]) of every chain. A sweep runs in two rounds, worker to worker through the
+object store: every worker sweeps each of its shards from its terms' rows as the sweep started,
+with the local kernel on the shard's stream (what the local trainer's
+:func:`models.glda.sweep_kernels.sweep_shards` does with its copies), and sends each owner its
+shards' changes of the owner's rows as (flat index, change) pairs; every owner adds them (integer
+sums, in any order the same) and sends every worker its terms' rows for the next sweep. The
+driver passes references and holds what does not grow with the tokens or the vocabulary: every
+chain's topic totals, the priors and the traces. The log-likelihood's topic-word rows are summed
+by the owners in turn and its document terms by the workers in turn (the local float); kept
+samples and checkpoints are parts the workers write (:mod:`models.common.executors.sharded`;
+each owner its rows of a kept sample), the model file is written from them (LDA's).
 """
 import time
 from pathlib import Path
 
 import numpy as np
-import ray
 
 from ..common.corpus import make_corpus, read_only
-from ..common.executors.ray import RayRunner, RayWorker, nbytes
-from ..common.executors.sharded import ShardHook, ShardWorker, WorkerStateLoop, base_sweep, shard_bounds, source
+from ..common.executors.ray import RayWorker, nbytes
+from ..common.executors.owners import Owner, OwnerShardRunner, moved_bytes
+from ..common.executors.sharded import ShardHook, ShardWorker, base_sweep
 from ..common.gibbs import rows_csr
-from ..common.kernels.dirichlet import sum_from, topic_word_log_lik
+from ..common.kernels.dirichlet import sum_from, topic_totals_log_lik, word_log_lik_parts
 from ..common.kernels.rng import make_rng_states
 from ..lda import kernels as K_
 from ..lda.layout import count_shift
@@ -38,9 +42,10 @@ def shard_runner(executor, model):
     return GldaShardRunner(executor, model)
 
 
-class GldaShardWorker(ShardWorker, RayWorker):
+class GldaShardWorker(Owner, ShardWorker, RayWorker):
     """Shards [s0, s1) of every chain, each a local gLDA model of the chains over its documents;
-    the shards share one buffer of counts, set to the sweep's start before each one's sweep."""
+    the shards share one buffer of counts, set to the sweep's start before each one's sweep. As
+    owner, the count rows of the term range ``lay["cuts"][a]:lay["cuts"][a + 1]``."""
 
     SAMPLE_ENTRIES = "kd_doc"
 
@@ -50,8 +55,8 @@ class GldaShardWorker(ShardWorker, RayWorker):
     def build(self):
         """Reads the tokens and lays out every shard, its documents' terms numbered among this
         worker's (``terms``, increasing global ids: the rows of the counts it holds); returns its
-        longest document, most groups in a document (the driver's maxima size every shard's
-        scratch, as locally) and ``terms``."""
+        longest document and most groups in a document (the driver's maxima size every shard's
+        scratch, as locally), then its terms in every owner's range."""
         self.read_tokens()
         lay = self.lay
         self.terms = np.unique(self.term_ids)
@@ -74,8 +79,18 @@ class GldaShardWorker(ShardWorker, RayWorker):
         self.n_k = self.shards[0][1].n_k_
         for _, m in self.shards:
             m.n_kw_, m.n_k_ = self.n_kw, self.n_k
-        return (max(int(m._lay["max_len"]) for _, m in self.shards),
-                max(int(m._lay["max_groups"]) for _, m in self.shards), self.terms)
+        # this worker's rows of every owner's range: owner p's rows of its terms come in order
+        self.by_owner = np.searchsorted(self.terms, lay["cuts"])
+        C, W = len(self.chain), lay["W"]
+        lo, hi = lay["cuts"][lay["a"]], lay["cuts"][lay["a"] + 1]
+        self.rows = np.zeros((C, hi - lo, self.n_kw.shape[2]), np.int32)
+        limits = (max(int(m._lay["max_len"]) for _, m in self.shards),
+                  max(int(m._lay["max_groups"]) for _, m in self.shards))
+        return (limits, *[self.terms[self.by_owner[p]:self.by_owner[p + 1]] for p in range(W)])
+
+    def set_routes(self, *terms):
+        """As owner: every worker's terms in its range, as rows of its counts."""
+        self.routes = [np.asarray(t, np.int64) - self.lay["cuts"][self.lay["a"]] for t in terms]
 
     def set_limits(self, max_len, max_groups):
         for _, m in self.shards:
@@ -85,41 +100,72 @@ class GldaShardWorker(ShardWorker, RayWorker):
         """Every chain's token topics of shard model ``m`` (document order)."""
         return [m._z_doc(c) for c in range(len(self.chain))]
 
-    def _each_shard(self, counts, fn, started=True):
-        """``fn(corpus, model)`` on every shard from the counts ``counts`` (n_kw of this worker's
-        terms, n_k); returns the shards' summed changes of the counts as (flat index into the
-        driver's (chains, V, K) counts, change). A shard's changes are read off its tokens'
-        topics before and after (none before a start) and taken back out of the working counts
-        for the next shard: no pass over the whole counts per shard."""
-        n_kw0, n_k0 = counts
-        np.copyto(self.n_kw, n_kw0)
-        np.copyto(self.n_k, n_k0)
+    def _each_shard(self, n_k, owned, fn, started=True):
+        """``fn(corpus, model)`` on every shard from the counts of this worker's terms (its rows
+        from every owner, ``owned[p]``; ``n_k``); returns the shards' summed changes of the
+        counts by owner as (flat index into the owner's rows, change), then of n_k. A shard's
+        changes are read off its tokens' topics before and after (none before a start) and taken
+        back out of the working counts for the next shard: no pass over the whole counts per
+        shard."""
+        if owned:
+            np.concatenate(owned, axis=1, out=self.n_kw)
+        else:
+            self.n_kw[:] = 0
+        np.copyto(self.n_k, n_k)
         wbits0 = G_.word_bits(self.n_kw)  # the start's bitsets, as the local sweep builds them
         C, V, K = self.n_kw.shape
         total = np.zeros_like(self.n_kw)
-        total_k = np.zeros(n_k0.shape, np.int64)
+        total_k = np.zeros(n_k.shape, np.int64)
         for corpus, m in self.shards:
             before = self._topics(m) if started else [np.full(corpus.n_tokens, -1, np.int32)] * C
             m._wbits = wbits0.copy()
             m._with_threads(fn, corpus, m)
             for c, z in enumerate(self._topics(m)):
                 SW_.take_back_changes(corpus.term_ids, before[c], z, self.n_kw[c], total[c])
-            total_k += self.n_k - n_k0
-            np.copyto(self.n_k, n_k0)
-        idx = np.flatnonzero(total)
-        change = total.reshape(-1)[idx]
-        c, rest = np.divmod(idx, V * K)
-        row, k = np.divmod(rest, K)
-        return ((c * self.lay["V"] + self.terms[row]) * K + k, change), total_k
+            total_k += self.n_k - n_k
+            np.copyto(self.n_k, n_k)
+        return (*self._to_owners(total), total_k)
 
-    def start(self, counts, rng, alpha):
+    def _to_owners(self, total):
+        """Changes of this worker's rows (chains, terms, K) as every owner's (index, change)."""
+        cuts, b = self.lay["cuts"], self.by_owner
+        out = []
+        for p in range(self.lay["W"]):
+            piece = total[:, b[p]:b[p + 1]]
+            idx = np.flatnonzero(piece)
+            c, rest = np.divmod(idx, piece.shape[1] * piece.shape[2])
+            row, k = np.divmod(rest, piece.shape[2])
+            width = cuts[p + 1] - cuts[p]
+            out.append(((c * width + self.terms[b[p] + row] - cuts[p]) * piece.shape[2] + k, piece.reshape(-1)[idx]))
+        return out
+
+    def start(self, n_k, rng, alpha):
         """Every shard's start on its streams ``rng[:, i]`` (from zero counts, as locally)."""
         for i, (_, m) in enumerate(self.shards):
             m.rng_[:, 0], m.alpha_[:] = rng[:, i], alpha
-        return self._each_shard(counts, lambda corpus, m: m._init_chains(corpus), started=False)
+        return self._each_shard(n_k, (), lambda corpus, m: m._init_chains(corpus), started=False)
 
-    def sweep(self, counts):
-        return self._each_shard(counts, lambda corpus, m: m._step(corpus, None))
+    def sweep(self, n_k, *owned):
+        return self._each_shard(n_k, owned, lambda corpus, m: m._step(corpus, None))
+
+    def add_changes(self, *changes):
+        """As owner: every worker's changes of its rows added; returns the bytes received and
+        sent (and those between workers), then every worker's rows of its terms."""
+        a = self.lay["a"]
+        flat = self.rows.reshape(-1)
+        for idx, change in changes:
+            flat[idx] += change  # distinct indices within a worker's changes
+        out = [np.ascontiguousarray(self.rows[:, r]) for r in self.routes]
+        return (moved_bytes([nbytes(x) for x in changes], [x.nbytes for x in out], a), *out)
+
+    def log_lik_rows(self, c, total):
+        """As owner: ``total`` plus chain c's topic-word terms of its rows, row after row."""
+        return sum_from(total, word_log_lik_parts(self.rows[c], float(self.params["beta"])))
+
+    def owned_part(self, c):
+        """As owner: chain c's rows of its range, a kept sample's part."""
+        tw_ptr, tw_topic, tw_count = rows_csr(self.rows[c])
+        return dict(tw_ptr=tw_ptr, tw_topic=tw_topic, tw_count=tw_count)
 
     def log_lik_docs(self, c, total):
         """``total`` plus the documents' terms of chain c's log p(z), shard after shard."""
@@ -160,11 +206,12 @@ class GldaShardWorker(ShardWorker, RayWorker):
         if fault:
             raise ValueError(f"{path}: damaged state part ({fault}); delete the checkpoint to start afresh")
 
-    def resume(self, directory, checkpoint, base, state, samples, alpha):
-        """Check this worker's parts, set its shards from their state parts; returns the shards'
-        counts of this worker's terms (chains, terms, K)."""
+    def resume(self, directory, checkpoint, base, state, samples, owned, alpha):
+        """Check this worker's parts (its shards' and, as owner, its rows'), set its shards from
+        their state parts; returns its shards' counts as every owner's (index, count), then n_k."""
         for listed in samples:
             self.check_parts(directory, checkpoint, base, listed)
+        self.check_owned(directory, checkpoint, base, owned)
         parts = self.check_parts(directory, checkpoint, base, state)
         s0 = self.lay["s0"]
         for i, (corpus, m) in enumerate(self.shards):
@@ -179,7 +226,7 @@ class GldaShardWorker(ShardWorker, RayWorker):
             for c in range(len(self.chain)):
                 m._set_chain_state(corpus, c, parts[s0 + i]["gz"][c])
             total += self.n_kw
-        return total
+        return (*self._to_owners(total), total.sum(axis=1, dtype=np.int64))
 
 
 class GldaShardHook(ShardHook):
@@ -189,55 +236,41 @@ class GldaShardHook(ShardHook):
     loaded = staticmethod(LdaShardHook.loaded)
 
 
-class GldaShardRunner(WorkerStateLoop, RayRunner):
+class GldaShardRunner(OwnerShardRunner):
     """The fit loop of :class:`WorkerStateLoop` over gLDA's shards (module docstring)."""
 
-    def __init__(self, executor, model):
-        super().__init__(executor, model)
-        self.hook = GldaShardHook()
+    HOOK = GldaShardHook
 
     def _setup(self, model, corpus):
         self._start_ray(model, self.checkpoint)
-        S, C = self.S, model.n_chains
-        shard_doc = shard_bounds(corpus, S)
-        self.ranges, args = [], []
-        params = {k: v for k, v in model.get_params().items() if k != "executor"}
-        for a in range(self.W):
-            s0, s1 = int(self.shard0[a]), int(self.shard0[a + 1])
-            d0, d1 = int(shard_doc[s0]), int(shard_doc[s1])
-            self.ranges.append((s0, s1))
-            lay = dict(s0=s0, S=S, d0=d0, d1=d1, D=corpus.n_docs, V=corpus.n_terms,
-                       shard_doc=shard_doc[s0:s1 + 1] - d0,
-                       doc_src=source(corpus.doc_ptr, d0, d1 + 1),
-                       tok_src=source(corpus.term_ids, int(corpus.doc_ptr[d0]), int(corpus.doc_ptr[d1])))
-            args.append((lay, C, type(model), params))
-        self._spawn(GldaShardWorker, args)
-        limits = self._get([w.build.remote() for w in self.workers], "reading the corpus")
-        self.terms = [x[2] for x in limits]
+        W = self.W
+        # every owner's term range: equal numbers of rows (a row is K counts whatever its term)
+        self.cuts = np.linspace(0, corpus.n_terms, W + 1).astype(np.int64)
+        self._spawn_owners(model, corpus, GldaShardWorker, cuts=self.cuts)
+        built = [w.build.options(num_returns=W + 1).remote() for w in self.workers]
+        limits = self._get([b[0] for b in built], "reading the corpus")
         self._get([w.set_limits.remote(max(x[0] for x in limits), max(x[1] for x in limits))
-                   for w in self.workers], "reading the corpus")
-        self.n_kw = np.zeros((C, corpus.n_terms, model.n_topics), np.int32)
-        self.n_k = np.zeros((C, model.n_topics), np.int64)
-
-    def _add(self, answers):
-        """The workers' changes of the counts (``(index, change), n_k change`` each) added in."""
-        flat = self.n_kw.reshape(-1)
-        moved = 0
-        for (idx, delta), delta_k in answers:
-            flat[idx] += delta  # distinct indices
-            self.n_k += delta_k
-            moved += nbytes((idx, delta, delta_k))
-        return moved
+                   for w in self.workers] + [w.set_routes.remote(*[b[1 + p] for b in built])
+                                             for p, w in enumerate(self.workers)], "reading the corpus")
+        self.n_k = np.zeros((model.n_chains, model.n_topics), np.int64)
+        self.owned = [[] for _ in range(W)]  # no rows before the start: the workers start from zero counts
 
     def _round(self, method, what, args=None):
-        """Every worker's ``method(counts, *args[a])`` from the counts of its terms as they are
-        now; their changes added in. Returns the bytes sent to the workers and back."""
-        args = args or [()] * self.W
-        counts = [(np.ascontiguousarray(self.n_kw[:, t]), self.n_k) for t in self.terms]
-        sent = nbytes(counts)
-        refs = [getattr(w, method).remote(ray.put(part), *a) for w, part, a in zip(self.workers, counts, args)]
-        del counts
-        return sent, self._add(self._get(refs, what))
+        """Every worker's ``method(n_k, *args[a], *its rows from every owner)``, then the owners'
+        sums of the changes it returns (``(index, change)`` by owner, then n_k's), which leave
+        every worker's rows for the next round in the object store. Returns the bytes moved."""
+        W = self.W
+        args = args or [()] * W
+        answers = [getattr(w, method).options(num_returns=W + 1).remote(
+            self.n_k, *a, *[self.owned[p][i] for p in range(W) if self.owned[p]])
+            for i, (w, a) in enumerate(zip(self.workers, args))]
+        summed = [w.add_changes.options(num_returns=W + 1).remote(*[r[p] for r in answers])
+                  for p, w in enumerate(self.workers)]
+        for delta_k in self._get([r[W] for r in answers], what):
+            self.n_k += delta_k
+        moved = self._get([x[0] for x in summed], what)
+        self.owned = [x[1:] for x in summed]
+        return {k: sum(m[k] for m in moved) for k in ("received", "sent", "cross")}
 
     def _start_fresh(self, model, corpus):
         C, S = model.n_chains, self.S
@@ -245,42 +278,32 @@ class GldaShardRunner(WorkerStateLoop, RayRunner):
         model.alpha_ = np.full((C, model.n_topics), model._alpha0())
         self._round("start", "initialisation", [(rng[:, s0:s1], model.alpha_) for s0, s1 in self.ranges])
 
-    def _load_chains(self, model):
-        """Nothing to hand over: the shards' state never leaves their workers."""
-
-    def _gather(self, model):
-        """Nothing to pull: the driver's counts are current after every sweep."""
-
     def step(self, model, corpus, it):
         t = time.perf_counter()
-        sent, moved = self._round("sweep", f"sweep {it + 1}")
-        dt = time.perf_counter() - t
-        self.stats.update(rounds=self.stats["rounds"] + 1, sweeps=self.stats["sweeps"] + 1, workers=self.W,
-                          sweep_seconds=dt, tokens_per_s=self.C * corpus.n_tokens / dt,
-                          # every worker's terms' counts as the sweep starts, the shards' changes back
-                          slice_bytes_per_sweep=sent + moved, changed_bytes_per_sweep=moved,
-                          counts_bytes_per_sweep=sent, n_k_bytes_per_sweep=0)
-        model.executor_stats_ = dict(self.stats)
+        moved = self._round("sweep", f"sweep {it + 1}")
+        # the shards' changes to the rows' owners, every worker's terms' rows back
+        self._swept(model, corpus, time.perf_counter() - t, moved)
 
     def _log_liks(self, model):
         out = []
         for c in range(self.C):
-            ll = topic_word_log_lik(self.n_kw[c], self.n_k[c], float(model.beta))
-            total = 0.0
-            for w in self.workers:
-                total = self._get(w.log_lik_docs.remote(c, total), "log-likelihood")
-            out.append((ll + total) / max(int(self.n_k[c].sum()), 1))
+            # the rows in term order, owner after owner; the documents, worker after worker
+            ll = topic_totals_log_lik(self._running_sum("log_lik_rows", c), self.n_k[c], int(self.cuts[-1]),
+                                      float(model.beta))
+            out.append((ll + self._running_sum("log_lik_docs", c)) / max(int(self.n_k[c].sum()), 1))
         return out
 
     def _sample_words(self, model, c):
-        tw_ptr, tw_topic, tw_count = rows_csr(self.n_kw[c])
-        return dict(tw_ptr=tw_ptr, tw_topic=tw_topic, tw_count=tw_count, n_k=self.n_k[c].copy(),
-                    alpha=model.alpha_[c].copy())
+        """A kept sample's totals and prior (its rows: the owners' parts)."""
+        return dict(n_k=self.n_k[c].copy(), alpha=model.alpha_[c].copy())
 
     def _resume_workers(self, model, corpus, path, h, start):
-        refs = [w.resume.remote(str(self.dir), str(path), self.base, h["state_parts"],
-                                [s["shards"] for s in h["samples"]], model.alpha_) for w in self.workers]
-        self.n_kw[:] = 0
-        for terms, ref in zip(self.terms, refs):  # one worker's counts at a time
-            self.n_kw[:, terms] += self._get(ref, "resuming")
-        self.n_k[:] = self.n_kw.sum(axis=1)
+        W = self.W
+        answers = [w.resume.options(num_returns=W + 1).remote(
+            str(self.dir), str(path), self.base, h["state_parts"], [s["shards"] for s in h["samples"]],
+            [s.get("owned", []) for s in h["samples"]], model.alpha_) for w in self.workers]
+        summed = [w.add_changes.options(num_returns=W + 1).remote(*[r[p] for r in answers])
+                  for p, w in enumerate(self.workers)]
+        self.n_k[:] = sum(self._get([r[W] for r in answers], "resuming"))
+        self._get([x[0] for x in summed], "resuming")
+        self.owned = [x[1:] for x in summed]

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..common.corpus import read_only
 from ..common.executors.rounds import DocumentShards, PartitionRunner, PartitionWorker
+from ..common.executors.owners import sample_words
 from ..common.executors.parts import doc_len_pieces
 from ..common.executors.sharded import ShardedRunner, ShardHook, ShardWorker
 from ..common import checkpoint as ckpt
@@ -366,8 +367,8 @@ class LdaShardHook(ShardHook, LdaHook):
     def write_model(model, corpus, samples, directory, path):
         """The model file from the kept samples' parts, streamed (one piece in memory at a time)."""
         K, V = model.n_topics, corpus.n_terms
-        words = [ckpt.read_model_file(directory / s["words"][1], kind=ckpt.CHECKPOINT_FORMAT).arrays
-                 for s in samples]  # model-level: (V + 1) pointers and V x K entries at most each
+        # model-level: (V + 1) pointers and V x K entries at most each (gLDA's: joined from its owners' parts)
+        words = [sample_words(directory, s, "tw_ptr") for s in samples]
         shard_ptrs = []  # every sample's shards' topic pointers (K + 1 each)
         for s in samples:
             ptrs = []

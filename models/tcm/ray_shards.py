@@ -32,11 +32,9 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..common.corpus import make_corpus, read_only
-from ..common.executors.ray import RayRunner, RayWorker, nbytes
-from ..common import checkpoint as ckpt
-from ..common.executors.sharded import (ShardWorker, WorkerStateLoop, base_sweep, read_part, read_source,
-                                         shard_bounds, source)
-from ..common.kept import digest
+from ..common.executors.ray import RayWorker, nbytes
+from ..common.executors.owners import Owner, OwnerShardRunner, moved_bytes
+from ..common.executors.sharded import ShardWorker, base_sweep, read_source, source
 from ..common.gibbs import shard_docs
 from ..common.kernels.dirichlet import doc_log_lik_parts, sum_from
 from ..common.kernels.rng import make_rng_states
@@ -53,7 +51,7 @@ def shard_runner(executor, model):
     return TcmShardRunner(executor, model)
 
 
-class TcmShardWorker(ShardWorker, RayWorker):
+class TcmShardWorker(Owner, ShardWorker, RayWorker):
     """Shards [s0, s1) of every chain as one local TCM of the chains over their documents, and
     owner of the restaurants' types of hash partition ``lay["a"]`` of every chain."""
 
@@ -126,8 +124,7 @@ class TcmShardWorker(ShardWorker, RayWorker):
         p = self.lay["a"]
         self.owned = [MK.merge([r[c] for r in routed]) for c in range(len(self.chain))]
         out = [[MK.with_keys(o, keys, self.lay["V"]) for o in self.owned] for keys in self.routes]
-        got, sent = [nbytes([tuple(x) for x in r]) for r in routed], [nbytes([tuple(x) for x in o]) for o in out]
-        moved = dict(received=sum(got), sent=sum(sent), cross=sum(got) + sum(sent) - got[p] - sent[p])
+        moved = moved_bytes([nbytes([tuple(x) for x in r]) for r in routed], [nbytes([tuple(x) for x in o]) for o in out], p)
         return ([(o.n_k, MK.entry_hist(o, self.m.max_len)) for o in self.owned], moved), *out
 
     def log_lik_docs(self, c, total):
@@ -149,15 +146,11 @@ class TcmShardWorker(ShardWorker, RayWorker):
         compact_doc_lists(docs.cap_ptr[d0:d1 + 1] - e0, docs.topic[e0:e1], docs.count[e0:e1], nnz, ptr, topic, count)
         return dict(dk_nnz=nnz.copy(), dk_topic=topic, dk_count=count)
 
-    def write_types(self, directory, base, c, sweep):
+    def owned_part(self, c):
         """As owner: chain c's types of this partition, a kept sample's part."""
-        o, p = self.owned[c], self.lay["a"]
-        arrays = dict(ty_pos=o.pos, ty_len=np.diff(o.text_ptr).astype(np.int32), en_ptr=o.en_ptr,
-                      en_topic=o.en_topic.astype(np.uint16), en_count=o.en_count)
-        name = f"chain{c}.sweep{sweep}.types{p}.npz"
-        ckpt.write_model_file(Path(directory) / name, dict(base, part="sample-types", owner=p, chain=c, sweep=sweep),
-                              arrays, kind=ckpt.CHECKPOINT_FORMAT)
-        return [p, name, digest(arrays)]
+        o = self.owned[c]
+        return dict(ty_pos=o.pos, ty_len=np.diff(o.text_ptr).astype(np.int32), en_ptr=o.en_ptr,
+                    en_topic=o.en_topic.astype(np.uint16), en_count=o.en_count)
 
     def state_part(self, s):
         """Shard s's boundaries of every chain (the checkpoints' dtype) and its streams."""
@@ -177,16 +170,12 @@ class TcmShardWorker(ShardWorker, RayWorker):
         if fault:
             raise ValueError(f"{path}: damaged state part ({fault}); delete the checkpoint to start afresh")
 
-    def resume(self, directory, checkpoint, base, state, samples, types):
+    def resume(self, directory, checkpoint, base, state, samples, owned):
         """Check this worker's parts (its shards' and, as owner, its types'), set its shards from
         their state parts; returns the restaurants of its documents by owner."""
         for listed in samples:
             self.check_parts(directory, checkpoint, base, listed)
-        p = self.lay["a"]
-        for listed in types:
-            for owner, name, sha in listed:
-                if owner == p:
-                    read_part(Path(directory) / name, checkpoint, base, p, sha, unit="owner")
+        self.check_owned(directory, checkpoint, base, owned)
         parts = self.check_parts(directory, checkpoint, base, state)
         m, s0 = self.m, self.lay["s0"]
         for s in range(s0, s0 + m.n_shards):
@@ -211,31 +200,18 @@ class TcmShardHook(TcmChainHook):
         write_tcm_model(model, corpus, samples, directory, path, shard_docs(corpus, model.n_shards))
 
 
-class TcmShardRunner(WorkerStateLoop, RayRunner):
+class TcmShardRunner(OwnerShardRunner):
     """The fit loop of :class:`WorkerStateLoop` over TCM's shards (module docstring)."""
 
-    def __init__(self, executor, model):
-        super().__init__(executor, model)
-        self.hook = TcmShardHook()
+    HOOK = TcmShardHook
 
     def _setup(self, model, corpus):
         self._start_ray(model, self.checkpoint)
-        S, C, W = self.S, model.n_chains, self.W
-        shard_doc = shard_bounds(corpus, S)
-        self.ranges, args = [], []
-        params = {k: v for k, v in model.get_params().items() if k != "executor"}
-        for a in range(W):
-            s0, s1 = int(self.shard0[a]), int(self.shard0[a + 1])
-            d0, d1 = int(shard_doc[s0]), int(shard_doc[s1])
-            t0, t1 = int(corpus.doc_ptr[d0]), int(corpus.doc_ptr[d1])
-            self.ranges.append((s0, s1))
-            lay = dict(a=a, W=W, s0=s0, S=S, d0=d0, d1=d1, t0=t0, D=corpus.n_docs, V=corpus.n_terms,
-                       shard_doc=shard_doc[s0:s1 + 1] - d0, doc_src=source(corpus.doc_ptr, d0, d1 + 1),
-                       tok_src=source(corpus.term_ids, t0, t1))
-            args.append((lay, C, type(model), params, source(model._split, t0, t1)))
+        split = model._split
         model._split = None  # the workers' from here (the corpus hash is taken)
+        self._spawn_owners(model, corpus, TcmShardWorker, lambda t0, t1: (source(split, t0, t1),))
         model._set_priors(model._alpha(), corpus.n_terms)
-        self._spawn(TcmShardWorker, args)
+        W = self.W
         keys = [w.build.options(num_returns=W).remote() for w in self.workers]
         keys = [k if W > 1 else [k] for k in keys]
         self._get([w.set_routes.remote(*[k[p] for k in keys]) for p, w in enumerate(self.workers)],
@@ -265,12 +241,6 @@ class TcmShardRunner(WorkerStateLoop, RayRunner):
         self._merge([w.start.options(num_returns=W).remote(rng[:, s0:s1])
                      for w, (s0, s1) in zip(self.workers, self.ranges)], "initialisation")
 
-    def _load_chains(self, model):
-        """Nothing to hand over: the shards' state never leaves their workers."""
-
-    def _gather(self, model):
-        """Nothing to pull: the restaurants' totals and histograms are current after every sweep."""
-
     def step(self, model, corpus, it):
         t = time.perf_counter()
         W = self.W
@@ -282,35 +252,19 @@ class TcmShardRunner(WorkerStateLoop, RayRunner):
                 model.alpha0_[c] = resample_alpha0(float(model.alpha0_[c]), *self.hist[c], self.n_k[c], model.p0_len_,
                                                    ALPHA0_PRIOR_RATE, ALPHA0_SLICE_STEPS, self.rng_alpha0[c])
         model._alpha0_rows.append(model.alpha0_.tolist())
-        dt = time.perf_counter() - t
-        self.stats.update(rounds=self.stats["rounds"] + 2, sweeps=self.stats["sweeps"] + 1, workers=W,
-                          sweep_seconds=dt, tokens_per_s=self.C * corpus.n_tokens / dt,
-                          # worker to worker, not through the driver: the restaurants of every
-                          # worker's documents to their owners, every worker's types back from them
-                          slice_bytes_per_sweep=moved["received"] + moved["sent"],
-                          cross_worker_bytes_per_sweep=moved["cross"], changed_bytes_per_sweep=moved["received"],
-                          counts_bytes_per_sweep=moved["sent"], n_k_bytes_per_sweep=0)
-        model.executor_stats_ = dict(self.stats)
+        # the restaurants of every worker's documents to their owners, every worker's types back
+        self._swept(model, corpus, time.perf_counter() - t, moved)
 
     def _log_liks(self, model):
         out = []
         for c in range(self.C):
             ll = log_lik_restaurants(*self.hist[c], self.n_k[c], model.p0_len_, float(model.alpha0_[c]))
-            total = 0.0
-            for w in self.workers:
-                total = self._get(w.log_lik_docs.remote(c, total), "log-likelihood")
-            out.append((ll + total) / max(self.n_tokens, 1))
+            out.append((ll + self._running_sum("log_lik_docs", c)) / max(self.n_tokens, 1))
         return out
 
     def _sample_words(self, model, c):
         """A kept sample's totals and alpha0 (its types: the owners' parts)."""
         return dict(n_k=self.n_k[c].copy(), alpha0=np.array([model.alpha0_[c]]))
-
-    def _take_sample(self, model, c, sweep):
-        sample = super()._take_sample(model, c, sweep)
-        sample["types"] = self._get([w.write_types.remote(os.fspath(self.dir), self.base, c, sweep)
-                                     for w in self.workers], f"kept sample of sweep {sweep}")
-        return sample
 
     def _manifest_arrays(self, model):
         return dict(super()._manifest_arrays(model), rng=self.rng_alpha0)
@@ -324,7 +278,7 @@ class TcmShardRunner(WorkerStateLoop, RayRunner):
         self.rng_alpha0 = np.array(rng)
         self._merge([w.resume.options(num_returns=self.W).remote(
             str(self.dir), str(path), self.base, h["state_parts"], [s["shards"] for s in h["samples"]],
-            [s.get("types", []) for s in h["samples"]]) for w in self.workers], "resuming")
+            [s.get("owned", []) for s in h["samples"]]) for w in self.workers], "resuming")
 
 
 def _hist_sum(hists):

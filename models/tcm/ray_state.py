@@ -18,6 +18,7 @@ import numpy as np
 from ..common import checkpoint as ckpt
 from ..common.corpus import make_corpus
 from ..common.executors.chains import ChainHook, ChainRunner, ChainWorker
+from ..common.executors.owners import sample_words
 from ..common.executors.parts import DocParts
 from ..common.executors.sharded import read_source, source
 from ..common.kernels.rng import make_rng_states
@@ -147,9 +148,9 @@ class TcmChainHook(ChainHook):
 def write_tcm_model(model, corpus, samples, directory, path, shard_doc):
     """The model file from the kept samples' parts: the restaurants stacked as the local trainer
     stacks them (model-level), the documents' topic lists streamed (their parts cut at
-    ``shard_doc``). A sample's types are in its words part, or in its owners' parts (``types``:
-    :mod:`models.tcm.ray_shards`)."""
-    words = [_sample_restaurants(directory, s) for s in samples]
+    ``shard_doc``). A sample's types are in its words part, or in its owners' parts
+    (:mod:`models.tcm.ray_shards`)."""
+    words = [sample_words(directory, s, "en_ptr") for s in samples]
     stacked = stack_restaurants(words, corpus.term_ids, model.max_len)
     docs = DocParts(directory, samples, shard_doc)
     CS = len(samples)
@@ -162,14 +163,3 @@ def write_tcm_model(model, corpus, samples, directory, path, shard_doc):
                (name, whole[name].shape, whole[name].dtype, [whole[name]]) for name in model._INFERENCE_ARRAYS]
     ckpt.write_model_file_streamed(path, model._model_header(), members)
 
-
-def _sample_restaurants(directory, sample):
-    """A kept sample's model-level arrays: its words part, with its owners' types joined in."""
-    words = dict(ckpt.read_model_file(directory / sample["words"][1], kind=ckpt.CHECKPOINT_FORMAT).arrays)
-    if "types" not in sample:
-        return words
-    parts = [ckpt.read_model_file(directory / name, kind=ckpt.CHECKPOINT_FORMAT).arrays for _, name, _ in sample["types"]]
-    en_ptr = np.zeros(sum(len(p["ty_pos"]) for p in parts) + 1, np.int64)
-    np.cumsum(np.concatenate([np.diff(p["en_ptr"]) for p in parts]), out=en_ptr[1:])
-    joined = {k: np.concatenate([p[k] for p in parts]) for k in ("ty_pos", "ty_len", "en_topic", "en_count")}
-    return dict(words, en_ptr=en_ptr, **joined)

@@ -337,7 +337,8 @@ def projection_tables(parts: dict, gbps: float, heaps_beta: float, zipf: float) 
               f"term frequencies by Zipf's law (exponent {zipf:g}) for LDA's lists; MB/sweep: the busiest link's "
               f"bytes in a sweep of every chain",
               "per-core rates are those of the first sweeps of a small corpus (chains speed up as they settle); "
-              "TCM's restaurants go from the driver to every worker (no relay); rounds are not overlapped",
+              "TCM's restaurants go from the driver to every worker (no relay; with the state on the workers, "
+              "worker to worker, their bytes per token as measured on the fewest workers); rounds are not overlapped",
               f"{ON_WORKERS.strip()}: the workers initialise and compute their part of every log-likelihood, "
               "sample and checkpoint side by side (per-token setup and sync work divided by W, W round latencies "
               "a sync); the others pull every chain's state to the driver at a sync"]

@@ -32,10 +32,12 @@ What a kind moves per sweep follows from what its runner sends (n_shards = W):
   their owners and is sent the types of its route keys (both measured per token of the
   collection, C); the busiest link carries a worker's share, 1/W, of both, (W - 1)/W of it to
   other workers, in two rounds (the sweep, the owners' merge);
-- gLDA with the state on the workers (AD-LDA shards): through the driver's link, every chain's
-  counts as the sweep starts to every worker, the rows of its documents' terms (4 K bytes a
-  row; a worker's N / W tokens hold V W^-beta terms by Heaps' law), and the entries the shards
-  changed back (12 bytes each: flat index and change; measured per token).
+- gLDA with the state on the workers (AD-LDA shards, the count rows owned by the workers in
+  term ranges): worker to worker, every worker is sent the rows of its documents' terms as the
+  sweep starts (4 K bytes a row; a worker's N / W tokens hold V W^-beta terms by Heaps' law) and
+  sends its shards' changed entries to their owners (12 bytes each: flat index and change;
+  measured per token of the collection); a worker's link carries that once as a worker and
+  about as much again as an owner, (W - 1)/W of it to other workers, in two rounds.
 
 L per chain: LDA's sparse term lists (4 bytes a term for its length, an entry per nonzero
 n_kw, at most min(cf_w, K) of term w, packed in 4 or 8 bytes); PAM's dense n_wj (4 V s'
@@ -141,11 +143,11 @@ def workers_used(kind: str, workers: int, sizes: Sizes, on_workers: bool = False
 
 
 def rounds_per_sweep(kind: str, workers: int, sizes: Sizes, on_workers: bool = False) -> int:
-    """Partition kinds: S = W rounds a chain; TCM with the state on the workers: two (the sweep,
-    the owners' merge); the others: one round (all chains at once)."""
+    """Partition kinds: S = W rounds a chain; TCM and gLDA with the state on the workers: two
+    (the sweep, the owners' sums); the others: one round (all chains at once)."""
     if kind in PARTITION:
         return sizes.chains * workers
-    return 2 if kind == "tcm" and on_workers else 1
+    return 2 if kind in ("tcm", "glda") and on_workers else 1
 
 
 def sweep_bytes(kind: str, workers: int, coll: Collection, sizes: Sizes, L: float,
@@ -154,8 +156,9 @@ def sweep_bytes(kind: str, workers: int, coll: Collection, sizes: Sizes, L: floa
     C, W = sizes.chains, workers
     if whole_chains(kind, on_workers):
         return 0.0
-    if kind == "glda":  # through the driver's link: every worker's terms' counts, the changes back
-        return C * (W * 4.0 * sizes.k * coll.terms * W ** -heaps_beta + changed_bytes_per_token * coll.tokens)
+    if kind == "glda":  # worker to worker: its terms' rows in, its changes out; as owner the same again
+        rows = 4.0 * sizes.k * coll.terms * W ** -heaps_beta
+        return 2 * C * (rows + changed_bytes_per_token * coll.tokens / W) * (W - 1) / W
     if kind in PARTITION:
         if W == 1:
             return 0.0  # the slices stay on the one worker

@@ -220,9 +220,9 @@ def run(*, kinds=None, docs: int | None = None, terms: int = 20_000, mean_len: f
                          f"seed {seed}, memory mapped; {iters} sweeps; RayExecutor(n_workers={workers}, "
                          f"state='workers', worker_memory=cap); local trainer n_jobs={threads}", *notes,
                          f"every worker holds its shard of the one chain, so its memory grows with 1/{workers} "
-                         "of the collection; besides, gLDA's worker the topic-word counts of its documents' terms, "
-                         "TCM's the restaurants' types it owns (a hash partition) and those whose first terms its "
-                         "documents hold",
+                         "of the collection; besides, gLDA's worker the topic-word rows it owns (a term range) and "
+                         "those of its documents' terms, TCM's the restaurants' types it owns (a hash partition) and "
+                         "those whose first terms its documents hold",
                          "MiB: VmHWM of the process (peak resident set); driver: the whole child process, "
                          "'driver before fit' after its imports and Ray's start; workers: each worker at the "
                          "end of the last sweep; a worker past the cap exits and fails the fit"])]

@@ -1,5 +1,4 @@
 """A process's peak resident memory (what the Ray workers' caps and reports read)."""
-import os
 
 
 def peak_memory(pid="self"):

@@ -281,7 +281,11 @@ class WorkerStateLoop:
     ``_setup(model, corpus)`` (Ray up, its workers spawned and laid out), ``_start_fresh``,
     ``_load_chains``, ``_gather`` (what the driver reads before a log-likelihood or a kept
     sample), ``step``, ``_take_sample`` (or ``_take_samples``) and ``_resume_workers``;
-    ``hook`` is the kind's."""
+    ``hook`` is the kind's. ``OWNED``: the workers own the model-level state too (a range or
+    hash partition each: :class:`models.common.executors.owners.Owner`) and write its parts of
+    every kept sample."""
+
+    OWNED = False
 
     def _get(self, refs, what):
         try:
@@ -358,7 +362,11 @@ class WorkerStateLoop:
                               words, kind=ckpt.CHECKPOINT_FORMAT)
         shards = [p for ps in self._get([w.write_sample.remote(os.fspath(self.dir), self.base, c, sweep)
                                          for w in self.workers], f"kept sample of sweep {sweep}") for p in ps]
-        return dict(chain=c, iter=sweep, words=[-1, name, digest(words)], shards=shards)
+        sample = dict(chain=c, iter=sweep, words=[-1, name, digest(words)], shards=shards)
+        if self.OWNED:
+            sample["owned"] = self._get([w.write_owned.remote(os.fspath(self.dir), self.base, c, sweep)
+                                         for w in self.workers], f"kept sample of sweep {sweep}")
+        return sample
 
     def _write_checkpoint(self, model, path):
         sweep = model.n_iter_
@@ -369,7 +377,7 @@ class WorkerStateLoop:
         # the parts the workers (and the driver) wrote for it: its state, the samples kept since
         new, self._counted = model._samples[self._counted:], len(model._samples)
         parts = [p[1] for p in state] + [n for s in new for n in [s["words"][1]] + [
-            p[1] for p in s["shards"] + s.get("types", [])]]
+            p[1] for p in s["shards"] + s.get("owned", [])]]
         model._wrote(sum((self.dir / n).stat().st_size for n in parts))
         model._wrote(ckpt.write_model_file(path, header, self._manifest_arrays(model), kind=ckpt.CHECKPOINT_FORMAT),
                      sweep)

@@ -8,8 +8,9 @@ from numba import njit, prange
 
 
 @njit(cache=True, parallel=True)
-def topic_word_log_lik(n_kw, n_k, beta):
-    """log p(w | z) = sum_k [lgamma(V b) - lgamma(n_k + V b) + sum_w (lgamma(n_kw + b) - lgamma(b))]."""
+def word_log_lik_parts(n_kw, beta):
+    """Every row w's sum_k (lgamma(n_kw + b) - lgamma(b)) of :func:`topic_word_log_lik` (rows
+    split by term range, as Ray owners hold them, continue each other's sum with ``sum_from``)."""
     V, K = n_kw.shape
     lgb = math.lgamma(beta)
     part = np.zeros(V)
@@ -20,13 +21,22 @@ def topic_word_log_lik(n_kw, n_k, beta):
             if v > 0:
                 acc += math.lgamma(v + beta) - lgb
         part[w] = acc
-    total = 0.0
-    for w in range(V):
-        total += part[w]
-    vb = V * beta
-    for k in range(K):
+    return part
+
+
+@njit(cache=True)
+def topic_totals_log_lik(total, n_k, n_terms, beta):
+    """``total`` (the rows' sum) plus the topics' terms of :func:`topic_word_log_lik`."""
+    vb = n_terms * beta
+    for k in range(len(n_k)):
         total += math.lgamma(vb) - math.lgamma(n_k[k] + vb)
     return total
+
+
+@njit(cache=True)
+def topic_word_log_lik(n_kw, n_k, beta):
+    """log p(w | z) = sum_k [lgamma(V b) - lgamma(n_k + V b) + sum_w (lgamma(n_kw + b) - lgamma(b))]."""
+    return topic_totals_log_lik(sum_from(0.0, word_log_lik_parts(n_kw, beta)), n_k, n_kw.shape[0], beta)
 
 
 @njit(cache=True)
