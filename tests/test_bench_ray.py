@@ -79,14 +79,14 @@ def test_glda_uses_at_most_one_worker_per_chain():
 
 
 def test_tcm_with_the_state_on_the_workers_moves_restaurants_worker_to_worker():
-    """Every worker's restaurants to their owners and its types back, the busiest link a
-    worker's share of both, in two rounds; on the driver, W copies of the restaurants out and the
-    boundaries back through the driver's link."""
+    """A worker is sent its part of the restaurants (W^-beta of them) and sends its documents'
+    restaurants to their owners, as owner about as much again, in two rounds; on the driver, W
+    copies of the restaurants out and the boundaries back through the driver's link."""
     here = PARTS._replace(on_workers=True, changed_bytes_per_token=6.0, restaurant_bytes_per_token=8.0)
     one, many = (cost.project("tcm", COLL, w, SIZES, here, 8.0) for w in (1, 32))
     assert one["workers_used"] == 1 and many["workers_used"] == 32
     assert one["sweep_bytes"] == 0 and many["state_bytes"] == 8 * 1e8
-    assert many["sweep_bytes"] == pytest.approx(3 * (6 + 8) * 1e8 * 31 / 32 ** 2)
+    assert many["sweep_bytes"] == pytest.approx(2 * 3 * (8 * 1e8 / math.sqrt(32) + 6 * 1e8 / 32) * 31 / 32)
     assert many["compute"] == pytest.approx(100 * 3 * 1e8 / (32 * 2e6))
     assert many["latency"] == pytest.approx(100 * 2 * 0.005)
     driver = cost.project("tcm", COLL, 32, SIZES, PARTS, 10.0)

@@ -26,27 +26,31 @@ def stack_restaurants(samples, term_ids, max_len):
         ``ct_ptr`` (int64), ``ct_type`` (int32), ``ct_topic`` and ``ct_count``: the entries of
         sample cs are ``ct_ptr[cs]:ct_ptr[cs + 1]``, sorted by type then topic.
     """
-    n_tokens = len(term_ids)
-    # one type vocabulary: occurrences (pos, len) -> padded term rows -> sorted unique rows
+    # one type vocabulary: occurrences (pos, len) -> their terms, length by length -> sorted
+    # unique rows (a length's rows only as wide as it: no padding to max_len)
     pos = np.concatenate([s["ty_pos"] for s in samples])
     ln = np.concatenate([s["ty_len"] for s in samples]).astype(np.int64)
     key, inv_occ = np.unique(pos * (max_len + 1) + ln, return_inverse=True)
     upos, ulen = key // (max_len + 1), key % (max_len + 1)
-    L = max_len
-    cols = np.arange(L)
-    idx = np.minimum(upos[:, None] + cols[None, :], n_tokens - 1)
-    rows = np.where(cols[None, :] < ulen[:, None], term_ids[idx], -1).astype(np.int32)
-    order = np.lexsort([rows[:, j] for j in range(L - 1, -1, -1)] + [ulen])
-    rows_s, len_s = rows[order], ulen[order]
-    new = np.ones(len(order), dtype=bool)
-    new[1:] = (np.diff(len_s) != 0) | (rows_s[1:] != rows_s[:-1]).any(axis=1)
-    type_of_sorted = np.cumsum(new) - 1
-    type_of_occ = np.empty(len(order), dtype=np.int64)
-    type_of_occ[order] = type_of_sorted
-    first = np.flatnonzero(new)
-    lens = len_s[first]
+    del pos, ln, key
+    type_of_occ = np.empty(len(upos), dtype=np.int64)
+    lens, terms, n_types = [], [], 0
+    for m in range(1, max_len + 1):
+        sel = np.flatnonzero(ulen == m)
+        if not len(sel):
+            continue
+        rows = np.asarray(term_ids)[upos[sel][:, None] + np.arange(m)].astype(np.int32)
+        order = np.lexsort(rows.T[::-1])  # by the first term, then the second, ...
+        rows = rows[order]
+        new = np.ones(len(order), dtype=bool)
+        new[1:] = (rows[1:] != rows[:-1]).any(axis=1)
+        type_of_occ[sel[order]] = n_types + np.cumsum(new) - 1
+        terms.append(rows[new].ravel())
+        lens.append(np.full(int(new.sum()), m, np.int64))
+        n_types += int(new.sum())
+    lens = np.concatenate(lens) if lens else np.zeros(0, np.int64)
     out = dict(type_ptr=np.concatenate([[0], np.cumsum(lens)]).astype(np.int64),
-               type_terms=rows_s[first][cols[None, :] < lens[:, None]].astype(np.int32))
+               type_terms=np.concatenate(terms).astype(np.int32) if terms else np.zeros(0, np.int32))
     union = type_of_occ[inv_occ]
     # restaurants of every sample, re-indexed by union type and sorted by (type, topic)
     ct_type, ct_topic, ct_count, ct_ptr = [], [], [], [0]

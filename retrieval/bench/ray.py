@@ -271,12 +271,13 @@ def bench_kind(kind, corpus, inputs, args, rows, checks):
                    "formula MB": fixed(model_b / 1e6, 3), "measured MB": fixed(measured / 1e6, 3),
                    "measured/formula": fixed(measured / model_b, 3) if model_b else "-"})
     def restaurant_bytes(r, per_worker):
-        """TCM's restaurants per chain and sweep, per token: with the state on the driver, the
-        whole of them a worker is sent; on the workers, the types the owners send all workers."""
+        """TCM's restaurants a worker is sent whole, per chain, sweep and token: with the state
+        on the driver, every worker's copy; on the workers, what the owners send w_min workers,
+        every one of the W^-beta of the whole its documents hold (:mod:`ray_cost`)."""
         if kind != "tcm":
             return 0.0
         if per_worker:
-            return r["stats"]["counts_bytes_per_sweep"] / (C * N)
+            return r["stats"]["counts_bytes_per_sweep"] / (C * N * w_min ** (1 - args.heaps_beta))
         return big["stats"]["n_k_bytes_per_sweep"] / (C * w_max * N)
 
     def measured(r, per_worker):
@@ -338,7 +339,7 @@ def projection_tables(parts: dict, gbps: float, heaps_beta: float, zipf: float) 
               f"bytes in a sweep of every chain",
               "per-core rates are those of the first sweeps of a small corpus (chains speed up as they settle); "
               "TCM's restaurants go from the driver to every worker (no relay; with the state on the workers, "
-              "worker to worker, their bytes per token as measured on the fewest workers); rounds are not overlapped",
+              "worker to worker, a worker's part of them as its terms by Heaps' law); rounds are not overlapped",
               f"{ON_WORKERS.strip()}: the workers initialise and compute their part of every log-likelihood, "
               "sample and checkpoint side by side (per-token setup and sync work divided by W, W round latencies "
               "a sync); the others pull every chain's state to the driver at a sync"]

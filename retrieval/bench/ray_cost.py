@@ -28,10 +28,12 @@ What a kind moves per sweep follows from what its runner sends (n_shards = W):
 - gLDA with the state on the driver (whole chains): nothing; a worker sweeps whole chains, so
   at most C workers are used;
 - TCM with the state on the workers (AD-LDA shards, the restaurants owned by the workers in
-  hash partitions): worker to worker, every worker sends the restaurants of its documents to
-  their owners and is sent the types of its route keys (both measured per token of the
-  collection, C); the busiest link carries a worker's share, 1/W, of both, (W - 1)/W of it to
-  other workers, in two rounds (the sweep, the owners' merge);
+  hash partitions): worker to worker, every worker is sent the types of its route keys (L, the
+  whole restaurants as one worker is sent them, measured per token; a worker's N / W tokens
+  hold L W^-beta of them, as its terms by Heaps' law) and sends the restaurants of its
+  documents to their owners (measured per token of the collection); a worker's link carries
+  that once as a worker and about as much again as an owner, (W - 1)/W of it to other workers,
+  in two rounds (the sweep, the owners' merge);
 - gLDA with the state on the workers (AD-LDA shards, the count rows owned by the workers in
   term ranges): worker to worker, every worker is sent the rows of its documents' terms as the
   sweep starts (4 K bytes a row; a worker's N / W tokens hold V W^-beta terms by Heaps' law) and
@@ -113,7 +115,7 @@ class Parts(NamedTuple):
     worker_bytes_per_token: float  # what every worker takes whole (TCM's corpus)
     driver_bytes_per_token: float  # pulled after every sweep, per chain
     sync_bytes_per_token: float    # pulled at a sync, per chain
-    restaurant_bytes_per_token: float = 0.0  # TCM: a worker's copy (the state on the workers: all workers' types)
+    restaurant_bytes_per_token: float = 0.0  # TCM: the restaurants a worker is sent whole
     changed_bytes_per_token: float = 0.0     # gLDA's shards: the changed counts sent back, per chain
     nodes_per_term: float = 0.0              # tree-LDA
     inner_per_term: float = 0.0              # tree-LDA: internal nodes
@@ -156,17 +158,16 @@ def sweep_bytes(kind: str, workers: int, coll: Collection, sizes: Sizes, L: floa
     C, W = sizes.chains, workers
     if whole_chains(kind, on_workers):
         return 0.0
-    if kind == "glda":  # worker to worker: its terms' rows in, its changes out; as owner the same again
-        rows = 4.0 * sizes.k * coll.terms * W ** -heaps_beta
-        return 2 * C * (rows + changed_bytes_per_token * coll.tokens / W) * (W - 1) / W
+    if kind == "tcm" and not on_workers:  # through the driver's link: W copies of the restaurants, the boundaries back
+        return C * (W * L + BOUNDARY_BYTES * coll.tokens)
+    if kind in ("glda", "tcm"):  # worker to worker: its part of the rows (restaurants) in, its
+        # changes out; as owner about as much again
+        whole = 4.0 * sizes.k * coll.terms if kind == "glda" else L
+        return 2 * C * (whole * W ** -heaps_beta + changed_bytes_per_token * coll.tokens / W) * (W - 1) / W
     if kind in PARTITION:
         if W == 1:
             return 0.0  # the slices stay on the one worker
         return C * L + C * W * (2 * W + 1) * TOTAL_BYTES * sizes.n_totals
-    if kind == "tcm" and on_workers:  # L: the types sent to all workers, per chain
-        return C * (changed_bytes_per_token * coll.tokens + L) * (W - 1) / W ** 2
-    if kind == "tcm":  # through the driver's link: W copies of the restaurants, the boundaries back
-        return C * (W * L + BOUNDARY_BYTES * coll.tokens)
     return 0.0
 
 
