@@ -116,7 +116,7 @@ def test_sharded_glda_on_workers_is_the_local_model_and_the_driver_holds_totals_
     want = [np.unique(data.term_ids[data.doc_ptr[local._shard_doc[s0]]:data.doc_ptr[local._shard_doc[s1]]])
             for s0, s1 in runner.ranges]
     assert [len(t) for t in want] == [V, 60]
-    assert stats["counts_bytes_per_sweep"] == sum(C * len(t) * K * 4 for t in want)
+    assert 0 < stats["counts_bytes_per_sweep"] <= sum(C * len(t) * K * 4 for t in want)
     assert stats["slice_bytes_per_sweep"] == stats["counts_bytes_per_sweep"] + stats["changed_bytes_per_sweep"]
     assert 0 < stats["cross_worker_bytes_per_sweep"] < stats["slice_bytes_per_sweep"]
     h = ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT).header
@@ -150,6 +150,20 @@ def test_sharded_glda_on_workers_is_the_local_model_and_the_driver_holds_totals_
     with pytest.raises(ValueError, match=rf"^{victim}: not a part of owner 1 ") as e:
         GroupedLDA(executor=executor(), **kw).fit(data, checkpoint=path)
     assert "\n" not in str(e.value)
+
+
+def test_count_rows_travel_as_their_nonzeros_where_those_take_fewer_bytes():
+    from models.glda.ray_shards import _packed
+
+    dense = np.zeros((2, 30, 40), np.int32)
+    dense[1, 7, 3], dense[0, 29, 39] = 5, 2
+    idx, count = _packed(dense)
+    assert idx.dtype == np.int32 and count.tolist() == [2, 5]
+    back = np.zeros_like(dense)
+    back.reshape(-1)[idx] = count
+    np.testing.assert_array_equal(back, dense)
+    full = np.ones((2, 3, 4), np.int32)
+    assert _packed(full) is full  # every entry nonzero: the dense rows are fewer bytes
 
 
 def test_sharded_glda_needs_the_state_on_the_workers():

@@ -11,7 +11,8 @@ object store: every worker sweeps each of its shards from its terms' rows as the
 with the local kernel on the shard's stream (what the local trainer's
 :func:`models.glda.sweep_kernels.sweep_shards` does with its copies), and sends each owner its
 shards' changes of the owner's rows as (flat index, change) pairs; every owner adds them (integer
-sums, in any order the same) and sends every worker its terms' rows for the next sweep. The
+sums, in any order the same) and sends every worker its terms' rows for the next sweep (their
+nonzeros where those take fewer bytes). The
 driver passes references and holds what does not grow with the tokens or the vocabulary: every
 chain's topic totals, the priors and the traces. The log-likelihood's topic-word rows are summed
 by the owners in turn and its document terms by the workers in turn (the local float); kept
@@ -107,10 +108,17 @@ class GldaShardWorker(Owner, ShardWorker, RayWorker):
         changes are read off its tokens' topics before and after (none before a start) and taken
         back out of the working counts for the next shard: no pass over the whole counts per
         shard."""
-        if owned:
-            np.concatenate(owned, axis=1, out=self.n_kw)
-        else:
-            self.n_kw[:] = 0
+        self.n_kw[:] = 0
+        b = self.by_owner
+        for p, piece in enumerate(owned):
+            if isinstance(piece, np.ndarray):
+                self.n_kw[:, b[p]:b[p + 1]] = piece
+            else:  # the piece's nonzeros
+                idx, count = piece
+                width = (b[p + 1] - b[p]) * self.n_kw.shape[2]
+                c, rest = np.divmod(idx, width)
+                row, k = np.divmod(rest, self.n_kw.shape[2])
+                self.n_kw[c, b[p] + row, k] = count
         np.copyto(self.n_k, n_k)
         wbits0 = G_.word_bits(self.n_kw)  # the start's bitsets, as the local sweep builds them
         C, V, K = self.n_kw.shape
@@ -155,8 +163,8 @@ class GldaShardWorker(Owner, ShardWorker, RayWorker):
         flat = self.rows.reshape(-1)
         for idx, change in changes:
             flat[idx] += change  # distinct indices within a worker's changes
-        out = [np.ascontiguousarray(self.rows[:, r]) for r in self.routes]
-        return (moved_bytes([nbytes(x) for x in changes], [x.nbytes for x in out], a), *out)
+        out = [_packed(self.rows[:, r]) for r in self.routes]
+        return (moved_bytes([nbytes(x) for x in changes], [nbytes(x) for x in out], a), *out)
 
     def log_lik_rows(self, c, total):
         """As owner: ``total`` plus chain c's topic-word terms of its rows, row after row."""
@@ -227,6 +235,17 @@ class GldaShardWorker(Owner, ShardWorker, RayWorker):
                 m._set_chain_state(corpus, c, parts[s0 + i]["gz"][c])
             total += self.n_kw
         return (*self._to_owners(total), total.sum(axis=1, dtype=np.int64))
+
+
+def _packed(rows):
+    """Count rows as they travel: their nonzeros (flat index, count) where that takes fewer
+    bytes than the dense rows (a term is in few of many topics), else the rows."""
+    idx = np.flatnonzero(rows)
+    if rows.size < 2**31:
+        idx = idx.astype(np.int32)
+    if idx.size * (idx.itemsize + 4) >= rows.nbytes:
+        return rows
+    return idx, rows.reshape(-1)[idx]
 
 
 class GldaShardHook(ShardHook):

@@ -351,10 +351,15 @@ class TCM(TCMFoldInMixin, TCMDocumentModel, GibbsModel):
         return entry_hist(self._tables[c], self.max_len)
 
     def _resample_alpha0(self, c):
-        h_len, h_n, h_mult = self._hist(c)
-        self.alpha0_[c] = resample_alpha0(float(self.alpha0_[c]), h_len, h_n, h_mult,
-                                          self._tables[c].n_k, self.p0_len_, ALPHA0_PRIOR_RATE,
-                                          ALPHA0_SLICE_STEPS, self.rng_[c, self.n_shards])
+        self.alpha0_[c] = self._alpha0_draw(float(self.alpha0_[c]), self._hist(c), self._tables[c].n_k,
+                                            self.rng_[c, self.n_shards])
+
+    def _alpha0_draw(self, alpha0, hist, n_k, rng):
+        """alpha0 resampled from a chain's restaurants: their entries' histogram (length, count,
+        multiplicity) and totals; ``rng``: the chain's alpha0 stream (changed in place)."""
+        h_len, h_n, h_mult = hist
+        return resample_alpha0(alpha0, h_len, h_n, h_mult, n_k, self.p0_len_, ALPHA0_PRIOR_RATE,
+                               ALPHA0_SLICE_STEPS, rng)
 
     def _log_lik(self, c):
         """Collapsed log p(w, b) per word token of chain c."""

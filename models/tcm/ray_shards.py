@@ -42,9 +42,8 @@ from . import files
 from . import merge_kernels as MK
 from .build_kernels import build_doc_lists, build_tables
 from .kernels import Prior, Text, sweep
-from .model import ALPHA0_PRIOR_RATE, ALPHA0_SLICE_STEPS
 from .ray_state import TcmChainHook, write_tcm_model
-from .score_kernels import compact_doc_lists, log_lik_restaurants, resample_alpha0
+from .score_kernels import compact_doc_lists, log_lik_restaurants
 
 
 def shard_runner(executor, model):
@@ -249,8 +248,8 @@ class TcmShardRunner(OwnerShardRunner):
         moved = self._merge(routed, f"sweep {it + 1}")
         if model.resample_alpha0:
             for c in range(self.C):
-                model.alpha0_[c] = resample_alpha0(float(model.alpha0_[c]), *self.hist[c], self.n_k[c], model.p0_len_,
-                                                   ALPHA0_PRIOR_RATE, ALPHA0_SLICE_STEPS, self.rng_alpha0[c])
+                model.alpha0_[c] = model._alpha0_draw(float(model.alpha0_[c]), self.hist[c], self.n_k[c],
+                                                      self.rng_alpha0[c])
         model._alpha0_rows.append(model.alpha0_.tolist())
         # the restaurants of every worker's documents to their owners, every worker's types back
         self._swept(model, corpus, time.perf_counter() - t, moved)

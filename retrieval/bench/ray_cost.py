@@ -36,10 +36,11 @@ What a kind moves per sweep follows from what its runner sends (n_shards = W):
   in two rounds (the sweep, the owners' merge);
 - gLDA with the state on the workers (AD-LDA shards, the count rows owned by the workers in
   term ranges): worker to worker, every worker is sent the rows of its documents' terms as the
-  sweep starts (4 K bytes a row; a worker's N / W tokens hold V W^-beta terms by Heaps' law) and
-  sends its shards' changed entries to their owners (12 bytes each: flat index and change;
-  measured per token of the collection); a worker's link carries that once as a worker and
-  about as much again as an owner, (W - 1)/W of it to other workers, in two rounds.
+  sweep starts (4 K bytes a row, dense: an upper bound, as a piece of rows travels as its
+  nonzeros where those take fewer bytes; a worker's N / W tokens hold V W^-beta terms by
+  Heaps' law) and sends its shards' changed entries to their owners (12 bytes each: flat index
+  and change; measured per token of the collection); a worker's link carries that once as a
+  worker and about as much again as an owner, (W - 1)/W of it to other workers, in two rounds.
 
 L per chain: LDA's sparse term lists (4 bytes a term for its length, an entry per nonzero
 n_kw, at most min(cf_w, K) of term w, packed in 4 or 8 bytes); PAM's dense n_wj (4 V s'
