@@ -20,14 +20,13 @@ samples and checkpoints are parts the workers write (:mod:`models.common.executo
 each owner its rows of a kept sample), the model file is written from them (LDA's).
 """
 import time
-from pathlib import Path
 
 import numpy as np
 
 from ..common.corpus import make_corpus, read_only
 from ..common.executors.ray import RayWorker, nbytes
 from ..common.executors.owners import Owner, OwnerShardRunner, moved_bytes
-from ..common.executors.sharded import ShardHook, ShardWorker, base_sweep
+from ..common.executors.sharded import ShardHook, ShardWorker
 from ..common.gibbs import rows_csr
 from ..common.kernels.dirichlet import sum_from, topic_totals_log_lik, word_log_lik_parts
 from ..common.kernels.rng import make_rng_states
@@ -217,16 +216,8 @@ class GldaShardWorker(Owner, ShardWorker, RayWorker):
     def resume(self, directory, checkpoint, base, state, samples, owned, alpha):
         """Check this worker's parts (its shards' and, as owner, its rows'), set its shards from
         their state parts; returns its shards' counts as every owner's (index, count), then n_k."""
-        for listed in samples:
-            self.check_parts(directory, checkpoint, base, listed)
-        self.check_owned(directory, checkpoint, base, owned)
-        parts = self.check_parts(directory, checkpoint, base, state)
+        parts = self.resume_parts(directory, checkpoint, base, state, samples, owned)
         s0 = self.lay["s0"]
-        for i, (corpus, m) in enumerate(self.shards):
-            s = s0 + i
-            if s not in parts:
-                raise ValueError(f"{checkpoint}: lists no state part of shard {s}; delete it to start afresh")
-            self.check_state(Path(directory) / f"state.shard{s}.sweep{base_sweep(state, s)}.npz", s, parts[s])
         total = np.zeros(self.n_kw.shape, np.int32)
         for i, (corpus, m) in enumerate(self.shards):
             m.alpha_[:] = alpha

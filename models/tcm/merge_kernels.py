@@ -73,8 +73,9 @@ def merge(parts):
 
 
 def part_of(whole, keep):
-    """The types ``keep`` (bool, by type) of the compact ``whole``, with every n_k."""
-    t = np.flatnonzero(keep)
+    """The types ``keep`` (bool by type, or type ids in order) of the compact ``whole``, with
+    every n_k."""
+    t = np.flatnonzero(keep) if keep.dtype == bool else keep
     ln, en = np.diff(whole.text_ptr)[t], np.diff(whole.en_ptr)[t]
     text_ptr, en_ptr = np.zeros(len(t) + 1, np.int64), np.zeros(len(t) + 1, np.int64)
     np.cumsum(ln, out=text_ptr[1:])
@@ -125,7 +126,9 @@ def owner_of(keys, n_owners):
 def by_owner(whole, n_terms, n_owners):
     """``whole`` cut into its owners' parts (each with the whole's n_k)."""
     owner = owner_of(type_keys(whole, n_terms), n_owners)
-    return [part_of(whole, owner == p) for p in range(n_owners)]
+    t = np.argsort(owner, kind="stable")  # every owner's types, still in order of first occurrence
+    cut = np.searchsorted(owner[t], np.arange(n_owners + 1))
+    return [part_of(whole, t[cut[p]:cut[p + 1]]) for p in range(n_owners)]
 
 
 def with_keys(whole, keys, n_terms):
@@ -139,9 +142,15 @@ def entry_hist(whole, max_len):
     """``score_kernels.entry_hist`` of the compact ``whole``: (length, count, multiplicity) of
     its entries, by length, then count."""
     lens = np.repeat(np.diff(whole.text_ptr), np.diff(whole.en_ptr))
-    top = int(whole.en_count.max(initial=1)) + 1
-    key, mult = np.unique(lens * top + whole.en_count, return_counts=True)
-    return key // top, key % top, mult.astype(np.int64)
+    return histogram(lens, whole.en_count, np.ones(len(lens), np.int64))
+
+
+def histogram(lengths, counts, mult):
+    """(length, count, multiplicity) of entries listed with their multiplicities, one row a
+    distinct (length, count), by length, then count."""
+    top = int(counts.max(initial=1)) + 1
+    key, inv = np.unique(lengths.astype(np.int64) * top + counts, return_inverse=True)
+    return key // top, key % top, np.bincount(inv.ravel(), weights=mult, minlength=len(key)).astype(np.int64)
 
 
 @njit(cache=True)

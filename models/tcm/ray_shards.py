@@ -26,17 +26,16 @@ each owner its partition's types of a kept sample; the model file is written fro
 """
 import os
 import time
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 
 from ..common.corpus import make_corpus, read_only
 from ..common.executors.ray import RayWorker, nbytes
-from ..common.executors.owners import Owner, OwnerShardRunner, moved_bytes
-from ..common.executors.sharded import ShardWorker, base_sweep, read_source, source
+from ..common.executors.owners import Owner, OwnerShardRunner, each_ref, moved_bytes, one_each
+from ..common.executors.sharded import ShardWorker, read_source, source
 from ..common.gibbs import shard_docs
-from ..common.kernels.dirichlet import doc_log_lik_parts, sum_from
+from ..common.kernels.dirichlet import log_lik_docs_parts, sum_from
 from ..common.kernels.rng import make_rng_states
 from . import files
 from . import merge_kernels as MK
@@ -75,8 +74,7 @@ class TcmShardWorker(Owner, ShardWorker, RayWorker):
         m.rng_ = np.zeros((len(self.chain), S + 1, 4), np.uint64)
         keys = MK.route_keys(self.term_ids, m._split, lay["V"])
         owner = MK.owner_of(keys, lay["W"])
-        out = tuple(keys[owner == p] for p in range(lay["W"]))
-        return out if lay["W"] > 1 else out[0]  # one return value: Ray does not unpack it
+        return one_each([keys[owner == p] for p in range(lay["W"])])
 
     def set_routes(self, *keys):
         """The route keys of every worker that fall to this owner."""
@@ -91,7 +89,7 @@ class TcmShardWorker(Owner, ShardWorker, RayWorker):
             whole = MK.compact(build_tables(self.term_ids, m.b_[c], m.n_topics), self.term_ids, t0)
             for p, part in enumerate(MK.by_owner(whole, V, W)):
                 out[p].append(part)
-        return tuple(out) if W > 1 else out[0]
+        return one_each(out)
 
     def start(self, rng):
         """Every chain's random start on the streams of its shards (as locally)."""
@@ -123,15 +121,12 @@ class TcmShardWorker(Owner, ShardWorker, RayWorker):
         p = self.lay["a"]
         self.owned = [MK.merge([r[c] for r in routed]) for c in range(len(self.chain))]
         out = [[MK.with_keys(o, keys, self.lay["V"]) for o in self.owned] for keys in self.routes]
-        moved = moved_bytes([nbytes([tuple(x) for x in r]) for r in routed], [nbytes([tuple(x) for x in o]) for o in out], p)
+        moved = moved_bytes([nbytes(r) for r in routed], [nbytes(o) for o in out], p)
         return ([(o.n_k, MK.entry_hist(o, self.m.max_len)) for o in self.owned], moved), *out
 
     def log_lik_docs(self, c, total):
         """``total`` plus the documents' terms of chain c's log p(w, b), document after document."""
-        m = self.m
-        docs = m._docs(c)
-        return sum_from(total, doc_log_lik_parts(*docs, 0, -1, np.ones(len(docs.nnz), np.uint8),
-                                                 np.full(m.n_topics, m.alpha_), m.n_topics * m.alpha_))
+        return sum_from(total, log_lik_docs_parts(*self.m._docs(c), self.m.alpha_, self.m.n_topics))
 
     def sample_part(self, c, s):
         """Chain c's topic lists of the documents of shard s."""
@@ -172,15 +167,8 @@ class TcmShardWorker(Owner, ShardWorker, RayWorker):
     def resume(self, directory, checkpoint, base, state, samples, owned):
         """Check this worker's parts (its shards' and, as owner, its types'), set its shards from
         their state parts; returns the restaurants of its documents by owner."""
-        for listed in samples:
-            self.check_parts(directory, checkpoint, base, listed)
-        self.check_owned(directory, checkpoint, base, owned)
-        parts = self.check_parts(directory, checkpoint, base, state)
+        parts = self.resume_parts(directory, checkpoint, base, state, samples, owned)
         m, s0 = self.m, self.lay["s0"]
-        for s in range(s0, s0 + m.n_shards):
-            if s not in parts:
-                raise ValueError(f"{checkpoint}: lists no state part of shard {s}; delete it to start afresh")
-            self.check_state(Path(directory) / f"state.shard{s}.sweep{base_sweep(state, s)}.npz", s, parts[s])
         for s in range(s0, s0 + m.n_shards):
             lo, hi = self.shard_tokens(s)
             m.b_[:, lo:hi] = parts[s]["b"]
@@ -211,8 +199,7 @@ class TcmShardRunner(OwnerShardRunner):
         self._spawn_owners(model, corpus, TcmShardWorker, lambda t0, t1: (source(split, t0, t1),))
         model._set_priors(model._alpha(), corpus.n_terms)
         W = self.W
-        keys = [w.build.options(num_returns=W).remote() for w in self.workers]
-        keys = [k if W > 1 else [k] for k in keys]
+        keys = [each_ref(w.build.options(num_returns=W).remote(), W) for w in self.workers]
         self._get([w.set_routes.remote(*[k[p] for k in keys]) for p, w in enumerate(self.workers)],
                   "reading the corpus")
         self.n_tokens = corpus.n_tokens
@@ -223,7 +210,7 @@ class TcmShardRunner(OwnerShardRunner):
         (``self.owned[p][a]``) left in the object store. Returns the bytes the owners received
         and sent, and those that changed worker."""
         W = self.W
-        routed = [r if W > 1 else [r] for r in routed]
+        routed = [each_ref(r, W) for r in routed]
         answers = [w.merge_owned.options(num_returns=W + 1).remote(*[r[p] for r in routed])
                    for p, w in enumerate(self.workers)]
         small = self._get([a[0] for a in answers], what)
@@ -281,9 +268,6 @@ class TcmShardRunner(OwnerShardRunner):
 
 
 def _hist_sum(hists):
-    """The owners' entry histograms (length, count, multiplicity) as one, by length, then count
-    (``score_kernels.entry_hist`` of the whole restaurants)."""
-    ln, n, mult = (np.concatenate(x) for x in zip(*hists))
-    top = int(n.max(initial=1)) + 1
-    key, inv = np.unique(ln * top + n, return_inverse=True)
-    return key // top, key % top, np.bincount(inv.ravel(), weights=mult, minlength=len(key)).astype(np.int64)
+    """The owners' entry histograms (length, count, multiplicity) as one (``score_kernels.
+    entry_hist`` of the whole restaurants)."""
+    return MK.histogram(*(np.concatenate(x) for x in zip(*hists)))

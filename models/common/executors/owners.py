@@ -8,7 +8,7 @@ import numpy as np
 from .. import checkpoint as ckpt
 from ..kept import digest
 from .ray import RayRunner
-from .sharded import WorkerStateLoop, read_part, shard_bounds, source
+from .sharded import WorkerStateLoop, base_sweep, read_part, shard_bounds, source
 
 
 class Owner:
@@ -23,13 +23,34 @@ class Owner:
                               arrays, kind=ckpt.CHECKPOINT_FORMAT)
         return [a, name, digest(arrays)]
 
-    def check_owned(self, directory, checkpoint, base, owned):
-        """This owner's parts among every kept sample's ``owned`` lists."""
+    def resume_parts(self, directory, checkpoint, base, state, samples, owned):
+        """A resume's checks of this worker's parts: its shards' of every kept sample, its own
+        (as owner) of every kept sample's ``owned`` list, then every one of its shards' state
+        part (``check_state``); returns the state parts' arrays by shard."""
+        for listed in samples:
+            self.check_parts(directory, checkpoint, base, listed)
         a = self.lay["a"]
         for listed in owned:
             for owner, name, sha in listed:
                 if owner == a:
                     read_part(Path(directory) / name, checkpoint, base, a, sha, unit="owner")
+        parts = self.check_parts(directory, checkpoint, base, state)
+        s0 = self.lay["s0"]
+        for s in range(s0, s0 + len(self.lay["shard_doc"]) - 1):
+            if s not in parts:
+                raise ValueError(f"{checkpoint}: lists no state part of shard {s}; delete it to start afresh")
+            self.check_state(Path(directory) / f"state.shard{s}.sweep{base_sweep(state, s)}.npz", s, parts[s])
+        return parts
+
+
+def one_each(values):
+    """A Ray method's answers for ``num_returns=len(values)``: one value is returned as itself."""
+    return tuple(values) if len(values) > 1 else values[0]
+
+
+def each_ref(refs, n):
+    """The ``n`` references of a call made with ``num_returns=n``, as a list (one: a list of it)."""
+    return list(refs) if n > 1 else [refs]
 
 
 def sample_words(directory, sample, ptr):

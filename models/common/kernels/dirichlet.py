@@ -88,9 +88,15 @@ def doc_log_lik_parts(cap_ptr, key, count, nnz, kshift, cmask, active, alpha, A)
 
 
 @njit(cache=True)
+def log_lik_docs_parts(cap_ptr, dt_topic, dt_count, dt_nnz, alpha, n_topics):
+    """:func:`doc_log_lik_parts` of every doc under a symmetric alpha, A = K alpha; doc d's
+    topics ``dt_topic[cap_ptr[d]:cap_ptr[d] + dt_nnz[d]]`` with their counts ``dt_count``."""
+    return doc_log_lik_parts(cap_ptr, dt_topic, dt_count, dt_nnz, 0, -1,
+                             np.ones(len(dt_nnz), dtype=np.uint8), np.full(n_topics, alpha),
+                             n_topics * alpha)
+
+
+@njit(cache=True)
 def log_lik_docs(cap_ptr, dt_topic, dt_count, dt_nnz, alpha, n_topics):
-    """:func:`doc_log_lik` of every doc under a symmetric alpha, A = K alpha; doc d's topics
-    ``dt_topic[cap_ptr[d]:cap_ptr[d] + dt_nnz[d]]`` with their counts ``dt_count``."""
-    return doc_log_lik(cap_ptr, dt_topic, dt_count, dt_nnz, 0, -1,
-                       np.ones(len(dt_nnz), dtype=np.uint8), np.full(n_topics, alpha),
-                       n_topics * alpha)
+    """The sum, in document order from 0.0, of :func:`log_lik_docs_parts`."""
+    return sum_from(0.0, log_lik_docs_parts(cap_ptr, dt_topic, dt_count, dt_nnz, alpha, n_topics))
