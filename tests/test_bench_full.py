@@ -17,6 +17,7 @@ import pytest
 
 from conftest import ROOT
 from retrieval.bench import full, full_child, full_table
+from retrieval.ui.results import cpu_model
 from retrieval.bench.full_child import Interrupted, run_measured
 from retrieval.bench.full_table import duration, read_projection, tables
 from retrieval.datasets.ap_synth import Vocabulary
@@ -62,6 +63,7 @@ def test_a_child_is_measured_whole_cpu_memory_and_disk_writes(tmp_path):
     assert part["written_bytes"] >= 8 * MiB
     assert part["wchar_bytes"] >= 8 * MiB
     assert len(part["load"]) == 2 and min(part["load"]) >= 0
+    assert part["cpu"] == cpu_model()
     log = (tmp_path / "logs" / "child.log").read_text()
     assert log.splitlines()[1].startswith("$ ") and "child.py" in log and log.rstrip().endswith("done")
 
@@ -259,8 +261,10 @@ def test_parts_before_a_start_from_scratch_are_shown_but_not_counted(tmp_path):
         before, dict(_part(600.0, 1100.0, 4.0, MiB, checkpoints=1), exit=130, interrupted="deadline",
                      sweep_start=0, sweep_end=10, sweeps=100),
         dict(_part(300.0, 500.0, 4.0, MiB, checkpoints=1), exit=130, interrupted="deadline",
-             sweep_start=10, sweep_end=20, sweeps=100)])})
+             sweep_start=10, sweep_end=20, sweeps=100, cpu="Other CPU")])})
     main, parts = tables(state, steps, ["pam"], PROJECTION, _info())
+    # each part says the machine it ran on, where its record has it
+    assert [p["CPU"] for p in parts.rows if p["step"] == "train-pam"] == ["", "", "Other CPU"]
     row = {r["step"]: r for r in main.rows}["train-pam"]
     assert row["status"] == ("in progress: 2 part(s), 15.0 min so far, checkpoint at sweep 20 of 100, peak memory 4.00 GiB; "
                              "1 earlier part(s) thrown away by a start from scratch, not counted; projected")

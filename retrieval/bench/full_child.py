@@ -32,6 +32,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from ..ui.results import cpu_model
+
 POLL_S = 0.1
 GRACE_S = 10.0      # a Ctrl-C reaches the child too: this long for it to exit on its own
 TERM_S = 300.0      # then SIGTERM, and this long before SIGKILL
@@ -123,7 +125,8 @@ def run_measured(cmd: list[str], log_path: Path, *, env: dict | None = None, che
     (the exit status; 130 when interrupted), ``wall_s``, ``user_s``, ``sys_s``, ``peak_gib``,
     ``written_bytes``, ``wchar_bytes`` (None without /proc), ``started`` (UTC, ISO),
     ``interrupted`` (``"ctrl-c"``, ``"deadline"`` or None), ``load`` (the 1-minute load average
-    at its start and end) and, with ``checkpoint``, ``checkpoints``
+    at its start and end), ``cpu`` (the machine's CPU model: the parts of one step may run on
+    different machines) and, with ``checkpoint``, ``checkpoints``
     (writes seen) and ``checkpoint_max_bytes``. ``on_start(pid)`` runs once the child exists.
 
     With ``deadline`` (a ``time.time()``), the child is sent SIGTERM after the first checkpoint
@@ -165,7 +168,7 @@ def run_measured(cmd: list[str], log_path: Path, *, env: dict | None = None, che
     written = (io["write_bytes"] - io.get("cancelled_write_bytes", 0)) if "write_bytes" in io else ru.ru_oublock * 512
     part = dict(started=started, exit=proc.returncode, interrupted=interrupted, wall_s=wall, user_s=ru.ru_utime,
                 sys_s=ru.ru_stime, peak_gib=hwm / 2**30 if hwm else ru.ru_maxrss / 2**20, written_bytes=max(0, written),
-                wchar_bytes=io.get("wchar"), load=[load, os.getloadavg()[0]])
+                wchar_bytes=io.get("wchar"), load=[load, os.getloadavg()[0]], cpu=cpu_model())
     if watch is not None:
         part.update(checkpoints=watch.writes, checkpoint_max_bytes=watch.max_bytes)
     if interrupted == "ctrl-c":

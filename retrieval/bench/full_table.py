@@ -182,6 +182,7 @@ def tables(state: dict, steps: list, kinds: list[str], projection: Path, info: d
                           "write calls": size(p.get("wchar_bytes")),
                           "checkpoints written": p.get("checkpoints", ""),
                           "load at start, end": (f"{p['load'][0]:.1f}, {p['load'][1]:.1f}" if p.get("load") else ""),
+                          "CPU": p.get("cpu", ""),
                           "largest checkpoint": size(p.get("checkpoint_max_bytes") or None)})
     return [Table(_title(comparable), rows, notes=_notes(state, steps, proj, comparable, info)),
             Table("Every part of every step", parts, notes=[
@@ -190,7 +191,7 @@ def tables(state: dict, steps: list, kinds: list[str], projection: Path, info: d
                 "memory. 'write calls': the bytes the process handed to write calls (its log included); 'written to "
                 "disk': what reached the storage layer. 'load': the machine's 1-minute load average when the part "
                 "started and ended (more than the threads asked for means other work shared the cores and "
-                "stretched the wall time, not the CPU time)."])]
+                "stretched the wall time, not the CPU time); 'CPU': the machine it ran on, where recorded."])]
 
 
 def _title(comparable: bool) -> str:
