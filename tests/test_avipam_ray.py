@@ -275,3 +275,26 @@ def test_ray_resumes_a_local_checkpoint(ray_cluster, tmp_path):
     np.testing.assert_array_equal(got.log_lik_[:2], want.log_lik_[:2])
     assert_same_training(got, want)
     assert got.checkpoint_writes_[:, 0].tolist() == [3, 4]
+
+
+@pytest.mark.long
+def test_a_stop_on_ray_waits_for_the_next_checkpointed_epoch(ray_cluster, tmp_path):
+    """The workers run on while the driver takes their epochs: a stop asked for after epoch 1
+    ends the fit at epoch 2, the next one whose checkpoint the workers send, and the rerun
+    ends as the uninterrupted run."""
+    from models.common.stopping import StopTraining, TrainingStopped
+
+    data = corpus()
+    kw = dict(KW, epochs=4, checkpoint_every=2, executor="ray", n_workers=2)
+    want = AVIPAM(**kw).fit(data)
+    path = tmp_path / "avi.ckpt"
+
+    def stop(model, epoch, epochs):
+        if epoch == 1:
+            raise StopTraining
+
+    with pytest.raises(TrainingStopped, match=r"^training stopped after epoch 2 of 4;"):
+        AVIPAM(**kw).fit(data, callback=stop, checkpoint=path)
+    assert ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT).header["iteration"] == 2
+    got = AVIPAM(**kw).fit(data, checkpoint=path)
+    assert_same_training(got, want)

@@ -17,7 +17,7 @@ import pytest
 
 from conftest import ROOT
 from retrieval.bench import full, full_child, full_table
-from retrieval.ui.results import cpu_model
+from retrieval.core.machine import cpu_model
 from retrieval.bench.full_child import Interrupted, run_measured
 from retrieval.bench.full_table import duration, read_projection, tables
 from retrieval.datasets.ap_synth import Vocabulary

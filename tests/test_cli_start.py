@@ -36,12 +36,13 @@ def test_a_signal_while_the_library_loads_is_one_line_and_exit_130(command, sign
 
 
 def test_the_entry_module_imports_only_the_standard_library():
-    """What runs before main() installs the handlers: nothing of numpy, argparse's parsers or the library."""
+    """What runs before main() installs the handlers: nothing of numpy, argparse's parsers or the library
+    (the signal handlers' module is standard library only)."""
     code = ("import sys\nbefore = set(sys.modules)\nimport retrieval.ui.cli\n"
             "new = sorted(m for m in set(sys.modules) - before if m.split('.')[0] in ('retrieval', 'models'))\n"
             "print(new, 'numpy' in sys.modules, 'argparse' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "['models', 'models._version', 'retrieval', 'retrieval.ui', 'retrieval.ui.cli'] False False"
+    assert out.stdout.strip() == "['models', 'models._version', 'retrieval', 'retrieval.ui', 'retrieval.ui.cli', 'retrieval.ui.stop_signals'] False False"
 
 
 def test_version_and_help_load_no_numpy():

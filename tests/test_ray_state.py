@@ -194,3 +194,22 @@ def test_workers_read_an_index_corpus_from_its_files(tmp_path):
     assert mapped_file(data.term_ids) is None and mapped_file(mapped.term_ids[::2]) is None
     with pytest.raises(ValueError, match=r"term_ids\[7\] = 2 is out of range for n_terms = 2"):
         make_corpus([0, 10], np.array([0, 1, 1, 0, 0, 1, 1, 2, 0, 0]), n_terms=2)
+
+
+def test_a_stop_on_the_workers_writes_the_sweep_it_follows(ray_cluster, tmp_path):  # noqa: F811
+    """A stop request (the first Ctrl-C of ``topicir train``) between scheduled checkpoints: the
+    workers write their parts of that sweep, and the rerun is the uninterrupted model."""
+    from models.common.stopping import StopTraining, TrainingStopped
+
+    data, path = corpus(), tmp_path / "run.ckpt.npz"
+    full = LDA(**KW).fit(data)
+
+    def stop(model, it, n_iter):
+        if it == 7:
+            raise StopTraining
+
+    with pytest.raises(TrainingStopped):
+        fit(KW, data, callback=stop, checkpoint=path)
+    assert ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT).header["iteration"] == 7
+    resumed, _ = fit(KW, data, checkpoint=path)
+    same_model(resumed, full, tmp_path)

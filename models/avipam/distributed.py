@@ -45,6 +45,7 @@ from torch import nn
 
 from ..common.corpus import Corpus, read_piece
 from ..common.heldout import training_sample
+from ..common.stopping import StopTraining, TrainingStopped
 from ..common.variational import count_matrix
 from .executor import ray_target
 from .foldin import REFINE_BATCH, normalise_chains
@@ -430,6 +431,7 @@ def _drive(trainer, n_workers, outbox, model, callback, checkpoint, tokens):
     thread = threading.Thread(target=run, name="ray-train", daemon=True)
     thread.start()
     final, mix, stage = None, {}, getattr(callback, "stage", None)
+    stop = False
     while True:
         try:
             msg = outbox.get(timeout=0.5)
@@ -457,7 +459,12 @@ def _drive(trainer, n_workers, outbox, model, callback, checkpoint, tokens):
         if "arrays" in msg:
             model._write_checkpoint_arrays(checkpoint, msg["arrays"])
         if callback is not None and (done % model.callback_every == 0 or done == model.epochs):
-            callback(model, done, model.epochs)
+            try:
+                callback(model, done, model.epochs)
+            except StopTraining:  # the workers run on: stop at the next epoch whose checkpoint comes
+                stop = True
+        if stop and ("arrays" in msg or checkpoint is None):
+            raise TrainingStopped(done, model.epochs, checkpoint, unit="epoch")
     thread.join()
     if failed:
         raise _worker_error(model, failed[0]) from None

@@ -4,6 +4,7 @@ files. Each model supplies its layout, chain state, sweeps, kept samples and inf
 """
 import math
 import os
+from functools import partial
 
 import numpy as np
 
@@ -13,6 +14,7 @@ from . import validate_files
 from .kernels.sparse import row_nnz, rows_to_csr
 from .base import TopicModel
 from .corpus import content_hash
+from .stopping import stop_point
 
 # Parameters that may differ between a checkpoint and the resuming estimator.
 _RESUME_FREE = ("n_jobs", "callback_every", "checkpoint_every", "log_lik_every", "executor")
@@ -234,14 +236,19 @@ class GibbsModel(TopicModel):
                     if checkpoint is not None:
                         self._wrote(kept.write(self, checkpoint, sample))
                     self._samples.append(sample)
+            write = partial(self._checkpointed, checkpoint, runner, done)
             if ckpt_due:
-                self._write_checkpoint(checkpoint)
-                runner.checkpointed(done)
+                write()
             if callback is not None and (done % self.callback_every == 0 or done == self.n_iter):
-                callback(self, done, self.n_iter)
+                with stop_point(done, self.n_iter, checkpoint, None if ckpt_due else write):
+                    callback(self, done, self.n_iter)
         self._finalize(corpus)
         if not self._keep_sample_state:
             self._samples = []
+
+    def _checkpointed(self, checkpoint, runner, done):
+        self._write_checkpoint(checkpoint)
+        runner.checkpointed(done)
 
     def _sorted_samples(self):
         """The kept samples as (chain, sample) = cs = c * n_samples + s; sets n_samples_ and

@@ -12,6 +12,7 @@ differently and draw from different random streams.
 """
 import os
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 import numpy as np
 
@@ -20,6 +21,7 @@ from . import validate_files
 from .base import TopicModel
 from .corpus import content_hash
 from .heldout import document_completion, training_sample
+from .stopping import stop_point
 
 # Parameters that say where training runs, not what it computes: never written to model files.
 _RUNTIME_PARAMS = ("executor", "n_workers", "adam_state")
@@ -308,10 +310,13 @@ class VariationalModel(TopicModel):
             self._log_lik_iters.append(done)
             if self._dc_docs and (done % self.log_lik_every == 0 or done == self.epochs):
                 self._record_completion(net, done)
-            if checkpoint is not None and (done % self.checkpoint_every == 0 or done == self.epochs):
-                self._write_checkpoint(checkpoint, net, opt, order_gen, gen)
+            write = partial(self._write_checkpoint, checkpoint, net, opt, order_gen, gen)
+            ckpt_due = checkpoint is not None and (done % self.checkpoint_every == 0 or done == self.epochs)
+            if ckpt_due:
+                write()
             if callback is not None and (done % self.callback_every == 0 or done == self.epochs):
-                callback(self, done, self.epochs)
+                with stop_point(done, self.epochs, checkpoint, None if ckpt_due else write, unit="epoch"):
+                    callback(self, done, self.epochs)
             if share is not None:
                 share.epoch_done(self, net, opt, order_gen, gen)
 

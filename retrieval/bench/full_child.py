@@ -32,7 +32,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from ..ui.results import cpu_model
+from ..core.machine import cpu_model
 
 POLL_S = 0.1
 GRACE_S = 10.0      # a Ctrl-C reaches the child too: this long for it to exit on its own

@@ -23,6 +23,7 @@ from models.common.checkpoint import read_header
 from models.common.corpus import Corpus, make_corpus
 from models.common.heldout import training_completion
 from models.common.progress import TqdmCallback
+from models.common.stopping import StopWhen
 
 from .plugins import hook
 from .index import MODELS_DIR, Index
@@ -93,11 +94,13 @@ def _check_replace(out: Path, kind: str, params: dict, overwrite: bool) -> None:
 
 
 def train_model(index: Index, kind: str, out=None, *, checkpoint=True, progress: bool = True,
-                overwrite: bool = False, **params):
+                overwrite: bool = False, stop=None, **params):
     """Train a ``kind`` model (``lda``) on ``index`` and save it; returns (model, path).
 
     With ``checkpoint`` the run writes ``<out>.ckpt`` as it goes and a rerun of the same
-    command resumes from it; the checkpoint is removed once the model is saved. The model path
+    command resumes from it; the checkpoint is removed once the model is saved. ``stop``: an
+    event (``is_set()``) that stops the training after the sweep (epoch) during which it is set,
+    with a checkpoint of that sweep (:class:`models.common.stopping.TrainingStopped` is raised). The model path
     is locked while training: a second training of the same model is refused (LockedError).
     An existing ``out`` trained with other settings is refused unless ``overwrite``.
     Under ``TOPICIR_QUICK=1`` the kind's quick settings replace the size and schedule.
@@ -115,10 +118,10 @@ def train_model(index: Index, kind: str, out=None, *, checkpoint=True, progress:
         stale += stale_temporaries(kept.kept_dir(out.with_name(out.name + ".ckpt")))
         for p in remove_stale(stale):
             log.warning("removed %s, left by a killed training", p)
-        return _train_locked(index, kind, model, out, checkpoint, progress)
+        return _train_locked(index, kind, model, out, checkpoint, progress, stop)
 
 
-def _train_locked(index, kind, model, out, checkpoint, progress):
+def _train_locked(index, kind, model, out, checkpoint, progress, stop):
     ckpt = out.with_name(out.name + ".ckpt") if checkpoint else None
     if ckpt is not None and ckpt.exists():
         log.info("resuming from checkpoint %s", ckpt)
@@ -128,6 +131,8 @@ def _train_locked(index, kind, model, out, checkpoint, progress):
     _log_schedule(model)
     _warn_size(model, corpus)
     callback = TqdmCallback(desc=f"{kind.upper()} {index.name}", mininterval=2) if progress else None
+    if stop is not None:
+        callback = StopWhen(stop, callback)
     model.fit(corpus, callback=callback, checkpoint=ckpt, **training_inputs(index, model, progress))
     if ckpt is not None:
         _log_checkpoint_writes(model)

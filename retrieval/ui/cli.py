@@ -9,9 +9,7 @@ from __future__ import annotations
 import signal
 import sys
 
-
-def _terminate(signum, frame):
-    raise KeyboardInterrupt  # SIGTERM cleans up (temporaries, partial builds) as Ctrl-C does
+from .stop_signals import terminate
 
 
 def main(argv=None) -> int:
@@ -19,7 +17,7 @@ def main(argv=None) -> int:
     A command-line run owns the process: SIGTERM is handled as Ctrl-C from the first line on; a
     caller of ``main(argv)`` keeps its own signal handlers."""
     if argv is None:
-        signal.signal(signal.SIGTERM, _terminate)
+        signal.signal(signal.SIGTERM, terminate)
     command = "topicir"
     try:
         from .cli_parser import parse_args

@@ -4,6 +4,7 @@ the handlers, so that the command's start loads only what the command runs."""
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
 
 from .guard import cli_flags as _flags
@@ -126,10 +127,12 @@ def _feedback_settings(args):
 
 
 def cmd_train(args) -> int:
+    from models.common.stopping import TrainingStopped
     from models.registry import model_class
 
     from ..core.index import Index
     from ..core.modelfiles import train_model
+    from .stop_signals import stop_after_sweep
 
     targs = args.train  # the kind's options (parsed by retrieval.ui.cli_parser.parse_args)
     params = {name: getattr(targs, name) for name in model_class(args.kind)._param_names()
@@ -140,11 +143,16 @@ def cmd_train(args) -> int:
         params["executor"] = executor_from_flag(targs.ray, getattr(targs, "ray_state", "driver"))
     elif getattr(targs, "ray_state", "driver") != "driver":
         raise ValueError("--ray-state workers trains on Ray: add --ray")
-    try:
-        model, path = train_model(Index(targs.index), args.kind, targs.out, checkpoint=not targs.no_checkpoint,
-                                  progress=not args.quiet, **params)
-    except ValueError as exc:
-        raise ValueError(_flags(str(exc))) from None
+    with stop_after_sweep(not targs.no_checkpoint) as stop:
+        try:
+            model, path = train_model(Index(targs.index), args.kind, targs.out, checkpoint=not targs.no_checkpoint,
+                                      progress=not args.quiet, stop=stop, **params)
+        except ValueError as exc:
+            raise ValueError(_flags(str(exc))) from None
+        except TrainingStopped as e:
+            print(f"topicir train: stopped after {e.unit} {e.iteration} of {e.n_iter}, written to {e.checkpoint}; "
+                  f"rerun the same command to go on from there", file=sys.stderr)
+            return 130
     print(path)
     return 0
 

@@ -300,7 +300,9 @@ def train_parser(kind: str) -> argparse.ArgumentParser:
     # what the estimator's docstring says of the kind "In retrieval:" is said in its help too
     retrieval = " ".join(part for part in paragraphs if part.startswith("In retrieval:"))
     p = argparse.ArgumentParser(prog=f"topicir train {kind}", description=f"{summary} Checkpoints as it goes; "
-                                f"rerun the same command to resume.", epilog=retrieval or None)
+                                f"Ctrl-C (or SIGTERM) stops after the sweep in progress, once its checkpoint "
+                                f"is written (a second one at once); rerun the same command to resume.",
+                                epilog=retrieval or None)
     p.add_argument("--index", required=True, help="the index to train on")
     p.add_argument("--out", help="model file (default: <index>/models/<kind>-<settings>.npz)")
     p.add_argument("--no-checkpoint", action="store_true", help="write no checkpoint (no resume)")

@@ -5,27 +5,15 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import platform
 import shlex
 from pathlib import Path
 
 from models.common.atomic import atomic_open
 
 from .. import __version__
+from ..core.machine import cpu_model
 from ..core.quick import is_quick
 from ..core.tables import Table
-
-
-def cpu_model() -> str:
-    """The CPU's model name (from /proc/cpuinfo where there is one)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() in ("model name", "Hardware", "cpu model") and value.strip():
-                return value.strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown CPU"
 
 
 def header(argv: list[str], now: dt.datetime | None = None) -> str:

@@ -31,6 +31,7 @@ import os
 import shutil
 import tempfile
 import weakref
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +44,7 @@ from ..gibbs import shard_docs
 from ..kept import digest, parts_dir
 from .ray import worker_env
 from .rounds import PartitionRunner, merge_deltas
+from ..stopping import stop_point
 
 LAYOUT = "ray-shards"
 
@@ -335,12 +337,17 @@ class WorkerStateLoop:
                 model._log_lik_iters.append(done)
             if done in sample_iters:
                 model._samples.extend(self._take_samples(model, done))
+            write = partial(self._checkpointed, model, checkpoint, done)
             if ckpt_due:
-                self._write_checkpoint(model, checkpoint)
-                self.checkpointed(done)
+                write()
             if callback is not None and (done % model.callback_every == 0 or done == model.n_iter):
-                callback(model, done, model.n_iter)
+                with stop_point(done, model.n_iter, checkpoint, None if ckpt_due else write):
+                    callback(model, done, model.n_iter)
         self._finalize(model, corpus)
+
+    def _checkpointed(self, model, checkpoint, done):
+        self._write_checkpoint(model, checkpoint)
+        self.checkpointed(done)
 
     def _start_fresh(self, model, corpus):
         self.hook.start(model, corpus, self)
