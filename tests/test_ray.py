@@ -213,3 +213,23 @@ def test_lost_worker_is_one_line_of_the_command_naming_the_checkpoint(ray_cluste
                             f"rerun the same command to resume from the checkpoint {out}.ckpt (sweep 6)\n")
     assert "died" not in captured.out and "Unhandled error" not in captured.err
     assert any("Ray: " in r.getMessage() and "died" in r.getMessage() for r in caplog.records)
+
+
+def test_a_stop_between_checkpoints_brings_the_chains_back_first(ray_cluster, tmp_path):
+    """State on the driver: the workers' chains come back to it only for scheduled checkpoints,
+    samples and log-likelihoods, so a stop request after sweep 7 (checkpoints every 3) syncs
+    them before writing; the checkpoint then resumes, locally too, to the local model."""
+    from models.common.executors.ray import RayExecutor
+    from models.common.stopping import StopTraining, TrainingStopped
+
+    data, path = corpus(), tmp_path / "run.ckpt.npz"
+    full = LDA(**KW).fit(data)
+
+    def stop(model, it, n_iter):
+        if it == 7:
+            raise StopTraining
+
+    with pytest.raises(TrainingStopped):
+        LDA(executor=RayExecutor(n_workers=2), **KW).fit(data, callback=stop, checkpoint=path)
+    assert ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT).header["iteration"] == 7
+    assert_same_fit(LDA(**KW).fit(data, checkpoint=path), full, *STATE)

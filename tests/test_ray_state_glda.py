@@ -176,3 +176,22 @@ def test_sharded_glda_needs_the_state_on_the_workers():
 @pytest.mark.long
 def test_sharded_glda_lost_worker_then_checkpoint_parts_resume_bit_identically(ray_cluster, tmp_path):  # noqa: F811
     lost_worker_then_resume(GroupedLDA, SHARDED, corpus(), tmp_path / "run.ckpt.npz", tmp_path, executor)
+
+
+def test_a_stop_between_checkpoints_writes_the_owners_rows_of_that_sweep(ray_cluster, tmp_path):  # noqa: F811
+    """A stop request after sweep 7 (the first Ctrl-C of ``topicir train``; checkpoints every 3):
+    the workers write their shards' state and the owners their rows as of sweep 7, and the rerun
+    is the local model."""
+    from models.common.stopping import StopTraining, TrainingStopped
+
+    data, path = two_vocabularies(), tmp_path / "run.ckpt.npz"
+    local = GroupedLDA(**SHARDED).fit(data)
+
+    def stop(model, it, n_iter):
+        if it == 7:
+            raise StopTraining
+
+    with pytest.raises(TrainingStopped):
+        GroupedLDA(executor=executor(), **SHARDED).fit(data, callback=stop, checkpoint=path)
+    assert ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT).header["iteration"] == 7
+    same_model(GroupedLDA(executor=executor(), **SHARDED).fit(data, checkpoint=path), local, tmp_path)

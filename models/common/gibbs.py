@@ -236,17 +236,19 @@ class GibbsModel(TopicModel):
                     if checkpoint is not None:
                         self._wrote(kept.write(self, checkpoint, sample))
                     self._samples.append(sample)
-            write = partial(self._checkpointed, checkpoint, runner, done)
             if ckpt_due:
-                write()
+                self._checkpointed(checkpoint, runner, done)
             if callback is not None and (done % self.callback_every == 0 or done == self.n_iter):
-                with stop_point(done, self.n_iter, checkpoint, None if ckpt_due else write):
+                write = None if ckpt_due else partial(self._checkpointed, checkpoint, runner, done, synced=False)
+                with stop_point(done, self.n_iter, checkpoint, write):
                     callback(self, done, self.n_iter)
         self._finalize(corpus)
         if not self._keep_sample_state:
             self._samples = []
 
-    def _checkpointed(self, checkpoint, runner, done):
+    def _checkpointed(self, checkpoint, runner, done, synced=True):
+        if not synced:  # a stop between scheduled checkpoints: a runner's chains come back first
+            runner.sync(self, counts=True, assignments=True)
         self._write_checkpoint(checkpoint)
         runner.checkpointed(done)
 
