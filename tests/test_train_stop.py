@@ -117,16 +117,46 @@ def test_the_first_sigterm_of_train_stops_after_the_sweep_and_the_rerun_complete
 
 
 def test_a_second_signal_stops_at_once(tmp_path):
+    """A stop takes effect where the callback runs: here only after the last sweep, so the
+    training runs on after the first signal, and the second stops it at once."""
     index = build_index([DATA / "docs.trec"], tmp_path / "mini")
     out = tmp_path / "lda.npz"
-    proc = started(cli("train", "lda", "--index", index.path, "--out", out, "--topics", 3, "--chains", 2,
-                       "--iterations", 100000, "--checkpoint-every", 100000, "--threads", 1), out)
+    proc = started(cli("-q", "train", "lda", "--index", index.path, "--out", out, "--topics", 3, "--chains", 2,
+                       "--iterations", 100000, "--checkpoint-every", 100000, "--callback-every", 100000,
+                       "--threads", 1), out)
+    err = Stderr(proc)
     proc.send_signal(signal.SIGTERM)
-    time.sleep(0.5)
+    err.wait_for("stopping after the sweep in progress")
     proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=300)
-    assert proc.returncode == 130 and err.rstrip().endswith("topicir train: interrupted"), err
-    assert "Traceback" not in err
+    code = proc.wait(timeout=300)
+    text = err.all()
+    assert code == 130, text
+    assert text.rstrip().endswith("topicir train: interrupted") and "Traceback" not in text, text
+
+
+class Stderr:
+    """A process's stderr, read line by line as it comes, by a thread of its own."""
+
+    def __init__(self, proc):
+        import threading
+
+        self.chunks = []
+        self.thread = threading.Thread(target=self._read, args=(proc.stderr,), daemon=True)
+        self.thread.start()
+
+    def _read(self, stream):
+        for line in iter(stream.readline, ""):  # a line as soon as it is written
+            self.chunks.append(line)
+
+    def wait_for(self, text, timeout=120):
+        deadline = time.time() + timeout
+        while time.time() < deadline and text not in "".join(self.chunks):
+            time.sleep(0.05)
+        assert text in "".join(self.chunks), "".join(self.chunks)
+
+    def all(self):
+        self.thread.join(timeout=60)
+        return "".join(self.chunks)
 
 
 def started(proc, out):

@@ -121,7 +121,8 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
         (:func:`models.common.heldout.training_completion`), every document inferred by one encoder
         pass at the posterior means. Does not change training.
     callback_every : int, default=1
-        ``callback(model, epoch, epochs)`` after every this many epochs.
+        ``callback(model, epoch, epochs)`` after every this many epochs (where a stop request,
+        the first Ctrl-C of ``topicir train``, takes effect).
     checkpoint_every : int, default=10
         With ``fit(..., checkpoint=path)``, write the checkpoint every this many epochs.
     executor : str, default="local"

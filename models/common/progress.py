@@ -46,6 +46,14 @@ class TqdmCallback:
             self._bar.close()
             self._bar = None
 
+    def close(self):
+        """Closes the bars still open (a training stopped before its last sweep), so that what
+        is printed next starts on a line of its own."""
+        for bar in (self._bar, self._stage):
+            if bar is not None:
+                bar.close()
+        self._bar = self._stage = None
+
     def stage(self, what, done, total):
         """A step of training after the iterations (``what``: what it does, ``done`` of
         ``total`` units finished), on a bar of its own."""

@@ -50,6 +50,12 @@ class StopWhen:
         if self.event.is_set():
             raise StopTraining
 
+    def close(self):
+        """Closes the inner callback's bars, where it has any."""
+        close = getattr(self.inner, "close", None)
+        if close is not None:
+            close()
+
     def stage(self, what, done, total):
         """The inner callback's bar for a step after the iterations, where it has one."""
         stage = getattr(self.inner, "stage", None)

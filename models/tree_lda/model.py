@@ -73,7 +73,8 @@ class TreeLDA(TreeFoldInMixin, GibbsModel):
     log_lik_every : int, default=10
         Record log p(w, z, paths) per token of every chain every this many sweeps (and at the end).
     callback_every : int, default=1
-        ``callback(model, iteration, n_iter)`` runs after every this many sweeps.
+        ``callback(model, iteration, n_iter)`` runs after every this many sweeps (where a
+        stop request, the first Ctrl-C of ``topicir train``, takes effect).
     checkpoint_every : int, default=10
         With ``fit(..., checkpoint=path)``, write the checkpoint every this many sweeps.
     executor : str, default="local"

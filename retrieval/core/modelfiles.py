@@ -23,7 +23,7 @@ from models.common.checkpoint import read_header
 from models.common.corpus import Corpus, make_corpus
 from models.common.heldout import training_completion
 from models.common.progress import TqdmCallback
-from models.common.stopping import StopWhen
+from models.common.stopping import StopWhen, TrainingStopped
 
 from .plugins import hook
 from .index import MODELS_DIR, Index
@@ -133,7 +133,11 @@ def _train_locked(index, kind, model, out, checkpoint, progress, stop):
     callback = TqdmCallback(desc=f"{kind.upper()} {index.name}", mininterval=2) if progress else None
     if stop is not None:
         callback = StopWhen(stop, callback)
-    model.fit(corpus, callback=callback, checkpoint=ckpt, **training_inputs(index, model, progress))
+    try:
+        model.fit(corpus, callback=callback, checkpoint=ckpt, **training_inputs(index, model, progress))
+    except TrainingStopped:
+        callback.close()  # the bar's line ends before the stop is reported
+        raise
     if ckpt is not None:
         _log_checkpoint_writes(model)
     model.save(out)

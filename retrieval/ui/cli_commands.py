@@ -132,6 +132,8 @@ def cmd_train(args) -> int:
 
     from ..core.index import Index
     from ..core.modelfiles import train_model
+    from tqdm.contrib.logging import logging_redirect_tqdm
+
     from .stop_signals import stop_after_sweep
 
     targs = args.train  # the kind's options (parsed by retrieval.ui.cli_parser.parse_args)
@@ -143,7 +145,8 @@ def cmd_train(args) -> int:
         params["executor"] = executor_from_flag(targs.ray, getattr(targs, "ray_state", "driver"))
     elif getattr(targs, "ray_state", "driver") != "driver":
         raise ValueError("--ray-state workers trains on Ray: add --ray")
-    with stop_after_sweep(not targs.no_checkpoint) as stop:
+    # log lines (a stop's warning among them) go above the progress bar, not into its line
+    with stop_after_sweep(not targs.no_checkpoint) as stop, logging_redirect_tqdm():
         try:
             model, path = train_model(Index(targs.index), args.kind, targs.out, checkpoint=not targs.no_checkpoint,
                                       progress=not args.quiet, stop=stop, **params)
