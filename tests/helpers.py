@@ -19,6 +19,28 @@ def kill_after(cls, kw, corpus, path, kill_at, **fit_kw):
     assert path.exists() and not path.with_name(path.name + ".tmp").exists()
 
 
+def stop_at(sweep):
+    """A training callback that asks for a stop after ``sweep`` (the first Ctrl-C of ``topicir train``)."""
+    from models.common.stopping import StopTraining
+
+    def callback(model, it, n_iter):
+        if it == sweep:
+            raise StopTraining
+    return callback
+
+
+def stopped_at(fit, path, sweep, written=None):
+    """``fit(callback)`` stopped by :func:`stop_at` ``sweep``: raises TrainingStopped, and the
+    checkpoint ``path`` holds sweep ``written`` (default ``sweep``). Returns the exception."""
+    from models.common import checkpoint as ck
+    from models.common.stopping import TrainingStopped
+
+    with pytest.raises(TrainingStopped) as e:
+        fit(stop_at(sweep))
+    assert ck.read_model_file(path, kind=ck.CHECKPOINT_FORMAT).header["iteration"] == (written or sweep)
+    return e.value
+
+
 def resume_after_kill(cls, kw, corpus, path, kill_at, **fit_kw):
     """:func:`kill_after`, then resume to the end (with another n_jobs)."""
     kill_after(cls, kw, corpus, path, kill_at, **fit_kw)

@@ -220,16 +220,10 @@ def test_a_stop_between_checkpoints_brings_the_chains_back_first(ray_cluster, tm
     samples and log-likelihoods, so a stop request after sweep 7 (checkpoints every 3) syncs
     them before writing; the checkpoint then resumes, locally too, to the local model."""
     from models.common.executors.ray import RayExecutor
-    from models.common.stopping import StopTraining, TrainingStopped
+    from tests.helpers import stopped_at
 
     data, path = corpus(), tmp_path / "run.ckpt.npz"
     full = LDA(**KW).fit(data)
-
-    def stop(model, it, n_iter):
-        if it == 7:
-            raise StopTraining
-
-    with pytest.raises(TrainingStopped):
-        LDA(executor=RayExecutor(n_workers=2), **KW).fit(data, callback=stop, checkpoint=path)
-    assert ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT).header["iteration"] == 7
+    stopped_at(lambda stop: LDA(executor=RayExecutor(n_workers=2), **KW).fit(data, callback=stop, checkpoint=path),
+               path, 7)
     assert_same_fit(LDA(**KW).fit(data, checkpoint=path), full, *STATE)

@@ -199,17 +199,10 @@ def test_workers_read_an_index_corpus_from_its_files(tmp_path):
 def test_a_stop_on_the_workers_writes_the_sweep_it_follows(ray_cluster, tmp_path):  # noqa: F811
     """A stop request (the first Ctrl-C of ``topicir train``) between scheduled checkpoints: the
     workers write their parts of that sweep, and the rerun is the uninterrupted model."""
-    from models.common.stopping import StopTraining, TrainingStopped
+    from tests.helpers import stopped_at
 
     data, path = corpus(), tmp_path / "run.ckpt.npz"
     full = LDA(**KW).fit(data)
-
-    def stop(model, it, n_iter):
-        if it == 7:
-            raise StopTraining
-
-    with pytest.raises(TrainingStopped):
-        fit(KW, data, callback=stop, checkpoint=path)
-    assert ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT).header["iteration"] == 7
+    stopped_at(lambda stop: fit(KW, data, callback=stop, checkpoint=path), path, 7)
     resumed, _ = fit(KW, data, checkpoint=path)
     same_model(resumed, full, tmp_path)

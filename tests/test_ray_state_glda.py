@@ -182,16 +182,10 @@ def test_a_stop_between_checkpoints_writes_the_owners_rows_of_that_sweep(ray_clu
     """A stop request after sweep 7 (the first Ctrl-C of ``topicir train``; checkpoints every 3):
     the workers write their shards' state and the owners their rows as of sweep 7, and the rerun
     is the local model."""
-    from models.common.stopping import StopTraining, TrainingStopped
+    from tests.helpers import stopped_at
 
     data, path = two_vocabularies(), tmp_path / "run.ckpt.npz"
     local = GroupedLDA(**SHARDED).fit(data)
-
-    def stop(model, it, n_iter):
-        if it == 7:
-            raise StopTraining
-
-    with pytest.raises(TrainingStopped):
-        GroupedLDA(executor=executor(), **SHARDED).fit(data, callback=stop, checkpoint=path)
-    assert ckpt.read_model_file(path, kind=ckpt.CHECKPOINT_FORMAT).header["iteration"] == 7
+    stopped_at(lambda stop: GroupedLDA(executor=executor(), **SHARDED).fit(data, callback=stop, checkpoint=path),
+               path, 7)
     same_model(GroupedLDA(executor=executor(), **SHARDED).fit(data, checkpoint=path), local, tmp_path)
