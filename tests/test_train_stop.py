@@ -163,3 +163,36 @@ def started(proc, out):
         time.sleep(0.05)
     assert proc.poll() is None, proc.stderr.read()
     return proc
+
+
+def test_log_lines_go_above_the_bar_at_the_handlers_level():
+    """During ``topicir train`` the command's log lines are written through ``tqdm.write`` (above
+    an open bar, not into its line), and its handler keeps its level: a library logger set to
+    DEBUG still does not reach the screen."""
+    import io
+    import logging
+
+    from tqdm import tqdm
+
+    from retrieval.ui.logs import above_progress_bars, setup_logging
+
+    setup_logging(quiet=True)
+    handler = next(h for h in logging.getLogger().handlers if getattr(h, "topicir", False))
+    screen = io.StringIO()
+    handler.setStream(screen)
+    noisy = logging.getLogger("models.common.executors.ray")
+    noisy.setLevel(logging.DEBUG)
+    try:
+        with above_progress_bars():
+            bar = tqdm(total=10, file=screen, desc="LDA")
+            bar.update(3)
+            noisy.debug("Ray: a worker died")
+            logging.getLogger("topicir").warning("stopping after the sweep in progress")
+            bar.close()
+        assert handler.stream is screen
+    finally:
+        noisy.setLevel(logging.NOTSET)
+        setup_logging(quiet=False)
+    lines = screen.getvalue().replace("\r", "\n").splitlines()
+    assert "topicir: warning: stopping after the sweep in progress" in lines  # a line of its own
+    assert "Ray:" not in screen.getvalue()

@@ -132,8 +132,7 @@ def cmd_train(args) -> int:
 
     from ..core.index import Index
     from ..core.modelfiles import train_model
-    from tqdm.contrib.logging import logging_redirect_tqdm
-
+    from .logs import above_progress_bars
     from .stop_signals import stop_after_sweep
 
     targs = args.train  # the kind's options (parsed by retrieval.ui.cli_parser.parse_args)
@@ -146,7 +145,7 @@ def cmd_train(args) -> int:
     elif getattr(targs, "ray_state", "driver") != "driver":
         raise ValueError("--ray-state workers trains on Ray: add --ray")
     # log lines (a stop's warning among them) go above the progress bar, not into its line
-    with stop_after_sweep(not targs.no_checkpoint) as stop, logging_redirect_tqdm():
+    with stop_after_sweep(not targs.no_checkpoint) as stop, above_progress_bars():
         try:
             model, path = train_model(Index(targs.index), args.kind, targs.out, checkpoint=not targs.no_checkpoint,
                                       progress=not args.quiet, stop=stop, **params)

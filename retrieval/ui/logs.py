@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import sys
 import warnings
+from contextlib import contextmanager
 
 from .guard import one_line_warning
 
@@ -41,3 +42,20 @@ def setup_logging(quiet: bool) -> None:
     # not the user's to act on; one that names a call of ours is attributed to our module
     warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"ray(\.|$)")
     warnings.formatwarning = one_line_warning
+
+
+@contextmanager
+def above_progress_bars():
+    """While the block runs, the command's log lines go above tqdm's progress bars (through
+    ``tqdm.write``) instead of into a bar's line; the handler keeps its level and format."""
+    from tqdm.contrib import DummyTqdmFile
+
+    handlers = [h for h in logging.getLogger().handlers if getattr(h, "topicir", False)]
+    streams = [h.stream for h in handlers]
+    for h in handlers:
+        h.setStream(DummyTqdmFile(h.stream))
+    try:
+        yield
+    finally:
+        for h, stream in zip(handlers, streams):
+            h.setStream(stream)
