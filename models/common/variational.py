@@ -310,12 +310,12 @@ class VariationalModel(TopicModel):
             self._log_lik_iters.append(done)
             if self._dc_docs and (done % self.log_lik_every == 0 or done == self.epochs):
                 self._record_completion(net, done)
-            write = partial(self._write_checkpoint, checkpoint, net, opt, order_gen, gen)
             ckpt_due = checkpoint is not None and (done % self.checkpoint_every == 0 or done == self.epochs)
             if ckpt_due:
-                write()
+                self._write_checkpoint(checkpoint, net, opt, order_gen, gen)
             if callback is not None and (done % self.callback_every == 0 or done == self.epochs):
-                with stop_point(done, self.epochs, checkpoint, None if ckpt_due else write, unit="epoch"):
+                write = None if ckpt_due else partial(self._write_checkpoint, checkpoint, net, opt, order_gen, gen)
+                with stop_point(done, self.epochs, checkpoint, write, unit="epoch"):
                     callback(self, done, self.epochs)
             if share is not None:
                 share.epoch_done(self, net, opt, order_gen, gen)

@@ -337,11 +337,11 @@ class WorkerStateLoop:
                 model._log_lik_iters.append(done)
             if done in sample_iters:
                 model._samples.extend(self._take_samples(model, done))
-            write = partial(self._checkpointed, model, checkpoint, done)
             if ckpt_due:
-                write()
+                self._checkpointed(model, checkpoint, done)
             if callback is not None and (done % model.callback_every == 0 or done == model.n_iter):
-                with stop_point(done, model.n_iter, checkpoint, None if ckpt_due else write):
+                write = None if ckpt_due else partial(self._checkpointed, model, checkpoint, done)
+                with stop_point(done, model.n_iter, checkpoint, write):
                     callback(model, done, model.n_iter)
         self._finalize(model, corpus)
 
