@@ -1,7 +1,7 @@
 """Benchmark: the user's path end to end on the synthetic AP collection, every step measured.
 
     topicir bench full --kinds lda --write docs/results/bench-full.md
-    topicir bench full --kinds pam --stop-after 90    # stop at the first checkpoint after 90 min
+    topicir bench full --kinds pam --stop-after 90    # stop after the sweep in progress at 90 min
 
 The collection of :mod:`retrieval.datasets.ap_synth` (``--docs`` documents, gzip'd TREC SGML)
 and its 100 generated title queries (a ``qid<TAB>query`` topics file) are written into
@@ -24,8 +24,8 @@ What each step measured is kept in ``WORK/bench-full.json`` (written atomically 
 step and every part of one), so rerunning the command skips the steps already measured and
 goes on: an interrupted training resumes from its checkpoint (``topicir train`` does when rerun
 with the same ``--out``), and its figures add the parts before and after the interruption,
-each kept. ``--stop-after MIN`` starts no step after MIN minutes and stops a training at its
-first checkpoint written after them (no sweep is lost), so a kind's training can span sittings;
+each kept. ``--stop-after MIN`` starts no step after MIN minutes and stops a training then,
+after its sweep in progress, with its checkpoint (no sweep is lost), so a training can span sittings;
 ``--stop-after 0`` runs nothing and writes the table of what is measured. ``--remeasure STEP``
 runs a ranking step measured before once more (``ql``, ``run-KIND``: after a change to the code
 it runs), its new figures replacing the old ones; a training or the index is not run again.
@@ -268,7 +268,7 @@ def _run_locked(work: Path, kinds: list[str], settings: dict, deadline, projecti
             if done(step.name) and untimed(step):
                 _time_batch(step, state, state_path, work, env)
             bar.update(int(done(step.name)))
-            if not done(step.name):  # stopped at a checkpoint past the deadline
+            if not done(step.name):  # stopped at the deadline
                 stopped = step.name
                 break
     finally:
@@ -278,16 +278,6 @@ def _run_locked(work: Path, kinds: list[str], settings: dict, deadline, projecti
         log.info("stopped before %s is measured (%d step(s) left: %s); rerun the same command to go on",
                  stopped, len(left), " ".join(left))
     return tables(state, steps, kinds, projection, dict(info, **settings))
-
-
-def more_to_train(checkpoint: Path) -> bool:
-    """Whether the training that wrote ``checkpoint`` has sweeps (epochs) left: stopped after its
-    last one, it would be stopped while saving the model, and a stop after the model is saved
-    (and the checkpoint removed) would make a rerun train it again."""
-    done = progress(checkpoint)
-    if done is None:  # replaced or removed meanwhile: the next one decides
-        return False
-    return done[1] is None or done[0] < done[1]
 
 
 def _child_env(threads: int) -> dict:
@@ -351,7 +341,7 @@ def _run_step(step: Step, state: dict, state_path: Path, work: Path, env: dict, 
     try:
         part = run_measured([sys.executable, "-m", "retrieval", *args], work / "logs" / f"{step.name}.log", env=env,
                             checkpoint=step.checkpoint, deadline=deadline if step.what == "train" else None,
-                            stop_ok=more_to_train, on_start=started)
+                            on_start=started)
     except Interrupted as e:
         record["parts"].append(_reached(step, start, e.part))
         state.pop("running", None)

@@ -18,10 +18,10 @@ exit, with no sampling:
   ``wchar``, the bytes handed to ``write`` calls (logs and pipes included).
 
 A training is watched too: every time its checkpoint file is replaced is counted, with the
-largest size it had. With a deadline, the training is stopped (SIGTERM, which topicir takes as
-Ctrl-C) right after its first checkpoint written past the deadline, so a rerun resumes with no
-sweep lost. Ctrl-C
-or SIGTERM of the benchmark stops the child as well, and the part it ran is still measured.
+largest size it had. At a deadline, the training is sent SIGTERM once, on which ``topicir
+train`` stops after the sweep in progress with its checkpoint written, so a rerun resumes with
+no sweep lost. Ctrl-C or SIGTERM of the benchmark stops the child as well, and the part it ran
+is still measured.
 """
 from __future__ import annotations
 
@@ -120,7 +120,7 @@ class _Watch:
 
 
 def run_measured(cmd: list[str], log_path: Path, *, env: dict | None = None, checkpoint: Path | None = None,
-                 deadline: float | None = None, stop_ok=None, on_start=None) -> dict:
+                 deadline: float | None = None, on_start=None) -> dict:
     """Run ``cmd`` (its output appended to ``log_path``) and return its measured part: ``exit``
     (the exit status; 130 when interrupted), ``wall_s``, ``user_s``, ``sys_s``, ``peak_gib``,
     ``written_bytes``, ``wchar_bytes`` (None without /proc), ``started`` (UTC, ISO),
@@ -129,9 +129,10 @@ def run_measured(cmd: list[str], log_path: Path, *, env: dict | None = None, che
     different machines) and, with ``checkpoint``, ``checkpoints``
     (writes seen) and ``checkpoint_max_bytes``. ``on_start(pid)`` runs once the child exists.
 
-    With ``deadline`` (a ``time.time()``), the child is sent SIGTERM after the first checkpoint
-    written past it for which ``stop_ok(checkpoint)`` holds (None: any). A KeyboardInterrupt here stops the child (:func:`_stop`), records the part
-    and is raised again as :class:`Interrupted` carrying it.
+    With ``deadline`` (a ``time.time()``), the child is sent SIGTERM once when it is reached
+    (``interrupted`` is ``"deadline"`` unless the child still exits 0). A KeyboardInterrupt here
+    stops the child (:func:`_stop`), records the part and is raised again as
+    :class:`Interrupted` carrying it.
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -149,11 +150,12 @@ def run_measured(cmd: list[str], log_path: Path, *, env: dict | None = None, che
             on_start(proc.pid)
         while not _exited(proc.pid):
             hwm = max(hwm, _vm_hwm(proc.pid) or 0)
-            if watch is not None and watch.poll() and deadline is not None and time.time() >= deadline \
-                    and interrupted is None and (stop_ok is None or stop_ok(checkpoint)):
+            if watch is not None:
+                watch.poll()
+            if deadline is not None and interrupted is None and time.time() >= deadline:
                 interrupted = "deadline"
-                # SIGTERM, which topicir handles as Ctrl-C: a child started in the background
-                # (nohup, a script's `&`) ignores SIGINT
+                # SIGTERM, not SIGINT: a child started in the background (nohup, a script's `&`)
+                # ignores SIGINT
                 os.kill(proc.pid, signal.SIGTERM)
             time.sleep(POLL_S)
     except KeyboardInterrupt:
@@ -165,6 +167,8 @@ def run_measured(cmd: list[str], log_path: Path, *, env: dict | None = None, che
     io = _proc_io(proc.pid)
     _, status, ru = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode == 0 and interrupted == "deadline":  # signalled as it saved its model
+        interrupted = None
     written = (io["write_bytes"] - io.get("cancelled_write_bytes", 0)) if "write_bytes" in io else ru.ru_oublock * 512
     part = dict(started=started, exit=proc.returncode, interrupted=interrupted, wall_s=wall, user_s=ru.ru_utime,
                 sys_s=ru.ru_stime, peak_gib=hwm / 2**30 if hwm else ru.ru_maxrss / 2**20, written_bytes=max(0, written),

@@ -226,8 +226,8 @@ def add_full(p):
     p.add_argument("--work", default="build/bench-full",
                    help="folder of the collection, index, models, runs, logs and the state file (rerun to go on)")
     p.add_argument("--stop-after", type=float, default=None, metavar="MIN",
-                   help="start no step after MIN minutes and stop a training at its first checkpoint after them; "
-                        "0 writes the table of what is measured")
+                   help="start no step after MIN minutes and stop a training then, after its sweep in progress, "
+                        "with its checkpoint; 0 writes the table of what is measured")
     p.add_argument("--remeasure", nargs="+", default=[], metavar="STEP",
                    help="run these ranking steps again (ql, run-KIND), measured before, e.g. after a code change; "
                         "their new figures replace the old")
