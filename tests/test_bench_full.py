@@ -100,6 +100,10 @@ def test_a_deadline_asks_a_training_to_stop_after_its_sweep_in_progress(tmp_path
     assert deadline <= asked < deadline + 1.0  # signalled when the deadline came, not at a checkpoint
     assert part["wall_s"] < 10 and 5 <= sweep < 15
     assert part["checkpoints"] >= 2 and part["checkpoint_max_bytes"] == 1000 * sweep
+    # when each write was seen; these files are no checkpoints topicir reads, so no sweep
+    seconds = [t for t, _ in part["checkpoint_times"]]
+    assert len(seconds) == part["checkpoints"] and seconds == sorted(seconds) and 0.9 < seconds[0] < seconds[-1] < 10
+    assert all(sweep is None for _, sweep in part["checkpoint_times"])
 
 
 def test_a_child_that_still_finishes_after_the_deadline_is_not_marked_stopped(tmp_path):
@@ -214,7 +218,8 @@ def test_measured_figures_sit_beside_the_projection_with_their_ratios():
                    batch=dict(batch_s=0.28, first_s=1.5, wall_s=9.0)),
         # interrupted at a checkpoint and resumed: the parts add up, the peak is the larger one
         "train-lda": dict(done=True, output=dict(bytes=2 * G), parts=[
-            dict(_part(600.0, 1100.0, 10.0, 3 * G, checkpoints=3), exit=130, interrupted="deadline"),
+            dict(_part(600.0, 1100.0, 10.0, 3 * G, checkpoints=3), exit=130, interrupted="deadline",
+                 checkpoint_times=[[300.0, 10], [450.0, 20], [599.5, None]]),
             _part(900.0, 1700.0, 11.0, 2 * G, checkpoints=7)]),
     })
     main, parts = tables(state, steps, ["lda"], PROJECTION, _info())
@@ -240,6 +245,9 @@ def test_measured_figures_sit_beside_the_projection_with_their_ratios():
     assert [(p["step"], p["part"], p["ended"], p["wall"]) for p in parts.rows] == [
         ("index", 1, "finished", "2.0 min"), ("ql", 1, "finished", "14.0 s"),
         ("train-lda", 1, "stopped at a checkpoint (--stop-after)", "10.0 min"), ("train-lda", 2, "finished", "15.0 min")]
+    # the pace of a training: each checkpoint's sweep and when it was written (an older record: none)
+    pace = [p["checkpoints: sweep at time into the part"] for p in parts.rows]
+    assert pace == ["", "", "10 at 5.0 min, 20 at 7.5 min, ? at 10.0 min", ""]
     assert any("Trainings at each kind's defaults." == n for n in main.notes)
 
 
@@ -349,6 +357,10 @@ def test_an_interrupted_training_resumes_and_its_parts_add_up(tmp_path):
     assert first["parts"][0]["interrupted"] == "ctrl-c" and first["parts"][0]["checkpoints"] >= 1
     reached = first["parts"][0]["sweep_end"]
     assert first["parts"][0]["sweep_start"] == 0 and 10 <= reached < 30 and first["parts"][0]["sweeps"] == 30
+    # when the checkpoints were seen written (every 10 sweeps, and the stop's), each one's sweep read from it
+    sweeps = [sweep for _, sweep in first["parts"][0]["checkpoint_times"]]
+    assert sweeps[-1] == reached and sweeps == sorted(set(sweeps))
+    assert all(sweep % 10 == 0 for sweep in sweeps[:-1])
     assert ckpt.exists()
     # --stop-after 0: nothing runs, the table says what is measured so far
     so_far = tmp_path / "so-far.md"

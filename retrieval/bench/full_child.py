@@ -18,7 +18,8 @@ exit, with no sampling:
   ``wchar``, the bytes handed to ``write`` calls (logs and pipes included).
 
 A training is watched too: every time its checkpoint file is replaced is counted, with the
-largest size it had. At a deadline, the training is sent SIGTERM once, on which ``topicir
+largest size it had and the time it was seen at with the sweep it holds (the pace of the
+training: early sweeps can be far slower than settled ones). At a deadline, the training is sent SIGTERM once, on which ``topicir
 train`` stops after the sweep in progress with its checkpoint written, so a rerun resumes with
 no sweep lost. Ctrl-C or SIGTERM of the benchmark stops the child as well, and the part it ran
 is still measured.
@@ -92,14 +93,16 @@ def _proc_io(pid: int) -> dict:
 
 
 class _Watch:
-    """The checkpoint file of a training: how often it was replaced (or first written), and
-    its largest size."""
+    """The checkpoint file of a training: how often it was replaced (or first written), its
+    largest size, and when each write was seen with the sweep (epoch) it holds."""
 
     def __init__(self, path: Path):
         self.path = path
         self.seen = self._state()
         self.writes = 0
         self.max_bytes = 0
+        self.start = time.perf_counter()
+        self.times = []  # [seconds since the start, sweep or None]
 
     def _state(self) -> tuple | None:
         try:
@@ -116,6 +119,8 @@ class _Watch:
         if new:
             self.writes += 1
             self.max_bytes = max(self.max_bytes, now[2])
+            done = progress(self.path)
+            self.times.append([round(time.perf_counter() - self.start, 1), done[0] if done else None])
         return new
 
 
@@ -127,7 +132,8 @@ def run_measured(cmd: list[str], log_path: Path, *, env: dict | None = None, che
     ``interrupted`` (``"ctrl-c"``, ``"deadline"`` or None), ``load`` (the 1-minute load average
     at its start and end), ``cpu`` (the machine's CPU model: the parts of one step may run on
     different machines) and, with ``checkpoint``, ``checkpoints``
-    (writes seen) and ``checkpoint_max_bytes``. ``on_start(pid)`` runs once the child exists.
+    (writes seen), ``checkpoint_max_bytes`` and ``checkpoint_times`` ([seconds into the part,
+    sweep] of each write seen). ``on_start(pid)`` runs once the child exists.
 
     With ``deadline`` (a ``time.time()``), the child is sent SIGTERM once when it is reached
     (``interrupted`` is ``"deadline"`` unless the child still exits 0). A KeyboardInterrupt here
@@ -174,7 +180,7 @@ def run_measured(cmd: list[str], log_path: Path, *, env: dict | None = None, che
                 sys_s=ru.ru_stime, peak_gib=hwm / 2**30 if hwm else ru.ru_maxrss / 2**20, written_bytes=max(0, written),
                 wchar_bytes=io.get("wchar"), load=[load, os.getloadavg()[0]], cpu=cpu_model())
     if watch is not None:
-        part.update(checkpoints=watch.writes, checkpoint_max_bytes=watch.max_bytes)
+        part.update(checkpoints=watch.writes, checkpoint_max_bytes=watch.max_bytes, checkpoint_times=watch.times)
     if interrupted == "ctrl-c":
         raise Interrupted(part)
     return part

@@ -183,7 +183,8 @@ def tables(state: dict, steps: list, kinds: list[str], projection: Path, info: d
                           "checkpoints written": p.get("checkpoints", ""),
                           "load at start, end": (f"{p['load'][0]:.1f}, {p['load'][1]:.1f}" if p.get("load") else ""),
                           "CPU": p.get("cpu", ""),
-                          "largest checkpoint": size(p.get("checkpoint_max_bytes") or None)})
+                          "largest checkpoint": size(p.get("checkpoint_max_bytes") or None),
+                          "checkpoints: sweep at time into the part": _pace(p.get("checkpoint_times"))})
     return [Table(_title(comparable), rows, notes=_notes(state, steps, proj, comparable, info)),
             Table("Every part of every step", parts, notes=[
                 "A step interrupted (Ctrl-C, SIGTERM, or --stop-after at a checkpoint) and run again is measured in "
@@ -191,7 +192,14 @@ def tables(state: dict, steps: list, kinds: list[str], projection: Path, info: d
                 "memory. 'write calls': the bytes the process handed to write calls (its log included); 'written to "
                 "disk': what reached the storage layer. 'load': the machine's 1-minute load average when the part "
                 "started and ended (more than the threads asked for means other work shared the cores and "
-                "stretched the wall time, not the CPU time); 'CPU': the machine it ran on, where recorded."])]
+                "stretched the wall time, not the CPU time); 'CPU': the machine it ran on, where recorded; "
+                "'checkpoints': the sweep (epoch) of each checkpoint seen written and when, where recorded."])]
+
+
+def _pace(times) -> str:
+    """Each checkpoint write of a part as "SWEEP at TIME" (its pace: early sweeps of a chain far
+    from settled can take several times the later ones)."""
+    return ", ".join(f"{'?' if sweep is None else sweep} at {duration(sec)}" for sec, sweep in times or [])
 
 
 def _title(comparable: bool) -> str:
