@@ -446,3 +446,15 @@ def test_remeasure_runs_a_measured_ranking_step_again_and_nothing_else(tmp_path,
         with pytest.raises(ValueError, match=rf"^--remeasure {name}: only ranking steps are measured again \(ql, "
                                              rf"run-lda with these --kinds\)"):
             full.run(**common, remeasure=[name])
+
+
+def test_a_kind_trained_in_epochs_is_said_in_epochs():
+    steps = full.plan(Path("w"), ["avipam"], 2, None)
+    state = dict(steps={"train-avipam": dict(parts=[dict(_part(600.0, 900.0, 4.0, MiB, checkpoints=1), exit=130,
+                                                         interrupted="deadline", sweep_start=0, sweep_end=9,
+                                                         sweeps=100)])})
+    main, parts = tables(state, steps, ["avipam"], PROJECTION, _info())
+    row = {r["step"]: r for r in main.rows}["train-avipam"]
+    assert "checkpoint at epoch 9 of 100" in row["status"]
+    assert [p["ended"] for p in parts.rows] == ["stopped at a checkpoint (--stop-after) at epoch 9"]
+    assert full.plan(Path("w"), ["avipam", "lda"], 2, 3)[2].args[-2:] == ("--epochs", "3")

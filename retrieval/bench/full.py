@@ -48,7 +48,7 @@ from models.common.atomic import atomic_open, target_lock
 
 from ..core.tables import Table
 from .full_child import Interrupted, progress, run_measured
-from .full_table import tables
+from .full_table import tables, unit
 from .scale import KINDS, N_QUERIES
 
 log = logging.getLogger(__name__)
@@ -82,9 +82,7 @@ def _schedule_option(kind: str, iterations: int | None) -> list[str]:
     """``--iterations N`` (``--epochs N`` for a kind trained in epochs); nothing by default."""
     if iterations is None:
         return []
-    from models.registry import model_class
-
-    return ["--epochs" if "epochs" in model_class(kind)().get_params() else "--iterations", str(iterations)]
+    return ["--epochs" if unit(kind) == "epoch" else "--iterations", str(iterations)]
 
 
 def plan(work: Path, kinds, threads: int, iterations: int | None) -> list[Step]:

@@ -111,6 +111,15 @@ def totals(record: dict | None) -> dict:
                 checkpoints=sum(p.get("checkpoints", 0) for p in measured))
 
 
+def unit(kind: str | None) -> str:
+    """What a training of ``kind`` counts: "epoch" for a kind trained in epochs, else "sweep"."""
+    if kind is None:
+        return "sweep"
+    from models.registry import model_class
+
+    return "epoch" if "epochs" in model_class(kind)().get_params() else "sweep"
+
+
 def status(record: dict | None, t: dict) -> str:
     if not t["parts"]:
         return "projected"
@@ -123,7 +132,8 @@ def status(record: dict | None, t: dict) -> str:
     if last.get("exit") not in (0, 130, None):
         return f"failed (exit {last['exit']}), not measured"
     sweep = t["sweep"]
-    reached = "" if sweep is None else f", checkpoint at sweep {sweep[0]}" + (f" of {sweep[1]}" if sweep[1] else "")
+    reached = "" if sweep is None else (f", checkpoint at {t.get('unit', 'sweep')} {sweep[0]}"
+                                        + (f" of {sweep[1]}" if sweep[1] else ""))
     peak = f", peak memory {t['peak_gib']:.2f} GiB" if t.get("peak_gib") is not None else ""
     return f"in progress: {t['parts']} part(s), {duration(t.get('wall_s'))} so far{reached}{peak}{lost}{void}; projected"
 
@@ -147,7 +157,7 @@ def tables(state: dict, steps: list, kinds: list[str], projection: Path, info: d
     rows, parts = [], []
     for step in steps:
         record = state["steps"].get(step.name)
-        t = totals(record)
+        t = dict(totals(record), unit=unit(step.kind))
         done = bool(record and record.get("done"))
         if step.what == "train" and t["parts"] and not done and t["sweep"] is None:  # a part recorded without it
             t["sweep"] = progress(step.checkpoint)
@@ -170,7 +180,7 @@ def tables(state: dict, steps: list, kinds: list[str], projection: Path, info: d
         for n, p in enumerate((record or {}).get("parts", []), 1):
             ended = ENDED.get(p.get("interrupted")) or ("finished" if p.get("exit") == 0 else f"exit {p.get('exit')}")
             if p.get("sweep_end") is not None:
-                ended += f" at sweep {p['sweep_end']}"
+                ended += f" at {t['unit']} {p['sweep_end']}"
             if n <= void:
                 ended += "; thrown away (the next part started from scratch), not counted"
             measured = p.get("wall_s") is not None
