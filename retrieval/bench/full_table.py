@@ -132,7 +132,7 @@ def status(record: dict | None, t: dict) -> str:
     if last.get("exit") not in (0, 130, None):
         return f"failed (exit {last['exit']}), not measured"
     sweep = t["sweep"]
-    reached = "" if sweep is None else (f", checkpoint at {t.get('unit', 'sweep')} {sweep[0]}"
+    reached = "" if sweep is None else (f", checkpoint at {t['unit']} {sweep[0]}"
                                         + (f" of {sweep[1]}" if sweep[1] else ""))
     peak = f", peak memory {t['peak_gib']:.2f} GiB" if t.get("peak_gib") is not None else ""
     return f"in progress: {t['parts']} part(s), {duration(t.get('wall_s'))} so far{reached}{peak}{lost}{void}; projected"
