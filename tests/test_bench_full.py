@@ -4,6 +4,7 @@ table beside the projection of ``bench scale`` (retrieval.bench.full_table)."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -458,3 +459,15 @@ def test_a_kind_trained_in_epochs_is_said_in_epochs():
     assert "checkpoint at epoch 9 of 100" in row["status"]
     assert [p["ended"] for p in parts.rows] == ["stopped at a checkpoint (--stop-after) at epoch 9"]
     assert full.plan(Path("w"), ["avipam", "lda"], 2, 3)[2].args[-2:] == ("--epochs", "3")
+
+
+def test_resuming_a_kind_trained_in_epochs_is_logged_in_epochs(tmp_path, monkeypatch, caplog):
+    step = full.plan(tmp_path, ["avipam"], 2, None)[2]
+    assert step.name == "train-avipam"
+    monkeypatch.setattr(full, "progress", lambda ckpt: (9, 100))
+    monkeypatch.setattr(full, "run_measured", lambda *a, **k: dict(_part(60.0, 90.0, 1.0, MiB), exit=130))
+    state = dict(steps={})
+    with caplog.at_level(logging.INFO, logger=full.log.name):
+        full._run_step(step, state, tmp_path / "bench-full.json", tmp_path, {}, None)
+    assert f"train-avipam: resuming from {step.checkpoint} (epoch 9)" in caplog.text
+    assert state["steps"]["train-avipam"]["parts"][0]["sweep_start"] == 9

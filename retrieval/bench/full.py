@@ -329,7 +329,7 @@ def _run_step(step: Step, state: dict, state_path: Path, work: Path, env: dict, 
     log.info("%s: %s (log: %s)", step.name, step.shown(), work / "logs" / f"{step.name}.log")
     start = progress(step.checkpoint) if step.what == "train" else None
     if start is not None:
-        log.info("%s: resuming from %s (sweep %d)", step.name, step.checkpoint, start[0])
+        log.info("%s: resuming from %s (%s %d)", step.name, step.checkpoint, unit(step.kind), start[0])
 
     def started(pid):
         state["running"] = dict(step=step.name, pid=pid, pid_start=process_start(pid),
