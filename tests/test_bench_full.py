@@ -122,8 +122,11 @@ def test_ctrl_c_stops_the_child_and_keeps_the_part_it_ran(tmp_path, monkeypatch)
     # the child's exit on a loaded machine (another training beside the tests) can take seconds
     monkeypatch.setattr(full_child, "GRACE_S", 6.0)
     ready = tmp_path / "ready"
+    # the child takes SIGINT as Ctrl-C even where the tests run in the background, whose
+    # children start with SIGINT ignored (the next test's child)
     cmd = _script(tmp_path, f"""
-        import sys, time
+        import signal, sys, time
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
             open({str(ready)!r}, 'w').close()
             time.sleep(60)
@@ -144,6 +147,27 @@ def test_ctrl_c_stops_the_child_and_keeps_the_part_it_ran(tmp_path, monkeypatch)
     part = e.value.part
     assert part["exit"] == 130 and part["interrupted"] == "ctrl-c"
     assert 0.5 <= part["wall_s"] < 20
+
+
+def test_a_child_that_ignores_ctrl_c_is_terminated_after_the_grace(tmp_path, monkeypatch):
+    monkeypatch.setattr(full_child, "GRACE_S", 0.5)
+    ready = tmp_path / "ready"
+    cmd = _script(tmp_path, f"""
+        import signal, time
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        open({str(ready)!r}, 'w').close()
+        time.sleep(60)
+    """)
+
+    def ctrl_c(pid):
+        limit = time.time() + 60
+        while not ready.exists() and time.time() < limit:
+            time.sleep(0.05)
+        raise KeyboardInterrupt
+
+    with pytest.raises(Interrupted) as e:
+        run_measured(cmd, tmp_path / "c.log", on_start=ctrl_c)
+    assert e.value.part["exit"] == -signal.SIGTERM and e.value.part["interrupted"] == "ctrl-c"
 
 
 # -- the state -----------------------------------------------------------------------------------
