@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, sigint_as_from_a_terminal
 from retrieval.bench import full, full_child, full_table
 from retrieval.core.machine import cpu_model
 from retrieval.bench.full_child import Interrupted, run_measured
@@ -364,7 +364,8 @@ def test_an_interrupted_training_resumes_and_its_parts_add_up(tmp_path):
             "--write", str(out)]
     env = {k: v for k, v in os.environ.items() if k != "TOPICIR_QUICK"}
     env["PYTHONPATH"] = str(ROOT)
-    bench = subprocess.Popen(argv, env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    bench = subprocess.Popen(argv, env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             preexec_fn=sigint_as_from_a_terminal)
     state_path, ckpt = work / full.STATE, work / "models" / "lda.npz.ckpt"
     deadline = time.time() + 900
     while time.time() < deadline and bench.poll() is None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, sigint_as_from_a_terminal
 
 DATA = Path(__file__).parent / "data"
 # The entry point as the installed `topicir` script runs it; "started" once its module is imported.
@@ -25,7 +25,7 @@ ENTRY = "import sys\nfrom retrieval.ui.cli import main\nprint('started', flush=T
 def test_a_signal_while_the_library_loads_is_one_line_and_exit_130(command, signum, tmp_path):
     argv = [str(a).format(tmp=tmp_path) for a in command]
     proc = subprocess.Popen([sys.executable, "-c", ENTRY, "-q", *argv], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=sigint_as_from_a_terminal)
     assert proc.stdout.readline() == "started\n"
     time.sleep(0.05)  # in the imports of the parser and the command (numba, the index reader)
     proc.send_signal(signum)

@@ -17,13 +17,13 @@ import pytest
 
 from models.common import atomic
 from retrieval.core import index as index_module
-from retrieval.core.index import Index, add_documents, build_index
+from retrieval.core.index import Index, build_index
 from retrieval.core.modelfiles import load_model, train_model
 from retrieval.core.scoring import Scorer
 from retrieval.ui.cli import main
+from tests.conftest import ROOT, sigint_as_from_a_terminal
 
 DATA = Path(__file__).parent / "data"
-ROOT = Path(__file__).resolve().parents[1]
 SMALL = dict(n_topics=3, n_chains=1, n_iter=8, seed=1)
 
 
@@ -249,7 +249,8 @@ def test_sigint_while_lucene_indexes_leaves_nothing(tmp_path):
     doc = "<DOC>\n<DOCNO> D{} </DOCNO>\n<TEXT>airbus subsidies rail strike number {}</TEXT>\n</DOC>\n"
     src.write_text("".join(doc.format(i, i) for i in range(150_000)))
     proc = subprocess.Popen([sys.executable, "-m", "retrieval", "-q", "index", str(src), "--out", str(tmp_path / "idx")],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=sigint_as_from_a_terminal)
     deadline = time.time() + 120
     while time.time() < deadline and not [p for p in tmp_path.glob(".idx.building-*/*") if p.name != "write.lock"]:
         time.sleep(0.05)  # until Lucene writes
