@@ -335,6 +335,27 @@ def test_parts_before_a_start_from_scratch_are_shown_but_not_counted(tmp_path):
     assert full_table.voided([dict(checkpoints=0), dict(checkpoints=0), dict(checkpoints=1)]) == 2
 
 
+def test_an_unfinished_training_says_where_its_pace_so_far_leads():
+    """From the checkpoints' times: each part's time to its last checkpoint over the epochs it
+    covered (9 epochs in 2,520 s, 18 in 5,310 s: 290 s per epoch), the 73 left at that pace."""
+    steps = full.plan(Path("w"), ["avipam"], 2, None)
+    first = dict(_part(2530.0, 3900.0, 4.0, MiB, checkpoints=1), exit=130, interrupted="deadline",
+                 checkpoint_times=[[2520.0, 9]], sweep_start=0, sweep_end=9, sweeps=100)
+    second = dict(_part(5320.0, 8800.0, 4.5, MiB, checkpoints=3), exit=130, interrupted="deadline",
+                  checkpoint_times=[[280.0, 10], [3290.0, 20], [5310.0, 27]], sweep_start=9, sweep_end=27, sweeps=100)
+    state = dict(steps={"train-avipam": dict(parts=[first, second])})
+    row = {r["step"]: r for r in tables(state, steps, ["avipam"], PROJECTION, _info())[0].rows}["train-avipam"]
+    assert full_table.checkpoint_pace([first, second]) == 290.0
+    assert row["status"] == (
+        "in progress: 2 part(s), 2.18 h so far, checkpoint at epoch 27 of 100, peak memory 4.50 GiB; at the pace of "
+        "its checkpoints so far (4.8 min per epoch) about 8.06 h in all to epoch 100, before what ends the training; "
+        "projected")
+    assert row["wall"] == "" and row["wall: measured / projected"] == ""
+    # parts without the checkpoints' times (older records), or a checkpoint at the sweep it started from: no pace
+    assert full_table.checkpoint_pace([dict(first, checkpoint_times=None),
+                                       dict(second, checkpoint_times=[[100.0, 9]])]) is None
+
+
 # -- the command ---------------------------------------------------------------------------------
 
 def test_stop_after_zero_writes_the_table_of_what_is_measured(tmp_path, capsys):

@@ -135,7 +135,26 @@ def status(record: dict | None, t: dict) -> str:
     reached = "" if sweep is None else (f", checkpoint at {t['unit']} {sweep[0]}"
                                         + (f" of {sweep[1]}" if sweep[1] else ""))
     peak = f", peak memory {t['peak_gib']:.2f} GiB" if t.get("peak_gib") is not None else ""
-    return f"in progress: {t['parts']} part(s), {duration(t.get('wall_s'))} so far{reached}{peak}{lost}{void}; projected"
+    ahead = ""
+    pace = checkpoint_pace(record["parts"][t["voided"]:])
+    if pace and sweep and sweep[1] and t.get("wall_s") is not None and not t["lost"]:
+        ahead = (f"; at the pace of its checkpoints so far ({duration(pace)} per {t['unit']}) about "
+                 f"{duration(t['wall_s'] + (sweep[1] - sweep[0]) * pace)} in all to {t['unit']} {sweep[1]}, "
+                 f"before what ends the training")
+    return f"in progress: {t['parts']} part(s), {duration(t.get('wall_s'))} so far{reached}{peak}{lost}{void}{ahead}; projected"
+
+
+def checkpoint_pace(parts: list[dict]) -> float | None:
+    """Seconds a sweep (epoch) over the parts that record when their checkpoints were written:
+    each such part's time to its last checkpoint (its start included) over the sweeps from where
+    it started to that checkpoint; None where no part records one."""
+    seconds = units = 0.0
+    for p in parts:
+        done = [(sec, sweep) for sec, sweep in p.get("checkpoint_times") or [] if sweep is not None]
+        if done and p.get("sweep_start") is not None and done[-1][1] > p["sweep_start"]:
+            seconds += done[-1][0]
+            units += done[-1][1] - p["sweep_start"]
+    return seconds / units if units else None
 
 
 def _made(step, record: dict | None) -> str:
