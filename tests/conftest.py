@@ -5,6 +5,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# TOPICIR_SHARED_DATA points elsewhere, e.g. from a worktree that has no ../shared beside it
+SHARED_DATA = Path(os.environ.get("TOPICIR_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
 
 def sigint_as_from_a_terminal():
@@ -12,8 +14,6 @@ def sigint_as_from_a_terminal():
     does, also where the tests run in a background job (whose children start with SIGINT
     ignored, which a command keeps, as under nohup)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-# TOPICIR_SHARED_DATA points elsewhere, e.g. from a worktree that has no ../shared beside it
-SHARED_DATA = Path(os.environ.get("TOPICIR_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
 
 @pytest.fixture(scope="session")
