@@ -10,7 +10,8 @@ order, one thread, so the counts are summed in one order.
 import math
 
 import numpy as np
-from numba import njit
+
+from ..common.jit import njit
 
 
 # reassoc: the K-term sums are vectorised (a fixed order for a given build, whatever the threads)

@@ -1,7 +1,7 @@
 """A batch's sparse row gradient written into the dense buffer Adam reads (arrays in, arrays
 out; no I/O). Serial, without the GIL: called while torch trains, where a numba parallel region
 would start the OpenMP threads that torch's own operations then split their sums over."""
-from numba import njit
+from ..common.jit import njit
 
 
 @njit(cache=True, nogil=True)

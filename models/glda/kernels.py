@@ -18,7 +18,8 @@ The group-topic step (sparse for groups of at most LINEAR_MAX tokens, dense beyo
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+from ..common.jit import njit
 
 from .sparse_kernels import LINEAR_MAX, ONE, GroupWeights, bit_set, build_word_bits, doc_sums, draw_group_topic, group_topic_weights, pick_listed, smooth_move, topic_move, trailing_zeros
 from ..common.kernels.prefetch import prefetch

@@ -26,8 +26,9 @@ LINEAR_MAX factors of a denominator) computed once.
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 from numba.cpython.unsafe.numbers import trailing_zeros  # LLVM cttz: index of the lowest set bit
+
+from ..common.jit import njit
 
 # Products of at most this many factors stay in floating range for any int32 count (2^31)^16.
 LINEAR_MAX = 16

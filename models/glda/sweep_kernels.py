@@ -5,7 +5,8 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+from ..common.jit import njit
 
 from .kernels import ChainState, DocScratch, GroupLayout, SparseState, sweep_doc
 from .sparse_kernels import LINEAR_MAX, long_cache, smooth_sums

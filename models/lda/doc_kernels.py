@@ -45,7 +45,8 @@ wl, wl_nnz, wshift               term w's nonzero topics, ascending, packed like
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+from ..common.jit import njit
 
 from ..common.kernels.ftree import tree_build, tree_root_with, tree_sample, tree_set
 from ..common.kernels.prefetch import prefetch

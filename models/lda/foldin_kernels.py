@@ -26,7 +26,8 @@ of document d under sample cs are written sorted by topic into ``out_topic/out_c
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+from ..common.jit import njit
 
 from ..common.kernels.foldin import doc_stream, fold_loop, keep_listed, listed_add, listed_remove, write_listed
 from ..common.kernels.rng import uniform

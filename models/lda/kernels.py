@@ -16,7 +16,8 @@ dt : int32, dt_nnz               doc d's topics packed with their counts as (top
 cshift                          31 - bit_length(K - 1); every doc count is < 2**cshift
 """
 import numpy as np
-from numba import njit, prange
+from numba import prange
+from ..common.jit import njit
 
 from ..common.kernels.dirichlet import doc_log_lik_parts, sum_from
 from ..common.kernels.rng import randint

@@ -12,7 +12,8 @@ mean through the topic-major postings, so nothing of size n_samples x n_docs is 
 query; :func:`p_w_d_per_sample` writes the table of every sample for the per-sample views.
 """
 import numpy as np
-from numba import njit, prange
+from numba import prange
+from ..common.jit import njit
 
 from ..common.kernels.prefetch import prefetch
 from ..common.kernels.sparse import lower_bound

@@ -6,10 +6,10 @@ joined its new sub-topic.
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+from ..common.jit import njit
 
-from .buckets import a_factor, block_E, pick
-from ..common.kernels.sparse import lower_bound
+from .buckets import a_factor, block_E
+from ..common.kernels.sparse import lower_bound, pick
 
 
 class Removed(NamedTuple):

@@ -2,9 +2,7 @@
 document's pairs, the prior bucket over the super-topics, their cumulative masses, the
 term-free part E of the prior bucket, and the table of the super-topic factors A_i.
 """
-from numba import njit
-
-from ..common.kernels.sparse import pick  # noqa: F401  (the sweep imports it from here)
+from ..common.jit import njit
 
 
 @njit(cache=True)

@@ -5,7 +5,8 @@ lists, alpha by Minka's fixed point or by moment matching, and the collapsed log
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+from ..common.jit import njit
 
 from ..common.kernels.dirichlet import sum_from
 from ..common.kernels.rng import randint

@@ -24,7 +24,8 @@ number of threads. Pair keys are ``i * n_sub + j``. A kept sample cs's term-majo
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+from ..common.jit import njit
 
 from ..common.kernels.foldin import doc_stream, fold_loop, keep_listed, listed_add, listed_remove, write_listed
 from ..common.kernels.rng import uniform

@@ -62,15 +62,17 @@ stats : (S, N_STATS) int64       per shard: tokens, doc-bucket pairs, super-topi
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+from ..common.jit import njit
 
 from ..common.kernels.borrow import borrow
 from .block import (block_start, draw_in_prior, join_sub, move_pair, prior_masses, remove_token,
                     run_start, undo_removal)
-from .buckets import a_table, doc_bucket, doc_bucket_prior_total, pick, prior_bucket
+from .buckets import a_table, doc_bucket, doc_bucket_prior_total, prior_bucket
 from ..common.kernels.prefetch import prefetch, prefetch2
 from ..common.kernels.rng import uniform
 from ..common.kernels.shards import merge_shard_counts
+from ..common.kernels.sparse import pick
 
 N_STATS = 5
 # Tokens between the prefetch of a token's document state and its draw (twice as far for the

@@ -4,7 +4,8 @@
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+from ..common.jit import njit
 
 from .buckets import block_E, doc_bucket, prior_bucket
 from ..common.kernels.sparse import add_weighted_rows, doc_chunk, n_doc_chunks, store_chunk

@@ -3,7 +3,8 @@ sweeps, the merge), the documents' topic lists, and the random start (see
 :mod:`models.tcm.kernels` for the model, :mod:`models.tcm.restaurants` for the tables).
 """
 import numpy as np
-from numba import njit, prange
+from numba import prange
+from ..common.jit import njit
 
 from ..common.kernels.pages import huge_empty, huge_full
 from ..common.kernels.prefetch import prefetch

@@ -29,7 +29,8 @@ Documents and samples run in parallel, each on its own random stream (seed, samp
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+from ..common.jit import njit
 
 from ..common.kernels.foldin import doc_stream, fold_loop, keep_dense, write_dense
 from ..common.kernels.rng import uniform

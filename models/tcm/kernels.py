@@ -58,7 +58,8 @@ Each (chain, shard) has its own rng stream, so results never depend on the numbe
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+from ..common.jit import njit
 
 from ..common.kernels.borrow import borrow
 from ..common.kernels.ftree import tree_build

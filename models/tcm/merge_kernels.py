@@ -14,7 +14,7 @@ or which other types a table holds: every span of a worker's documents is in its
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+from ..common.jit import njit
 
 from ..common.kernels.pages import huge_empty, huge_full
 from .restaurants import (Restaurants, entry_find, entry_rehash, entry_slots, hash_span, type_find,

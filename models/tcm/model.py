@@ -14,11 +14,12 @@ import numba
 import numpy as np
 
 from . import files
+from ..common.kernels.dirichlet import log_lik_docs
 from ..common.kernels.rng import make_rng_states
 from .kernels import Prior, Text, sweep
 from .build_kernels import build_doc_lists, build_tables, init_random
 from .restaurants import DocTopics
-from .score_kernels import compact_doc_lists, compact_tables, entry_hist, log_lik_docs, log_lik_restaurants, resample_alpha0
+from .score_kernels import compact_doc_lists, compact_tables, entry_hist, log_lik_restaurants, resample_alpha0
 from ..common.gibbs import GibbsModel, shard_docs, stack_ptrs
 from .foldin import TCMFoldInMixin
 from .infer import TCMDocumentModel

@@ -11,7 +11,7 @@ global slot tables and keep their own only for what they add (see ``type_lookup`
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+from ..common.jit import njit
 
 from ..common.kernels.pages import huge_empty, huge_full
 from ..common.kernels.prefetch import prefetch

@@ -4,9 +4,9 @@ document model P_TCM(c | d) for retrieval (see :mod:`models.tcm.kernels` for the
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+from ..common.jit import njit
 
-from ..common.kernels.dirichlet import log_lik_docs  # noqa: F401  (the model imports it from here)
 from ..common.kernels.rng import uniform
 from ..common.kernels.sparse import add_prior_rows32, doc_chunk, lower_bound, n_doc_chunks, store_chunk
 

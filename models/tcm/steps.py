@@ -6,7 +6,7 @@ the addition of what was drawn.
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+from ..common.jit import njit
 
 from ..common.kernels.ftree import tree_sample, tree_set
 from ..common.kernels.rng import uniform

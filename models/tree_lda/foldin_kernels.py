@@ -17,7 +17,8 @@ paths are not drawn. ``phi[j, u, k]`` is P(w_u | k) under sample j for the words
 parallel on their own random streams (seed, sample, document).
 """
 import numpy as np
-from numba import njit, prange
+from numba import prange
+from ..common.jit import njit
 
 from ..common.kernels.foldin import doc_stream, fold_loop, keep_dense, write_dense
 from ..common.kernels.rng import uniform

@@ -22,10 +22,11 @@ the chain as :class:`models.tree_lda.state.Chain`, the sweep order as
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, typeof
+from numba import typeof
 from numba.core import types
 
 from ..common.corpus import read_only
+from ..common.jit import njit
 from ..common.kernels.rng import uniform
 from .sparse_kernels import root_of, sparse_sweep
 from .state import Chain, Runs, TreeArrays

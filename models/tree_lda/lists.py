@@ -11,7 +11,8 @@ miss per lookup. In sorted mode (SW's edge lists) counts are non-increasing alon
 The edges' lists are stored, built and written back by :mod:`models.tree_lda.tables`.
 """
 import numpy as np
-from numba import njit
+
+from ..common.jit import njit
 
 
 @njit(cache=True)

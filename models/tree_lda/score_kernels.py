@@ -6,7 +6,8 @@ paths' edge probabilities, :meth:`models.tree_lda.model.TreeLDA._phi_terms`): no
 theta and no (n_terms, K) phi per sample.
 """
 import numpy as np
-from numba import njit, prange
+from numba import prange
+from ..common.jit import njit
 
 from ..common.kernels.sparse import add_prior_rows32, doc_chunk, n_doc_chunks, store_chunk
 

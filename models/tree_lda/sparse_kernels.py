@@ -38,7 +38,8 @@ the chain's tables and lists (:class:`models.tree_lda.tables.Tables`), the docum
 kernels change it) and a draw's buffers (:class:`models.tree_lda.tables.Scratch`).
 """
 import numpy as np
-from numba import config, literally, njit
+from numba import config, literally
+from ..common.jit import njit
 
 from ..common.kernels.borrow import borrowed
 from ..common.kernels.rng import uniform

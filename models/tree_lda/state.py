@@ -8,7 +8,7 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+from ..common.jit import njit
 
 from ..common.kernels.rng import randint
 

@@ -24,7 +24,7 @@ document's list and cached sums) and :class:`Scratch` (what one draw writes and 
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+from ..common.jit import njit
 
 from ..common.kernels.prefetch import prefetch, prefetch2
 from .lists import topic_list

@@ -25,11 +25,11 @@ import re
 import warnings
 from typing import NamedTuple
 
-import numba
 import numpy as np
 from tqdm.auto import tqdm
 
 from models.common.atomic import atomic_open
+from models.common.jit import njit
 
 from ..core.jvm import release_heap
 from ..core.stats import STATS_DIR
@@ -227,7 +227,7 @@ def collocation_postings(stats, split: np.ndarray, term_ids) -> tuple[np.ndarray
     return docs[found].astype(np.int32), tf[found], int(tf.sum())
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _sequence_counts(doc_ptr, tokens, split, c, docs):
     """Occurrences of the sequence ``c`` with no split inside, in each of ``docs``, int32."""
     M = len(c)

@@ -7,9 +7,10 @@ import re
 from pathlib import Path
 from urllib.parse import quote
 
-import numba
 import numpy as np
 from tqdm.auto import tqdm
+
+from models.common.jit import njit
 
 from .jvm import jclass
 from .stats import CollectionStats, DocTokens, doc_major
@@ -239,7 +240,7 @@ def read_positions(lucene_dir: Path, docnos: list[str]) -> DocTokens:
     return DocTokens(terms, doc_ptr, term_ids, pos)
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _unpack_postings(data, post_doc, post_tf, positions, n_post, n_pos):
     """Postings flattened as docid, tf, tf positions into the arrays from offsets ``n_post`` and
     ``n_pos``; returns the new offsets (short data stops early, with offsets that do not add up)."""

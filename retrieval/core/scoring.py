@@ -17,6 +17,7 @@ import numpy as np
 
 from models.common.base import launch_numba_threads
 from models.common.corpus import read_only
+from models.common.jit import njit
 
 from .stats import CollectionStats
 
@@ -26,7 +27,7 @@ LAM = 0.7
 OMEGA = 0.1 / 0.85
 
 
-@numba.njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True)
 def _score_mixture(doc_len, post_doc, post_tf, post_lo, post_hi, p_c, q_weight, mu, lam, p_tm, scratch, out):
     """Add sum_w q_weight[w] * log(lam * P_QL(w|d) + (1 - lam) * p_tm[d, w]) to ``out`` (changed in place).
 
@@ -69,7 +70,7 @@ def _score_mixture(doc_len, post_doc, post_tf, post_lo, post_hi, p_c, q_weight, 
             tf[post_doc[i], j] = 0
 
 
-@numba.njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True)
 def _score_ql(log_norm, post_doc, post_tf, post_lo, post_hi, p_c, q_weight, mu, out):
     """Exact Dirichlet QL of every document into ``out`` (changed in place): the part every
     document has, sum_w q_weight[w] * (log(mu P(w|C)) - log(|d| + mu)) with ``log_norm`` =
@@ -206,7 +207,7 @@ class Scorer:
         return extra
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _kth_largest(scores, k):
     """(the k-th largest of ``scores``, True), 1 <= k <= len: a min-heap of the k best seen,
     which most scores pass with one comparison once it holds good ones. Scores that keep
@@ -227,7 +228,7 @@ def _kth_largest(scores, k):
     return heap[0], True
 
 
-@numba.njit(cache=True, inline="always")
+@njit(cache=True, inline="always")
 def _sift_down(heap, i, n):
     v = heap[i]
     while True:

@@ -16,6 +16,8 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from models.common.jit import njit
+
 STATS_DIR = "topicir-stats"
 FORMAT_VERSION = 1
 _ARRAYS = ("doc_ptr", "term_ids", "positions", "post_ptr", "post_doc", "post_tf")
@@ -252,7 +254,7 @@ class CollectionStats:
 # Linear passes over the tokens, instead of sorts of all of them (lexsort, np.unique of term-document
 # keys): an AP-sized collection has tens of millions.
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _in_position_order(doc_ptr, positions) -> bool:
     """Whether positions never decrease within a document."""
     for d in range(len(doc_ptr) - 1):
@@ -262,7 +264,7 @@ def _in_position_order(doc_ptr, positions) -> bool:
     return True
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _postings(doc_ptr, term_ids, n_terms):
     """Term-major postings of doc-major tokens: the (term, doc) pairs in term then doc order, each
     with its count (what ``np.unique`` of ``term * n_docs + doc`` gives, without the sort)."""
@@ -294,7 +296,7 @@ def _postings(doc_ptr, term_ids, n_terms):
     return post_ptr, post_doc, post_tf
 
 
-@numba.njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True)
 def _term_totals(post_ptr, post_tf):
     """Every term's postings' tf summed, int64: read once from the (mapped) postings, with no
     int64 copy of them, which at AP size is hundreds of MB of fresh memory to fault in."""
@@ -308,7 +310,7 @@ def _term_totals(post_ptr, post_tf):
     return out
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def doc_major(df, post_row, post_tf, positions, n_docs):
     """Doc-major tokens from term-major postings (as a Lucene index stores them).
 

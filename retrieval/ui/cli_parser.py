@@ -13,7 +13,6 @@ from ..core.plugins import ADAPTERS, hook
 from . import cli_commands as cmd
 from .cli_bench import BENCH
 from .cli_more import COHERENCE
-from .source_values import constant
 from .cli_reference import reference, write_page
 from .cli_reproduce import REPRODUCE
 from .cli_tables import Command

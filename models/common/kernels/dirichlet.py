@@ -4,7 +4,9 @@ document-topic part log p(z) over sparse per-document topic lists shared by LDA,
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+
+from ..jit import njit
 
 
 @njit(cache=True, parallel=True)

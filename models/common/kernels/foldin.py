@@ -19,8 +19,8 @@ Each (sample cs, document doc) pair has its own random stream, :func:`doc_stream
 depend on the number of threads nor on how documents are split into batches.
 """
 import numpy as np
-from numba import njit
 
+from ..jit import njit
 from .rng import seed_stream
 
 

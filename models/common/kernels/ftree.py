@@ -5,7 +5,8 @@ so the tree is a pure function of its leaves: no floating-point drift, and the r
 depend on the order of the updates.
 """
 import numpy as np
-from numba import njit
+
+from ..jit import njit
 
 
 @njit(cache=True, inline="always")

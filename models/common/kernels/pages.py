@@ -11,9 +11,11 @@ import sys
 
 import numpy as np
 from llvmlite import ir
-from numba import njit, types
+from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
+
+from ..jit import njit
 
 PAGE = 4096
 HUGE = 2 << 20  # smaller regions get no 2 MiB page

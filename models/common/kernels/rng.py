@@ -5,7 +5,8 @@ each document shard owns its own stream (STYLE rule 3), so no stream is ever sha
 ``prange`` iterations and results do not depend on the number of threads.
 """
 import numpy as np
-from numba import njit
+
+from ..jit import njit
 
 MASK64 = (1 << 64) - 1
 

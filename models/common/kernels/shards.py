@@ -1,6 +1,6 @@
 """The partition scheme's topic totals (Yan et al. 2009; LDA, PAM): during a sub-step every
 shard samples against its own copy of the totals, and the copies are merged after it."""
-from numba import njit
+from ..jit import njit
 
 
 @njit(cache=True, inline="always")

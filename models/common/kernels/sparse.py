@@ -2,7 +2,9 @@
 cumulative tables, labels to (label, count) lists, weighted sums of a few rows of a dense table
 and dense count rows to CSR."""
 import numpy as np
-from numba import njit, prange
+from numba import prange
+
+from ..jit import njit
 
 
 # Documents a thread scores sample by sample in the document models' kernels: one sample's

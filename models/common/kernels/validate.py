@@ -7,7 +7,9 @@ is outside [0, n_idx), out of order or whose count is negative, and, when asked 
 none, sums its counts per column.
 """
 import numpy as np
-from numba import njit, prange
+from numba import prange
+
+from ..jit import njit
 
 # columns of ``first_bad``
 BAD_INDEX, BAD_ORDER, BAD_COUNT = 0, 1, 2
