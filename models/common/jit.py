@@ -2,11 +2,10 @@
 
 numba checks a cached kernel against its own file only, so after an edit or a ``git pull`` in
 an editable install, a kernel whose file did not change but whose callee in another file did
-loads the old callee's machine code: old results, or a crash when an array layout moved. Two
-cached kernels holding different versions of one helper also clash once both are loaded
-(the first one's helper serves both). Here every cached kernel of ``models`` and
-``retrieval`` is checked against a digest of all the source files of both packages as well,
-so any change recompiles them all, each on first use.
+still runs the old callee's machine code: old results, or a crash where old and new code
+disagree. Here every cached kernel of ``models`` and ``retrieval`` is checked against a
+digest of all the source files of both packages as well, so any change recompiles them all,
+each on first use.
 
 Kernel modules take ``njit`` from here (``from ..common.jit import njit``): importing this
 module puts the locators in place before their decorators run. A cache placed with
