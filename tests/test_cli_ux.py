@@ -62,6 +62,16 @@ def test_train_help_reads_as_plain_text(kind, capsys):
     assert "--threads" in out and "`" not in out and ":func:" not in out and ":meth:" not in out
 
 
+def test_train_without_a_kind_names_the_kinds_not_parser_internals(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["train"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "required: KIND, OPTIONS" in err and "rest" not in err
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    assert "the model kind: lda, pam, tcm, glda, avipam, tree-lda" in capsys.readouterr().out
+
+
 # -- issue 59 -------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

@@ -140,8 +140,9 @@ def _fill_run(s) -> None:
 
 
 def _fill_train(s) -> None:
-    s.add_argument("kind", choices=kinds(), help="the model kind")
-    s.add_argument("rest", nargs=argparse.REMAINDER, help="--index DIR and the kind's options")
+    s.add_argument("kind", choices=kinds(), metavar="KIND",
+                   help="the model kind: " + ", ".join(kinds()))
+    s.add_argument("rest", nargs=argparse.REMAINDER, metavar="OPTIONS", help="--index DIR and the kind's options")
     s.set_defaults(func=cmd.cmd_train)
 
 
