@@ -35,6 +35,24 @@ def test_a_signal_while_the_library_loads_is_one_line_and_exit_130(command, sign
     assert out == "" and not (tmp_path / "idx").exists()
 
 
+@pytest.mark.parametrize("error, wait", [("KeyboardInterrupt", 5), ("KeyboardInterrupt", 0), ("ValueError('kept')", 0)])
+def test_an_interrupt_python_drops_in_a_callback_still_stops_the_command(error, wait):
+    """A signal that lands in a weakref callback of the import machinery is "Exception ignored"
+    and dropped by Python: the command line delivers it again, also where the command ends at once;
+    other such errors are only printed."""
+    code = ("import signal, time, weakref\nfrom retrieval.ui.stop_signals import interrupts_not_lost, terminate\n"
+            "signal.signal(signal.SIGTERM, terminate)\nclass A: pass\n"
+            f"def callback(ref): raise {error}\n"
+            "try:\n    with interrupts_not_lost():\n        a = A(); ref = weakref.ref(a, callback); del a\n"
+            f"        time.sleep({wait})\n    print('went on')\n"
+            "except KeyboardInterrupt:\n    print('interrupted')\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    if error == "KeyboardInterrupt":
+        assert (out.stdout, out.stderr) == ("interrupted\n", "")
+    else:
+        assert out.stdout == "went on\n" and "Exception ignored" in out.stderr and "ValueError: kept" in out.stderr
+
+
 def test_the_entry_module_imports_only_the_standard_library():
     """What runs before main() installs the handlers: nothing of numpy, argparse's parsers or the library
     (the signal handlers' module is standard library only)."""

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import signal
 import sys
+from contextlib import nullcontext
 
-from .stop_signals import terminate
+from .stop_signals import interrupts_not_lost, terminate
 
 
 def main(argv=None) -> int:
@@ -18,6 +19,15 @@ def main(argv=None) -> int:
     caller of ``main(argv)`` keeps its own signal handlers."""
     if argv is None:
         signal.signal(signal.SIGTERM, terminate)
+    try:
+        with interrupts_not_lost() if argv is None else nullcontext():
+            return _main(argv)
+    except KeyboardInterrupt:  # one Python had dropped, delivered again as the command ended
+        print("topicir: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv) -> int:
     command = "topicir"
     try:
         from .cli_parser import parse_args

@@ -5,8 +5,10 @@ second stops at once (the sweeps since the last checkpoint are lost). Standard l
 :mod:`retrieval.ui.cli` imports it before anything else."""
 from __future__ import annotations
 
+import _thread
 import logging
 import signal
+import sys
 import threading
 from contextlib import contextmanager
 
@@ -17,6 +19,34 @@ def terminate(signum, frame):
     """The command line's SIGTERM handler: an interruption, cleaned up (temporaries, partial
     builds) as Ctrl-C is."""
     raise KeyboardInterrupt
+
+
+@contextmanager
+def interrupts_not_lost():
+    """A KeyboardInterrupt raised where Python cannot pass it on (a weakref callback of the
+    import machinery, a ``__del__``) is printed as "Exception ignored" and dropped, and the
+    command would go on: it is delivered again, as SIGTERM, whose handler stops the command.
+    From a timer thread, a moment later: delivered at once, it would be raised in this hook,
+    which is no place to pass it on either. One still on its way when the block ends arrives
+    before the block is left."""
+    before = sys.unraisablehook
+    timers = []
+
+    def hook(unraisable):
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            timers.append(threading.Timer(0.01, _thread.interrupt_main, args=(signal.SIGTERM,)))
+            timers[-1].daemon = True
+            timers[-1].start()
+        else:
+            before(unraisable)
+
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        sys.unraisablehook = before
+        for timer in timers:
+            timer.join()
 
 
 @contextmanager
