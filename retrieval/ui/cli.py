@@ -19,30 +19,23 @@ def main(argv=None) -> int:
     caller of ``main(argv)`` keeps its own signal handlers."""
     if argv is None:
         signal.signal(signal.SIGTERM, terminate)
-    try:
-        with interrupts_not_lost() if argv is None else nullcontext():
-            return _main(argv)
-    except KeyboardInterrupt:  # one Python had dropped, delivered again as the command ended
-        print("topicir: interrupted", file=sys.stderr)
-        return 130
-
-
-def _main(argv) -> int:
     command = "topicir"
     try:
-        from .cli_parser import parse_args
-        from .guard import internal_error, run_guarded
-        from .logs import setup_logging
-        from .progress import progress_bars
+        # an interrupt Python dropped and delivers again as the block ends is caught below too
+        with interrupts_not_lost() if argv is None else nullcontext():
+            from .cli_parser import parse_args
+            from .guard import internal_error, run_guarded
+            from .logs import setup_logging
+            from .progress import progress_bars
 
-        try:
-            args = parse_args(argv)
-        except Exception as exc:  # argparse's own errors are SystemExit
-            return internal_error(command, exc)
-        command = f"topicir {args.command}"
-        setup_logging(args.quiet)
-        with progress_bars(not args.quiet):
-            return run_guarded(args.command, args.func, args)
+            try:
+                args = parse_args(argv)
+            except Exception as exc:  # argparse's own errors are SystemExit
+                return internal_error(command, exc)
+            command = f"topicir {args.command}"
+            setup_logging(args.quiet)
+            with progress_bars(not args.quiet):
+                return run_guarded(args.command, args.func, args)
     except KeyboardInterrupt:
         print(f"{command}: interrupted", file=sys.stderr)
         return 130

@@ -34,9 +34,10 @@ def interrupts_not_lost():
 
     def hook(unraisable):
         if isinstance(unraisable.exc_value, KeyboardInterrupt):
-            timers.append(threading.Timer(0.01, _thread.interrupt_main, args=(signal.SIGTERM,)))
-            timers[-1].daemon = True
-            timers[-1].start()
+            timer = threading.Timer(0.01, _thread.interrupt_main, args=(signal.SIGTERM,))
+            timer.daemon = True
+            timer.start()
+            timers.append(timer)
         else:
             before(unraisable)
 
