@@ -189,6 +189,23 @@ def test_a_librarys_deprecation_of_its_own_internals_is_not_shown():
     assert [str(w.message) for w in shown] == ["old call", "rayon"]
 
 
+def test_an_unclosed_file_is_not_a_users_warning(tmp_path):
+    """A signal between an import's open and its ``with`` leaves a file for the collector to close:
+    its ResourceWarning is not printed while the command stops with its one line."""
+    import gc
+    import warnings
+
+    from retrieval.ui.logs import setup_logging
+
+    (tmp_path / "f").write_bytes(b"x")
+    with warnings.catch_warnings(record=True) as shown:
+        setup_logging(quiet=True)
+        open(tmp_path / "f", "rb")
+        gc.collect()
+        warnings.warn("kept", UserWarning)
+    assert [str(w.message) for w in shown] == ["kept"]
+
+
 def test_a_rerun_warning_reads_as_the_docs_promise(index_dir, tmp_path):
     out = tmp_path / "ql.txt"
     args = ["-q", "run", "--index", index_dir, "--topics", DATA / "topics.trec", "--out", out]

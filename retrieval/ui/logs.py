@@ -38,6 +38,9 @@ def setup_logging(quiet: bool) -> None:
     root.addHandler(handler)
     root.setLevel(level)
     warnings.simplefilter("default")
+    # an unclosed file is the code's bug, not the user's: a signal between an import's open and
+    # its ``with`` leaves one that the collector reports while the command already stops
+    warnings.filterwarnings("ignore", category=ResourceWarning)
     # a library's deprecation of its own internals (Ray Train setting Ray Data's old options) is
     # not the user's to act on; one that names a call of ours is attributed to our module
     warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"ray(\.|$)")
