@@ -181,6 +181,28 @@ def test_save_and_load(fitted, corpus_beta, tmp_path):
         AVIPAM.load(path, fingerprint="other")
 
 
+def test_ranking_with_a_model_file_starts_no_torch_and_a_damaged_network_is_refused_when_built(fitted, corpus_beta, tmp_path):
+    """A run loads the file's checked arrays and ranks without torch (seconds of a command's
+    start); the network's state, which only inference reads, is checked when first built."""
+    from models.common import checkpoint as ck
+
+    path = tmp_path / "avi.npz"
+    fitted.save(path)
+    code = ("import sys\nfrom models import registry\nm = registry.load(sys.argv[1])\nm.p_w_d([1, 9])\n"
+            "print('torch' in sys.modules)\ntry:\n    m.net_\nexcept ValueError as e:\n    print(e)\n"
+            "else:\n    print('built')\n")
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True)
+    assert out.stdout == "False\nbuilt\n", out.stderr
+    f = ck.read_model_file(path)
+    name = next(k for k in f.arrays if k.startswith("net.") and f.arrays[k].dtype.kind == "f")
+    bad = f.arrays[name].copy()
+    bad.flat[0] = np.nan
+    header = {k: v for k, v in f.header.items() if k not in ("format", "format_version", "arrays")}
+    ck.write_model_file(tmp_path / "bad.npz", header, dict(f.arrays, **{name: bad}))
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "bad.npz")], capture_output=True, text=True, check=True)
+    assert out.stdout == f"False\n{tmp_path / 'bad.npz'}: {name} holds a value that is not finite\n", out.stderr
+
+
 def test_files_without_n_docs_in_the_header_still_load(fitted, corpus_beta, tmp_path):
     """Files written before the header recorded n_docs take it from their arrays."""
     from models.common import checkpoint as ck

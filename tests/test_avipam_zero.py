@@ -1,9 +1,6 @@
 """Adam's state partitioned over data-parallel workers (models/avipam/zero.py): two gloo
 processes, each keeping the moments of half the parameters, take exactly the steps of one
 torch.optim.Adam on the summed gradients, and their gathered moments are its state."""
-import os
-import socket
-
 import numpy as np
 import pytest
 import torch
@@ -36,9 +33,9 @@ def _opt(net):
     return torch.optim.Adam(net.parameters(), lr=0.01, betas=(0.99, 0.999), fused=True)
 
 
-def _worker(rank, world, port, out):
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("gloo", rank=rank, world_size=world)
+def _worker(rank, world, rendezvous, out):
+    # a file, not a TCP port: a port found free may be taken by another test before gloo binds it
+    dist.init_process_group("gloo", init_method=f"file://{rendezvous}", rank=rank, world_size=world)
     torch.set_num_threads(1)
     try:
         net = _net()
@@ -58,16 +55,10 @@ def _worker(rank, world, port, out):
         dist.destroy_process_group()
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.parametrize("world", [2, 3])
 def test_workers_take_one_adams_steps_on_the_summed_gradients(tmp_path, world):
     out = tmp_path / "rank0.pt"
-    mp.spawn(_worker, args=(world, _free_port(), str(out)), nprocs=world, join=True)
+    mp.spawn(_worker, args=(world, str(tmp_path / "rendezvous"), str(out)), nprocs=world, join=True)
     got = torch.load(out, weights_only=False)
 
     threads = torch.get_num_threads()

@@ -1,5 +1,5 @@
 """aviPAM's architectures: the DAG descriptions ("4pam:12,100", "molda:10:50", "ctm:50") parsed
-into the masks that join each level of nodes to the next."""
+into the masks that join each level of nodes to the next, and the Laplace prior of a level."""
 import re
 from typing import NamedTuple
 
@@ -64,3 +64,11 @@ def parse_arch(desc):
         return Arch([np.ones((1, len(ks)), dtype=bool), comp], groups, [len(ks), int(bounds[-1])])
     raise ValueError(f"cannot parse arch {desc!r}: use 'Lpam:n1,...' (e.g. '3pam:50', '4pam:50,100', "
                      f"'5pam:10,50,100'), 'molda:K1:K2:...' (e.g. 'molda:10:50') or 'ctm:K'")
+
+
+def laplace_prior(alpha, n_children):
+    """Mean and variance, in the softmax basis, of the Laplace approximation of a symmetric
+    Dirichlet(alpha) over ``n_children`` (MacKay 1998; AVITM): mu = 0 and
+    var = (1/alpha)(1 - 2/K) + (1/K^2) K/alpha = (1/alpha)(1 - 1/K)."""
+    K = n_children
+    return 0.0, (1.0 / alpha) * (1.0 - 2.0 / K) + (1.0 / K ** 2) * (K / alpha)

@@ -11,7 +11,7 @@ import copy
 import numpy as np
 
 from . import files
-from .arch import parse_arch
+from .arch import laplace_prior, parse_arch
 from .executor import check_executor, on_ray
 from .foldin import _ONE_PASS, AVIFoldInMixin, chain_block
 from .nets.net_files import term_major
@@ -285,8 +285,6 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
     def _net_buffers(self):
         """The network's fixed buffers the parameters give, by name: every level's mask and the
         Laplace variances of its prior (a file's must equal them)."""
-        from .nets.pam_net import laplace_prior
-
         arch = parse_arch(self.arch)
         out = {}
         for level, (mask, alpha) in enumerate(zip(arch.masks, self._alphas(arch))):

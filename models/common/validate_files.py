@@ -159,25 +159,30 @@ def _net_state(path, arrays, net, model, prefix="net."):
                              f"architecture in the header needs {shape} {str(t.dtype)[6:]}")
         if a.dtype.kind == "f" and first_bad(a, lambda p: ~np.isfinite(p)) is not None:
             raise ValueError(f"{os.fspath(path)}: {k} holds a value that is not finite")
+    _net_buffers(path, arrays, model, prefix)
+
+
+def _net_buffers(path, arrays, model, prefix="net."):
+    """The file's network buffers its parameters fix (``model._net_buffers()``: aviPAM's masks
+    and prior variances) equal to them: checked without torch, so that a file whose parameters
+    disagree with its network is refused when it loads, also for ranking."""
     buffers = model._net_buffers()
-    for k in want:
+    for k in (k for k in arrays if k.startswith(prefix)):
         fixed = buffers.get(k.rsplit(".", 1)[-1])  # every chain's network has the same
-        if fixed is not None and not np.allclose(arrays[k].reshape(fixed.shape).astype(np.float64), fixed, rtol=1e-5, atol=0):
+        if fixed is None:
+            continue
+        a = arrays[k]
+        if a.size != fixed.size or not np.allclose(a.reshape(fixed.shape).astype(np.float64), fixed, rtol=1e-5, atol=0):
             raise ValueError(f"{os.fspath(path)}: {k} is not what the header's architecture and "
                              f"priors give; the file and its parameters disagree")
 
 
 def variational_model_file(cls, path, f, doc_len=None):
     """Validate a torch model file: header parameters, the declared arrays (against the index's
-    documents' token counts ``doc_len`` where given), then the network state against the
-    architecture the header names."""
-    params = f.header.get("params")
-    if isinstance(params, dict) and str(params.get("device", "")).startswith("cuda"):
-        import torch
-
-        if not torch.cuda.is_available():  # loaded on the CPU, as load does
-            params = dict(params, device="cpu")
-    model = header_params(cls, path, dict(f.header, params=params))
+    documents' token counts ``doc_len`` where given) and the network's buffers the parameters
+    fix. The rest of its network state is checked by :func:`variational_net_state` when the
+    network is first built (ranking reads none of it)."""
+    model = header_params(cls, path, f.header)
     header_int(path, f.header, "n_iter", 1)
     _sample_iter(path, f.header, 1)
     _log_lik_header(path, f.header)
@@ -186,17 +191,22 @@ def variational_model_file(cls, path, f, doc_len=None):
         dims["documents"] = header_int(path, f.header, "n_docs", 1)
     dims.update(cls._FILE_SPEC.dims(model, f.header, None))
     dims = run_checks(cls._FILE_SPEC.model, context(path, f.header, f.arrays, model, dims, collection=doc_len))
-    if any(k.startswith("net.") for k in f.arrays):
-        import torch
-
-        try:
-            with torch.device("meta"):  # shapes only: a header asking for a huge layer allocates nothing
-                net = model._build_net(dims["terms"])
-        except RuntimeError as e:  # sizes beyond what torch can even describe
-            raise ValueError(f"{os.fspath(path)}: the network the header's parameters describe cannot "
-                             f"be built ({str(e).splitlines()[0]})") from None
-        _net_state(path, f.arrays, net, model)
+    _net_buffers(path, f.arrays, model)
     return model, dims
+
+
+def variational_net_state(model, path, arrays):
+    """The network state ``arrays`` (``net.`` names) of the model file ``path`` against the
+    network that ``model``'s checked parameters build."""
+    import torch
+
+    try:
+        with torch.device("meta"):  # shapes only: a header asking for a huge layer allocates nothing
+            net = model._build_net(model.n_terms_)
+    except RuntimeError as e:  # sizes beyond what torch can even describe
+        raise ValueError(f"{os.fspath(path)}: the network the header's parameters describe cannot "
+                         f"be built ({str(e).splitlines()[0]})") from None
+    _net_state(path, arrays, net, model)
 
 
 def variational_checkpoint(model, path, f, net, opt, generators):

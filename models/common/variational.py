@@ -11,6 +11,7 @@ model. On a GPU a seed gives one model run to run too (checked by
 differently and draw from different random streams.
 """
 import os
+import re
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
@@ -22,6 +23,9 @@ from .base import TopicModel
 from .corpus import content_hash
 from .heldout import document_completion, training_sample
 from .stopping import stop_point
+
+# The devices the torch kinds are built and tested for.
+_DEVICE = re.compile(r"cpu|cuda(:[0-9]+)?")
 
 # Parameters that say where training runs, not what it computes: never written to model files.
 _RUNTIME_PARAMS = ("executor", "n_workers", "adam_state")
@@ -96,15 +100,17 @@ class VariationalModel(TopicModel):
     _INFERENCE_ARRAYS = ()
     # What a progress bar calls ``log_lik_``.
     log_lik_label = "elbo_per_token"
-    # A loaded model's network is built from the file's (checked) state on first use: ranking
-    # reads only the fitted arrays, and neither builds it nor copies its weights.
+    # A loaded model's network is checked against the file's parameters and built on first use:
+    # ranking reads only the fitted arrays, and neither builds it nor copies its weights.
     _net = None
     _net_state = None
+    _net_file = None
 
     @property
     def net_(self):
         """The trained network (None for a file that holds none)."""
         if self._net is None and self._net_state is not None:
+            validate_files.variational_net_state(self, self._net_file, self._net_state)
             net = self._make_net(self.n_terms_)
             self._load_net_state(net, self._net_state)
             net.eval()
@@ -136,16 +142,17 @@ class VariationalModel(TopicModel):
         if self.n_jobs is not None:
             self._pos_int("n_jobs")
         self._pos_float("lr")
-        if not isinstance(self.device, str) or not self.device:
-            raise ValueError(f"device must be a torch device string such as 'cpu' or 'cuda', got {self.device!r}")
+        # checked without torch: a model file's parameters are checked when it loads for ranking,
+        # which never starts torch
+        if not isinstance(self.device, str) or not _DEVICE.fullmatch(self.device):
+            raise ValueError(f"device must be a torch device string such as 'cpu' or 'cuda' "
+                             f"(or 'cuda:N'), got {self.device!r}")
+
+    def _check_device(self):
+        """A CUDA device is one torch sees (before training on it)."""
         import torch
 
-        try:
-            dev = torch.device(self.device)
-        except RuntimeError:
-            raise ValueError(f"device must be a torch device string such as 'cpu' or 'cuda', "
-                             f"got {self.device!r}") from None
-        if dev.type == "cuda" and not torch.cuda.is_available():
+        if self.device.startswith("cuda") and not torch.cuda.is_available():
             raise ValueError("device 'cuda' asked for, but torch sees no CUDA device "
                              "(torch.cuda.is_available() is False); use --device cpu")
 
@@ -175,6 +182,7 @@ class VariationalModel(TopicModel):
 
         self._check_corpus(corpus)
         self._check_params(corpus)
+        self._check_device()
         prev = torch.get_num_threads()
         # One thread on the CPU whatever n_jobs: torch splits its reductions by thread count, so
         # only a fixed count gives the same model for a seed (n_jobs sets transform's threads).
@@ -468,11 +476,12 @@ class VariationalModel(TopicModel):
         for name in cls._INFERENCE_ARRAYS:
             setattr(model, name + "_", a[name])
         state = {k: v for k, v in a.items() if k.startswith("net.")}
-        if state:
-            import torch  # imported by the file's checks already
+        if state and model.device.startswith("cuda"):
+            import torch
 
-            if torch.device(model.device).type == "cuda" and not torch.cuda.is_available():
+            if not torch.cuda.is_available():
                 model.device = "cpu"
         model.net_ = None
-        model._net_state = state or None  # the network built on first use (net_)
+        # the network checked and built on first use (net_): ranking never needs it, nor torch
+        model._net_state, model._net_file = state or None, os.fspath(path)
         return model

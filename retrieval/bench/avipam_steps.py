@@ -165,6 +165,7 @@ def run(*, docs: int = 20_000, terms: int = 200_000, mean_len: float = 282.0, in
         raise ValueError(f"epochs must be >= 2 (the first one is not timed), got {epochs!r}")
     model = AVIPAM(epochs=epochs, seed=seed, device=device, n_jobs=threads)
     model._check_params()  # a device torch cannot use is refused before the corpus is made
+    model._check_device()
     corpus, made = _corpus(index, docs, terms, mean_len, seed)
     clock = time_parts(model, device)
     ticks = []

@@ -26,18 +26,11 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ..arch import laplace_prior
 from .docs import Docs, as_docs, batch_size, doc_sums
 from .draws import normal, uniform
 from .pair_decoder import pair_log_lik
 from .term_layer import TermLayer
-
-
-def laplace_prior(alpha, n_children):
-    """Mean and variance, in the softmax basis, of the Laplace approximation of a symmetric
-    Dirichlet(alpha) over ``n_children`` (MacKay 1998; AVITM): mu = 0 and
-    var = (1/alpha)(1 - 2/K) + (1/K^2) K/alpha = (1/alpha)(1 - 1/K)."""
-    K = n_children
-    return 0.0, (1.0 / alpha) * (1.0 - 2.0 / K) + (1.0 / K ** 2) * (K / alpha)
 
 
 class RowL2Norm(nn.Module):
