@@ -160,6 +160,7 @@ def test_two_workers_follow_the_local_trajectory(ray_cluster, tmp_path):
     np.testing.assert_array_equal(back.log_lik_, got.log_lik_)
 
 
+@pytest.mark.long  # two Ray Train workers trained twice: about a minute (make test-long)
 def test_partitioned_adam_state_trains_the_replicated_model_bit_for_bit(ray_cluster, tmp_path):
     """adam_state="partitioned": each worker keeps Adam's moments of its range of the parameters;
     the same gradients' sums and the same elementwise update give the replicated run's model,

@@ -135,6 +135,7 @@ def two_vocabularies():
     return data, (np.arange(data.n_tokens) % 7 == 3).astype(np.uint8)
 
 
+@pytest.mark.long  # a sharded Ray training beside the local one: most of a minute (make test-long)
 def test_sharded_tcm_on_workers_is_the_local_model_and_the_driver_holds_totals_only(ray_cluster, tmp_path):  # noqa: F811
     from models.tcm import merge_kernels as MK
     from models.tcm.build_kernels import build_tables
