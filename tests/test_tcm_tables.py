@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from models.common.corpus import synthetic_corpus
-from models.tcm.build_kernels import build_tables, init_random
+from models.tcm.build_kernels import build_tables, build_tables_coded, init_random
 from models.tcm.model import TCM
 from models.tcm.restaurants import (entries_copy, entries_reserve, entry_add, entry_lookup,
                                     entry_rehash, entry_slots, hash_span, type_lookup, type_new,
@@ -109,3 +109,62 @@ def test_sweeps_are_the_same_whatever_the_size_of_the_slot_tables(sampler):
     assert (runs[0][0] < 0).any()
     for got, want in zip(runs[1], runs[0]):
         np.testing.assert_array_equal(got, want)
+
+
+def assert_same_restaurants(got, want):
+    """Equal restaurants, field for field (the type and entry arrays up to their counts, since
+    their capacity beyond is scratch)."""
+    assert got.n_types == want.n_types and got.n_entries == want.n_entries
+    for name in got._fields:
+        g, w = getattr(got, name), getattr(want, name)
+        if name.startswith("ty_") and name != "ty_slot":
+            g, w = g[:want.n_types], w[:want.n_types]
+        elif name.startswith("en_") and name != "en_slot":
+            g, w = g[:want.n_entries], w[:want.n_entries]
+        np.testing.assert_array_equal(g, w, err_msg=name)
+
+
+@pytest.mark.parametrize("sampler,shards", [("sparse", 3), ("exact", 1), ("sparse", 1)])
+def test_the_merge_from_the_sweeps_types_is_the_rebuild_from_b(sampler, shards):
+    """After every sweep, from the random start on (most types added by the sweep) to settled
+    chains (most types kept), the restaurants built from the types the sweep wrote are those
+    built from b alone."""
+    corpus = synthetic_corpus(150, 60, 40, seed=6, n_latent=4)
+    split = (np.random.default_rng(2).random(corpus.n_tokens) < 0.2).astype(np.uint8)
+    m = prepared(TCM(n_topics=7, n_chains=1, n_shards=shards, seed=4, sampler=sampler), corpus,
+                 split, alpha0=20.0)
+    m._init_chains(corpus)
+    added = []
+    for _ in range(6):
+        t = m._chain_tables(0)
+        code, old_hash = t.col_entry, t.ty_hash[:t.n_types].copy()
+        m._sweep(0, merge=False, code=code)
+        boundary = m.b_[0] >= 0
+        added.append(int((code[boundary] < 0).sum()))
+        assert (code[boundary] < t.n_types).all()
+        want = build_tables(corpus.term_ids, m.b_[0], m.n_topics)
+        got = build_tables_coded(corpus.term_ids, m.b_[0], m.n_topics, code, old_hash)
+        assert got.col_entry is code  # the codes become the entries, in place
+        assert_same_restaurants(got, want)
+        m._tables[0] = got
+    assert added[0] > 0 and min(added) < added[0]  # types added, and fewer once settled
+
+
+def test_a_fit_merges_from_the_sweeps_types_and_gives_the_model_of_the_rebuild(monkeypatch):
+    """fit's merges go through the sweeps' types, and the model is the one of rebuilds from b."""
+    import models.tcm.model as tcm_model
+
+    corpus = synthetic_corpus(120, 50, 40, seed=3, n_latent=4)
+    split = (np.random.default_rng(1).random(corpus.n_tokens) < 0.2).astype(np.uint8)
+    kw = dict(n_topics=6, n_chains=2, n_iter=6, n_shards=2, seed=2, alpha0=20.0)
+    coded = TCM(**kw).fit(corpus, split=split)
+    calls = []
+
+    def rebuild_only(term_ids, b, n_topics, code, old_hash):
+        calls.append(1)
+        return build_tables(term_ids, b, n_topics)
+    monkeypatch.setattr(tcm_model, "build_tables_coded", rebuild_only)
+    rebuilt = TCM(**kw).fit(corpus, split=split)
+    assert len(calls) == kw["n_chains"] * kw["n_iter"]
+    for name in ("b_", "dt_topic_", "dt_count_", "dt_nnz_", "log_lik_"):
+        np.testing.assert_array_equal(getattr(coded, name), getattr(rebuilt, name), err_msg=name)

@@ -6,7 +6,7 @@ import numpy as np
 from numba import prange
 from ..common.jit import njit
 
-from ..common.kernels.pages import huge_empty, huge_full
+from ..common.kernels.pages import huge_empty
 from ..common.kernels.prefetch import prefetch
 from ..common.kernels.rng import uniform
 from ..common.kernels.sparse import label_counts
@@ -87,6 +87,86 @@ def build_tables(term_ids, b, n_topics):
     if 2 * n_slots_for(n_types) != len(ty_slot):
         ty_slot = type_slots(n_types)
         type_rehash(ty_slot, ty_hash, ty_len, 0, n_types)
+    return _entries(b, n_topics, n_k, col_type, huge_empty(N, np.int32), ty_slot, ty_hash, ty_len,
+                    ty_pos, ty_head, n_types)
+
+
+@njit(cache=True, nogil=True)
+def build_tables_coded(term_ids, b, n_topics, code, old_hash):
+    """``build_tables(term_ids, b, n_topics)``, array for array, after a sweep that wrote ``code``
+    (see :func:`models.tcm.kernels.sweep`): the type of most collocations is known, as one of
+    the types before the sweep (``old_hash``: their hashes), so only those of the types the
+    sweep added are hashed and looked up. ``code`` becomes the result's ``col_entry``.
+    """
+    N = len(b)
+    n_col = 0
+    n_added = 0
+    for i in range(N):
+        if b[i] >= 0:
+            n_col += 1
+            if code[i] < 0:
+                n_added += 1
+    # the types numbered in order of first occurrence, as build_tables numbers them: an old
+    # type by its number before the sweep, an added one by a lookup among the added ones
+    renumber = np.full(len(old_hash), -1, dtype=np.int32)
+    added_slot = type_slots(max(n_added, 1))
+    cap = 1024
+    ty_hash = np.empty(cap, dtype=np.uint64)
+    ty_len = np.empty(cap, dtype=np.int32)
+    ty_pos = np.empty(cap, dtype=np.int64)
+    ty_head = np.empty(cap, dtype=np.int32)
+    n_k = np.zeros(n_topics, dtype=np.int64)
+    col_type = huge_empty(n_col, np.int32)
+    n_types = 0
+    c = 0
+    s = 0
+    for i in range(N):
+        k = b[i]
+        if k < 0:
+            continue
+        n = i - s + 1
+        old = code[i]
+        h = np.uint64(0)
+        miss = -1
+        if old >= 0:
+            t = renumber[old]
+            if t < 0:
+                h = old_hash[old]
+        else:
+            h = hash_span(term_ids, s, n)
+            t = type_find(added_slot, ty_pos, term_ids, h, s, n)
+            miss = t
+        if t < 0:
+            if n_types == len(ty_hash):
+                ty_hash, ty_len, ty_pos, ty_head = types_resized(ty_hash, ty_len, ty_pos, ty_head,
+                                                                 n_types, 2 * n_types)
+            t = n_types
+            n_types += 1
+            if old >= 0:
+                renumber[old] = t
+                ty_hash[t] = h
+                ty_len[t] = n
+                ty_pos[t] = s
+                ty_head[t] = -1
+            else:
+                type_new(added_slot, ty_hash, ty_len, ty_pos, ty_head, miss, h, n, s, t)
+        col_type[c] = t
+        c += 1
+        n_k[k] += 1
+        s = i + 1
+    # the slots hold the types in the order of their numbers, as build_tables' do
+    ty_slot = type_slots(n_types)
+    type_rehash(ty_slot, ty_hash, ty_len, 0, n_types)
+    return _entries(b, n_topics, n_k, col_type, code, ty_slot, ty_hash, ty_len, ty_pos, ty_head, n_types)
+
+
+@njit(cache=True, nogil=True)
+def _entries(b, n_topics, n_k, col_type, tok_entry, ty_slot, ty_hash, ty_len, ty_pos, ty_head, n_types):
+    """The entries of the restaurants from the type (``col_type``) and topic of every
+    collocation (document order), and the Restaurants; ``tok_entry`` (n_tokens,) is overwritten
+    with the entry of the collocation ending at each boundary, -1 elsewhere."""
+    N = len(b)
+    n_col = len(col_type)
     # (type, topic) of every collocation in order, by two stable counting sorts (topic, then
     # type): the entries are the runs of that order, in the order of their ids. Linked-list
     # inserts of scattered entries would cost a cache miss per list node instead.
@@ -157,12 +237,13 @@ def build_tables(term_ids, b, n_topics):
             c += 1
         en_next[n_entries - 1] = -1
     entry_rehash(en_slot, en_type, en_topic, 0, n_entries)
-    tok_entry = huge_full(N, -1, np.int32)
     c = 0
     for i in range(N):
         if b[i] >= 0:
             tok_entry[i] = col_entry[c]
             c += 1
+        else:
+            tok_entry[i] = -1
     return Restaurants(ty_slot, ty_hash, ty_len, ty_pos, ty_head, n_types, en_slot, en_type,
                        en_topic, en_count, en_next, n_entries, n_k, tok_entry)
 

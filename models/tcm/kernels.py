@@ -132,25 +132,31 @@ class DocRow(NamedTuple):
 PREFETCH_AHEAD = 3
 
 
-def sweep(shard_doc, text, b, docs, tables, prior, sparse, rng, record):
+def sweep(shard_doc, text, b, docs, tables, prior, sparse, rng, record, code=None):
     """One Gibbs sweep of one chain: every shard in parallel against its copy of the restaurants.
 
-    text : Text; docs : DocTopics; tables : Restaurants (read only); prior : Prior.
+    text : Text; docs : DocTopics; tables : Restaurants (read only, but for ``code``); prior : Prior.
     rng : ndarray of shape (n_shards, 4), uint64; one stream per shard.
     ``record``: if it has rows, the normalised conditional (column 0: "none", 1 + k: topic k)
     the sampler drew from at token i is written to ``record[i]``, for tests.
-    Changes in place: b, docs, rng, record. The caller rebuilds the tables from b afterwards.
+    ``code``: int32 (n_tokens,) or None. If given, at every boundary i that the sweep leaves,
+    the type of the collocation ending at i among the ``tables``' types, or -1 for a type they
+    lack, for :func:`~models.tcm.build_kernels.build_tables_coded`. It may be ``tables.col_entry``
+    itself: the sweep reads an entry there only ahead of the position it writes.
+    Changes in place: b, docs, rng, record, code. The caller rebuilds the tables from b afterwards.
 
     Plain Python: parallel kernels take flat arrays (see models/common/kernels/__init__.py).
     """
-    _sweep(shard_doc, *text, b, *docs, *tables, *prior, sparse, rng, record)
+    if code is None:
+        code = np.empty(0, dtype=np.int32)
+    _sweep(shard_doc, *text, b, *docs, *tables, *prior, sparse, rng, record, code)
 
 
 @njit(cache=True, parallel=True)
 def _sweep(shard_doc, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_count, dt_nnz,
            ty_slot, ty_hash, ty_len, ty_pos, ty_head, n_types, en_slot, en_type, en_topic,
            en_count, en_next, n_entries, n_k, col_entry, alpha, alpha0, p0_len, max_len, sparse, rng,
-           record):
+           record, code):
     """The fields of ``sweep``'s NamedTuples, flat: a parallel kernel cannot take tuples
     (models/common/kernels/__init__.py); they are built inside the prange body."""
     S = len(shard_doc) - 1
@@ -159,7 +165,7 @@ def _sweep(shard_doc, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_count, 
                      DocTopics(cap_ptr, dt_topic, dt_count, dt_nnz),
                      Restaurants(ty_slot, ty_hash, ty_len, ty_pos, ty_head, n_types, en_slot,
                                  en_type, en_topic, en_count, en_next, n_entries, n_k, col_entry),
-                     Prior(alpha, alpha0, p0_len, max_len), sparse, rng[sh], record)
+                     Prior(alpha, alpha0, p0_len, max_len), sparse, rng[sh], record, code)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -167,13 +173,14 @@ def _sweep(shard_doc, doc_ptr, term_ids, split, b, cap_ptr, dt_topic, dt_count, 
 
 
 @njit(cache=True)
-def _sweep_shard(d0, d1, text, b, docs, tables, prior, sparse, rng, record):
-    """Resample b at every position of docs d0:d1 once, in document order.
+def _sweep_shard(d0, d1, text, b, docs, tables, prior, sparse, rng, record, code):
+    """Resample b at every position of docs d0:d1 once, in document order (``code``: see
+    :func:`sweep`; empty, none is written).
 
     The global ``tables`` are only read: the shard works on copies of their arrays, and reads
     their slot tables beside slot tables of its own (grown on demand) for the types and entries
     it adds.
-    Changes in place: b[doc_ptr[d0]:doc_ptr[d1]], docs of d0:d1, rng, record.
+    Changes in place: b[doc_ptr[d0]:doc_ptr[d1]], docs of d0:d1, rng, record, code.
     """
     doc_ptr = text.doc_ptr
     K = len(tables.n_k)
@@ -212,20 +219,24 @@ def _sweep_shard(d0, d1, text, b, docs, tables, prior, sparse, rng, record):
         loc = Local(tables.ty_slot, tables.en_slot, ty_slot, ty_hash, ty_len, ty_pos, ty_head,
                     en_slot, en_type, en_topic, en_count, en_next, n_k, tables.col_entry)
         n_types, n_entries = _sweep_doc(d, text, b, docs, loc, buf, n_types, n_entries, prior,
-                                        sparse, rng, record)
+                                        sparse, rng, record, code, n_types0)
 
 
 @njit(cache=True)
-def _sweep_doc(d, text, b, docs, loc, buf, n_types, n_entries, prior, sparse, rng, record):
+def _sweep_doc(d, text, b, docs, loc, buf, n_types, n_entries, prior, sparse, rng, record, code,
+               n_global):
     """Resample b at every position of doc d once, left to right (``loc`` has room for 2 new
     types and 2 new entries a token); returns the shard's new numbers of types and entries.
+    ``code`` (if not empty): at each boundary, the collocation's type if below ``n_global`` (one
+    of the global tables'), else -1 (one the shard added).
 
-    Changes in place: b of doc d, its doc list, loc, buf, rng, record.
+    Changes in place: b of doc d, its doc list, loc, buf, rng, record, code.
     """
     # borrowed here, not by the caller, so the steps' bindings cost no reference counting
     B = borrow
-    text, b, docs, loc, buf, prior, rng, record = (B(text), B(b), B(docs), B(loc), B(buf),
-                                                   B(prior), B(rng), B(record))
+    text, b, docs, loc, buf, prior, rng, record, code = (B(text), B(b), B(docs), B(loc), B(buf),
+                                                         B(prior), B(rng), B(record), B(code))
+    coded = len(code) > 0
     doc_ptr, term_ids, split = text.doc_ptr, text.term_ids, text.split
     a = doc_ptr[d]
     z = doc_ptr[d + 1]
@@ -262,8 +273,11 @@ def _sweep_doc(d, text, b, docs, loc, buf, n_types, n_entries, prior, sparse, rn
         else:
             k_new = draw_dense(sp, f, wt, loc, buf, ndk, prior, rng, record)
             n_c = 0
-        tally, eC, s = add(sp, k_new, f, n_c, term_ids, b, loc, buf, doc, tally, sparse,
-                           prior.alpha0)
+        tally, eC, s, tL = add(sp, k_new, f, n_c, term_ids, b, loc, buf, doc, tally, sparse,
+                               prior.alpha0)
+        # the collocation ending at j is final: what is left of j is resampled already
+        if coded and tL >= 0:
+            code[j] = tL if tL < n_global else -1
     docs.nnz[d] = tally.nnz
     for jj in range(tally.nnz):
         ndk[doc.topic[jj]] = 0

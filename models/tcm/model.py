@@ -17,7 +17,7 @@ from . import files
 from ..common.kernels.dirichlet import log_lik_docs
 from ..common.kernels.rng import make_rng_states
 from .kernels import Prior, Text, sweep
-from .build_kernels import build_doc_lists, build_tables, init_random
+from .build_kernels import build_doc_lists, build_tables, build_tables_coded, init_random
 from .restaurants import DocTopics
 from .score_kernels import compact_doc_lists, compact_tables, entry_hist, log_lik_restaurants, resample_alpha0
 from ..common.gibbs import GibbsModel, shard_docs, stack_ptrs
@@ -246,6 +246,8 @@ class TCM(TCMFoldInMixin, TCMDocumentModel, GibbsModel):
         self.dt_count_ = np.zeros((C, cap), dtype=np.int32)
         self.dt_nnz_ = np.zeros((C, D), dtype=np.int32)
         self._tables = [None] * C
+        # after a chain's sweep, what its merge reads of its stale restaurants (see _step)
+        self._coded = [None] * C
 
     def _start(self, corpus):
         """Fresh chains: rng streams, initial alpha0, random boundaries and topics."""
@@ -266,7 +268,7 @@ class TCM(TCMFoldInMixin, TCMDocumentModel, GibbsModel):
                         float(self.p_stop if self.init == "random" else 1.0), self.max_len,
                         self.rng_[c, :S])
             build_doc_lists(corpus.doc_ptr, self.b_[c], *self._docs(c))
-            self._tables[c] = None
+            self._tables[c] = self._coded[c] = None
 
     def _chain_tables(self, c):
         """The restaurants of chain c, built from b if they are not (a chain just started)."""
@@ -278,10 +280,13 @@ class TCM(TCMFoldInMixin, TCMDocumentModel, GibbsModel):
         """Sweep ``it`` of every chain, then the merges, then alpha0's resampling of every chain
         (the chains share nothing, so this order gives what chain after chain would). A chain's
         restaurants are stale once it has swept, and freed then: the next chain's sweep does not
-        hold them beside its own."""
+        hold them beside its own. All but the type of every collocation, which the sweep writes
+        over their entries for the merge, and the types' hashes (``build_tables_coded``)."""
         for c in range(self.n_chains):
-            self._sweep(c, merge=False)
-            self._tables[c] = None
+            t = self._chain_tables(c)
+            self._sweep(c, merge=False, code=t.col_entry)
+            self._coded[c] = (t.col_entry, t.ty_hash[:t.n_types])
+            self._tables[c] = t = None
         self._after_sweeps(it)
 
     def _after_sweeps(self, it):
@@ -300,22 +305,23 @@ class TCM(TCMFoldInMixin, TCMDocumentModel, GibbsModel):
         """Restaurants and doc lists of chain c from b (Mallet's buildInitialTypeTopicCounts)."""
         corpus = self._corpus
         self._tables[c] = build_tables(corpus.term_ids, self.b_[c], self.n_topics)
+        self._coded[c] = None
         build_doc_lists(corpus.doc_ptr, self.b_[c], *self._docs(c))
 
     def _docs(self, c):
         """The topic lists of the documents in chain c (views, changed in place by the kernels)."""
         return DocTopics(self._cap_ptr, self.dt_topic_[c], self.dt_count_[c], self.dt_nnz_[c])
 
-    def _sweep(self, c, record=None, merge=True):
+    def _sweep(self, c, record=None, merge=True, code=None):
         """One sweep of chain c (all shards), then (if ``merge``) the merge: the restaurants are
-        rebuilt from b."""
+        rebuilt from b. ``code``: see :func:`models.tcm.kernels.sweep`."""
         corpus, S = self._corpus, self.n_shards
         if record is None:
             record = np.zeros((0, 0))
         sweep(self._shard_doc, Text(corpus.doc_ptr, corpus.term_ids, self._split), self.b_[c],
               self._docs(c), self._chain_tables(c),
               Prior(self.alpha_, float(self.alpha0_[c]), self.p0_len_, self.max_len),
-              self.sampler == "sparse", self.rng_[c, :S], record)
+              self.sampler == "sparse", self.rng_[c, :S], record, code)
         if merge:
             self._merge([c])
 
@@ -335,16 +341,27 @@ class TCM(TCMFoldInMixin, TCMDocumentModel, GibbsModel):
 
     def _merge(self, chains):
         """The restaurants of ``chains`` rebuilt from b, side by side on the numba threads (a
-        rebuild is serial; it releases the GIL)."""
+        rebuild is serial; it releases the GIL): from the types the sweep wrote where it did."""
         term_ids, K = self._corpus.term_ids, self.n_topics
         chains = list(chains)
+        coded = {c: self._coded[c] for c in chains}
+        for c in chains:
+            self._coded[c] = None
+
+        def build(c):
+            if coded[c] is None:
+                return build_tables(term_ids, self.b_[c], K)
+            return build_tables_coded(term_ids, self.b_[c], K, *coded[c])
+
         n = min(numba.get_num_threads(), len(chains))
         if n <= 1:
             for c in chains:
-                self._tables[c] = build_tables(term_ids, self.b_[c], K)
+                self._tables[c] = build(c)
+                coded[c] = None
             return
         with ThreadPoolExecutor(n) as pool:
-            built = list(pool.map(lambda c: build_tables(term_ids, self.b_[c], K), chains))
+            built = list(pool.map(build, chains))
+        coded.clear()
         for c, t in zip(chains, built):
             self._tables[c] = t
 

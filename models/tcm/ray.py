@@ -29,6 +29,7 @@ class TcmWorker(RayWorker):
         self.cap_ptr, self.shard_doc = np.array(cap_ptr), np.array(shard_doc)
         self.alpha, self.p0_len, self.max_len, self.sparse = alpha, np.array(p0_len), max_len, sparse
         self.record = np.zeros((0, 0))
+        self.no_code = np.empty(0, dtype=np.int32)  # the driver rebuilds its tables from b
 
     def load(self, c, state):
         lay = self.lay
@@ -58,7 +59,7 @@ class TcmWorker(RayWorker):
         prior = Prior(self.alpha, params["alpha0"], self.p0_len, self.max_len)
         for i, s in enumerate(range(lay["s0"], lay["s1"])):
             _sweep_shard(self.shard_doc[s], self.shard_doc[s + 1], self.text, st["b"], st["docs"],
-                         tables, prior, self.sparse, st["rng"][i], self.record)
+                         tables, prior, self.sparse, st["rng"][i], self.record, self.no_code)
         return st["b"][lay["t0"]:lay["t1"]]
 
 

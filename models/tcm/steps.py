@@ -361,7 +361,8 @@ def _add_LR(sp, f, term_ids, loc, n_types, n_entries):
 
 @njit(cache=True, inline="always")
 def _add_L(sp, k_new, f, n_c, term_ids, loc, buf, n_types, n_entries, sparse):
-    """L with topic k_new into the restaurants; returns (n_types, n_entries)."""
+    """L with topic k_new into the restaurants; returns (n_types, n_entries, L's type)."""
+    tL = f.tL
     if k_new == sp.k_old:
         loc.en_count[f.eL] += 1
     elif k_new == sp.kr and f.eLkr >= 0:
@@ -377,7 +378,6 @@ def _add_L(sp, k_new, f, n_c, term_ids, loc, buf, n_types, n_entries, sparse):
                          n_entries, loc.ty_head, f.tL, k_new, buf.cent[i - 1] if i > 0 else -1)
             n_entries += 1
     else:
-        tL = f.tL
         if tL < 0:
             tL = type_lookup(loc.g_ty_slot, loc.ty_slot, loc.ty_pos, term_ids, f.hL, sp.s, sp.nL)
             type_new(loc.ty_slot, loc.ty_hash, loc.ty_len, loc.ty_pos, loc.ty_head, tL, f.hL,
@@ -387,7 +387,7 @@ def _add_L(sp, k_new, f, n_c, term_ids, loc, buf, n_types, n_entries, sparse):
         eN = entry_add(loc.g_en_slot, loc.en_slot, loc.en_type, loc.en_topic, loc.en_count,
                        loc.en_next, n_entries, loc.ty_head, tL, k_new, 1)
         n_entries = max(n_entries, eN + 1)
-    return n_types, n_entries
+    return n_types, n_entries, tL
 
 
 @njit(cache=True, inline="always")
@@ -414,7 +414,8 @@ def _add_R(sp, f, term_ids, loc, n_types, n_entries):
 def add(sp, k_new, f, n_c, term_ids, b, loc, buf, doc, tally, sparse, alpha0):
     """What was drawn into the counts and b[j]: LR with topic kr (k_new = -1), or L with topic
     k_new and R with kr. Returns (Tally, the entry of the collocation around j + 1 where known,
-    else -1, and where that collocation starts)."""
+    else -1, where that collocation starts, and the type of the collocation ending at j, -1 if
+    none does)."""
     n_types, n_entries, nnz, N_d = tally.n_types, tally.n_entries, tally.nnz, tally.N_d
     j, kr = sp.j, sp.kr
     P = len(buf.tree) // 2
@@ -422,12 +423,13 @@ def add(sp, k_new, f, n_c, term_ids, b, loc, buf, doc, tally, sparse, alpha0):
         loc.n_k[kr] += 1
         doc.ndk[kr] += 1
         N_d += 1
+    tL = -1
     if k_new < 0:
         eC, n_types, n_entries = _add_LR(sp, f, term_ids, loc, n_types, n_entries)
         b[j] = -1
         s = sp.s
     else:
-        n_types, n_entries = _add_L(sp, k_new, f, n_c, term_ids, loc, buf, n_types, n_entries,
+        n_types, n_entries, tL = _add_L(sp, k_new, f, n_c, term_ids, loc, buf, n_types, n_entries,
                                     sparse)
         loc.n_k[k_new] += 1
         nnz = doc_change(doc.ndk, doc.topic, doc.count, 0, nnz, k_new, 1)
@@ -442,4 +444,4 @@ def add(sp, k_new, f, n_c, term_ids, b, loc, buf, doc, tally, sparse, alpha0):
         s = j + 1
     if sparse and kr >= 0 and k_new != kr:
         tree_set(buf.tree, P, kr, 1.0 / (loc.n_k[kr] + alpha0))
-    return Tally(n_types, n_entries, nnz, N_d), eC, s
+    return Tally(n_types, n_entries, nnz, N_d), eC, s, tL
