@@ -22,6 +22,13 @@ PREFETCH_AHEAD = 8
 
 
 @njit(cache=True, nogil=True)
+def _type_arrays(cap):
+    """Empty arrays of ``cap`` types: hash, length, first position, head of the entry list."""
+    return (np.empty(cap, dtype=np.uint64), np.empty(cap, dtype=np.int32),
+            np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int32))
+
+
+@njit(cache=True, nogil=True)
 def build_tables(term_ids, b, n_topics):
     """Restaurants of one chain rebuilt from its boundaries b (document order).
 
@@ -39,11 +46,7 @@ def build_tables(term_ids, b, n_topics):
     # grown as types appear: sized to n_col, the slots would spread the probes over mostly
     # empty lines, and the arrays would hold a type per collocation (most repeat a type)
     ty_slot = type_slots(1024)
-    cap = 1024
-    ty_hash = np.empty(cap, dtype=np.uint64)
-    ty_len = np.empty(cap, dtype=np.int32)
-    ty_pos = np.empty(cap, dtype=np.int64)
-    ty_head = np.empty(cap, dtype=np.int32)
+    ty_hash, ty_len, ty_pos, ty_head = _type_arrays(1024)
     n_k = np.zeros(n_topics, dtype=np.int64)
     # the hash of every collocation first, so that the lookups below can prefetch their slots
     col_hash = huge_empty(n_col, np.uint64)
@@ -110,11 +113,7 @@ def build_tables_coded(term_ids, b, n_topics, code, old_hash):
     # type by its number before the sweep, an added one by a lookup among the added ones
     renumber = np.full(len(old_hash), -1, dtype=np.int32)
     added_slot = type_slots(max(n_added, 1))
-    cap = 1024
-    ty_hash = np.empty(cap, dtype=np.uint64)
-    ty_len = np.empty(cap, dtype=np.int32)
-    ty_pos = np.empty(cap, dtype=np.int64)
-    ty_head = np.empty(cap, dtype=np.int32)
+    ty_hash, ty_len, ty_pos, ty_head = _type_arrays(1024)
     n_k = np.zeros(n_topics, dtype=np.int64)
     col_type = huge_empty(n_col, np.int32)
     n_types = 0
