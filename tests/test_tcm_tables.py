@@ -140,8 +140,8 @@ def test_the_merge_from_the_sweeps_types_is_the_rebuild_from_b(sampler, shards):
         code, old_hash = t.col_entry, t.ty_hash[:t.n_types].copy()
         m._sweep(0, merge=False, code=code)
         boundary = m.b_[0] >= 0
-        added.append(int((code[boundary] < 0).sum()))
-        assert (code[boundary] < t.n_types).all()
+        added.append(int((code[boundary] >= t.n_types).sum()))  # types the sweep added
+        assert (code[boundary] >= 0).all()
         want = build_tables(corpus.term_ids, m.b_[0], m.n_topics)
         got = build_tables_coded(corpus.term_ids, m.b_[0], m.n_topics, code, old_hash)
         assert got.col_entry is code  # the codes become the entries, in place

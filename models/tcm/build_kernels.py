@@ -99,19 +99,21 @@ def build_tables_coded(term_ids, b, n_topics, code, old_hash):
     """``build_tables(term_ids, b, n_topics)``, array for array, after a sweep that wrote ``code``
     (see :func:`models.tcm.kernels.sweep`): the type of most collocations is known, as one of
     the types before the sweep (``old_hash``: their hashes), so only those of the types the
-    sweep added are hashed and looked up. ``code`` becomes the result's ``col_entry``.
+    sweep added (numbered from ``len(old_hash)`` up) are hashed and looked up. ``code`` becomes
+    the result's ``col_entry``.
     """
     N = len(b)
+    n_old = len(old_hash)
     n_col = 0
     n_added = 0
     for i in range(N):
         if b[i] >= 0:
             n_col += 1
-            if code[i] < 0:
+            if code[i] >= n_old:
                 n_added += 1
     # the types numbered in order of first occurrence, as build_tables numbers them: an old
     # type by its number before the sweep, an added one by a lookup among the added ones
-    renumber = np.full(len(old_hash), -1, dtype=np.int32)
+    renumber = np.full(n_old, -1, dtype=np.int32)
     added_slot = type_slots(max(n_added, 1))
     ty_hash, ty_len, ty_pos, ty_head = _type_arrays(1024)
     n_k = np.zeros(n_topics, dtype=np.int64)
@@ -124,7 +126,7 @@ def build_tables_coded(term_ids, b, n_topics, code, old_hash):
         if k < 0:
             continue
         n = i - s + 1
-        old = code[i]
+        old = code[i] if code[i] < n_old else -1
         h = np.uint64(0)
         miss = -1
         if old >= 0:

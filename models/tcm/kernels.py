@@ -128,6 +128,14 @@ class DocRow(NamedTuple):
     count: np.ndarray
 
 
+class Written(NamedTuple):
+    """What a sweep writes beside the chain's state, each empty when not wanted: ``record``,
+    the conditionals drawn from (tests); ``code``, the types of the collocations (the merge)."""
+
+    record: np.ndarray
+    code: np.ndarray
+
+
 # Tokens between the prefetch of LR's type slot and its lookup.
 PREFETCH_AHEAD = 3
 
@@ -140,8 +148,8 @@ def sweep(shard_doc, text, b, docs, tables, prior, sparse, rng, record, code=Non
     ``record``: if it has rows, the normalised conditional (column 0: "none", 1 + k: topic k)
     the sampler drew from at token i is written to ``record[i]``, for tests.
     ``code``: int32 (n_tokens,) or None. If given, at every boundary i that the sweep leaves,
-    the type of the collocation ending at i among the ``tables``' types, or -1 for a type they
-    lack, for :func:`~models.tcm.build_kernels.build_tables_coded`. It may be ``tables.col_entry``
+    the type of the collocation ending at i among the ``tables``' types, or a number from
+    ``tables.n_types`` up for a type they lack, for :func:`~models.tcm.build_kernels.build_tables_coded`. It may be ``tables.col_entry``
     itself: the sweep reads an entry there only ahead of the position it writes.
     Changes in place: b, docs, rng, record, code. The caller rebuilds the tables from b afterwards.
 
@@ -204,6 +212,7 @@ def _sweep_shard(d0, d1, text, b, docs, tables, prior, sparse, rng, record, code
         for k in range(K):
             buf.tree[P + k] = 1.0 / (n_k[k] + prior.alpha0)
         tree_build(buf.tree, P)
+    out = Written(record, code)
     for d in range(d0, d1):
         a = doc_ptr[d]
         z = doc_ptr[d + 1]
@@ -219,23 +228,23 @@ def _sweep_shard(d0, d1, text, b, docs, tables, prior, sparse, rng, record, code
         loc = Local(tables.ty_slot, tables.en_slot, ty_slot, ty_hash, ty_len, ty_pos, ty_head,
                     en_slot, en_type, en_topic, en_count, en_next, n_k, tables.col_entry)
         n_types, n_entries = _sweep_doc(d, text, b, docs, loc, buf, n_types, n_entries, prior,
-                                        sparse, rng, record, code, n_types0)
+                                        sparse, rng, out)
 
 
 @njit(cache=True)
-def _sweep_doc(d, text, b, docs, loc, buf, n_types, n_entries, prior, sparse, rng, record, code,
-               n_global):
+def _sweep_doc(d, text, b, docs, loc, buf, n_types, n_entries, prior, sparse, rng, out):
     """Resample b at every position of doc d once, left to right (``loc`` has room for 2 new
     types and 2 new entries a token); returns the shard's new numbers of types and entries.
-    ``code`` (if not empty): at each boundary, the collocation's type if below ``n_global`` (one
-    of the global tables'), else -1 (one the shard added).
+    ``out``: Written; ``out.code`` (if not empty) gets the collocation's type at each boundary (a
+    type the shard added has a number from the global tables' count up).
 
-    Changes in place: b of doc d, its doc list, loc, buf, rng, record, code.
+    Changes in place: b of doc d, its doc list, loc, buf, rng, out.
     """
     # borrowed here, not by the caller, so the steps' bindings cost no reference counting
     B = borrow
-    text, b, docs, loc, buf, prior, rng, record, code = (B(text), B(b), B(docs), B(loc), B(buf),
-                                                         B(prior), B(rng), B(record), B(code))
+    text, b, docs, loc, buf, prior, rng = (B(text), B(b), B(docs), B(loc), B(buf), B(prior),
+                                           B(rng))
+    record, code = B(out.record), B(out.code)
     coded = len(code) > 0
     doc_ptr, term_ids, split = text.doc_ptr, text.term_ids, text.split
     a = doc_ptr[d]
@@ -277,7 +286,7 @@ def _sweep_doc(d, text, b, docs, loc, buf, n_types, n_entries, prior, sparse, rn
                                prior.alpha0)
         # the collocation ending at j is final: what is left of j is resampled already
         if coded and tL >= 0:
-            code[j] = tL if tL < n_global else -1
+            code[j] = tL
     docs.nnz[d] = tally.nnz
     for jj in range(tally.nnz):
         ndk[doc.topic[jj]] = 0
