@@ -234,6 +234,7 @@ def test_a_worker_without_documents_of_a_step_still_takes_it(ray_cluster):
     assert_same_training(got, want, weights_atol=1e-3, topics_rtol=1e-3)
 
 
+@pytest.mark.long  # Ray workers inferring every batch: about 40 s (make test-long)
 def test_the_workers_infer_the_posteriors_of_their_whole_batches(ray_cluster):
     """Two workers' ranges of whole batches of the posteriors (REFINE_BATCH documents, the last
     one shorter): each worker infers its documents' mixtures, which are the one-process

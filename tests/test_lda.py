@@ -264,6 +264,7 @@ def test_layout_partitions_tokens_into_blocks():
                     assert group_of.setdefault(w, g) == g  # a term is in one group for all shards
 
 
+@pytest.mark.long  # compiles the kernels for int64 term lists, which nothing else in the suite uses
 def test_term_lists_switch_to_int64_when_a_term_count_needs_it():
     # K = 40000 leaves 15 bits for the count in an int32 entry; term 0 occurs 40,000 times
     docs = [[0] * 900 + [1, 2] * 50 for _ in range(45)]

@@ -92,6 +92,7 @@ def test_length_means_are_the_samples_mean_whatever_the_order_of_the_terms():
     np.testing.assert_array_equal(rev[::-1], out)  # a term's row is its own sum alone
 
 
+@pytest.mark.long  # postings past uint16 counts: a large corpus (make test-long)
 def test_range_postings_keep_every_posting_and_counts_past_uint16():
     """p_w_d reads the postings relative to their document range, uint16 when the counts fit:
     each is its document's offset in its range, and a count past uint16 keeps int32 counts."""

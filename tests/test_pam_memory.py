@@ -53,6 +53,7 @@ def test_kept_counts_are_uint16_and_int32_files_still_load(tmp_path):
         PAM.load(tmp_path / "int64.npz")
 
 
+@pytest.mark.long  # compiles the sampler for int32 counts, which nothing else in the suite uses
 def test_counts_beyond_uint16_are_kept_as_int32():
     n = 140_000  # one document of one term over 2 sub-topics: some count passes 65,535
     corpus = corpus_from_docs([np.zeros(n, dtype=np.int64), [1, 2, 1]], n_terms=3,
