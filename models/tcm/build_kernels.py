@@ -158,11 +158,13 @@ def build_tables_coded(term_ids, b, n_topics, code, old_hash):
     # the slots hold the types in the order of their numbers, as build_tables' do
     ty_slot = type_slots(n_types)
     type_rehash(ty_slot, ty_hash, ty_len, 0, n_types)
-    return _entries(b, n_topics, n_k, col_type, code, ty_slot, ty_hash, ty_len, ty_pos, ty_head, n_types)
+    return _entries(b, n_topics, n_k, col_type, code, ty_slot, ty_hash, ty_len, ty_pos, ty_head,
+                    n_types)
 
 
 @njit(cache=True, nogil=True)
-def _entries(b, n_topics, n_k, col_type, tok_entry, ty_slot, ty_hash, ty_len, ty_pos, ty_head, n_types):
+def _entries(b, n_topics, n_k, col_type, tok_entry, ty_slot, ty_hash, ty_len, ty_pos, ty_head,
+             n_types):
     """The entries of the restaurants from the type (``col_type``) and topic of every
     collocation (document order), and the Restaurants; ``tok_entry`` (n_tokens,) is overwritten
     with the entry of the collocation ending at each boundary, -1 elsewhere."""

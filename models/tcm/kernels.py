@@ -143,14 +143,16 @@ PREFETCH_AHEAD = 3
 def sweep(shard_doc, text, b, docs, tables, prior, sparse, rng, record, code=None):
     """One Gibbs sweep of one chain: every shard in parallel against its copy of the restaurants.
 
-    text : Text; docs : DocTopics; tables : Restaurants (read only, but for ``code``); prior : Prior.
+    text : Text; docs : DocTopics; tables : Restaurants (read only but for ``code``);
+    prior : Prior.
     rng : ndarray of shape (n_shards, 4), uint64; one stream per shard.
     ``record``: if it has rows, the normalised conditional (column 0: "none", 1 + k: topic k)
     the sampler drew from at token i is written to ``record[i]``, for tests.
     ``code``: int32 (n_tokens,) or None. If given, at every boundary i that the sweep leaves,
     the type of the collocation ending at i among the ``tables``' types, or a number from
-    ``tables.n_types`` up for a type they lack, for :func:`~models.tcm.build_kernels.build_tables_coded`. It may be ``tables.col_entry``
-    itself: the sweep reads an entry there only ahead of the position it writes.
+    ``tables.n_types`` up for a type they lack, for
+    :func:`~models.tcm.build_kernels.build_tables_coded`. It may be ``tables.col_entry`` itself:
+    the sweep reads an entry there only ahead of the position it writes.
     Changes in place: b, docs, rng, record, code. The caller rebuilds the tables from b afterwards.
 
     Plain Python: parallel kernels take flat arrays (see models/common/kernels/__init__.py).

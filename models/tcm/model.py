@@ -344,24 +344,23 @@ class TCM(TCMFoldInMixin, TCMDocumentModel, GibbsModel):
         rebuild is serial; it releases the GIL): from the types the sweep wrote where it did."""
         term_ids, K = self._corpus.term_ids, self.n_topics
         chains = list(chains)
-        coded = {c: self._coded[c] for c in chains}
+        coded = {}
         for c in chains:
-            self._coded[c] = None
+            coded[c], self._coded[c] = self._coded[c], None
 
         def build(c):
-            if coded[c] is None:
+            codes = coded.pop(c)  # freed as each chain is built
+            if codes is None:
                 return build_tables(term_ids, self.b_[c], K)
-            return build_tables_coded(term_ids, self.b_[c], K, *coded[c])
+            return build_tables_coded(term_ids, self.b_[c], K, *codes)
 
         n = min(numba.get_num_threads(), len(chains))
         if n <= 1:
             for c in chains:
                 self._tables[c] = build(c)
-                coded[c] = None
             return
         with ThreadPoolExecutor(n) as pool:
             built = list(pool.map(build, chains))
-        coded.clear()
         for c, t in zip(chains, built):
             self._tables[c] = t
 

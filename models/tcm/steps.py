@@ -429,8 +429,8 @@ def add(sp, k_new, f, n_c, term_ids, b, loc, buf, doc, tally, sparse, alpha0):
         b[j] = -1
         s = sp.s
     else:
-        n_types, n_entries, tL = _add_L(sp, k_new, f, n_c, term_ids, loc, buf, n_types, n_entries,
-                                    sparse)
+        n_types, n_entries, tL = _add_L(sp, k_new, f, n_c, term_ids, loc, buf, n_types,
+                                        n_entries, sparse)
         loc.n_k[k_new] += 1
         nnz = doc_change(doc.ndk, doc.topic, doc.count, 0, nnz, k_new, 1)
         N_d += 1
