@@ -136,6 +136,7 @@ def test_driver_holds_no_token_array_and_model_is_local(ray_cluster, tmp_path): 
     assert not any(hasattr(model, n) for n in ("z_ord_", "dt_", "dt_nnz_", "_active"))
 
 
+@pytest.mark.long  # three Ray trainings and a resume (make test-long)
 def test_checkpoint_parts_resume_bit_identically_and_damage_is_refused(ray_cluster, tmp_path):  # noqa: F811
     data, path = corpus(), tmp_path / "run.ckpt.npz"
     full = LDA(**KW).fit(data)
@@ -196,6 +197,7 @@ def test_workers_read_an_index_corpus_from_its_files(tmp_path):
         make_corpus([0, 10], np.array([0, 1, 1, 0, 0, 1, 1, 2, 0, 0]), n_terms=2)
 
 
+@pytest.mark.long  # a stopped Ray training and its rerun (make test-long)
 def test_a_stop_on_the_workers_writes_the_sweep_it_follows(ray_cluster, tmp_path):  # noqa: F811
     """A stop request (the first Ctrl-C of ``topicir train``) between scheduled checkpoints: the
     workers write their parts of that sweep, and the rerun is the uninterrupted model."""

@@ -260,6 +260,7 @@ def test_sharded_tcm_lost_worker_then_checkpoint_parts_resume_bit_identically(ra
     np.testing.assert_array_equal(resumed.alpha0_trace_, full.alpha0_trace_)
 
 
+@pytest.mark.long  # a sharded Ray training of TCM: half a minute (make test-long)
 def test_sharded_tcm_on_one_worker_owns_every_shard_and_type(ray_cluster, tmp_path):  # noqa: F811
     from models.common.executors.ray import RayExecutor
 
