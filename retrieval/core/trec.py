@@ -279,32 +279,39 @@ def read_run(source) -> list[ScoredDoc]:
 
 
 def _run_lines(run: Iterable[ScoredDoc], tag: str, depth: int | None) -> list[str]:
-    by_qid: dict[str, list[tuple[float, str]]] = defaultdict(list)
-    seen: set[tuple[str, str]] = set()
+    by_qid: dict[str, dict[str, float]] = {}
+    checked: set[str] = set()  # qids and docnos already found well-formed (both one word)
+    isfinite = math.isfinite
     for qid, docno, score in run:
         score = float(score)  # numpy scalars repr as "np.float64(...)"
-        if not math.isfinite(score):
+        if not isfinite(score):
             raise ValueError(f"score of topic {qid!r}, doc {docno!r} is {score!r}; rankings need "
                              f"finite numbers")
         for what, value in (("qid", qid), ("docno", docno)):
-            if not value or len(value.split()) != 1 or value.strip() != value:
-                raise ValueError(f"{what} must be non-empty without whitespace, got {value!r}")
-        if (qid, docno) in seen:  # read_run and trec_eval refuse such a run
+            if value not in checked:
+                if not value or len(value.split()) != 1 or value.strip() != value:
+                    raise ValueError(f"{what} must be non-empty without whitespace, got {value!r}")
+                checked.add(value)
+        docs = by_qid.get(qid)
+        if docs is None:
+            docs = by_qid[qid] = {}
+        if docno in docs:  # read_run and trec_eval refuse such a run
             raise ValueError(f"topic {qid!r} ranks document {docno!r} twice; a run ranks each "
                              f"document once per topic")
-        seen.add((qid, docno))
-        by_qid[qid].append((-score, docno))
+        docs[docno] = -score
     if all(qid.isascii() and qid.isdigit() for qid in by_qid):
         qids = sorted(by_qid, key=lambda qid: (int(qid), qid))
     else:
         qids = sorted(by_qid)
     lines = []
     for qid in qids:
+        docs = by_qid[qid]
         # docno breaks ties, so equal scores always come out in the same order.
-        ranked = sorted(by_qid[qid])[:depth]
-        for rank, (neg_score, docno) in enumerate(ranked, 1):
-            # repr round-trips every float exactly; -0.0 is written as 0.0.
-            lines.append(f"{qid} Q0 {docno} {rank} {-neg_score + 0.0!r} {tag}\n")
+        ranked = sorted(zip(docs.values(), docs))[:depth]
+        head, end = f"{qid} Q0 ", f" {tag}\n"
+        # repr round-trips every float exactly; -0.0 is written as 0.0.
+        lines.extend([f"{head}{docno} {rank} {-neg_score + 0.0!r}{end}"
+                      for rank, (neg_score, docno) in enumerate(ranked, 1)])
     return lines
 
 
