@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from models import synthetic_corpus
+from models.common.checkpoint import AnonymousMap, is_mapped
 from models.pam.infer import count_csr
 from models.pam.model import PAM
 from tests.reference import pam_reference as ref
@@ -75,3 +76,17 @@ def test_p_w_d_of_random_samples_is_the_dense_formula(fitted, seed):
     per = m.p_w_d_per_sample(terms)
     np.testing.assert_allclose(per.reshape(n_cs, D, -1), want[:, :, terms], rtol=1e-12)
     np.testing.assert_allclose(m.p_w_d(np.arange(V)).sum(1), 1.0, rtol=1e-12)
+
+
+def test_a_fitted_models_pairs_survive_its_document_model():
+    # the kept samples' pairs live in anonymous mappings (models.pam.infer.anon_empty); the
+    # passes over them release the pages of file mappings only, which zeroes nothing
+    corpus = synthetic_corpus(500, 400, 80, seed=3, n_latent=6)
+    m = PAM(n_super=4, n_sub=12, n_chains=2, n_iter=6, burn_in=2, sample_every=2, n_shards=2, seed=1).fit(corpus)
+    assert isinstance(m.dp_key_samples_.base.obj, AnonymousMap) and not is_mapped(m.dp_key_samples_)
+    key, count = m.dp_key_samples_.copy(), m.dp_count_samples_.copy()
+    terms = np.arange(0, 400, 7)
+    first = m.p_w_d(terms)
+    np.testing.assert_array_equal(m.dp_key_samples_, key)
+    np.testing.assert_array_equal(m.dp_count_samples_, count)
+    np.testing.assert_array_equal(m.p_w_d(terms), first)

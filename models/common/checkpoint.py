@@ -270,11 +270,16 @@ def member_data(fh, info, size):
     return offset, shape, fortran, dtype
 
 
+class AnonymousMap(mmap.mmap):
+    """A mapping with no file behind it (``mmap.mmap(-1, n, ...)``): :func:`release` leaves its
+    pages alone, since dropping them would zero them rather than read them again."""
+
+
 def is_mapped(a):
     """Whether ``a`` is (a view of) a memory-mapped member of a model file."""
     while isinstance(a, np.ndarray):
         a = a.base
-    return isinstance(a, memoryview) and isinstance(a.obj, mmap.mmap)
+    return isinstance(a, memoryview) and isinstance(a.obj, mmap.mmap) and not isinstance(a.obj, AnonymousMap)
 
 
 def release(a, lo, hi):

@@ -8,7 +8,7 @@ import numba
 import numpy as np
 
 from . import files
-from ..common.checkpoint import doc_ranges, release
+from ..common.checkpoint import AnonymousMap, doc_ranges, release
 from ..common.kernels.sparse import DOC_CHUNK, row_nnz, rows_to_csr
 from ..common.generate import log_dirichlet, over_kept_samples
 from .score_kernels import prior_tables, score_p_w_d, score_p_w_d_per_sample, sparse_phi
@@ -225,7 +225,7 @@ def anon_empty(n, dtype):
     n = int(n)
     if n * dtype.itemsize < _ANON_MIN or not hasattr(mmap, "MAP_PRIVATE"):
         return np.empty(n, dtype=dtype)
-    return np.frombuffer(mmap.mmap(-1, n * dtype.itemsize, flags=mmap.MAP_PRIVATE), dtype=dtype)
+    return np.frombuffer(AnonymousMap(-1, n * dtype.itemsize, flags=mmap.MAP_PRIVATE), dtype=dtype)
 
 
 def count_dtype(max_count):
