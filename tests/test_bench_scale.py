@@ -436,7 +436,7 @@ def test_extra_parts_count_only_the_queries_a_kind_adds_a_part_to(monkeypatch):
     monkeypatch.setattr(extension, "document_model", lambda model, index: model)
     monkeypatch.setattr(scale_batch, "Scorer", lambda stats, lam, model: SimpleNamespace(score=lambda q, p_w: None))
     monkeypatch.setattr(ranking, "find_extras", find_extras)
-    monkeypatch.setattr(ranking, "batch_tables", lambda index, queries, model, extras: [(None, (None, None))] * len(queries))
+    monkeypatch.setattr(ranking, "batch_tables", lambda index, queries, model, extras, top=None: [(None, (None, None))] * len(queries))
     monkeypatch.setattr(ranking, "prepare", lambda *a, **k: prepared)
     monkeypatch.setattr(scale_batch, "BATCH_REPEATS", 2)
     model = SimpleNamespace(kind="tcm")

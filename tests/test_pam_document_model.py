@@ -44,9 +44,9 @@ def _random_samples(rng, n_cs, doc_len, n_super, n_sub, V):
     return n_dij, n_wj
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_p_w_d_of_random_samples_is_the_dense_formula(fitted, seed):
-    corpus, fitted_m = fitted
+def _random_model(fitted_m, corpus, seed):
+    """A copy of ``fitted_m`` whose kept samples are :func:`_random_samples` (41 documents, two
+    of them empty) with random alpha; returns (model, n_dij, n_wj)."""
     rng = np.random.default_rng(seed)
     m = copy.copy(fitted_m)
     n_cs, n_super, n_sub, V = m.dp_ptr_.shape[0], m.n_super, m.n_sub, corpus.n_terms
@@ -69,13 +69,65 @@ def test_p_w_d_of_random_samples_is_the_dense_formula(fitted, seed):
     m.alpha_samples_ = alpha
     m.doc_len_ = doc_len.astype(np.int64)
     m.n_terms_ = V
-    want = np.stack([ref.p_w_d(n_dij[cs], n_wj[cs], m.n_j_samples_[cs], m._alpha_r(), alpha[cs], m.beta)
+    return m, n_dij, n_wj
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_p_w_d_of_random_samples_is_the_dense_formula(fitted, seed):
+    corpus, fitted_m = fitted
+    m, n_dij, n_wj = _random_model(fitted_m, corpus, seed)
+    n_cs, D, V = m.dp_ptr_.shape[0], len(m.doc_len_), corpus.n_terms
+    want = np.stack([ref.p_w_d(n_dij[cs], n_wj[cs], m.n_j_samples_[cs], m._alpha_r(), m.alpha_samples_[cs], m.beta)
                      for cs in range(n_cs)])
     terms = np.array([0, 7, 1, 7, V - 1, 4])
     np.testing.assert_allclose(m.p_w_d(terms), want.mean(0)[:, terms], rtol=1e-12)
     per = m.p_w_d_per_sample(terms)
     np.testing.assert_allclose(per.reshape(n_cs, D, -1), want[:, :, terms], rtol=1e-12)
     np.testing.assert_allclose(m.p_w_d(np.arange(V)).sum(1), 1.0, rtol=1e-12)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_bounds_hold_and_their_exact_entries_are_p_w_d_bit_for_bit(fitted, seed):
+    corpus, fitted_m = fitted
+    m, _, _ = _random_model(fitted_m, corpus, seed)
+    assert m.alpha_samples_.sum(2).max() <= m._alpha_r()  # a_r = 50 / 4
+    terms = np.array([0, 7, 1, 7, corpus.n_terms - 1, 4])
+    full = m.p_w_d(terms)
+    bounds = m.p_w_d_bounds(terms)
+    lower, upper = bounds.lower.copy(), bounds.upper(np.arange(len(terms)))
+    assert np.all(lower <= full * (1 + 1e-12)) and np.all(full <= upper * (1 + 1e-12))
+    assert np.all(lower < full * (1 - 1e-6))  # the G rows are a real part, not a rounding
+    # a document with no pair has no G rows: its lower bound misses only r0 * base
+    np.testing.assert_allclose(upper[0], full[0], rtol=1e-12)
+    docs = np.array([0, 3, 16, 17, 40])
+    ptr = np.array([0, 2, 2, 5, 6, 9])
+    cols = np.array([1, 4, 0, 2, 5, 3, 0, 1, 5])
+    bounds.make_exact(docs, ptr, cols)
+    want = lower.copy()
+    for k, d in enumerate(docs):
+        want[d, cols[ptr[k]:ptr[k + 1]]] = full[d, cols[ptr[k]:ptr[k + 1]]]
+    np.testing.assert_array_equal(bounds.lower, want)
+    with pytest.raises(RuntimeError, match="already run"):
+        bounds.make_exact(docs, ptr, cols)
+    bounds = m.p_w_d_bounds(terms)
+    with pytest.raises(ValueError, match="ascending, each once"):
+        bounds.make_exact(np.array([3, 3]), np.array([0, 1, 2]), np.array([0, 1]))
+    with pytest.raises(ValueError, match="columns must be ascending"):
+        bounds.make_exact(np.array([3]), np.array([0, 2]), np.array([1, 1]))
+    with pytest.raises(ValueError, match="documents must be in"):
+        bounds.make_exact(np.array([41]), np.array([0, 1]), np.array([0]))
+    with pytest.raises(ValueError, match="columns must be in"):
+        bounds.make_exact(np.array([1]), np.array([0, 1]), np.array([6]))
+    with pytest.raises(ValueError, match="ptr must run"):
+        bounds.make_exact(np.array([1]), np.array([0, 2]), np.array([0]))
+
+
+def test_no_bounds_where_an_alpha_sum_passes_alpha_root(fitted):
+    corpus, fitted_m = fitted
+    m, _, _ = _random_model(fitted_m, corpus, 0)
+    m.alpha_samples_ = m.alpha_samples_.copy()
+    m.alpha_samples_[1, 2] *= 1.01 * m._alpha_r() / m.alpha_samples_[1, 2].sum()
+    assert m.p_w_d_bounds(np.array([0, 1])) is None
 
 
 def test_a_fitted_models_pairs_survive_its_document_model():

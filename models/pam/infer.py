@@ -8,10 +8,12 @@ import numba
 import numpy as np
 
 from . import files
+from ..common.bounds import DocumentBounds
 from ..common.checkpoint import AnonymousMap, doc_ranges, release
 from ..common.kernels.sparse import DOC_CHUNK, row_nnz, rows_to_csr
 from ..common.generate import log_dirichlet, over_kept_samples
-from .score_kernels import prior_tables, score_p_w_d, score_p_w_d_per_sample, sparse_phi
+from .score_kernels import (add_rows_at, lower_p_w_d, prior_tables, score_p_w_d,
+                            score_p_w_d_per_sample, sparse_phi)
 
 
 class PAMDocumentModel:
@@ -83,6 +85,36 @@ class PAMDocumentModel:
                         *tables, part)
             out[:, d0:d1] = part
         return out.T
+
+    def p_w_d_bounds(self, term_ids):
+        """Bounds on :meth:`p_w_d` and its exact entries on demand
+        (:class:`~models.common.bounds.DocumentBounds`), or None where they do not hold.
+
+        The lower bound is the shared and count parts alone; the super-topics' G rows, half or
+        more of :meth:`p_w_d`'s work, are added where asked. The gap is ``r0 = a_r / (n_d + s a_r)``
+        times the samples' mean ``base``. It holds when every learnt alpha sum S_i is at most alpha_root,
+        so that each present super-topic's G-row weight is <= 0 (as the default prior learns
+        them: S_i well below a_r = 50 / n_super); otherwise None."""
+        tables = self._tables(term_ids)
+        alpha_r, S, base = tables[1], tables[2], tables[-1]
+        if np.any(S > alpha_r):
+            return None
+        pairs = (self.dp_key_samples_, self.dp_count_samples_)
+        lower = np.empty((len(term_ids), len(self.doc_len_)))
+        for d0, d1 in doc_ranges(self.dp_ptr_, pairs, DOC_CHUNK * numba.get_num_threads()):
+            part = np.empty((len(term_ids), d1 - d0))
+            lower_p_w_d(np.ascontiguousarray(self.dp_ptr_[:, d0:d1 + 1]), *pairs, self.doc_len_[d0:d1],
+                        *tables[:-1], part)
+            lower[:, d0:d1] = part
+        n_cs = self.dp_ptr_.shape[0]
+        doc_gap = alpha_r / (self.doc_len_ + self.n_super * alpha_r) / n_cs
+        term_gap = base.sum(0)
+
+        def exact(docs, ptr, cols):
+            G_t = np.ascontiguousarray(tables[-2].transpose(0, 2, 1))
+            add_rows_at(self.dp_ptr_, *pairs, self.doc_len_, *tables, G_t, docs, ptr, cols, lower)
+
+        return DocumentBounds(lower.T, doc_gap, term_gap, exact)
 
     def p_w_d_per_sample(self, term_ids):
         """P_PAM(w | d) of every kept sample: ndarray of shape (n_chains, n_samples, n_docs, n_terms)."""

@@ -8,7 +8,7 @@ from numba import prange
 from ..common.jit import njit
 
 from .buckets import block_E, doc_bucket, prior_bucket
-from ..common.kernels.sparse import add_weighted_rows, doc_chunk, n_doc_chunks, store_chunk
+from ..common.kernels.sparse import add_weighted_rows, add_weighted_rows_at, doc_chunk, n_doc_chunks
 
 # ---------------------------------------------------------------------------------------------
 # Document model P_PAM(w | d) for retrieval
@@ -94,22 +94,14 @@ def prior_tables(alpha, alpha_sum, phi_b, sp_ptr, sp_term, sp_val, T):
 
 
 @njit(cache=True, inline="always")
-def _add_doc_sample(cs, d, den, tab, out, scratch):
-    """out[t] += P_PAM(term t | d) under sample cs less its part ``r0 * base[cs, t]`` and less
-    the part every term shares, which is returned (``den`` = 1 / (n_d + s a_r), r0 = a_r den).
-
-    sum_i theta_i (G_it + sum_{j in d} n_ij phi_jt) / (n_i + S_i), theta_i = (n_i + a_r) den: the
-    super-topics absent from d share the term ``r0 * base[cs, t]`` with base = sum_i G_i / S_i,
-    and the present ones correct it (their G rows). phi_jt is phi_b[cs, j], the part every term
-    shares, plus the count part, sparse over (j, t) (:func:`sparse_phi`): a sub-topic's pairs
-    in d (under every super-topic) are summed into one weight w_j = sum_i f_i n_ij first, so
-    each of its query-term entries is added once, however many super-topics hold it.
-    ``scratch``: (sup int64 (n_super,), coef (n_super,), w (n_sub,) all zero, subs int64
-    (n_sub,)); w is zero again on return. ``tab``: :class:`SampleTables`.
-    """
+def _doc_pass(cs, d, den, tab, scratch, counts):
+    """The pass over document d's pairs under sample cs that :func:`_add_doc_sample` makes:
+    fills ``sup``/``coef`` with the present super-topics and their G-row weights and, with
+    ``counts``, ``w``/``subs`` with the summed weights of the sub-topics that hold query terms;
+    returns (the part every term shares (0 without ``counts``), the number of present
+    super-topics, the number of such sub-topics)."""
     dp_ptr, dp_key, dp_count, n_sub = tab.dp_ptr, tab.dp_key, tab.dp_count, tab.n_sub
     alpha_r, alpha_sum, phi_b, sp_ptr = tab.alpha_r, tab.alpha_sum, tab.phi_b, tab.sp_ptr
-    sp_term, sp_val = tab.sp_term, tab.sp_val
     sup, coef, w, subs = scratch
     r0 = alpha_r * den
     shared = 0.0
@@ -130,23 +122,52 @@ def _add_doc_sample(cs, d, den, tab, out, scratch):
         sup[n_present] = i
         coef[n_present] = f - r0 / alpha_sum[cs, i]
         n_present += 1
-        for p in range(q, e):
-            c = f * dp_count[p]
-            j = dp_key[p] - i * n_sub
-            shared += c * phi_b[cs, j]
-            if sp_ptr[cs, j + 1] > sp_ptr[cs, j]:
-                if w[j] == 0.0:  # c > 0: the first pair of j in d
-                    subs[n_subs] = j
-                    n_subs += 1
-                w[j] += c
+        if counts:
+            for p in range(q, e):
+                c = f * dp_count[p]
+                j = dp_key[p] - i * n_sub
+                shared += c * phi_b[cs, j]
+                if sp_ptr[cs, j + 1] > sp_ptr[cs, j]:
+                    if w[j] == 0.0:  # c > 0: the first pair of j in d
+                        subs[n_subs] = j
+                        n_subs += 1
+                    w[j] += c
         q = e
-    add_weighted_rows(out, tab.G[cs], sup, coef, 0, n_present, 1.0)
+    return shared, n_present, n_subs
+
+
+@njit(cache=True, inline="always")
+def _add_counts(cs, tab, scratch, n_subs, out):
+    """out[t] += the count part of :func:`_add_doc_sample` (after :func:`_doc_pass`, whose ``w``
+    it leaves zero again)."""
+    sp_ptr, sp_term, sp_val = tab.sp_ptr, tab.sp_term, tab.sp_val
+    _, _, w, subs = scratch
     for k in range(n_subs):
         j = subs[k]
         c = w[j]
         w[j] = 0.0
         for r in range(sp_ptr[cs, j], sp_ptr[cs, j + 1]):
             out[sp_term[r]] += c * sp_val[r]
+
+
+@njit(cache=True, inline="always")
+def _add_doc_sample(cs, d, den, tab, out, rows_out, scratch):
+    """out[t] += the count part of P_PAM(term t | d) under sample cs and rows_out[t] += its G
+    rows; returns the part every term shares (``den`` = 1 / (n_d + s a_r), r0 = a_r den). What
+    is left of P_PAM is ``r0 * base[cs, t]``.
+
+    sum_i theta_i (G_it + sum_{j in d} n_ij phi_jt) / (n_i + S_i), theta_i = (n_i + a_r) den: the
+    super-topics absent from d share the term ``r0 * base[cs, t]`` with base = sum_i G_i / S_i,
+    and the present ones correct it (their G rows). phi_jt is phi_b[cs, j], the part every term
+    shares, plus the count part, sparse over (j, t) (:func:`sparse_phi`): a sub-topic's pairs
+    in d (under every super-topic) are summed into one weight w_j = sum_i f_i n_ij first, so
+    each of its query-term entries is added once, however many super-topics hold it.
+    ``scratch``: (sup int64 (n_super,), coef (n_super,), w (n_sub,) all zero, subs int64
+    (n_sub,)); w is zero again on return. ``tab``: :class:`SampleTables`.
+    """
+    shared, n_present, n_subs = _doc_pass(cs, d, den, tab, scratch, True)
+    add_weighted_rows(rows_out, tab.G[cs], scratch[0], scratch[1], 0, n_present, 1.0)
+    _add_counts(cs, tab, scratch, n_subs, out)
     return shared
 
 
@@ -167,35 +188,111 @@ def score_p_w_d(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, ph
     phi_b : (n_cs, n_sub) b / (n_j + V b); sp_ptr, sp_term, sp_val : :func:`sparse_phi`;
     G, base : :func:`prior_tables`. r0 = a_r / (n_d + s a_r) is the same
     under every sample, so the absent super-topics' term is r0 times the samples' summed base,
-    once per document, and the shared parts are summed before they are added.
+    once per document, and the shared parts are summed before they are added. The entry is
+    the sum of two means, that of the shared and count parts (:func:`lower_p_w_d`) and that of
+    the G rows with ``r0 * base``, each summed in the order :func:`score_p_w_d_at` sums it.
     Flat arguments: a parallel kernel cannot take tuples (models/common/kernels/__init__.py).
     """
     n_cs, n_super, T = G.shape
     n_docs = out.shape[1]
-    base_sum = np.zeros(T)
-    for cs in range(n_cs):
-        for t in range(T):
-            base_sum[t] += base[cs, t]
+    base_sum = _base_sum(base)
+    scale = 1.0 / n_cs
     for ch in prange(n_doc_chunks(n_docs)):
         d0, d1 = doc_chunk(ch, n_docs)
         scratch = _scratch(n_super, n_sub)
         tab = SampleTables(dp_ptr, dp_key, dp_count, n_sub, alpha_r, alpha_sum, phi_b, sp_ptr,
                            sp_term, sp_val, G)
-        acc = np.empty((d1 - d0, T))
+        acc = np.zeros((d1 - d0, T))
+        rows = np.empty((d1 - d0, T))
         shared = np.zeros(d1 - d0)
         den = np.empty(d1 - d0)
         for d in range(d0, d1):
             den[d - d0] = 1.0 / (doc_len[d] + n_super * alpha_r)
             r0 = alpha_r * den[d - d0]
             for t in range(T):
-                acc[d - d0, t] = r0 * base_sum[t]
+                rows[d - d0, t] = r0 * base_sum[t]
         for cs in range(n_cs):
             for d in range(d0, d1):
-                shared[d - d0] += _add_doc_sample(cs, d, den[d - d0], tab, acc[d - d0], scratch)
+                shared[d - d0] += _add_doc_sample(cs, d, den[d - d0], tab, acc[d - d0], rows[d - d0], scratch)
+        for t in range(T):
+            for r in range(d1 - d0):
+                out[t, d0 + r] = (acc[r, t] + shared[r]) * scale + rows[r, t] * scale
+
+
+@njit(cache=True)
+def _base_sum(base):
+    """sum over samples of base, (T,), summed in sample order."""
+    n_cs, T = base.shape
+    out = np.zeros(T)
+    for cs in range(n_cs):
+        for t in range(T):
+            out[t] += base[cs, t]
+    return out
+
+
+@njit(cache=True, parallel=True)
+def lower_p_w_d(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, phi_b,
+                sp_ptr, sp_term, sp_val, G, out):
+    """out[t, d] = a lower bound of :func:`score_p_w_d`'s entry: the mean of the shared and
+    count parts, as it sums them, without that of the G rows with ``r0 * base``. The latter is
+    sum_{i absent} r0 G_it / S_i + sum_{i present} f_i G_it >= 0, and its G rows alone, weights
+    coef_i = den n_i (S_i - a_r) / (S_i (n_i + S_i)) times G_it >= 0, are <= 0 wherever every
+    S_i <= a_r: the entry then lies in [out, out + r0 * sum_cs base[cs, t] / n_cs]."""
+    n_cs, n_super, T = G.shape
+    n_docs = out.shape[1]
+    scale = 1.0 / n_cs
+    for ch in prange(n_doc_chunks(n_docs)):
+        d0, d1 = doc_chunk(ch, n_docs)
+        scratch = _scratch(n_super, n_sub)
+        tab = SampleTables(dp_ptr, dp_key, dp_count, n_sub, alpha_r, alpha_sum, phi_b, sp_ptr,
+                           sp_term, sp_val, G)
+        acc = np.zeros((d1 - d0, T))
+        shared = np.zeros(d1 - d0)
+        den = np.empty(d1 - d0)
         for d in range(d0, d1):
-            for t in range(T):
-                acc[d - d0, t] += shared[d - d0]
-        store_chunk(acc, out, d0, 1.0 / n_cs)
+            den[d - d0] = 1.0 / (doc_len[d] + n_super * alpha_r)
+        for cs in range(n_cs):
+            for d in range(d0, d1):
+                part, _, n_subs = _doc_pass(cs, d, den[d - d0], tab, scratch, True)
+                shared[d - d0] += part
+                _add_counts(cs, tab, scratch, n_subs, acc[d - d0])
+        for t in range(T):
+            for r in range(d1 - d0):
+                out[t, d0 + r] = (acc[r, t] + shared[r]) * scale
+
+
+@njit(cache=True, parallel=True)
+def add_rows_at(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, phi_b,
+                sp_ptr, sp_term, sp_val, G, base, G_t, docs, need_ptr, need_col, out):
+    """out[t, docs[k]] += the mean of the G rows with ``r0 * base``, for the columns t in
+    ``need_col[need_ptr[k]:need_ptr[k + 1]]`` (each once) of each document ``docs[k]``: on
+    :func:`lower_p_w_d`'s entries, :func:`score_p_w_d`'s, bit for bit. The pass over the
+    document's pairs finds the G rows' weights alone, and they are added at those columns only,
+    from ``G_t`` (n_cs, T, n_super), G transposed."""
+    n_cs, n_super, T = G.shape
+    base_sum = _base_sum(base)
+    scale = 1.0 / n_cs
+    # in chunks of documents, a sample at a time: a sample's G stays in cache for the chunk
+    for ch in prange(n_doc_chunks(len(docs))):
+        k0, k1 = doc_chunk(ch, len(docs))
+        scratch = _scratch(n_super, n_sub)
+        tab = SampleTables(dp_ptr, dp_key, dp_count, n_sub, alpha_r, alpha_sum, phi_b, sp_ptr,
+                           sp_term, sp_val, G)
+        rows = np.empty((k1 - k0, T))
+        den = np.empty(k1 - k0)
+        for k in range(k0, k1):
+            den[k - k0] = 1.0 / (doc_len[docs[k]] + n_super * alpha_r)
+            r0 = alpha_r * den[k - k0]
+            for t in need_col[need_ptr[k]:need_ptr[k + 1]]:
+                rows[k - k0, t] = r0 * base_sum[t]
+        for cs in range(n_cs):
+            for k in range(k0, k1):
+                _, n_present, _ = _doc_pass(cs, docs[k], den[k - k0], tab, scratch, False)
+                add_weighted_rows_at(rows[k - k0], G_t[cs], scratch[0], scratch[1], 0, n_present, 1.0,
+                                     need_col[need_ptr[k]:need_ptr[k + 1]])
+        for k in range(k0, k1):
+            for t in need_col[need_ptr[k]:need_ptr[k + 1]]:
+                out[t, docs[k]] += rows[k - k0, t] * scale
 
 
 @njit(cache=True, parallel=True)
@@ -214,7 +311,7 @@ def score_p_w_d_per_sample(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, al
             row = out[cs, d]
             for t in range(T):
                 row[t] = alpha_r * den * base[cs, t]
-            shared = _add_doc_sample(cs, d, den, tab, row, scratch)
+            shared = _add_doc_sample(cs, d, den, tab, row, row, scratch)
             for t in range(T):
                 row[t] += shared
 

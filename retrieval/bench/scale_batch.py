@@ -8,7 +8,7 @@ import math
 import resource
 import time
 
-from ..core.scoring import LAM, Scorer
+from ..core.scoring import LAM, MU, Scorer
 
 
 def maxrss_gib() -> float:
@@ -101,13 +101,15 @@ def _document_parts(index, queries, model) -> dict:
     """Seconds of the parts of a model's batch that grow with the documents, each timed apart
     as the batch computes them (the fastest of :data:`BATCH_REPEATS`): the P_TM tables of the
     query terms and of the parts a kind adds to queries (TCM's collocations), one model call
-    per group of queries whose tables fit their memory (:func:`retrieval.core.ranking.batch_tables`);
+    per group of queries whose tables fit their memory (:func:`retrieval.core.ranking.batch_tables`,
+    for the batch's top 1000 at lam LAM, as it asks: exact only where those can be, for a kind
+    that bounds its document model);
     finding and scoring those parts (TCM: segmenting the query, the collocations' exact
     occurrences, their term of every document's score), for the queries the kind adds a part
     to (``extra_queries`` counts them); and every document's score of the query terms under
     the mixture. What else the model adds to the batch is per query."""
     from ..core.extension import document_model
-    from ..core.ranking import batch_tables, find_extras, prepare
+    from ..core.ranking import DEPTH, batch_tables, find_extras, prepare
 
     model = document_model(model, index)
     extras = find_extras(index, queries, model)
@@ -115,7 +117,7 @@ def _document_parts(index, queries, model) -> dict:
     best = dict(tables_s=math.inf, extras_s=math.inf, scoring_s=math.inf)
     for _ in range(BATCH_REPEATS):
         start = time.perf_counter()
-        tables = list(batch_tables(index, queries, model, extras))
+        tables = list(batch_tables(index, queries, model, extras, top=(MU, LAM, DEPTH)))  # as run_topics asks
         times = dict(tables_s=time.perf_counter() - start, extras_s=0.0)
         if with_parts:  # a query the kind adds nothing to costs only its analysis, per query (the rest)
             start = time.perf_counter()

@@ -24,6 +24,7 @@ from tqdm.auto import tqdm
 
 from .extension import document_model
 from .plugins import hook
+from .pruning import bounded_table
 from .index import Index
 from .scoring import LAM, MU, Query, Scorer, top_k
 from .trec import ScoredDoc, Topic, topic_query
@@ -122,11 +123,13 @@ def prepare(index: Index, text: str, model=None, *, per_sample: bool = False, qi
 
 
 def prepare_topics(index: Index, topics: list[Topic], model=None, *, field: str = "title",
-                   tables: bool = True, per_sample: bool = False):
+                   tables: bool = True, per_sample: bool = False, top: tuple[float, float, int] | None = None):
     """``(topic, PreparedQuery)`` of every topic's ``field`` query, in order, as :func:`prepare`
     makes them: the model is read as a document model of ``index`` once, each query is analysed
     once, and with ``tables`` the model's P_TM tables are computed for many queries at a time
-    (:func:`batch_tables`; not ``per_sample``, whose tables are each query's own)."""
+    (:func:`batch_tables`; not ``per_sample``, whose tables are each query's own). ``top =
+    (mu, lam, depth)``: the queries are only ranked to their top ``depth`` under (mu, lam), and
+    their scores below it need not be exact (see :func:`batch_tables`)."""
     model = document_model(model, index)
     texts = [topic_query(topic, field) for topic in topics]
     tables = tables and not per_sample
@@ -134,7 +137,8 @@ def prepare_topics(index: Index, topics: list[Topic], model=None, *, field: str 
     if model is not None and tables:  # the groups of batch_tables need every query's terms first
         scorer = Scorer(index.stats)
         queries = [scorer.query(text, index.analyze(text)) for text in texts]
-    for i, (p_w, extra) in enumerate(batch_tables(index, texts, model if tables else None, queries=queries)):
+    batch = batch_tables(index, texts, model if tables else None, queries=queries, top=top)
+    for i, (p_w, extra) in enumerate(batch):
         prepared = PreparedQuery(index, texts[i], model, per_sample=per_sample, p_w=p_w, extra=extra,
                                  query=queries[i] if queries is not None else None)
         _check_terms(prepared, topics[i].qid, True)
@@ -201,7 +205,8 @@ def find_extras(index: Index, texts: list[str], model, queries: list[Query] | No
 
 
 def batch_tables(index: Index, texts: list[str], model, extras: list | None = None,
-                 table_bytes: int | None = None, queries: list[Query] | None = None):
+                 table_bytes: int | None = None, queries: list[Query] | None = None,
+                 top: tuple[float, float, int] | None = None):
     """What :func:`prepare` takes for every query, yielded in order: ``(p_w, (extra, p_extra))``,
     P_TM(w|d) of the query's distinct terms ((n_docs, n_terms); None for a query without
     indexed terms) and the parts the model's kind adds with their table (``(None, None)`` where
@@ -215,7 +220,12 @@ def batch_tables(index: Index, texts: list[str], model, extras: list | None = No
     table, so that a group's tables are freed before the next group's): a document model reads
     its per-document rows once for all the group's terms, and, through its adapter's
     ``batch_tables`` hook, for the group's parts too (TCM: terms and collocations in one pass);
-    a kind without the hook computes each part's table apart (``p_tm``)."""
+    a kind without the hook computes each part's table apart (``p_tm``).
+
+    ``top = (mu, lam, depth)``: the tables are read only to rank each query's top ``depth``
+    documents under (mu, lam); a kind that bounds its document model then computes them exact
+    only where those documents can be (:func:`retrieval.core.pruning.bounded_table`), lower
+    bounds elsewhere."""
     if model is None:
         yield from repeat((None, None), len(texts))
         return
@@ -239,7 +249,12 @@ def batch_tables(index: Index, texts: list[str], model, extras: list | None = No
         if joint is not None and group:
             rows, tables = joint(model, union, group)
         else:
-            rows, tables = model.p_w_d(union) if len(union) else None, [e.p_tm(False) for e in group]
+            rows = None
+            if top is not None and not group and len(union) and hasattr(model, "p_w_d_bounds"):
+                rows = bounded_table(index.stats, model, queries[start:stop], union, *top)
+            if rows is None and len(union):
+                rows = model.p_w_d(union)
+            tables = [e.p_tm(False) for e in group]
         # term-major (the kinds' tables are (n_docs, n_terms) views of (n_terms, n_docs)
         # arrays): a query's columns are then rows, copied whole rather than gathered
         rows, tables = (rows.T if rows is not None else None), iter(tables)
@@ -256,7 +271,10 @@ def sweep_topics(index: Index, topics: list[Topic], settings: list[tuple[float, 
     """One run per (mu, lam) setting; the model's tables are computed once per query, for many
     queries at a time (:func:`batch_tables`)."""
     runs = {setting: [] for setting in settings}
-    prepared_topics = prepare_topics(index, topics, model, field=field, tables=any(lam < 1 for _, lam in settings))
+    # one setting: the tables are read for its top ``depth`` alone
+    top = (settings[0][0], settings[0][1], depth) if len(settings) == 1 else None
+    prepared_topics = prepare_topics(index, topics, model, field=field, tables=any(lam < 1 for _, lam in settings),
+                                     top=top)
     with collecting_runs():
         for topic, prepared in tqdm(prepared_topics, total=len(topics), desc="ranking topics", unit=" topics",
                                     disable=not progress, mininterval=1):

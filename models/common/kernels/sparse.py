@@ -124,6 +124,25 @@ def add_weighted_rows(out, table, rows, weights, lo, hi, scale):
 
 
 @njit(cache=True, inline="always")
+def add_weighted_rows_at(out, table_t, rows, weights, lo, hi, scale, cols):
+    """:func:`add_weighted_rows` at the entries ``cols`` of ``out`` only, from the transposed
+    table (``table_t[t, r]`` = ``table[r, t]``, so that an entry's rows are one line of it),
+    each entry summed in the same order, so that it comes out bit for bit as
+    :func:`add_weighted_rows` makes it."""
+    for t in cols:
+        line = table_t[t]
+        acc = out[t]
+        i = lo
+        while i + 4 <= hi:
+            acc += (weights[i] * scale * line[rows[i]] + weights[i + 1] * scale * line[rows[i + 1]]
+                    + weights[i + 2] * scale * line[rows[i + 2]] + weights[i + 3] * scale * line[rows[i + 3]])
+            i += 4
+        for j in range(i, hi):
+            acc += weights[j] * scale * line[rows[j]]
+        out[t] = acc
+
+
+@njit(cache=True, inline="always")
 def add_count_rows32(out, table, rows, counts, lo, hi):
     """out[t] += sum over i in [lo, hi) of counts[i] * table[rows[i], t] in float32 (``out`` and
     ``table`` float32; counts, or weights, taken as float32): :func:`add_weighted_rows` at half the bytes a row, for the document
