@@ -1,6 +1,6 @@
 """Benchmark: the user's path end to end on the synthetic AP collection, every step measured.
 
-    topicir bench full --kinds lda --write docs/results/bench-full.md
+    topicir bench full --kinds lda --write docs/results/bench-full-lda.md
     topicir bench full --kinds pam --stop-after 90    # stop after the sweep in progress at 90 min
 
 The collection of :mod:`retrieval.datasets.ap_synth` (``--docs`` documents, gzip'd TREC SGML)
