@@ -39,7 +39,7 @@ def bounded_table(stats, model, queries, union: np.ndarray, mu: float, lam: floa
         if len(query.term_ids) == 0:
             continue
         cols = np.searchsorted(union, query.term_ids)
-        low = scorer.score(query, bounds.lower[:, cols])
+        low = scorer.score(query, bounds.columns(cols))
         threshold = np.partition(low, n_docs - depth)[n_docs - depth]
         high = scorer.score(query, bounds.upper(cols))
         can = np.flatnonzero(high >= threshold - SLACK * (1.0 + abs(threshold)))
