@@ -190,7 +190,7 @@ def score_p_w_d(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, ph
     under every sample, so the absent super-topics' term is r0 times the samples' summed base,
     once per document, and the shared parts are summed before they are added. The entry is
     the sum of two means, that of the shared and count parts (:func:`lower_p_w_d`) and that of
-    the G rows with ``r0 * base``, each summed in the order :func:`score_p_w_d_at` sums it.
+    the G rows with ``r0 * base``, each summed in the order :func:`add_rows_at` sums it.
     Flat arguments: a parallel kernel cannot take tuples (models/common/kernels/__init__.py).
     """
     n_cs, n_super, T = G.shape
