@@ -12,7 +12,7 @@ from ..common.bounds import DocumentBounds
 from ..common.checkpoint import AnonymousMap, doc_ranges, release
 from ..common.kernels.sparse import DOC_CHUNK, row_nnz, rows_to_csr
 from ..common.generate import log_dirichlet, over_kept_samples
-from .score_kernels import (add_rows_at, lower_p_w_d, prior_tables, score_p_w_d,
+from .score_kernels import (add_rows_at, prior_tables, score_p_w_d,
                             score_p_w_d_per_sample, sparse_phi)
 
 
@@ -74,17 +74,21 @@ class PAMDocumentModel:
         -------
         ndarray of shape (n_docs, n_query_terms), float64
         """
-        tables = self._tables(term_ids)
-        out = np.empty((len(term_ids), len(self.doc_len_)))
+        return self._score(self._tables(term_ids), True).T
+
+    def _score(self, tables, with_rows):
+        """:func:`score_p_w_d` over every document, term-major (n_terms, n_docs)."""
+        T = tables[-1].shape[1]
+        out = np.empty((T, len(self.doc_len_)))
         # a document range at a time, every sample's pairs of it (doc_ranges): a pass holds a
         # range of the mapped pair table, not the table; a document's sum is the same either way
         pairs = (self.dp_key_samples_, self.dp_count_samples_)
         for d0, d1 in doc_ranges(self.dp_ptr_, pairs, DOC_CHUNK * numba.get_num_threads()):
-            part = np.empty((len(term_ids), d1 - d0))
+            part = np.empty((T, d1 - d0))
             score_p_w_d(np.ascontiguousarray(self.dp_ptr_[:, d0:d1 + 1]), *pairs, self.doc_len_[d0:d1],
-                        *tables, part)
+                        *tables, with_rows, part)
             out[:, d0:d1] = part
-        return out.T
+        return out
 
     def p_w_d_bounds(self, term_ids):
         """Bounds on :meth:`p_w_d` and its exact entries on demand
@@ -99,20 +103,14 @@ class PAMDocumentModel:
         alpha_r, S, base = tables[1], tables[2], tables[-1]
         if np.any(S > alpha_r):
             return None
-        pairs = (self.dp_key_samples_, self.dp_count_samples_)
-        lower = np.empty((len(term_ids), len(self.doc_len_)))
-        for d0, d1 in doc_ranges(self.dp_ptr_, pairs, DOC_CHUNK * numba.get_num_threads()):
-            part = np.empty((len(term_ids), d1 - d0))
-            lower_p_w_d(np.ascontiguousarray(self.dp_ptr_[:, d0:d1 + 1]), *pairs, self.doc_len_[d0:d1],
-                        *tables[:-1], part)
-            lower[:, d0:d1] = part
+        lower = self._score(tables, False)
         n_cs = self.dp_ptr_.shape[0]
         doc_gap = alpha_r / (self.doc_len_ + self.n_super * alpha_r) / n_cs
         term_gap = base.sum(0)
 
         def exact(docs, ptr, cols):
             G_t = np.ascontiguousarray(tables[-2].transpose(0, 2, 1))
-            add_rows_at(self.dp_ptr_, *pairs, self.doc_len_, *tables, G_t, docs, ptr, cols, lower)
+            add_rows_at(self.dp_ptr_, self.dp_key_samples_, self.dp_count_samples_, self.doc_len_, *tables, G_t, docs, ptr, cols, lower)
 
         return DocumentBounds(lower.T, doc_gap, term_gap, exact)
 

@@ -151,9 +151,9 @@ def _add_counts(cs, tab, scratch, n_subs, out):
 
 
 @njit(cache=True, inline="always")
-def _add_doc_sample(cs, d, den, tab, out, rows_out, scratch):
-    """out[t] += the count part of P_PAM(term t | d) under sample cs and rows_out[t] += its G
-    rows; returns the part every term shares (``den`` = 1 / (n_d + s a_r), r0 = a_r den). What
+def _add_doc_sample(cs, d, den, tab, out, rows_out, scratch, with_rows=True):
+    """out[t] += the count part of P_PAM(term t | d) under sample cs and, ``with_rows``,
+    rows_out[t] += its G rows; returns the part every term shares (``den`` = 1 / (n_d + s a_r), r0 = a_r den). What
     is left of P_PAM is ``r0 * base[cs, t]``.
 
     sum_i theta_i (G_it + sum_{j in d} n_ij phi_jt) / (n_i + S_i), theta_i = (n_i + a_r) den: the
@@ -166,7 +166,8 @@ def _add_doc_sample(cs, d, den, tab, out, rows_out, scratch):
     (n_sub,)); w is zero again on return. ``tab``: :class:`SampleTables`.
     """
     shared, n_present, n_subs = _doc_pass(cs, d, den, tab, scratch, True)
-    add_weighted_rows(rows_out, tab.G[cs], scratch[0], scratch[1], 0, n_present, 1.0)
+    if with_rows:
+        add_weighted_rows(rows_out, tab.G[cs], scratch[0], scratch[1], 0, n_present, 1.0)
     _add_counts(cs, tab, scratch, n_subs, out)
     return shared
 
@@ -180,17 +181,22 @@ def _scratch(n_super, n_sub):
 
 @njit(cache=True, parallel=True)
 def score_p_w_d(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, phi_b,
-                sp_ptr, sp_term, sp_val, G, base, out):
+                sp_ptr, sp_term, sp_val, G, base, with_rows, out):
     """out[t, d] = mean over samples cs of P_PAM(term t | d) (overwrites out; term-major, so
-    that a query's terms are rows).
+    that a query's terms are rows); without ``with_rows``, a lower bound of it.
 
     dp_ptr : (n_cs, n_docs + 1) int64 offsets into the flat dp_key/dp_count;
     phi_b : (n_cs, n_sub) b / (n_j + V b); sp_ptr, sp_term, sp_val : :func:`sparse_phi`;
     G, base : :func:`prior_tables`. r0 = a_r / (n_d + s a_r) is the same
     under every sample, so the absent super-topics' term is r0 times the samples' summed base,
     once per document, and the shared parts are summed before they are added. The entry is
-    the sum of two means, that of the shared and count parts (:func:`lower_p_w_d`) and that of
-    the G rows with ``r0 * base``, each summed in the order :func:`add_rows_at` sums it.
+    the sum of two means, that of the shared and count parts and that of the G rows with
+    ``r0 * base``, each summed in the order :func:`add_rows_at` sums it.
+
+    Without ``with_rows`` the entry is the first mean alone. The second is
+    sum_{i absent} r0 G_it / S_i + sum_{i present} f_i G_it >= 0, and its G rows alone, weights
+    coef_i = den n_i (S_i - a_r) / (S_i (n_i + S_i)) times G_it >= 0, are <= 0 wherever every
+    S_i <= a_r: the entry then lies in [out, out + r0 * sum_cs base[cs, t] / n_cs].
     Flat arguments: a parallel kernel cannot take tuples (models/common/kernels/__init__.py).
     """
     n_cs, n_super, T = G.shape
@@ -213,10 +219,13 @@ def score_p_w_d(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, ph
                 rows[d - d0, t] = r0 * base_sum[t]
         for cs in range(n_cs):
             for d in range(d0, d1):
-                shared[d - d0] += _add_doc_sample(cs, d, den[d - d0], tab, acc[d - d0], rows[d - d0], scratch)
+                shared[d - d0] += _add_doc_sample(cs, d, den[d - d0], tab, acc[d - d0], rows[d - d0],
+                                                  scratch, with_rows)
         for t in range(T):
             for r in range(d1 - d0):
-                out[t, d0 + r] = (acc[r, t] + shared[r]) * scale + rows[r, t] * scale
+                out[t, d0 + r] = (acc[r, t] + shared[r]) * scale
+                if with_rows:
+                    out[t, d0 + r] += rows[r, t] * scale
 
 
 @njit(cache=True)
@@ -231,42 +240,11 @@ def _base_sum(base):
 
 
 @njit(cache=True, parallel=True)
-def lower_p_w_d(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, phi_b,
-                sp_ptr, sp_term, sp_val, G, out):
-    """out[t, d] = a lower bound of :func:`score_p_w_d`'s entry: the mean of the shared and
-    count parts, as it sums them, without that of the G rows with ``r0 * base``. The latter is
-    sum_{i absent} r0 G_it / S_i + sum_{i present} f_i G_it >= 0, and its G rows alone, weights
-    coef_i = den n_i (S_i - a_r) / (S_i (n_i + S_i)) times G_it >= 0, are <= 0 wherever every
-    S_i <= a_r: the entry then lies in [out, out + r0 * sum_cs base[cs, t] / n_cs]."""
-    n_cs, n_super, T = G.shape
-    n_docs = out.shape[1]
-    scale = 1.0 / n_cs
-    for ch in prange(n_doc_chunks(n_docs)):
-        d0, d1 = doc_chunk(ch, n_docs)
-        scratch = _scratch(n_super, n_sub)
-        tab = SampleTables(dp_ptr, dp_key, dp_count, n_sub, alpha_r, alpha_sum, phi_b, sp_ptr,
-                           sp_term, sp_val, G)
-        acc = np.zeros((d1 - d0, T))
-        shared = np.zeros(d1 - d0)
-        den = np.empty(d1 - d0)
-        for d in range(d0, d1):
-            den[d - d0] = 1.0 / (doc_len[d] + n_super * alpha_r)
-        for cs in range(n_cs):
-            for d in range(d0, d1):
-                part, _, n_subs = _doc_pass(cs, d, den[d - d0], tab, scratch, True)
-                shared[d - d0] += part
-                _add_counts(cs, tab, scratch, n_subs, acc[d - d0])
-        for t in range(T):
-            for r in range(d1 - d0):
-                out[t, d0 + r] = (acc[r, t] + shared[r]) * scale
-
-
-@njit(cache=True, parallel=True)
 def add_rows_at(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, phi_b,
                 sp_ptr, sp_term, sp_val, G, base, G_t, docs, need_ptr, need_col, out):
     """out[t, docs[k]] += the mean of the G rows with ``r0 * base``, for the columns t in
     ``need_col[need_ptr[k]:need_ptr[k + 1]]`` (each once) of each document ``docs[k]``: on
-    :func:`lower_p_w_d`'s entries, :func:`score_p_w_d`'s, bit for bit. The pass over the
+    :func:`score_p_w_d`'s entries without its rows, its entries with them, bit for bit. The pass over the
     document's pairs finds the G rows' weights alone, and they are added at those columns only,
     from ``G_t`` (n_cs, T, n_super), G transposed."""
     n_cs, n_super, T = G.shape
