@@ -84,10 +84,8 @@ class PAMDocumentModel:
         # range of the mapped pair table, not the table; a document's sum is the same either way
         pairs = (self.dp_key_samples_, self.dp_count_samples_)
         for d0, d1 in doc_ranges(self.dp_ptr_, pairs, DOC_CHUNK * numba.get_num_threads()):
-            part = np.empty((T, d1 - d0))
             score_p_w_d(np.ascontiguousarray(self.dp_ptr_[:, d0:d1 + 1]), *pairs, self.doc_len_[d0:d1],
-                        *tables, with_rows, part)
-            out[:, d0:d1] = part
+                        *tables, with_rows, out[:, d0:d1])
         return out
 
     def p_w_d_bounds(self, term_ids):
