@@ -108,7 +108,8 @@ class PAMDocumentModel:
 
         def exact(docs, ptr, cols):
             G_t = np.ascontiguousarray(tables[-2].transpose(0, 2, 1))
-            add_rows_at(self.dp_ptr_, self.dp_key_samples_, self.dp_count_samples_, self.doc_len_, *tables, G_t, docs, ptr, cols, lower)
+            add_rows_at(self.dp_ptr_, self.dp_key_samples_, self.dp_count_samples_, self.doc_len_,
+                        *tables, G_t, docs, ptr, cols, lower)
 
         return DocumentBounds(lower.T, doc_gap, term_gap, exact)
 

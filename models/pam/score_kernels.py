@@ -153,8 +153,8 @@ def _add_counts(cs, tab, scratch, n_subs, out):
 @njit(cache=True, inline="always")
 def _add_doc_sample(cs, d, den, tab, out, rows_out, scratch, with_rows=True):
     """out[t] += the count part of P_PAM(term t | d) under sample cs and, ``with_rows``,
-    rows_out[t] += its G rows; returns the part every term shares (``den`` = 1 / (n_d + s a_r), r0 = a_r den). What
-    is left of P_PAM is ``r0 * base[cs, t]``.
+    rows_out[t] += its G rows; returns the part every term shares (``den`` = 1 / (n_d + s a_r),
+    r0 = a_r den). What is left of P_PAM is ``r0 * base[cs, t]``.
 
     sum_i theta_i (G_it + sum_{j in d} n_ij phi_jt) / (n_i + S_i), theta_i = (n_i + a_r) den: the
     super-topics absent from d share the term ``r0 * base[cs, t]`` with base = sum_i G_i / S_i,
@@ -214,9 +214,10 @@ def score_p_w_d(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, ph
         den = np.empty(d1 - d0)
         for d in range(d0, d1):
             den[d - d0] = 1.0 / (doc_len[d] + n_super * alpha_r)
-            r0 = alpha_r * den[d - d0]
-            for t in range(T):
-                rows[d - d0, t] = r0 * base_sum[t]
+            if with_rows:
+                r0 = alpha_r * den[d - d0]
+                for t in range(T):
+                    rows[d - d0, t] = r0 * base_sum[t]
         for cs in range(n_cs):
             for d in range(d0, d1):
                 shared[d - d0] += _add_doc_sample(cs, d, den[d - d0], tab, acc[d - d0], rows[d - d0],
@@ -244,8 +245,8 @@ def add_rows_at(dp_ptr, dp_key, dp_count, doc_len, n_sub, alpha_r, alpha_sum, ph
                 sp_ptr, sp_term, sp_val, G, base, G_t, docs, need_ptr, need_col, out):
     """out[t, docs[k]] += the mean of the G rows with ``r0 * base``, for the columns t in
     ``need_col[need_ptr[k]:need_ptr[k + 1]]`` (each once) of each document ``docs[k]``: on
-    :func:`score_p_w_d`'s entries without its rows, its entries with them, bit for bit. The pass over the
-    document's pairs finds the G rows' weights alone, and they are added at those columns only,
+    :func:`score_p_w_d`'s entries without its rows, its entries with them, bit for bit. The pass
+    over the document's pairs finds the G rows' weights alone, and they are added at those columns only,
     from ``G_t`` (n_cs, T, n_super), G transposed."""
     n_cs, n_super, T = G.shape
     base_sum = _base_sum(base)
