@@ -147,8 +147,9 @@ class PAMDocumentModel:
         return ids.astype(np.int64), theta[ids]
 
     def doc_topics(self, doc, top=10, chain=0):
-        """Most probable sub-topics of ``doc`` (the protocol's topics, those of ``topic_words``): sum_i theta_i theta_ij averaged over the kept
-        samples of ``chain``. Returns (sub-topic ids int64, probabilities float64)."""
+        """Most probable sub-topics of ``doc`` (the protocol's topics, those of ``topic_words``):
+        sum_i theta_i theta_ij averaged over the kept samples of ``chain``. Returns (sub-topic ids
+        int64, probabilities float64)."""
         self._check_fitted()
         a = self._alpha_r()
         mix = np.zeros(self.n_sub)
