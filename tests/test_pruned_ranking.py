@@ -78,3 +78,25 @@ def test_a_model_whose_bounds_do_not_hold_is_ranked_exactly(collection, monkeypa
     want = run_topics(index, topics[:5], model=model, depth=20, progress=False)
     monkeypatch.setattr(PAM, "p_w_d_bounds", lambda self, term_ids: None)
     assert run_topics(index, topics[:5], model=model, depth=20, progress=False) == want
+
+
+def test_scores_on_the_bounds_are_those_of_the_bound_tables(collection):
+    index, model, topics = collection
+    scorer = Scorer(index.stats, model=model)
+    queries = [scorer.query(t.title, index.analyze(t.title)) for t in topics[:8]]
+    queries.append(scorer.query("x", [index.analyze(topics[0].title)[0]] * 3))  # a repeated term
+    union = np.unique(np.concatenate([q.term_ids for q in queries]))
+    bounds = model.p_w_d_bounds(union)
+    doc_gap = bounds.doc_gap.copy()
+    doc_gap[::7] = 0.0  # a document whose bounds meet
+    for q in queries:
+        cols = np.searchsorted(union, q.term_ids)
+        low, high = scorer.score_bounds(q, bounds.lower.T, cols, doc_gap, bounds.term_gap[cols])
+        upper = bounds.lower[:, cols] + np.multiply.outer(doc_gap, bounds.term_gap[cols])
+        assert np.array_equal(low, scorer.score(q, bounds.lower[:, cols]))
+        assert np.array_equal(high, scorer.score(q, upper))
+        assert np.all(high >= low) and np.any(high > low)
+        assert np.array_equal(high[::7], low[::7])
+    with pytest.raises(ValueError, match="lam < 1"):
+        Scorer(index.stats, lam=1.0, model=model).score_bounds(queries[0], bounds.lower.T, cols, doc_gap,
+                                                                bounds.term_gap[cols])

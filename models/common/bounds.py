@@ -29,18 +29,6 @@ class DocumentBounds:
         self.lower, self.doc_gap, self.term_gap, self._exact = lower, doc_gap, term_gap, exact
         self.exact = False  # whether make_exact has run
 
-    def columns(self, cols: np.ndarray) -> np.ndarray:
-        """The lower bounds of the columns ``cols``: ndarray of shape (n_docs, len(cols)), a
-        view of a term-major copy (as ``p_w_d``'s tables are)."""
-        return self.lower.T[cols].T
-
-    def upper(self, cols: np.ndarray) -> np.ndarray:
-        """The upper bounds of the columns ``cols``: ndarray of shape (n_docs, len(cols)), a
-        view of a term-major array."""
-        rows = self.lower.T[cols]
-        rows += np.multiply.outer(self.term_gap[cols], self.doc_gap)
-        return rows.T
-
     def make_exact(self, docs: np.ndarray, ptr: np.ndarray, cols: np.ndarray) -> None:
         """Make ``lower`` exact where asked, once: documents ascending, each document's
         columns ascending (see the class)."""

@@ -34,19 +34,21 @@ def bounded_table(stats, model, queries, union: np.ndarray, mu: float, lam: floa
     if bounds is None:
         return None
     scorer = Scorer(stats, mu=mu, lam=lam, model=model)
-    need = np.zeros((n_docs, len(union)), dtype=bool)
+    table = bounds.lower.T  # term-major: a query's terms are rows
+    need = np.zeros((len(union), n_docs), dtype=bool)  # term-major, as the table
     for query in queries:
         if len(query.term_ids) == 0:
             continue
         cols = np.searchsorted(union, query.term_ids)
-        low = scorer.score(query, bounds.columns(cols))
+        low, high = scorer.score_bounds(query, table, cols, bounds.doc_gap, bounds.term_gap[cols])
         threshold = np.partition(low, n_docs - depth)[n_docs - depth]
-        high = scorer.score(query, bounds.upper(cols))
         can = np.flatnonzero(high >= threshold - SLACK * (1.0 + abs(threshold)))
-        need[np.ix_(can, cols)] = True
-    docs = np.flatnonzero(need.any(axis=1))
-    rows, cols = np.nonzero(need[docs])
-    ptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=len(docs)))])
-    log.debug("exact P_TM for %d of %d documents, %d entries of %d", len(docs), n_docs, len(cols), need.size)
+        for col in cols:
+            need[col, can] = True
+    docs = np.flatnonzero(need.any(axis=0))
+    rows, cols = np.nonzero(need[:, docs].T)
+    ptr = np.searchsorted(rows, np.arange(len(docs) + 1))
+    log.debug("exact P_TM for %d of %d documents, %d entries of %d", len(docs), n_docs, len(cols),
+              need.size)
     bounds.make_exact(docs, ptr, cols)
     return bounds.lower

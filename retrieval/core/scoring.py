@@ -25,13 +25,18 @@ MU = 1000.0
 LAM = 0.7
 # Weight of the collocation term of TCM runs: SDM's default ordered-window : term weight, 0.1 / 0.85.
 OMEGA = 0.1 / 0.85
+_NONE = np.zeros(0)  # the gap arrays of a score without bounds
 
 
 @njit(parallel=True, cache=True)
-def _score_mixture(doc_len, post_doc, post_tf, post_lo, post_hi, p_c, q_weight, mu, lam, p_tm, scratch, out):
-    """Add sum_w q_weight[w] * log(lam * P_QL(w|d) + (1 - lam) * p_tm[d, w]) to ``out`` (changed in place).
+def _score_mixture(doc_len, post_doc, post_tf, post_lo, post_hi, p_c, q_weight, mu, lam, table, rows,
+                   doc_gap, term_gap, scratch, out, out_gap):
+    """Add sum_w q_weight[w] * log(lam * P_QL(w|d) + (1 - lam) * P_TM(w|d)) to ``out`` (changed
+    in place), with P_TM(w|d) = ``table[rows[w], d]``; where ``out_gap`` has n_docs entries, add
+    the same sum with P_TM(w|d) + doc_gap[d] * term_gap[w] to it in the same pass (bounds: the
+    documents' postings scattered and the table read once for both).
 
-    post_lo/post_hi : postings range of each query term; p_tm : (n_docs, n_query_terms) float64,
+    post_lo/post_hi : postings range of each query term; table : (n_rows, n_docs) float64,
     either layout; scratch : int32 zeros, at least n_docs * n_query_terms of them, zeros again
     on return (:meth:`CollectionStats.zeros_scratch`).
     The postings are scattered into a (n_docs, n_query_terms) table first, so that the documents
@@ -50,24 +55,38 @@ def _score_mixture(doc_len, post_doc, post_tf, post_lo, post_hi, p_c, q_weight, 
         if q_weight[j] == np.floor(q_weight[j]) and 1.0 <= q_weight[j] <= 8.0:
             reps[j] = np.int64(q_weight[j])
     mu_pc = mu * p_c
+    gapped = out_gap.shape[0] == n_docs
     for d in numba.prange(n_docs):
         inv = lam / (doc_len[d] + mu)
-        acc = 0.0
-        prod = 1.0
-        for j in range(n_q):
-            p = (mu_pc[j] + tf[d, j]) * inv + (1.0 - lam) * p_tm[d, j]
-            if reps[j] == 0 or p < 1e-30:
-                acc += q_weight[j] * np.log(p)
-                continue
-            for _ in range(reps[j]):
-                prod *= p
-            if prod < 1e-200:
-                acc += np.log(prod)
-                prod = 1.0
-        out[d] += acc + np.log(prod)
+        out[d] += _log_mixture(d, tf, mu_pc, inv, lam, reps, q_weight, table, rows, 0.0, term_gap)
+        if gapped:
+            out_gap[d] += _log_mixture(d, tf, mu_pc, inv, lam, reps, q_weight, table, rows, doc_gap[d],
+                                       term_gap)
     for j in range(n_q):
         for i in range(post_lo[j], post_hi[j]):
             tf[post_doc[i], j] = 0
+
+
+@njit(cache=True, inline="always")
+def _log_mixture(d, tf, mu_pc, inv, lam, reps, q_weight, table, rows, gap, term_gap):
+    """Document d's sum of :func:`_score_mixture`, P_TM raised by ``gap * term_gap[w]`` (with
+    ``gap`` 0, the table's values as they are)."""
+    acc = 0.0
+    prod = 1.0
+    for j in range(q_weight.shape[0]):
+        p_tm = table[rows[j], d]
+        if gap != 0.0:
+            p_tm += gap * term_gap[j]
+        p = (mu_pc[j] + tf[d, j]) * inv + (1.0 - lam) * p_tm
+        if reps[j] == 0 or p < 1e-30:
+            acc += q_weight[j] * np.log(p)
+            continue
+        for _ in range(reps[j]):
+            prod *= p
+        if prod < 1e-200:
+            acc += np.log(prod)
+            prod = 1.0
+    return acc + np.log(prod)
 
 
 @njit(parallel=True, cache=True)
@@ -168,9 +187,32 @@ class Scorer:
             p_tm = self.model.p_w_d(query.term_ids) if p_tm is None else p_tm
             p_tm = np.asarray(p_tm, dtype=np.float64)  # either layout: a term-major view is not copied
             _score_mixture(np.asarray(doc_len), post_doc, post_tf, np.asarray(post_lo),
-                           np.asarray(post_hi), p_c, query.weights, self.mu, self.lam, p_tm,
-                           self.stats.zeros_scratch(len(doc_len) * len(query.term_ids)), out)
+                           np.asarray(post_hi), p_c, query.weights, self.mu, self.lam, p_tm.T,
+                           np.arange(len(query.term_ids)), _NONE, _NONE,
+                           self.stats.zeros_scratch(len(doc_len) * len(query.term_ids)), out, _NONE)
         return out
+
+    def score_bounds(self, query: Query, table: np.ndarray, rows: np.ndarray, doc_gap: np.ndarray,
+                     term_gap: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`score` on lower and upper bounds of P_TM in one pass: ``(low, high)``, each of
+        shape (n_docs,), scored on ``table[rows].T`` and on it plus
+        ``np.multiply.outer(doc_gap, term_gap)``; ``high`` is :meth:`score` on that sum.
+
+        table : (n_terms, n_docs) float64 of which ``rows`` (len(query.term_ids),) are the
+        query's terms; doc_gap : (n_docs,); term_gap : (len(query.term_ids),)."""
+        s = self.stats
+        if self.lam == 1.0:
+            raise ValueError("bounds on P_TM need lam < 1")
+        low, high = np.zeros(s.n_docs), np.zeros(s.n_docs)
+        if len(query.term_ids) == 0:
+            return low, high
+        ids = query.term_ids
+        _score_mixture(np.asarray(s.doc_len), read_only(s.post_doc), read_only(s.post_tf), s.post_ptr[ids],
+                       s.post_ptr[ids + 1], s.p_c[ids], query.weights, self.mu, self.lam,
+                       np.asarray(table, dtype=np.float64), np.asarray(rows, dtype=np.int64),
+                       np.asarray(doc_gap, dtype=np.float64), np.asarray(term_gap, dtype=np.float64),
+                       s.zeros_scratch(s.n_docs * len(ids)), low, high)
+        return low, high
 
     def score_collocations(self, query: Query, p_w: np.ndarray, postings: list, p_c: np.ndarray,
                            p_tm: np.ndarray, omega: float = OMEGA) -> np.ndarray:
@@ -203,7 +245,8 @@ class Scorer:
         docs, tf = (read_only(np.concatenate([p[i] for p in postings]).astype(np.int32)) for i in (0, 1))
         _score_mixture(np.asarray(s.doc_len), docs, tf, ptr[:-1], ptr[1:],
                        np.asarray(p_c, dtype=np.float64), np.ones(len(postings)), self.mu, self.lam,
-                       np.asarray(p_tm, dtype=np.float64), s.zeros_scratch(s.n_docs * len(postings)), extra)
+                       np.asarray(p_tm, dtype=np.float64).T, np.arange(len(postings)), _NONE, _NONE,
+                       s.zeros_scratch(s.n_docs * len(postings)), extra, _NONE)
         return extra
 
 
