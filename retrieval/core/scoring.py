@@ -177,20 +177,29 @@ class Scorer:
         """``log_norm(mu)``: log(|d| + mu) of these documents, where the caller keeps it."""
         out = np.zeros(len(doc_len))
         p_c = self.stats.p_c[query.term_ids]
-        # read-only, as an index's postings are: one compiled kernel whoever gathered them
-        post_doc, post_tf = read_only(np.asarray(post_doc)), read_only(np.asarray(post_tf))
         if self.lam == 1.0:
             log_norm = log_norm(self.mu) if log_norm is not None else np.log(doc_len + self.mu)
-            _score_ql(log_norm, post_doc, post_tf, np.asarray(post_lo, dtype=np.int64),
-                      np.asarray(post_hi, dtype=np.int64), p_c, query.weights, self.mu, out)
+            # read-only, as an index's postings are: one compiled kernel whoever gathered them
+            _score_ql(log_norm, read_only(np.asarray(post_doc)), read_only(np.asarray(post_tf)),
+                      np.asarray(post_lo, dtype=np.int64), np.asarray(post_hi, dtype=np.int64), p_c,
+                      query.weights, self.mu, out)
         else:
             p_tm = self.model.p_w_d(query.term_ids) if p_tm is None else p_tm
-            p_tm = np.asarray(p_tm, dtype=np.float64)  # either layout: a term-major view is not copied
-            _score_mixture(np.asarray(doc_len), post_doc, post_tf, np.asarray(post_lo),
-                           np.asarray(post_hi), p_c, query.weights, self.mu, self.lam, p_tm.T,
-                           np.arange(len(query.term_ids)), _NONE, _NONE,
-                           self.stats.zeros_scratch(len(doc_len) * len(query.term_ids)), out, _NONE)
+            # either layout: a term-major view is not copied
+            self._mixture(query.weights, p_c, doc_len, post_doc, post_tf, post_lo, post_hi,
+                          np.asarray(p_tm, dtype=np.float64).T, out)
         return out
+
+    def _mixture(self, weights, p_c, doc_len, post_doc, post_tf, post_lo, post_hi, table, out, rows=None,
+                 doc_gap=_NONE, term_gap=_NONE, out_gap=_NONE):
+        """:func:`_score_mixture` of the terms whose P_TM are the ``rows`` of ``table`` (n_rows,
+        n_docs; by default all, in order) into ``out`` (and, with the gaps, ``out_gap``)."""
+        rows = np.arange(len(weights)) if rows is None else np.asarray(rows, dtype=np.int64)
+        # read-only, as an index's postings are: one compiled kernel whoever gathered them
+        _score_mixture(np.asarray(doc_len), read_only(np.asarray(post_doc)), read_only(np.asarray(post_tf)),
+                       np.asarray(post_lo, dtype=np.int64), np.asarray(post_hi, dtype=np.int64),
+                       np.asarray(p_c, dtype=np.float64), weights, self.mu, self.lam, table, rows, doc_gap,
+                       term_gap, self.stats.zeros_scratch(len(doc_len) * len(weights)), out, out_gap)
 
     def score_bounds(self, query: Query, table: np.ndarray, rows: np.ndarray, doc_gap: np.ndarray,
                      term_gap: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -207,11 +216,9 @@ class Scorer:
         if len(query.term_ids) == 0:
             return low, high
         ids = query.term_ids
-        _score_mixture(np.asarray(s.doc_len), read_only(s.post_doc), read_only(s.post_tf), s.post_ptr[ids],
-                       s.post_ptr[ids + 1], s.p_c[ids], query.weights, self.mu, self.lam,
-                       np.asarray(table, dtype=np.float64), np.asarray(rows, dtype=np.int64),
-                       np.asarray(doc_gap, dtype=np.float64), np.asarray(term_gap, dtype=np.float64),
-                       s.zeros_scratch(s.n_docs * len(ids)), low, high)
+        self._mixture(query.weights, s.p_c[ids], s.doc_len, s.post_doc, s.post_tf, s.post_ptr[ids],
+                      s.post_ptr[ids + 1], np.asarray(table, dtype=np.float64), low, rows,
+                      np.asarray(doc_gap, dtype=np.float64), np.asarray(term_gap, dtype=np.float64), high)
         return low, high
 
     def score_collocations(self, query: Query, p_w: np.ndarray, postings: list, p_c: np.ndarray,
@@ -242,11 +249,9 @@ class Scorer:
         lens = np.array([len(docs) for docs, _ in postings], dtype=np.int64)
         ptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
         extra = np.zeros(s.n_docs)
-        docs, tf = (read_only(np.concatenate([p[i] for p in postings]).astype(np.int32)) for i in (0, 1))
-        _score_mixture(np.asarray(s.doc_len), docs, tf, ptr[:-1], ptr[1:],
-                       np.asarray(p_c, dtype=np.float64), np.ones(len(postings)), self.mu, self.lam,
-                       np.asarray(p_tm, dtype=np.float64).T, np.arange(len(postings)), _NONE, _NONE,
-                       s.zeros_scratch(s.n_docs * len(postings)), extra, _NONE)
+        docs, tf = (np.concatenate([p[i] for p in postings]).astype(np.int32) for i in (0, 1))
+        self._mixture(np.ones(len(postings)), p_c, s.doc_len, docs, tf, ptr[:-1], ptr[1:],
+                      np.asarray(p_tm, dtype=np.float64).T, extra)
         return extra
 
 
