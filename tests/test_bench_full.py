@@ -381,8 +381,8 @@ def test_an_interrupted_training_resumes_and_its_parts_add_up(tmp_path):
     then the same command again: the training resumes, the table adds both parts."""
     work, out = tmp_path / "w", tmp_path / "full.md"
     argv = [sys.executable, "-m", "retrieval", "-q", "bench", "full", "--kinds", "lda", "--docs", "1000",
-            "--terms", "3000", "--iterations", "30", "--work", str(work), "--projection", str(PROJECTION),
-            "--write", str(out)]
+            "--terms", "3000", "--iterations", "30", "--runs", "2", "--work", str(work), "--projection",
+            str(PROJECTION), "--write", str(out)]
     env = {k: v for k, v in os.environ.items() if k != "TOPICIR_QUICK"}
     env["PYTHONPATH"] = str(ROOT)
     bench = subprocess.Popen(argv, env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -429,6 +429,9 @@ def test_an_interrupted_training_resumes_and_its_parts_add_up(tmp_path):
     assert len(state["steps"]["index"]["parts"]) == 1  # measured once, not run again
     assert "resuming from checkpoint" in (work / "logs" / "train-lda.log").read_text()
     assert state["steps"]["run-lda"]["output"]["topics"] == 100 and not ckpt.exists()
+    for name in ("ql", "run-lda"):  # each ranking step ran whole twice, each run a part, after a warm-up run
+        assert [p["exit"] for p in state["steps"][name]["parts"]] == [0, 0]
+        assert (work / "logs" / f"{name}.log").read_text().count("\n$ ") == 3
     for name in ("ql", "run-lda"):  # each batch alone, timed in a process of its own
         batch = state["steps"][name]["batch"]
         assert 0 < batch["batch_s"] < batch["wall_s"] and (work / "logs" / f"{name}-batch.log").exists()
@@ -437,6 +440,10 @@ def test_an_interrupted_training_resumes_and_its_parts_add_up(tmp_path):
     row = next(line for line in text.splitlines() if line.startswith("| train-lda |"))
     wall = sum(p["wall_s"] for p in parts)
     assert "measured in 2 parts (resumed)" in row and duration(wall) in row
+    row = next(line for line in text.splitlines() if line.startswith("| run-lda |"))
+    walls = sorted(p["wall_s"] for p in state["steps"]["run-lda"]["parts"])
+    assert f"| measured: median of 2 runs ({duration(walls[0])} to {duration(walls[1])}) |" in row
+    assert f"| {duration(sum(walls) / 2)} |" in row
     assert "NOT the default schedule" in text and "no ratios" in text
 
 
@@ -448,51 +455,98 @@ def test_a_second_benchmark_of_the_same_work_folder_is_refused(tmp_path):
             full.run(kinds=["lda"], docs=1000, terms=3000, work=str(tmp_path), stop_after=0)
 
 
+class _Measured:
+    """A --work folder where every step of the path with LDA is measured once (9 s each; the
+    ranking steps' batches timed alone with ``batch``), and the runs, batch timings and warm-ups
+    faked and recorded: each run adds a part of the next of ``walls`` seconds."""
+
+    RANKING = dict(topics=100, lines=100_000, bytes=MiB)
+
+    def __init__(self, tmp_path, monkeypatch, walls, batch=False):
+        self.work = tmp_path / "w"
+        outputs = {"index": dict(n_docs=1000, n_terms=3000, n_tokens=250_000, bytes=MiB), "ql": self.RANKING,
+                   "train-lda": dict(bytes=MiB), "run-lda": self.RANKING}
+        self.steps = {name: dict(parts=[_part(9.0, 9.0, 1.0, MiB)], done=True, output=out,
+                                 **(dict(batch=dict(batch_s=0.5)) if batch else {})) for name, out in outputs.items()}
+        self.work.mkdir()
+        settings = dict(docs=1000, terms=3000, seed=0, threads=2, iterations=None)
+        full.save_state(self.work / full.STATE, dict(format=full.FORMAT, settings=settings, steps=self.steps))
+        self.ran, self.timed, self.warmed, self.walls = [], [], [], iter(walls)
+        monkeypatch.setattr(full, "_run_step", self._step)
+        monkeypatch.setattr(full, "_time_batch", self._batch)
+        monkeypatch.setattr(full, "_warm_up", lambda step, work, env: self.warmed.append(step.name))
+        monkeypatch.setattr(full, "_prepare", lambda *a: dict(gen_s=0.0, vocab=Vocabulary(["a", "b", "c"], 2, "test")))
+
+    def _step(self, step, state, state_path, work, env, deadline):
+        self.ran.append(step.name)
+        wall = next(self.walls)
+        state["steps"].setdefault(step.name, dict(parts=[]))["parts"].append(_part(wall, 2 * wall, wall / 4, MiB))
+        state["steps"][step.name].update(done=True, output=self.RANKING)
+        full.save_state(state_path, state)
+
+    def _batch(self, step, state, state_path, work, env):
+        self.timed.append(step.name)
+        state["steps"][step.name]["batch"] = dict(batch_s=0.5)
+        full.save_state(state_path, state)
+
+    def run(self, **options):
+        return full.run(kinds=["lda"], docs=1000, terms=3000, work=str(self.work), projection=str(PROJECTION),
+                        **options)
+
+    def state(self):
+        return json.loads((self.work / full.STATE).read_text())
+
+
 def test_remeasure_runs_a_measured_ranking_step_again_and_nothing_else(tmp_path, monkeypatch):
     """--remeasure run-lda: the ranking step runs again and its new figures replace the old; the
     steps measured before stay; with --stop-after 0 nothing runs and the old figures stay; a
     training or the index is refused in one line."""
-    work = tmp_path / "w"
-    settings = dict(docs=1000, terms=3000, seed=0, threads=2, iterations=None)
-    ranking = dict(topics=100, lines=100_000, bytes=MiB)
-    outputs = {"index": dict(n_docs=1000, n_terms=3000, n_tokens=250_000, bytes=MiB), "ql": ranking,
-               "train-lda": dict(bytes=MiB), "run-lda": ranking}
-    steps = {name: dict(parts=[_part(9.0, 9.0, 1.0, MiB)], done=True, output=out) for name, out in outputs.items()}
-    work.mkdir()
-    full.save_state(work / full.STATE, dict(format=full.FORMAT, settings=settings, steps=steps))
-    ran = []
-
-    def fake_step(step, state, state_path, work, env, deadline):
-        ran.append(step.name)
-        state["steps"].setdefault(step.name, dict(parts=[]))["parts"].append(_part(1.0, 2.0, 0.5, MiB))
-        state["steps"][step.name].update(done=True, output=ranking)
-        full.save_state(state_path, state)
-
-    def fake_batch(step, state, state_path, work, env):
-        timed.append(step.name)
-        state["steps"][step.name]["batch"] = dict(batch_s=0.5)
-        full.save_state(state_path, state)
-
-    timed = []
-    monkeypatch.setattr(full, "_run_step", fake_step)
-    monkeypatch.setattr(full, "_time_batch", fake_batch)
-    monkeypatch.setattr(full, "_prepare", lambda *a: dict(gen_s=0.0, vocab=Vocabulary(["a", "b", "c"], 2, "test")))
-    common = dict(kinds=["lda"], docs=1000, terms=3000, work=str(work), projection=str(PROJECTION))
-    full.run(**common, stop_after=0, remeasure=["run-lda"])
-    assert ran == timed == [] and json.loads((work / full.STATE).read_text())["steps"] == steps
-    full.run(**common, remeasure=["run-lda"])
-    state = json.loads((work / full.STATE).read_text())
-    assert ran == ["run-lda"] and [p["wall_s"] for p in state["steps"]["run-lda"]["parts"]] == [1.0]
+    m = _Measured(tmp_path, monkeypatch, walls=[1.0])
+    m.run(runs=1, stop_after=0, remeasure=["run-lda"])
+    assert m.ran == m.timed == m.warmed == [] and m.state()["steps"] == m.steps
+    m.run(runs=1, remeasure=["run-lda"])
+    state = m.state()
+    assert m.ran == m.warmed == ["run-lda"] and [p["wall_s"] for p in state["steps"]["run-lda"]["parts"]] == [1.0]
     # the ranking steps measured before their batch was timed alone get it timed, once
-    assert timed == ["ql", "run-lda"] and state["steps"]["ql"].pop("batch") == dict(batch_s=0.5)
+    assert m.timed == ["ql", "run-lda"] and state["steps"]["ql"].pop("batch") == dict(batch_s=0.5)
     kept = ("index", "ql", "train-lda")
-    assert {k: v for k, v in state["steps"].items() if k != "run-lda"} == {k: steps[k] for k in kept}
-    full.run(**common)  # nothing left to measure
-    assert ran == ["run-lda"] and timed == ["ql", "run-lda"]
+    assert {k: v for k, v in state["steps"].items() if k != "run-lda"} == {k: m.steps[k] for k in kept}
+    m.run(runs=1)  # nothing left to measure
+    assert m.ran == ["run-lda"] and m.timed == ["ql", "run-lda"]
     for name in ("train-lda", "index", "run-pam"):
         with pytest.raises(ValueError, match=rf"^--remeasure {name}: only ranking steps are measured again \(ql, "
                                              rf"run-lda with these --kinds\)"):
-            full.run(**common, remeasure=[name])
+            m.run(runs=1, remeasure=[name])
+
+
+def test_a_ranking_step_runs_several_times_and_its_row_is_the_median_run(tmp_path, monkeypatch):
+    """--runs 3: a ranking step measured once gets two more runs when the command is run again,
+    after one warm-up run that is not measured (a training is not redone); --remeasure replaces
+    all three, --stop-after 0 runs none. Its row is the median run's wall and CPU beside the
+    largest peak, with the runs' range."""
+    m = _Measured(tmp_path, monkeypatch, walls=[5.0, 7.0, 12.0, 6.0, 20.0, 4.0, 8.0], batch=True)
+    m.run(runs=3, stop_after=0)
+    assert m.ran == m.warmed == []
+    main, parts = m.run(runs=3)  # the runs each ranking step lacks, nothing else
+    assert m.ran == ["ql", "ql", "run-lda", "run-lda"] and m.timed == []  # their batches were timed alone before
+    assert m.warmed == ["ql", "run-lda"]  # once before a step's measured runs
+    state = m.state()
+    assert [p["wall_s"] for p in state["steps"]["ql"]["parts"]] == [9.0, 5.0, 7.0]
+    assert state["steps"]["train-lda"] == m.steps["train-lda"]
+    rows = {r["step"]: r for r in main.rows}
+    # run-lda: 9, 12 and 6 s: the median run's wall and CPU, the largest peak
+    assert rows["run-lda"]["status"] == "measured: median of 3 runs (6.00 s to 12.0 s)"
+    assert (rows["run-lda"]["wall"], rows["run-lda"]["CPU (user + sys)"], rows["run-lda"]["peak memory"]) == \
+        ("9.00 s", "12.0 s", "3.00 GiB")  # CPU 9, 24 and 12 s: its own median
+    assert rows["train-lda"]["status"] == "measured" and rows["train-lda"]["wall"] == "9.00 s"
+    assert [(p["step"], p["part"]) for p in parts.rows if p["step"] == "run-lda"] == [("run-lda", n) for n in (1, 2, 3)]
+    m.run(runs=3, remeasure=["run-lda"])  # three new runs replace the three
+    assert m.ran[4:] == ["run-lda"] * 3 and m.timed == ["run-lda"]
+    assert [p["wall_s"] for p in m.state()["steps"]["run-lda"]["parts"]] == [20.0, 4.0, 8.0]
+    m.run(runs=3)  # nothing left to run
+    assert len(m.ran) == 7 and m.warmed == ["ql", "run-lda", "run-lda"]
+    with pytest.raises(ValueError, match=r"^--runs must be >= 1, got 0$"):
+        m.run(runs=0)
 
 
 def test_a_kind_trained_in_epochs_is_said_in_epochs():

@@ -26,9 +26,14 @@ goes on: an interrupted training resumes from its checkpoint (``topicir train`` 
 with the same ``--out``), and its figures add the parts before and after the interruption,
 each kept. ``--stop-after MIN`` starts no step after MIN minutes and stops a training then,
 after its sweep in progress, with its checkpoint (no sweep is lost), so a training can span sittings;
-``--stop-after 0`` runs nothing and writes the table of what is measured. ``--remeasure STEP``
-runs a ranking step measured before once more (``ql``, ``run-KIND``: after a change to the code
-it runs), its new figures replacing the old ones; a training or the index is not run again.
+``--stop-after 0`` runs nothing and writes the table of what is measured. A ranking step
+(``ql``, ``run-KIND``) runs ``--runs`` times after a warm-up run that is not measured (after a
+change to the code, the first run compiles the kernels), each run a part of its own, and its
+row gives the median run's wall and CPU time beside the largest peak memory: a single run of a
+few seconds says as much about what else the machine was doing as about the command. A ranking step with
+fewer runs than asked gets the rest when the command is run again. ``--remeasure STEP`` runs a
+ranking step measured before again (after a change to the code it runs), its new runs replacing
+the old ones; a training or the index is not run again.
 
 The table (:mod:`retrieval.bench.full_table`) puts every figure beside the projection of
 ``topicir bench scale`` (``--projection``, its generated file) with the ratio measured /
@@ -48,7 +53,7 @@ from models.common.atomic import atomic_open, target_lock
 
 from ..core.tables import Table
 from .full_child import Interrupted, progress, run_measured
-from .full_table import tables, unit
+from .full_table import finished_runs, tables, unit
 from .scale import KINDS, N_QUERIES
 
 log = logging.getLogger(__name__)
@@ -207,16 +212,16 @@ def _prepare(work: Path, docs: int, terms: int, seed: int, wordnet) -> dict:
 def run(*, kinds=KINDS, docs: int = 250_000, terms: int = 200_000, seed: int = 0, threads: int = 2,
         iterations: int | None = None, work: str = "build/bench-full", stop_after: float | None = None,
         projection: str = "docs/results/bench-scale.md", wordnet: str | None = None,
-        remeasure=()) -> list[Table]:
+        remeasure=(), runs: int = 3) -> list[Table]:
     """Run (or go on with) the user's path for ``kinds`` on ``docs`` synthetic AP documents and
     return its table beside the projection (module docstring); ``remeasure``: ranking steps to
-    run and measure again."""
+    run and measure again; ``runs``: the runs of each ranking step."""
     from models.registry import kinds as registered
 
     unknown = [k for k in kinds if k not in registered()]
     if unknown:
         raise ValueError(f"unknown model kind(s) {', '.join(map(repr, unknown))}; choose from {', '.join(registered())}")
-    for name, value in (("docs", docs), ("threads", threads), ("iterations", iterations)):
+    for name, value in (("docs", docs), ("threads", threads), ("iterations", iterations), ("runs", runs)):
         if value is not None and value < 1:
             raise ValueError(f"--{name} must be >= 1, got {value!r}")
     if stop_after is not None and stop_after < 0:
@@ -231,11 +236,11 @@ def run(*, kinds=KINDS, docs: int = 250_000, terms: int = 200_000, seed: int = 0
     work.mkdir(parents=True, exist_ok=True)
     settings = dict(docs=docs, terms=terms, seed=seed, threads=threads, iterations=iterations)
     with target_lock(work / STATE, what="bench full state"):  # a second benchmark of --work is refused
-        return _run_locked(work, list(kinds), settings, deadline, Path(projection), wordnet, set(remeasure))
+        return _run_locked(work, list(kinds), settings, deadline, Path(projection), wordnet, set(remeasure), runs)
 
 
 def _run_locked(work: Path, kinds: list[str], settings: dict, deadline, projection: Path, wordnet,
-                remeasure: set) -> list[Table]:
+                remeasure: set, runs: int) -> list[Table]:
     from tqdm.auto import tqdm
 
     state_path = work / STATE
@@ -247,7 +252,8 @@ def _run_locked(work: Path, kinds: list[str], settings: dict, deadline, projecti
     env = _child_env(settings["threads"])
     done = lambda name: state["steps"].get(name, {}).get("done", False)  # noqa: E731
     untimed = lambda step: step.what == "run" and "batch" not in state["steps"].get(step.name, {})  # noqa: E731
-    todo = [s for s in steps if not done(s.name) or s.name in remeasure or untimed(s)]
+    short = lambda step: step.what == "run" and finished_runs(state["steps"].get(step.name)) < runs  # noqa: E731
+    todo = [s for s in steps if not done(s.name) or s.name in remeasure or untimed(s) or short(s)]
     bar = tqdm(total=len(steps), initial=len(steps) - len(todo), desc="bench full", unit=" steps")
     stopped = None
     try:
@@ -261,18 +267,22 @@ def _run_locked(work: Path, kinds: list[str], settings: dict, deadline, projecti
             if step.name in remeasure and done(step.name):  # its old figures go only once it runs again
                 log.info("%s: measured again (its earlier figures are replaced)", step.name)
                 state["steps"].pop(step.name)
+            if step.what == "run" and (not done(step.name) or short(step)):
+                _warm_up(step, work, env)
             if not done(step.name):
+                _run_step(step, state, state_path, work, env, deadline)
+            while done(step.name) and short(step) and (deadline is None or time.time() < deadline):
                 _run_step(step, state, state_path, work, env, deadline)
             if done(step.name) and untimed(step):
                 _time_batch(step, state, state_path, work, env)
             bar.update(int(done(step.name)))
-            if not done(step.name):  # stopped at the deadline
+            if not done(step.name) or short(step):  # stopped at the deadline
                 stopped = step.name
                 break
     finally:
         bar.close()
     if stopped:
-        left = [s.name for s in steps if not done(s.name)]
+        left = [s.name for s in steps if not done(s.name) or short(s)]
         log.info("stopped before %s is measured (%d step(s) left: %s); rerun the same command to go on",
                  stopped, len(left), " ".join(left))
     return tables(state, steps, kinds, projection, dict(info, **settings))
@@ -294,6 +304,20 @@ def _reached(step: Step, start, part: dict) -> dict:
         part.update(sweep_start=start[0] if start else 0, sweep_end=end[0] if end else None,
                     sweeps=end[1] if end else None)
     return part
+
+
+def _warm_up(step: Step, work: Path, env: dict) -> None:
+    """A ranking step's command once, not measured, before its measured runs: after a change to
+    the code, the first run compiles the kernels it uses (numba caches them on disk), and it
+    reads the index and model files into the page cache, so that every measured run starts as a
+    user's second run does."""
+    log_path = work / "logs" / f"{step.name}.log"
+    log.info("%s: a warm-up run, not measured (log: %s)", step.name, log_path)
+    part = run_measured([sys.executable, "-m", "retrieval", *step.args], log_path, env=env)
+    if part["exit"] != 0:
+        tail = log_path.read_text(errors="replace").strip().splitlines()[-15:]
+        raise RuntimeError(f"bench full: {step.shown()} exited {part['exit']} (warm-up run); the end of its log "
+                           f"{log_path}:\n" + "\n".join(tail))
 
 
 def _time_batch(step: Step, state: dict, state_path: Path, work: Path, env: dict) -> None:

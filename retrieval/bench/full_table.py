@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from statistics import median
 
 from ..core.quick import is_quick
 from ..core.tables import Table
@@ -92,10 +93,27 @@ def voided(parts: list[dict]) -> int:
     return last
 
 
-def totals(record: dict | None) -> dict:
+def _runs(record: dict | None) -> list[dict]:
+    return [p for p in (record or {}).get("parts", []) if p.get("exit") == 0 and p.get("wall_s") is not None]
+
+
+def finished_runs(record: dict | None) -> int:
+    """How many runs of a ranking step finished and were measured."""
+    return len(_runs(record))
+
+
+def totals(record: dict | None, ranking: bool = False) -> dict:
     """A step's figures over the parts that count (those after the last start from scratch):
     wall, CPU and bytes written add up, peak memory is the largest part's; ``lost``: a part
-    that could not be measured; ``sweep``: (done, of) where a training stopped short."""
+    that could not be measured; ``sweep``: (done, of) where a training stopped short. A
+    ``ranking`` step's finished parts are runs of the whole command: the median run's wall, CPU
+    and bytes written, the largest peak, and ``runs``, the wall times of them all."""
+    runs = _runs(record)
+    if ranking and runs:
+        return dict(parts=len(runs), lost=0, voided=0, sweep=None, runs=sorted(p["wall_s"] for p in runs),
+                    wall_s=median(p["wall_s"] for p in runs), cpu_s=median(p["user_s"] + p["sys_s"] for p in runs),
+                    peak_gib=max(p["peak_gib"] for p in runs), written_bytes=median(p["written_bytes"] for p in runs),
+                    checkpoints=0)
     parts = (record or {}).get("parts", [])
     void = voided(parts)
     last = parts[-1] if parts else {}
@@ -126,6 +144,8 @@ def status(record: dict | None, t: dict) -> str:
     lost = f"; {t['lost']} part not measured: a lower bound" if t["lost"] else ""
     void = (f"; {t['voided']} earlier part(s) thrown away by a start from scratch, not counted"
             if t["voided"] else "")
+    if record.get("done") and len(t.get("runs", ())) > 1:
+        return f"measured: median of {len(t['runs'])} runs ({duration(t['runs'][0])} to {duration(t['runs'][-1])})"
     if record.get("done"):
         return ("measured" if t["parts"] == 1 else f"measured in {t['parts']} parts (resumed)") + lost + void
     last = record["parts"][-1]
@@ -176,7 +196,7 @@ def tables(state: dict, steps: list, kinds: list[str], projection: Path, info: d
     rows, parts = [], []
     for step in steps:
         record = state["steps"].get(step.name)
-        t = dict(totals(record), unit=unit(step.kind))
+        t = dict(totals(record, ranking=step.what == "run"), unit=unit(step.kind))
         done = bool(record and record.get("done"))
         if step.what == "train" and t["parts"] and not done and t["sweep"] is None:  # a part recorded without it
             t["sweep"] = progress(step.checkpoint)
@@ -195,7 +215,7 @@ def tables(state: dict, steps: list, kinds: list[str], projection: Path, info: d
                      "written to disk": size(shown("written_bytes")),
                      "checkpoints written": str(t["checkpoints"]) if done and step.what == "train" else "",
                      "made": _made(step, record)})
-        void = voided((record or {}).get("parts", []))
+        void = 0 if step.what == "run" else voided((record or {}).get("parts", []))
         for n, p in enumerate((record or {}).get("parts", []), 1):
             ended = ENDED.get(p.get("interrupted")) or ("finished" if p.get("exit") == 0 else f"exit {p.get('exit')}")
             if p.get("sweep_end") is not None:
@@ -218,7 +238,8 @@ def tables(state: dict, steps: list, kinds: list[str], projection: Path, info: d
             Table("Every part of every step", parts, notes=[
                 "A step interrupted (Ctrl-C, SIGTERM, or --stop-after at a checkpoint) and run again is measured in "
                 "parts; its figures above add the parts' wall, CPU and disk writes, and take the largest part's peak "
-                "memory. 'write calls': the bytes the process handed to write calls (its log included); 'written to "
+                "memory. A ranking step (ql, run-KIND) runs whole several times (--runs), each run a part; its figures "
+                "above are the median run's wall, CPU and disk writes and the largest run's peak memory. 'write calls': the bytes the process handed to write calls (its log included); 'written to "
                 "disk': what reached the storage layer. 'load': the machine's 1-minute load average when the part "
                 "started and ended (more than the threads asked for means other work shared the cores and "
                 "stretched the wall time, not the CPU time); 'CPU': the machine it ran on, where recorded; "
@@ -254,7 +275,9 @@ def _notes(state, steps, proj, comparable, info) -> list[str]:
         f"index's files); checkpoints written, the times its checkpoint file was replaced. A training's wall is the "
         f"whole command too: the corpus read from the index, the sweeps and checkpoints, the model saved and the "
         f"document completion it ends on. A run's wall is the whole command (start, the index and model loaded, the "
-        f"{N_QUERIES} queries, the run file written), the projection is of the batch alone, timed warm: their ratio "
+        f"{N_QUERIES} queries, the run file written), the median of its runs where it ran several times (their "
+        f"range in its status), each after a warm-up run that is not measured (the first run after the code "
+        f"changed compiles the kernels it uses, which numba then caches on disk), the projection is of the batch alone, timed warm: their ratio "
         f"bounds the batch projection's error from above. Batch alone: the same {N_QUERIES} queries ranked in "
         f"another process as the projection times them (the index and model loaded, two queries first, then the "
         f"fastest of {BATCH_REPEATS} batches), so its ratio is the projection's error.",

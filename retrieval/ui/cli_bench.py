@@ -231,6 +231,8 @@ def add_full(p):
     p.add_argument("--remeasure", nargs="+", default=[], metavar="STEP",
                    help="run these ranking steps again (ql, run-KIND), measured before, e.g. after a code change; "
                         "their new figures replace the old")
+    p.add_argument("--runs", type=int, default=3,
+                   help="run each ranking step (ql, run-KIND) this many times; its row gives the median run's figures")
     p.add_argument("--projection", default="docs/results/bench-scale.md",
                    help="the file 'topicir bench scale --write' wrote, whose figures the measured ones are set beside")
     p.add_argument("--wordnet", default=None, help="WordNet 3.0 dict directory (default /usr/share/wordnet)")
@@ -340,7 +342,8 @@ BENCHES = [
     TableCommand("full", "the user's path on the synthetic AP collection (index, default trainings, 100-query runs), "
                  "each command measured (wall, CPU, peak memory, disk writes) beside the scale projection; "
                  "rerun to resume",
-                 add_full, _call("full"), dict(kinds=["lda"], docs=1000, terms=3000, work="build/bench-full-quick")),
+                 add_full, _call("full"), dict(kinds=["lda"], docs=1000, terms=3000, runs=2,
+                                               work="build/bench-full-quick")),
     TableCommand("peers", "LDA and PAM against tomotopy on an AP-size index (the one 'bench full' builds), as ratios",
                  add_peers, _call("peers"), dict(index="build/bench-full-quick/index", k=[8], iters=2, tomotopy_iters=2,
                                                  pam_sizes=[(4, 8)], pam_every=[1], pam_iters=2,
