@@ -66,7 +66,8 @@ class _OneValued:
     def p_w_d(self, term_ids):
         import numpy as np
 
-        return np.full((self.n_docs, len(term_ids)), 1e-4)
+        # a view of a term-major table, as every kind's is (the scorer reads its rows)
+        return np.full((len(term_ids), self.n_docs), 1e-4).T
 
 
 def mixture_scorings(index, queries) -> list:

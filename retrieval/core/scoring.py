@@ -28,43 +28,103 @@ OMEGA = 0.1 / 0.85
 _NONE = np.zeros(0)  # the gap arrays of a score without bounds
 
 
+# _score_mixture's product pass: the documents a thread takes at a time (their products, flags
+# and length factors stay in cache while each query term's row streams through), and the most
+# factors a product may take (each >= _TINY, so that six cannot underflow below _FLUSH).
+_BLOCK = 2048
+_MAX_FACTORS = 6
+_TINY = 1e-30
+_FLUSH = 1e-200
+
+
 @njit(parallel=True, cache=True)
 def _score_mixture(doc_len, post_doc, post_tf, post_lo, post_hi, p_c, q_weight, mu, lam, table, rows,
-                   doc_gap, term_gap, scratch, out, out_gap):
+                   doc_gap, term_gap, by_rows, scratch, out, out_gap):
     """Add sum_w q_weight[w] * log(lam * P_QL(w|d) + (1 - lam) * P_TM(w|d)) to ``out`` (changed
     in place), with P_TM(w|d) = ``table[rows[w], d]``; where ``out_gap`` has n_docs entries, add
     the same sum with P_TM(w|d) + doc_gap[d] * term_gap[w] to it in the same pass (bounds: the
     documents' postings scattered and the table read once for both).
 
     post_lo/post_hi : postings range of each query term; table : (n_rows, n_docs) float64,
-    either layout; scratch : int32 zeros, at least n_docs * n_query_terms of them, zeros again
-    on return (:meth:`CollectionStats.zeros_scratch`).
-    The postings are scattered into a (n_docs, n_query_terms) table first, so that the documents
+    either layout (``by_rows``: its rows are contiguous); scratch : int32 zeros, at least
+    n_docs * n_query_terms of them, zeros again on return (:meth:`CollectionStats.zeros_scratch`).
+    The postings are scattered into a (n_query_terms, n_docs) table first, so that the documents
     are scored in one parallel loop (one thread start per query, not two per query term). The
     logarithm is most of the cost: terms of a small integer weight (a query's term counts)
     multiply into one product per document, whose log is taken once (and before it could
-    underflow); other weights (feedback's) and tiny probabilities take a log each.
+    underflow); other weights (feedback's) and tiny probabilities take a log each. Where every
+    weight is such and the product has at most _MAX_FACTORS factors (most queries), a
+    contiguous table is read a row at a time into the documents' products, a loop the compiler
+    vectorizes, and a document with a factor below _TINY is summed again as the general loop
+    sums it: the scores are the general loop's, bit for bit.
     """
     n_docs, n_q = doc_len.shape[0], q_weight.shape[0]
-    tf = scratch[:n_docs * n_q].reshape((n_docs, n_q))
+    tf = scratch[:n_docs * n_q].reshape((n_q, n_docs))
     for j in range(n_q):
         for i in range(post_lo[j], post_hi[j]):
-            tf[post_doc[i], j] = post_tf[i]
+            tf[j, post_doc[i]] = post_tf[i]
     reps = np.zeros(n_q, dtype=np.int64)
+    n_factors = 0
     for j in range(n_q):
         if q_weight[j] == np.floor(q_weight[j]) and 1.0 <= q_weight[j] <= 8.0:
             reps[j] = np.int64(q_weight[j])
+        n_factors += reps[j] if reps[j] > 0 else _MAX_FACTORS + 1
     mu_pc = mu * p_c
     gapped = out_gap.shape[0] == n_docs
-    for d in numba.prange(n_docs):
-        inv = lam / (doc_len[d] + mu)
-        out[d] += _log_mixture(d, tf, mu_pc, inv, lam, reps, q_weight, table, rows, 0.0, term_gap)
-        if gapped:
-            out_gap[d] += _log_mixture(d, tf, mu_pc, inv, lam, reps, q_weight, table, rows, doc_gap[d],
-                                       term_gap)
+    if by_rows and n_factors <= _MAX_FACTORS:
+        for blk in numba.prange((n_docs + _BLOCK - 1) // _BLOCK):
+            d0 = blk * _BLOCK
+            _block_products(d0, min(n_docs, d0 + _BLOCK), doc_len, mu, tf, mu_pc, lam, reps, q_weight, table,
+                            rows, doc_gap, term_gap, gapped, out, out_gap)
+    else:
+        for d in numba.prange(n_docs):
+            inv = lam / (doc_len[d] + mu)
+            out[d] += _log_mixture(d, tf, mu_pc, inv, lam, reps, q_weight, table, rows, 0.0, term_gap)
+            if gapped:
+                out_gap[d] += _log_mixture(d, tf, mu_pc, inv, lam, reps, q_weight, table, rows, doc_gap[d],
+                                           term_gap)
     for j in range(n_q):
         for i in range(post_lo[j], post_hi[j]):
-            tf[post_doc[i], j] = 0
+            tf[j, post_doc[i]] = 0
+
+
+@njit(cache=True, inline="always")
+def _block_products(d0, d1, doc_len, mu, tf, mu_pc, lam, reps, q_weight, table, rows, doc_gap, term_gap,
+                    gapped, out, out_gap):
+    """:func:`_score_mixture`'s sums of the documents [d0, d1) when every weight is a small
+    integer: their factors multiplied a query term's row at a time, in the order
+    :func:`_log_mixture` multiplies them, and a document with a factor below _TINY summed by it."""
+    n = d1 - d0
+    inv = np.empty(n)
+    for r in range(n):
+        inv[r] = lam / (doc_len[d0 + r] + mu)
+    prod = np.ones(n)
+    prod_gap = np.ones(n if gapped else 0)
+    tiny = np.zeros(n, dtype=np.bool_)
+    for j in range(q_weight.shape[0]):
+        row, t, m = table[rows[j], d0:d1], tf[j, d0:d1], mu_pc[j]
+        for _ in range(reps[j]):
+            for r in range(n):
+                p = (m + t[r]) * inv[r] + (1.0 - lam) * row[r]
+                tiny[r] |= p < _TINY
+                prod[r] *= p
+            if gapped:  # P_TM raised by the gap
+                g = term_gap[j]
+                for r in range(n):
+                    p = (m + t[r]) * inv[r] + (1.0 - lam) * (row[r] + doc_gap[d0 + r] * g)
+                    tiny[r] |= p < _TINY
+                    prod_gap[r] *= p
+    for r in range(n):
+        d = d0 + r
+        if tiny[r]:
+            out[d] += _log_mixture(d, tf, mu_pc, inv[r], lam, reps, q_weight, table, rows, 0.0, term_gap)
+            if gapped:
+                out_gap[d] += _log_mixture(d, tf, mu_pc, inv[r], lam, reps, q_weight, table, rows, doc_gap[d],
+                                           term_gap)
+        else:
+            out[d] += np.log(prod[r])
+            if gapped:
+                out_gap[d] += np.log(prod_gap[r])
 
 
 @njit(cache=True, inline="always")
@@ -77,13 +137,13 @@ def _log_mixture(d, tf, mu_pc, inv, lam, reps, q_weight, table, rows, gap, term_
         p_tm = table[rows[j], d]
         if gap != 0.0:
             p_tm += gap * term_gap[j]
-        p = (mu_pc[j] + tf[d, j]) * inv + (1.0 - lam) * p_tm
-        if reps[j] == 0 or p < 1e-30:
+        p = (mu_pc[j] + tf[j, d]) * inv + (1.0 - lam) * p_tm
+        if reps[j] == 0 or p < _TINY:
             acc += q_weight[j] * np.log(p)
             continue
         for _ in range(reps[j]):
             prod *= p
-        if prod < 1e-200:
+        if prod < _FLUSH:
             acc += np.log(prod)
             prod = 1.0
     return acc + np.log(prod)
@@ -199,7 +259,8 @@ class Scorer:
         _score_mixture(np.asarray(doc_len), read_only(np.asarray(post_doc)), read_only(np.asarray(post_tf)),
                        np.asarray(post_lo, dtype=np.int64), np.asarray(post_hi, dtype=np.int64),
                        np.asarray(p_c, dtype=np.float64), weights, self.mu, self.lam, table, rows, doc_gap,
-                       term_gap, self.stats.zeros_scratch(len(doc_len) * len(weights)), out, out_gap)
+                       term_gap, table.strides[1] == table.itemsize,
+                       self.stats.zeros_scratch(len(doc_len) * len(weights)), out, out_gap)
 
     def score_bounds(self, query: Query, table: np.ndarray, rows: np.ndarray, doc_gap: np.ndarray,
                      term_gap: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
