@@ -30,10 +30,10 @@ after its sweep in progress, with its checkpoint (no sweep is lost), so a traini
 (``ql``, ``run-KIND``) runs ``--runs`` times after a warm-up run that is not measured (after a
 change to the code, the first run compiles the kernels), each run a part of its own, and its
 row gives the median run's wall and CPU time beside the largest peak memory: a single run of a
-few seconds says as much about what else the machine was doing as about the command. A ranking step with
-fewer runs than asked gets the rest when the command is run again. ``--remeasure STEP`` runs a
-ranking step measured before again (after a change to the code it runs), its new runs replacing
-the old ones; a training or the index is not run again.
+few seconds says as much about what else the machine was doing as about the command. A
+ranking step with fewer runs than asked gets the rest when the command is run again.
+``--remeasure STEP`` runs a ranking step measured before again (after a change to the code it
+runs), its new runs replacing the old ones; a training or the index is not run again.
 
 The table (:mod:`retrieval.bench.full_table`) puts every figure beside the projection of
 ``topicir bench scale`` (``--projection``, its generated file) with the ratio measured /
