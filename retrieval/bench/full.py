@@ -306,6 +306,12 @@ def _reached(step: Step, start, part: dict) -> dict:
     return part
 
 
+def _failed(what: str, log_path: Path) -> RuntimeError:
+    """The error of a child that failed: what failed and the end of its log."""
+    tail = log_path.read_text(errors="replace").strip().splitlines()[-15:]
+    return RuntimeError(f"bench full: {what}; the end of its log {log_path}:\n" + "\n".join(tail))
+
+
 def _warm_up(step: Step, work: Path, env: dict) -> None:
     """A ranking step's command once, not measured, before its measured runs: after a change to
     the code, the first run compiles the kernels it uses (numba caches them on disk), and it
@@ -315,9 +321,7 @@ def _warm_up(step: Step, work: Path, env: dict) -> None:
     log.info("%s: a warm-up run, not measured (log: %s)", step.name, log_path)
     part = run_measured([sys.executable, "-m", "retrieval", *step.args], log_path, env=env)
     if part["exit"] != 0:
-        tail = log_path.read_text(errors="replace").strip().splitlines()[-15:]
-        raise RuntimeError(f"bench full: {step.shown()} exited {part['exit']} (warm-up run); the end of its log "
-                           f"{log_path}:\n" + "\n".join(tail))
+        raise _failed(f"{step.shown()} exited {part['exit']} (warm-up run)", log_path)
 
 
 def _time_batch(step: Step, state: dict, state_path: Path, work: Path, env: dict) -> None:
@@ -336,9 +340,7 @@ def _time_batch(step: Step, state: dict, state_path: Path, work: Path, env: dict
     log.info("%s: timing the batch alone (log: %s)", step.name, log_path)
     part = run_measured(child_command("ql" if step.kind is None else "model", args, out), log_path, env=env)
     if part["exit"] != 0 or not out.exists():
-        tail = log_path.read_text(errors="replace").strip().splitlines()[-15:]
-        raise RuntimeError(f"bench full: timing the batch of {step.name} failed (exit {part['exit']}); the end of "
-                           f"{log_path}:\n" + "\n".join(tail))
+        raise _failed(f"timing the batch of {step.name} failed (exit {part['exit']})", log_path)
     state["steps"][step.name]["batch"] = dict(json.loads(out.read_text(encoding="utf-8")), wall_s=part["wall_s"])
     save_state(state_path, state)
 
@@ -377,6 +379,4 @@ def _run_step(step: Step, state: dict, state_path: Path, work: Path, env: dict, 
         record["done"] = True
     save_state(state_path, state)
     if part["exit"] not in (0, 130):
-        tail = (work / "logs" / f"{step.name}.log").read_text(errors="replace").strip().splitlines()[-15:]
-        raise RuntimeError(f"bench full: {step.shown()} exited {part['exit']}; the end of its log "
-                           f"{work / 'logs' / (step.name + '.log')}:\n" + "\n".join(tail))
+        raise _failed(f"{step.shown()} exited {part['exit']}", work / "logs" / f"{step.name}.log")

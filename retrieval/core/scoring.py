@@ -103,15 +103,15 @@ def _block_products(d0, d1, doc_len, mu, tf, mu_pc, lam, reps, q_weight, table, 
     tiny = np.zeros(n, dtype=np.bool_)
     for j in range(q_weight.shape[0]):
         row, t, m = table[rows[j], d0:d1], tf[j, d0:d1], mu_pc[j]
+        g = term_gap[j] if gapped else 0.0
         for _ in range(reps[j]):
             for r in range(n):
-                p = (m + t[r]) * inv[r] + (1.0 - lam) * row[r]
+                ql = (m + t[r]) * inv[r]
+                p = ql + (1.0 - lam) * row[r]
                 tiny[r] |= p < _TINY
                 prod[r] *= p
-            if gapped:  # P_TM raised by the gap
-                g = term_gap[j]
-                for r in range(n):
-                    p = (m + t[r]) * inv[r] + (1.0 - lam) * (row[r] + doc_gap[d0 + r] * g)
+                if gapped:  # P_TM raised by the gap, the QL part shared
+                    p = ql + (1.0 - lam) * (row[r] + doc_gap[d0 + r] * g)
                     tiny[r] |= p < _TINY
                     prod_gap[r] *= p
     for r in range(n):
