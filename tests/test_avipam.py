@@ -60,6 +60,20 @@ def test_elbo_rises_and_sub_topics_match_the_true_ones(fitted, corpus_beta):
     assert cos.min() > 0.9, cos
 
 
+def test_document_model_a_piece_of_documents_at_a_time(fitted, monkeypatch):
+    """p_w_d writes each piece of documents' product into its columns of the term-major table:
+    every piece, the last short one and a single term's included, is the mixture times the topics."""
+    from models.common import checkpoint as ck
+
+    mix = fitted.doc_mix_.astype(np.float64)
+    monkeypatch.setattr(ck, "PASS_BYTES", 7 * mix[:1].nbytes)  # pieces of 7 documents
+    assert len(mix) % 7
+    for terms in ([4], [9, 0, 4], np.arange(fitted.n_terms_)):
+        p = fitted.p_w_d(terms)
+        assert p.shape == (len(mix), len(terms)) and p.base.flags.c_contiguous  # term-major
+        np.testing.assert_allclose(p, mix @ fitted.topic_word_[:, terms], rtol=1e-12)
+
+
 def test_without_normalisation_the_topics_collapse(corpus_beta):
     """Section 4.1: the same run without normalisation learns blurred, mixed topics."""
     m = AVIPAM(epochs=40, norm="none", **KW).fit(corpus_beta[0])

@@ -450,11 +450,12 @@ class AVIPAM(AVIFoldInMixin, VariationalModel):
             return np.exp(z - self.doc_lse_[:, None])
         # term-major, as the other kinds: a query's terms are rows of the underlying array;
         # the topics' columns and the documents' mixtures a piece at a time, each piece's pages
-        # of a mapped file released after it (pieces)
+        # of a mapped file released after it (pieces); each piece's product is written straight
+        # into its columns (BLAS takes the row stride), not through a temporary copied in
         tw = np.concatenate([p[:, term_ids] for p, in pieces(self.topic_word_)]).T.astype(np.float64)
         out, lo = np.empty((len(term_ids), len(mix))), 0
         for piece, in pieces(mix):
-            out[:, lo:lo + len(piece)] = tw @ piece.T
+            np.matmul(tw, piece.T, out=out[:, lo:lo + len(piece)])
             lo += len(piece)
         return out.T
 
