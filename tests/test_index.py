@@ -8,7 +8,7 @@ import pytest
 
 from retrieval.core.ranking import collecting_runs, rank, run_topics
 from retrieval.core.index import Index, build_index
-from retrieval.core.scoring import Scorer, _candidates, top_k
+from retrieval.core.scoring import Scorer, _candidates, kth_largest, top_k
 from retrieval.core.stats import CollectionStats, parse_term_positions
 from retrieval.core.trec import Topic, TrecFormatError
 
@@ -137,8 +137,8 @@ def test_top_k_breaks_ties_by_doc_order():
 
 @pytest.mark.parametrize("shape", ["normal", "ties", "ascending", "descending", "minus_inf"])
 def test_top_k_is_the_head_of_the_full_sort(shape):
-    """Against sorting everything by (-score, doc); ascending scores take the selection's
-    fallback (every score would enter its heap)."""
+    """Against sorting everything by (-score, doc), and the k-th largest against the sorted
+    scores; ascending scores take the selection's fallback (every score would enter its heap)."""
     rng = np.random.default_rng(7)
     for n in (1, 2, 50, 999, 5000, 50_000):
         scores = {"normal": rng.normal(size=n), "ties": rng.integers(0, 4, size=n).astype(float),
@@ -147,6 +147,8 @@ def test_top_k_is_the_head_of_the_full_sort(shape):
         full = np.lexsort((np.arange(n), -scores))
         for k in (0, 1, 7, 1000, n // 2, n - 1, n, n + 3):
             assert top_k(scores, k).tolist() == full[:max(0, min(k, n))].tolist(), (n, k)
+            if 1 <= k <= n:  # the pruned batch's threshold
+                assert kth_largest(scores, k) == np.sort(scores)[n - k], (n, k)
     # a depth of 1000 among 50,000 scores goes through the sampled estimate
     assert _candidates(scores, 1000) is not None
 

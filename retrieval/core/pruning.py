@@ -14,7 +14,7 @@ import logging
 
 import numpy as np
 
-from .scoring import Scorer
+from .scoring import Scorer, kth_largest
 
 log = logging.getLogger(__name__)
 
@@ -35,20 +35,21 @@ def bounded_table(stats, model, queries, union: np.ndarray, mu: float, lam: floa
         return None
     scorer = Scorer(stats, mu=mu, lam=lam, model=model)
     table = bounds.lower.T  # term-major: a query's terms are rows
-    need = np.zeros((len(union), n_docs), dtype=bool)  # term-major, as the table
+    # the entries to make exact, as document * len(union) + column: a few per cent of a
+    # (terms, documents) mask, which would be most of the pass's time to fault in and scan
+    need = [np.zeros(0, dtype=np.int64)]
     for query in queries:
         if len(query.term_ids) == 0:
             continue
         cols = np.searchsorted(union, query.term_ids)
         low, high = scorer.score_bounds(query, table, cols, bounds.doc_gap, bounds.term_gap[cols])
-        threshold = np.partition(low, n_docs - depth)[n_docs - depth]
+        threshold = kth_largest(low, depth)
         can = np.flatnonzero(high >= threshold - SLACK * (1.0 + abs(threshold)))
-        for col in cols:
-            need[col, can] = True
-    docs = np.flatnonzero(need.any(axis=0))
-    rows, cols = np.nonzero(need[:, docs].T)
-    ptr = np.searchsorted(rows, np.arange(len(docs) + 1))
+        need.append((can[:, None] * len(union) + cols[None, :]).ravel())
+    doc_of, cols = np.divmod(np.unique(np.concatenate(need)), len(union))  # by document, then column
+    docs, starts = np.unique(doc_of, return_index=True)
+    ptr = np.append(starts, len(cols))
     log.debug("exact P_TM for %d of %d documents, %d entries of %d", len(docs), n_docs, len(cols),
-              need.size)
+              len(union) * n_docs)
     bounds.make_exact(docs, ptr, cols)
     return bounds.lower

@@ -377,21 +377,30 @@ def _candidates(scores: np.ndarray, k: int) -> np.ndarray | None:
     return cand[top >= kth]
 
 
+def reaching_kth(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices, ascending, of every score at least the k-th largest (1 <= k <= len(scores)):
+    those above it and all tied with it."""
+    cand = _candidates(scores, k) if k < len(scores) else None
+    if cand is None:
+        kth, found = _kth_largest(scores, k)
+        if not found:
+            kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+        cand = np.flatnonzero(scores >= kth)
+    return cand
+
+
+def kth_largest(scores: np.ndarray, k: int) -> float:
+    """The k-th largest score (1 <= k <= len(scores)), found as :func:`top_k` finds it: from a
+    sample's estimate where it can, not a partition of every score."""
+    return scores[reaching_kth(scores, k)].min()
+
+
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     """Indices of the k best scores, best first; ties go to the lower doc index (deterministic)."""
     k = min(k, len(scores))
     if k == 0:
         return np.zeros(0, dtype=np.int64)
-    if k < len(scores):
-        cand = _candidates(scores, k)
-        if cand is None:
-            kth, found = _kth_largest(scores, k)
-            if not found:
-                kth = np.partition(scores, len(scores) - k)[len(scores) - k]
-            # every document scoring at least the k-th best: those above it and all tied with it
-            cand = np.flatnonzero(scores >= kth)
-    else:
-        cand = np.arange(len(scores))
+    cand = reaching_kth(scores, k) if k < len(scores) else np.arange(len(scores))
     order = np.lexsort((cand, -scores[cand]))
     return cand[order[:k]]
 
