@@ -35,8 +35,8 @@ def bounded_table(stats, model, queries, union: np.ndarray, mu: float, lam: floa
         return None
     scorer = Scorer(stats, mu=mu, lam=lam, model=model)
     table = bounds.lower.T  # term-major: a query's terms are rows
-    # the entries to make exact, as document * len(union) + column: a few per cent of a
-    # (terms, documents) mask, which would be most of the pass's time to fault in and scan
+    # the entries to make exact as keys document * len(union) + column, sorted: a few per cent
+    # of a (terms, documents) mask, whose fault-in and scan cost more than sorting the keys
     need = [np.zeros(0, dtype=np.int64)]
     for query in queries:
         if len(query.term_ids) == 0:
