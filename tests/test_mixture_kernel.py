@@ -66,10 +66,10 @@ def test_the_row_products_score_as_the_general_loop_bit_for_bit(weights, tiny_te
     for j in range(len(w)):
         tf[j, docs[lo[j]:hi[j]]] = tfs[lo[j]:hi[j]]
     p_tm = table[rows]
-    expect = 0.25 + (w[:, None] * np.log(lam * (tf + mu * p_c[:, None]) / (doc_len + mu) + (1 - lam) * p_tm)).sum(0)
-    np.testing.assert_allclose(fast[0], expect, rtol=1e-12)
+
+    def expect(start, p):
+        return start + (w[:, None] * np.log(lam * (tf + mu * p_c[:, None]) / (doc_len + mu) + (1 - lam) * p)).sum(0)
+
+    np.testing.assert_allclose(fast[0], expect(0.25, p_tm), rtol=1e-12)
     if gapped:
-        raised = p_tm + np.multiply.outer(gaps[1], gaps[0])
-        expect_gap = -0.5 + (w[:, None] * np.log(lam * (tf + mu * p_c[:, None]) / (doc_len + mu)
-                                                 + (1 - lam) * raised)).sum(0)
-        np.testing.assert_allclose(fast[1], expect_gap, rtol=1e-12)
+        np.testing.assert_allclose(fast[1], expect(-0.5, p_tm + np.multiply.outer(gaps[1], gaps[0])), rtol=1e-12)

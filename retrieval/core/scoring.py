@@ -380,7 +380,9 @@ def _candidates(scores: np.ndarray, k: int) -> np.ndarray | None:
 def reaching_kth(scores: np.ndarray, k: int) -> np.ndarray:
     """Indices, ascending, of every score at least the k-th largest (1 <= k <= len(scores)):
     those above it and all tied with it."""
-    cand = _candidates(scores, k) if k < len(scores) else None
+    if k == len(scores):
+        return np.arange(len(scores))
+    cand = _candidates(scores, k)
     if cand is None:
         kth, found = _kth_largest(scores, k)
         if not found:
@@ -400,7 +402,7 @@ def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     k = min(k, len(scores))
     if k == 0:
         return np.zeros(0, dtype=np.int64)
-    cand = reaching_kth(scores, k) if k < len(scores) else np.arange(len(scores))
+    cand = reaching_kth(scores, k)
     order = np.lexsort((cand, -scores[cand]))
     return cand[order[:k]]
 
